@@ -6,6 +6,10 @@
 pub(crate) mod coding;
 pub mod env;
 mod error;
+pub(crate) mod iterator;
 pub(crate) mod key;
+pub(crate) mod memtable;
+pub mod version;
+pub(crate) mod wal;
 
 pub use error::{Error, Result};

@@ -1,0 +1,450 @@
+//! Versions: immutable snapshots of the tree's shape (levels → sorted runs → table files), the
+//! edits between them, and the manifest that makes them durable.
+//!
+//! Readers take an `Arc<Version>` and never block writers or compactions; a flush or compaction
+//! builds the next version from the current one plus a [`VersionEdit`] and swaps it in. A table
+//! file lives as long as any version (held by a reader, iterator or snapshot) refers to it: when its
+//! last [`FileMetadata`] reference drops, its number goes to the obsolete list and the engine
+//! deletes it (`db::files`).
+//!
+//! [`Version`], [`Level`], [`Run`] and [`FileMetadata`] are the public, read-only view of the tree
+//! that compaction and filter-allocation policies read: they can look, not touch.
+
+pub(crate) mod edit;
+pub(crate) mod set;
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::key::{compare_internal_keys, user_key};
+pub(crate) use edit::{DeletedFile, NewFile, VersionEdit};
+
+/// The deepest level Strata addresses (level 0 plus 15 disk levels).
+pub const MAX_LEVELS: usize = 16;
+
+/// Where dropped file references report the numbers of files no version needs any more.
+#[derive(Default)]
+pub(crate) struct ObsoleteFiles {
+    numbers: Mutex<Vec<u64>>,
+}
+
+impl ObsoleteFiles {
+    pub(crate) fn take(&self) -> Vec<u64> {
+        std::mem::take(&mut *self.numbers.lock())
+    }
+}
+
+/// A table file as the tree sees it.
+pub struct FileMetadata {
+    pub(crate) number: u64,
+    pub(crate) file_bytes: u64,
+    pub(crate) entries: u64,
+    /// Smallest and largest internal keys.
+    pub(crate) smallest: Vec<u8>,
+    pub(crate) largest: Vec<u8>,
+    pub(crate) smallest_sequence: u64,
+    pub(crate) largest_sequence: u64,
+    pub(crate) bits_per_key: f64,
+    pub(crate) filter_bytes: u64,
+    obsolete_sink: Option<Arc<ObsoleteFiles>>,
+}
+
+impl std::fmt::Debug for FileMetadata {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileMetadata")
+            .field("number", &self.number)
+            .field("file_bytes", &self.file_bytes)
+            .field("entries", &self.entries)
+            .field("bits_per_key", &self.bits_per_key)
+            .finish()
+    }
+}
+
+impl Drop for FileMetadata {
+    fn drop(&mut self) {
+        if let Some(sink) = &self.obsolete_sink {
+            sink.numbers.lock().push(self.number);
+        }
+    }
+}
+
+impl FileMetadata {
+    pub(crate) fn from_new_file(file: &NewFile, sink: Option<Arc<ObsoleteFiles>>) -> Self {
+        FileMetadata {
+            number: file.number,
+            file_bytes: file.file_bytes,
+            entries: file.entries,
+            smallest: file.smallest.clone(),
+            largest: file.largest.clone(),
+            smallest_sequence: file.smallest_sequence,
+            largest_sequence: file.largest_sequence,
+            bits_per_key: file.bits_per_key,
+            filter_bytes: file.filter_bytes,
+            obsolete_sink: sink,
+        }
+    }
+
+    pub(crate) fn to_new_file(&self, level: usize, run_id: u64) -> NewFile {
+        NewFile {
+            level,
+            run_id,
+            number: self.number,
+            file_bytes: self.file_bytes,
+            entries: self.entries,
+            smallest: self.smallest.clone(),
+            largest: self.largest.clone(),
+            smallest_sequence: self.smallest_sequence,
+            largest_sequence: self.largest_sequence,
+            bits_per_key: self.bits_per_key,
+            filter_bytes: self.filter_bytes,
+        }
+    }
+
+    /// The file number (its name is `{number:06}.sst`).
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+    /// Size on disk in bytes.
+    pub fn file_bytes(&self) -> u64 {
+        self.file_bytes
+    }
+    /// Entries, tombstones and overwritten versions included.
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+    /// Smallest user key in the file.
+    pub fn smallest_user_key(&self) -> &[u8] {
+        user_key(&self.smallest)
+    }
+    /// Largest user key in the file.
+    pub fn largest_user_key(&self) -> &[u8] {
+        user_key(&self.largest)
+    }
+    /// Bits per key of the file's filter (0 = no filter), chosen when the file was written.
+    pub fn bits_per_key(&self) -> f64 {
+        self.bits_per_key
+    }
+    /// Bytes of the file's filter block.
+    pub fn filter_bytes(&self) -> u64 {
+        self.filter_bytes
+    }
+    /// Newest sequence number in the file.
+    pub fn largest_sequence(&self) -> u64 {
+        self.largest_sequence
+    }
+
+    /// True if `user_key` is within the file's key range.
+    pub fn contains_user_key(&self, key: &[u8]) -> bool {
+        self.smallest_user_key() <= key && key <= self.largest_user_key()
+    }
+
+    /// True if the file's key range intersects `[smallest, largest]` (user keys).
+    pub fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
+        !(self.largest_user_key() < smallest || self.smallest_user_key() > largest)
+    }
+}
+
+/// A sorted run: files with disjoint key ranges, ordered by key. Runs are ordered by recency:
+/// a larger id is newer.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub(crate) id: u64,
+    pub(crate) files: Vec<Arc<FileMetadata>>,
+}
+
+impl Run {
+    /// The run's id (larger is newer).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+    /// The run's files in key order.
+    pub fn files(&self) -> &[Arc<FileMetadata>] {
+        &self.files
+    }
+    /// Total entries.
+    pub fn entries(&self) -> u64 {
+        self.files.iter().map(|f| f.entries).sum()
+    }
+    /// Total bytes on disk.
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.file_bytes).sum()
+    }
+    /// Smallest user key of the run.
+    pub fn smallest_user_key(&self) -> &[u8] {
+        self.files.first().map_or(&[], |f| f.smallest_user_key())
+    }
+    /// Largest user key of the run.
+    pub fn largest_user_key(&self) -> &[u8] {
+        self.files.last().map_or(&[], |f| f.largest_user_key())
+    }
+
+    /// The file whose range may hold `user_key` (binary search on the largest keys).
+    pub fn file_for_key(&self, key: &[u8]) -> Option<&Arc<FileMetadata>> {
+        let index = self
+            .files
+            .partition_point(|file| file.largest_user_key() < key);
+        self.files
+            .get(index)
+            .filter(|file| file.smallest_user_key() <= key)
+    }
+
+    /// Files whose ranges intersect `[smallest, largest]`.
+    pub fn overlapping_files(&self, smallest: &[u8], largest: &[u8]) -> Vec<Arc<FileMetadata>> {
+        self.files
+            .iter()
+            .filter(|f| f.overlaps(smallest, largest))
+            .cloned()
+            .collect()
+    }
+}
+
+/// One level of the tree: its sorted runs, newest first.
+#[derive(Debug, Clone, Default)]
+pub struct Level {
+    pub(crate) runs: Vec<Run>,
+}
+
+impl Level {
+    /// Sorted runs, newest first.
+    pub fn runs(&self) -> &[Run] {
+        &self.runs
+    }
+    /// Total bytes of the level.
+    pub fn bytes(&self) -> u64 {
+        self.runs.iter().map(Run::bytes).sum()
+    }
+    /// Total entries of the level.
+    pub fn entries(&self) -> u64 {
+        self.runs.iter().map(Run::entries).sum()
+    }
+    /// Number of files.
+    pub fn file_count(&self) -> usize {
+        self.runs.iter().map(|r| r.files.len()).sum()
+    }
+    /// True if the level has no runs.
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+}
+
+/// An immutable shape of the tree: `levels()[0]` holds flushed runs, deeper levels hold older
+/// data. Every run of level `i` is newer than every run of level `i + 1`.
+#[derive(Debug, Clone)]
+pub struct Version {
+    pub(crate) levels: Vec<Level>,
+}
+
+impl Default for Version {
+    fn default() -> Self {
+        Version {
+            levels: vec![Level::default(); MAX_LEVELS],
+        }
+    }
+}
+
+impl Version {
+    /// All levels (always [`MAX_LEVELS`] of them; deep ones are usually empty).
+    pub fn levels(&self) -> &[Level] {
+        &self.levels
+    }
+
+    /// Index of the deepest non-empty level, if any.
+    pub fn last_non_empty_level(&self) -> Option<usize> {
+        self.levels.iter().rposition(|level| !level.is_empty())
+    }
+
+    /// Total entries in the tree.
+    pub fn entries(&self) -> u64 {
+        self.levels.iter().map(Level::entries).sum()
+    }
+
+    /// Total bytes of table files.
+    pub fn bytes(&self) -> u64 {
+        self.levels.iter().map(Level::bytes).sum()
+    }
+
+    /// Number of sorted runs across all levels.
+    pub fn run_count(&self) -> usize {
+        self.levels.iter().map(|l| l.runs.len()).sum()
+    }
+
+    /// Every live file with its level and run id.
+    pub fn files(&self) -> impl Iterator<Item = (usize, u64, &Arc<FileMetadata>)> + '_ {
+        self.levels.iter().enumerate().flat_map(|(level, l)| {
+            l.runs
+                .iter()
+                .flat_map(move |run| run.files.iter().map(move |f| (level, run.id, f)))
+        })
+    }
+
+    /// Applies an edit, producing the next version. `Err` if the edit does not fit this version
+    /// (a deleted file that is not there, overlapping files in one run).
+    pub(crate) fn apply(
+        &self,
+        edit: &VersionEdit,
+        sink: Option<&Arc<ObsoleteFiles>>,
+    ) -> Result<Version, String> {
+        let mut next = self.clone();
+        for deleted in &edit.deleted_files {
+            let level = next
+                .levels
+                .get_mut(deleted.level)
+                .ok_or_else(|| format!("deleted file on level {} out of range", deleted.level))?;
+            let run = level
+                .runs
+                .iter_mut()
+                .find(|r| r.id == deleted.run_id)
+                .ok_or_else(|| {
+                    format!(
+                        "deleted file {} names run {} not on level {}",
+                        deleted.number, deleted.run_id, deleted.level
+                    )
+                })?;
+            let before = run.files.len();
+            run.files.retain(|f| f.number != deleted.number);
+            if run.files.len() == before {
+                return Err(format!(
+                    "deleted file {} is not in run {} of level {}",
+                    deleted.number, deleted.run_id, deleted.level
+                ));
+            }
+            level.runs.retain(|r| !r.files.is_empty());
+        }
+        for file in &edit.new_files {
+            let level = next
+                .levels
+                .get_mut(file.level)
+                .ok_or_else(|| format!("new file on level {} out of range", file.level))?;
+            let metadata = Arc::new(FileMetadata::from_new_file(file, sink.cloned()));
+            match level.runs.iter_mut().find(|r| r.id == file.run_id) {
+                Some(run) => {
+                    let index = run.files.partition_point(|f| {
+                        compare_internal_keys(&f.smallest, &metadata.smallest) == Ordering::Less
+                    });
+                    run.files.insert(index, metadata);
+                }
+                None => {
+                    let index = level.runs.partition_point(|r| r.id > file.run_id);
+                    level.runs.insert(
+                        index,
+                        Run {
+                            id: file.run_id,
+                            files: vec![metadata],
+                        },
+                    );
+                }
+            }
+        }
+        next.check_runs_are_sorted()?;
+        Ok(next)
+    }
+
+    fn check_runs_are_sorted(&self) -> Result<(), String> {
+        for (level_index, level) in self.levels.iter().enumerate() {
+            for run in &level.runs {
+                for pair in run.files.windows(2) {
+                    if pair[0].largest_user_key() >= pair[1].smallest_user_key() {
+                        return Err(format!(
+                            "files {} and {} of run {} on level {} overlap",
+                            pair[0].number, pair[1].number, run.id, level_index
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::key::{encode_internal_key, ValueKind};
+
+    pub(crate) fn new_file(level: usize, run_id: u64, number: u64, lo: &str, hi: &str) -> NewFile {
+        NewFile {
+            level,
+            run_id,
+            number,
+            file_bytes: 1000,
+            entries: 10,
+            smallest: encode_internal_key(lo.as_bytes(), 1, ValueKind::Value),
+            largest: encode_internal_key(hi.as_bytes(), 1, ValueKind::Value),
+            smallest_sequence: 1,
+            largest_sequence: 1,
+            bits_per_key: 10.0,
+            filter_bytes: 16,
+        }
+    }
+
+    #[test]
+    fn apply_adds_and_removes_files_and_orders_runs() {
+        let edit = VersionEdit {
+            new_files: vec![
+                new_file(0, 1, 1, "a", "m"),
+                new_file(0, 2, 2, "c", "z"),
+                new_file(1, 3, 4, "n", "z"),
+                new_file(1, 3, 3, "a", "f"),
+            ],
+            ..Default::default()
+        };
+        let version = Version::default().apply(&edit, None).expect("apply");
+        let ids: Vec<u64> = version.levels[0].runs.iter().map(|r| r.id).collect();
+        assert_eq!(ids, vec![2, 1], "newest run first");
+        let numbers: Vec<u64> = version.levels[1].runs[0].files.iter().map(|f| f.number).collect();
+        assert_eq!(numbers, vec![3, 4], "files in key order");
+        assert_eq!(
+            version.levels[1].runs[0].file_for_key(b"g").map(|f| f.number),
+            None
+        );
+        assert_eq!(
+            version.levels[1].runs[0].file_for_key(b"q").map(|f| f.number),
+            Some(4)
+        );
+        let removal = VersionEdit {
+            deleted_files: vec![DeletedFile {
+                level: 0,
+                run_id: 1,
+                number: 1,
+            }],
+            ..Default::default()
+        };
+        let next = version.apply(&removal, None).expect("apply");
+        assert_eq!(next.levels[0].runs.len(), 1);
+        assert!(next.apply(&removal, None).is_err(), "deleting twice is an error");
+    }
+
+    #[test]
+    fn overlapping_files_in_one_run_are_rejected() {
+        let edit = VersionEdit {
+            new_files: vec![new_file(1, 1, 1, "a", "m"), new_file(1, 1, 2, "k", "z")],
+            ..Default::default()
+        };
+        assert!(Version::default().apply(&edit, None).is_err());
+    }
+
+    #[test]
+    fn dropped_references_report_obsolete_files() {
+        let sink = Arc::new(ObsoleteFiles::default());
+        let edit = VersionEdit {
+            new_files: vec![new_file(0, 1, 7, "a", "b")],
+            ..Default::default()
+        };
+        let version = Version::default().apply(&edit, Some(&sink)).expect("apply");
+        let removal = VersionEdit {
+            deleted_files: vec![DeletedFile {
+                level: 0,
+                run_id: 1,
+                number: 7,
+            }],
+            ..Default::default()
+        };
+        let next = version.apply(&removal, Some(&sink)).expect("apply");
+        assert!(sink.take().is_empty(), "the old version still holds file 7");
+        drop(version);
+        assert_eq!(sink.take(), vec![7]);
+        drop(next);
+    }
+}
