@@ -9,6 +9,7 @@ mod error;
 pub(crate) mod iterator;
 pub(crate) mod key;
 pub(crate) mod memtable;
+pub mod stats;
 pub mod version;
 pub(crate) mod wal;
 

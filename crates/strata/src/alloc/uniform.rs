@@ -1,0 +1,69 @@
+//! `Uniform(bpk)`: every file gets the same bits per key — what RocksDB, LevelDB, Pebble and fjall
+//! do (SPEC §3.1), and the baseline every other allocator is measured against.
+
+use super::{FilterAllocator, FilterJob, NewFile};
+use crate::error::{Error, Result};
+use crate::version::Version;
+
+/// The same bits per key for every file.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Uniform {
+    bits_per_key: f64,
+}
+
+impl Uniform {
+    /// The largest bits per key Strata accepts (a 0.0004% false-positive rate is far past useful).
+    pub const MAX_BITS_PER_KEY: f64 = 64.0;
+
+    /// `bits_per_key` must be finite and in `0..=64`; 0 means no filters.
+    pub fn new(bits_per_key: f64) -> Result<Self> {
+        if !bits_per_key.is_finite() || !(0.0..=Self::MAX_BITS_PER_KEY).contains(&bits_per_key) {
+            return Err(Error::InvalidArgument(format!(
+                "bits_per_key must be between 0 and {}, got {bits_per_key}",
+                Self::MAX_BITS_PER_KEY
+            )));
+        }
+        Ok(Uniform { bits_per_key })
+    }
+}
+
+impl FilterAllocator for Uniform {
+    fn name(&self) -> String {
+        format!("uniform({})", self.bits_per_key)
+    }
+
+    fn bits_per_key_budget(&self) -> f64 {
+        self.bits_per_key
+    }
+
+    fn bits_per_key(&self, _tree: &Version, _job: &FilterJob<'_>, _file: &NewFile) -> f64 {
+        self.bits_per_key
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::alloc::JobKind;
+
+    #[test]
+    fn uniform_gives_every_file_the_budget_and_validates_it() {
+        let allocator = Uniform::new(2.5).expect("valid");
+        let job = FilterJob {
+            kind: JobKind::Flush,
+            inputs: &[],
+            output_level: 0,
+            output_run_id: 1,
+            finished_outputs: &[],
+        };
+        let file = NewFile {
+            file_number: 3,
+            entries: 1000,
+        };
+        assert_eq!(allocator.bits_per_key(&Version::default(), &job, &file), 2.5);
+        assert!(Uniform::new(-1.0).is_err());
+        assert!(Uniform::new(f64::NAN).is_err());
+        assert!(Uniform::new(65.0).is_err());
+        assert!(Uniform::new(0.0).is_ok());
+    }
+}

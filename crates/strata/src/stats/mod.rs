@@ -1,0 +1,337 @@
+//! I/O accounting and engine statistics (SPEC §8), and the per-file access observer hook that
+//! Merlin's statistics (SPEC §4) plug into.
+//!
+//! Every counter is a relaxed atomic: counting never takes a lock on the read path. A block read
+//! is counted where it happens — in the table reader, on a block-cache miss — so benchmarks count
+//! device reads exactly, by kind and by level.
+
+mod report;
+
+pub use report::{LevelStats, Stats};
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::version::MAX_LEVELS;
+
+/// What a block holds, for I/O accounting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockKind {
+    /// Key/value entries.
+    Data = 0,
+    /// Fence pointers to data blocks.
+    Index = 1,
+    /// A Bloom filter (or one module of a modular filter).
+    Filter = 2,
+}
+
+pub(crate) const BLOCK_KINDS: usize = 3;
+
+type PerLevel = [AtomicU64; MAX_LEVELS];
+
+fn per_level() -> PerLevel {
+    std::array::from_fn(|_| AtomicU64::new(0))
+}
+
+/// The engine's live counters. Snapshotted into [`IoStats`] by `Db::stats()`.
+pub(crate) struct IoCounters {
+    /// Blocks read from the device (block-cache misses), by kind and level.
+    pub(crate) block_reads: [PerLevel; BLOCK_KINDS],
+    /// Block-cache hits, by kind.
+    pub(crate) block_cache_hits: [AtomicU64; BLOCK_KINDS],
+    /// Bytes read from table files by lookups and scans (not compaction).
+    pub(crate) read_bytes: AtomicU64,
+    pub(crate) flush_write_bytes: AtomicU64,
+    pub(crate) compaction_write_bytes: AtomicU64,
+    pub(crate) compaction_read_bytes: AtomicU64,
+    pub(crate) wal_write_bytes: AtomicU64,
+    /// Bytes of keys and values the user wrote (write amplification's denominator).
+    pub(crate) user_write_bytes: AtomicU64,
+    pub(crate) wal_syncs: AtomicU64,
+    pub(crate) filter_probes: PerLevel,
+    pub(crate) filter_negatives: PerLevel,
+    pub(crate) filter_false_positives: PerLevel,
+    /// Files consulted by point lookups (key in range, not answered by a newer file), by level.
+    pub(crate) files_probed: PerLevel,
+    /// Data blocks read from the device for a point lookup that did not hold the key.
+    pub(crate) unnecessary_data_reads: PerLevel,
+    pub(crate) point_lookups: AtomicU64,
+    pub(crate) point_lookups_found: AtomicU64,
+    pub(crate) seeks: AtomicU64,
+    pub(crate) flushes: AtomicU64,
+    pub(crate) compactions: AtomicU64,
+    pub(crate) compaction_micros: AtomicU64,
+    pub(crate) write_slowdowns: AtomicU64,
+    pub(crate) write_stops: AtomicU64,
+    pub(crate) write_stall_micros: AtomicU64,
+}
+
+impl Default for IoCounters {
+    fn default() -> Self {
+        IoCounters {
+            block_reads: std::array::from_fn(|_| per_level()),
+            block_cache_hits: std::array::from_fn(|_| AtomicU64::new(0)),
+            read_bytes: AtomicU64::new(0),
+            flush_write_bytes: AtomicU64::new(0),
+            compaction_write_bytes: AtomicU64::new(0),
+            compaction_read_bytes: AtomicU64::new(0),
+            wal_write_bytes: AtomicU64::new(0),
+            user_write_bytes: AtomicU64::new(0),
+            wal_syncs: AtomicU64::new(0),
+            filter_probes: per_level(),
+            filter_negatives: per_level(),
+            filter_false_positives: per_level(),
+            files_probed: per_level(),
+            unnecessary_data_reads: per_level(),
+            point_lookups: AtomicU64::new(0),
+            point_lookups_found: AtomicU64::new(0),
+            seeks: AtomicU64::new(0),
+            flushes: AtomicU64::new(0),
+            compactions: AtomicU64::new(0),
+            compaction_micros: AtomicU64::new(0),
+            write_slowdowns: AtomicU64::new(0),
+            write_stops: AtomicU64::new(0),
+            write_stall_micros: AtomicU64::new(0),
+        }
+    }
+}
+
+pub(crate) fn add(counter: &AtomicU64, value: u64) {
+    counter.fetch_add(value, Ordering::Relaxed);
+}
+
+fn load(counter: &AtomicU64) -> u64 {
+    counter.load(Ordering::Relaxed)
+}
+
+fn load_levels(counters: &PerLevel) -> [u64; MAX_LEVELS] {
+    std::array::from_fn(|i| load(&counters[i]))
+}
+
+impl IoCounters {
+    pub(crate) fn count_block_read(&self, kind: BlockKind, level: usize, bytes: u64) {
+        add(&self.block_reads[kind as usize][level.min(MAX_LEVELS - 1)], 1);
+        add(&self.read_bytes, bytes);
+    }
+
+    pub(crate) fn count_cache_hit(&self, kind: BlockKind) {
+        add(&self.block_cache_hits[kind as usize], 1);
+    }
+
+    /// Sets every counter to zero (between benchmark phases).
+    pub(crate) fn reset(&self) {
+        let all_levels = self
+            .block_reads
+            .iter()
+            .chain([
+                &self.filter_probes,
+                &self.filter_negatives,
+                &self.filter_false_positives,
+                &self.files_probed,
+                &self.unnecessary_data_reads,
+            ]);
+        for levels in all_levels {
+            for counter in levels {
+                counter.store(0, Ordering::Relaxed);
+            }
+        }
+        for counter in self.block_cache_hits.iter().chain([
+            &self.read_bytes,
+            &self.flush_write_bytes,
+            &self.compaction_write_bytes,
+            &self.compaction_read_bytes,
+            &self.wal_write_bytes,
+            &self.user_write_bytes,
+            &self.wal_syncs,
+            &self.point_lookups,
+            &self.point_lookups_found,
+            &self.seeks,
+            &self.flushes,
+            &self.compactions,
+            &self.compaction_micros,
+            &self.write_slowdowns,
+            &self.write_stops,
+            &self.write_stall_micros,
+        ]) {
+            counter.store(0, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> IoStats {
+        let reads = |kind: BlockKind| load_levels(&self.block_reads[kind as usize]);
+        IoStats {
+            data_block_reads: reads(BlockKind::Data),
+            index_block_reads: reads(BlockKind::Index),
+            filter_block_reads: reads(BlockKind::Filter),
+            data_cache_hits: load(&self.block_cache_hits[BlockKind::Data as usize]),
+            index_cache_hits: load(&self.block_cache_hits[BlockKind::Index as usize]),
+            filter_cache_hits: load(&self.block_cache_hits[BlockKind::Filter as usize]),
+            read_bytes: load(&self.read_bytes),
+            flush_write_bytes: load(&self.flush_write_bytes),
+            compaction_write_bytes: load(&self.compaction_write_bytes),
+            compaction_read_bytes: load(&self.compaction_read_bytes),
+            wal_write_bytes: load(&self.wal_write_bytes),
+            user_write_bytes: load(&self.user_write_bytes),
+            wal_syncs: load(&self.wal_syncs),
+            filter_probes: load_levels(&self.filter_probes),
+            filter_negatives: load_levels(&self.filter_negatives),
+            filter_false_positives: load_levels(&self.filter_false_positives),
+            files_probed: load_levels(&self.files_probed),
+            unnecessary_data_reads: load_levels(&self.unnecessary_data_reads),
+            point_lookups: load(&self.point_lookups),
+            point_lookups_found: load(&self.point_lookups_found),
+            seeks: load(&self.seeks),
+            flushes: load(&self.flushes),
+            compactions: load(&self.compactions),
+            compaction_micros: load(&self.compaction_micros),
+            write_slowdowns: load(&self.write_slowdowns),
+            write_stops: load(&self.write_stops),
+            write_stall_micros: load(&self.write_stall_micros),
+        }
+    }
+}
+
+/// A snapshot of the I/O counters since open or the last `Db::reset_stats()`. Arrays are indexed
+/// by level.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IoStats {
+    /// Data blocks read from the device (block-cache misses), by level.
+    pub data_block_reads: [u64; MAX_LEVELS],
+    /// Index blocks read from the device, by level.
+    pub index_block_reads: [u64; MAX_LEVELS],
+    /// Filter blocks read from the device, by level.
+    pub filter_block_reads: [u64; MAX_LEVELS],
+    /// Data-block cache hits.
+    pub data_cache_hits: u64,
+    /// Index-block cache hits.
+    pub index_cache_hits: u64,
+    /// Filter-block cache hits.
+    pub filter_cache_hits: u64,
+    /// Bytes read from table files by lookups and scans.
+    pub read_bytes: u64,
+    /// Bytes written by flushes.
+    pub flush_write_bytes: u64,
+    /// Bytes written by compactions.
+    pub compaction_write_bytes: u64,
+    /// Bytes read by compactions.
+    pub compaction_read_bytes: u64,
+    /// Bytes written to the write-ahead log.
+    pub wal_write_bytes: u64,
+    /// Bytes of keys and values written by the user.
+    pub user_write_bytes: u64,
+    /// WAL fsyncs.
+    pub wal_syncs: u64,
+    /// Filter probes, by level.
+    pub filter_probes: [u64; MAX_LEVELS],
+    /// Probes the filter answered "definitely not here", by level.
+    pub filter_negatives: [u64; MAX_LEVELS],
+    /// Probes the filter let through although the file did not hold the key, by level.
+    pub filter_false_positives: [u64; MAX_LEVELS],
+    /// Files a point lookup consulted (key in range, not answered by a newer file), by level.
+    pub files_probed: [u64; MAX_LEVELS],
+    /// Data blocks read from the device by point lookups that did not hold the key, by level.
+    pub unnecessary_data_reads: [u64; MAX_LEVELS],
+    /// Point lookups (`get`).
+    pub point_lookups: u64,
+    /// Point lookups that found a value.
+    pub point_lookups_found: u64,
+    /// Iterator seeks.
+    pub seeks: u64,
+    /// Memtable flushes completed.
+    pub flushes: u64,
+    /// Compactions completed.
+    pub compactions: u64,
+    /// Time spent in compactions, microseconds.
+    pub compaction_micros: u64,
+    /// Writes delayed because level 0 or the memtables were filling up.
+    pub write_slowdowns: u64,
+    /// Writes stopped until a flush or compaction caught up.
+    pub write_stops: u64,
+    /// Total time writers spent stalled, microseconds.
+    pub write_stall_micros: u64,
+}
+
+impl IoStats {
+    /// Data blocks read from the device, all levels.
+    pub fn data_block_reads_total(&self) -> u64 {
+        self.data_block_reads.iter().sum()
+    }
+    /// Index blocks read from the device, all levels.
+    pub fn index_block_reads_total(&self) -> u64 {
+        self.index_block_reads.iter().sum()
+    }
+    /// Filter blocks read from the device, all levels.
+    pub fn filter_block_reads_total(&self) -> u64 {
+        self.filter_block_reads.iter().sum()
+    }
+    /// Filter probes, all levels.
+    pub fn filter_probes_total(&self) -> u64 {
+        self.filter_probes.iter().sum()
+    }
+    /// Filter false positives, all levels.
+    pub fn filter_false_positives_total(&self) -> u64 {
+        self.filter_false_positives.iter().sum()
+    }
+    /// Filter negatives, all levels.
+    pub fn filter_negatives_total(&self) -> u64 {
+        self.filter_negatives.iter().sum()
+    }
+    /// Unnecessary data-block reads, all levels.
+    pub fn unnecessary_data_reads_total(&self) -> u64 {
+        self.unnecessary_data_reads.iter().sum()
+    }
+    /// (flush + compaction bytes written) / user bytes written; 0 before any write.
+    pub fn write_amplification(&self) -> f64 {
+        if self.user_write_bytes == 0 {
+            return 0.0;
+        }
+        (self.flush_write_bytes + self.compaction_write_bytes) as f64 / self.user_write_bytes as f64
+    }
+}
+
+/// One file a point lookup consulted, for per-file access statistics (SPEC §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileProbe {
+    pub(crate) file_number: u64,
+    /// True if the file held the key (a value or a tombstone).
+    pub(crate) found: bool,
+}
+
+/// Receives what the engine learns about file accesses. The default is a no-op; Merlin (SPEC §4)
+/// implements it. Called on the lookup path without any lock held, so implementations must not
+/// block.
+pub(crate) trait AccessObserver: Send + Sync {
+    /// A point lookup finished; `probes` are the files it consulted, newest first.
+    fn lookup_finished(&self, probes: &[FileProbe]);
+    /// A compaction emitted an entry read from `source_file` into `output_file`.
+    fn compaction_entry(&self, source_file: u64, output_file: u64);
+}
+
+/// The default observer: ignores everything.
+pub(crate) struct NoopObserver;
+
+impl AccessObserver for NoopObserver {
+    fn lookup_finished(&self, _probes: &[FileProbe]) {}
+    fn compaction_entry(&self, _source_file: u64, _output_file: u64) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_snapshot_and_reset() {
+        let counters = IoCounters::default();
+        counters.count_block_read(BlockKind::Data, 2, 4096);
+        counters.count_block_read(BlockKind::Filter, 40, 100); // clamped to the last level slot
+        add(&counters.user_write_bytes, 100);
+        add(&counters.flush_write_bytes, 150);
+        add(&counters.compaction_write_bytes, 250);
+        let snapshot = counters.snapshot();
+        assert_eq!(snapshot.data_block_reads[2], 1);
+        assert_eq!(snapshot.filter_block_reads[MAX_LEVELS - 1], 1);
+        assert_eq!(snapshot.read_bytes, 4196);
+        assert!((snapshot.write_amplification() - 4.0).abs() < 1e-12);
+        counters.reset();
+        assert_eq!(counters.snapshot(), IoStats::default());
+    }
+}

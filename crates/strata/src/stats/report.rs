@@ -1,0 +1,174 @@
+//! The public `Stats` snapshot and its human-readable rendering.
+
+use std::fmt;
+
+use super::IoStats;
+
+/// Shape and size of one level.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LevelStats {
+    /// Level index (0 = flushed runs).
+    pub level: usize,
+    /// Sorted runs in the level.
+    pub runs: usize,
+    /// Table files in the level.
+    pub files: usize,
+    /// Bytes of table files.
+    pub bytes: u64,
+    /// Entries (tombstones and old versions included).
+    pub entries: u64,
+    /// Bytes of filter blocks.
+    pub filter_bytes: u64,
+    /// Entry-weighted mean bits per key of the level's filters.
+    pub bits_per_key: f64,
+}
+
+/// A point-in-time view of the engine: I/O counters, tree shape, memory and recovery facts.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// I/O and operation counters since open or the last reset.
+    pub io: IoStats,
+    /// Non-empty levels, top down.
+    pub levels: Vec<LevelStats>,
+    /// Sorted runs in the tree.
+    pub runs: usize,
+    /// Bytes in the active and immutable memtables.
+    pub memtable_bytes: u64,
+    /// Memtables waiting to be flushed.
+    pub immutable_memtables: usize,
+    /// Bytes held by the block cache.
+    pub block_cache_bytes: u64,
+    /// The block cache's capacity in bytes.
+    pub block_cache_capacity_bytes: u64,
+    /// Index and filter blocks pinned outside the cache (level-0 pinning).
+    pub pinned_bytes: u64,
+    /// memtables + block cache + pinned blocks.
+    pub total_memory_bytes: u64,
+    /// Entry-weighted mean bits per key of all live filters (files without a filter count as 0).
+    pub average_bits_per_key: f64,
+    /// The filter allocator's budget in bits per key.
+    pub bits_per_key_budget: f64,
+    /// The tree's write amplification since open: (flush + compaction bytes) / user bytes.
+    pub write_amplification: f64,
+    /// The newest sequence number.
+    pub last_sequence: u64,
+    /// Complete WAL records replayed at open.
+    pub wal_records_recovered: u64,
+    /// WAL bytes dropped at open because of a torn or corrupt tail (see `WalRecoveryMode`).
+    pub wal_bytes_dropped: u64,
+    /// The sticky background error, if a write or fsync failed.
+    pub background_error: Option<String>,
+    /// Names of the active compaction policy and filter allocator.
+    pub compaction_policy: String,
+    /// Name of the filter allocator.
+    pub filter_allocator: String,
+}
+
+impl Stats {
+    /// Total entries in table files.
+    pub fn entries(&self) -> u64 {
+        self.levels.iter().map(|l| l.entries).sum()
+    }
+
+    /// Total bytes of table files.
+    pub fn table_bytes(&self) -> u64 {
+        self.levels.iter().map(|l| l.bytes).sum()
+    }
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "policy: compaction={} filters={} (budget {:.2} bits/key, actual {:.2})",
+            self.compaction_policy,
+            self.filter_allocator,
+            self.bits_per_key_budget,
+            self.average_bits_per_key
+        )?;
+        writeln!(
+            f,
+            "{:>5} {:>5} {:>6} {:>12} {:>12} {:>10} {:>8}",
+            "level", "runs", "files", "entries", "MiB", "filterKiB", "bits/key"
+        )?;
+        for level in &self.levels {
+            writeln!(
+                f,
+                "{:>5} {:>5} {:>6} {:>12} {:>12.2} {:>10.1} {:>8.2}",
+                level.level,
+                level.runs,
+                level.files,
+                level.entries,
+                mib(level.bytes),
+                level.filter_bytes as f64 / 1024.0,
+                level.bits_per_key
+            )?;
+        }
+        writeln!(
+            f,
+            "memory: memtables {:.2} MiB ({} immutable), block cache {:.2}/{:.2} MiB, pinned {:.2} MiB, total {:.2} MiB",
+            mib(self.memtable_bytes),
+            self.immutable_memtables,
+            mib(self.block_cache_bytes),
+            mib(self.block_cache_capacity_bytes),
+            mib(self.pinned_bytes),
+            mib(self.total_memory_bytes)
+        )?;
+        let io = &self.io;
+        writeln!(
+            f,
+            "reads from device: data {} index {} filter {} blocks ({:.2} MiB); cache hits data {} index {} filter {}",
+            io.data_block_reads_total(),
+            io.index_block_reads_total(),
+            io.filter_block_reads_total(),
+            mib(io.read_bytes),
+            io.data_cache_hits,
+            io.index_cache_hits,
+            io.filter_cache_hits
+        )?;
+        writeln!(
+            f,
+            "lookups {} (found {}), filter probes {} negatives {} false positives {}, unnecessary data reads {}",
+            io.point_lookups,
+            io.point_lookups_found,
+            io.filter_probes_total(),
+            io.filter_negatives_total(),
+            io.filter_false_positives_total(),
+            io.unnecessary_data_reads_total()
+        )?;
+        writeln!(
+            f,
+            "writes: user {:.2} MiB, WAL {:.2} MiB ({} syncs), flush {:.2} MiB, compaction {:.2} MiB written / {:.2} MiB read; write amplification {:.2}",
+            mib(io.user_write_bytes),
+            mib(io.wal_write_bytes),
+            io.wal_syncs,
+            mib(io.flush_write_bytes),
+            mib(io.compaction_write_bytes),
+            mib(io.compaction_read_bytes),
+            self.write_amplification
+        )?;
+        writeln!(
+            f,
+            "jobs: {} flushes, {} compactions ({:.1} s); stalls: {} slowdowns, {} stops, {:.1} ms",
+            io.flushes,
+            io.compactions,
+            io.compaction_micros as f64 / 1e6,
+            io.write_slowdowns,
+            io.write_stops,
+            io.write_stall_micros as f64 / 1e3
+        )?;
+        write!(
+            f,
+            "recovery: {} WAL records replayed, {} bytes dropped; last sequence {}",
+            self.wal_records_recovered, self.wal_bytes_dropped, self.last_sequence
+        )?;
+        if let Some(error) = &self.background_error {
+            write!(f, "\nbackground error: {error}")?;
+        }
+        Ok(())
+    }
+}
