@@ -6,6 +6,7 @@
 pub(crate) mod coding;
 pub mod env;
 mod error;
+pub(crate) mod filter;
 pub(crate) mod key;
 
 pub use error::{Error, Result};
