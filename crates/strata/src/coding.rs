@@ -132,7 +132,17 @@ mod tests {
 
     #[test]
     fn varints_round_trip_at_every_width() {
-        let values = [0u64, 1, 127, 128, 300, 16_383, 16_384, u32::MAX as u64, u64::MAX];
+        let values = [
+            0u64,
+            1,
+            127,
+            128,
+            300,
+            16_383,
+            16_384,
+            u32::MAX as u64,
+            u64::MAX,
+        ];
         for &value in &values {
             let mut buf = Vec::new();
             put_varint64(&mut buf, value);

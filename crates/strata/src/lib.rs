@@ -6,6 +6,7 @@
 pub(crate) mod coding;
 pub mod env;
 mod error;
+pub(crate) mod filter;
 pub(crate) mod iterator;
 pub(crate) mod key;
 pub(crate) mod memtable;

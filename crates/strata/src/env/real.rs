@@ -125,7 +125,8 @@ impl FileLock for RealFileLock {}
 
 impl FileSystem for RealFileSystem {
     fn create_dir_all(&self, path: &Path) -> Result<()> {
-        std::fs::create_dir_all(path).map_err(|e| Error::io(describe("creating directory", path), e))
+        std::fs::create_dir_all(path)
+            .map_err(|e| Error::io(describe("creating directory", path), e))
     }
 
     fn create_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
@@ -144,7 +145,11 @@ impl FileSystem for RealFileSystem {
             options.custom_flags(libc::O_DIRECT);
         }
         let file = options.open(path).map_err(|e| {
-            let what = if direct { "opening (O_DIRECT; does this file system support it?)" } else { "opening" };
+            let what = if direct {
+                "opening (O_DIRECT; does this file system support it?)"
+            } else {
+                "opening"
+            };
             Error::io(describe(what, path), e)
         })?;
         let len = file
@@ -165,7 +170,10 @@ impl FileSystem for RealFileSystem {
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         std::fs::rename(from, to).map_err(|e| {
-            Error::io(format!("renaming {} to {}", from.display(), to.display()), e)
+            Error::io(
+                format!("renaming {} to {}", from.display(), to.display()),
+                e,
+            )
         })
     }
 
@@ -204,12 +212,10 @@ impl FileSystem for RealFileSystem {
             .map_err(|e| Error::io(describe("opening lock file", path), e))?;
         match file.try_lock() {
             Ok(()) => Ok(Box::new(RealFileLock { _file: file })),
-            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked(
-                path.parent().unwrap_or(path).to_path_buf(),
-            )),
-            Err(std::fs::TryLockError::Error(e)) => {
-                Err(Error::io(describe("locking", path), e))
+            Err(std::fs::TryLockError::WouldBlock) => {
+                Err(Error::Locked(path.parent().unwrap_or(path).to_path_buf()))
             }
+            Err(std::fs::TryLockError::Error(e)) => Err(Error::io(describe("locking", path), e)),
         }
     }
 }
@@ -239,7 +245,10 @@ mod tests {
             assert_eq!(buffered.read_at(offset, len).expect("buffered"), expected);
             assert_eq!(direct.read_at(offset, len).expect("direct"), expected);
         }
-        assert!(direct.read_at(19_995, 10).is_err(), "reading past the end must fail");
+        assert!(
+            direct.read_at(19_995, 10).is_err(),
+            "reading past the end must fail"
+        );
         assert!(buffered.read_at(19_995, 10).is_err());
     }
 

@@ -212,7 +212,11 @@ mod tests {
         let mut seen = Vec::new();
         while iter.valid() {
             let parsed = parse_internal_key(iter.key()).expect("internal key");
-            seen.push((parsed.user_key.to_vec(), parsed.sequence, iter.value().to_vec()));
+            seen.push((
+                parsed.user_key.to_vec(),
+                parsed.sequence,
+                iter.value().to_vec(),
+            ));
             iter.next();
         }
         assert_eq!(

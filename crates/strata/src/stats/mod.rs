@@ -109,7 +109,10 @@ fn load_levels(counters: &PerLevel) -> [u64; MAX_LEVELS] {
 
 impl IoCounters {
     pub(crate) fn count_block_read(&self, kind: BlockKind, level: usize, bytes: u64) {
-        add(&self.block_reads[kind as usize][level.min(MAX_LEVELS - 1)], 1);
+        add(
+            &self.block_reads[kind as usize][level.min(MAX_LEVELS - 1)],
+            1,
+        );
         add(&self.read_bytes, bytes);
     }
 
@@ -119,16 +122,13 @@ impl IoCounters {
 
     /// Sets every counter to zero (between benchmark phases).
     pub(crate) fn reset(&self) {
-        let all_levels = self
-            .block_reads
-            .iter()
-            .chain([
-                &self.filter_probes,
-                &self.filter_negatives,
-                &self.filter_false_positives,
-                &self.files_probed,
-                &self.unnecessary_data_reads,
-            ]);
+        let all_levels = self.block_reads.iter().chain([
+            &self.filter_probes,
+            &self.filter_negatives,
+            &self.filter_false_positives,
+            &self.files_probed,
+            &self.unnecessary_data_reads,
+        ]);
         for levels in all_levels {
             for counter in levels {
                 counter.store(0, Ordering::Relaxed);

@@ -393,14 +393,22 @@ pub(crate) mod tests {
         let version = Version::default().apply(&edit, None).expect("apply");
         let ids: Vec<u64> = version.levels[0].runs.iter().map(|r| r.id).collect();
         assert_eq!(ids, vec![2, 1], "newest run first");
-        let numbers: Vec<u64> = version.levels[1].runs[0].files.iter().map(|f| f.number).collect();
+        let numbers: Vec<u64> = version.levels[1].runs[0]
+            .files
+            .iter()
+            .map(|f| f.number)
+            .collect();
         assert_eq!(numbers, vec![3, 4], "files in key order");
         assert_eq!(
-            version.levels[1].runs[0].file_for_key(b"g").map(|f| f.number),
+            version.levels[1].runs[0]
+                .file_for_key(b"g")
+                .map(|f| f.number),
             None
         );
         assert_eq!(
-            version.levels[1].runs[0].file_for_key(b"q").map(|f| f.number),
+            version.levels[1].runs[0]
+                .file_for_key(b"q")
+                .map(|f| f.number),
             Some(4)
         );
         let removal = VersionEdit {
@@ -413,7 +421,10 @@ pub(crate) mod tests {
         };
         let next = version.apply(&removal, None).expect("apply");
         assert_eq!(next.levels[0].runs.len(), 1);
-        assert!(next.apply(&removal, None).is_err(), "deleting twice is an error");
+        assert!(
+            next.apply(&removal, None).is_err(),
+            "deleting twice is an error"
+        );
     }
 
     #[test]

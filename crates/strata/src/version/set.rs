@@ -133,13 +133,15 @@ impl VersionSet {
         let writer = manifest.as_mut().ok_or(Error::Closed)?;
         self.fill_counters(&mut edit);
         let current = self.current();
-        let next = current.apply(&edit, Some(&self.obsolete)).map_err(|reason| {
-            Error::corruption(
-                self.dir.join(manifest_name(writer.number)),
-                writer.log.len(),
-                format!("version edit does not apply: {reason}"),
-            )
-        })?;
+        let next = current
+            .apply(&edit, Some(&self.obsolete))
+            .map_err(|reason| {
+                Error::corruption(
+                    self.dir.join(manifest_name(writer.number)),
+                    writer.log.len(),
+                    format!("version edit does not apply: {reason}"),
+                )
+            })?;
         writer.log.add_record(&edit.encode())?;
         writer.log.sync()?;
         if let Some(log_number) = edit.log_number {
@@ -162,7 +164,8 @@ impl VersionSet {
 
     /// Makes sure future file numbers are above `number` (recovery found a WAL this high).
     pub(crate) fn mark_file_number_used(&self, number: u64) {
-        self.next_file_number.fetch_max(number + 1, Ordering::SeqCst);
+        self.next_file_number
+            .fetch_max(number + 1, Ordering::SeqCst);
     }
 
     /// Allocates a sorted-run id; later ids are newer runs.
@@ -240,7 +243,8 @@ fn recover(dir: &Path, fs: &dyn FileSystem, obsolete: &Arc<ObsoleteFiles>) -> Re
         last_sequence = edit.last_sequence.or(last_sequence);
         next_run_id = edit.next_run_id.or(next_run_id);
     }
-    let missing = |what: &str| Error::corruption(&manifest_path, 0, format!("manifest has no {what}"));
+    let missing =
+        |what: &str| Error::corruption(&manifest_path, 0, format!("manifest has no {what}"));
     Ok(Recovered {
         version,
         log_number: log_number.ok_or_else(|| missing("log number"))?,

@@ -257,12 +257,21 @@ mod tests {
             let contents = read_log(&damaged);
             let damage = contents.damage.expect("damage must be detected");
             // Nothing after the damaged record is returned, and nothing before it is lost.
-            assert!(contents.records.iter().all(|(offset, _)| *offset < damage.offset));
+            assert!(contents
+                .records
+                .iter()
+                .all(|(offset, _)| *offset < damage.offset));
             if (position as u64) >= second {
-                assert_eq!(contents.records.len(), 1 + usize::from(position >= 2 * RECORD_HEADER_LEN + 9));
+                assert_eq!(
+                    contents.records.len(),
+                    1 + usize::from(position >= 2 * RECORD_HEADER_LEN + 9)
+                );
             }
             assert!(
-                contents.records.iter().all(|(_, r)| [&b"alpha"[..], b"beta", b"gamma"].contains(&&r[..])),
+                contents
+                    .records
+                    .iter()
+                    .all(|(_, r)| [&b"alpha"[..], b"beta", b"gamma"].contains(&&r[..])),
                 "a damaged read never invents a record"
             );
         }

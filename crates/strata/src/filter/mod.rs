@@ -1,0 +1,11 @@
+//! Filters (SPEC §1): the per-file structures a point lookup consults to skip files that cannot
+//! hold its key.
+//!
+//! * [`bloom`]: the cache-line-blocked Bloom filter with a real-valued bits-per-key chosen per
+//!   file, its on-disk format, and the FPR math (`eps = exp(-ln2sq * bpk)` and its inverse) that
+//!   the allocation policies (SPEC §2-3) use.
+//!
+//! Keys are hashed once with [`bloom::key_hash`]; the hash is then probed against every filter on the
+//! lookup path (and, for modular filters, every module), so builders and readers take hashes.
+
+pub(crate) mod bloom;
