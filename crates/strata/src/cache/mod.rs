@@ -1,0 +1,115 @@
+//! The shared block cache and the table-handle cache.
+//!
+//! One byte-bounded cache (`quick_cache`, S3-FIFO eviction) holds data, index and filter blocks of
+//! every table, so under memory pressure filters compete with index and data blocks for the same
+//! bytes, as SPEC §1 requires. Keys are `(file number, block offset)`; file numbers are never
+//! reused, so a deleted file's blocks just age out. The table cache keeps open table readers
+//! (file handle, footer, properties, pinned blocks), bounded by `max_open_files`.
+
+use std::sync::Arc;
+
+use quick_cache::sync::Cache;
+use quick_cache::Weighter;
+
+use crate::filter::bloom::BloomFilter;
+use crate::table::block::Block;
+
+/// Bookkeeping bytes per cached block beyond its contents (key, handle, `Arc`).
+const ENTRY_OVERHEAD_BYTES: u64 = 64;
+
+/// A cached block: a sorted key/value block (data or index) or a decoded filter.
+#[derive(Clone)]
+pub(crate) enum CachedBlock {
+    Sorted(Arc<Block>),
+    Filter(Arc<BloomFilter>),
+}
+
+impl CachedBlock {
+    fn size_bytes(&self) -> u64 {
+        match self {
+            CachedBlock::Sorted(block) => block.size_bytes() as u64,
+            CachedBlock::Filter(filter) => filter.size_bytes() as u64,
+        }
+    }
+}
+
+#[derive(Clone)]
+struct BlockWeighter;
+
+impl Weighter<(u64, u64), CachedBlock> for BlockWeighter {
+    fn weight(&self, _key: &(u64, u64), block: &CachedBlock) -> u64 {
+        block.size_bytes() + ENTRY_OVERHEAD_BYTES
+    }
+}
+
+/// The shared, byte-bounded block cache. A capacity of 0 disables caching.
+pub(crate) struct BlockCache {
+    cache: Option<Cache<(u64, u64), CachedBlock, BlockWeighter>>,
+    capacity_bytes: u64,
+}
+
+impl BlockCache {
+    pub(crate) fn new(capacity_bytes: u64) -> Self {
+        let cache = (capacity_bytes > 0).then(|| {
+            // quick_cache sizes its tables from an item-count estimate; assume 4 KiB blocks.
+            let estimated_items = (capacity_bytes / 4096).clamp(16, 1 << 24) as usize;
+            Cache::with_weighter(estimated_items, capacity_bytes, BlockWeighter)
+        });
+        BlockCache {
+            cache,
+            capacity_bytes,
+        }
+    }
+
+    pub(crate) fn get(&self, file_number: u64, offset: u64) -> Option<CachedBlock> {
+        self.cache.as_ref()?.get(&(file_number, offset))
+    }
+
+    pub(crate) fn insert(&self, file_number: u64, offset: u64, block: CachedBlock) {
+        if let Some(cache) = &self.cache {
+            cache.insert((file_number, offset), block);
+        }
+    }
+
+    /// Bytes currently held.
+    pub(crate) fn used_bytes(&self) -> u64 {
+        self.cache.as_ref().map_or(0, |c| c.weight())
+    }
+
+    pub(crate) fn capacity_bytes(&self) -> u64 {
+        self.capacity_bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::block::BlockBuilder;
+
+    fn block(entries: usize) -> CachedBlock {
+        let mut builder = BlockBuilder::new(16);
+        for i in 0..entries {
+            builder.add(format!("key{i:06}").as_bytes(), &[0u8; 100]);
+        }
+        CachedBlock::Sorted(Arc::new(Block::decode(builder.finish()).expect("valid block")))
+    }
+
+    #[test]
+    fn cache_stays_within_its_byte_budget() {
+        let cache = BlockCache::new(64 * 1024);
+        for offset in 0..200u64 {
+            cache.insert(1, offset * 4096, block(35));
+        }
+        assert!(cache.used_bytes() <= 64 * 1024, "used {}", cache.used_bytes());
+        assert!(cache.used_bytes() > 32 * 1024, "used {}", cache.used_bytes());
+        assert!(cache.get(1, 199 * 4096).is_some(), "the newest block is cached");
+    }
+
+    #[test]
+    fn zero_capacity_disables_caching() {
+        let cache = BlockCache::new(0);
+        cache.insert(1, 0, block(3));
+        assert!(cache.get(1, 0).is_none());
+        assert_eq!(cache.used_bytes(), 0);
+    }
+}

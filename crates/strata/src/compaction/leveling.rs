@@ -1,0 +1,301 @@
+//! Leveling (SPEC §5.1): one sorted run per disk level, level `i` holding up to
+//! `base * T^(i-1)` bytes. Level 0 (flushed runs, tiered) is merged into the base level when it
+//! has `level0_compaction_trigger` runs. An over-full level compacts *one file* — the one whose
+//! key range overlaps the fewest bytes of the next level relative to its own size (RocksDB's
+//! `kMinOverlappingRatio`) — with the overlapping files below: partial compaction keeps each job
+//! small. With `dynamic_level_bytes` the capacities are set bottom-up from the last level's actual
+//! size (RocksDB's `level_compaction_dynamic_level_bytes`, the Mnemosyne paper's "bottom-up"
+//! construction); level 0 then merges straight into the first level whose capacity is needed.
+
+use super::{whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun, RunInput};
+use crate::error::{Error, Result};
+use crate::version::{Version, MAX_LEVELS};
+
+/// The leveling merge policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Leveling {
+    size_ratio: f64,
+    base_level_bytes: Option<u64>,
+    dynamic_level_bytes: bool,
+    last_level: usize,
+}
+
+impl Leveling {
+    /// Leveling with size ratio `T` (>= 2), level-1 capacity `write_buffer * T`, static sizing
+    /// and levels 1..=6.
+    pub fn new(size_ratio: f64) -> Result<Self> {
+        if !size_ratio.is_finite() || !(2.0..=1000.0).contains(&size_ratio) {
+            return Err(Error::InvalidArgument(format!(
+                "size_ratio must be between 2 and 1000, got {size_ratio}"
+            )));
+        }
+        Ok(Leveling {
+            size_ratio,
+            base_level_bytes: None,
+            dynamic_level_bytes: false,
+            last_level: 6,
+        })
+    }
+
+    /// Sets the level-1 (base level) capacity in bytes; by default `write_buffer_bytes * T`.
+    pub fn with_base_level_bytes(mut self, bytes: u64) -> Self {
+        self.base_level_bytes = Some(bytes.max(1));
+        self
+    }
+
+    /// Sizes levels bottom-up from the last level (see the module docs).
+    pub fn with_dynamic_level_bytes(mut self, dynamic: bool) -> Self {
+        self.dynamic_level_bytes = dynamic;
+        self
+    }
+
+    /// The deepest level used (`1..MAX_LEVELS`); 6 by default, as in RocksDB.
+    pub fn with_last_level(mut self, last_level: usize) -> Result<Self> {
+        if !(1..MAX_LEVELS).contains(&last_level) {
+            return Err(Error::InvalidArgument(format!(
+                "last_level must be between 1 and {}, got {last_level}",
+                MAX_LEVELS - 1
+            )));
+        }
+        self.last_level = last_level;
+        Ok(self)
+    }
+
+    /// The size ratio `T`.
+    pub fn size_ratio(&self) -> f64 {
+        self.size_ratio
+    }
+
+    fn base_bytes(&self, context: &CompactionContext) -> f64 {
+        self.base_level_bytes
+            .map(|b| b as f64)
+            .unwrap_or(context.write_buffer_bytes as f64 * self.size_ratio)
+            .max(1.0)
+    }
+
+    /// Capacity of every level (index = level; 0 for level 0 and unused levels) and the level
+    /// that level 0 merges into.
+    pub fn level_capacities(&self, tree: &Version, context: &CompactionContext) -> (Vec<f64>, usize) {
+        let base = self.base_bytes(context);
+        let mut capacity = vec![0.0; MAX_LEVELS];
+        if !self.dynamic_level_bytes {
+            for (level, slot) in capacity.iter_mut().enumerate().take(self.last_level + 1).skip(1) {
+                *slot = base * self.size_ratio.powi(level as i32 - 1);
+            }
+            return (capacity, 1);
+        }
+        let last = self.last_level;
+        let disk_empty = tree.levels()[1..=last].iter().all(|l| l.is_empty());
+        if disk_empty {
+            capacity[last] = base;
+            return (capacity, last);
+        }
+        capacity[last] = (tree.levels()[last].bytes() as f64).max(base);
+        let mut base_level = last;
+        while base_level > 1 && capacity[base_level] > base {
+            capacity[base_level - 1] = capacity[base_level] / self.size_ratio;
+            base_level -= 1;
+        }
+        (capacity, base_level)
+    }
+}
+
+/// Bytes of the files of `tree`'s level `level` that overlap `[smallest, largest]`.
+fn overlapping_bytes(tree: &Version, level: usize, smallest: &[u8], largest: &[u8]) -> u64 {
+    tree.levels()[level]
+        .runs()
+        .iter()
+        .flat_map(|run| run.overlapping_files(smallest, largest))
+        .map(|f| f.file_bytes())
+        .sum()
+}
+
+/// Input and output for merging `upper` (already chosen) into `output_level`'s single run.
+fn merge_into(
+    tree: &Version,
+    mut inputs: Vec<RunInput>,
+    smallest: &[u8],
+    largest: &[u8],
+    output_level: usize,
+    reason: String,
+) -> CompactionJob {
+    let output_runs = tree.levels()[output_level].runs();
+    let output_run = match output_runs.first() {
+        Some(run) => {
+            let overlapping = run.overlapping_files(smallest, largest);
+            if !overlapping.is_empty() {
+                inputs.push(RunInput {
+                    level: output_level,
+                    run_id: run.id(),
+                    file_numbers: overlapping.iter().map(|f| f.number()).collect(),
+                });
+            }
+            OutputRun::Existing(run.id())
+        }
+        None => OutputRun::New,
+    };
+    CompactionJob {
+        inputs,
+        output_level,
+        output_run,
+        reason,
+    }
+}
+
+impl CompactionPolicy for Leveling {
+    fn name(&self) -> String {
+        format!(
+            "leveling(T={}{})",
+            self.size_ratio,
+            if self.dynamic_level_bytes { ", dynamic" } else { "" }
+        )
+    }
+
+    fn pick(&self, tree: &Version, context: &CompactionContext) -> Option<CompactionJob> {
+        let levels = tree.levels();
+        // A disk level with several runs (a tree written by another policy) is first merged
+        // into one run in place.
+        for (level, l) in levels.iter().enumerate().take(self.last_level + 1).skip(1) {
+            if l.runs().len() > 1 {
+                return Some(CompactionJob {
+                    inputs: l.runs().iter().map(|run| whole_run(level, run)).collect(),
+                    output_level: level,
+                    output_run: OutputRun::New,
+                    reason: format!("level {level} has {} runs", l.runs().len()),
+                });
+            }
+        }
+        let (capacity, base_level) = self.level_capacities(tree, context);
+        let level0_runs = levels[0].runs();
+        if level0_runs.len() >= context.level0_compaction_trigger.max(1) {
+            let smallest = level0_runs.iter().map(|r| r.smallest_user_key()).min()?;
+            let largest = level0_runs.iter().map(|r| r.largest_user_key()).max()?;
+            let inputs = level0_runs.iter().map(|run| whole_run(0, run)).collect();
+            return Some(merge_into(
+                tree,
+                inputs,
+                smallest,
+                largest,
+                base_level,
+                format!("level 0 has {} runs", level0_runs.len()),
+            ));
+        }
+        // The most over-full level (score = bytes / capacity) moves one file down. Levels above
+        // the dynamic base level have no capacity: anything left there moves down first.
+        let mut best: Option<(usize, f64)> = None;
+        for level in 1..self.last_level {
+            let bytes = levels[level].bytes() as f64;
+            if bytes == 0.0 {
+                continue;
+            }
+            let score = if capacity[level] > 0.0 {
+                bytes / capacity[level]
+            } else {
+                f64::INFINITY
+            };
+            if score > 1.0 && best.is_none_or(|(_, s)| score > s) {
+                best = Some((level, score));
+            }
+        }
+        let (level, score) = best?;
+        let run = levels[level].runs().first()?;
+        let file = run.files().iter().min_by(|a, b| {
+            let ratio = |f: &std::sync::Arc<crate::version::FileMetadata>| {
+                overlapping_bytes(tree, level + 1, f.smallest_user_key(), f.largest_user_key())
+                    as f64
+                    / f.file_bytes().max(1) as f64
+            };
+            ratio(a).total_cmp(&ratio(b))
+        })?;
+        let inputs = vec![RunInput {
+            level,
+            run_id: run.id(),
+            file_numbers: vec![file.number()],
+        }];
+        Some(merge_into(
+            tree,
+            inputs,
+            file.smallest_user_key(),
+            file.largest_user_key(),
+            level + 1,
+            format!("level {level} score {score:.2}"),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::test_support::tree;
+
+    const CONTEXT: CompactionContext = CompactionContext {
+        write_buffer_bytes: 1000,
+        level0_compaction_trigger: 2,
+    };
+
+    #[test]
+    fn level0_merges_into_the_base_level_with_overlapping_files() {
+        let policy = Leveling::new(10.0).expect("valid");
+        let shape = tree(&[
+            (0, 10, 1, "c", "f", 1000),
+            (0, 11, 2, "e", "h", 1000),
+            (1, 5, 3, "a", "b", 3000),
+            (1, 5, 4, "d", "g", 3000),
+            (1, 5, 5, "x", "z", 3000),
+        ]);
+        let job = policy.pick(&shape, &CONTEXT).expect("a job");
+        assert_eq!(job.output_level, 1);
+        assert_eq!(job.output_run, OutputRun::Existing(5));
+        assert_eq!(job.inputs.len(), 3);
+        assert_eq!(job.inputs[0].run_id, 11, "newest run first");
+        assert_eq!(job.inputs[2].file_numbers, vec![4], "only the overlapping level-1 file");
+    }
+
+    #[test]
+    fn an_over_full_level_moves_the_file_with_the_least_overlap() {
+        let policy = Leveling::new(10.0).expect("valid");
+        // Level 1 capacity is 10_000 bytes; it holds 12_000.
+        let shape = tree(&[
+            (1, 5, 1, "a", "c", 4000),
+            (1, 5, 2, "d", "f", 4000),
+            (1, 5, 3, "g", "i", 4000),
+            (2, 6, 7, "a", "c", 9000),
+            (2, 6, 8, "g", "i", 500),
+        ]);
+        let job = policy.pick(&shape, &CONTEXT).expect("a job");
+        assert_eq!(job.output_level, 2);
+        assert_eq!(job.inputs[0].file_numbers, vec![2], "file 2 overlaps nothing below");
+        assert_eq!(job.inputs.len(), 1);
+        assert_eq!(job.output_run, OutputRun::Existing(6));
+    }
+
+    #[test]
+    fn a_tree_in_shape_needs_no_job() {
+        let policy = Leveling::new(10.0).expect("valid");
+        let shape = tree(&[(0, 9, 1, "a", "z", 1000), (1, 5, 2, "a", "z", 9000)]);
+        assert_eq!(policy.pick(&shape, &CONTEXT), None);
+    }
+
+    #[test]
+    fn dynamic_level_bytes_sizes_levels_from_the_bottom() {
+        let policy = Leveling::new(10.0)
+            .expect("valid")
+            .with_dynamic_level_bytes(true);
+        let empty = tree(&[(0, 9, 1, "a", "z", 1000)]);
+        let (_, base_level) = policy.level_capacities(&empty, &CONTEXT);
+        assert_eq!(base_level, 6, "an empty tree flushes straight into the last level");
+        // Last level holds 1_000_000 bytes: capacities 1e6, 1e5, 1e4 (base = 10_000).
+        let shape = tree(&[(6, 3, 2, "a", "z", 1_000_000)]);
+        let (capacity, base_level) = policy.level_capacities(&shape, &CONTEXT);
+        assert_eq!(base_level, 4);
+        assert!((capacity[5] - 100_000.0).abs() < 1e-6);
+        assert!((capacity[4] - 10_000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn invalid_size_ratio_is_rejected() {
+        assert!(Leveling::new(1.5).is_err());
+        assert!(Leveling::new(f64::NAN).is_err());
+        assert!(Leveling::new(4.0).expect("valid").with_last_level(0).is_err());
+    }
+}

@@ -1,0 +1,122 @@
+//! Tiering (SPEC §5.2): up to `T - 1` sorted runs per level; when the `T`-th run arrives, all
+//! runs of the level are merged into one new run of the next level (whole runs, no partial
+//! compaction). Level 0 merges on `level0_compaction_trigger` runs instead. The last level merges
+//! its runs in place.
+
+use super::{whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun};
+use crate::error::{Error, Result};
+use crate::version::{Version, MAX_LEVELS};
+
+/// The tiering merge policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tiering {
+    size_ratio: usize,
+    last_level: usize,
+}
+
+impl Tiering {
+    /// Tiering with size ratio `T` (runs per level before a merge), `T >= 2`, levels 1..=6.
+    pub fn new(size_ratio: f64) -> Result<Self> {
+        if !size_ratio.is_finite() || !(2.0..=1000.0).contains(&size_ratio) || size_ratio.fract() != 0.0 {
+            return Err(Error::InvalidArgument(format!(
+                "tiering size_ratio must be a whole number between 2 and 1000, got {size_ratio}"
+            )));
+        }
+        Ok(Tiering {
+            size_ratio: size_ratio as usize,
+            last_level: 6,
+        })
+    }
+
+    /// The deepest level used (`1..MAX_LEVELS`).
+    pub fn with_last_level(mut self, last_level: usize) -> Result<Self> {
+        if !(1..MAX_LEVELS).contains(&last_level) {
+            return Err(Error::InvalidArgument(format!(
+                "last_level must be between 1 and {}, got {last_level}",
+                MAX_LEVELS - 1
+            )));
+        }
+        self.last_level = last_level;
+        Ok(self)
+    }
+
+    /// The size ratio `T`.
+    pub fn size_ratio(&self) -> usize {
+        self.size_ratio
+    }
+}
+
+impl CompactionPolicy for Tiering {
+    fn name(&self) -> String {
+        format!("tiering(T={})", self.size_ratio)
+    }
+
+    fn pick(&self, tree: &Version, context: &CompactionContext) -> Option<CompactionJob> {
+        for (level, l) in tree.levels().iter().enumerate().take(self.last_level + 1) {
+            let trigger = if level == 0 {
+                context.level0_compaction_trigger.max(1)
+            } else {
+                self.size_ratio
+            };
+            if l.runs().len() < trigger || (level == self.last_level && l.runs().len() < 2) {
+                continue;
+            }
+            let output_level = (level + 1).min(self.last_level);
+            return Some(CompactionJob {
+                inputs: l.runs().iter().map(|run| whole_run(level, run)).collect(),
+                output_level,
+                output_run: OutputRun::New,
+                reason: format!("level {level} has {} runs (trigger {trigger})", l.runs().len()),
+            });
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::test_support::tree;
+
+    const CONTEXT: CompactionContext = CompactionContext {
+        write_buffer_bytes: 1000,
+        level0_compaction_trigger: 2,
+    };
+
+    #[test]
+    fn the_t_th_run_merges_the_level_into_a_new_run_below() {
+        let policy = Tiering::new(3.0).expect("valid");
+        let shape = tree(&[
+            (1, 3, 1, "a", "m", 1000),
+            (1, 4, 2, "b", "z", 1000),
+            (2, 1, 3, "a", "z", 9000),
+        ]);
+        assert_eq!(policy.pick(&shape, &CONTEXT), None, "two runs < T = 3");
+        let shape = tree(&[
+            (1, 3, 1, "a", "m", 1000),
+            (1, 4, 2, "b", "z", 1000),
+            (1, 5, 4, "c", "d", 1000),
+            (2, 1, 3, "a", "z", 9000),
+        ]);
+        let job = policy.pick(&shape, &CONTEXT).expect("a job");
+        assert_eq!(job.output_level, 2);
+        assert_eq!(job.output_run, OutputRun::New);
+        let runs: Vec<u64> = job.inputs.iter().map(|i| i.run_id).collect();
+        assert_eq!(runs, vec![5, 4, 3], "whole runs, newest first");
+    }
+
+    #[test]
+    fn level0_uses_its_own_trigger_and_the_last_level_merges_in_place() {
+        let policy = Tiering::new(4.0).expect("valid").with_last_level(2).expect("valid");
+        let shape = tree(&[(0, 8, 1, "a", "m", 10), (0, 9, 2, "a", "m", 10)]);
+        assert_eq!(policy.pick(&shape, &CONTEXT).map(|j| j.output_level), Some(1));
+        let shape = tree(&[
+            (2, 1, 1, "a", "m", 10),
+            (2, 2, 2, "a", "m", 10),
+            (2, 3, 3, "a", "m", 10),
+            (2, 4, 4, "a", "m", 10),
+        ]);
+        assert_eq!(policy.pick(&shape, &CONTEXT).map(|j| j.output_level), Some(2));
+        assert!(Tiering::new(2.5).is_err());
+    }
+}

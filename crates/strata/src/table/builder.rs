@@ -1,0 +1,175 @@
+//! Writes a table file: data blocks, then the filter, properties and index blocks, then the footer
+//! (`docs/FORMAT.md`). Entries must arrive in internal-key order.
+//!
+//! The filter's bits per key is chosen at `finish`, when the file's final entry count is known
+//! (SPEC §3: "the answer is given when the file is finished"), so the builder keeps one 8-byte hash
+//! per distinct user key until then.
+
+use std::path::PathBuf;
+
+use super::block::BlockBuilder;
+use super::format::{append_block, BlockHandle, Footer};
+use super::properties::TableProperties;
+use crate::env::WritableFile;
+use crate::error::{Error, Result};
+use crate::filter::bloom::{key_hash, BloomFilterBuilder};
+use crate::key::{parse_internal_key, user_key};
+
+/// The seed of a table's (single-module) filter.
+pub(crate) const FILTER_SEED: u32 = 0;
+
+/// What a finished table file holds.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TableSummary {
+    pub(crate) file_bytes: u64,
+    pub(crate) properties: TableProperties,
+}
+
+/// Streams sorted entries into a new table file.
+pub(crate) struct TableBuilder {
+    path: PathBuf,
+    file: Box<dyn WritableFile>,
+    block_bytes: usize,
+    data_block: BlockBuilder,
+    index_block: BlockBuilder,
+    scratch: Vec<u8>,
+    offset: u64,
+    entries: u64,
+    data_blocks: u64,
+    smallest: Vec<u8>,
+    largest: Vec<u8>,
+    smallest_sequence: u64,
+    largest_sequence: u64,
+    key_hashes: Vec<u64>,
+}
+
+impl TableBuilder {
+    pub(crate) fn new(
+        path: PathBuf,
+        file: Box<dyn WritableFile>,
+        block_bytes: usize,
+        restart_interval: usize,
+    ) -> Self {
+        TableBuilder {
+            path,
+            file,
+            block_bytes,
+            data_block: BlockBuilder::new(restart_interval),
+            // Index entries are looked up by binary search over restarts; a restart every entry
+            // keeps seeks exact without linear scans.
+            index_block: BlockBuilder::new(1),
+            scratch: Vec::new(),
+            offset: 0,
+            entries: 0,
+            data_blocks: 0,
+            smallest: Vec::new(),
+            largest: Vec::new(),
+            smallest_sequence: u64::MAX,
+            largest_sequence: 0,
+            key_hashes: Vec::new(),
+        }
+    }
+
+    /// Appends an entry; `key` is an internal key greater than every key added before.
+    pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let parsed = parse_internal_key(key).ok_or_else(|| {
+            Error::corruption(&self.path, self.offset, "table builder got a malformed internal key")
+        })?;
+        if self.entries == 0 {
+            self.smallest = key.to_vec();
+        }
+        if self.entries == 0 || user_key(&self.largest) != parsed.user_key {
+            self.key_hashes.push(key_hash(parsed.user_key));
+        }
+        self.smallest_sequence = self.smallest_sequence.min(parsed.sequence);
+        self.largest_sequence = self.largest_sequence.max(parsed.sequence);
+        self.largest.clear();
+        self.largest.extend_from_slice(key);
+        self.data_block.add(key, value);
+        self.entries += 1;
+        if self.data_block.estimated_size() >= self.block_bytes {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    fn write_block(&mut self, contents: &[u8]) -> Result<BlockHandle> {
+        self.scratch.clear();
+        append_block(&mut self.scratch, contents);
+        let handle = BlockHandle::new(self.offset, contents.len() as u64);
+        self.file.append(&self.scratch)?;
+        self.offset += self.scratch.len() as u64;
+        Ok(handle)
+    }
+
+    fn flush_data_block(&mut self) -> Result<()> {
+        if self.data_block.is_empty() {
+            return Ok(());
+        }
+        let last_key = self.data_block.last_key().to_vec();
+        let contents = self.data_block.finish();
+        let handle = self.write_block(&contents)?;
+        let mut encoded = Vec::with_capacity(BlockHandle::MAX_ENCODED_LEN);
+        handle.encode_to(&mut encoded);
+        self.index_block.add(&last_key, &encoded);
+        self.data_blocks += 1;
+        Ok(())
+    }
+
+    pub(crate) fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// Bytes the file would have if finished now, without filter and index.
+    pub(crate) fn estimated_file_bytes(&self) -> u64 {
+        self.offset + self.data_block.estimated_size() as u64
+    }
+
+    /// The last internal key added.
+    pub(crate) fn last_key(&self) -> &[u8] {
+        &self.largest
+    }
+
+    /// Distinct user keys added (what the filter will hold).
+    pub(crate) fn distinct_keys(&self) -> u64 {
+        self.key_hashes.len() as u64
+    }
+
+    /// Writes the filter (`bits_per_key`, 0 = none), properties, index and footer, then fsyncs.
+    pub(crate) fn finish(mut self, bits_per_key: f64, level: u64, run_id: u64) -> Result<TableSummary> {
+        self.flush_data_block()?;
+        let mut filter_builder = BloomFilterBuilder::new(bits_per_key, FILTER_SEED);
+        for &hash in &self.key_hashes {
+            filter_builder.add_hash(hash);
+        }
+        let filter = filter_builder.finish();
+        let filter_handle = if filter.is_empty() {
+            BlockHandle::new(0, 0)
+        } else {
+            self.write_block(&filter)?
+        };
+        let properties = TableProperties {
+            entries: self.entries,
+            data_blocks: self.data_blocks,
+            smallest: std::mem::take(&mut self.smallest),
+            largest: std::mem::take(&mut self.largest),
+            smallest_sequence: if self.entries == 0 { 0 } else { self.smallest_sequence },
+            largest_sequence: self.largest_sequence,
+            bits_per_key: if filter.is_empty() { 0.0 } else { bits_per_key },
+            filter_bytes: filter.len() as u64,
+            level,
+            run_id,
+        };
+        let properties_handle = self.write_block(&properties.encode())?;
+        let index = self.index_block.finish();
+        let index_handle = self.write_block(&index)?;
+        let footer = Footer::new(index_handle, filter_handle, properties_handle).encode();
+        self.file.append(&footer)?;
+        self.offset += footer.len() as u64;
+        self.file.sync()?;
+        Ok(TableSummary {
+            file_bytes: self.offset,
+            properties,
+        })
+    }
+}
