@@ -7,5 +7,6 @@ pub(crate) mod coding;
 pub mod env;
 mod error;
 pub(crate) mod key;
+pub(crate) mod table;
 
 pub use error::{Error, Result};
