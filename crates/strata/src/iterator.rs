@@ -26,6 +26,11 @@ pub(crate) trait InternalIterator: Send {
     fn value(&self) -> &[u8];
     /// The first error met (an invalid iterator may have stopped because of it).
     fn status(&self) -> Result<()>;
+    /// The table file the current entry comes from, where the iterator knows it (compaction
+    /// attributes each emitted entry to its source file, SPEC §4).
+    fn current_file_number(&self) -> Option<u64> {
+        None
+    }
 }
 
 impl InternalIterator for Box<dyn InternalIterator> {
@@ -49,6 +54,9 @@ impl InternalIterator for Box<dyn InternalIterator> {
     }
     fn status(&self) -> Result<()> {
         (**self).status()
+    }
+    fn current_file_number(&self) -> Option<u64> {
+        (**self).current_file_number()
     }
 }
 
@@ -155,6 +163,12 @@ impl InternalIterator for MergingIterator {
             child.status()?;
         }
         Ok(())
+    }
+
+    fn current_file_number(&self) -> Option<u64> {
+        self.heap
+            .first()
+            .and_then(|&i| self.children[i].current_file_number())
     }
 }
 

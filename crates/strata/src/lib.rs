@@ -3,7 +3,10 @@
 // Scaffolding: modules land one by one; removed once the engine wires every part.
 #![allow(dead_code)]
 
+pub mod alloc;
+pub(crate) mod cache;
 pub(crate) mod coding;
+pub mod compaction;
 pub mod env;
 mod error;
 pub(crate) mod filter;
@@ -11,6 +14,7 @@ pub(crate) mod iterator;
 pub(crate) mod key;
 pub(crate) mod memtable;
 pub mod stats;
+pub(crate) mod table;
 pub mod version;
 pub(crate) mod wal;
 

@@ -60,7 +60,10 @@ mod tests {
             file_number: 3,
             entries: 1000,
         };
-        assert_eq!(allocator.bits_per_key(&Version::default(), &job, &file), 2.5);
+        assert_eq!(
+            allocator.bits_per_key(&Version::default(), &job, &file),
+            2.5
+        );
         assert!(Uniform::new(-1.0).is_err());
         assert!(Uniform::new(f64::NAN).is_err());
         assert!(Uniform::new(65.0).is_err());

@@ -91,7 +91,9 @@ mod tests {
         for i in 0..entries {
             builder.add(format!("key{i:06}").as_bytes(), &[0u8; 100]);
         }
-        CachedBlock::Sorted(Arc::new(Block::decode(builder.finish()).expect("valid block")))
+        CachedBlock::Sorted(Arc::new(
+            Block::decode(builder.finish()).expect("valid block"),
+        ))
     }
 
     #[test]
@@ -100,9 +102,20 @@ mod tests {
         for offset in 0..200u64 {
             cache.insert(1, offset * 4096, block(35));
         }
-        assert!(cache.used_bytes() <= 64 * 1024, "used {}", cache.used_bytes());
-        assert!(cache.used_bytes() > 32 * 1024, "used {}", cache.used_bytes());
-        assert!(cache.get(1, 199 * 4096).is_some(), "the newest block is cached");
+        assert!(
+            cache.used_bytes() <= 64 * 1024,
+            "used {}",
+            cache.used_bytes()
+        );
+        assert!(
+            cache.used_bytes() > 32 * 1024,
+            "used {}",
+            cache.used_bytes()
+        );
+        assert!(
+            cache.get(1, 199 * 4096).is_some(),
+            "the newest block is cached"
+        );
     }
 
     #[test]

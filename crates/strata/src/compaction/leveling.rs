@@ -75,11 +75,20 @@ impl Leveling {
 
     /// Capacity of every level (index = level; 0 for level 0 and unused levels) and the level
     /// that level 0 merges into.
-    pub fn level_capacities(&self, tree: &Version, context: &CompactionContext) -> (Vec<f64>, usize) {
+    pub fn level_capacities(
+        &self,
+        tree: &Version,
+        context: &CompactionContext,
+    ) -> (Vec<f64>, usize) {
         let base = self.base_bytes(context);
         let mut capacity = vec![0.0; MAX_LEVELS];
         if !self.dynamic_level_bytes {
-            for (level, slot) in capacity.iter_mut().enumerate().take(self.last_level + 1).skip(1) {
+            for (level, slot) in capacity
+                .iter_mut()
+                .enumerate()
+                .take(self.last_level + 1)
+                .skip(1)
+            {
                 *slot = base * self.size_ratio.powi(level as i32 - 1);
             }
             return (capacity, 1);
@@ -147,7 +156,11 @@ impl CompactionPolicy for Leveling {
         format!(
             "leveling(T={}{})",
             self.size_ratio,
-            if self.dynamic_level_bytes { ", dynamic" } else { "" }
+            if self.dynamic_level_bytes {
+                ", dynamic"
+            } else {
+                ""
+            }
         )
     }
 
@@ -248,7 +261,11 @@ mod tests {
         assert_eq!(job.output_run, OutputRun::Existing(5));
         assert_eq!(job.inputs.len(), 3);
         assert_eq!(job.inputs[0].run_id, 11, "newest run first");
-        assert_eq!(job.inputs[2].file_numbers, vec![4], "only the overlapping level-1 file");
+        assert_eq!(
+            job.inputs[2].file_numbers,
+            vec![4],
+            "only the overlapping level-1 file"
+        );
     }
 
     #[test]
@@ -264,7 +281,11 @@ mod tests {
         ]);
         let job = policy.pick(&shape, &CONTEXT).expect("a job");
         assert_eq!(job.output_level, 2);
-        assert_eq!(job.inputs[0].file_numbers, vec![2], "file 2 overlaps nothing below");
+        assert_eq!(
+            job.inputs[0].file_numbers,
+            vec![2],
+            "file 2 overlaps nothing below"
+        );
         assert_eq!(job.inputs.len(), 1);
         assert_eq!(job.output_run, OutputRun::Existing(6));
     }
@@ -283,7 +304,10 @@ mod tests {
             .with_dynamic_level_bytes(true);
         let empty = tree(&[(0, 9, 1, "a", "z", 1000)]);
         let (_, base_level) = policy.level_capacities(&empty, &CONTEXT);
-        assert_eq!(base_level, 6, "an empty tree flushes straight into the last level");
+        assert_eq!(
+            base_level, 6,
+            "an empty tree flushes straight into the last level"
+        );
         // Last level holds 1_000_000 bytes: capacities 1e6, 1e5, 1e4 (base = 10_000).
         let shape = tree(&[(6, 3, 2, "a", "z", 1_000_000)]);
         let (capacity, base_level) = policy.level_capacities(&shape, &CONTEXT);
@@ -296,6 +320,9 @@ mod tests {
     fn invalid_size_ratio_is_rejected() {
         assert!(Leveling::new(1.5).is_err());
         assert!(Leveling::new(f64::NAN).is_err());
-        assert!(Leveling::new(4.0).expect("valid").with_last_level(0).is_err());
+        assert!(Leveling::new(4.0)
+            .expect("valid")
+            .with_last_level(0)
+            .is_err());
     }
 }

@@ -75,7 +75,11 @@ pub trait CompactionPolicy: Send + Sync + Debug {
 
     /// The job that compacts the whole tree into one run (`Db::compact`): by default every run
     /// into the deepest level the policy uses, or the deepest non-empty level.
-    fn full_compaction(&self, tree: &Version, _context: &CompactionContext) -> Option<CompactionJob> {
+    fn full_compaction(
+        &self,
+        tree: &Version,
+        _context: &CompactionContext,
+    ) -> Option<CompactionJob> {
         let last = tree.last_non_empty_level()?;
         let inputs: Vec<RunInput> = tree
             .levels()
@@ -137,6 +141,8 @@ pub(crate) mod test_support {
                 .collect(),
             ..Default::default()
         };
-        Version::default().apply(&edit, None).expect("valid test tree")
+        Version::default()
+            .apply(&edit, None)
+            .expect("valid test tree")
     }
 }

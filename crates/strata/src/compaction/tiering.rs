@@ -17,7 +17,10 @@ pub struct Tiering {
 impl Tiering {
     /// Tiering with size ratio `T` (runs per level before a merge), `T >= 2`, levels 1..=6.
     pub fn new(size_ratio: f64) -> Result<Self> {
-        if !size_ratio.is_finite() || !(2.0..=1000.0).contains(&size_ratio) || size_ratio.fract() != 0.0 {
+        if !size_ratio.is_finite()
+            || !(2.0..=1000.0).contains(&size_ratio)
+            || size_ratio.fract() != 0.0
+        {
             return Err(Error::InvalidArgument(format!(
                 "tiering size_ratio must be a whole number between 2 and 1000, got {size_ratio}"
             )));
@@ -66,7 +69,10 @@ impl CompactionPolicy for Tiering {
                 inputs: l.runs().iter().map(|run| whole_run(level, run)).collect(),
                 output_level,
                 output_run: OutputRun::New,
-                reason: format!("level {level} has {} runs (trigger {trigger})", l.runs().len()),
+                reason: format!(
+                    "level {level} has {} runs (trigger {trigger})",
+                    l.runs().len()
+                ),
             });
         }
         None
@@ -107,16 +113,25 @@ mod tests {
 
     #[test]
     fn level0_uses_its_own_trigger_and_the_last_level_merges_in_place() {
-        let policy = Tiering::new(4.0).expect("valid").with_last_level(2).expect("valid");
+        let policy = Tiering::new(4.0)
+            .expect("valid")
+            .with_last_level(2)
+            .expect("valid");
         let shape = tree(&[(0, 8, 1, "a", "m", 10), (0, 9, 2, "a", "m", 10)]);
-        assert_eq!(policy.pick(&shape, &CONTEXT).map(|j| j.output_level), Some(1));
+        assert_eq!(
+            policy.pick(&shape, &CONTEXT).map(|j| j.output_level),
+            Some(1)
+        );
         let shape = tree(&[
             (2, 1, 1, "a", "m", 10),
             (2, 2, 2, "a", "m", 10),
             (2, 3, 3, "a", "m", 10),
             (2, 4, 4, "a", "m", 10),
         ]);
-        assert_eq!(policy.pick(&shape, &CONTEXT).map(|j| j.output_level), Some(2));
+        assert_eq!(
+            policy.pick(&shape, &CONTEXT).map(|j| j.output_level),
+            Some(2)
+        );
         assert!(Tiering::new(2.5).is_err());
     }
 }

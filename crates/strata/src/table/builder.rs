@@ -73,7 +73,11 @@ impl TableBuilder {
     /// Appends an entry; `key` is an internal key greater than every key added before.
     pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         let parsed = parse_internal_key(key).ok_or_else(|| {
-            Error::corruption(&self.path, self.offset, "table builder got a malformed internal key")
+            Error::corruption(
+                &self.path,
+                self.offset,
+                "table builder got a malformed internal key",
+            )
         })?;
         if self.entries == 0 {
             self.smallest = key.to_vec();
@@ -136,7 +140,12 @@ impl TableBuilder {
     }
 
     /// Writes the filter (`bits_per_key`, 0 = none), properties, index and footer, then fsyncs.
-    pub(crate) fn finish(mut self, bits_per_key: f64, level: u64, run_id: u64) -> Result<TableSummary> {
+    pub(crate) fn finish(
+        mut self,
+        bits_per_key: f64,
+        level: u64,
+        run_id: u64,
+    ) -> Result<TableSummary> {
         self.flush_data_block()?;
         let mut filter_builder = BloomFilterBuilder::new(bits_per_key, FILTER_SEED);
         for &hash in &self.key_hashes {
@@ -153,7 +162,11 @@ impl TableBuilder {
             data_blocks: self.data_blocks,
             smallest: std::mem::take(&mut self.smallest),
             largest: std::mem::take(&mut self.largest),
-            smallest_sequence: if self.entries == 0 { 0 } else { self.smallest_sequence },
+            smallest_sequence: if self.entries == 0 {
+                0
+            } else {
+                self.smallest_sequence
+            },
             largest_sequence: self.largest_sequence,
             bits_per_key: if filter.is_empty() { 0.0 } else { bits_per_key },
             filter_bytes: filter.len() as u64,

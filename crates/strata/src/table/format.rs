@@ -1,0 +1,473 @@
+//! What surrounds the blocks of a table file: block handles, the per-block trailer and the footer.
+//!
+//! # Block handle
+//!
+//! Locates a block's contents in the file: `offset` (of the contents' first byte) and `size` (the
+//! contents' length, *without* the trailer). Stored two ways:
+//!
+//! * in index-block values and anywhere else variable-length is fine: `offset:varint64
+//!   size:varint64` (2 to 20 bytes);
+//! * in the footer, which must have a fixed length: `offset:fixed64 size:fixed64` (16 bytes).
+//!
+//! # Block trailer
+//!
+//! Every block is written as
+//!
+//! ```text
+//! contents[size] | block_type:u8 | checksum:fixed32
+//! ```
+//!
+//! * `block_type` 0 = uncompressed, the only type so far; any other value is rejected.
+//! * `checksum` = CRC-32C (Castagnoli) of `contents || block_type`, little-endian, unmasked.
+//!
+//! So the block at handle `(offset, size)` occupies `size + 5` bytes from `offset`, and the next
+//! block starts right after it.
+//!
+//! # Footer
+//!
+//! The last [`FOOTER_LEN`] = 60 bytes of every table file:
+//!
+//! ```text
+//! offset  0: index block handle       offset:fixed64 size:fixed64
+//! offset 16: filter block handle      offset:fixed64 size:fixed64   (size 0: the table has no filter)
+//! offset 32: properties block handle  offset:fixed64 size:fixed64
+//! offset 48: format_version:fixed32   1
+//! offset 52: magic:fixed64            TABLE_MAGIC, the bytes "STRATA01"
+//! ```
+//!
+//! A reader reads the last 60 bytes, checks the magic (is this a Strata table at all?) and then the
+//! version (can this build read it?), and follows the handles. The footer carries no checksum of
+//! its own: the magic, the version and the bounds check in [`Footer::check_bounds`] catch damage
+//! that would send a reader astray, and every block a handle points to is checksummed. A filter
+//! block is never empty, so size 0 is free to mean "no filter".
+//!
+//! A change to any layout in this file or in `block.rs` bumps [`TABLE_FORMAT_VERSION`], so that a
+//! build meeting a file it cannot read fails loudly instead of misreading it.
+
+use crate::coding::{put_fixed32, put_fixed64, put_varint64, Decoder};
+
+/// Length of the trailer after every block's contents: type byte and CRC-32C.
+pub(crate) const BLOCK_TRAILER_LEN: usize = 5;
+
+/// Block type byte of uncompressed contents (the only type so far).
+pub(crate) const BLOCK_TYPE_UNCOMPRESSED: u8 = 0;
+
+/// The footer's fixed length: three handles of 16 bytes, the version and the magic.
+pub(crate) const FOOTER_LEN: usize = 3 * BlockHandle::FIXED_LEN + 4 + 8;
+
+/// The last 8 bytes of every table file: "STRATA01" read as a little-endian u64, so the file ends
+/// with that text in a hex dump.
+pub(crate) const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"STRATA01");
+
+/// The table format this build writes and the only one it reads.
+pub(crate) const TABLE_FORMAT_VERSION: u32 = 1;
+
+/// Where a block's contents lie in a table file; `size` excludes the trailer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub(crate) struct BlockHandle {
+    pub(crate) offset: u64,
+    pub(crate) size: u64,
+}
+
+impl BlockHandle {
+    /// Longest varint encoding: two 10-byte varints.
+    pub(crate) const MAX_ENCODED_LEN: usize = 20;
+
+    /// Length of the fixed-width encoding used in the footer.
+    const FIXED_LEN: usize = 16;
+
+    pub(crate) fn new(offset: u64, size: u64) -> Self {
+        BlockHandle { offset, size }
+    }
+
+    /// Appends `offset` and `size` as varints (index-block values).
+    pub(crate) fn encode_to(&self, dst: &mut Vec<u8>) {
+        put_varint64(dst, self.offset);
+        put_varint64(dst, self.size);
+    }
+
+    /// Decodes a varint-encoded handle; `None` if the input is truncated or malformed.
+    pub(crate) fn decode_from(decoder: &mut Decoder<'_>) -> Option<BlockHandle> {
+        let offset = decoder.varint64()?;
+        let size = decoder.varint64()?;
+        Some(BlockHandle { offset, size })
+    }
+
+    /// Bytes the block occupies in the file, trailer included; `None` on overflow (a corrupt
+    /// handle).
+    pub(crate) fn len_with_trailer(&self) -> Option<u64> {
+        self.size.checked_add(BLOCK_TRAILER_LEN as u64)
+    }
+
+    fn encode_fixed_to(&self, dst: &mut Vec<u8>) {
+        put_fixed64(dst, self.offset);
+        put_fixed64(dst, self.size);
+    }
+
+    fn decode_fixed_from(decoder: &mut Decoder<'_>) -> Option<BlockHandle> {
+        let offset = decoder.fixed64()?;
+        let size = decoder.fixed64()?;
+        Some(BlockHandle { offset, size })
+    }
+}
+
+/// The trailer to write after `contents`: block type (uncompressed) and CRC-32C of contents and
+/// type. For writers that append contents and trailer separately, without copying the contents.
+pub(crate) fn block_trailer(contents: &[u8]) -> [u8; BLOCK_TRAILER_LEN] {
+    let block_type = BLOCK_TYPE_UNCOMPRESSED;
+    let checksum = crc32c::crc32c_append(crc32c::crc32c(contents), &[block_type]);
+    let [c0, c1, c2, c3] = checksum.to_le_bytes();
+    [block_type, c0, c1, c2, c3]
+}
+
+/// Appends `contents` followed by its trailer to `dst`.
+pub(crate) fn append_block(dst: &mut Vec<u8>, contents: &[u8]) {
+    dst.reserve(contents.len() + BLOCK_TRAILER_LEN);
+    dst.extend_from_slice(contents);
+    dst.extend_from_slice(&block_trailer(contents));
+}
+
+/// Checks a block as read from disk (`handle.size + BLOCK_TRAILER_LEN` bytes from
+/// `handle.offset`) and returns its contents, reusing the buffer. The error is a reason for the
+/// caller to wrap in `Error::Corruption` with the file and the handle's offset.
+pub(crate) fn verify_block(mut raw: Vec<u8>) -> Result<Vec<u8>, String> {
+    let contents_len = raw.len().checked_sub(BLOCK_TRAILER_LEN).ok_or_else(|| {
+        format!(
+            "block of {} bytes is shorter than its {BLOCK_TRAILER_LEN}-byte trailer",
+            raw.len()
+        )
+    })?;
+    let (covered, checksum_bytes) = raw.split_at(contents_len + 1);
+    let stored = crate::coding::get_fixed32(checksum_bytes)
+        .ok_or_else(|| "block trailer has no checksum".to_string())?;
+    let computed = crc32c::crc32c(covered);
+    if stored != computed {
+        return Err(format!(
+            "block checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
+        ));
+    }
+    let block_type = covered.last().copied().unwrap_or(BLOCK_TYPE_UNCOMPRESSED);
+    if block_type != BLOCK_TYPE_UNCOMPRESSED {
+        return Err(format!("unknown block type {block_type}"));
+    }
+    raw.truncate(contents_len);
+    Ok(raw)
+}
+
+/// The fixed-length record at the end of a table file that locates its index, filter and
+/// properties blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Footer {
+    pub(crate) index: BlockHandle,
+    /// Size 0 when the table has no filter; see [`Footer::filter_handle`].
+    pub(crate) filter: BlockHandle,
+    pub(crate) properties: BlockHandle,
+    pub(crate) format_version: u32,
+}
+
+impl Footer {
+    /// A footer of the current format version.
+    pub(crate) fn new(index: BlockHandle, filter: BlockHandle, properties: BlockHandle) -> Self {
+        Footer {
+            index,
+            filter,
+            properties,
+            format_version: TABLE_FORMAT_VERSION,
+        }
+    }
+
+    /// The filter block's handle, or `None` if the table was written without a filter.
+    pub(crate) fn filter_handle(&self) -> Option<BlockHandle> {
+        (self.filter.size != 0).then_some(self.filter)
+    }
+
+    /// The footer's [`FOOTER_LEN`] bytes.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut dst = Vec::with_capacity(FOOTER_LEN);
+        self.index.encode_fixed_to(&mut dst);
+        self.filter.encode_fixed_to(&mut dst);
+        self.properties.encode_fixed_to(&mut dst);
+        put_fixed32(&mut dst, self.format_version);
+        put_fixed64(&mut dst, TABLE_MAGIC);
+        dst
+    }
+
+    /// Decodes the last [`FOOTER_LEN`] bytes of a table file, checking the length, the magic
+    /// number and that the format version is one this build reads.
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Footer, String> {
+        if bytes.len() != FOOTER_LEN {
+            return Err(format!(
+                "table footer is {} bytes, expected {FOOTER_LEN} (file too short?)",
+                bytes.len()
+            ));
+        }
+        let malformed = || "malformed table footer".to_string();
+        let magic = bytes
+            .get(FOOTER_LEN - 8..)
+            .and_then(crate::coding::get_fixed64)
+            .ok_or_else(malformed)?;
+        if magic != TABLE_MAGIC {
+            return Err(format!(
+                "not a Strata table file (bad magic {magic:#018x}, expected {TABLE_MAGIC:#018x})"
+            ));
+        }
+        let mut decoder = Decoder::new(bytes);
+        let index = BlockHandle::decode_fixed_from(&mut decoder).ok_or_else(malformed)?;
+        let filter = BlockHandle::decode_fixed_from(&mut decoder).ok_or_else(malformed)?;
+        let properties = BlockHandle::decode_fixed_from(&mut decoder).ok_or_else(malformed)?;
+        let format_version = decoder.fixed32().ok_or_else(malformed)?;
+        if format_version != TABLE_FORMAT_VERSION {
+            return Err(format!(
+                "unsupported table format version {format_version} (this build reads version \
+                 {TABLE_FORMAT_VERSION})"
+            ));
+        }
+        Ok(Footer {
+            index,
+            filter,
+            properties,
+            format_version,
+        })
+    }
+
+    /// Checks that every block the footer points to (trailer included) lies before the footer in
+    /// a file of `file_len` bytes, so a damaged handle is reported as corruption instead of
+    /// becoming a huge or out-of-range read.
+    pub(crate) fn check_bounds(&self, file_len: u64) -> Result<(), String> {
+        let blocks_end = file_len
+            .checked_sub(FOOTER_LEN as u64)
+            .ok_or_else(|| format!("file of {file_len} bytes is shorter than a table footer"))?;
+        let handles = [
+            ("index", Some(self.index)),
+            ("filter", self.filter_handle()),
+            ("properties", Some(self.properties)),
+        ];
+        for (name, handle) in handles {
+            let Some(handle) = handle else { continue };
+            let end = handle
+                .len_with_trailer()
+                .and_then(|len| handle.offset.checked_add(len));
+            if !matches!(end, Some(end) if end <= blocks_end) {
+                return Err(format!(
+                    "{name} block handle (offset {}, size {}) reaches past the {blocks_end} bytes \
+                     before the footer",
+                    handle.offset, handle.size
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn block_handles_round_trip_as_varints() {
+        let handles = [
+            BlockHandle::new(0, 0),
+            BlockHandle::new(1, 127),
+            BlockHandle::new(128, 4096),
+            BlockHandle::new(u64::MAX, u64::MAX),
+        ];
+        let mut encoded = Vec::new();
+        for handle in &handles {
+            let before = encoded.len();
+            handle.encode_to(&mut encoded);
+            assert!(encoded.len() - before <= BlockHandle::MAX_ENCODED_LEN);
+        }
+        let mut decoder = Decoder::new(&encoded);
+        for handle in &handles {
+            assert_eq!(BlockHandle::decode_from(&mut decoder), Some(*handle));
+        }
+        assert!(decoder.is_empty());
+        assert_eq!(BlockHandle::decode_from(&mut decoder), None);
+
+        // Every strict prefix of an encoding is truncated.
+        let mut one = Vec::new();
+        BlockHandle::new(300, 70_000).encode_to(&mut one);
+        for cut in 0..one.len() {
+            assert_eq!(
+                BlockHandle::decode_from(&mut Decoder::new(&one[..cut])),
+                None
+            );
+        }
+    }
+
+    #[test]
+    fn block_trailer_layout() {
+        let mut written = Vec::new();
+        append_block(&mut written, b"hello");
+        assert_eq!(written.len(), 5 + BLOCK_TRAILER_LEN);
+        assert_eq!(&written[..5], b"hello");
+        assert_eq!(written[5], BLOCK_TYPE_UNCOMPRESSED);
+        let checksum = crc32c::crc32c(b"hello\x00");
+        assert_eq!(&written[6..], &checksum.to_le_bytes());
+        assert_eq!(&written[5..], &block_trailer(b"hello"));
+        assert_eq!(verify_block(written), Ok(b"hello".to_vec()));
+    }
+
+    #[test]
+    fn verify_block_catches_every_damaged_byte() {
+        for contents in [&b""[..], b"x", b"a block of moderate length \x00\xff"] {
+            let mut written = Vec::new();
+            append_block(&mut written, contents);
+            assert_eq!(verify_block(written.clone()).as_deref(), Ok(contents));
+            for position in 0..written.len() {
+                for mask in [0x01, 0x80, 0xff] {
+                    let mut damaged = written.clone();
+                    damaged[position] ^= mask;
+                    let reason =
+                        verify_block(damaged).expect_err("a flipped byte must fail verification");
+                    assert!(reason.contains("checksum mismatch"), "{reason}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn verify_block_rejects_short_input_and_unknown_types() {
+        for len in 0..BLOCK_TRAILER_LEN {
+            let reason = verify_block(vec![0; len]).expect_err("shorter than a trailer");
+            assert!(reason.contains("shorter than"), "{reason}");
+        }
+        // A correctly checksummed block of a type this build does not know.
+        let mut raw = b"data\x07".to_vec();
+        raw.extend_from_slice(&crc32c::crc32c(&raw).to_le_bytes());
+        let reason = verify_block(raw).expect_err("unknown type");
+        assert!(reason.contains("unknown block type 7"), "{reason}");
+        // All-zero bytes (a hole in a sparse file) do not pass.
+        assert!(verify_block(vec![0; 64]).is_err());
+    }
+
+    fn sample_footer() -> Footer {
+        Footer::new(
+            BlockHandle::new(9_000, 300),
+            BlockHandle::new(8_000, 995),
+            BlockHandle::new(9_305, 120),
+        )
+    }
+
+    #[test]
+    fn footer_layout_is_pinned() {
+        let encoded = sample_footer().encode();
+        assert_eq!(encoded.len(), FOOTER_LEN);
+        assert_eq!(FOOTER_LEN, 60);
+        assert_eq!(&encoded[..8], &9_000u64.to_le_bytes());
+        assert_eq!(&encoded[8..16], &300u64.to_le_bytes());
+        assert_eq!(&encoded[16..24], &8_000u64.to_le_bytes());
+        assert_eq!(&encoded[24..32], &995u64.to_le_bytes());
+        assert_eq!(&encoded[32..40], &9_305u64.to_le_bytes());
+        assert_eq!(&encoded[40..48], &120u64.to_le_bytes());
+        assert_eq!(&encoded[48..52], &[1, 0, 0, 0]);
+        assert_eq!(&encoded[52..], b"STRATA01");
+    }
+
+    #[test]
+    fn footer_round_trips() {
+        let footer = sample_footer();
+        assert_eq!(Footer::decode(&footer.encode()), Ok(footer));
+        assert_eq!(footer.filter_handle(), Some(footer.filter));
+
+        let no_filter = Footer::new(
+            BlockHandle::new(0, 10),
+            BlockHandle::default(),
+            BlockHandle::new(15, 4),
+        );
+        let decoded = Footer::decode(&no_filter.encode()).expect("valid footer");
+        assert_eq!(decoded, no_filter);
+        assert_eq!(decoded.filter_handle(), None);
+    }
+
+    #[test]
+    fn footer_rejects_bad_length_magic_and_version() {
+        let encoded = sample_footer().encode();
+        for len in [0, FOOTER_LEN - 1, FOOTER_LEN + 1] {
+            let mut bytes = encoded.clone();
+            bytes.resize(len, 0);
+            let reason = Footer::decode(&bytes).expect_err("wrong length");
+            assert!(reason.contains("expected 60"), "{reason}");
+        }
+
+        for position in FOOTER_LEN - 8..FOOTER_LEN {
+            let mut bytes = encoded.clone();
+            bytes[position] ^= 0x20;
+            let reason = Footer::decode(&bytes).expect_err("bad magic");
+            assert!(
+                reason.starts_with("not a Strata table file (bad magic"),
+                "{reason}"
+            );
+        }
+        let reason = Footer::decode(&[0; FOOTER_LEN]).expect_err("zeros");
+        assert!(reason.contains("bad magic"), "{reason}");
+
+        for version in [0u32, 2, u32::MAX] {
+            let mut bytes = encoded.clone();
+            bytes[48..52].copy_from_slice(&version.to_le_bytes());
+            let reason = Footer::decode(&bytes).expect_err("unknown version");
+            assert!(
+                reason.contains(&format!("unsupported table format version {version}")),
+                "{reason}"
+            );
+        }
+    }
+
+    #[test]
+    fn footer_bounds_check() {
+        let footer = sample_footer();
+        // The properties block ends at 9_305 + 120 + 5 = 9_430, the last block byte.
+        let file_len = 9_430 + FOOTER_LEN as u64;
+        assert_eq!(footer.check_bounds(file_len), Ok(()));
+        let reason = footer
+            .check_bounds(file_len - 1)
+            .expect_err("one byte short");
+        assert!(reason.starts_with("properties block handle"), "{reason}");
+        assert!(footer.check_bounds(FOOTER_LEN as u64 - 1).is_err());
+
+        let mut huge = footer;
+        huge.index = BlockHandle::new(u64::MAX - 2, 10);
+        let reason = huge.check_bounds(file_len).expect_err("overflowing handle");
+        assert!(reason.starts_with("index block handle"), "{reason}");
+
+        // An absent filter is not checked, whatever its offset.
+        let mut no_filter = footer;
+        no_filter.filter = BlockHandle::new(u64::MAX, 0);
+        assert_eq!(no_filter.check_bounds(file_len), Ok(()));
+    }
+
+    proptest! {
+        #[test]
+        fn verify_block_round_trips_and_catches_damage(
+            contents in prop::collection::vec(any::<u8>(), 0..2_000),
+            position in any::<prop::sample::Index>(),
+            mask in 1u8..=255,
+        ) {
+            let mut written = Vec::new();
+            append_block(&mut written, &contents);
+            prop_assert_eq!(verify_block(written.clone()), Ok(contents));
+            let at = position.index(written.len());
+            written[at] ^= mask;
+            prop_assert!(verify_block(written).is_err());
+        }
+
+        #[test]
+        fn footers_round_trip(
+            handles in prop::array::uniform6(any::<u64>()),
+        ) {
+            let [a, b, c, d, e, f] = handles;
+            let footer = Footer::new(
+                BlockHandle::new(a, b),
+                BlockHandle::new(c, d),
+                BlockHandle::new(e, f),
+            );
+            prop_assert_eq!(Footer::decode(&footer.encode()), Ok(footer));
+        }
+
+        #[test]
+        fn footer_decode_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..80)) {
+            let _ = Footer::decode(&bytes);
+        }
+    }
+}

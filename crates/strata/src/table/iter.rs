@@ -1,0 +1,278 @@
+//! Owned iterators over a table file and over a sorted run (its files concatenated).
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use super::block::BlockIter;
+use super::format::BlockHandle;
+use super::reader::{ReadMode, TableCache, TableReader};
+use crate::error::{Error, Result};
+use crate::iterator::InternalIterator;
+use crate::key::compare_internal_keys;
+use crate::stats::BlockKind;
+use crate::version::FileMetadata;
+
+/// A two-level iterator: the index block picks data blocks, a block iterator walks each.
+pub(crate) struct TableIter {
+    table: Arc<TableReader>,
+    mode: ReadMode,
+    index: Option<BlockIter>,
+    data: Option<(BlockIter, BlockHandle)>,
+    error: Option<Error>,
+}
+
+impl TableIter {
+    pub(crate) fn new(table: Arc<TableReader>, mode: ReadMode) -> Self {
+        TableIter {
+            table,
+            mode,
+            index: None,
+            data: None,
+            error: None,
+        }
+    }
+
+    fn fail(&mut self, error: Error) {
+        self.error.get_or_insert(error);
+        self.data = None;
+    }
+
+    fn ensure_index(&mut self) -> bool {
+        if self.index.is_none() {
+            match self.table.index_iter(self.mode) {
+                Ok(index) => self.index = Some(index),
+                Err(error) => {
+                    self.fail(error);
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Loads the data block the index is positioned on (or clears `data` at the end).
+    fn load_block(&mut self) {
+        self.data = None;
+        let Some(index) = &self.index else { return };
+        if !index.valid() {
+            if let Err(error) = self.table.block_error(index, BlockHandle::default()) {
+                self.fail(error);
+            }
+            return;
+        }
+        let loaded = self.table.decode_handle(index.value()).and_then(|handle| {
+            let block = self
+                .table
+                .sorted_block(handle, BlockKind::Data, self.mode)?;
+            Ok((BlockIter::new(block, compare_internal_keys), handle))
+        });
+        match loaded {
+            Ok(data) => self.data = Some(data),
+            Err(error) => self.fail(error),
+        }
+    }
+
+    /// While the data block is exhausted, moves to the next block's first entry.
+    fn skip_exhausted_blocks(&mut self) {
+        loop {
+            let Some((data, handle)) = &self.data else {
+                return;
+            };
+            if data.valid() {
+                return;
+            }
+            if let Err(error) = self.table.block_error(data, *handle) {
+                self.fail(error);
+                return;
+            }
+            let Some(index) = self.index.as_mut() else {
+                return;
+            };
+            index.next();
+            self.load_block();
+            if let Some((data, _)) = self.data.as_mut() {
+                data.seek_to_first();
+            }
+        }
+    }
+}
+
+impl InternalIterator for TableIter {
+    fn valid(&self) -> bool {
+        self.error.is_none() && self.data.as_ref().is_some_and(|(d, _)| d.valid())
+    }
+
+    fn seek_to_first(&mut self) {
+        if !self.ensure_index() {
+            return;
+        }
+        if let Some(index) = self.index.as_mut() {
+            index.seek_to_first();
+        }
+        self.load_block();
+        if let Some((data, _)) = self.data.as_mut() {
+            data.seek_to_first();
+        }
+        self.skip_exhausted_blocks();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        if !self.ensure_index() {
+            return;
+        }
+        if let Some(index) = self.index.as_mut() {
+            index.seek(target);
+        }
+        self.load_block();
+        if let Some((data, _)) = self.data.as_mut() {
+            data.seek(target);
+        }
+        self.skip_exhausted_blocks();
+    }
+
+    fn next(&mut self) {
+        if let Some((data, _)) = self.data.as_mut() {
+            data.next();
+        }
+        self.skip_exhausted_blocks();
+    }
+
+    fn key(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], |(d, _)| d.key())
+    }
+
+    fn value(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], |(d, _)| d.value())
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(error) => Err(error.clone()),
+            None => Ok(()),
+        }
+    }
+
+    fn current_file_number(&self) -> Option<u64> {
+        Some(self.table.number())
+    }
+}
+
+/// Iterates a sorted run: its files in key order, each opened when reached.
+pub(crate) struct RunIter {
+    files: Vec<Arc<FileMetadata>>,
+    tables: Arc<TableCache>,
+    mode: ReadMode,
+    pin: bool,
+    position: usize,
+    current: Option<TableIter>,
+    error: Option<Error>,
+}
+
+impl RunIter {
+    pub(crate) fn new(
+        files: Vec<Arc<FileMetadata>>,
+        tables: Arc<TableCache>,
+        mode: ReadMode,
+        pin: bool,
+    ) -> Self {
+        RunIter {
+            position: files.len(),
+            files,
+            tables,
+            mode,
+            pin,
+            current: None,
+            error: None,
+        }
+    }
+
+    fn open(&mut self, position: usize) -> bool {
+        self.position = position;
+        self.current = None;
+        let Some(file) = self.files.get(position) else {
+            return false;
+        };
+        match self.tables.get(file.number(), self.pin) {
+            Ok(table) => {
+                self.current = Some(TableIter::new(table, self.mode));
+                true
+            }
+            Err(error) => {
+                self.error.get_or_insert(error);
+                false
+            }
+        }
+    }
+
+    fn skip_exhausted_files(&mut self) {
+        while let Some(current) = &self.current {
+            if current.valid() {
+                return;
+            }
+            if let Err(error) = current.status() {
+                self.error.get_or_insert(error);
+                self.current = None;
+                return;
+            }
+            if !self.open(self.position + 1) {
+                return;
+            }
+            if let Some(current) = self.current.as_mut() {
+                current.seek_to_first();
+            }
+        }
+    }
+}
+
+impl InternalIterator for RunIter {
+    fn valid(&self) -> bool {
+        self.error.is_none() && self.current.as_ref().is_some_and(|c| c.valid())
+    }
+
+    fn seek_to_first(&mut self) {
+        if self.open(0) {
+            if let Some(current) = self.current.as_mut() {
+                current.seek_to_first();
+            }
+        }
+        self.skip_exhausted_files();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        let position = self
+            .files
+            .partition_point(|f| compare_internal_keys(&f.largest, target) == Ordering::Less);
+        if self.open(position) {
+            if let Some(current) = self.current.as_mut() {
+                current.seek(target);
+            }
+        }
+        self.skip_exhausted_files();
+    }
+
+    fn next(&mut self) {
+        if let Some(current) = self.current.as_mut() {
+            current.next();
+        }
+        self.skip_exhausted_files();
+    }
+
+    fn key(&self) -> &[u8] {
+        self.current.as_ref().map_or(&[], |c| c.key())
+    }
+
+    fn value(&self) -> &[u8] {
+        self.current.as_ref().map_or(&[], |c| c.value())
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(error) => Err(error.clone()),
+            None => self.current.as_ref().map_or(Ok(()), |c| c.status()),
+        }
+    }
+
+    fn current_file_number(&self) -> Option<u64> {
+        self.files.get(self.position).map(|f| f.number())
+    }
+}

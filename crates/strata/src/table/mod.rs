@@ -1,0 +1,37 @@
+//! Table files (sorted string tables): the immutable, sorted runs that memtables are flushed to and
+//! compactions write.
+//!
+//! A table file is a sequence of checksummed blocks followed by a fixed-length footer, e.g.:
+//!
+//! ```text
+//! data block 0 | data block 1 | ... | filter block (optional) | properties block | index block | footer
+//! ```
+//!
+//! Readers never assume that order: they read the footer at the end of the file and follow its
+//! handles, so the table builder may place the non-data blocks as it likes.
+//!
+//! * [`block`] owns the layout *inside* a block (sorted entries with prefix-compressed keys and
+//!   restart points), its builder and its iterator. Data, index and properties blocks all use it.
+//! * [`format`](mod@format) owns what surrounds blocks: block handles (offset and size), the 5-byte trailer
+//!   (type and CRC-32C) after every block, and the footer that locates the index, filter and
+//!   properties blocks.
+//!
+//! Both modules' doc comments describe every byte; `docs/FORMAT.md` copies them.
+
+pub(crate) mod block;
+pub(crate) mod builder;
+pub(crate) mod format;
+pub(crate) mod iter;
+pub(crate) mod properties;
+pub(crate) mod reader;
+
+pub(crate) use builder::{TableBuilder, TableSummary};
+pub(crate) use reader::{TableCache, TableReader};
+
+/// Name of table file `number` (`000012.sst`).
+pub(crate) fn table_file_name(number: u64) -> String {
+    format!("{number:06}.sst")
+}
+
+#[cfg(test)]
+mod tests;
