@@ -1,1 +1,267 @@
+//! The compaction executor: merges a job's input runs into new table files.
+//!
+//! Rules for each user key (inputs are merged newest version first):
+//! * a version hidden by a newer version that every live snapshot already sees is dropped
+//!   (LevelDB's rule: once an entry with sequence `<= smallest_snapshot` has been kept for a key,
+//!   older versions are invisible to every reader);
+//! * a tombstone is dropped only if it is visible to every snapshot *and* no run older than the
+//!   output (deeper, or older on the output level) overlaps the job's key range — the output is
+//!   then the bottom of the tree for those keys, so there is nothing left for the tombstone to hide;
+//! * output files are cut at `target_file_bytes`, only between user keys, so the versions of one key
+//!   never straddle two files of a run.
+//!
+//! Each output's filter bits per key is asked of the [`FilterAllocator`] when the file is finished.
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::{CompactionJob, OutputRun};
+use crate::alloc::{FilterAllocator, FilterJob, JobInput, JobKind, NewFile as AllocatorFile};
+use crate::env::FileSystem;
+use crate::error::{Error, Result};
+use crate::iterator::{InternalIterator, MergingIterator};
+use crate::key::{parse_internal_key, ValueKind};
+use crate::stats::{AccessObserver, IoCounters};
+use crate::table::iter::RunIter;
+use crate::table::reader::{ReadMode, TableCache};
+use crate::table::{table_file_name, TableBuilder};
+use crate::version::set::VersionSet;
+use crate::version::{DeletedFile, FileMetadata, NewFile, Version, VersionEdit};
+
+/// What the executor needs from the engine.
+pub(crate) struct ExecutorContext<'a> {
+    pub(crate) dir: PathBuf,
+    pub(crate) fs: &'a dyn FileSystem,
+    pub(crate) tables: &'a Arc<TableCache>,
+    pub(crate) versions: &'a VersionSet,
+    pub(crate) counters: &'a IoCounters,
+    pub(crate) allocator: &'a dyn FilterAllocator,
+    pub(crate) observer: &'a dyn AccessObserver,
+    pub(crate) block_bytes: usize,
+    pub(crate) restart_interval: usize,
+    pub(crate) target_file_bytes: u64,
+}
+
+/// The job's input files, resolved against the version, newest run first.
+fn resolve_inputs(
+    job: &CompactionJob,
+    version: &Version,
+) -> Result<Vec<(usize, u64, Vec<Arc<FileMetadata>>)>> {
+    let mut resolved = Vec::new();
+    for input in &job.inputs {
+        let run = version
+            .levels()
+            .get(input.level)
+            .and_then(|level| level.runs().iter().find(|r| r.id() == input.run_id))
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "compaction job names run {} on level {}, which does not exist",
+                    input.run_id, input.level
+                ))
+            })?;
+        let mut files = Vec::new();
+        for &number in &input.file_numbers {
+            let file = run
+                .files()
+                .iter()
+                .find(|f| f.number() == number)
+                .ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "compaction job names file {number}, not in run {} of level {}",
+                        input.run_id, input.level
+                    ))
+                })?;
+            files.push(Arc::clone(file));
+        }
+        resolved.push((input.level, input.run_id, files));
+    }
+    Ok(resolved)
+}
+
+/// True if no file outside the inputs, at or below the output level, overlaps `[smallest,
+/// largest]`: the output then holds the oldest data for those keys.
+fn output_is_bottom(
+    job: &CompactionJob,
+    version: &Version,
+    smallest: &[u8],
+    largest: &[u8],
+) -> bool {
+    let is_input = |number: u64| job.inputs.iter().any(|i| i.file_numbers.contains(&number));
+    version.levels()[job.output_level..].iter().all(|level| {
+        level.runs().iter().all(|run| {
+            run.overlapping_files(smallest, largest)
+                .iter()
+                .all(|f| is_input(f.number()))
+        })
+    })
+}
+
+struct OutputFile {
+    number: u64,
+    builder: TableBuilder,
+}
+
+/// Runs `job` against `version` and returns the edit that installs its result. `smallest_snapshot`
+/// is the oldest sequence number a live snapshot can read.
+pub(crate) fn run_compaction(
+    context: &ExecutorContext<'_>,
+    job: &CompactionJob,
+    version: &Version,
+    smallest_snapshot: u64,
+) -> Result<VersionEdit> {
+    let inputs = resolve_inputs(job, version)?;
+    let input_files: Vec<&Arc<FileMetadata>> = inputs.iter().flat_map(|(_, _, f)| f).collect();
+    let smallest = input_files
+        .iter()
+        .map(|f| f.smallest_user_key())
+        .min()
+        .unwrap_or(&[]);
+    let largest = input_files
+        .iter()
+        .map(|f| f.largest_user_key())
+        .max()
+        .unwrap_or(&[]);
+    let bottom = output_is_bottom(job, version, smallest, largest);
+    let output_run_id = match job.output_run {
+        OutputRun::Existing(id) => id,
+        OutputRun::New => context.versions.new_run_id(),
+    };
+    let job_inputs: Vec<JobInput> = inputs
+        .iter()
+        .flat_map(|(level, run_id, files)| {
+            files.iter().map(move |f| JobInput {
+                level: *level,
+                run_id: *run_id,
+                file_number: f.number(),
+            })
+        })
+        .collect();
+
+    let children: Vec<Box<dyn InternalIterator>> = inputs
+        .iter()
+        .map(|(_, _, files)| {
+            Box::new(RunIter::new(
+                files.clone(),
+                Arc::clone(context.tables),
+                ReadMode::Compaction,
+                false,
+            )) as Box<dyn InternalIterator>
+        })
+        .collect();
+    let mut merged = MergingIterator::new(children);
+    merged.seek_to_first();
+
+    let mut edit = VersionEdit::default();
+    let mut finished_entries: Vec<u64> = Vec::new();
+    let mut output: Option<OutputFile> = None;
+    let mut current_user_key: Option<Vec<u8>> = None;
+    let mut last_sequence_for_key = u64::MAX;
+
+    let finish_output = |output: OutputFile,
+                         edit: &mut VersionEdit,
+                         finished_entries: &mut Vec<u64>|
+     -> Result<()> {
+        let filter_job = FilterJob {
+            kind: JobKind::Compaction,
+            inputs: &job_inputs,
+            output_level: job.output_level,
+            output_run_id,
+            finished_outputs: finished_entries,
+        };
+        let file = AllocatorFile {
+            file_number: output.number,
+            entries: output.builder.entries(),
+        };
+        let bits_per_key = context.allocator.bits_per_key(version, &filter_job, &file);
+        let summary =
+            output
+                .builder
+                .finish(bits_per_key, job.output_level as u64, output_run_id)?;
+        crate::stats::add(&context.counters.compaction_write_bytes, summary.file_bytes);
+        finished_entries.push(summary.properties.entries);
+        edit.new_files.push(NewFile {
+            level: job.output_level,
+            run_id: output_run_id,
+            number: output.number,
+            file_bytes: summary.file_bytes,
+            entries: summary.properties.entries,
+            smallest: summary.properties.smallest,
+            largest: summary.properties.largest,
+            smallest_sequence: summary.properties.smallest_sequence,
+            largest_sequence: summary.properties.largest_sequence,
+            bits_per_key: summary.properties.bits_per_key,
+            filter_bytes: summary.properties.filter_bytes,
+        });
+        Ok(())
+    };
+
+    while merged.valid() {
+        let key = merged.key();
+        let parsed = parse_internal_key(key).ok_or_else(|| {
+            Error::corruption(
+                context
+                    .dir
+                    .join(table_file_name(merged.current_file_number().unwrap_or(0))),
+                0,
+                "malformed internal key in compaction input",
+            )
+        })?;
+        let new_user_key = current_user_key.as_deref() != Some(parsed.user_key);
+        if new_user_key {
+            current_user_key = Some(parsed.user_key.to_vec());
+            last_sequence_for_key = u64::MAX;
+        }
+        let drop = if last_sequence_for_key <= smallest_snapshot {
+            true // a newer version of this key is visible to every snapshot
+        } else {
+            parsed.kind == ValueKind::Deletion && parsed.sequence <= smallest_snapshot && bottom
+        };
+        last_sequence_for_key = parsed.sequence;
+        if !drop {
+            if new_user_key {
+                if let Some(current) = &output {
+                    if current.builder.estimated_file_bytes() >= context.target_file_bytes {
+                        if let Some(full) = output.take() {
+                            finish_output(full, &mut edit, &mut finished_entries)?;
+                        }
+                    }
+                }
+            }
+            if output.is_none() {
+                let number = context.versions.new_file_number();
+                let path = context.dir.join(table_file_name(number));
+                let file = context.fs.create_writable(&path)?;
+                output = Some(OutputFile {
+                    number,
+                    builder: TableBuilder::new(
+                        path,
+                        file,
+                        context.block_bytes,
+                        context.restart_interval,
+                    ),
+                });
+            }
+            if let Some(current) = output.as_mut() {
+                current.builder.add(key, merged.value())?;
+                if let Some(source) = merged.current_file_number() {
+                    context.observer.compaction_entry(source, current.number);
+                }
+            }
+        }
+        merged.next();
+    }
+    merged.status()?;
+    if let Some(last) = output.take() {
+        finish_output(last, &mut edit, &mut finished_entries)?;
+    }
+    for (level, run_id, files) in &inputs {
+        for file in files {
+            edit.deleted_files.push(DeletedFile {
+                level: *level,
+                run_id: *run_id,
+                number: file.number(),
+            });
+        }
+    }
+    Ok(edit)
+}

@@ -60,7 +60,14 @@ pub(crate) struct VersionSet {
 impl VersionSet {
     /// Opens the version set of an existing database (`exists = true`) or starts an empty one,
     /// then writes a fresh manifest and points `CURRENT` at it.
-    pub(crate) fn open(dir: &Path, fs: Arc<dyn FileSystem>, exists: bool) -> Result<VersionSet> {
+    /// `used_file_numbers` is the largest file number found in the directory (a WAL created after
+    /// the last manifest edit may be above the manifest's counter); new numbers start above it.
+    pub(crate) fn open(
+        dir: &Path,
+        fs: Arc<dyn FileSystem>,
+        exists: bool,
+        used_file_numbers: u64,
+    ) -> Result<VersionSet> {
         let obsolete = Arc::new(ObsoleteFiles::default());
         let recovered = if exists {
             recover(dir, fs.as_ref(), &obsolete)?
@@ -85,6 +92,7 @@ impl VersionSet {
             next_run_id: AtomicU64::new(recovered.next_run_id),
             obsolete,
         };
+        set.mark_file_number_used(used_file_numbers);
         set.start_new_manifest(recovered.manifest_number)?;
         Ok(set)
     }
@@ -267,7 +275,7 @@ mod tests {
     fn edits_survive_reopen_and_old_manifests_are_removed() {
         let dir = tempfile::tempdir().expect("tempdir");
         let fs: Arc<dyn FileSystem> = Arc::new(RealFileSystem);
-        let set = VersionSet::open(dir.path(), fs.clone(), false).expect("create");
+        let set = VersionSet::open(dir.path(), fs.clone(), false, 0).expect("create");
         let first_manifest = set.manifest_number();
         set.set_last_sequence(42);
         let run = set.new_run_id();
@@ -279,7 +287,7 @@ mod tests {
         .expect("apply");
         set.close();
         drop(set);
-        let set = VersionSet::open(dir.path(), fs.clone(), true).expect("reopen");
+        let set = VersionSet::open(dir.path(), fs.clone(), true, 0).expect("reopen");
         assert_eq!(set.last_sequence(), 42);
         assert_eq!(set.log_number(), 5);
         assert_eq!(set.current().levels[0].runs.len(), 1);
@@ -291,7 +299,7 @@ mod tests {
     fn a_flipped_manifest_byte_is_a_corruption_error_naming_the_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         let fs: Arc<dyn FileSystem> = Arc::new(RealFileSystem);
-        let set = VersionSet::open(dir.path(), fs.clone(), false).expect("create");
+        let set = VersionSet::open(dir.path(), fs.clone(), false, 0).expect("create");
         let number = set.manifest_number();
         set.log_and_apply(VersionEdit {
             new_files: vec![new_file(0, 1, set.new_file_number(), "a", "k")],
@@ -303,7 +311,7 @@ mod tests {
         let mut bytes = std::fs::read(&path).expect("read");
         bytes[12] ^= 0x01;
         std::fs::write(&path, &bytes).expect("write");
-        match VersionSet::open(dir.path(), fs, true) {
+        match VersionSet::open(dir.path(), fs, true, 0) {
             Err(Error::Corruption { file, .. }) => assert_eq!(file, path),
             other => panic!("expected corruption, got {:?}", other.map(|_| ())),
         }

@@ -1,0 +1,421 @@
+//! Background work: the flush thread (immutable memtables → level-0 runs), the compaction thread
+//! (policy-chosen jobs, and full manual compactions), obsolete-file deletion, and shutdown.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{DbInner, ReadView};
+use crate::alloc::{FilterAllocator, FilterJob, JobKind, NewFile as AllocatorFile};
+use crate::compaction::executor::{run_compaction, ExecutorContext};
+use crate::compaction::{CompactionContext, CompactionJob};
+use crate::env::FileSystem;
+use crate::error::{Error, Result};
+use crate::iterator::InternalIterator;
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::stats::{add, IoCounters};
+use crate::table::{table_file_name, TableBuilder};
+use crate::version::set::VersionSet;
+use crate::version::{NewFile, VersionEdit};
+
+const IDLE_WAIT: Duration = Duration::from_millis(100);
+
+/// Writes a memtable as a new level-0 run; `None` if the memtable is empty.
+pub(crate) fn write_level0_table(
+    dir: &Path,
+    fs: &dyn FileSystem,
+    versions: &VersionSet,
+    options: &Options,
+    allocator: &dyn FilterAllocator,
+    counters: &IoCounters,
+    mem: &Arc<MemTable>,
+) -> Result<Option<NewFile>> {
+    if mem.is_empty() {
+        return Ok(None);
+    }
+    let number = versions.new_file_number();
+    let run_id = versions.new_run_id();
+    let path = dir.join(table_file_name(number));
+    let mut builder = TableBuilder::new(
+        path.clone(),
+        fs.create_writable(&path)?,
+        options.block_bytes,
+        options.block_restart_interval,
+    );
+    let mut iter = mem.iter();
+    iter.seek_to_first();
+    while iter.valid() {
+        builder.add(iter.key(), iter.value())?;
+        iter.next();
+    }
+    let version = versions.current();
+    let job = FilterJob {
+        kind: JobKind::Flush,
+        inputs: &[],
+        output_level: 0,
+        output_run_id: run_id,
+        finished_outputs: &[],
+    };
+    let file = AllocatorFile {
+        file_number: number,
+        entries: builder.entries(),
+    };
+    let bits_per_key = allocator.bits_per_key(&version, &job, &file);
+    let summary = builder.finish(bits_per_key, 0, run_id)?;
+    add(&counters.flush_write_bytes, summary.file_bytes);
+    let properties = summary.properties;
+    Ok(Some(NewFile {
+        level: 0,
+        run_id,
+        number,
+        file_bytes: summary.file_bytes,
+        entries: properties.entries,
+        smallest: properties.smallest,
+        largest: properties.largest,
+        smallest_sequence: properties.smallest_sequence,
+        largest_sequence: properties.largest_sequence,
+        bits_per_key: properties.bits_per_key,
+        filter_bytes: properties.filter_bytes,
+    }))
+}
+
+pub(crate) fn spawn_threads(inner: &Arc<DbInner>) -> Result<()> {
+    let mut threads = inner.threads.lock();
+    for (name, body) in [
+        ("strata-flush", flush_loop as fn(Arc<DbInner>)),
+        ("strata-compaction", compaction_loop as fn(Arc<DbInner>)),
+    ] {
+        let inner = Arc::clone(inner);
+        let handle = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || body(inner))
+            .map_err(|e| Error::io("starting a background thread", e))?;
+        threads.push(handle);
+    }
+    Ok(())
+}
+
+fn flush_loop(inner: Arc<DbInner>) {
+    loop {
+        {
+            let mut background = inner.background.lock();
+            loop {
+                if background.shutting_down {
+                    return;
+                }
+                if inner.background_error().is_none() && !inner.view.load().immutable.is_empty() {
+                    break;
+                }
+                inner.work_available.wait_for(&mut background, IDLE_WAIT);
+            }
+            background.flush_in_progress = true;
+        }
+        let result = inner.flush_oldest_immutable();
+        if let Err(error) = &result {
+            inner.set_background_error(error);
+        }
+        let mut background = inner.background.lock();
+        background.flush_in_progress = false;
+        background.compaction_requested = true;
+        inner.work_available.notify_all();
+        inner.work_done.notify_all();
+    }
+}
+
+fn compaction_loop(inner: Arc<DbInner>) {
+    loop {
+        let manual = {
+            let mut background = inner.background.lock();
+            loop {
+                if background.shutting_down {
+                    if background.manual_compaction_pending {
+                        background.manual_compaction_result = Some(Err(Error::Closed));
+                        background.manual_compaction_pending = false;
+                        inner.work_done.notify_all();
+                    }
+                    return;
+                }
+                if background.manual_compaction_pending || background.compaction_requested {
+                    break;
+                }
+                inner.work_available.wait_for(&mut background, IDLE_WAIT);
+            }
+            background.compaction_requested = false;
+            background.compaction_in_progress = true;
+            background.manual_compaction_pending
+        };
+        let result = if manual {
+            inner.run_full_compaction()
+        } else {
+            inner.run_policy_compactions()
+        };
+        let mut background = inner.background.lock();
+        background.compaction_in_progress = false;
+        if manual {
+            background.manual_compaction_pending = false;
+            background.manual_compaction_result = Some(result);
+        } else if let Err(error) = result {
+            drop(background);
+            inner.set_background_error(&error);
+            background = inner.background.lock();
+        }
+        inner.work_done.notify_all();
+        drop(background);
+    }
+}
+
+impl DbInner {
+    fn compaction_context(&self) -> CompactionContext {
+        CompactionContext {
+            write_buffer_bytes: self.options.write_buffer_bytes as u64,
+            level0_compaction_trigger: self.options.level0_compaction_trigger,
+        }
+    }
+
+    /// Puts the version set's current version into the read view.
+    fn install_current_version(&self, flushed: Option<&Arc<MemTable>>) {
+        let _guard = self.view_lock.lock();
+        let view = self.view.load_full();
+        let immutable = view
+            .immutable
+            .iter()
+            .filter(|m| flushed.is_none_or(|f| !Arc::ptr_eq(m, f)))
+            .cloned()
+            .collect();
+        self.view.store(Arc::new(ReadView {
+            mem: Arc::clone(&view.mem),
+            immutable,
+            version: self.versions.current(),
+        }));
+    }
+
+    pub(crate) fn flush_oldest_immutable(&self) -> Result<()> {
+        let view = self.view.load_full();
+        let Some(mem) = view.immutable.last().cloned() else {
+            return Ok(());
+        };
+        // The WAL of the next-older... next-newer memtable is the oldest one still needed.
+        let next_log = view
+            .immutable
+            .iter()
+            .rev()
+            .nth(1)
+            .unwrap_or(&view.mem)
+            .wal_number();
+        let start = Instant::now();
+        let file = write_level0_table(
+            &self.dir,
+            self.fs.as_ref(),
+            &self.versions,
+            &self.options,
+            self.options.filter_allocator.as_ref(),
+            &self.counters,
+            &mem,
+        )?;
+        let mut edit = VersionEdit {
+            log_number: Some(next_log),
+            ..Default::default()
+        };
+        let description = match &file {
+            Some(file) => format!(
+                "flushed {} entries to {} ({} bytes, {:.2} bits/key) in {:.1} ms",
+                file.entries,
+                table_file_name(file.number),
+                file.file_bytes,
+                file.bits_per_key,
+                start.elapsed().as_secs_f64() * 1e3
+            ),
+            None => "flushed an empty memtable".to_string(),
+        };
+        edit.new_files.extend(file);
+        self.versions.log_and_apply(edit)?;
+        self.install_current_version(Some(&mem));
+        add(&self.counters.flushes, 1);
+        self.info_log.log(description);
+        self.delete_obsolete_files();
+        Ok(())
+    }
+
+    fn run_job(&self, job: &CompactionJob) -> Result<()> {
+        let version = self.versions.current();
+        let start = Instant::now();
+        let observer = self.observer.clone();
+        let noop = crate::stats::NoopObserver;
+        let context = ExecutorContext {
+            dir: self.dir.clone(),
+            fs: self.fs.as_ref(),
+            tables: &self.tables,
+            versions: &self.versions,
+            counters: &self.counters,
+            allocator: self.options.filter_allocator.as_ref(),
+            observer: observer.as_deref().unwrap_or(&noop),
+            block_bytes: self.options.block_bytes,
+            restart_interval: self.options.block_restart_interval,
+            target_file_bytes: self.options.target_file_bytes,
+        };
+        let edit = run_compaction(&context, job, &version, self.smallest_snapshot())?;
+        let outputs = edit.new_files.len();
+        let written: u64 = edit.new_files.iter().map(|f| f.file_bytes).sum();
+        self.versions.log_and_apply(edit)?;
+        self.install_current_version(None);
+        let micros = start.elapsed().as_micros() as u64;
+        add(&self.counters.compactions, 1);
+        add(&self.counters.compaction_micros, micros);
+        self.info_log.log(format!(
+            "compacted {} files into {outputs} files ({written} bytes) on level {} in {:.1} ms: {}",
+            job.input_file_count(),
+            job.output_level,
+            micros as f64 / 1e3,
+            job.reason
+        ));
+        drop(version);
+        self.delete_obsolete_files();
+        Ok(())
+    }
+
+    fn run_policy_compactions(&self) -> Result<()> {
+        loop {
+            if self.background.lock().shutting_down {
+                return Ok(());
+            }
+            if let Some(error) = self.background_error() {
+                return Err(error);
+            }
+            let version = self.versions.current();
+            let Some(job) = self
+                .options
+                .compaction_policy
+                .pick(&version, &self.compaction_context())
+            else {
+                return Ok(());
+            };
+            drop(version);
+            self.run_job(&job)?;
+            // Writers waiting out a level-0 stall can go on after every job.
+            let _background = self.background.lock();
+            self.work_done.notify_all();
+        }
+    }
+
+    fn run_full_compaction(&self) -> Result<()> {
+        if let Some(error) = self.background_error() {
+            return Err(error);
+        }
+        let version = self.versions.current();
+        let job = self
+            .options
+            .compaction_policy
+            .full_compaction(&version, &self.compaction_context());
+        drop(version);
+        match job {
+            Some(job) => self.run_job(&job),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs a full compaction on the compaction thread and waits for it.
+    pub(crate) fn compact_all(&self) -> Result<()> {
+        self.check_open()?;
+        let mut background = self.background.lock();
+        while background.manual_compaction_pending {
+            self.work_done.wait_for(&mut background, IDLE_WAIT);
+        }
+        background.manual_compaction_pending = true;
+        background.manual_compaction_result = None;
+        self.work_available.notify_all();
+        loop {
+            if let Some(result) = background.manual_compaction_result.take() {
+                return result;
+            }
+            self.work_done.wait_for(&mut background, IDLE_WAIT);
+        }
+    }
+
+    pub(crate) fn wait_for_compactions(&self) -> Result<()> {
+        loop {
+            self.check_open()?;
+            if let Some(error) = self.background_error() {
+                return Err(error);
+            }
+            let mut background = self.background.lock();
+            let idle = !background.compaction_in_progress
+                && !background.compaction_requested
+                && !background.flush_in_progress
+                && self.view.load().immutable.is_empty()
+                && self
+                    .options
+                    .compaction_policy
+                    .pick(&self.versions.current(), &self.compaction_context())
+                    .is_none();
+            if idle {
+                return Ok(());
+            }
+            background.compaction_requested = true;
+            self.work_available.notify_all();
+            self.work_done.wait_for(&mut background, IDLE_WAIT);
+        }
+    }
+
+    /// Deletes table files no version refers to any more, and WALs older than the log number.
+    pub(crate) fn delete_obsolete_files(&self) {
+        let candidates = self.versions.obsolete_files().take();
+        let version = self.versions.current();
+        let live: HashSet<u64> = version.files().map(|(_, _, f)| f.number()).collect();
+        for number in candidates {
+            if live.contains(&number) {
+                continue;
+            }
+            self.tables.evict(number);
+            if let Err(error) = self.fs.remove_file(&self.dir.join(table_file_name(number))) {
+                self.info_log
+                    .log(format!("could not delete obsolete table {number}: {error}"));
+            }
+        }
+        let log_number = self.versions.log_number();
+        if let Ok(names) = self.fs.list_dir(&self.dir) {
+            for name in names {
+                if let Some(number) = name
+                    .strip_suffix(".log")
+                    .and_then(|n| n.parse::<u64>().ok())
+                {
+                    if number < log_number {
+                        let _ = self.fs.remove_file(&self.dir.join(&name));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stops the background threads, syncs the WAL and releases the lock.
+    pub(crate) fn close(&self) -> Result<()> {
+        if self.closed.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return Ok(());
+        }
+        {
+            let mut background = self.background.lock();
+            background.shutting_down = true;
+            self.work_available.notify_all();
+            self.work_done.notify_all();
+        }
+        let threads = std::mem::take(&mut *self.threads.lock());
+        for thread in threads {
+            let _ = thread.join();
+        }
+        let result = {
+            let mut commit = self.commit.lock();
+            let result = match commit.wal.as_mut() {
+                Some(wal) if self.background_error().is_none() => wal.sync(),
+                _ => Ok(()),
+            };
+            commit.wal = None;
+            result
+        };
+        self.versions.close();
+        self.delete_obsolete_files();
+        self.info_log.log("closed");
+        *self.lock.lock() = None;
+        result
+    }
+}

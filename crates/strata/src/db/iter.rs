@@ -1,0 +1,166 @@
+//! User-facing iterators: a merge of the memtables and every run, filtered to the newest visible
+//! version of each key, tombstones hidden, within bounds.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use super::{DbInner, Key, ReadView, Value};
+use crate::error::Result;
+use crate::iterator::{InternalIterator, MergingIterator};
+use crate::key::{lookup_key, parse_internal_key, ValueKind};
+use crate::stats::add;
+use crate::table::iter::RunIter;
+use crate::table::reader::ReadMode;
+
+/// An owned iterator over `(key, value)` pairs in key order, reading a consistent snapshot taken
+/// when it was created. Holds the memtables and table files it reads, so flushes and compactions
+/// running meanwhile do not disturb it. Yields `Err` once (then ends) if a file is damaged.
+pub struct DbIterator {
+    inner: Arc<DbInner>,
+    merged: MergingIterator,
+    sequence: u64,
+    lower: Bound<Vec<u8>>,
+    upper: Bound<Vec<u8>>,
+    /// Set once positioned; `next` lazily positions on first use.
+    positioned: bool,
+    finished: bool,
+    /// Keeps the read view's memtables and version alive.
+    _view: Arc<ReadView>,
+}
+
+impl std::fmt::Debug for DbIterator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbIterator")
+            .field("sequence", &self.sequence)
+            .finish()
+    }
+}
+
+impl DbIterator {
+    pub(crate) fn new(
+        inner: Arc<DbInner>,
+        sequence: u64,
+        bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>),
+        view: Option<Arc<ReadView>>,
+    ) -> DbIterator {
+        let view = view.unwrap_or_else(|| inner.view.load_full());
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        children.push(Box::new(view.mem.iter()));
+        for mem in &view.immutable {
+            children.push(Box::new(mem.iter()));
+        }
+        for (level_index, level) in view.version.levels().iter().enumerate() {
+            for run in level.runs() {
+                let pin = level_index == 0 && inner.options.pin_l0_filter_and_index_blocks;
+                children.push(Box::new(RunIter::new(
+                    run.files().to_vec(),
+                    Arc::clone(&inner.tables),
+                    ReadMode::Cached { level: level_index },
+                    pin,
+                )));
+            }
+        }
+        DbIterator {
+            merged: MergingIterator::new(children),
+            inner,
+            sequence,
+            lower: bounds.0,
+            upper: bounds.1,
+            positioned: false,
+            finished: false,
+            _view: view,
+        }
+    }
+
+    /// Positions the iterator so the next item is the first key `>= key` (and within bounds).
+    pub fn seek(&mut self, key: impl AsRef<[u8]>) {
+        add(&self.inner.counters.seeks, 1);
+        let key = key.as_ref();
+        let target = match &self.lower {
+            Bound::Included(lower) if lower.as_slice() > key => lower.clone(),
+            Bound::Excluded(lower) if lower.as_slice() >= key => {
+                let mut after = lower.clone();
+                after.push(0);
+                after
+            }
+            _ => key.to_vec(),
+        };
+        self.merged.seek(&lookup_key(&target, self.sequence));
+        self.positioned = true;
+        self.finished = false;
+    }
+
+    fn position_at_start(&mut self) {
+        match self.lower.clone() {
+            Bound::Unbounded => {
+                self.merged.seek_to_first();
+                self.positioned = true;
+            }
+            Bound::Included(key) => self.seek(key),
+            Bound::Excluded(key) => {
+                let mut after = key;
+                after.push(0);
+                self.seek(after);
+            }
+        }
+    }
+
+    fn beyond_upper(&self, key: &[u8]) -> bool {
+        match &self.upper {
+            Bound::Unbounded => false,
+            Bound::Included(upper) => key > upper.as_slice(),
+            Bound::Excluded(upper) => key >= upper.as_slice(),
+        }
+    }
+
+    fn next_entry(&mut self) -> Option<Result<(Key, Value)>> {
+        if self.finished {
+            return None;
+        }
+        if !self.positioned {
+            self.position_at_start();
+        }
+        while self.merged.valid() {
+            let Some(parsed) = parse_internal_key(self.merged.key()) else {
+                self.finished = true;
+                return Some(Err(crate::Error::corruption(
+                    &self.inner.dir,
+                    0,
+                    "malformed internal key during iteration",
+                )));
+            };
+            if parsed.sequence > self.sequence {
+                self.merged.next();
+                continue;
+            }
+            if self.beyond_upper(parsed.user_key) {
+                break;
+            }
+            let user_key = parsed.user_key.to_vec();
+            let entry = (parsed.kind == ValueKind::Value).then(|| self.merged.value().to_vec());
+            // Skip the older versions of this key.
+            self.merged.next();
+            while self.merged.valid()
+                && parse_internal_key(self.merged.key()).is_some_and(|p| p.user_key == user_key)
+            {
+                self.merged.next();
+            }
+            if let Some(value) = entry {
+                return Some(Ok((user_key, Value(value))));
+            }
+        }
+        self.finished = true;
+        if let Err(error) = self.merged.status() {
+            return Some(Err(error));
+        }
+        None
+    }
+}
+
+impl Iterator for DbIterator {
+    type Item = Result<(Key, Value)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_entry()
+    }
+}

@@ -1,0 +1,500 @@
+//! The database: open and recovery, the write path (group commit), the read path, snapshots,
+//! iterators and the background flush and compaction threads.
+//!
+//! Concurrency in one paragraph: writers queue their batches and one of them, holding the commit
+//! lock, writes the whole group to the WAL and the memtable, then publishes the new last sequence
+//! number. Readers never lock: they read the last sequence number, then load the current
+//! [`ReadView`] (memtables + version) from an `ArcSwap`, and ignore anything newer than their
+//! sequence number. The flush thread turns immutable memtables into level-0 runs; the compaction
+//! thread asks the policy for jobs. Each installs a new version through the manifest and swaps in
+//! a new read view.
+
+mod background;
+mod info_log;
+mod iter;
+mod open;
+mod read;
+mod write;
+
+pub use iter::DbIterator;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::{Bound, Deref, RangeBounds};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use arc_swap::ArcSwap;
+use parking_lot::{Condvar, Mutex};
+
+use crate::cache::BlockCache;
+use crate::env::{FileLock, FileSystem};
+use crate::error::{Error, Result};
+use crate::memtable::MemTable;
+use crate::options::{Options, WriteOptions};
+use crate::stats::{AccessObserver, IoCounters, LevelStats, Stats};
+use crate::table::TableCache;
+use crate::version::set::VersionSet;
+use crate::version::Version;
+use crate::wal::{LogWriter, WriteBatch};
+use info_log::InfoLog;
+
+/// A user key as returned by iterators.
+pub type Key = Vec<u8>;
+
+/// A value read from the store. Dereferences to `[u8]`.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Value(Vec<u8>);
+
+impl Value {
+    /// The bytes, owned.
+    pub fn into_vec(self) -> Vec<u8> {
+        self.0
+    }
+}
+
+impl Deref for Value {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl AsRef<[u8]> for Value {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Value({:?})", String::from_utf8_lossy(&self.0))
+    }
+}
+
+impl PartialEq<[u8]> for Value {
+    fn eq(&self, other: &[u8]) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&[u8]> for Value {
+    fn eq(&self, other: &&[u8]) -> bool {
+        self.0 == *other
+    }
+}
+
+impl<const N: usize> PartialEq<&[u8; N]> for Value {
+    fn eq(&self, other: &&[u8; N]) -> bool {
+        self.0 == other[..]
+    }
+}
+
+impl From<Vec<u8>> for Value {
+    fn from(bytes: Vec<u8>) -> Self {
+        Value(bytes)
+    }
+}
+
+/// What readers see: the memtables and the version, swapped atomically as a unit.
+pub(crate) struct ReadView {
+    pub(crate) mem: Arc<MemTable>,
+    /// Immutable memtables waiting for flush, newest first.
+    pub(crate) immutable: Vec<Arc<MemTable>>,
+    pub(crate) version: Arc<Version>,
+}
+
+/// State guarded by the commit lock: the active WAL and memtable switching.
+pub(crate) struct CommitState {
+    pub(crate) wal: Option<LogWriter>,
+    pub(crate) wal_number: u64,
+}
+
+/// A write waiting for a group-commit leader.
+pub(crate) struct PendingWrite {
+    pub(crate) batch: Mutex<Option<WriteBatch>>,
+    pub(crate) sync: bool,
+    pub(crate) result: std::sync::OnceLock<Result<()>>,
+}
+
+/// Background-thread coordination.
+#[derive(Default)]
+pub(crate) struct BackgroundState {
+    pub(crate) shutting_down: bool,
+    pub(crate) compaction_requested: bool,
+    pub(crate) manual_compaction_pending: bool,
+    pub(crate) manual_compaction_result: Option<Result<()>>,
+    pub(crate) flush_in_progress: bool,
+    pub(crate) compaction_in_progress: bool,
+}
+
+/// The shared engine behind every `Db` clone, snapshot and iterator.
+pub(crate) struct DbInner {
+    pub(crate) dir: PathBuf,
+    pub(crate) options: Options,
+    pub(crate) fs: Arc<dyn FileSystem>,
+    pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
+    pub(crate) versions: VersionSet,
+    pub(crate) tables: Arc<TableCache>,
+    pub(crate) block_cache: Arc<BlockCache>,
+    pub(crate) counters: Arc<IoCounters>,
+    pub(crate) observer: Option<Arc<dyn AccessObserver>>,
+    pub(crate) view: ArcSwap<ReadView>,
+    /// Guards memtable switches and view updates (short critical sections).
+    pub(crate) view_lock: Mutex<()>,
+    pub(crate) commit: Mutex<CommitState>,
+    pub(crate) pending: Mutex<VecDeque<Arc<PendingWrite>>>,
+    pub(crate) snapshots: Mutex<BTreeMap<u64, usize>>,
+    pub(crate) background_error: Mutex<Option<Error>>,
+    pub(crate) background: Mutex<BackgroundState>,
+    /// Signalled when there is background work.
+    pub(crate) work_available: Condvar,
+    /// Signalled when a background job finishes (writers waiting out a stall, `flush`, `compact`).
+    pub(crate) work_done: Condvar,
+    pub(crate) threads: Mutex<Vec<JoinHandle<()>>>,
+    pub(crate) closed: AtomicBool,
+    /// Merlin's global lookup counter `D` (SPEC §4).
+    pub(crate) lookups: AtomicU64,
+    pub(crate) info_log: InfoLog,
+    pub(crate) wal_records_recovered: u64,
+    pub(crate) wal_bytes_dropped: u64,
+}
+
+/// Shuts the engine down when the last `Db` handle is dropped.
+struct CloseOnDrop(Arc<DbInner>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        // Errors at close were already recorded as the background error; nothing to report here.
+        let _ = self.0.close();
+    }
+}
+
+/// An open database. Cheap to clone (an `Arc` inside); clones share one engine and can be sent to
+/// other threads. The engine closes when the last clone is dropped or on [`Db::close`].
+///
+/// # Guarantees
+/// * `flush()` returns once the memtables' contents are durable in table files and the manifest.
+/// * A write with `WriteOptions { sync: true }` survives a crash of the machine once acknowledged;
+///   any acknowledged write survives a crash of the process.
+/// * After a crash the store holds a prefix of the acknowledged writes: never a later write
+///   without an earlier one, never part of a batch.
+/// * Keys are at most [`MAX_KEY_BYTES`](crate::MAX_KEY_BYTES), values at most
+///   [`MAX_VALUE_BYTES`](crate::MAX_VALUE_BYTES); larger ones are an `InvalidArgument` error.
+#[derive(Clone)]
+pub struct Db {
+    inner: Arc<DbInner>,
+    _close: Arc<CloseOnDrop>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("path", &self.inner.dir).finish()
+    }
+}
+
+impl Db {
+    /// Opens (or creates, with `create_if_missing`) the database in directory `path`, replaying
+    /// its write-ahead logs. A second open of the same directory fails with [`Error::Locked`].
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let inner = open::open(path.as_ref(), options)?;
+        Ok(Db {
+            _close: Arc::new(CloseOnDrop(Arc::clone(&inner))),
+            inner,
+        })
+    }
+
+    /// Stores `value` under `key`.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.put_opt(key, value, self.default_write_options())
+    }
+
+    /// Stores `value` under `key` with explicit write options.
+    pub fn put_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        options: WriteOptions,
+    ) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.put(key, value);
+        self.write_opt(batch, options)
+    }
+
+    /// Removes `key` (a no-op if it is absent).
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete(key);
+        self.write(batch)
+    }
+
+    /// Applies a batch atomically.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.write_opt(batch, self.default_write_options())
+    }
+
+    /// Applies a batch atomically with explicit write options.
+    pub fn write_opt(&self, batch: WriteBatch, options: WriteOptions) -> Result<()> {
+        self.inner.write(batch, options.sync)
+    }
+
+    fn default_write_options(&self) -> WriteOptions {
+        WriteOptions {
+            sync: self.inner.options.sync_writes,
+        }
+    }
+
+    /// The newest value of `key`, or `None`.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Value>> {
+        self.inner.check_open()?;
+        let sequence = self.inner.versions.last_sequence();
+        self.inner.get(key.as_ref(), sequence)
+    }
+
+    /// A frozen view of the database as of now. It stays valid (and keeps the versions it needs
+    /// from being compacted away) until dropped.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(Arc::clone(&self.inner))
+    }
+
+    /// Iterates every key in order, over a consistent snapshot taken now.
+    pub fn iter(&self) -> DbIterator {
+        self.range::<&[u8], _>(..)
+    }
+
+    /// Iterates the keys in `bounds`, over a consistent snapshot taken now.
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, bounds: R) -> DbIterator {
+        let sequence = self.inner.versions.last_sequence();
+        DbIterator::new(
+            Arc::clone(&self.inner),
+            sequence,
+            owned_bounds(&bounds),
+            None,
+        )
+    }
+
+    /// Flushes the memtables to table files; returns when they are durable in the manifest.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush()
+    }
+
+    /// Flushes, then compacts the whole tree into one sorted run.
+    pub fn compact(&self) -> Result<()> {
+        self.inner.flush()?;
+        self.inner.compact_all()
+    }
+
+    /// Waits until the compaction policy has no more work to do (benchmarks settle the tree with
+    /// it before read phases).
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        self.inner.wait_for_compactions()
+    }
+
+    /// Engine statistics: I/O counters, tree shape, memory, recovery facts.
+    pub fn stats(&self) -> Stats {
+        self.inner.stats()
+    }
+
+    /// Zeroes the I/O counters (between benchmark phases).
+    pub fn reset_stats(&self) {
+        self.inner.counters.reset();
+    }
+
+    /// The current tree shape (read-only).
+    pub fn version(&self) -> Arc<Version> {
+        self.inner.versions.current()
+    }
+
+    /// The database directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Stops background work, syncs the WAL and releases the directory lock. Later calls on any
+    /// clone return [`Error::Closed`]. Called automatically when the last clone is dropped.
+    pub fn close(&self) -> Result<()> {
+        self.inner.close()
+    }
+}
+
+pub(crate) fn owned_bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(
+    bounds: &R,
+) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let own = |bound: Bound<&K>| match bound {
+        Bound::Included(key) => Bound::Included(key.as_ref().to_vec()),
+        Bound::Excluded(key) => Bound::Excluded(key.as_ref().to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    (own(bounds.start_bound()), own(bounds.end_bound()))
+}
+
+/// A frozen, owned view of the database. `Send + Sync`, storable, independent of the `Db` handle
+/// it came from.
+pub struct Snapshot {
+    inner: Arc<DbInner>,
+    sequence: u64,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("sequence", &self.sequence)
+            .finish()
+    }
+}
+
+impl Snapshot {
+    fn new(inner: Arc<DbInner>) -> Snapshot {
+        let mut snapshots = inner.snapshots.lock();
+        // Registered under the lock so that a compaction cannot choose its smallest snapshot
+        // between our reading the sequence and registering it.
+        let sequence = inner.versions.last_sequence();
+        *snapshots.entry(sequence).or_insert(0) += 1;
+        drop(snapshots);
+        Snapshot { inner, sequence }
+    }
+
+    /// The sequence number the snapshot reads at.
+    pub fn sequence(&self) -> u64 {
+        self.sequence
+    }
+
+    /// The value of `key` as of the snapshot.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Value>> {
+        self.inner.check_open()?;
+        self.inner.get(key.as_ref(), self.sequence)
+    }
+
+    /// Iterates every key as of the snapshot.
+    pub fn iter(&self) -> DbIterator {
+        self.range::<&[u8], _>(..)
+    }
+
+    /// Iterates the keys in `bounds` as of the snapshot.
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, bounds: R) -> DbIterator {
+        DbIterator::new(
+            Arc::clone(&self.inner),
+            self.sequence,
+            owned_bounds(&bounds),
+            None,
+        )
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let mut snapshots = self.inner.snapshots.lock();
+        if let Some(count) = snapshots.get_mut(&self.sequence) {
+            *count -= 1;
+            if *count == 0 {
+                snapshots.remove(&self.sequence);
+            }
+        }
+    }
+}
+
+impl DbInner {
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// The oldest sequence number any live snapshot reads at (or the newest, if none).
+    pub(crate) fn smallest_snapshot(&self) -> u64 {
+        let snapshots = self.snapshots.lock();
+        snapshots
+            .keys()
+            .next()
+            .copied()
+            .unwrap_or_else(|| self.versions.last_sequence())
+    }
+
+    pub(crate) fn background_error(&self) -> Option<Error> {
+        self.background_error.lock().clone()
+    }
+
+    /// Records the first background error; every later write fails with it.
+    pub(crate) fn set_background_error(&self, error: &Error) {
+        let mut slot = self.background_error.lock();
+        if slot.is_none() {
+            self.info_log.log(format!("background error: {error}"));
+            *slot = Some(Error::Background(error.to_string()));
+        }
+        drop(slot);
+        let _guard = self.background.lock();
+        self.work_done.notify_all();
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        let view = self.view.load_full();
+        let version = &view.version;
+        let mut levels = Vec::new();
+        let mut filter_bits = 0.0;
+        let mut entries_total = 0u64;
+        for (index, level) in version.levels().iter().enumerate() {
+            if level.is_empty() {
+                continue;
+            }
+            let mut level_bits = 0.0;
+            let mut filter_bytes = 0;
+            for run in level.runs() {
+                for file in run.files() {
+                    level_bits += file.bits_per_key() * file.entries() as f64;
+                    filter_bytes += file.filter_bytes();
+                }
+            }
+            let entries = level.entries();
+            filter_bits += level_bits;
+            entries_total += entries;
+            levels.push(LevelStats {
+                level: index,
+                runs: level.runs().len(),
+                files: level.file_count(),
+                bytes: level.bytes(),
+                entries,
+                filter_bytes,
+                bits_per_key: if entries == 0 {
+                    0.0
+                } else {
+                    level_bits / entries as f64
+                },
+            });
+        }
+        let memtable_bytes = (view.mem.approximate_bytes()
+            + view
+                .immutable
+                .iter()
+                .map(|m| m.approximate_bytes())
+                .sum::<usize>()) as u64;
+        let io = self.counters.snapshot();
+        let block_cache_bytes = self.block_cache.used_bytes();
+        let pinned_bytes = self.tables.pinned_bytes();
+        Stats {
+            write_amplification: io.write_amplification(),
+            io,
+            runs: version.run_count(),
+            levels,
+            memtable_bytes,
+            immutable_memtables: view.immutable.len(),
+            block_cache_bytes,
+            block_cache_capacity_bytes: self.block_cache.capacity_bytes(),
+            pinned_bytes,
+            total_memory_bytes: memtable_bytes + block_cache_bytes + pinned_bytes,
+            average_bits_per_key: if entries_total == 0 {
+                0.0
+            } else {
+                filter_bits / entries_total as f64
+            },
+            bits_per_key_budget: self.options.filter_allocator.bits_per_key_budget(),
+            last_sequence: self.versions.last_sequence(),
+            wal_records_recovered: self.wal_records_recovered,
+            wal_bytes_dropped: self.wal_bytes_dropped,
+            background_error: self.background_error().map(|e| e.to_string()),
+            compaction_policy: self.options.compaction_policy.name(),
+            filter_allocator: self.options.filter_allocator.name(),
+        }
+    }
+}

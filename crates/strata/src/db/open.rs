@@ -1,0 +1,240 @@
+//! Opening a database: lock, manifest recovery, WAL replay (with the configured
+//! [`WalRecoveryMode`](crate::wal::WalRecoveryMode)), a flush of what was replayed, clean-up of
+//! files no version needs, and the background threads.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use parking_lot::{Condvar, Mutex};
+
+use super::background::{spawn_threads, write_level0_table};
+use super::info_log::InfoLog;
+use super::{BackgroundState, CommitState, DbInner, ReadView};
+use crate::cache::BlockCache;
+use crate::error::{Error, Result};
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::stats::IoCounters;
+use crate::table::TableCache;
+use crate::version::set::{VersionSet, CURRENT_FILE};
+use crate::version::VersionEdit;
+use crate::wal::{read_log, wal_path, LogWriter, WalRecoveryMode, WriteBatch};
+
+struct Replay {
+    records: u64,
+    dropped_bytes: u64,
+    max_sequence: u64,
+}
+
+/// Replays WALs numbered `>= log_number` into `mem`, oldest first, stopping at the first damage.
+fn replay_wals(
+    dir: &Path,
+    options: &Options,
+    wal_numbers: &[u64],
+    mem: &MemTable,
+    info_log: &InfoLog,
+) -> Result<Replay> {
+    let fs = options.file_system.as_ref();
+    let mut replay = Replay {
+        records: 0,
+        dropped_bytes: 0,
+        max_sequence: 0,
+    };
+    for (index, &number) in wal_numbers.iter().enumerate() {
+        let path = wal_path(dir, number);
+        let bytes = fs.read_to_end(&path)?;
+        let contents = read_log(&bytes);
+        let mut damage = contents.damage.clone();
+        for (offset, record) in &contents.records {
+            match WriteBatch::decode(record) {
+                Ok((sequence, entries)) => {
+                    for (i, entry) in entries.iter().enumerate() {
+                        mem.insert(sequence + i as u64, entry.kind, entry.key, entry.value);
+                    }
+                    if !entries.is_empty() {
+                        replay.max_sequence =
+                            replay.max_sequence.max(sequence + entries.len() as u64 - 1);
+                    }
+                    replay.records += 1;
+                }
+                Err(reason) => {
+                    damage = Some(crate::wal::LogDamage {
+                        offset: *offset,
+                        kind: crate::wal::LogDamageKind::Corrupt(format!(
+                            "malformed write batch: {reason}"
+                        )),
+                        dropped_bytes: bytes.len() as u64 - offset,
+                    });
+                    break;
+                }
+            }
+        }
+        if let Some(damage) = damage {
+            if options.wal_recovery_mode == WalRecoveryMode::AbsoluteConsistency {
+                return Err(damage.to_error(&path));
+            }
+            // Point-in-time recovery: nothing after the damage, in this log or later ones, is
+            // replayed, so the store keeps a prefix of the acknowledged writes.
+            let mut dropped = damage.dropped_bytes;
+            for &later in &wal_numbers[index + 1..] {
+                dropped += fs
+                    .read_to_end(&wal_path(dir, later))
+                    .map_or(0, |b| b.len() as u64);
+            }
+            replay.dropped_bytes += dropped;
+            info_log.log(format!(
+                "WAL {} damaged at offset {}: {}; dropped {dropped} bytes (this log's tail and {} later logs)",
+                path.display(),
+                damage.offset,
+                damage.to_error(&path),
+                wal_numbers.len() - index - 1
+            ));
+            break;
+        }
+    }
+    Ok(replay)
+}
+
+pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
+    options.validate()?;
+    let fs = Arc::clone(&options.file_system);
+    if !fs.exists(dir) {
+        if !options.create_if_missing {
+            return Err(Error::InvalidArgument(format!(
+                "database {} does not exist and create_if_missing is off",
+                dir.display()
+            )));
+        }
+        fs.create_dir_all(dir)?;
+    }
+    let lock = fs.lock(&dir.join("LOCK"))?;
+    let exists = fs.exists(&dir.join(CURRENT_FILE));
+    if exists && options.error_if_exists {
+        return Err(Error::InvalidArgument(format!(
+            "database {} already exists and error_if_exists is on",
+            dir.display()
+        )));
+    }
+    let info_log = InfoLog::open(fs.as_ref(), dir);
+    info_log.log(format!("opening {} with {options:?}", dir.display()));
+
+    let names = fs.list_dir(dir)?;
+    let parse = |name: &str, suffix: &str| {
+        name.strip_suffix(suffix)
+            .and_then(|n| n.parse::<u64>().ok())
+    };
+    let mut wal_numbers: Vec<u64> = names.iter().filter_map(|n| parse(n, ".log")).collect();
+    wal_numbers.sort_unstable();
+    let highest_number = names
+        .iter()
+        .filter_map(|n| parse(n, ".log").or_else(|| parse(n, ".sst")))
+        .max()
+        .unwrap_or(0);
+
+    let versions = VersionSet::open(dir, Arc::clone(&fs), exists, highest_number)?;
+    let log_number = versions.log_number();
+    wal_numbers.retain(|&n| n >= log_number);
+
+    let recovered = Arc::new(MemTable::new(0, 0));
+    let replay = replay_wals(dir, &options, &wal_numbers, &recovered, &info_log)?;
+    versions.set_last_sequence(versions.last_sequence().max(replay.max_sequence));
+
+    let counters = Arc::new(IoCounters::default());
+    let wal_number = versions.new_file_number();
+    let wal = if options.disable_wal {
+        None
+    } else {
+        let file = fs.create_writable(&wal_path(dir, wal_number))?;
+        fs.sync_dir(dir)?;
+        Some(LogWriter::new(file))
+    };
+    let mut edit = VersionEdit {
+        log_number: Some(wal_number),
+        ..Default::default()
+    };
+    if let Some(file) = write_level0_table(
+        dir,
+        fs.as_ref(),
+        &versions,
+        &options,
+        options.filter_allocator.as_ref(),
+        &counters,
+        &recovered,
+    )? {
+        info_log.log(format!(
+            "recovered {} WAL records ({} entries) into table {}",
+            replay.records, file.entries, file.number
+        ));
+        edit.new_files.push(file);
+    }
+    versions.log_and_apply(edit)?;
+    counters.reset();
+
+    let block_cache = Arc::new(BlockCache::new(options.block_cache_bytes));
+    let tables = Arc::new(TableCache::new(
+        dir.to_path_buf(),
+        Arc::clone(&fs),
+        options.max_open_files,
+        Arc::clone(&block_cache),
+        Arc::clone(&counters),
+        options.direct_reads,
+    ));
+    let view = ReadView {
+        mem: Arc::new(MemTable::new(wal_number, 0)),
+        immutable: Vec::new(),
+        version: versions.current(),
+    };
+    let inner = Arc::new(DbInner {
+        dir: dir.to_path_buf(),
+        fs: Arc::clone(&fs),
+        lock: Mutex::new(Some(lock)),
+        versions,
+        tables,
+        block_cache,
+        counters,
+        observer: None,
+        view: ArcSwap::from_pointee(view),
+        view_lock: Mutex::new(()),
+        commit: Mutex::new(CommitState { wal, wal_number }),
+        pending: Mutex::new(VecDeque::new()),
+        snapshots: Mutex::new(BTreeMap::new()),
+        background_error: Mutex::new(None),
+        background: Mutex::new(BackgroundState::default()),
+        work_available: Condvar::new(),
+        work_done: Condvar::new(),
+        threads: Mutex::new(Vec::new()),
+        closed: AtomicBool::new(false),
+        lookups: AtomicU64::new(0),
+        info_log,
+        wal_records_recovered: replay.records,
+        wal_bytes_dropped: replay.dropped_bytes,
+        options,
+    });
+    remove_orphan_tables(&inner)?;
+    inner.delete_obsolete_files();
+    spawn_threads(&inner)?;
+    Ok(inner)
+}
+
+/// Deletes table files that no version refers to (outputs of a job that crashed before its
+/// manifest edit).
+fn remove_orphan_tables(inner: &DbInner) -> Result<()> {
+    let version = inner.versions.current();
+    let live: std::collections::HashSet<u64> =
+        version.files().map(|(_, _, f)| f.number()).collect();
+    for name in inner.fs.list_dir(&inner.dir)? {
+        if let Some(number) = name
+            .strip_suffix(".sst")
+            .and_then(|n| n.parse::<u64>().ok())
+        {
+            if !live.contains(&number) {
+                inner.info_log.log(format!("removing orphan table {name}"));
+                let _ = inner.fs.remove_file(&inner.dir.join(&name));
+            }
+        }
+    }
+    Ok(())
+}

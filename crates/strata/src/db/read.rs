@@ -1,0 +1,74 @@
+//! The point-lookup path: memtables newest first, then each level's runs newest first, one file
+//! per run (binary search on key ranges), each file through its filter, index and one data block.
+
+use std::sync::atomic::Ordering;
+
+use super::{DbInner, Value};
+use crate::error::Result;
+use crate::filter::bloom::key_hash;
+use crate::key::lookup_key;
+use crate::memtable::Lookup;
+use crate::stats::{add, FileProbe};
+
+impl DbInner {
+    /// The newest version of `key` visible at `sequence`.
+    pub(crate) fn get(&self, key: &[u8], sequence: u64) -> Result<Option<Value>> {
+        add(&self.counters.point_lookups, 1);
+        // Merlin's lookup number `d` (SPEC §4).
+        self.lookups.fetch_add(1, Ordering::Relaxed);
+        let view = self.view.load_full();
+        let found = |lookup: Lookup| match lookup {
+            Lookup::Found(value) => Some(Some(Value(value))),
+            Lookup::Deleted => Some(None),
+            Lookup::Absent => None,
+        };
+        let result = (|| {
+            if let Some(result) = found(view.mem.get(key, sequence)) {
+                return Ok(result);
+            }
+            for mem in &view.immutable {
+                if let Some(result) = found(mem.get(key, sequence)) {
+                    return Ok(result);
+                }
+            }
+            let target = lookup_key(key, sequence);
+            let hash = key_hash(key);
+            let mut probes = self.observer.as_ref().map(|_| Vec::new());
+            let allocator = &self.options.filter_allocator;
+            for (level_index, level) in view.version.levels().iter().enumerate() {
+                for run in level.runs() {
+                    let Some(file) = run.file_for_key(key) else {
+                        continue;
+                    };
+                    add(&self.counters.files_probed[level_index], 1);
+                    let pin = level_index == 0 && self.options.pin_l0_filter_and_index_blocks;
+                    let table = self.tables.get(file.number(), pin)?;
+                    let skip_filter = allocator.skip_filter(file);
+                    let lookup = table
+                        .get(&target, key, hash, level_index, skip_filter)?
+                        .result;
+                    if let Some(probes) = probes.as_mut() {
+                        probes.push(FileProbe {
+                            file_number: file.number(),
+                            found: lookup != Lookup::Absent,
+                        });
+                    }
+                    if let Some(result) = found(lookup) {
+                        if let (Some(observer), Some(probes)) = (&self.observer, &probes) {
+                            observer.lookup_finished(probes);
+                        }
+                        return Ok(result);
+                    }
+                }
+            }
+            if let (Some(observer), Some(probes)) = (&self.observer, &probes) {
+                observer.lookup_finished(probes);
+            }
+            Ok(None)
+        })();
+        if let Ok(Some(_)) = &result {
+            add(&self.counters.point_lookups_found, 1);
+        }
+        result
+    }
+}

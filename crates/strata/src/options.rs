@@ -1,0 +1,287 @@
+//! Engine options: documented defaults, chainable setters, and validation on open.
+
+use std::sync::Arc;
+
+use crate::alloc::{FilterAllocator, Uniform};
+use crate::compaction::{CompactionPolicy, Leveling};
+use crate::env::{FileSystem, RealFileSystem};
+use crate::error::{Error, Result};
+use crate::wal::WalRecoveryMode;
+
+/// The largest user key Strata accepts, in bytes.
+pub const MAX_KEY_BYTES: usize = 64 * 1024;
+/// The largest value Strata accepts, in bytes.
+pub const MAX_VALUE_BYTES: usize = 64 * 1024 * 1024;
+/// The largest encoded write batch Strata accepts, in bytes.
+pub const MAX_BATCH_BYTES: usize = 512 * 1024 * 1024;
+
+/// How a database is opened and run. `Options::default()` is a sensible embedded configuration;
+/// each field documents its default.
+#[derive(Clone)]
+pub struct Options {
+    /// Create the database if the directory holds none. Default `true`.
+    pub create_if_missing: bool,
+    /// Fail if a database already exists. Default `false`.
+    pub error_if_exists: bool,
+    /// Bytes a memtable holds before it is frozen and flushed. Default 64 MiB.
+    pub write_buffer_bytes: usize,
+    /// Memtables (active + immutable) before writes stop to wait for flushes. Default 2.
+    pub max_write_buffers: usize,
+    /// Target size of an uncompressed data block. Default 4 KiB.
+    pub block_bytes: usize,
+    /// Entries between full keys (restart points) in a data block. Default 16.
+    pub block_restart_interval: usize,
+    /// Compaction output files are cut at about this size. Default 64 MiB.
+    pub target_file_bytes: u64,
+    /// Capacity of the shared block cache (data, index and filter blocks). Default 32 MiB;
+    /// 0 disables the cache.
+    pub block_cache_bytes: u64,
+    /// Open table files kept by the table cache. Default 1000.
+    pub max_open_files: usize,
+    /// Keep level-0 files' index and filter blocks pinned in memory instead of in the block cache.
+    /// Default `false`.
+    pub pin_l0_filter_and_index_blocks: bool,
+    /// Read table files with O_DIRECT, bypassing the page cache, so that I/O counts are device
+    /// reads. Default `false`.
+    pub direct_reads: bool,
+    /// Level-0 runs that trigger a level-0 compaction. Default 4.
+    pub level0_compaction_trigger: usize,
+    /// Level-0 runs at which each write is delayed by 1 ms. Default 20.
+    pub level0_slowdown_writes_trigger: usize,
+    /// Level-0 runs at which writes stop until compaction catches up. Default 36.
+    pub level0_stop_writes_trigger: usize,
+    /// What to do with a damaged WAL at open. Default `TolerateCorruptedTail`.
+    pub wal_recovery_mode: WalRecoveryMode,
+    /// Fsync the WAL on every write unless `WriteOptions` says otherwise. Default `false`.
+    pub sync_writes: bool,
+    /// Skip the WAL (writes since the last flush are lost on a crash). Default `false`.
+    pub disable_wal: bool,
+    /// Decides each new file's filter bits per key. Default `Uniform(10)`.
+    pub filter_allocator: Arc<dyn FilterAllocator>,
+    /// Decides what to compact. Default leveling with size ratio 10.
+    pub compaction_policy: Arc<dyn CompactionPolicy>,
+    /// The file system all I/O goes through. Default: the operating system's.
+    pub file_system: Arc<dyn FileSystem>,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("create_if_missing", &self.create_if_missing)
+            .field("error_if_exists", &self.error_if_exists)
+            .field("write_buffer_bytes", &self.write_buffer_bytes)
+            .field("max_write_buffers", &self.max_write_buffers)
+            .field("block_bytes", &self.block_bytes)
+            .field("block_restart_interval", &self.block_restart_interval)
+            .field("target_file_bytes", &self.target_file_bytes)
+            .field("block_cache_bytes", &self.block_cache_bytes)
+            .field("max_open_files", &self.max_open_files)
+            .field(
+                "pin_l0_filter_and_index_blocks",
+                &self.pin_l0_filter_and_index_blocks,
+            )
+            .field("direct_reads", &self.direct_reads)
+            .field("level0_compaction_trigger", &self.level0_compaction_trigger)
+            .field(
+                "level0_slowdown_writes_trigger",
+                &self.level0_slowdown_writes_trigger,
+            )
+            .field(
+                "level0_stop_writes_trigger",
+                &self.level0_stop_writes_trigger,
+            )
+            .field("wal_recovery_mode", &self.wal_recovery_mode)
+            .field("sync_writes", &self.sync_writes)
+            .field("disable_wal", &self.disable_wal)
+            .field("filter_allocator", &self.filter_allocator.name())
+            .field("compaction_policy", &self.compaction_policy.name())
+            .finish()
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            write_buffer_bytes: 64 << 20,
+            max_write_buffers: 2,
+            block_bytes: 4096,
+            block_restart_interval: 16,
+            target_file_bytes: 64 << 20,
+            block_cache_bytes: 32 << 20,
+            max_open_files: 1000,
+            pin_l0_filter_and_index_blocks: false,
+            direct_reads: false,
+            level0_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 20,
+            level0_stop_writes_trigger: 36,
+            wal_recovery_mode: WalRecoveryMode::TolerateCorruptedTail,
+            sync_writes: false,
+            disable_wal: false,
+            filter_allocator: Arc::new(Uniform::new(10.0).unwrap_or_else(|_| unreachable!())),
+            compaction_policy: Arc::new(Leveling::new(10.0).unwrap_or_else(|_| unreachable!())),
+            file_system: Arc::new(RealFileSystem),
+        }
+    }
+}
+
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty),* $(,)?) => {
+        impl Options {
+            $(
+                $(#[$doc])*
+                pub fn $name(mut self, value: $ty) -> Self {
+                    self.$name = value;
+                    self
+                }
+            )*
+        }
+    };
+}
+
+setters! {
+    /// Sets [`Options::create_if_missing`].
+    create_if_missing: bool,
+    /// Sets [`Options::error_if_exists`].
+    error_if_exists: bool,
+    /// Sets [`Options::write_buffer_bytes`].
+    write_buffer_bytes: usize,
+    /// Sets [`Options::max_write_buffers`].
+    max_write_buffers: usize,
+    /// Sets [`Options::block_bytes`].
+    block_bytes: usize,
+    /// Sets [`Options::block_restart_interval`].
+    block_restart_interval: usize,
+    /// Sets [`Options::target_file_bytes`].
+    target_file_bytes: u64,
+    /// Sets [`Options::block_cache_bytes`].
+    block_cache_bytes: u64,
+    /// Sets [`Options::max_open_files`].
+    max_open_files: usize,
+    /// Sets [`Options::pin_l0_filter_and_index_blocks`].
+    pin_l0_filter_and_index_blocks: bool,
+    /// Sets [`Options::direct_reads`].
+    direct_reads: bool,
+    /// Sets [`Options::level0_compaction_trigger`].
+    level0_compaction_trigger: usize,
+    /// Sets [`Options::level0_slowdown_writes_trigger`].
+    level0_slowdown_writes_trigger: usize,
+    /// Sets [`Options::level0_stop_writes_trigger`].
+    level0_stop_writes_trigger: usize,
+    /// Sets [`Options::wal_recovery_mode`].
+    wal_recovery_mode: WalRecoveryMode,
+    /// Sets [`Options::sync_writes`].
+    sync_writes: bool,
+    /// Sets [`Options::disable_wal`].
+    disable_wal: bool,
+    /// Sets [`Options::filter_allocator`].
+    filter_allocator: Arc<dyn FilterAllocator>,
+    /// Sets [`Options::compaction_policy`].
+    compaction_policy: Arc<dyn CompactionPolicy>,
+    /// Sets [`Options::file_system`].
+    file_system: Arc<dyn FileSystem>,
+}
+
+impl Options {
+    /// Uniform filters of `bits_per_key` (0..=64) for every file.
+    pub fn bits_per_key(self, bits_per_key: f64) -> Result<Self> {
+        Ok(self.filter_allocator(Arc::new(Uniform::new(bits_per_key)?)))
+    }
+
+    /// Checks every field; the error names the field and the accepted range.
+    pub fn validate(&self) -> Result<()> {
+        fn check(ok: bool, field: &str, rule: &str, value: impl std::fmt::Display) -> Result<()> {
+            if ok {
+                Ok(())
+            } else {
+                Err(Error::InvalidArgument(format!(
+                    "{field} must be {rule}, got {value}"
+                )))
+            }
+        }
+        let wb = self.write_buffer_bytes;
+        check(
+            (4096..=(1 << 34)).contains(&wb),
+            "write_buffer_bytes",
+            "between 4 KiB and 16 GiB",
+            wb,
+        )?;
+        check(
+            (1..=64).contains(&self.max_write_buffers),
+            "max_write_buffers",
+            "between 1 and 64",
+            self.max_write_buffers,
+        )?;
+        check(
+            (256..=(64 << 20)).contains(&self.block_bytes),
+            "block_bytes",
+            "between 256 B and 64 MiB",
+            self.block_bytes,
+        )?;
+        check(
+            (1..=1024).contains(&self.block_restart_interval),
+            "block_restart_interval",
+            "between 1 and 1024",
+            self.block_restart_interval,
+        )?;
+        check(
+            self.target_file_bytes >= 4096,
+            "target_file_bytes",
+            "at least 4 KiB",
+            self.target_file_bytes,
+        )?;
+        check(
+            self.max_open_files >= 16,
+            "max_open_files",
+            "at least 16",
+            self.max_open_files,
+        )?;
+        check(
+            self.level0_compaction_trigger >= 1,
+            "level0_compaction_trigger",
+            "at least 1",
+            self.level0_compaction_trigger,
+        )?;
+        check(
+            self.level0_slowdown_writes_trigger >= self.level0_compaction_trigger,
+            "level0_slowdown_writes_trigger",
+            "at least level0_compaction_trigger",
+            self.level0_slowdown_writes_trigger,
+        )?;
+        check(
+            self.level0_stop_writes_trigger >= self.level0_slowdown_writes_trigger,
+            "level0_stop_writes_trigger",
+            "at least level0_slowdown_writes_trigger",
+            self.level0_stop_writes_trigger,
+        )?;
+        Ok(())
+    }
+}
+
+/// Per-write options.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Fsync the WAL before acknowledging the write (it then survives a power loss). With `false`
+    /// the write survives a process crash but not an operating-system crash.
+    pub sync: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_bad_values_name_their_field() {
+        Options::default().validate().expect("defaults are valid");
+        let error = Options::default().write_buffer_bytes(10).validate();
+        assert!(
+            matches!(&error, Err(Error::InvalidArgument(m)) if m.contains("write_buffer_bytes"))
+        );
+        let error = Options::default().level0_stop_writes_trigger(1).validate();
+        assert!(
+            matches!(&error, Err(Error::InvalidArgument(m)) if m.contains("level0_stop_writes_trigger"))
+        );
+        assert!(Options::default().bits_per_key(-3.0).is_err());
+    }
+}

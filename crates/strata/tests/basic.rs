@@ -1,0 +1,123 @@
+//! End-to-end behaviour of the public API: reads, writes, batches, iterators, snapshots,
+//! flush, compaction and reopen.
+
+use strata::{Db, Error, Options, WriteBatch};
+
+fn small_options() -> Options {
+    Options::default()
+        .write_buffer_bytes(64 * 1024)
+        .target_file_bytes(64 * 1024)
+        .block_cache_bytes(1 << 20)
+}
+
+#[test]
+fn put_get_delete_and_reopen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    db.put(b"alpha", b"1").expect("put");
+    db.put(b"beta", b"2").expect("put");
+    db.delete(b"alpha").expect("delete");
+    assert_eq!(db.get(b"alpha").expect("get"), None);
+    assert_eq!(db.get(b"beta").expect("get").as_deref(), Some(&b"2"[..]));
+    drop(db);
+    let db = Db::open(dir.path(), small_options()).expect("reopen");
+    assert_eq!(db.get(b"alpha").expect("get"), None);
+    assert_eq!(db.get(b"beta").expect("get").as_deref(), Some(&b"2"[..]));
+}
+
+#[test]
+fn many_writes_survive_flushes_compactions_and_reopen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    for i in 0..20_000u32 {
+        db.put(
+            format!("key{:06}", (i * 7919) % 20_000),
+            format!("value{i}"),
+        )
+        .expect("put");
+    }
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("settle");
+    let stats = db.stats();
+    assert!(stats.io.flushes > 0, "{stats}");
+    assert!(stats.io.compactions > 0, "{stats}");
+    assert!(
+        stats.levels.iter().any(|l| l.level >= 1),
+        "compactions moved data below level 0: {stats}"
+    );
+    for i in (0..20_000u32).step_by(97) {
+        let expected = format!("value{i}");
+        let key = format!("key{:06}", (i * 7919) % 20_000);
+        assert_eq!(
+            db.get(&key).expect("get").as_deref(),
+            Some(expected.as_bytes())
+        );
+    }
+    let keys: Vec<Vec<u8>> = db.iter().map(|r| r.expect("entry").0).collect();
+    assert_eq!(keys.len(), 20_000);
+    assert!(keys.windows(2).all(|w| w[0] < w[1]));
+    db.compact().expect("compact");
+    assert_eq!(db.stats().runs, 1);
+    db.close().expect("close");
+    assert!(matches!(db.get(b"key000001"), Err(Error::Closed)));
+    let db = Db::open(dir.path(), small_options()).expect("reopen");
+    assert_eq!(db.iter().count(), 20_000);
+    assert!(db.get(b"key000001").expect("get").is_some());
+}
+
+#[test]
+fn batches_snapshots_and_ranges() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    let mut batch = WriteBatch::new();
+    batch.put(b"a", b"1").put(b"b", b"2").put(b"c", b"3");
+    db.write(batch).expect("write");
+    let snapshot = db.snapshot();
+    db.put(b"b", b"20").expect("put");
+    db.delete(b"c").expect("delete");
+    db.flush().expect("flush");
+    assert_eq!(snapshot.get(b"b").expect("get").as_deref(), Some(&b"2"[..]));
+    assert_eq!(snapshot.get(b"c").expect("get").as_deref(), Some(&b"3"[..]));
+    let frozen: Vec<(Vec<u8>, Vec<u8>)> = snapshot
+        .iter()
+        .map(|r| r.map(|(k, v)| (k, v.into_vec())).expect("entry"))
+        .collect();
+    assert_eq!(frozen.len(), 3);
+    db.compact().expect("compact");
+    assert_eq!(
+        snapshot.get(b"b").expect("get").as_deref(),
+        Some(&b"2"[..]),
+        "compaction kept the snapshot's version"
+    );
+    let now: Vec<Vec<u8>> = db
+        .range(b"a".as_slice()..b"c".as_slice())
+        .map(|r| r.expect("entry").0)
+        .collect();
+    assert_eq!(now, vec![b"a".to_vec(), b"b".to_vec()]);
+    let mut iter = db.iter();
+    iter.seek(b"b");
+    assert_eq!(
+        iter.next().map(|r| r.expect("entry").1.into_vec()),
+        Some(b"20".to_vec())
+    );
+    assert!(iter.next().is_none());
+}
+
+#[test]
+fn second_open_is_locked_and_limits_are_enforced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    assert!(matches!(
+        Db::open(dir.path(), small_options()),
+        Err(Error::Locked(_))
+    ));
+    let huge_key = vec![0u8; strata::MAX_KEY_BYTES + 1];
+    assert!(matches!(
+        db.put(&huge_key, b"v"),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        Db::open(dir.path().join("other"), small_options().write_buffer_bytes(1)),
+        Err(Error::InvalidArgument(m)) if m.contains("write_buffer_bytes")
+    ));
+}
