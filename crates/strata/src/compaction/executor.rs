@@ -42,11 +42,11 @@ pub(crate) struct ExecutorContext<'a> {
     pub(crate) target_file_bytes: u64,
 }
 
+/// One input run resolved against the version: level, run id and the files taken from it.
+type ResolvedRun = (usize, u64, Vec<Arc<FileMetadata>>);
+
 /// The job's input files, resolved against the version, newest run first.
-fn resolve_inputs(
-    job: &CompactionJob,
-    version: &Version,
-) -> Result<Vec<(usize, u64, Vec<Arc<FileMetadata>>)>> {
+fn resolve_inputs(job: &CompactionJob, version: &Version) -> Result<Vec<ResolvedRun>> {
     let mut resolved = Vec::new();
     for input in &job.inputs {
         let run = version

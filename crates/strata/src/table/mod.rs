@@ -25,8 +25,8 @@ pub(crate) mod iter;
 pub(crate) mod properties;
 pub(crate) mod reader;
 
-pub(crate) use builder::{TableBuilder, TableSummary};
-pub(crate) use reader::{TableCache, TableReader};
+pub(crate) use builder::TableBuilder;
+pub(crate) use reader::TableCache;
 
 /// Name of table file `number` (`000012.sst`).
 pub(crate) fn table_file_name(number: u64) -> String {

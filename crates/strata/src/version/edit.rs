@@ -220,8 +220,10 @@ mod tests {
             }
         }
         assert!(VersionEdit::decode(&[99]).is_err());
-        let mut wrong_version = VersionEdit::default();
-        wrong_version.format_version = Some(99);
+        let wrong_version = VersionEdit {
+            format_version: Some(99),
+            ..Default::default()
+        };
         assert!(VersionEdit::decode(&wrong_version.encode()).is_err());
     }
 }

@@ -16,7 +16,6 @@
 mod batch;
 
 pub use batch::WriteBatch;
-pub(crate) use batch::{BatchEntry, BATCH_HEADER_LEN};
 
 use std::path::{Path, PathBuf};
 
