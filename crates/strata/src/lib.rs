@@ -1,4 +1,32 @@
-//! Strata: an embeddable LSM-tree key-value store.
+//! Strata: an embeddable LSM-tree key-value store whose filter memory and compactions are decided
+//! by pluggable policies ([`alloc::FilterAllocator`], [`compaction::CompactionPolicy`]) that read
+//! a public, read-only view of the tree ([`version::Version`]).
+//!
+//! ```
+//! use strata::{Db, Options, WriteBatch};
+//!
+//! # fn main() -> strata::Result<()> {
+//! let dir = tempfile::tempdir().expect("temporary directory");
+//! let db = Db::open(dir.path(), Options::default().bits_per_key(6.0)?)?;
+//! db.put(b"apple", b"red")?;
+//! let mut batch = WriteBatch::new();
+//! batch.put(b"banana", b"yellow").delete(b"apple");
+//! db.write(batch)?; // atomic
+//! assert_eq!(db.get(b"banana")?.as_deref(), Some(&b"yellow"[..]));
+//! assert_eq!(db.get(b"apple")?, None);
+//!
+//! let snapshot = db.snapshot();
+//! db.put(b"cherry", b"dark red")?;
+//! assert_eq!(snapshot.iter().count(), 1); // the snapshot does not see cherry
+//! for entry in db.range(b"b".as_slice()..) {
+//!     let (key, value) = entry?;
+//!     println!("{} = {}", String::from_utf8_lossy(&key), String::from_utf8_lossy(&value));
+//! }
+//! db.flush()?; // durable in table files and the manifest
+//! println!("{}", db.stats());
+//! # Ok(())
+//! # }
+//! ```
 #![deny(clippy::unwrap_used)]
 // Scaffolding: modules land one by one; removed once the engine wires every part.
 #![allow(dead_code)]

@@ -119,8 +119,8 @@ impl Default for Options {
             wal_recovery_mode: WalRecoveryMode::TolerateCorruptedTail,
             sync_writes: false,
             disable_wal: false,
-            filter_allocator: Arc::new(Uniform::new(10.0).unwrap_or_else(|_| unreachable!())),
-            compaction_policy: Arc::new(Leveling::new(10.0).unwrap_or_else(|_| unreachable!())),
+            filter_allocator: Arc::new(Uniform::default()),
+            compaction_policy: Arc::new(Leveling::default()),
             file_system: Arc::new(RealFileSystem),
         }
     }

@@ -27,6 +27,13 @@ impl Uniform {
     }
 }
 
+impl Default for Uniform {
+    /// 10 bits per key (about 1% false positives), RocksDB's customary setting.
+    fn default() -> Self {
+        Uniform { bits_per_key: 10.0 }
+    }
+}
+
 impl FilterAllocator for Uniform {
     fn name(&self) -> String {
         format!("uniform({})", self.bits_per_key)

@@ -109,6 +109,18 @@ impl Leveling {
     }
 }
 
+impl Default for Leveling {
+    /// Size ratio 10, static level sizes, levels 1..=6 (RocksDB's defaults but for dynamic sizing).
+    fn default() -> Self {
+        Leveling {
+            size_ratio: 10.0,
+            base_level_bytes: None,
+            dynamic_level_bytes: false,
+            last_level: 6,
+        }
+    }
+}
+
 /// Bytes of the files of `tree`'s level `level` that overlap `[smallest, largest]`.
 fn overlapping_bytes(tree: &Version, level: usize, smallest: &[u8], largest: &[u8]) -> u64 {
     tree.levels()[level]
