@@ -105,12 +105,6 @@ impl<'a> Decoder<'a> {
         Some(value)
     }
 
-    pub(crate) fn varint32(&mut self) -> Option<u32> {
-        let (value, used) = get_varint32(self.rest)?;
-        self.rest = &self.rest[used..];
-        Some(value)
-    }
-
     pub(crate) fn bytes(&mut self, len: usize) -> Option<&'a [u8]> {
         if self.rest.len() < len {
             return None;

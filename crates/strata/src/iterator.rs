@@ -76,12 +76,6 @@ impl MergingIterator {
         }
     }
 
-    /// Index of the child the current entry comes from (compaction uses it to attribute entries to
-    /// their source file).
-    pub(crate) fn current_child(&self) -> Option<usize> {
-        self.heap.first().copied()
-    }
-
     fn less(&self, a: usize, b: usize) -> bool {
         compare_internal_keys(self.children[a].key(), self.children[b].key()) == Ordering::Less
     }

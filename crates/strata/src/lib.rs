@@ -28,8 +28,6 @@
 //! # }
 //! ```
 #![deny(clippy::unwrap_used)]
-// Scaffolding: modules land one by one; removed once the engine wires every part.
-#![allow(dead_code)]
 
 pub mod alloc;
 pub(crate) mod cache;

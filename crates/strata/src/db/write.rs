@@ -71,6 +71,16 @@ impl DbInner {
         self.make_room_for_write(commit)?;
         let mut sequence = self.versions.last_sequence() + 1;
         let first_sequence = sequence;
+        let entries: u64 = group
+            .iter()
+            .filter_map(|w| w.batch.lock().as_ref().map(|b| b.len() as u64))
+            .sum();
+        if first_sequence + entries > crate::key::MAX_SEQUENCE {
+            return Err(Error::InvalidArgument(
+                "sequence numbers exhausted (2^56 writes); the database cannot take more writes"
+                    .into(),
+            ));
+        }
         let mut batches = Vec::with_capacity(group.len());
         let sync = group.iter().any(|w| w.sync);
         for write in group {

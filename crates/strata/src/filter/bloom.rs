@@ -59,6 +59,10 @@ use std::f64::consts::LN_2;
 use crate::coding::{put_fixed32, put_fixed64, Decoder};
 
 /// `(ln 2)^2 ~= 0.4805`, the exponent constant of the optimal Bloom FPR (SPEC §1, `ln2sq`).
+#[allow(
+    dead_code,
+    reason = "FPR math for the Monkey and Mnemosyne allocators (SPEC §2-3)"
+)]
 pub(crate) const LN2_SQUARED: f64 = LN_2 * LN_2;
 
 /// Version byte written at offset 0 of every serialized filter.
@@ -88,6 +92,10 @@ const PROBE_SHIFT: u32 = 32 - 9;
 /// FPR of a Bloom filter with `bits_per_key` bits per key and the optimal number of hash
 /// functions: `eps = exp(-ln2sq * bpk)` (SPEC §1; Monkey Eq. 2). `1.0` (every probe says "maybe")
 /// when `bits_per_key <= 0` or NaN, i.e. when there is no filter.
+#[allow(
+    dead_code,
+    reason = "FPR math for the Monkey and Mnemosyne allocators (SPEC §2-3)"
+)]
 pub(crate) fn false_positive_rate(bits_per_key: f64) -> f64 {
     if bits_per_key > 0.0 {
         (-LN2_SQUARED * bits_per_key).exp()
@@ -98,6 +106,10 @@ pub(crate) fn false_positive_rate(bits_per_key: f64) -> f64 {
 
 /// Inverse of [`false_positive_rate`]: `bpk = -ln(eps) / ln2sq` (SPEC §1). `0.0` for
 /// `rate >= 1` or NaN (no filter needed), `f64::INFINITY` for `rate <= 0`.
+#[allow(
+    dead_code,
+    reason = "FPR math for the Monkey and Mnemosyne allocators (SPEC §2-3)"
+)]
 pub(crate) fn bits_per_key_for_rate(rate: f64) -> f64 {
     if rate.is_nan() || rate >= 1.0 {
         0.0
@@ -261,11 +273,19 @@ impl BloomFilterBuilder {
     }
 
     /// Number of hashes added so far.
+    #[allow(
+        dead_code,
+        reason = "self-description read by tests and, later, `strata inspect`"
+    )]
     pub(crate) fn len(&self) -> usize {
         self.keys
     }
 
     /// True when no hash has been added.
+    #[allow(
+        dead_code,
+        reason = "self-description read by tests and, later, `strata inspect`"
+    )]
     pub(crate) fn is_empty(&self) -> bool {
         self.keys == 0
     }
@@ -316,8 +336,16 @@ pub(crate) struct BloomFilter {
     blocks: Vec<Block>,
     num_blocks: u32,
     hash_count: u32,
+    #[allow(
+        dead_code,
+        reason = "self-description read by tests and, later, `strata inspect`"
+    )]
     seed: u32,
     seed_key: u64,
+    #[allow(
+        dead_code,
+        reason = "self-description read by tests and, later, `strata inspect`"
+    )]
     bits_per_key: f64,
 }
 
@@ -426,16 +454,28 @@ impl BloomFilter {
     }
 
     /// Bits per key the filter was built with (from its header).
+    #[allow(
+        dead_code,
+        reason = "self-description read by tests and, later, `strata inspect`"
+    )]
     pub(crate) fn bits_per_key(&self) -> f64 {
         self.bits_per_key
     }
 
     /// Number of probes per key (from its header).
+    #[allow(
+        dead_code,
+        reason = "self-description read by tests and, later, `strata inspect`"
+    )]
     pub(crate) fn hash_count(&self) -> u32 {
         self.hash_count
     }
 
     /// Hash seed (from its header).
+    #[allow(
+        dead_code,
+        reason = "self-description read by tests and, later, `strata inspect`"
+    )]
     pub(crate) fn seed(&self) -> u32 {
         self.seed
     }

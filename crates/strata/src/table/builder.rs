@@ -129,16 +129,6 @@ impl TableBuilder {
         self.offset + self.data_block.estimated_size() as u64
     }
 
-    /// The last internal key added.
-    pub(crate) fn last_key(&self) -> &[u8] {
-        &self.largest
-    }
-
-    /// Distinct user keys added (what the filter will hold).
-    pub(crate) fn distinct_keys(&self) -> u64 {
-        self.key_hashes.len() as u64
-    }
-
     /// Writes the filter (`bits_per_key`, 0 = none), properties, index and footer, then fsyncs.
     pub(crate) fn finish(
         mut self,

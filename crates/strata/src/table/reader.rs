@@ -119,6 +119,10 @@ impl TableReader {
         self.number
     }
 
+    #[allow(
+        dead_code,
+        reason = "read by `strata inspect` and the filter policies (issue 5)"
+    )]
     pub(crate) fn properties(&self) -> &TableProperties {
         &self.properties
     }

@@ -198,6 +198,7 @@ impl VersionSet {
     }
 
     /// Number of the live manifest.
+    #[cfg(test)]
     pub(crate) fn manifest_number(&self) -> u64 {
         self.manifest.lock().as_ref().map_or(0, |m| m.number)
     }
