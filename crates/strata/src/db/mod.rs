@@ -198,7 +198,16 @@ impl Db {
     /// Opens (or creates, with `create_if_missing`) the database in directory `path`, replaying
     /// its write-ahead logs. A second open of the same directory fails with [`Error::Locked`].
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let inner = open::open(path.as_ref(), options)?;
+        Self::open_with_observer(path.as_ref(), options, None)
+    }
+
+    /// Opens with an access observer (per-file statistics, SPEC §4).
+    pub(crate) fn open_with_observer(
+        path: &Path,
+        options: Options,
+        observer: Option<Arc<dyn AccessObserver>>,
+    ) -> Result<Db> {
+        let inner = open::open(path, options, observer)?;
         Ok(Db {
             _close: Arc::new(CloseOnDrop(Arc::clone(&inner))),
             inner,
@@ -496,5 +505,105 @@ impl DbInner {
             compaction_policy: self.options.compaction_policy.name(),
             filter_allocator: self.options.filter_allocator.name(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::FileProbe;
+
+    #[derive(Default)]
+    struct RecordingObserver {
+        lookups: Mutex<Vec<Vec<FileProbe>>>,
+        compaction_entries: Mutex<Vec<(u64, u64)>>,
+    }
+
+    impl AccessObserver for RecordingObserver {
+        fn lookup_finished(&self, probes: &[FileProbe]) {
+            self.lookups.lock().push(probes.to_vec());
+        }
+        fn compaction_entry(&self, source_file: u64, output_file: u64) {
+            self.compaction_entries
+                .lock()
+                .push((source_file, output_file));
+        }
+    }
+
+    #[test]
+    fn the_observer_sees_probed_files_and_compaction_sources() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let observer = Arc::new(RecordingObserver::default());
+        let options = Options::default().level0_compaction_trigger(10);
+        let db = Db::open_with_observer(dir.path(), options, Some(observer.clone())).expect("open");
+        // Two level-0 runs over the same key range: "k1".."k9" old, then "k5" rewritten.
+        for i in 1..10 {
+            db.put(format!("k{i}"), b"old").expect("put");
+        }
+        db.flush().expect("flush");
+        db.put(b"k5", b"new").expect("put");
+        db.put(b"k9", b"new").expect("put");
+        db.flush().expect("flush");
+        let version = db.version();
+        let runs = version.levels()[0].runs();
+        assert_eq!(runs.len(), 2);
+        let (newer, older) = (runs[0].files()[0].number(), runs[1].files()[0].number());
+
+        assert_eq!(db.get(b"k5").expect("get").as_deref(), Some(&b"new"[..]));
+        assert_eq!(db.get(b"k3").expect("get").as_deref(), Some(&b"old"[..]));
+        assert_eq!(db.get(b"k0").expect("get"), None);
+        let lookups = observer.lookups.lock().clone();
+        assert_eq!(lookups.len(), 3);
+        // k5 is answered by the newer run alone.
+        assert_eq!(
+            lookups[0],
+            vec![FileProbe {
+                file_number: newer,
+                found: true
+            }]
+        );
+        // k3 is below the newer run's range (k5..k9): only the older run is probed.
+        assert_eq!(
+            lookups[1],
+            vec![FileProbe {
+                file_number: older,
+                found: true
+            }]
+        );
+        // k0 is outside both ranges: no file is probed.
+        assert!(lookups[2].is_empty());
+        assert_eq!(db.get(b"k7").expect("get").as_deref(), Some(&b"old"[..]));
+        let k7 = observer.lookups.lock().last().cloned().expect("lookup");
+        assert_eq!(
+            k7,
+            vec![
+                FileProbe {
+                    file_number: newer,
+                    found: false
+                },
+                FileProbe {
+                    file_number: older,
+                    found: true
+                }
+            ],
+            "k7 is in the newer run's range but only the older run holds it"
+        );
+
+        db.compact().expect("compact");
+        let entries = observer.compaction_entries.lock().clone();
+        // The full compaction keeps the newest version of k1..k9 (9 entries); each is attributed
+        // to the file it came from.
+        assert_eq!(entries.len(), 9);
+        let from_newer = entries
+            .iter()
+            .filter(|(source, _)| *source == newer)
+            .count();
+        let from_older = entries
+            .iter()
+            .filter(|(source, _)| *source == older)
+            .count();
+        assert_eq!((from_newer, from_older), (2, 7));
+        let output = db.version().levels()[1].runs()[0].files()[0].number();
+        assert!(entries.iter().all(|(_, out)| *out == output));
     }
 }

@@ -17,7 +17,7 @@ use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::Options;
-use crate::stats::IoCounters;
+use crate::stats::{AccessObserver, IoCounters};
 use crate::table::TableCache;
 use crate::version::set::{VersionSet, CURRENT_FILE};
 use crate::version::VersionEdit;
@@ -98,7 +98,11 @@ fn replay_wals(
     Ok(replay)
 }
 
-pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
+pub(crate) fn open(
+    dir: &Path,
+    options: Options,
+    observer: Option<Arc<dyn AccessObserver>>,
+) -> Result<Arc<DbInner>> {
     options.validate()?;
     let fs = Arc::clone(&options.file_system);
     if !fs.exists(dir) {
@@ -195,7 +199,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         tables,
         block_cache,
         counters,
-        observer: None,
+        observer,
         view: ArcSwap::from_pointee(view),
         view_lock: Mutex::new(()),
         commit: Mutex::new(CommitState { wal, wal_number }),
