@@ -1,0 +1,115 @@
+//! I/O accounting: the engine's own counters match what a lookup must read, with and without
+//! the block cache, with O_DIRECT reads and with pinned level-0 metadata.
+
+use strata::{Db, Options};
+
+fn key(i: u32) -> String {
+    format!("key{:08}", i * 2)
+}
+
+fn missing_key(i: u32) -> String {
+    format!("key{:08}", i * 2 + 1)
+}
+
+fn load(options: Options) -> (tempfile::TempDir, Db) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options).expect("open");
+    for i in 0..5000 {
+        db.put(key(i), [7u8; 100]).expect("put");
+    }
+    db.compact().expect("compact");
+    assert_eq!(db.stats().runs, 1);
+    db.reset_stats();
+    (dir, db)
+}
+
+#[test]
+fn without_a_cache_every_lookup_reads_filter_index_and_data_from_the_device() {
+    let (_dir, db) = load(
+        Options::default()
+            .block_cache_bytes(0)
+            .direct_reads(true)
+            .bits_per_key(10.0)
+            .expect("valid"),
+    );
+    for i in 0..1000 {
+        assert!(db.get(key(i)).expect("get").is_some());
+    }
+    let io = db.stats().io;
+    assert_eq!(io.point_lookups, 1000);
+    assert_eq!(io.data_block_reads_total(), 1000);
+    assert_eq!(io.index_block_reads_total(), 1000);
+    assert_eq!(io.filter_block_reads_total(), 1000);
+    assert_eq!(io.unnecessary_data_reads_total(), 0);
+    assert_eq!(io.filter_probes[1], 1000, "the run is on level 1");
+
+    db.reset_stats();
+    for i in 0..1000 {
+        assert!(db.get(missing_key(i)).expect("get").is_none());
+    }
+    let io = db.stats().io;
+    assert_eq!(io.filter_block_reads_total(), 1000);
+    assert_eq!(
+        io.filter_negatives_total() + io.filter_false_positives_total(),
+        1000
+    );
+    assert_eq!(
+        io.data_block_reads_total(),
+        io.filter_false_positives_total(),
+        "only false positives read a data block"
+    );
+    assert_eq!(
+        io.unnecessary_data_reads_total(),
+        io.filter_false_positives_total()
+    );
+    assert!(io.filter_false_positives_total() < 40, "~1% at 10 bits/key");
+}
+
+#[test]
+fn with_a_cache_repeated_lookups_hit_it() {
+    let (_dir, db) = load(Options::default().block_cache_bytes(8 << 20));
+    for _ in 0..3 {
+        for i in 0..100 {
+            assert!(db.get(key(i)).expect("get").is_some());
+        }
+    }
+    let io = db.stats().io;
+    assert_eq!(io.index_block_reads_total(), 1);
+    assert_eq!(io.filter_block_reads_total(), 1);
+    assert!(
+        io.data_block_reads_total() <= 10,
+        "100 neighbouring keys share a few blocks"
+    );
+    assert_eq!(io.data_cache_hits + io.data_block_reads_total(), 300);
+    assert!(db.stats().block_cache_bytes > 0);
+}
+
+#[test]
+fn pinned_level0_metadata_is_not_read_through_the_cache() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = Options::default()
+        .block_cache_bytes(0)
+        .pin_l0_filter_and_index_blocks(true)
+        .level0_compaction_trigger(100)
+        .level0_slowdown_writes_trigger(100)
+        .level0_stop_writes_trigger(100);
+    let db = Db::open(dir.path(), options).expect("open");
+    for i in 0..2000 {
+        db.put(key(i), [1u8; 100]).expect("put");
+    }
+    db.flush().expect("flush");
+    db.reset_stats();
+    for i in 0..500 {
+        assert!(db.get(key(i)).expect("get").is_some());
+    }
+    let stats = db.stats();
+    assert!(stats.levels[0].level == 0 && stats.levels.len() == 1);
+    assert_eq!(stats.io.index_block_reads_total(), 0, "index pinned");
+    assert_eq!(stats.io.filter_block_reads_total(), 0, "filter pinned");
+    assert_eq!(stats.io.data_block_reads_total(), 500);
+    assert!(stats.pinned_bytes > 0);
+    assert_eq!(
+        stats.total_memory_bytes,
+        stats.memtable_bytes + stats.block_cache_bytes + stats.pinned_bytes
+    );
+}
