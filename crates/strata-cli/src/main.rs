@@ -1,1 +1,173 @@
-fn main() {}
+//! `strata`: query, inspect and benchmark Strata databases.
+//!
+//! * `put`, `get`, `delete`, `scan`, `stats` — one operation on a database directory, like
+//!   RocksDB's `ldb` (`commands.rs`).
+//! * `bench` — a db_bench-like benchmark (`bench/`).
+//!
+//! Exit codes: 0 success, 1 `get` of an absent key, 2 any error (a message on stderr; usage
+//! errors come from clap with the same code). Nothing panics on user input or I/O.
+#![deny(clippy::unwrap_used)]
+
+mod bench;
+mod commands;
+mod error;
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use commands::{Encoding, ScanRange};
+use error::{CliError, CliResult};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "strata",
+    version,
+    about = "Query, inspect and benchmark Strata databases"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// `--hex` of the data commands.
+#[derive(Debug, Clone, Copy, clap::Args)]
+struct HexFlag {
+    /// Keys and values are given and printed as hex (input `0x` prefix optional).
+    #[arg(long)]
+    hex: bool,
+}
+
+impl HexFlag {
+    fn encoding(self) -> Encoding {
+        if self.hex {
+            Encoding::Hex
+        } else {
+            Encoding::Utf8
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Store VALUE under KEY (creates the database if it does not exist).
+    Put {
+        /// Database directory.
+        db: PathBuf,
+        #[arg(allow_hyphen_values = true)]
+        key: String,
+        #[arg(allow_hyphen_values = true)]
+        value: String,
+        #[command(flatten)]
+        hex: HexFlag,
+    },
+    /// Print the value of KEY; exit code 1 if it is absent.
+    Get {
+        /// Database directory.
+        db: PathBuf,
+        #[arg(allow_hyphen_values = true)]
+        key: String,
+        #[command(flatten)]
+        hex: HexFlag,
+    },
+    /// Remove KEY (no error if it is absent).
+    Delete {
+        /// Database directory.
+        db: PathBuf,
+        #[arg(allow_hyphen_values = true)]
+        key: String,
+        #[command(flatten)]
+        hex: HexFlag,
+    },
+    /// Print `key<TAB>value` lines in key order.
+    Scan {
+        /// Database directory.
+        db: PathBuf,
+        /// First key (inclusive).
+        #[arg(long, allow_hyphen_values = true)]
+        from: Option<String>,
+        /// End key (exclusive).
+        #[arg(long, allow_hyphen_values = true)]
+        to: Option<String>,
+        /// Print at most N entries.
+        #[arg(long, value_name = "N")]
+        limit: Option<u64>,
+        #[command(flatten)]
+        hex: HexFlag,
+    },
+    /// Print the engine's statistics: tree shape, filters, memory, recovery.
+    Stats {
+        /// Database directory.
+        db: PathBuf,
+    },
+    /// Run a db_bench-like benchmark.
+    Bench(bench::BenchArgs),
+}
+
+fn run(command: Command, out: &mut dyn Write) -> CliResult<()> {
+    match command {
+        Command::Put {
+            db,
+            key,
+            value,
+            hex,
+        } => {
+            let encoding = hex.encoding();
+            commands::put(
+                &db,
+                &encoding.parse(&key, "key")?,
+                &encoding.parse(&value, "value")?,
+            )
+        }
+        Command::Get { db, key, hex } => {
+            let encoding = hex.encoding();
+            commands::get(&db, &encoding.parse(&key, "key")?, encoding, out)
+        }
+        Command::Delete { db, key, hex } => {
+            commands::delete(&db, &hex.encoding().parse(&key, "key")?)
+        }
+        Command::Scan {
+            db,
+            from,
+            to,
+            limit,
+            hex,
+        } => {
+            let encoding = hex.encoding();
+            let range = ScanRange {
+                from: from.map(|k| encoding.parse(&k, "--from")).transpose()?,
+                to: to.map(|k| encoding.parse(&k, "--to")).transpose()?,
+                limit,
+            };
+            commands::scan(&db, &range, encoding, out)
+        }
+        Command::Stats { db } => commands::stats(&db, out),
+        Command::Bench(args) => bench::run(&args),
+    }
+}
+
+/// True if the error is only that whoever read our output stopped reading (`strata scan | head`).
+fn is_broken_pipe(error: &CliError) -> bool {
+    matches!(error, CliError::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
+}
+
+fn main() -> ExitCode {
+    // Usage errors and --help/--version: clap prints and exits (2 for errors, 0 otherwise).
+    let cli = Cli::parse();
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    let outcome = run(cli.command, &mut out).and_then(|()| {
+        out.flush()
+            .map_err(|e| CliError::io("writing to stdout", e))
+    });
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) => {
+            // If stderr is gone too there is nobody left to tell; the exit code still says it.
+            let _ = writeln!(io::stderr(), "strata: {error}");
+            ExitCode::from(error.exit_code())
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! What a benchmark phase measured, and how it is printed (a table row per phase, the tree shape)
+//! and written (`--json`).
+//!
+//! I/O figures come from the engine's counters ([`strata::stats::IoStats`]), zeroed at the start
+//! of each phase: a "block read" is a block-cache miss, i.e. a read from the file system (from
+//! the device with `--direct-reads`).
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use strata::Stats;
+
+use super::workload::Workload;
+
+/// Per-operation latencies of one phase, in nanoseconds (reported in microseconds).
+pub struct Latencies {
+    histogram: Histogram<u64>,
+}
+
+impl Latencies {
+    /// Longest latency recorded exactly: one hour, in nanoseconds (longer ones are clamped).
+    const MAX_NANOS: u64 = 3_600 * 1_000_000_000;
+
+    /// An empty recorder: 1 ns to 1 h at 3 significant digits (0.1% error, ~200 KiB).
+    pub fn new() -> Self {
+        let histogram = Histogram::new_with_bounds(1, Self::MAX_NANOS, 3).unwrap_or_else(|_| {
+            unreachable!("bounds 1..1h with 3 significant figures are valid for hdrhistogram")
+        });
+        Latencies { histogram }
+    }
+
+    /// Records one operation.
+    pub fn record(&mut self, elapsed: Duration) {
+        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        self.histogram
+            .saturating_record(nanos.clamp(1, Self::MAX_NANOS));
+    }
+
+    /// p50, p99, p99.9 and mean, in microseconds.
+    pub fn summary(&self) -> LatencyUs {
+        let us = |nanos: u64| nanos as f64 / 1000.0;
+        LatencyUs {
+            p50: us(self.histogram.value_at_quantile(0.50)),
+            p99: us(self.histogram.value_at_quantile(0.99)),
+            p999: us(self.histogram.value_at_quantile(0.999)),
+            mean: self.histogram.mean() / 1000.0,
+        }
+    }
+}
+
+/// Latency percentiles in microseconds (JSON `latency_us`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LatencyUs {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Mean.
+    pub mean: f64,
+}
+
+/// Blocks read from the file system per operation, by kind (JSON `io_per_op`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct IoPerOp {
+    /// Data blocks per operation.
+    pub data: f64,
+    /// Index blocks per operation.
+    pub index: f64,
+    /// Filter blocks per operation.
+    pub filter: f64,
+}
+
+/// One phase's result, one element of the JSON `results` array. Field names are a contract with
+/// the scripts that read the JSON: extend, never rename.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseResult {
+    /// Always `"strata"` (harnesses compare engines).
+    pub engine: &'static str,
+    /// The workload's name.
+    pub phase: Workload,
+    /// Operations (puts, gets or seeks).
+    pub ops: u64,
+    /// Operations per second of wall-clock time.
+    pub ops_per_sec: f64,
+    /// Per-operation latency.
+    pub latency_us: LatencyUs,
+    /// Block reads per operation.
+    pub io_per_op: IoPerOp,
+    /// Data blocks read by point lookups from files that did not hold the key, per lookup
+    /// (0 in phases without point lookups).
+    pub unnecessary_data_reads_per_lookup: f64,
+    /// Filter false positives per point lookup (0 in phases without point lookups).
+    pub false_positives_per_lookup: f64,
+    /// Entry-weighted mean bits per key of the live filters at the end of the phase.
+    pub avg_bits_per_key: f64,
+    /// The filter allocator's budget in bits per key.
+    pub bits_per_key_budget: f64,
+    /// (flush + compaction bytes written) / user bytes written during the phase; with
+    /// `--settle`, a write phase's figure also includes the flush and compactions of the settle
+    /// that follows it. 0 for phases that write nothing.
+    pub write_amp: f64,
+    /// Non-empty levels at the end of the phase.
+    pub levels: usize,
+    /// Sorted runs at the end of the phase.
+    pub runs: usize,
+}
+
+/// What a phase counted itself, beside the engine's statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PhaseCounts {
+    /// Operations run.
+    pub ops: u64,
+    /// Lookups that found their key (seeks that landed exactly on it).
+    pub found: u64,
+    /// Entries read by seeks (the seeked entry plus its nexts).
+    pub entries_read: u64,
+}
+
+fn per(count: u64, ops: u64) -> f64 {
+    if ops == 0 {
+        0.0
+    } else {
+        count as f64 / ops as f64
+    }
+}
+
+impl PhaseResult {
+    /// Builds a phase's result from its counts, latencies, wall time and the engine's statistics
+    /// taken at the end of the phase (counters zeroed at its start).
+    pub fn new(
+        phase: Workload,
+        counts: &PhaseCounts,
+        latencies: &Latencies,
+        elapsed: Duration,
+        stats: &Stats,
+    ) -> Self {
+        let io = &stats.io;
+        let seconds = elapsed.as_secs_f64();
+        PhaseResult {
+            engine: "strata",
+            phase,
+            ops: counts.ops,
+            ops_per_sec: if seconds > 0.0 {
+                counts.ops as f64 / seconds
+            } else {
+                0.0
+            },
+            latency_us: latencies.summary(),
+            io_per_op: IoPerOp {
+                data: per(io.data_block_reads_total(), counts.ops),
+                index: per(io.index_block_reads_total(), counts.ops),
+                filter: per(io.filter_block_reads_total(), counts.ops),
+            },
+            unnecessary_data_reads_per_lookup: per(
+                io.unnecessary_data_reads_total(),
+                io.point_lookups,
+            ),
+            false_positives_per_lookup: per(io.filter_false_positives_total(), io.point_lookups),
+            avg_bits_per_key: stats.average_bits_per_key,
+            bits_per_key_budget: stats.bits_per_key_budget,
+            write_amp: io.write_amplification(),
+            levels: stats.levels.len(),
+            runs: stats.runs,
+        }
+    }
+}
+
+/// The table header matching [`write_row`].
+pub fn write_header(out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "{:<12} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>9}",
+        "phase",
+        "ops",
+        "ops/s",
+        "p50_us",
+        "p99_us",
+        "p999_us",
+        "mean_us",
+        "data/op",
+        "idx/op",
+        "flt/op",
+        "unnec/lk",
+        "fp/lk",
+        "w-amp",
+        "found"
+    )
+}
+
+/// One table row; `found` is printed for read phases.
+pub fn write_row(
+    out: &mut dyn Write,
+    result: &PhaseResult,
+    counts: &PhaseCounts,
+) -> io::Result<()> {
+    let found = if result.phase.is_write() {
+        "-".to_string()
+    } else {
+        counts.found.to_string()
+    };
+    writeln!(
+        out,
+        "{:<12} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>7.3} {:>7.3} {:>7.3} {:>8.4} {:>8.4} {:>6.2} {:>9}",
+        result.phase.name(),
+        result.ops,
+        result.ops_per_sec,
+        result.latency_us.p50,
+        result.latency_us.p99,
+        result.latency_us.p999,
+        result.latency_us.mean,
+        result.io_per_op.data,
+        result.io_per_op.index,
+        result.io_per_op.filter,
+        result.unnecessary_data_reads_per_lookup,
+        result.false_positives_per_lookup,
+        result.write_amp,
+        found
+    )
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// Prints the tree: per non-empty level its runs, files, entries, size and filter bits per key,
+/// plus the memtables (whose entries are not yet in any level).
+pub fn write_tree(out: &mut dyn Write, title: &str, stats: &Stats) -> io::Result<()> {
+    writeln!(
+        out,
+        "tree {title}: {} levels, {} runs, {} files, {} entries in tables ({:.2} MiB), memtables {:.2} MiB ({} immutable), filters {:.2} bits/key",
+        stats.levels.len(),
+        stats.runs,
+        stats.levels.iter().map(|l| l.files).sum::<usize>(),
+        stats.entries(),
+        mib(stats.table_bytes()),
+        mib(stats.memtable_bytes),
+        stats.immutable_memtables,
+        stats.average_bits_per_key
+    )?;
+    for level in &stats.levels {
+        writeln!(
+            out,
+            "  L{:<2} runs {:>3}  files {:>5}  entries {:>11}  {:>9.2} MiB  {:>6.2} bits/key",
+            level.level,
+            level.runs,
+            level.files,
+            level.entries,
+            mib(level.bytes),
+            level.bits_per_key
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_summary_is_in_microseconds() {
+        let mut latencies = Latencies::new();
+        for micros in 1..=1000u64 {
+            latencies.record(Duration::from_micros(micros));
+        }
+        let summary = latencies.summary();
+        assert!((summary.p50 - 500.0).abs() < 1.0, "{summary:?}");
+        assert!((summary.p99 - 990.0).abs() < 2.0, "{summary:?}");
+        assert!((summary.mean - 500.5).abs() < 1.0, "{summary:?}");
+    }
+
+    #[test]
+    fn per_operation_figures_divide_by_ops_and_lookups() {
+        let mut stats = Stats::default();
+        stats.io.data_block_reads[1] = 30;
+        stats.io.filter_false_positives[2] = 5;
+        stats.io.unnecessary_data_reads[2] = 4;
+        stats.io.point_lookups = 10;
+        let counts = PhaseCounts {
+            ops: 10,
+            found: 10,
+            entries_read: 0,
+        };
+        let result = PhaseResult::new(
+            Workload::Readrandom,
+            &counts,
+            &Latencies::new(),
+            Duration::from_millis(500),
+            &stats,
+        );
+        assert_eq!(result.io_per_op.data, 3.0);
+        assert_eq!(result.false_positives_per_lookup, 0.5);
+        assert_eq!(result.unnecessary_data_reads_per_lookup, 0.4);
+        assert_eq!(result.ops_per_sec, 20.0);
+        assert_eq!(result.write_amp, 0.0);
+    }
+}
