@@ -32,7 +32,12 @@ use workload::{FillOrder, KeyFormat, Workload};
 /// Keys in a full run; `--quick` uses [`QUICK_NUM`].
 const DEFAULT_NUM: u64 = 1_000_000;
 /// Keys (and read operations) in a `--quick` run: about a minute or less on 2 cores in release.
-const QUICK_NUM: u64 = 200_000;
+const QUICK_NUM: u64 = 500_000;
+/// Memtable size of a `--quick` run: small enough that the 500,000 keys (about 60 MiB) make a
+/// tree of several levels, so the run measures table reads and not just the memtable.
+const QUICK_WRITE_BUFFER_BYTES: u64 = 4 << 20;
+/// Memtable size of a full run (the engine's and RocksDB's default).
+const DEFAULT_WRITE_BUFFER_BYTES: u64 = 64 << 20;
 
 /// Which compaction policy the benchmark's database uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -55,7 +60,7 @@ pub struct BenchArgs {
         default_value = "fillrandom,readrandom,readmissing,seekrandom"
     )]
     pub workloads: Vec<Workload>,
-    /// Keys written by a fill phase [default: 1000000, or 200000 with --quick].
+    /// Keys written by a fill phase [default: 1000000, or 500000 with --quick].
     #[arg(long, value_parser = parse_count)]
     pub num: Option<u64>,
     /// Operations of each read phase [default: --num].
@@ -85,9 +90,10 @@ pub struct BenchArgs {
     /// Size ratio T of the compaction policy (a whole number for tiering).
     #[arg(long, default_value_t = 10.0)]
     pub size_ratio: f64,
-    /// Memtable size (bytes; KiB/MiB/GiB suffixes accepted).
-    #[arg(long, default_value = "64MiB", value_parser = parse_bytes)]
-    pub write_buffer_bytes: u64,
+    /// Memtable size (bytes; KiB/MiB/GiB suffixes accepted) [default: 64MiB, or 4MiB with
+    /// --quick].
+    #[arg(long, value_parser = parse_bytes)]
+    pub write_buffer_bytes: Option<u64>,
     /// Entries read after each seek by seekrandom.
     #[arg(long, default_value_t = 10)]
     pub seek_nexts: u64,
@@ -102,7 +108,8 @@ pub struct BenchArgs {
     /// Before each read phase, flush and wait for compactions, then print the tree.
     #[arg(long)]
     pub settle: bool,
-    /// Preset for a run of about a minute: --num 200000 (and so --reads 200000) unless given.
+    /// Preset for a run of about a minute: --num 500000, --write-buffer-bytes 4MiB and --settle,
+    /// unless given.
     #[arg(long)]
     pub quick: bool,
 }
@@ -147,7 +154,11 @@ impl BenchConfig {
         if args.workloads.is_empty() {
             return Err(CliError::InvalidArgument("--workloads is empty".into()));
         }
-        let write_buffer_bytes = args.write_buffer_bytes;
+        let write_buffer_bytes = args.write_buffer_bytes.unwrap_or(if args.quick {
+            QUICK_WRITE_BUFFER_BYTES
+        } else {
+            DEFAULT_WRITE_BUFFER_BYTES
+        });
         if usize::try_from(write_buffer_bytes).is_err() {
             return Err(CliError::InvalidArgument(format!(
                 "--write-buffer-bytes {write_buffer_bytes} does not fit in memory"
@@ -169,7 +180,7 @@ impl BenchConfig {
             seek_nexts: args.seek_nexts,
             db: args.db.clone(),
             json: args.json.clone(),
-            settle: args.settle,
+            settle: args.settle || args.quick,
             quick: args.quick,
         })
     }
