@@ -265,3 +265,120 @@ pub(crate) fn run_compaction(
     }
     Ok(edit)
 }
+
+/// A job that takes one file from one run and overlaps nothing on the output level is done by
+/// moving the file (a manifest edit, no rewrite), as RocksDB's "trivial move". The file keeps its
+/// filter. Returns `None` when the job needs a real merge.
+pub(crate) fn trivial_move(
+    job: &CompactionJob,
+    version: &Version,
+    versions: &VersionSet,
+) -> Option<VersionEdit> {
+    let [input] = job.inputs.as_slice() else {
+        return None;
+    };
+    let [number] = input.file_numbers.as_slice() else {
+        return None;
+    };
+    if input.level >= job.output_level {
+        return None;
+    }
+    let file = version
+        .levels()
+        .get(input.level)?
+        .runs()
+        .iter()
+        .find(|r| r.id() == input.run_id)?
+        .files()
+        .iter()
+        .find(|f| f.number() == *number)?;
+    let output_level = version.levels().get(job.output_level)?;
+    let run_id = match job.output_run {
+        OutputRun::Existing(id) => {
+            let run = output_level.runs().iter().find(|r| r.id() == id)?;
+            if !run
+                .overlapping_files(file.smallest_user_key(), file.largest_user_key())
+                .is_empty()
+            {
+                return None;
+            }
+            id
+        }
+        OutputRun::New => versions.new_run_id(),
+    };
+    Some(VersionEdit {
+        deleted_files: vec![DeletedFile {
+            level: input.level,
+            run_id: input.run_id,
+            number: *number,
+        }],
+        new_files: vec![file.to_new_file(job.output_level, run_id)],
+        ..Default::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::test_support::tree;
+    use crate::compaction::RunInput;
+    use crate::env::RealFileSystem;
+
+    fn job(inputs: Vec<RunInput>, output_level: usize, output_run: OutputRun) -> CompactionJob {
+        CompactionJob {
+            inputs,
+            output_level,
+            output_run,
+            reason: "test".into(),
+        }
+    }
+
+    #[test]
+    fn a_lone_non_overlapping_file_is_moved_not_rewritten() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let versions =
+            VersionSet::open(dir.path(), Arc::new(RealFileSystem), false, 0).expect("versions");
+        let shape = tree(&[
+            (1, 5, 1, "a", "c", 4000),
+            (1, 5, 2, "d", "f", 4000),
+            (2, 6, 7, "x", "z", 9000),
+        ]);
+        let single = RunInput {
+            level: 1,
+            run_id: 5,
+            file_numbers: vec![2],
+        };
+        let edit = trivial_move(
+            &job(vec![single.clone()], 2, OutputRun::Existing(6)),
+            &shape,
+            &versions,
+        )
+        .expect("a move");
+        assert_eq!(edit.deleted_files.len(), 1);
+        assert_eq!(edit.new_files[0].number, 2);
+        assert_eq!((edit.new_files[0].level, edit.new_files[0].run_id), (2, 6));
+        let moved = shape.apply(&edit, None).expect("applies");
+        assert_eq!(moved.levels()[2].runs()[0].files().len(), 2);
+
+        // Overlap with the output run, several files, or a same-level merge need a real merge.
+        let overlapping = RunInput {
+            level: 1,
+            run_id: 5,
+            file_numbers: vec![1],
+        };
+        let shape = tree(&[(1, 5, 1, "a", "c", 4000), (2, 6, 7, "b", "z", 9000)]);
+        assert!(trivial_move(
+            &job(vec![overlapping], 2, OutputRun::Existing(6)),
+            &shape,
+            &versions
+        )
+        .is_none());
+        let two = RunInput {
+            level: 1,
+            run_id: 5,
+            file_numbers: vec![1, 2],
+        };
+        assert!(trivial_move(&job(vec![two], 2, OutputRun::New), &shape, &versions).is_none());
+        assert!(trivial_move(&job(vec![single], 1, OutputRun::New), &shape, &versions).is_none());
+    }
+}

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::{DbInner, ReadView};
 use crate::alloc::{FilterAllocator, FilterJob, JobKind, NewFile as AllocatorFile};
-use crate::compaction::executor::{run_compaction, ExecutorContext};
+use crate::compaction::executor::{run_compaction, trivial_move, ExecutorContext};
 use crate::compaction::{CompactionContext, CompactionJob};
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
@@ -255,16 +255,27 @@ impl DbInner {
             restart_interval: self.options.block_restart_interval,
             target_file_bytes: self.options.target_file_bytes,
         };
-        let edit = run_compaction(&context, job, &version, self.smallest_snapshot())?;
+        let (edit, moved) = match trivial_move(job, &version, &self.versions) {
+            Some(edit) => (edit, true),
+            None => (
+                run_compaction(&context, job, &version, self.smallest_snapshot())?,
+                false,
+            ),
+        };
         let outputs = edit.new_files.len();
-        let written: u64 = edit.new_files.iter().map(|f| f.file_bytes).sum();
+        let written: u64 = if moved {
+            0
+        } else {
+            edit.new_files.iter().map(|f| f.file_bytes).sum()
+        };
         self.versions.log_and_apply(edit)?;
         self.install_current_version(None);
         let micros = start.elapsed().as_micros() as u64;
         add(&self.counters.compactions, 1);
         add(&self.counters.compaction_micros, micros);
         self.info_log.log(format!(
-            "compacted {} files into {outputs} files ({written} bytes) on level {} in {:.1} ms: {}",
+            "{} {} files into {outputs} files ({written} bytes) on level {} in {:.1} ms: {}",
+            if moved { "moved" } else { "compacted" },
             job.input_file_count(),
             job.output_level,
             micros as f64 / 1e3,
