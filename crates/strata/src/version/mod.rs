@@ -48,7 +48,23 @@ pub struct FileMetadata {
     pub(crate) largest_sequence: u64,
     pub(crate) bits_per_key: f64,
     pub(crate) filter_bytes: u64,
-    obsolete_sink: Option<Arc<ObsoleteFiles>>,
+    /// Shared by every `FileMetadata` of this file (a trivial move creates a second one on the
+    /// new level): the file is obsolete only when the last of them is gone.
+    liveness: Arc<FileLiveness>,
+}
+
+/// Reports a file number to the obsolete list when the last reference to the file drops.
+struct FileLiveness {
+    number: u64,
+    sink: Option<Arc<ObsoleteFiles>>,
+}
+
+impl Drop for FileLiveness {
+    fn drop(&mut self) {
+        if let Some(sink) = &self.sink {
+            sink.numbers.lock().push(self.number);
+        }
+    }
 }
 
 impl std::fmt::Debug for FileMetadata {
@@ -62,16 +78,18 @@ impl std::fmt::Debug for FileMetadata {
     }
 }
 
-impl Drop for FileMetadata {
-    fn drop(&mut self) {
-        if let Some(sink) = &self.obsolete_sink {
-            sink.numbers.lock().push(self.number);
-        }
-    }
-}
-
 impl FileMetadata {
     pub(crate) fn from_new_file(file: &NewFile, sink: Option<Arc<ObsoleteFiles>>) -> Self {
+        Self::with_liveness(
+            file,
+            Arc::new(FileLiveness {
+                number: file.number,
+                sink,
+            }),
+        )
+    }
+
+    fn with_liveness(file: &NewFile, liveness: Arc<FileLiveness>) -> Self {
         FileMetadata {
             number: file.number,
             file_bytes: file.file_bytes,
@@ -82,7 +100,7 @@ impl FileMetadata {
             largest_sequence: file.largest_sequence,
             bits_per_key: file.bits_per_key,
             filter_bytes: file.filter_bytes,
-            obsolete_sink: sink,
+            liveness,
         }
     }
 
@@ -287,6 +305,8 @@ impl Version {
         sink: Option<&Arc<ObsoleteFiles>>,
     ) -> Result<Version, String> {
         let mut next = self.clone();
+        // Files deleted and re-added by the same edit (a trivial move) keep their liveness.
+        let mut removed: Vec<Arc<FileMetadata>> = Vec::new();
         for deleted in &edit.deleted_files {
             let level = next
                 .levels
@@ -303,7 +323,13 @@ impl Version {
                     )
                 })?;
             let before = run.files.len();
-            run.files.retain(|f| f.number != deleted.number);
+            run.files.retain(|f| {
+                let keep = f.number != deleted.number;
+                if !keep {
+                    removed.push(Arc::clone(f));
+                }
+                keep
+            });
             if run.files.len() == before {
                 return Err(format!(
                     "deleted file {} is not in run {} of level {}",
@@ -317,7 +343,12 @@ impl Version {
                 .levels
                 .get_mut(file.level)
                 .ok_or_else(|| format!("new file on level {} out of range", file.level))?;
-            let metadata = Arc::new(FileMetadata::from_new_file(file, sink.cloned()));
+            let metadata = Arc::new(
+                match removed.iter().find(|old| old.number == file.number) {
+                    Some(old) => FileMetadata::with_liveness(file, Arc::clone(&old.liveness)),
+                    None => FileMetadata::from_new_file(file, sink.cloned()),
+                },
+            );
             match level.runs.iter_mut().find(|r| r.id == file.run_id) {
                 Some(run) => {
                     let index = run.files.partition_point(|f| {
@@ -425,6 +456,40 @@ pub(crate) mod tests {
             next.apply(&removal, None).is_err(),
             "deleting twice is an error"
         );
+    }
+
+    #[test]
+    fn a_moved_file_is_obsolete_only_when_every_version_has_let_go() {
+        let sink = Arc::new(ObsoleteFiles::default());
+        let add = VersionEdit {
+            new_files: vec![new_file(1, 1, 7, "a", "b")],
+            ..Default::default()
+        };
+        let v1 = Version::default().apply(&add, Some(&sink)).expect("apply");
+        let moved = VersionEdit {
+            deleted_files: vec![DeletedFile {
+                level: 1,
+                run_id: 1,
+                number: 7,
+            }],
+            new_files: vec![new_file(2, 2, 7, "a", "b")],
+            ..Default::default()
+        };
+        let v2 = v1.apply(&moved, Some(&sink)).expect("move");
+        let removal = VersionEdit {
+            deleted_files: vec![DeletedFile {
+                level: 2,
+                run_id: 2,
+                number: 7,
+            }],
+            ..Default::default()
+        };
+        let v3 = v2.apply(&removal, Some(&sink)).expect("remove");
+        drop(v2);
+        assert!(sink.take().is_empty(), "v1 (an old reader) still holds file 7");
+        drop(v1);
+        assert_eq!(sink.take(), vec![7]);
+        drop(v3);
     }
 
     #[test]
