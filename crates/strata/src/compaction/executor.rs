@@ -78,6 +78,79 @@ fn resolve_inputs(job: &CompactionJob, version: &Version) -> Result<Vec<Resolved
     Ok(resolved)
 }
 
+/// Checks that a job keeps the tree's recency order: every run outside the job that overlaps its
+/// key range and is newer than all inputs stays newer than the output, every one older than all
+/// inputs stays older, and none lies between inputs. A policy that breaks this would make reads
+/// return stale versions, so the job is refused (the engine then stops taking writes) instead.
+pub(crate) fn check_recency_order(job: &CompactionJob, version: &Version) -> Result<()> {
+    use std::cmp::Reverse;
+    /// A run's place in read order: by level, then newest (largest id) first.
+    type Position = (usize, Reverse<u64>);
+    let position = |level: usize, run_id: u64| -> Position { (level, Reverse(run_id)) };
+    let refuse = |what: String| {
+        Err(Error::InvalidArgument(format!(
+            "compaction job refused ({}): {what}",
+            job.reason
+        )))
+    };
+    if job.inputs.is_empty() {
+        return refuse("it has no inputs".into());
+    }
+    if let Some(input) = job.inputs.iter().find(|i| i.level > job.output_level) {
+        return refuse(format!(
+            "input on level {} is below the output level",
+            input.level
+        ));
+    }
+    let output = match job.output_run {
+        OutputRun::Existing(id) => position(job.output_level, id),
+        // A new run is the newest of its level.
+        OutputRun::New => position(job.output_level, u64::MAX),
+    };
+    let inputs = resolve_inputs(job, version)?;
+    let is_input = |number: u64| job.inputs.iter().any(|i| i.file_numbers.contains(&number));
+    for (level_index, level) in version.levels().iter().enumerate() {
+        for run in level.runs() {
+            let at = position(level_index, run.id());
+            for file in run.files().iter().filter(|f| !is_input(f.number())) {
+                // Only inputs sharing keys with this file constrain where it may end up.
+                let sharing = inputs.iter().filter(|(_, _, files)| {
+                    files
+                        .iter()
+                        .any(|f| f.overlaps(file.smallest_user_key(), file.largest_user_key()))
+                });
+                let mut range: Option<(Position, Position)> = None;
+                for (input_level, input_run, _) in sharing {
+                    let p = position(*input_level, *input_run);
+                    range = Some(match range {
+                        None => (p, p),
+                        Some((newest, oldest)) => (newest.min(p), oldest.max(p)),
+                    });
+                }
+                let Some((newest, oldest)) = range else {
+                    continue;
+                };
+                let fine = if at < newest {
+                    at < output
+                } else if at > oldest {
+                    at > output
+                } else {
+                    false
+                };
+                if !fine {
+                    return refuse(format!(
+                        "file {} (level {level_index}, run {}) shares keys with the job's inputs and would end up on the wrong side of its output on level {}",
+                        file.number(),
+                        run.id(),
+                        job.output_level
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// True if no file outside the inputs, at or below the output level, overlaps `[smallest,
 /// largest]`: the output then holds the oldest data for those keys.
 fn output_is_bottom(
@@ -331,6 +404,46 @@ mod tests {
             output_run,
             reason: "test".into(),
         }
+    }
+
+    #[test]
+    fn jobs_that_would_put_newer_data_below_older_data_are_refused() {
+        let shape = tree(&[
+            (0, 9, 1, "a", "m", 100),
+            (0, 8, 2, "c", "z", 100),
+            (1, 5, 3, "a", "z", 1000),
+        ]);
+        let all_level0 = vec![
+            RunInput {
+                level: 0,
+                run_id: 9,
+                file_numbers: vec![1],
+            },
+            RunInput {
+                level: 0,
+                run_id: 8,
+                file_numbers: vec![2],
+            },
+        ];
+        // Level 0 merged past the older level-1 data.
+        assert!(check_recency_order(&job(all_level0.clone(), 3, OutputRun::New), &shape).is_err());
+        // Level 0 merged into level 1 (with level 1's file): fine.
+        let mut with_level1 = all_level0.clone();
+        with_level1.push(RunInput {
+            level: 1,
+            run_id: 5,
+            file_numbers: vec![3],
+        });
+        assert!(check_recency_order(&job(with_level1, 1, OutputRun::Existing(5)), &shape).is_ok());
+        // Level 0 into a new run above level 1's run... on level 1, a tiering merge: fine.
+        assert!(check_recency_order(&job(all_level0, 1, OutputRun::New), &shape).is_ok());
+        // Skipping the newest level-0 run while merging the older one is refused.
+        let older_only = vec![RunInput {
+            level: 0,
+            run_id: 8,
+            file_numbers: vec![2],
+        }];
+        assert!(check_recency_order(&job(older_only.clone(), 0, OutputRun::New), &shape).is_err());
     }
 
     #[test]

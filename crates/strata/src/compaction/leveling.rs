@@ -7,7 +7,10 @@
 //! size (RocksDB's `level_compaction_dynamic_level_bytes`, the Mnemosyne paper's "bottom-up"
 //! construction); level 0 then merges straight into the first level whose capacity is needed.
 
-use super::{whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun, RunInput};
+use super::{
+    default_full_compaction, whole_run, CompactionContext, CompactionJob, CompactionPolicy,
+    OutputRun, RunInput,
+};
 use crate::error::{Error, Result};
 use crate::version::{Version, MAX_LEVELS};
 
@@ -105,6 +108,12 @@ impl Leveling {
             capacity[base_level - 1] = capacity[base_level] / self.size_ratio;
             base_level -= 1;
         }
+        // Level 0 must never merge below older data: if a level above the computed base level
+        // holds data (say, after a full compaction into level 1), level 0 merges into it, and its
+        // zero capacity then drains it down level by level.
+        if let Some(first) = (1..base_level).find(|&level| !tree.levels()[level].is_empty()) {
+            base_level = first;
+        }
         (capacity, base_level)
     }
 }
@@ -174,6 +183,20 @@ impl CompactionPolicy for Leveling {
                 ""
             }
         )
+    }
+
+    fn full_compaction(
+        &self,
+        tree: &Version,
+        context: &CompactionContext,
+    ) -> Option<CompactionJob> {
+        // With bottom-up sizing the data's home is the last level; static sizing keeps it on the
+        // deepest non-empty level (the trait's default).
+        let mut job = default_full_compaction(tree, context)?;
+        if self.dynamic_level_bytes {
+            job.output_level = self.last_level;
+        }
+        Some(job)
     }
 
     fn pick(&self, tree: &Version, context: &CompactionContext) -> Option<CompactionJob> {

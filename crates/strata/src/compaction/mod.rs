@@ -74,43 +74,35 @@ pub trait CompactionPolicy: Send + Sync + Debug {
     fn pick(&self, tree: &Version, context: &CompactionContext) -> Option<CompactionJob>;
 
     /// The job that compacts the whole tree into one run (`Db::compact`): by default every run
-    /// into the deepest level the policy uses, or the deepest non-empty level.
+    /// into the deepest non-empty level (level 1 at least).
     fn full_compaction(
         &self,
         tree: &Version,
-        _context: &CompactionContext,
+        context: &CompactionContext,
     ) -> Option<CompactionJob> {
-        let last = tree.last_non_empty_level()?;
-        let inputs: Vec<RunInput> = tree
-            .levels()
-            .iter()
-            .enumerate()
-            .flat_map(|(level, l)| {
-                l.runs().iter().map(move |run| RunInput {
-                    level,
-                    run_id: run.id(),
-                    file_numbers: run.files().iter().map(|f| f.number()).collect(),
-                })
-            })
-            .collect();
-        let target = last.max(1);
-        if inputs.len() == 1 && inputs[0].level == target {
-            // Already one run on its final level; rewriting it would only drop garbage.
-            let only = &inputs[0];
-            return Some(CompactionJob {
-                output_level: target,
-                output_run: OutputRun::New,
-                inputs: vec![only.clone()],
-                reason: "full compaction (rewrite to drop obsolete versions)".into(),
-            });
-        }
-        Some(CompactionJob {
-            inputs,
-            output_level: target,
-            output_run: OutputRun::New,
-            reason: "full compaction".into(),
-        })
+        default_full_compaction(tree, context)
     }
+}
+
+/// Every run of the tree merged into one new run on the deepest non-empty level (level 1 at
+/// least).
+pub fn default_full_compaction(
+    tree: &Version,
+    _context: &CompactionContext,
+) -> Option<CompactionJob> {
+    let last = tree.last_non_empty_level()?;
+    let inputs: Vec<RunInput> = tree
+        .levels()
+        .iter()
+        .enumerate()
+        .flat_map(|(level, l)| l.runs().iter().map(move |run| whole_run(level, run)))
+        .collect();
+    Some(CompactionJob {
+        inputs,
+        output_level: last.max(1),
+        output_run: OutputRun::New,
+        reason: "full compaction".into(),
+    })
 }
 
 /// A run input holding all files of `run`.

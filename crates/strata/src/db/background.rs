@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use super::{DbInner, ReadView};
 use crate::alloc::{FilterAllocator, FilterJob, JobKind, NewFile as AllocatorFile};
-use crate::compaction::executor::{run_compaction, trivial_move, ExecutorContext};
+use crate::compaction::executor::{
+    check_recency_order, run_compaction, trivial_move, ExecutorContext,
+};
 use crate::compaction::{CompactionContext, CompactionJob};
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
@@ -255,6 +257,7 @@ impl DbInner {
             restart_interval: self.options.block_restart_interval,
             target_file_bytes: self.options.target_file_bytes,
         };
+        check_recency_order(job, &version)?;
         let (edit, moved) = match trivial_move(job, &version, &self.versions) {
             Some(edit) => (edit, true),
             None => (

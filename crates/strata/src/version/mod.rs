@@ -343,12 +343,10 @@ impl Version {
                 .levels
                 .get_mut(file.level)
                 .ok_or_else(|| format!("new file on level {} out of range", file.level))?;
-            let metadata = Arc::new(
-                match removed.iter().find(|old| old.number == file.number) {
-                    Some(old) => FileMetadata::with_liveness(file, Arc::clone(&old.liveness)),
-                    None => FileMetadata::from_new_file(file, sink.cloned()),
-                },
-            );
+            let metadata = Arc::new(match removed.iter().find(|old| old.number == file.number) {
+                Some(old) => FileMetadata::with_liveness(file, Arc::clone(&old.liveness)),
+                None => FileMetadata::from_new_file(file, sink.cloned()),
+            });
             match level.runs.iter_mut().find(|r| r.id == file.run_id) {
                 Some(run) => {
                     let index = run.files.partition_point(|f| {
@@ -486,7 +484,10 @@ pub(crate) mod tests {
         };
         let v3 = v2.apply(&removal, Some(&sink)).expect("remove");
         drop(v2);
-        assert!(sink.take().is_empty(), "v1 (an old reader) still holds file 7");
+        assert!(
+            sink.take().is_empty(),
+            "v1 (an old reader) still holds file 7"
+        );
         drop(v1);
         assert_eq!(sink.take(), vec![7]);
         drop(v3);
