@@ -14,7 +14,6 @@ use crate::compaction::executor::{
 use crate::compaction::{CompactionContext, CompactionJob};
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
-use crate::iterator::InternalIterator;
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::stats::{add, IoCounters};
@@ -46,12 +45,7 @@ pub(crate) fn write_level0_table(
         options.block_bytes,
         options.block_restart_interval,
     );
-    let mut iter = mem.iter();
-    iter.seek_to_first();
-    while iter.valid() {
-        builder.add(iter.key(), iter.value())?;
-        iter.next();
-    }
+    mem.for_each_entry(|key, value| builder.add(key, value))?;
     let version = versions.current();
     let job = FilterJob {
         kind: JobKind::Flush,

@@ -125,6 +125,17 @@ impl MemTable {
         self.map.is_empty()
     }
 
+    /// Visits every entry in internal-key order (a flush's single pass; no re-seeking).
+    pub(crate) fn for_each_entry<E>(
+        &self,
+        mut visit: impl FnMut(&[u8], &[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        for entry in self.map.iter() {
+            visit(&entry.key().0, entry.value())?;
+        }
+        Ok(())
+    }
+
     /// An owned iterator over every entry in internal-key order.
     pub(crate) fn iter(self: &Arc<Self>) -> MemTableIter {
         MemTableIter {
