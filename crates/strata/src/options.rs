@@ -41,6 +41,11 @@ pub struct Options {
     /// Keep level-0 files' index and filter blocks pinned in memory instead of in the block cache.
     /// Default `false`.
     pub pin_l0_filter_and_index_blocks: bool,
+    /// Keep every table's index and filter blocks pinned in memory (RocksDB's behaviour with
+    /// `cache_index_and_filter_blocks = false`): lookups then read only data blocks from the
+    /// device, and the pinned bytes count in `Stats::total_memory_bytes`. Default `false`:
+    /// filters compete for the block cache (SPEC §1).
+    pub pin_filter_and_index_blocks: bool,
     /// Read table files with O_DIRECT, bypassing the page cache, so that I/O counts are device
     /// reads. Default `false`.
     pub direct_reads: bool,
@@ -80,6 +85,10 @@ impl std::fmt::Debug for Options {
                 "pin_l0_filter_and_index_blocks",
                 &self.pin_l0_filter_and_index_blocks,
             )
+            .field(
+                "pin_filter_and_index_blocks",
+                &self.pin_filter_and_index_blocks,
+            )
             .field("direct_reads", &self.direct_reads)
             .field("level0_compaction_trigger", &self.level0_compaction_trigger)
             .field(
@@ -112,6 +121,7 @@ impl Default for Options {
             block_cache_bytes: 32 << 20,
             max_open_files: 1000,
             pin_l0_filter_and_index_blocks: false,
+            pin_filter_and_index_blocks: false,
             direct_reads: false,
             level0_compaction_trigger: 4,
             level0_slowdown_writes_trigger: 20,
@@ -161,6 +171,8 @@ setters! {
     max_open_files: usize,
     /// Sets [`Options::pin_l0_filter_and_index_blocks`].
     pin_l0_filter_and_index_blocks: bool,
+    /// Sets [`Options::pin_filter_and_index_blocks`].
+    pin_filter_and_index_blocks: bool,
     /// Sets [`Options::direct_reads`].
     direct_reads: bool,
     /// Sets [`Options::level0_compaction_trigger`].
@@ -187,6 +199,11 @@ impl Options {
     /// Uniform filters of `bits_per_key` (0..=64) for every file.
     pub fn bits_per_key(self, bits_per_key: f64) -> Result<Self> {
         Ok(self.filter_allocator(Arc::new(Uniform::new(bits_per_key)?)))
+    }
+
+    /// True if table files on `level` keep their index and filter blocks pinned.
+    pub(crate) fn pins_metadata_on(&self, level: usize) -> bool {
+        self.pin_filter_and_index_blocks || (level == 0 && self.pin_l0_filter_and_index_blocks)
     }
 
     /// Checks every field; the error names the field and the accepted range.

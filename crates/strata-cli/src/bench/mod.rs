@@ -84,6 +84,10 @@ pub struct BenchArgs {
     /// Read table files with O_DIRECT, so that block reads are device reads.
     #[arg(long)]
     pub direct_reads: bool,
+    /// Keep every table's index and filter blocks pinned in memory (outside the block cache),
+    /// as RocksDB does with `cache_index_and_filter_blocks = false`.
+    #[arg(long)]
+    pub pin_index_filter: bool,
     /// Compaction policy.
     #[arg(long, value_enum, default_value_t = CompactionKind::Leveling)]
     pub compaction: CompactionKind,
@@ -126,6 +130,7 @@ pub struct BenchConfig {
     pub bits_per_key: f64,
     pub cache_bytes: u64,
     pub direct_reads: bool,
+    pub pin_index_filter: bool,
     pub compaction: CompactionKind,
     pub size_ratio: f64,
     pub write_buffer_bytes: u64,
@@ -174,6 +179,7 @@ impl BenchConfig {
             bits_per_key: args.bits_per_key,
             cache_bytes: args.cache_bytes,
             direct_reads: args.direct_reads,
+            pin_index_filter: args.pin_index_filter,
             compaction: args.compaction,
             size_ratio: args.size_ratio,
             write_buffer_bytes,
@@ -196,6 +202,7 @@ impl BenchConfig {
             .write_buffer_bytes(usize::try_from(self.write_buffer_bytes).unwrap_or(usize::MAX))
             .block_cache_bytes(self.cache_bytes)
             .direct_reads(self.direct_reads)
+            .pin_filter_and_index_blocks(self.pin_index_filter)
             .compaction_policy(policy)
             .bits_per_key(self.bits_per_key)?;
         options.validate()?;
@@ -343,7 +350,7 @@ impl Bench<'_> {
         let config = self.config;
         writeln!(
             self.out,
-            "strata bench: db {} ({}), num {}, reads {}, key {} B, value {} B, seed {}\n  {} T={}, {} bits/key, cache {} B, write buffer {} B, direct reads {}, settle {}, seek nexts {}",
+            "strata bench: db {} ({}), num {}, reads {}, key {} B, value {} B, seed {}\n  {} T={}, {} bits/key, cache {} B, write buffer {} B, direct reads {}, pinned index/filter {}, settle {}, seek nexts {}",
             dir.display(),
             if config.db.is_some() { "reused if present" } else { "temporary" },
             config.num,
@@ -360,6 +367,7 @@ impl Bench<'_> {
             config.cache_bytes,
             config.write_buffer_bytes,
             config.direct_reads,
+            config.pin_index_filter,
             config.settle,
             config.seek_nexts,
         )

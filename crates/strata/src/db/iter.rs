@@ -51,7 +51,7 @@ impl DbIterator {
         }
         for (level_index, level) in view.version.levels().iter().enumerate() {
             for run in level.runs() {
-                let pin = level_index == 0 && inner.options.pin_l0_filter_and_index_blocks;
+                let pin = inner.options.pins_metadata_on(level_index);
                 children.push(Box::new(RunIter::new(
                     run.files().to_vec(),
                     Arc::clone(&inner.tables),

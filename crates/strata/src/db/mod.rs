@@ -257,8 +257,7 @@ impl Db {
     /// The newest value of `key`, or `None`.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Value>> {
         self.inner.check_open()?;
-        let sequence = self.inner.versions.last_sequence();
-        self.inner.get(key.as_ref(), sequence)
+        self.inner.get(key.as_ref(), None)
     }
 
     /// A frozen view of the database as of now. It stays valid (and keeps the versions it needs
@@ -274,12 +273,14 @@ impl Db {
 
     /// Iterates the keys in `bounds`, over a consistent snapshot taken now.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, bounds: R) -> DbIterator {
+        // As in `get`: the view first, then the sequence number (see `DbInner::get`).
+        let view = self.inner.view.load_full();
         let sequence = self.inner.versions.last_sequence();
         DbIterator::new(
             Arc::clone(&self.inner),
             sequence,
             owned_bounds(&bounds),
-            None,
+            Some(view),
         )
     }
 
@@ -372,7 +373,7 @@ impl Snapshot {
     /// The value of `key` as of the snapshot.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Value>> {
         self.inner.check_open()?;
-        self.inner.get(key.as_ref(), self.sequence)
+        self.inner.get(key.as_ref(), Some(self.sequence))
     }
 
     /// Iterates every key as of the snapshot.

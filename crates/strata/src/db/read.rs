@@ -11,12 +11,18 @@ use crate::memtable::Lookup;
 use crate::stats::{add, FileProbe};
 
 impl DbInner {
-    /// The newest version of `key` visible at `sequence`.
-    pub(crate) fn get(&self, key: &[u8], sequence: u64) -> Result<Option<Value>> {
+    /// The newest version of `key` visible at `sequence` (a snapshot's), or at the newest
+    /// sequence number when `None`.
+    pub(crate) fn get(&self, key: &[u8], sequence: Option<u64>) -> Result<Option<Value>> {
         add(&self.counters.point_lookups, 1);
         // Merlin's lookup number `d` (SPEC §4).
         self.lookups.fetch_add(1, Ordering::Relaxed);
+        // The view is loaded *before* the sequence number is read: a compaction installed
+        // before the load only dropped versions hidden by newer ones at or below a sequence
+        // number we are about to see, and one installed after it cannot touch the files we
+        // hold. Reading the number first would let a compaction drop a version it still needs.
         let view = self.view.load_full();
+        let sequence = sequence.unwrap_or_else(|| self.versions.last_sequence());
         let found = |lookup: Lookup| match lookup {
             Lookup::Found(value) => Some(Some(Value(value))),
             Lookup::Deleted => Some(None),
@@ -41,7 +47,7 @@ impl DbInner {
                         continue;
                     };
                     add(&self.counters.files_probed[level_index], 1);
-                    let pin = level_index == 0 && self.options.pin_l0_filter_and_index_blocks;
+                    let pin = self.options.pins_metadata_on(level_index);
                     let table = self.tables.get(file.number(), pin)?;
                     let skip_filter = allocator.skip_filter(file);
                     let lookup = table

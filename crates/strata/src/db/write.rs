@@ -159,8 +159,9 @@ impl DbInner {
             }
             let memtables_full = !view.immutable.is_empty()
                 && view.immutable.len() + 1 >= self.options.max_write_buffers;
-            if memtables_full || level0_runs >= self.options.level0_stop_writes_trigger {
-                self.wait_for_background_progress();
+            let level0_full = level0_runs >= self.options.level0_stop_writes_trigger;
+            if memtables_full || level0_full {
+                self.wait_for_background_progress(level0_full);
                 continue;
             }
             self.switch_memtable(commit)?;
@@ -169,11 +170,15 @@ impl DbInner {
 
     /// Stops this writer (and, through the commit lock, every writer) until a flush or
     /// compaction finishes. The timed wait only bounds the cost of a missed wake-up.
-    fn wait_for_background_progress(&self) {
+    fn wait_for_background_progress(&self, need_compaction: bool) {
         let start = Instant::now();
         add(&self.counters.write_stops, 1);
         let mut background = self.background.lock();
-        background.compaction_requested = true;
+        // Only a level-0 stall asks for a compaction: asking while a flush is what we wait for
+        // would wake the compaction thread for nothing and it would wake us back, in a loop.
+        if need_compaction {
+            background.compaction_requested = true;
+        }
         self.work_available.notify_all();
         if self.background_error().is_none() && !background.shutting_down {
             self.work_done

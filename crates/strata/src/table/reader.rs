@@ -369,7 +369,11 @@ impl TableCache {
     /// The reader of table `number`, opening it if needed. `pin` pins its index and filter.
     pub(crate) fn get(&self, number: u64, pin: bool) -> Result<Arc<TableReader>> {
         if let Some(reader) = self.readers.get(&number) {
-            return Ok(reader);
+            // A reader first opened unpinned (say, by a compaction) is reopened pinned when a
+            // lookup on a pinning level asks for it.
+            if !pin || reader.pinned_index.is_some() {
+                return Ok(reader);
+            }
         }
         let mut reader = TableReader::open(
             self.fs.as_ref(),
