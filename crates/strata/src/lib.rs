@@ -28,6 +28,7 @@
 //! # }
 //! ```
 #![deny(clippy::unwrap_used)]
+#![warn(missing_docs)]
 
 pub mod alloc;
 pub(crate) mod cache;

@@ -121,3 +121,31 @@ fn second_open_is_locked_and_limits_are_enforced() {
         Err(Error::InvalidArgument(m)) if m.contains("write_buffer_bytes")
     ));
 }
+
+#[test]
+fn handles_are_send_and_sync_and_owned() {
+    fn assert_send_sync<T: Send + Sync + 'static>() {}
+    fn assert_send<T: Send + 'static>() {}
+    assert_send_sync::<Db>();
+    assert_send_sync::<strata::Snapshot>();
+    assert_send::<strata::DbIterator>();
+    // A snapshot and an iterator outlive the handle they came from and move across threads.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    db.put(b"k", b"v").expect("put");
+    let snapshot = db.snapshot();
+    let iter = db.iter();
+    let clone = db.clone();
+    drop(db);
+    let reader = std::thread::spawn(move || {
+        let value = snapshot.get(b"k").expect("get");
+        let keys: Vec<Vec<u8>> = iter.map(|e| e.expect("entry").0).collect();
+        (value, keys)
+    });
+    let (value, keys) = reader.join().expect("thread");
+    assert_eq!(value.as_deref(), Some(&b"v"[..]));
+    assert_eq!(keys, vec![b"k".to_vec()]);
+    clone
+        .put(b"k2", b"v2")
+        .expect("the remaining clone still writes");
+}

@@ -54,13 +54,7 @@ impl Leveling {
 
     /// The deepest level used (`1..MAX_LEVELS`); 6 by default, as in RocksDB.
     pub fn with_last_level(mut self, last_level: usize) -> Result<Self> {
-        if !(1..MAX_LEVELS).contains(&last_level) {
-            return Err(Error::InvalidArgument(format!(
-                "last_level must be between 1 and {}, got {last_level}",
-                MAX_LEVELS - 1
-            )));
-        }
-        self.last_level = last_level;
+        self.last_level = super::check_last_level(last_level)?;
         Ok(self)
     }
 

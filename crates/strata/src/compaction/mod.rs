@@ -105,6 +105,17 @@ pub fn default_full_compaction(
     })
 }
 
+/// Validates a policy's deepest level (`1..MAX_LEVELS`).
+pub(crate) fn check_last_level(last_level: usize) -> crate::Result<usize> {
+    if !(1..crate::version::MAX_LEVELS).contains(&last_level) {
+        return Err(crate::Error::InvalidArgument(format!(
+            "last_level must be between 1 and {}, got {last_level}",
+            crate::version::MAX_LEVELS - 1
+        )));
+    }
+    Ok(last_level)
+}
+
 /// A run input holding all files of `run`.
 pub(crate) fn whole_run(level: usize, run: &crate::version::Run) -> RunInput {
     RunInput {

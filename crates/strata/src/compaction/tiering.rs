@@ -5,7 +5,7 @@
 
 use super::{whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun};
 use crate::error::{Error, Result};
-use crate::version::{Version, MAX_LEVELS};
+use crate::version::Version;
 
 /// The tiering merge policy.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,13 +33,7 @@ impl Tiering {
 
     /// The deepest level used (`1..MAX_LEVELS`).
     pub fn with_last_level(mut self, last_level: usize) -> Result<Self> {
-        if !(1..MAX_LEVELS).contains(&last_level) {
-            return Err(Error::InvalidArgument(format!(
-                "last_level must be between 1 and {}, got {last_level}",
-                MAX_LEVELS - 1
-            )));
-        }
-        self.last_level = last_level;
+        self.last_level = super::check_last_level(last_level)?;
         Ok(self)
     }
 

@@ -2,7 +2,7 @@
 //! edits between them, and the manifest that makes them durable.
 //!
 //! Readers take an `Arc<Version>` and never block writers or compactions; a flush or compaction
-//! builds the next version from the current one plus a [`VersionEdit`] and swaps it in. A table
+//! builds the next version from the current one plus a version edit and swaps it in. A table
 //! file lives as long as any version (held by a reader, iterator or snapshot) refers to it: when its
 //! last [`FileMetadata`] reference drops, its number goes to the obsolete list and the engine
 //! deletes it (`db::files`).
