@@ -233,7 +233,7 @@ fn bench_on_a_given_db_settles_and_leaves_the_keys_behind() {
         .as_f64()
         .expect("number");
     assert!(false_positives < 0.2, "{false_positives}");
-    assert!(stderr(&output).contains("tree before readrandom"));
+    assert!(stderr(&output).contains("tree strata before readrandom"));
 
     // Values are random bytes (newlines included): --hex keeps one entry per line.
     let first_two = ok(&["scan", db, "--hex", "--limit", "2"]);

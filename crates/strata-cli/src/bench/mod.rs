@@ -1,10 +1,11 @@
 //! `strata bench`: a db_bench-like benchmark. Runs the `--workloads` phases in order against one
-//! database, printing a table row per phase (throughput, latency percentiles, block reads per
-//! operation from the engine's counters) and the tree shape before each read phase; `--json`
-//! writes the configuration and every phase's result for scripts.
+//! database per engine (`--engines strata,rocksdb,fjall`; the peers need `--features peers`),
+//! printing a table row per phase (throughput, latency percentiles, block reads per operation
+//! from the engine's own counters) and the tree shape before each read phase; `--json` writes the
+//! configuration and every phase's result for scripts.
 //!
-//! Each phase zeroes the engine's counters (`Db::reset_stats`) when it starts and reads them
-//! (`Db::stats`) when it ends, so its figures are its own. Background flushes and compactions
+//! Each phase zeroes the engine's counters when it starts and reads them when it ends, so its
+//! figures are its own. Background flushes and compactions
 //! left over from a fill phase may still run during the next phase unless `--settle` is given.
 //!
 //! Built-in sanity checks: after a fill phase (either fill writes every key `0..num`), every
@@ -13,17 +14,16 @@
 //!
 //! `workload.rs` holds the key format and generators, `report.rs` the result types and printing.
 
+pub mod engine;
 pub mod report;
 pub mod workload;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
-use strata::compaction::{CompactionPolicy, Leveling, Tiering};
-use strata::{Db, Options};
+use engine::{Engine, EngineConfig, EngineKind};
 
 use crate::error::{CliError, CliResult};
 use report::{Latencies, PhaseCounts, PhaseResult};
@@ -60,6 +60,10 @@ pub struct BenchArgs {
         default_value = "fillrandom,readrandom,readmissing,seekrandom"
     )]
     pub workloads: Vec<Workload>,
+    /// Engines to run, each on its own fresh database (rocksdb and fjall need a build with
+    /// `--features peers`).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "strata")]
+    pub engines: Vec<EngineKind>,
     /// Keys written by a fill phase [default: 1000000, or 500000 with --quick].
     #[arg(long, value_parser = parse_count)]
     pub num: Option<u64>,
@@ -122,6 +126,7 @@ pub struct BenchArgs {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BenchConfig {
     pub workloads: Vec<Workload>,
+    pub engines: Vec<EngineKind>,
     pub num: u64,
     pub reads: u64,
     pub key_size: usize,
@@ -169,8 +174,27 @@ impl BenchConfig {
                 "--write-buffer-bytes {write_buffer_bytes} does not fit in memory"
             )));
         }
+        if args.engines.is_empty() {
+            return Err(CliError::InvalidArgument("--engines is empty".into()));
+        }
+        if let Some(peer) = args
+            .engines
+            .iter()
+            .find(|&&kind| kind != EngineKind::Strata && !cfg!(feature = "peers"))
+        {
+            return Err(CliError::InvalidArgument(format!(
+                "engine {} needs a build with `--features peers` (see the README)",
+                peer.name()
+            )));
+        }
+        if args.db.is_some() && args.engines.len() > 1 {
+            return Err(CliError::InvalidArgument(
+                "--db names one database; it cannot be used with several --engines".into(),
+            ));
+        }
         Ok(BenchConfig {
             workloads: args.workloads.clone(),
+            engines: args.engines.clone(),
             num,
             reads: args.reads.unwrap_or(num),
             key_size: args.key_size,
@@ -191,22 +215,19 @@ impl BenchConfig {
         })
     }
 
-    /// Engine options for this configuration; invalid values are the engine's
-    /// `InvalidArgument` errors.
-    fn options(&self) -> CliResult<Options> {
-        let policy: Arc<dyn CompactionPolicy> = match self.compaction {
-            CompactionKind::Leveling => Arc::new(Leveling::new(self.size_ratio)?),
-            CompactionKind::Tiering => Arc::new(Tiering::new(self.size_ratio)?),
-        };
-        let options = Options::default()
-            .write_buffer_bytes(usize::try_from(self.write_buffer_bytes).unwrap_or(usize::MAX))
-            .block_cache_bytes(self.cache_bytes)
-            .direct_reads(self.direct_reads)
-            .pin_filter_and_index_blocks(self.pin_index_filter)
-            .compaction_policy(policy)
-            .bits_per_key(self.bits_per_key)?;
-        options.validate()?;
-        Ok(options)
+    /// The settings every engine is configured from (data blocks of 4 KiB, as RocksDB's
+    /// default).
+    pub fn engine_config(&self) -> EngineConfig {
+        EngineConfig {
+            block_bytes: 4096,
+            bits_per_key: self.bits_per_key,
+            cache_bytes: self.cache_bytes,
+            write_buffer_bytes: self.write_buffer_bytes,
+            size_ratio: self.size_ratio,
+            compaction: self.compaction,
+            direct_reads: self.direct_reads,
+            pin_index_filter: self.pin_index_filter,
+        }
     }
 
     fn json_to_stdout(&self) -> bool {
@@ -282,35 +303,45 @@ fn report_error(error: io::Error) -> CliError {
 pub fn run(args: &BenchArgs) -> CliResult<()> {
     let config = BenchConfig::resolve(args)?;
     let format = KeyFormat::new(config.num, config.key_size).map_err(CliError::InvalidArgument)?;
-    let options = config.options()?;
     // With `--json -` stdout carries only the JSON, so the table goes to stderr.
     let (mut out, progress): (Box<dyn Write>, bool) = if config.json_to_stdout() {
         (Box::new(io::stderr()), false)
     } else {
         (Box::new(io::stdout()), io::stdout().is_terminal())
     };
-    let temp_dir = match &config.db {
-        Some(_) => None,
-        None => Some(TempDir::create()?),
-    };
-    let dir = match (&config.db, &temp_dir) {
-        (Some(path), _) => path.clone(),
-        (None, Some(temp)) => temp.path.clone(),
-        (None, None) => unreachable!("a temporary directory exists when --db is absent"),
-    };
-    let mut bench = Bench {
-        config: &config,
-        format,
-        out: out.as_mut(),
-        progress,
-        results: Vec::new(),
-        counts: Vec::new(),
-    };
-    let outcome = bench.run_all(&dir, options);
-    let results = bench.results;
-    // The database is closed inside `run_all`; only now may its temporary directory go.
-    drop(temp_dir);
-    outcome?;
+    let mut results = Vec::new();
+    let mut counts = Vec::new();
+    for &kind in &config.engines {
+        let temp_dir = match &config.db {
+            Some(_) => None,
+            None => Some(TempDir::create()?),
+        };
+        let dir = match (&config.db, &temp_dir) {
+            (Some(path), _) => path.clone(),
+            (None, Some(temp)) => temp.path.clone(),
+            (None, None) => unreachable!("a temporary directory exists when --db is absent"),
+        };
+        let mut bench = Bench {
+            config: &config,
+            format,
+            out: out.as_mut(),
+            progress,
+            results: Vec::new(),
+            counts: Vec::new(),
+        };
+        let outcome = bench.run_all(kind, &dir);
+        results.append(&mut bench.results);
+        counts.append(&mut bench.counts);
+        // The engine is closed inside `run_all`; only now may its temporary directory go.
+        drop(temp_dir);
+        outcome?;
+    }
+    writeln!(out, "\nsummary").map_err(report_error)?;
+    report::write_header(out.as_mut()).map_err(report_error)?;
+    for (result, phase_counts) in results.iter().zip(&counts) {
+        report::write_row(out.as_mut(), result, phase_counts).map_err(report_error)?;
+    }
+    out.flush().map_err(report_error)?;
     if let Some(path) = &config.json {
         write_json(path, &config, &results)?;
     }
@@ -346,11 +377,13 @@ struct Bench<'a> {
 }
 
 impl Bench<'_> {
-    fn run_all(&mut self, dir: &Path, options: Options) -> CliResult<()> {
+    fn run_all(&mut self, kind: EngineKind, dir: &Path) -> CliResult<()> {
         let config = self.config;
+        let engine_config = config.engine_config();
         writeln!(
             self.out,
-            "strata bench: db {} ({}), num {}, reads {}, key {} B, value {} B, seed {}\n  {} T={}, {} bits/key, cache {} B, write buffer {} B, direct reads {}, pinned index/filter {}, settle {}, seek nexts {}",
+            "\n{} bench: db {} ({}), num {}, reads {}, key {} B, value {} B, seed {}",
+            kind.name(),
             dir.display(),
             if config.db.is_some() { "reused if present" } else { "temporary" },
             config.num,
@@ -358,47 +391,34 @@ impl Bench<'_> {
             config.key_size,
             config.value_size,
             config.seed,
-            match config.compaction {
-                CompactionKind::Leveling => "leveling",
-                CompactionKind::Tiering => "tiering",
-            },
-            config.size_ratio,
-            config.bits_per_key,
-            config.cache_bytes,
-            config.write_buffer_bytes,
-            config.direct_reads,
-            config.pin_index_filter,
-            config.settle,
-            config.seek_nexts,
         )
         .map_err(report_error)?;
-        let db = Db::open(dir, options)?;
-        let outcome = self.run_phases(&db);
-        let closed = db.close();
+        let engine = engine::open(kind, dir, &engine_config)?;
+        writeln!(self.out, "  {} {} settings:", engine.name(), engine.version()).map_err(report_error)?;
+        for line in engine.settings() {
+            writeln!(self.out, "    {line}").map_err(report_error)?;
+        }
+        let outcome = self.run_phases(engine.as_ref());
+        let closed = engine.close();
         outcome?;
         closed?;
-        writeln!(self.out, "\nsummary").map_err(report_error)?;
-        report::write_header(self.out).map_err(report_error)?;
-        for (result, counts) in self.results.iter().zip(&self.counts) {
-            report::write_row(self.out, result, counts).map_err(report_error)?;
-        }
         self.out.flush().map_err(report_error)
     }
 
-    fn run_phases(&mut self, db: &Db) -> CliResult<()> {
+    fn run_phases(&mut self, engine: &dyn Engine) -> CliResult<()> {
         // Set once a fill phase wrote every key `0..num`: from then on reads must find them all.
         let mut filled = false;
         let workloads = self.config.workloads.clone();
         for (index, &workload) in workloads.iter().enumerate() {
             if !workload.is_write() {
                 if self.config.settle {
-                    self.settle(db)?;
+                    self.settle(engine)?;
                 }
                 writeln!(self.out).map_err(report_error)?;
                 report::write_tree(
                     self.out,
-                    &format!("before {}", workload.name()),
-                    &db.stats(),
+                    &format!("{} before {}", engine.name(), workload.name()),
+                    &engine.shape(),
                 )
                 .map_err(report_error)?;
             }
@@ -406,20 +426,28 @@ impl Bench<'_> {
                 writeln!(self.out).map_err(report_error)?;
                 report::write_header(self.out).map_err(report_error)?;
             }
-            db.reset_stats();
+            engine.reset_counters();
             let mut latencies = Latencies::new();
             let started = Instant::now();
             let counts = match workload {
                 Workload::Fillseq | Workload::Fillrandom => {
-                    self.fill(db, workload, &mut latencies)?
+                    self.fill(engine, workload, &mut latencies)?
                 }
                 Workload::Readrandom | Workload::Readmissing => {
-                    self.read(db, workload, &mut latencies)?
+                    self.read(engine, workload, &mut latencies)?
                 }
-                Workload::Seekrandom => self.seek(db, &mut latencies)?,
+                Workload::Seekrandom => self.seek(engine, &mut latencies)?,
             };
             let elapsed = started.elapsed();
-            let result = PhaseResult::new(workload, &counts, &latencies, elapsed, &db.stats());
+            let result = PhaseResult::new(
+                engine.name(),
+                workload,
+                &counts,
+                &latencies,
+                elapsed,
+                &engine.counters(),
+                &engine.shape(),
+            );
             report::write_row(self.out, &result, &counts).map_err(report_error)?;
             self.out.flush().map_err(report_error)?;
             self.results.push(result);
@@ -433,19 +461,20 @@ impl Bench<'_> {
     /// Flushes and waits for compactions. The counters were zeroed when the previous phase began,
     /// so if that phase wrote, its write amplification is updated to include the flush and
     /// compactions its writes caused.
-    fn settle(&mut self, db: &Db) -> CliResult<()> {
+    fn settle(&mut self, engine: &dyn Engine) -> CliResult<()> {
         let started = Instant::now();
-        db.flush()?;
-        db.wait_for_compactions()?;
+        engine.flush()?;
+        engine.wait_for_compactions()?;
         let seconds = started.elapsed().as_secs_f64();
-        let write_amp = db.stats().io.write_amplification();
+        let write_amp = engine.counters().write_amplification();
         match self.results.last_mut() {
             Some(previous) if previous.phase.is_write() => {
                 previous.write_amp = write_amp;
                 writeln!(
                     self.out,
-                    "settled in {seconds:.2} s: {} write amplification including the settle {write_amp:.2}",
-                    previous.phase.name()
+                    "settled in {seconds:.2} s: {} write amplification including the settle {}",
+                    previous.phase.name(),
+                    report::optional(write_amp, 2)
                 )
             }
             _ => writeln!(self.out, "settled in {seconds:.2} s"),
@@ -483,7 +512,7 @@ impl Bench<'_> {
 
     fn fill(
         &mut self,
-        db: &Db,
+        engine: &dyn Engine,
         workload: Workload,
         latencies: &mut Latencies,
     ) -> CliResult<PhaseCounts> {
@@ -496,7 +525,7 @@ impl Bench<'_> {
             self.format.present_key(order.index(op), &mut key);
             workload::random_value(self.config.value_size, &mut rng, &mut value);
             let started = Instant::now();
-            db.put(&key, &value)?;
+            engine.put(&key, &value)?;
             latencies.record(started.elapsed());
             progress.tick(op, self.out);
         }
@@ -509,7 +538,7 @@ impl Bench<'_> {
 
     fn read(
         &mut self,
-        db: &Db,
+        engine: &dyn Engine,
         workload: Workload,
         latencies: &mut Latencies,
     ) -> CliResult<PhaseCounts> {
@@ -526,7 +555,7 @@ impl Bench<'_> {
                 self.format.present_key(index, &mut key);
             }
             let started = Instant::now();
-            let value = db.get(&key)?;
+            let value = engine.get(&key)?;
             latencies.record(started.elapsed());
             found += u64::from(value.is_some());
             progress.tick(done, self.out);
@@ -540,29 +569,20 @@ impl Bench<'_> {
     }
 
     /// Seek to a random existing key, then read `seek_nexts` more entries (db_bench's
-    /// `seekrandom` with one iterator reused across seeks).
-    fn seek(&mut self, db: &Db, latencies: &mut Latencies) -> CliResult<PhaseCounts> {
+    /// `seekrandom` with `--seek_nexts`).
+    fn seek(&mut self, engine: &dyn Engine, latencies: &mut Latencies) -> CliResult<PhaseCounts> {
         let mut rng = workload::phase_rng(self.config.seed, Workload::Seekrandom);
         let mut progress = Progress::new(self.progress, Workload::Seekrandom, self.config.reads);
-        let mut iterator = db.iter();
         let mut key = Vec::new();
         let (mut found, mut entries_read) = (0, 0);
         for done in 0..self.config.reads {
             let index = workload::random_present_index(&self.format, &mut rng);
             self.format.present_key(index, &mut key);
             let started = Instant::now();
-            iterator.seek(&key);
-            for position in 0..=self.config.seek_nexts {
-                let Some(entry) = iterator.next() else {
-                    break;
-                };
-                let (entry_key, _) = entry?;
-                if position == 0 && entry_key == key {
-                    found += 1;
-                }
-                entries_read += 1;
-            }
+            let outcome = engine.scan(&key, self.config.seek_nexts + 1)?;
             latencies.record(started.elapsed());
+            found += u64::from(outcome.first_matched);
+            entries_read += outcome.entries;
             progress.tick(done, self.out);
         }
         progress.finish(self.out);

@@ -1,17 +1,17 @@
 //! What a benchmark phase measured, and how it is printed (a table row per phase, the tree shape)
 //! and written (`--json`).
 //!
-//! I/O figures come from the engine's counters ([`strata::stats::IoStats`]), zeroed at the start
-//! of each phase: a "block read" is a block-cache miss, i.e. a read from the file system (from
-//! the device with `--direct-reads`).
+//! I/O figures come from each engine's own counters ([`EngineCounters`]), zeroed at the start of
+//! each phase: a "block read" is a block-cache miss, i.e. a read from the file system (from the
+//! device with `--direct-reads`). A figure an engine cannot report is `null` in the JSON and `-`
+//! in the table.
 
 use std::io::{self, Write};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use strata::Stats;
-
+use super::engine::{EngineCounters, TreeShape};
 use super::workload::Workload;
 
 /// Per-operation latencies of one phase, in nanoseconds (reported in microseconds).
@@ -67,18 +67,18 @@ pub struct LatencyUs {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct IoPerOp {
     /// Data blocks per operation.
-    pub data: f64,
+    pub data: Option<f64>,
     /// Index blocks per operation.
-    pub index: f64,
+    pub index: Option<f64>,
     /// Filter blocks per operation.
-    pub filter: f64,
+    pub filter: Option<f64>,
 }
 
 /// One phase's result, one element of the JSON `results` array. Field names are a contract with
 /// the scripts that read the JSON: extend, never rename.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PhaseResult {
-    /// Always `"strata"` (harnesses compare engines).
+    /// The engine (`strata`, `rocksdb`, `fjall`).
     pub engine: &'static str,
     /// The workload's name.
     pub phase: Workload,
@@ -92,17 +92,17 @@ pub struct PhaseResult {
     pub io_per_op: IoPerOp,
     /// Data blocks read by point lookups from files that did not hold the key, per lookup
     /// (0 in phases without point lookups).
-    pub unnecessary_data_reads_per_lookup: f64,
+    pub unnecessary_data_reads_per_lookup: Option<f64>,
     /// Filter false positives per point lookup (0 in phases without point lookups).
-    pub false_positives_per_lookup: f64,
+    pub false_positives_per_lookup: Option<f64>,
     /// Entry-weighted mean bits per key of the live filters at the end of the phase.
-    pub avg_bits_per_key: f64,
-    /// The filter allocator's budget in bits per key.
-    pub bits_per_key_budget: f64,
+    pub avg_bits_per_key: Option<f64>,
+    /// The filter budget in bits per key.
+    pub bits_per_key_budget: Option<f64>,
     /// (flush + compaction bytes written) / user bytes written during the phase; with
     /// `--settle`, a write phase's figure also includes the flush and compactions of the settle
     /// that follows it. 0 for phases that write nothing.
-    pub write_amp: f64,
+    pub write_amp: Option<f64>,
     /// Non-empty levels at the end of the phase.
     pub levels: usize,
     /// Sorted runs at the end of the phase.
@@ -129,19 +129,24 @@ fn per(count: u64, ops: u64) -> f64 {
 }
 
 impl PhaseResult {
-    /// Builds a phase's result from its counts, latencies, wall time and the engine's statistics
-    /// taken at the end of the phase (counters zeroed at its start).
+    /// Builds a phase's result from its counts, latencies, wall time and the engine's counters
+    /// and tree taken at the end of the phase (counters zeroed at its start).
     pub fn new(
+        engine: &'static str,
         phase: Workload,
         counts: &PhaseCounts,
         latencies: &Latencies,
         elapsed: Duration,
-        stats: &Stats,
+        io: &EngineCounters,
+        shape: &TreeShape,
     ) -> Self {
-        let io = &stats.io;
         let seconds = elapsed.as_secs_f64();
+        let per_op = |count: Option<u64>| count.map(|c| per(c, counts.ops));
+        // Point lookups are the read phases' operations.
+        let lookups = if phase.is_point_lookup() { counts.ops } else { 0 };
+        let per_lookup = |count: Option<u64>| count.map(|c| per(c, lookups));
         PhaseResult {
-            engine: "strata",
+            engine,
             phase,
             ops: counts.ops,
             ops_per_sec: if seconds > 0.0 {
@@ -151,21 +156,26 @@ impl PhaseResult {
             },
             latency_us: latencies.summary(),
             io_per_op: IoPerOp {
-                data: per(io.data_block_reads_total(), counts.ops),
-                index: per(io.index_block_reads_total(), counts.ops),
-                filter: per(io.filter_block_reads_total(), counts.ops),
+                data: per_op(io.data_block_reads),
+                index: per_op(io.index_block_reads),
+                filter: per_op(io.filter_block_reads),
             },
-            unnecessary_data_reads_per_lookup: per(
-                io.unnecessary_data_reads_total(),
-                io.point_lookups,
-            ),
-            false_positives_per_lookup: per(io.filter_false_positives_total(), io.point_lookups),
-            avg_bits_per_key: stats.average_bits_per_key,
-            bits_per_key_budget: stats.bits_per_key_budget,
+            unnecessary_data_reads_per_lookup: per_lookup(io.unnecessary_data_reads),
+            false_positives_per_lookup: per_lookup(io.filter_false_positives),
+            avg_bits_per_key: shape.avg_bits_per_key,
+            bits_per_key_budget: shape.bits_per_key_budget,
             write_amp: io.write_amplification(),
-            levels: stats.levels.len(),
-            runs: stats.runs,
+            levels: shape.levels.len(),
+            runs: shape.runs(),
         }
+    }
+}
+
+/// A figure with `decimals` places, or `-` when the engine cannot say.
+pub fn optional(value: Option<f64>, decimals: usize) -> String {
+    match value {
+        Some(value) => format!("{value:.decimals$}"),
+        None => "-".to_string(),
     }
 }
 
@@ -173,7 +183,8 @@ impl PhaseResult {
 pub fn write_header(out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
-        "{:<12} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>9}",
+        "{:<8} {:<12} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>9}",
+        "engine",
         "phase",
         "ops",
         "ops/s",
@@ -204,7 +215,8 @@ pub fn write_row(
     };
     writeln!(
         out,
-        "{:<12} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>7.3} {:>7.3} {:>7.3} {:>8.4} {:>8.4} {:>6.2} {:>9}",
+        "{:<8} {:<12} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>9}",
+        result.engine,
         result.phase.name(),
         result.ops,
         result.ops_per_sec,
@@ -212,12 +224,12 @@ pub fn write_row(
         result.latency_us.p99,
         result.latency_us.p999,
         result.latency_us.mean,
-        result.io_per_op.data,
-        result.io_per_op.index,
-        result.io_per_op.filter,
-        result.unnecessary_data_reads_per_lookup,
-        result.false_positives_per_lookup,
-        result.write_amp,
+        optional(result.io_per_op.data, 3),
+        optional(result.io_per_op.index, 3),
+        optional(result.io_per_op.filter, 3),
+        optional(result.unnecessary_data_reads_per_lookup, 4),
+        optional(result.false_positives_per_lookup, 4),
+        optional(result.write_amp, 2),
         found
     )
 }
@@ -228,29 +240,29 @@ fn mib(bytes: u64) -> f64 {
 
 /// Prints the tree: per non-empty level its runs, files, entries, size and filter bits per key,
 /// plus the memtables (whose entries are not yet in any level).
-pub fn write_tree(out: &mut dyn Write, title: &str, stats: &Stats) -> io::Result<()> {
+pub fn write_tree(out: &mut dyn Write, title: &str, shape: &TreeShape) -> io::Result<()> {
+    let entries: Option<u64> = shape.levels.iter().map(|l| l.entries).sum();
     writeln!(
         out,
-        "tree {title}: {} levels, {} runs, {} files, {} entries in tables ({:.2} MiB), memtables {:.2} MiB ({} immutable), filters {:.2} bits/key",
-        stats.levels.len(),
-        stats.runs,
-        stats.levels.iter().map(|l| l.files).sum::<usize>(),
-        stats.entries(),
-        mib(stats.table_bytes()),
-        mib(stats.memtable_bytes),
-        stats.immutable_memtables,
-        stats.average_bits_per_key
+        "tree {title}: {} levels, {} runs, {} files, {} entries in tables ({:.2} MiB), memtables {} MiB, filters {} bits/key",
+        shape.levels.len(),
+        shape.runs(),
+        shape.levels.iter().map(|l| l.files).sum::<usize>(),
+        entries.map_or("?".to_string(), |e| e.to_string()),
+        mib(shape.table_bytes),
+        optional(shape.memtable_bytes.map(mib), 2),
+        optional(shape.avg_bits_per_key, 2)
     )?;
-    for level in &stats.levels {
+    for level in &shape.levels {
         writeln!(
             out,
-            "  L{:<2} runs {:>3}  files {:>5}  entries {:>11}  {:>9.2} MiB  {:>6.2} bits/key",
+            "  L{:<2} runs {:>3}  files {:>5}  entries {:>11}  {:>9.2} MiB  {:>6} bits/key",
             level.level,
             level.runs,
             level.files,
-            level.entries,
+            level.entries.map_or("?".to_string(), |e| e.to_string()),
             mib(level.bytes),
-            level.bits_per_key
+            optional(level.bits_per_key, 2)
         )?;
     }
     Ok(())
@@ -274,27 +286,33 @@ mod tests {
 
     #[test]
     fn per_operation_figures_divide_by_ops_and_lookups() {
-        let mut stats = Stats::default();
-        stats.io.data_block_reads[1] = 30;
-        stats.io.filter_false_positives[2] = 5;
-        stats.io.unnecessary_data_reads[2] = 4;
-        stats.io.point_lookups = 10;
+        let io = EngineCounters {
+            data_block_reads: Some(30),
+            filter_false_positives: Some(5),
+            unnecessary_data_reads: Some(4),
+            ..EngineCounters::default()
+        };
         let counts = PhaseCounts {
             ops: 10,
             found: 10,
             entries_read: 0,
         };
         let result = PhaseResult::new(
+            "strata",
             Workload::Readrandom,
             &counts,
             &Latencies::new(),
             Duration::from_millis(500),
-            &stats,
+            &io,
+            &TreeShape::default(),
         );
-        assert_eq!(result.io_per_op.data, 3.0);
-        assert_eq!(result.false_positives_per_lookup, 0.5);
-        assert_eq!(result.unnecessary_data_reads_per_lookup, 0.4);
+        assert_eq!(result.io_per_op.data, Some(3.0));
+        assert_eq!(result.io_per_op.index, None, "unknown stays unknown");
+        assert_eq!(result.false_positives_per_lookup, Some(0.5));
+        assert_eq!(result.unnecessary_data_reads_per_lookup, Some(0.4));
         assert_eq!(result.ops_per_sec, 20.0);
-        assert_eq!(result.write_amp, 0.0);
+        assert_eq!(result.write_amp, None);
+        assert_eq!(optional(None, 2), "-");
+        assert_eq!(optional(Some(1.23456), 2), "1.23");
     }
 }

@@ -52,6 +52,11 @@ impl Workload {
         }
     }
 
+    /// True for phases whose operations are point lookups.
+    pub fn is_point_lookup(self) -> bool {
+        matches!(self, Workload::Readrandom | Workload::Readmissing)
+    }
+
     /// True for phases that write (and report write amplification).
     pub fn is_write(self) -> bool {
         matches!(self, Workload::Fillseq | Workload::Fillrandom)

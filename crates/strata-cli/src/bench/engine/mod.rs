@@ -1,0 +1,287 @@
+//! The engines a benchmark drives: one small trait, implemented for Strata and (with the `peers`
+//! feature) for RocksDB and fjall, so the same workload runs through each and is counted the same
+//! way.
+//!
+//! Every engine is configured from one [`EngineConfig`]; each implementation says how it mapped
+//! the settings ([`Engine::settings`]) and where it could not match them, and the report prints
+//! that mapping. I/O counters come from each engine's own statistics: block-cache misses by block
+//! kind, filter probes and false positives. Where an engine cannot say, the figure is `None`
+//! (JSON `null`).
+
+mod strata_engine;
+#[cfg(feature = "peers")]
+mod fjall_engine;
+#[cfg(feature = "peers")]
+mod rocksdb_engine;
+
+pub use strata_engine::StrataEngine;
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::CompactionKind;
+use crate::error::CliResult;
+
+/// Which engine to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// Strata, this project.
+    Strata,
+    /// RocksDB through the `rocksdb` crate (needs `--features peers`).
+    Rocksdb,
+    /// fjall through the `fjall` crate (needs `--features peers`).
+    Fjall,
+}
+
+impl EngineKind {
+    /// The name in reports and the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Strata => "strata",
+            EngineKind::Rocksdb => "rocksdb",
+            EngineKind::Fjall => "fjall",
+        }
+    }
+}
+
+/// The settings every engine is configured from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EngineConfig {
+    /// Data block size in bytes.
+    pub block_bytes: usize,
+    /// Bloom filter bits per key (the budget, for allocating policies).
+    pub bits_per_key: f64,
+    /// Block cache capacity in bytes.
+    pub cache_bytes: u64,
+    /// Memtable size in bytes.
+    pub write_buffer_bytes: u64,
+    /// Size ratio between levels.
+    pub size_ratio: f64,
+    /// Merge policy.
+    pub compaction: CompactionKind,
+    /// Read table files with O_DIRECT.
+    pub direct_reads: bool,
+    /// Keep index and filter blocks pinned in memory rather than in the block cache.
+    pub pin_index_filter: bool,
+}
+
+/// One write of a batch.
+#[allow(dead_code, reason = "batches and deletes are driven by the YCSB and Mnemosyne workloads")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchOp {
+    /// Store a value.
+    Put(Vec<u8>, Vec<u8>),
+    /// Remove a key.
+    Delete(Vec<u8>),
+}
+
+/// What a seek-and-scan returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ScanOutcome {
+    /// Entries read (the seeked entry included).
+    pub entries: u64,
+    /// True if the first entry's key equals the seek key.
+    pub first_matched: bool,
+}
+
+/// Cumulative counters since the last reset. `None`: the engine cannot say.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct EngineCounters {
+    /// Data blocks read from the file system (block-cache misses).
+    pub data_block_reads: Option<u64>,
+    /// Index blocks read from the file system.
+    pub index_block_reads: Option<u64>,
+    /// Filter blocks read from the file system.
+    pub filter_block_reads: Option<u64>,
+    /// Filter probes.
+    pub filter_probes: Option<u64>,
+    /// Probes a filter let through although the file did not hold the key.
+    pub filter_false_positives: Option<u64>,
+    /// Data blocks read from the file system by lookups that did not find the key there.
+    pub unnecessary_data_reads: Option<u64>,
+    /// Bytes of keys and values written by the user.
+    pub user_write_bytes: Option<u64>,
+    /// Bytes written by flushes and compactions.
+    pub table_write_bytes: Option<u64>,
+}
+
+impl EngineCounters {
+    /// (flush + compaction bytes) / user bytes, when both are known and the user wrote.
+    pub fn write_amplification(&self) -> Option<f64> {
+        match (self.table_write_bytes, self.user_write_bytes) {
+            (Some(_), Some(0)) => Some(0.0),
+            (Some(table), Some(user)) => Some(table as f64 / user as f64),
+            _ => None,
+        }
+    }
+}
+
+/// One level of an engine's tree.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct LevelShape {
+    /// Level index (0 = flushed runs).
+    pub level: usize,
+    /// Sorted runs.
+    pub runs: usize,
+    /// Table files.
+    pub files: usize,
+    /// Entries, where known.
+    pub entries: Option<u64>,
+    /// Bytes of table files.
+    pub bytes: u64,
+    /// Mean filter bits per key, where known.
+    pub bits_per_key: Option<f64>,
+}
+
+/// The tree an engine is reading from.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct TreeShape {
+    /// Non-empty levels, top down.
+    pub levels: Vec<LevelShape>,
+    /// Bytes of live table files.
+    pub table_bytes: u64,
+    /// Bytes in memtables, where known.
+    pub memtable_bytes: Option<u64>,
+    /// Entry-weighted mean bits per key of the live filters, where known.
+    pub avg_bits_per_key: Option<f64>,
+    /// The filter budget in bits per key, where the engine has one.
+    pub bits_per_key_budget: Option<f64>,
+}
+
+impl TreeShape {
+    /// Sorted runs in the tree.
+    pub fn runs(&self) -> usize {
+        self.levels.iter().map(|l| l.runs).sum()
+    }
+}
+
+/// A key-value engine under benchmark. Object-safe; the harness holds a `Box<dyn Engine>`.
+pub trait Engine {
+    /// The engine's name (`strata`, `rocksdb`, `fjall`).
+    fn name(&self) -> &'static str;
+    /// The engine's version string.
+    fn version(&self) -> String;
+    /// How the [`EngineConfig`] was mapped onto this engine's own settings, one line each, with
+    /// any setting that could not be matched said so.
+    fn settings(&self) -> Vec<String>;
+    /// Stores a value (WAL on, no fsync).
+    fn put(&self, key: &[u8], value: &[u8]) -> CliResult<()>;
+    /// Reads a value.
+    fn get(&self, key: &[u8]) -> CliResult<Option<Vec<u8>>>;
+    /// Removes a key.
+    #[allow(dead_code, reason = "driven by the YCSB and Mnemosyne workloads")]
+    fn delete(&self, key: &[u8]) -> CliResult<()>;
+    /// Applies a batch atomically.
+    #[allow(dead_code, reason = "driven by the YCSB and Mnemosyne workloads")]
+    fn write_batch(&self, ops: &[BatchOp]) -> CliResult<()>;
+    /// Seeks to `from` and reads up to `count` entries.
+    fn scan(&self, from: &[u8], count: u64) -> CliResult<ScanOutcome>;
+    /// Flushes memtables to table files.
+    fn flush(&self) -> CliResult<()>;
+    /// Waits until background compactions are done.
+    fn wait_for_compactions(&self) -> CliResult<()>;
+    /// Counters since the last reset.
+    fn counters(&self) -> EngineCounters;
+    /// Zeroes the counters.
+    fn reset_counters(&self);
+    /// The tree's current shape.
+    fn shape(&self) -> TreeShape;
+    /// Closes the engine (flushing nothing it does not have to).
+    fn close(self: Box<Self>) -> CliResult<()>;
+}
+
+/// Opens `kind` in `dir` with `config`.
+pub fn open(kind: EngineKind, dir: &Path, config: &EngineConfig) -> CliResult<Box<dyn Engine>> {
+    match kind {
+        EngineKind::Strata => Ok(Box::new(StrataEngine::open(dir, config)?)),
+        #[cfg(feature = "peers")]
+        EngineKind::Rocksdb => Ok(Box::new(rocksdb_engine::RocksDbEngine::open(dir, config)?)),
+        #[cfg(feature = "peers")]
+        EngineKind::Fjall => Ok(Box::new(fjall_engine::FjallEngine::open(dir, config)?)),
+        #[cfg(not(feature = "peers"))]
+        EngineKind::Rocksdb | EngineKind::Fjall => Err(crate::error::CliError::InvalidArgument(
+            format!(
+                "engine {} needs a build with `--features peers` (see the README)",
+                kind.name()
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod conformance {
+    //! The behaviour every engine must show, run against each engine compiled in.
+    use super::*;
+
+    pub(crate) fn config() -> EngineConfig {
+        EngineConfig {
+            block_bytes: 4096,
+            bits_per_key: 10.0,
+            cache_bytes: 1 << 20,
+            write_buffer_bytes: 64 << 10,
+            size_ratio: 4.0,
+            compaction: CompactionKind::Leveling,
+            direct_reads: false,
+            pin_index_filter: false,
+        }
+    }
+
+    pub(crate) fn exercise(kind: EngineKind) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let engine = open(kind, dir.path(), &config()).expect("open");
+        assert_eq!(engine.name(), kind.name());
+        assert!(!engine.settings().is_empty());
+        for i in 0..3000u32 {
+            engine
+                .put(format!("key{i:06}").as_bytes(), &[b'v'; 100])
+                .expect("put");
+        }
+        engine.delete(b"key000010").expect("delete");
+        engine
+            .write_batch(&[
+                BatchOp::Put(b"key000011".to_vec(), b"batched".to_vec()),
+                BatchOp::Delete(b"key000012".to_vec()),
+            ])
+            .expect("batch");
+        engine.flush().expect("flush");
+        engine.wait_for_compactions().expect("settle");
+        engine.reset_counters();
+        assert_eq!(engine.get(b"key000010").expect("get"), None);
+        assert_eq!(engine.get(b"key000011").expect("get").as_deref(), Some(&b"batched"[..]));
+        assert_eq!(engine.get(b"key000012").expect("get"), None);
+        assert_eq!(engine.get(b"key000013").expect("get").map(|v| v.len()), Some(100));
+        assert_eq!(engine.get(b"nope").expect("get"), None);
+        let scan = engine.scan(b"key000009", 4).expect("scan");
+        assert_eq!(scan, ScanOutcome { entries: 4, first_matched: true });
+        let scan = engine.scan(b"key0029955", 10).expect("scan");
+        assert_eq!(scan.entries, 4, "key002996..key002999");
+        assert!(!scan.first_matched);
+        let shape = engine.shape();
+        assert!(shape.table_bytes > 0, "{shape:?}");
+        assert!(!shape.levels.is_empty());
+        let counters = engine.counters();
+        if let (Some(user), Some(table)) = (counters.user_write_bytes, counters.table_write_bytes) {
+            assert_eq!((user, table), (0, 0), "counters were reset after the writes");
+        }
+        engine.close().expect("close");
+    }
+
+    #[test]
+    fn strata_behaves_like_a_key_value_store() {
+        exercise(EngineKind::Strata);
+    }
+
+    #[cfg(feature = "peers")]
+    #[test]
+    fn rocksdb_behaves_like_a_key_value_store() {
+        exercise(EngineKind::Rocksdb);
+    }
+
+    #[cfg(feature = "peers")]
+    #[test]
+    fn fjall_behaves_like_a_key_value_store() {
+        exercise(EngineKind::Fjall);
+    }
+}

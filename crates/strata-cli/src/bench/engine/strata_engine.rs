@@ -1,0 +1,153 @@
+//! Strata behind the benchmark's [`Engine`] trait.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use strata::compaction::{CompactionPolicy, Leveling, Tiering};
+use strata::{Db, Options, WriteBatch};
+
+use super::{BatchOp, Engine, EngineConfig, EngineCounters, LevelShape, ScanOutcome, TreeShape};
+use crate::bench::CompactionKind;
+use crate::error::CliResult;
+
+/// Strata with the benchmark's settings.
+pub struct StrataEngine {
+    db: Db,
+    settings: Vec<String>,
+}
+
+impl StrataEngine {
+    /// Opens (or creates) a Strata database in `dir`.
+    pub fn open(dir: &Path, config: &EngineConfig) -> CliResult<Self> {
+        let policy: Arc<dyn CompactionPolicy> = match config.compaction {
+            CompactionKind::Leveling => Arc::new(Leveling::new(config.size_ratio)?),
+            CompactionKind::Tiering => Arc::new(Tiering::new(config.size_ratio)?),
+        };
+        let options = Options::default()
+            .write_buffer_bytes(usize::try_from(config.write_buffer_bytes).unwrap_or(usize::MAX))
+            .block_bytes(config.block_bytes)
+            .block_cache_bytes(config.cache_bytes)
+            .direct_reads(config.direct_reads)
+            .pin_filter_and_index_blocks(config.pin_index_filter)
+            .compaction_policy(Arc::clone(&policy))
+            .bits_per_key(config.bits_per_key)?;
+        options.validate()?;
+        let settings = vec![
+            format!("block_bytes {}", options.block_bytes),
+            format!("filter {}", options.filter_allocator.name()),
+            format!("block_cache_bytes {} (data, index and filter blocks)", options.block_cache_bytes),
+            format!("write_buffer_bytes {} x {} memtables", options.write_buffer_bytes, options.max_write_buffers),
+            format!("compaction {}", policy.name()),
+            "compression: none (Strata has none)".to_string(),
+            format!("direct_reads {}", options.direct_reads),
+            format!("pin_filter_and_index_blocks {}", options.pin_filter_and_index_blocks),
+        ];
+        Ok(StrataEngine {
+            db: Db::open(dir, options)?,
+            settings,
+        })
+    }
+}
+
+impl Engine for StrataEngine {
+    fn name(&self) -> &'static str {
+        "strata"
+    }
+
+    fn version(&self) -> String {
+        env!("CARGO_PKG_VERSION").to_string()
+    }
+
+    fn settings(&self) -> Vec<String> {
+        self.settings.clone()
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> CliResult<()> {
+        Ok(self.db.put(key, value)?)
+    }
+
+    fn get(&self, key: &[u8]) -> CliResult<Option<Vec<u8>>> {
+        Ok(self.db.get(key)?.map(|v| v.into_vec()))
+    }
+
+    fn delete(&self, key: &[u8]) -> CliResult<()> {
+        Ok(self.db.delete(key)?)
+    }
+
+    fn write_batch(&self, ops: &[BatchOp]) -> CliResult<()> {
+        let mut batch = WriteBatch::new();
+        for op in ops {
+            match op {
+                BatchOp::Put(key, value) => batch.put(key, value),
+                BatchOp::Delete(key) => batch.delete(key),
+            };
+        }
+        Ok(self.db.write(batch)?)
+    }
+
+    fn scan(&self, from: &[u8], count: u64) -> CliResult<ScanOutcome> {
+        let mut iterator = self.db.iter();
+        iterator.seek(from);
+        let mut outcome = ScanOutcome::default();
+        for entry in iterator.take(usize::try_from(count).unwrap_or(usize::MAX)) {
+            let (key, _) = entry?;
+            if outcome.entries == 0 {
+                outcome.first_matched = key == from;
+            }
+            outcome.entries += 1;
+        }
+        Ok(outcome)
+    }
+
+    fn flush(&self) -> CliResult<()> {
+        Ok(self.db.flush()?)
+    }
+
+    fn wait_for_compactions(&self) -> CliResult<()> {
+        Ok(self.db.wait_for_compactions()?)
+    }
+
+    fn counters(&self) -> EngineCounters {
+        let io = self.db.stats().io;
+        EngineCounters {
+            data_block_reads: Some(io.data_block_reads_total()),
+            index_block_reads: Some(io.index_block_reads_total()),
+            filter_block_reads: Some(io.filter_block_reads_total()),
+            filter_probes: Some(io.filter_probes_total()),
+            filter_false_positives: Some(io.filter_false_positives_total()),
+            unnecessary_data_reads: Some(io.unnecessary_data_reads_total()),
+            user_write_bytes: Some(io.user_write_bytes),
+            table_write_bytes: Some(io.flush_write_bytes + io.compaction_write_bytes),
+        }
+    }
+
+    fn reset_counters(&self) {
+        self.db.reset_stats();
+    }
+
+    fn shape(&self) -> TreeShape {
+        let stats = self.db.stats();
+        TreeShape {
+            levels: stats
+                .levels
+                .iter()
+                .map(|level| LevelShape {
+                    level: level.level,
+                    runs: level.runs,
+                    files: level.files,
+                    entries: Some(level.entries),
+                    bytes: level.bytes,
+                    bits_per_key: Some(level.bits_per_key),
+                })
+                .collect(),
+            table_bytes: stats.table_bytes(),
+            memtable_bytes: Some(stats.memtable_bytes),
+            avg_bits_per_key: Some(stats.average_bits_per_key),
+            bits_per_key_budget: Some(stats.bits_per_key_budget),
+        }
+    }
+
+    fn close(self: Box<Self>) -> CliResult<()> {
+        Ok(self.db.close()?)
+    }
+}
