@@ -11,6 +11,17 @@ use std::path::PathBuf;
 pub enum CliError {
     /// The engine returned an error (open, read, write, close).
     Engine(strata::Error),
+    /// A peer engine (RocksDB, fjall) returned an error.
+    #[allow(
+        dead_code,
+        reason = "constructed only when a peer engine is compiled in"
+    )]
+    Peer {
+        /// The peer's name.
+        engine: &'static str,
+        /// Its error message.
+        message: String,
+    },
     /// A file the command itself reads or writes (not the database's) failed.
     Io {
         /// What the command was doing, e.g. "writing out.json".
@@ -50,6 +61,7 @@ impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CliError::Engine(error) => write!(f, "{error}"),
+            CliError::Peer { engine, message } => write!(f, "{engine}: {message}"),
             CliError::Io { context, source } => write!(f, "I/O error while {context}: {source}"),
             CliError::InvalidArgument(message) => write!(f, "invalid argument: {message}"),
             CliError::KeyNotFound(key) => write!(f, "key not found: {key}"),

@@ -103,7 +103,8 @@ enum Command {
         db: PathBuf,
     },
     /// Run a db_bench-like benchmark.
-    Bench(bench::BenchArgs),
+    #[command(args_override_self = true)]
+    Bench(Box<bench::BenchArgs>),
 }
 
 fn run(command: Command, out: &mut dyn Write) -> CliResult<()> {
@@ -155,7 +156,7 @@ fn is_broken_pipe(error: &CliError) -> bool {
 
 fn main() -> ExitCode {
     // Usage errors and --help/--version: clap prints and exits (2 for errors, 0 otherwise).
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(bench::preset::expand(std::env::args_os().collect()));
     let mut out = io::BufWriter::new(io::stdout().lock());
     let outcome = run(cli.command, &mut out).and_then(|()| {
         out.flush()

@@ -14,7 +14,12 @@
 //!
 //! `workload.rs` holds the key format and generators, `report.rs` the result types and printing.
 
+pub mod compare;
+pub mod distribution;
 pub mod engine;
+pub mod ops;
+pub mod plot;
+pub mod preset;
 pub mod report;
 pub mod workload;
 
@@ -22,11 +27,14 @@ use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use distribution::{KeyChooser, KeyDistribution};
 use engine::{Engine, EngineConfig, EngineKind};
+use ops::{Mix, Op, StreamSpec};
+use serde::Serialize;
+use std::str::FromStr;
 
 use crate::error::{CliError, CliResult};
-use report::{Latencies, PhaseCounts, PhaseResult};
+use report::{Latencies, PhaseCounts, PhaseResult, SeriesPoint};
 use workload::{FillOrder, KeyFormat, Workload};
 
 /// Keys in a full run; `--quick` uses [`QUICK_NUM`].
@@ -49,17 +57,72 @@ pub enum CompactionKind {
     Tiering,
 }
 
+/// Which filter-allocation policy Strata's files get (SPEC §3). Peers have only uniform filters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum FilterPolicyKind {
+    /// The same bits per key for every file (what RocksDB, LevelDB, Pebble and fjall do).
+    Uniform,
+}
+
+impl FilterPolicyKind {
+    /// The name in reports and the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            FilterPolicyKind::Uniform => "uniform",
+        }
+    }
+}
+
+impl CompactionKind {
+    /// The name in reports and the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            CompactionKind::Leveling => "leveling",
+            CompactionKind::Tiering => "tiering",
+        }
+    }
+}
+
+/// One configuration a benchmark runs: an engine with a filter policy and a merge policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Variant {
+    /// The engine.
+    pub engine: EngineKind,
+    /// Strata's filter policy (peers: uniform).
+    pub filter_policy: FilterPolicyKind,
+    /// The merge policy.
+    pub compaction: CompactionKind,
+}
+
+impl Variant {
+    /// `strata/uniform/leveling`.
+    pub fn label(&self) -> String {
+        format!(
+            "{}/{}/{}",
+            self.engine.name(),
+            self.filter_policy.name(),
+            self.compaction.name()
+        )
+    }
+}
+
 /// The flags of `strata bench`. Scripts depend on these names: add, never rename.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
     /// Phases to run, in order.
     #[arg(
         long,
-        value_enum,
         value_delimiter = ',',
+        value_parser = Workload::from_str,
         default_value = "fillrandom,readrandom,readmissing,seekrandom"
     )]
     pub workloads: Vec<Workload>,
+    /// Key distribution of reads, updates and seeks: uniform, zipfian[:theta],
+    /// normal[:mean:stddev] (fractions of the key range), latest[:theta] [default: each
+    /// workload's own: uniform for the db_bench ones, zipfian 0.99 for YCSB, latest for YCSB D].
+    #[arg(long, value_parser = KeyDistribution::from_str)]
+    pub distribution: Option<KeyDistribution>,
     /// Engines to run, each on its own fresh database (rocksdb and fjall need a build with
     /// `--features peers`).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "strata")]
@@ -92,9 +155,26 @@ pub struct BenchArgs {
     /// as RocksDB does with `cache_index_and_filter_blocks = false`.
     #[arg(long)]
     pub pin_index_filter: bool,
-    /// Compaction policy.
-    #[arg(long, value_enum, default_value_t = CompactionKind::Leveling)]
-    pub compaction: CompactionKind,
+    /// Merge policies to run (a comma list compares them).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "leveling")]
+    pub compaction: Vec<CompactionKind>,
+    /// Filter-allocation policies to run on Strata (a comma list compares them).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "uniform")]
+    pub filter_policy: Vec<FilterPolicyKind>,
+    /// Repeat every configuration this many times (medians are reported).
+    #[arg(long, default_value_t = 1)]
+    pub runs: usize,
+    /// Run every engine and policy given in one invocation, alternating their order from run to
+    /// run, and print medians and ratios against the first.
+    #[arg(long)]
+    pub compare: bool,
+    /// Draw the comparison (median ops/s per phase and configuration) as an SVG; with a `.svg`
+    /// name ending in `-series.svg` beside it, the throughput and bits-per-key time series.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// Record a time-series point (throughput, average bits per key) every this many operations.
+    #[arg(long, default_value_t = 100_000, value_parser = parse_count)]
+    pub sample_every: u64,
     /// Size ratio T of the compaction policy (a whole number for tiering).
     #[arg(long, default_value_t = 10.0)]
     pub size_ratio: f64,
@@ -120,12 +200,22 @@ pub struct BenchArgs {
     /// unless given.
     #[arg(long)]
     pub quick: bool,
+    /// A named set of flags, applied before the flags given after it (which override it):
+    /// quick, memory-pressure, paper-mnemosyne, ycsb (see `strata bench --help` and
+    /// docs/BENCHMARKS.md).
+    #[arg(long, value_enum)]
+    pub preset: Option<preset::Preset>,
+    /// Block cache as a fraction of the data size (`num * (key_size + value_size)`); overrides
+    /// --cache-bytes (the papers' "cache of 5% of the data" is 0.05).
+    #[arg(long)]
+    pub cache_fraction: Option<f64>,
 }
 
 /// The resolved configuration, as recorded in the JSON's `config`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BenchConfig {
     pub workloads: Vec<Workload>,
+    pub distribution: Option<KeyDistribution>,
     pub engines: Vec<EngineKind>,
     pub num: u64,
     pub reads: u64,
@@ -136,15 +226,23 @@ pub struct BenchConfig {
     pub cache_bytes: u64,
     pub direct_reads: bool,
     pub pin_index_filter: bool,
-    pub compaction: CompactionKind,
+    pub compaction: Vec<CompactionKind>,
+    pub filter_policy: Vec<FilterPolicyKind>,
     pub size_ratio: f64,
     pub write_buffer_bytes: u64,
     pub seek_nexts: u64,
+    pub runs: usize,
+    pub compare: bool,
+    pub plot: Option<PathBuf>,
+    pub sample_every: u64,
+    /// Engine versions, filled in as engines open.
+    pub engine_versions: Vec<(String, String)>,
     /// `null` when the benchmark ran in a temporary directory.
     pub db: Option<PathBuf>,
     pub json: Option<PathBuf>,
     pub settle: bool,
     pub quick: bool,
+    pub preset: Option<preset::Preset>,
 }
 
 impl BenchConfig {
@@ -177,23 +275,45 @@ impl BenchConfig {
         if args.engines.is_empty() {
             return Err(CliError::InvalidArgument("--engines is empty".into()));
         }
-        if let Some(peer) = args
-            .engines
-            .iter()
-            .find(|&&kind| kind != EngineKind::Strata && !cfg!(feature = "peers"))
-        {
+        let compiled_in = |kind: EngineKind| match kind {
+            EngineKind::Strata => true,
+            EngineKind::Rocksdb => cfg!(feature = "peer-rocksdb"),
+            EngineKind::Fjall => cfg!(feature = "peer-fjall"),
+        };
+        if let Some(peer) = args.engines.iter().find(|&&kind| !compiled_in(kind)) {
             return Err(CliError::InvalidArgument(format!(
                 "engine {} needs a build with `--features peers` (see the README)",
                 peer.name()
             )));
         }
-        if args.db.is_some() && args.engines.len() > 1 {
+        if args.compaction.is_empty() || args.filter_policy.is_empty() {
             return Err(CliError::InvalidArgument(
-                "--db names one database; it cannot be used with several --engines".into(),
+                "--compaction and --filter-policy need at least one policy".into(),
             ));
+        }
+        if args.runs == 0 {
+            return Err(CliError::InvalidArgument(
+                "--runs must be at least 1".into(),
+            ));
+        }
+        if args.sample_every == 0 {
+            return Err(CliError::InvalidArgument(
+                "--sample-every must be at least 1".into(),
+            ));
+        }
+        let variants = args.engines.len() * args.compaction.len() * args.filter_policy.len();
+        if args.db.is_some() && (variants > 1 || args.runs > 1) {
+            return Err(CliError::InvalidArgument(
+                "--db names one database; it cannot be used with several engines, policies or runs"
+                    .into(),
+            ));
+        }
+        if let Some(distribution) = &args.distribution {
+            distribution.validate().map_err(CliError::InvalidArgument)?;
         }
         Ok(BenchConfig {
             workloads: args.workloads.clone(),
+            distribution: args.distribution,
             engines: args.engines.clone(),
             num,
             reads: args.reads.unwrap_or(num),
@@ -201,10 +321,26 @@ impl BenchConfig {
             value_size: args.value_size,
             seed: args.seed,
             bits_per_key: args.bits_per_key,
-            cache_bytes: args.cache_bytes,
+            cache_bytes: match args.cache_fraction {
+                Some(fraction) if fraction.is_finite() && fraction > 0.0 => {
+                    (num as f64 * (args.key_size + args.value_size) as f64 * fraction) as u64
+                }
+                Some(fraction) => {
+                    return Err(CliError::InvalidArgument(format!(
+                        "--cache-fraction must be a positive number, got {fraction}"
+                    )))
+                }
+                None => args.cache_bytes,
+            },
             direct_reads: args.direct_reads,
             pin_index_filter: args.pin_index_filter,
-            compaction: args.compaction,
+            compaction: args.compaction.clone(),
+            filter_policy: args.filter_policy.clone(),
+            runs: args.runs,
+            compare: args.compare,
+            plot: args.plot.clone(),
+            sample_every: args.sample_every,
+            engine_versions: Vec::new(),
             size_ratio: args.size_ratio,
             write_buffer_bytes,
             seek_nexts: args.seek_nexts,
@@ -212,19 +348,41 @@ impl BenchConfig {
             json: args.json.clone(),
             settle: args.settle || args.quick,
             quick: args.quick,
+            preset: args.preset,
         })
+    }
+
+    /// Every configuration to run: engines × filter policies × merge policies; a peer runs
+    /// only with uniform filters (it has no other).
+    pub fn variants(&self) -> Vec<Variant> {
+        let mut variants = Vec::new();
+        for &engine in &self.engines {
+            for &filter_policy in &self.filter_policy {
+                if engine != EngineKind::Strata && filter_policy != FilterPolicyKind::Uniform {
+                    continue;
+                }
+                for &compaction in &self.compaction {
+                    variants.push(Variant {
+                        engine,
+                        filter_policy,
+                        compaction,
+                    });
+                }
+            }
+        }
+        variants
     }
 
     /// The settings every engine is configured from (data blocks of 4 KiB, as RocksDB's
     /// default).
-    pub fn engine_config(&self) -> EngineConfig {
+    pub fn engine_config(&self, variant: &Variant) -> EngineConfig {
         EngineConfig {
             block_bytes: 4096,
             bits_per_key: self.bits_per_key,
             cache_bytes: self.cache_bytes,
             write_buffer_bytes: self.write_buffer_bytes,
             size_ratio: self.size_ratio,
-            compaction: self.compaction,
+            compaction: variant.compaction,
             direct_reads: self.direct_reads,
             pin_index_filter: self.pin_index_filter,
         }
@@ -240,6 +398,10 @@ impl BenchConfig {
 struct BenchReport<'a> {
     config: &'a BenchConfig,
     results: &'a [PhaseResult],
+    /// Medians over `--runs` per (configuration, phase), with ratios against the first.
+    medians: &'a [compare::MedianRow],
+    /// Throughput and average bits per key every `--sample-every` operations.
+    series: &'a [SeriesPoint],
 }
 
 /// Parses a count: digits with optional `_` separators (`1_000_000`).
@@ -301,7 +463,7 @@ fn report_error(error: io::Error) -> CliError {
 
 /// Runs `strata bench`.
 pub fn run(args: &BenchArgs) -> CliResult<()> {
-    let config = BenchConfig::resolve(args)?;
+    let mut config = BenchConfig::resolve(args)?;
     let format = KeyFormat::new(config.num, config.key_size).map_err(CliError::InvalidArgument)?;
     // With `--json -` stdout carries only the JSON, so the table goes to stderr.
     let (mut out, progress): (Box<dyn Write>, bool) = if config.json_to_stdout() {
@@ -309,47 +471,96 @@ pub fn run(args: &BenchArgs) -> CliResult<()> {
     } else {
         (Box::new(io::stdout()), io::stdout().is_terminal())
     };
+    let variants = config.variants();
     let mut results = Vec::new();
     let mut counts = Vec::new();
-    for &kind in &config.engines {
-        let temp_dir = match &config.db {
-            Some(_) => None,
-            None => Some(TempDir::create()?),
-        };
-        let dir = match (&config.db, &temp_dir) {
-            (Some(path), _) => path.clone(),
-            (None, Some(temp)) => temp.path.clone(),
-            (None, None) => unreachable!("a temporary directory exists when --db is absent"),
-        };
-        let mut bench = Bench {
-            config: &config,
-            format,
-            out: out.as_mut(),
-            progress,
-            results: Vec::new(),
-            counts: Vec::new(),
-        };
-        let outcome = bench.run_all(kind, &dir);
-        results.append(&mut bench.results);
-        counts.append(&mut bench.counts);
-        // The engine is closed inside `run_all`; only now may its temporary directory go.
-        drop(temp_dir);
-        outcome?;
+    let mut series = Vec::new();
+    let mut versions: Vec<(String, String)> = Vec::new();
+    for run in 1..=config.runs {
+        // Alternate the order from run to run so that no configuration always goes first (or
+        // last, with a warmer page cache or a busier machine).
+        let mut order = variants.clone();
+        order.rotate_left((run - 1) % variants.len().max(1));
+        for variant in order {
+            let temp_dir = match &config.db {
+                Some(_) => None,
+                None => Some(TempDir::create()?),
+            };
+            let dir = match (&config.db, &temp_dir) {
+                (Some(path), _) => path.clone(),
+                (None, Some(temp)) => temp.path.clone(),
+                (None, None) => unreachable!("a temporary directory exists when --db is absent"),
+            };
+            let mut bench = Bench {
+                config: &config,
+                variant,
+                run,
+                format,
+                out: out.as_mut(),
+                progress,
+                results: Vec::new(),
+                counts: Vec::new(),
+                series: Vec::new(),
+                version: None,
+                phase_started: Instant::now(),
+                last_sample: (0, Instant::now()),
+            };
+            let outcome = bench.run_all(&dir);
+            results.append(&mut bench.results);
+            counts.append(&mut bench.counts);
+            series.append(&mut bench.series);
+            if let Some(version) = bench.version.take() {
+                if !versions.contains(&version) {
+                    versions.push(version);
+                }
+            }
+            // The engine is closed inside `run_all`; only now may its temporary directory go.
+            drop(temp_dir);
+            outcome?;
+        }
     }
+    config.engine_versions = versions;
     writeln!(out, "\nsummary").map_err(report_error)?;
     report::write_header(out.as_mut()).map_err(report_error)?;
     for (result, phase_counts) in results.iter().zip(&counts) {
         report::write_row(out.as_mut(), result, phase_counts).map_err(report_error)?;
     }
+    let medians = compare::medians(&variants, &results);
+    if variants.len() > 1 || config.runs > 1 || config.compare {
+        compare::write_table(out.as_mut(), &medians, config.runs).map_err(report_error)?;
+    }
     out.flush().map_err(report_error)?;
     if let Some(path) = &config.json {
-        write_json(path, &config, &results)?;
+        write_json(path, &config, &results, &medians, &series)?;
+    }
+    if let Some(path) = &config.plot {
+        let series_path = plot::series_path(path);
+        plot::draw_comparison(path, &medians)?;
+        plot::draw_series(&series_path, &series)?;
+        writeln!(
+            out,
+            "plots: {} and {}",
+            path.display(),
+            series_path.display()
+        )
+        .map_err(report_error)?;
     }
     Ok(())
 }
 
-fn write_json(path: &Path, config: &BenchConfig, results: &[PhaseResult]) -> CliResult<()> {
-    let report = BenchReport { config, results };
+fn write_json(
+    path: &Path,
+    config: &BenchConfig,
+    results: &[PhaseResult],
+    medians: &[compare::MedianRow],
+    series: &[SeriesPoint],
+) -> CliResult<()> {
+    let report = BenchReport {
+        config,
+        results,
+        medians,
+        series,
+    };
     let mut text = serde_json::to_string_pretty(&report)
         .map_err(|e| CliError::io("encoding the JSON report", io::Error::other(e)))?;
     text.push('\n');
@@ -368,6 +579,15 @@ fn write_json(path: &Path, config: &BenchConfig, results: &[PhaseResult]) -> Cli
 /// One benchmark run: the configuration, where it reports, and what it measured so far.
 struct Bench<'a> {
     config: &'a BenchConfig,
+    variant: Variant,
+    /// 1-based run number (`--runs`).
+    run: usize,
+    series: Vec<SeriesPoint>,
+    /// `(engine, version)` once the engine is open.
+    version: Option<(String, String)>,
+    /// When the current phase began, and the last time-series point `(ops, time)`.
+    phase_started: Instant,
+    last_sample: (u64, Instant),
     format: KeyFormat,
     out: &'a mut dyn Write,
     /// Show a percentage while a phase runs (stdout is a terminal and carries no JSON).
@@ -377,15 +597,22 @@ struct Bench<'a> {
 }
 
 impl Bench<'_> {
-    fn run_all(&mut self, kind: EngineKind, dir: &Path) -> CliResult<()> {
+    fn run_all(&mut self, dir: &Path) -> CliResult<()> {
         let config = self.config;
-        let engine_config = config.engine_config();
+        let kind = self.variant.engine;
+        let engine_config = config.engine_config(&self.variant);
         writeln!(
             self.out,
-            "\n{} bench: db {} ({}), num {}, reads {}, key {} B, value {} B, seed {}",
-            kind.name(),
+            "\n{} (run {}/{}) bench: db {} ({}), num {}, reads {}, key {} B, value {} B, seed {}",
+            self.variant.label(),
+            self.run,
+            config.runs,
             dir.display(),
-            if config.db.is_some() { "reused if present" } else { "temporary" },
+            if config.db.is_some() {
+                "reused if present"
+            } else {
+                "temporary"
+            },
             config.num,
             config.reads,
             config.key_size,
@@ -394,7 +621,14 @@ impl Bench<'_> {
         )
         .map_err(report_error)?;
         let engine = engine::open(kind, dir, &engine_config)?;
-        writeln!(self.out, "  {} {} settings:", engine.name(), engine.version()).map_err(report_error)?;
+        self.version = Some((engine.name().to_string(), engine.version()));
+        writeln!(
+            self.out,
+            "  {} {} settings:",
+            engine.name(),
+            engine.version()
+        )
+        .map_err(report_error)?;
         for line in engine.settings() {
             writeln!(self.out, "    {line}").map_err(report_error)?;
         }
@@ -427,20 +661,22 @@ impl Bench<'_> {
                 report::write_header(self.out).map_err(report_error)?;
             }
             engine.reset_counters();
+            self.phase_started = Instant::now();
+            self.last_sample = (0, self.phase_started);
             let mut latencies = Latencies::new();
             let started = Instant::now();
             let counts = match workload {
-                Workload::Fillseq | Workload::Fillrandom => {
+                Workload::Fillseq | Workload::Fillrandom | Workload::Load => {
                     self.fill(engine, workload, &mut latencies)?
                 }
-                Workload::Readrandom | Workload::Readmissing => {
-                    self.read(engine, workload, &mut latencies)?
-                }
+                Workload::Readmissing => self.read_missing(engine, &mut latencies)?,
                 Workload::Seekrandom => self.seek(engine, &mut latencies)?,
+                Workload::Mix(mix) => self.stream(engine, mix, &mut latencies)?,
             };
             let elapsed = started.elapsed();
             let result = PhaseResult::new(
-                engine.name(),
+                &self.variant,
+                self.run,
                 workload,
                 &counts,
                 &latencies,
@@ -453,7 +689,7 @@ impl Bench<'_> {
             self.results.push(result);
             self.counts.push(counts);
             self.check(workload, &counts, filled)?;
-            filled |= workload.is_write();
+            filled |= workload.fills();
         }
         Ok(())
     }
@@ -482,30 +718,56 @@ impl Bench<'_> {
         .map_err(report_error)
     }
 
+    /// Records a time-series point every `--sample-every` operations of a phase.
+    fn sample(&mut self, engine: &dyn Engine, workload: Workload, done: u64) {
+        if !done.is_multiple_of(self.config.sample_every) {
+            return;
+        }
+        let now = Instant::now();
+        let (last_ops, last_time) = self.last_sample;
+        let interval = now.duration_since(last_time).as_secs_f64();
+        self.series.push(SeriesPoint {
+            configuration: self.variant.label(),
+            engine: self.variant.engine.name(),
+            filter_policy: self.variant.filter_policy.name(),
+            compaction: self.variant.compaction.name(),
+            run: self.run,
+            phase: workload,
+            ops_done: done,
+            seconds: now.duration_since(self.phase_started).as_secs_f64(),
+            ops_per_sec: if interval > 0.0 {
+                (done - last_ops) as f64 / interval
+            } else {
+                0.0
+            },
+            avg_bits_per_key: engine.shape().avg_bits_per_key,
+        });
+        self.last_sample = (done, now);
+    }
+
+    /// After a fill of every key, lookups of existing keys must all find them and lookups of
+    /// missing keys none.
     fn check(&mut self, workload: Workload, counts: &PhaseCounts, filled: bool) -> CliResult<()> {
         let name = workload.name();
-        match workload {
-            Workload::Readrandom | Workload::Seekrandom if counts.found != counts.ops => {
-                if filled {
-                    return Err(CliError::CheckFailed(format!(
-                        "{name} found {} of {} keys after a fill of every key",
-                        counts.found, counts.ops
-                    )));
-                }
-                writeln!(
-                    self.out,
-                    "note: {name} found {} of {} keys (no fill phase ran before it, so the database may not hold them all)",
-                    counts.found, counts.ops
-                )
-                .map_err(report_error)?;
-            }
-            Workload::Readmissing if counts.found > 0 => {
+        if counts.missing_hits > 0 {
+            return Err(CliError::CheckFailed(format!(
+                "{name} found {} keys that were never written",
+                counts.missing_hits
+            )));
+        }
+        if counts.found != counts.existing_lookups {
+            if filled {
                 return Err(CliError::CheckFailed(format!(
-                    "readmissing found {} of {} keys that were never written",
-                    counts.found, counts.ops
+                    "{name} found {} of {} existing keys after a fill of every key",
+                    counts.found, counts.existing_lookups
                 )));
             }
-            _ => {}
+            writeln!(
+                self.out,
+                "note: {name} found {} of {} keys (no fill phase ran before it, so the database may not hold them all)",
+                counts.found, counts.existing_lookups
+            )
+            .map_err(report_error)?;
         }
         Ok(())
     }
@@ -517,8 +779,14 @@ impl Bench<'_> {
         latencies: &mut Latencies,
     ) -> CliResult<PhaseCounts> {
         let mut rng = workload::phase_rng(self.config.seed, workload);
-        let order = FillOrder::new(workload, self.format.num(), &mut rng)
-            .map_err(CliError::InvalidArgument)?;
+        let order = if workload == Workload::Load {
+            FillOrder::Hashed(
+                StreamSpec::new(Mix::YcsbA, self.format.num(), 0, self.config.seed).load(),
+            )
+        } else {
+            FillOrder::new(workload, self.format.num(), &mut rng)
+                .map_err(CliError::InvalidArgument)?
+        };
         let mut progress = Progress::new(self.progress, workload, order.len());
         let (mut key, mut value) = (Vec::new(), Vec::new());
         for op in 0..order.len() {
@@ -528,6 +796,7 @@ impl Bench<'_> {
             engine.put(&key, &value)?;
             latencies.record(started.elapsed());
             progress.tick(op, self.out);
+            self.sample(engine, workload, op + 1);
         }
         progress.finish(self.out);
         Ok(PhaseCounts {
@@ -536,36 +805,147 @@ impl Bench<'_> {
         })
     }
 
-    fn read(
+    /// Point lookups of absent keys inside the key range.
+    fn read_missing(
         &mut self,
         engine: &dyn Engine,
-        workload: Workload,
         latencies: &mut Latencies,
     ) -> CliResult<PhaseCounts> {
+        let workload = Workload::Readmissing;
         let mut rng = workload::phase_rng(self.config.seed, workload);
         let mut progress = Progress::new(self.progress, workload, self.config.reads);
         let mut key = Vec::new();
-        let mut found = 0;
+        let mut missing_hits = 0;
         for done in 0..self.config.reads {
-            if workload == Workload::Readmissing {
-                let gap = workload::random_missing_gap(&self.format, &mut rng);
-                self.format.missing_key(gap, &mut key);
-            } else {
-                let index = workload::random_present_index(&self.format, &mut rng);
-                self.format.present_key(index, &mut key);
-            }
+            let gap = workload::random_missing_gap(&self.format, &mut rng);
+            self.format.missing_key(gap, &mut key);
             let started = Instant::now();
             let value = engine.get(&key)?;
             latencies.record(started.elapsed());
-            found += u64::from(value.is_some());
+            missing_hits += u64::from(value.is_some());
             progress.tick(done, self.out);
+            self.sample(engine, workload, done + 1);
         }
         progress.finish(self.out);
         Ok(PhaseCounts {
             ops: self.config.reads,
-            found,
-            entries_read: 0,
+            lookups: self.config.reads,
+            missing_hits,
+            ..PhaseCounts::default()
         })
+    }
+
+    /// Runs a mix's operation stream over keys `0..num` (inserts extend the key range). For
+    /// `readwhilewriting` a second thread overwrites random keys at full speed until the
+    /// measured reads are done.
+    fn stream(
+        &mut self,
+        engine: &dyn Engine,
+        mix: Mix,
+        latencies: &mut Latencies,
+    ) -> CliResult<PhaseCounts> {
+        let workload = Workload::Mix(mix);
+        let mut spec = StreamSpec::new(mix, self.format.num(), self.config.reads, self.config.seed);
+        if let Some(distribution) = self.config.distribution {
+            spec = spec.with_distribution(distribution);
+        }
+        // Inserts go past `num`: the keys must still fit in `key_size` digits.
+        KeyFormat::new(spec.key_capacity(), self.config.key_size)
+            .map_err(CliError::InvalidArgument)?;
+        let ops = spec.ops().map_err(CliError::InvalidArgument)?;
+        let writer_ops = spec
+            .background_writes()
+            .map_err(CliError::InvalidArgument)?;
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let format = self.format;
+        let (seed, value_size) = (self.config.seed, self.config.value_size);
+        std::thread::scope(|scope| {
+            let writer = writer_ops.map(|writes| {
+                let stop = &stop;
+                scope.spawn(move || -> CliResult<u64> {
+                    let mut rng = workload::phase_rng(seed ^ 0x5752_4954_4552, workload);
+                    let (mut key, mut value) = (Vec::new(), Vec::new());
+                    let mut written = 0;
+                    for op in writes {
+                        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                            break;
+                        }
+                        if let Op::Update(index) | Op::Insert(index) = op {
+                            format.present_key(index, &mut key);
+                            workload::random_value(value_size, &mut rng, &mut value);
+                            engine.put(&key, &value)?;
+                            written += 1;
+                        }
+                    }
+                    Ok(written)
+                })
+            });
+            let measured = self.run_ops(engine, workload, ops, latencies);
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            let background = match writer {
+                Some(handle) => handle.join().unwrap_or_else(|_| {
+                    Err(CliError::CheckFailed(
+                        "the background writer panicked".into(),
+                    ))
+                })?,
+                None => 0,
+            };
+            let mut counts = measured?;
+            counts.background_writes = background;
+            Ok(counts)
+        })
+    }
+
+    fn run_ops(
+        &mut self,
+        engine: &dyn Engine,
+        workload: Workload,
+        ops: impl Iterator<Item = Op>,
+        latencies: &mut Latencies,
+    ) -> CliResult<PhaseCounts> {
+        let mut rng = workload::phase_rng(self.config.seed, workload);
+        let mut progress = Progress::new(self.progress, workload, self.config.reads);
+        let (mut key, mut value) = (Vec::new(), Vec::new());
+        let mut counts = PhaseCounts::default();
+        for op in ops {
+            let started = Instant::now();
+            match op {
+                Op::Insert(index) | Op::Update(index) => {
+                    self.format.present_key(index, &mut key);
+                    workload::random_value(self.config.value_size, &mut rng, &mut value);
+                    engine.put(&key, &value)?;
+                }
+                Op::Read(index) => {
+                    self.format.present_key(index, &mut key);
+                    counts.lookups += 1;
+                    counts.existing_lookups += 1;
+                    counts.found += u64::from(engine.get(&key)?.is_some());
+                }
+                Op::ReadMissing(gap) => {
+                    self.format.missing_key(gap, &mut key);
+                    counts.lookups += 1;
+                    counts.missing_hits += u64::from(engine.get(&key)?.is_some());
+                }
+                Op::Scan { start, len } => {
+                    self.format.present_key(start, &mut key);
+                    counts.entries_read += engine.scan(&key, len)?.entries;
+                }
+                Op::ReadModifyWrite(index) => {
+                    self.format.present_key(index, &mut key);
+                    counts.lookups += 1;
+                    counts.existing_lookups += 1;
+                    counts.found += u64::from(engine.get(&key)?.is_some());
+                    workload::random_value(self.config.value_size, &mut rng, &mut value);
+                    engine.put(&key, &value)?;
+                }
+            }
+            latencies.record(started.elapsed());
+            progress.tick(counts.ops, self.out);
+            counts.ops += 1;
+            self.sample(engine, workload, counts.ops);
+        }
+        progress.finish(self.out);
+        Ok(counts)
     }
 
     /// Seek to a random existing key, then read `seek_nexts` more entries (db_bench's
@@ -573,10 +953,13 @@ impl Bench<'_> {
     fn seek(&mut self, engine: &dyn Engine, latencies: &mut Latencies) -> CliResult<PhaseCounts> {
         let mut rng = workload::phase_rng(self.config.seed, Workload::Seekrandom);
         let mut progress = Progress::new(self.progress, Workload::Seekrandom, self.config.reads);
+        let distribution = self.config.distribution.unwrap_or(KeyDistribution::Uniform);
+        let mut chooser =
+            KeyChooser::new(distribution, self.format.num()).map_err(CliError::InvalidArgument)?;
         let mut key = Vec::new();
         let (mut found, mut entries_read) = (0, 0);
         for done in 0..self.config.reads {
-            let index = workload::random_present_index(&self.format, &mut rng);
+            let index = chooser.next(&mut rng, self.format.num());
             self.format.present_key(index, &mut key);
             let started = Instant::now();
             let outcome = engine.scan(&key, self.config.seek_nexts + 1)?;
@@ -584,12 +967,15 @@ impl Bench<'_> {
             found += u64::from(outcome.first_matched);
             entries_read += outcome.entries;
             progress.tick(done, self.out);
+            self.sample(engine, Workload::Seekrandom, done + 1);
         }
         progress.finish(self.out);
         Ok(PhaseCounts {
             ops: self.config.reads,
             found,
+            existing_lookups: self.config.reads,
             entries_read,
+            ..PhaseCounts::default()
         })
     }
 }

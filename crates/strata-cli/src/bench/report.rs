@@ -9,10 +9,11 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
-use serde::Serialize;
 use super::engine::{EngineCounters, TreeShape};
 use super::workload::Workload;
+use super::Variant;
+use hdrhistogram::Histogram;
+use serde::Serialize;
 
 /// Per-operation latencies of one phase, in nanoseconds (reported in microseconds).
 pub struct Latencies {
@@ -80,6 +81,14 @@ pub struct IoPerOp {
 pub struct PhaseResult {
     /// The engine (`strata`, `rocksdb`, `fjall`).
     pub engine: &'static str,
+    /// Strata's filter-allocation policy (`uniform` for the peers).
+    pub filter_policy: &'static str,
+    /// The merge policy.
+    pub compaction: &'static str,
+    /// `engine/filter_policy/compaction`.
+    pub configuration: String,
+    /// 1-based run number (`--runs`).
+    pub run: usize,
     /// The workload's name.
     pub phase: Workload,
     /// Operations (puts, gets or seeks).
@@ -109,15 +118,49 @@ pub struct PhaseResult {
     pub runs: usize,
 }
 
+/// One point of a phase's time series (JSON `series`): throughput over the last interval and the
+/// tree's average filter bits per key, for plots of the shape of Mnemosyne's Fig. 11.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SeriesPoint {
+    /// `engine/filter_policy/compaction`.
+    pub configuration: String,
+    /// The engine.
+    pub engine: &'static str,
+    /// The filter policy.
+    pub filter_policy: &'static str,
+    /// The merge policy.
+    pub compaction: &'static str,
+    /// 1-based run number.
+    pub run: usize,
+    /// The phase.
+    pub phase: Workload,
+    /// Operations of the phase done so far.
+    pub ops_done: u64,
+    /// Seconds since the phase began.
+    pub seconds: f64,
+    /// Throughput since the previous point.
+    pub ops_per_sec: f64,
+    /// The live tree's average filter bits per key, where the engine can say.
+    pub avg_bits_per_key: Option<f64>,
+}
+
 /// What a phase counted itself, beside the engine's statistics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PhaseCounts {
     /// Operations run.
     pub ops: u64,
-    /// Lookups that found their key (seeks that landed exactly on it).
+    /// Point lookups (of existing and of missing keys).
+    pub lookups: u64,
+    /// Lookups (and seeks) of keys that exist.
+    pub existing_lookups: u64,
+    /// Lookups of existing keys that found their key (seeks that landed exactly on it).
     pub found: u64,
-    /// Entries read by seeks (the seeked entry plus its nexts).
+    /// Lookups of never-written keys that found something (must stay 0).
+    pub missing_hits: u64,
+    /// Entries read by seeks and scans.
     pub entries_read: u64,
+    /// Writes done by the background writer of `readwhilewriting`.
+    pub background_writes: u64,
 }
 
 fn per(count: u64, ops: u64) -> f64 {
@@ -131,8 +174,10 @@ fn per(count: u64, ops: u64) -> f64 {
 impl PhaseResult {
     /// Builds a phase's result from its counts, latencies, wall time and the engine's counters
     /// and tree taken at the end of the phase (counters zeroed at its start).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
-        engine: &'static str,
+        variant: &Variant,
+        run: usize,
         phase: Workload,
         counts: &PhaseCounts,
         latencies: &Latencies,
@@ -142,11 +187,14 @@ impl PhaseResult {
     ) -> Self {
         let seconds = elapsed.as_secs_f64();
         let per_op = |count: Option<u64>| count.map(|c| per(c, counts.ops));
-        // Point lookups are the read phases' operations.
-        let lookups = if phase.is_point_lookup() { counts.ops } else { 0 };
+        let lookups = counts.lookups;
         let per_lookup = |count: Option<u64>| count.map(|c| per(c, lookups));
         PhaseResult {
-            engine,
+            engine: variant.engine.name(),
+            filter_policy: variant.filter_policy.name(),
+            compaction: variant.compaction.name(),
+            configuration: variant.label(),
+            run,
             phase,
             ops: counts.ops,
             ops_per_sec: if seconds > 0.0 {
@@ -183,7 +231,7 @@ pub fn optional(value: Option<f64>, decimals: usize) -> String {
 pub fn write_header(out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
-        "{:<8} {:<12} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>9}",
+        "{:<8} {:<16} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>9}",
         "engine",
         "phase",
         "ops",
@@ -208,14 +256,14 @@ pub fn write_row(
     result: &PhaseResult,
     counts: &PhaseCounts,
 ) -> io::Result<()> {
-    let found = if result.phase.is_write() {
+    let found = if counts.existing_lookups == 0 {
         "-".to_string()
     } else {
         counts.found.to_string()
     };
     writeln!(
         out,
-        "{:<8} {:<12} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>9}",
+        "{:<8} {:<16} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>9}",
         result.engine,
         result.phase.name(),
         result.ops,
@@ -271,6 +319,8 @@ pub fn write_tree(out: &mut dyn Write, title: &str, shape: &TreeShape) -> io::Re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::engine::EngineKind;
+    use crate::bench::{CompactionKind, FilterPolicyKind};
 
     #[test]
     fn latency_summary_is_in_microseconds() {
@@ -294,12 +344,20 @@ mod tests {
         };
         let counts = PhaseCounts {
             ops: 10,
+            lookups: 10,
+            existing_lookups: 10,
             found: 10,
-            entries_read: 0,
+            ..PhaseCounts::default()
+        };
+        let variant = Variant {
+            engine: EngineKind::Strata,
+            filter_policy: FilterPolicyKind::Uniform,
+            compaction: CompactionKind::Leveling,
         };
         let result = PhaseResult::new(
-            "strata",
-            Workload::Readrandom,
+            &variant,
+            1,
+            Workload::Mix(crate::bench::ops::Mix::ReadRandom),
             &counts,
             &Latencies::new(),
             Duration::from_millis(500),

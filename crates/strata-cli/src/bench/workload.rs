@@ -23,43 +23,86 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, RngCore, SeedableRng};
 use serde::Serialize;
+use std::str::FromStr;
+
+use super::ops::{LoadOrder, Mix};
 
 /// A benchmark phase.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Workload {
     /// Writes keys `0..num` in order.
     Fillseq,
     /// Writes keys `0..num` once each, in a seeded random order (a permutation).
     Fillrandom,
-    /// Point lookups of uniformly random existing keys.
-    Readrandom,
     /// Point lookups of absent keys inside the key range (see the module docs).
     Readmissing,
-    /// Seeks to a uniformly random existing key, then reads `seek_nexts` more entries.
+    /// Seeks to a random existing key (drawn from `--distribution`), then reads `seek_nexts`
+    /// more entries.
     Seekrandom,
+    /// Inserts keys `0..num` once each in YCSB's hashed order (`insertorder=hashed`): the `load`
+    /// of YCSB and of the Mnemosyne workloads.
+    Load,
+    /// A stream of operations drawn from a mix (`readrandom`, `overwrite`, `readhot`,
+    /// `readwhilewriting`, `ycsb-a`..`ycsb-f`, `mnemosyne-i`, `mnemosyne-ii[:Z]`) over keys
+    /// `0..num`, keys chosen by `--distribution` (or the mix's own default).
+    Mix(Mix),
 }
 
 impl Workload {
-    /// The name used on the command line, in reports and in the JSON.
-    pub fn name(self) -> &'static str {
+    /// The name used on the command line, in reports and in the JSON (`mnemosyne-ii:0.5`).
+    pub fn name(self) -> String {
         match self {
-            Workload::Fillseq => "fillseq",
-            Workload::Fillrandom => "fillrandom",
-            Workload::Readrandom => "readrandom",
-            Workload::Readmissing => "readmissing",
-            Workload::Seekrandom => "seekrandom",
+            Workload::Fillseq => "fillseq".into(),
+            Workload::Fillrandom => "fillrandom".into(),
+            Workload::Readmissing => "readmissing".into(),
+            Workload::Seekrandom => "seekrandom".into(),
+            Workload::Load => "load".into(),
+            Workload::Mix(mix) => mix.to_string(),
         }
     }
 
-    /// True for phases whose operations are point lookups.
-    pub fn is_point_lookup(self) -> bool {
-        matches!(self, Workload::Readrandom | Workload::Readmissing)
+    /// True for phases that only write (and report write amplification).
+    pub fn is_write(self) -> bool {
+        matches!(
+            self,
+            Workload::Fillseq
+                | Workload::Fillrandom
+                | Workload::Load
+                | Workload::Mix(Mix::Overwrite)
+        )
     }
 
-    /// True for phases that write (and report write amplification).
-    pub fn is_write(self) -> bool {
-        matches!(self, Workload::Fillseq | Workload::Fillrandom)
+    /// True for phases that write keys `0..num` (after which reads must find every key).
+    pub fn fills(self) -> bool {
+        matches!(
+            self,
+            Workload::Fillseq | Workload::Fillrandom | Workload::Load
+        )
+    }
+}
+
+impl FromStr for Workload {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "fillseq" => Ok(Workload::Fillseq),
+            "fillrandom" => Ok(Workload::Fillrandom),
+            "readmissing" => Ok(Workload::Readmissing),
+            "seekrandom" => Ok(Workload::Seekrandom),
+            "load" | "ycsb-load" => Ok(Workload::Load),
+            other => other.parse::<Mix>().map(Workload::Mix).map_err(|_| {
+                format!(
+                    "unknown workload {other:?}: expected fillseq, fillrandom, readrandom, readmissing, seekrandom, overwrite, readhot, readwhilewriting, load, ycsb-a..ycsb-f, mnemosyne-i or mnemosyne-ii[:Z]"
+                )
+            }),
+        }
+    }
+}
+
+impl Serialize for Workload {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.name())
     }
 }
 
@@ -160,6 +203,8 @@ pub enum FillOrder {
     Sequential(u64),
     /// Keys `0..num` in this order.
     Permutation(Vec<u64>),
+    /// Keys `0..num` in YCSB's hashed insert order.
+    Hashed(LoadOrder),
 }
 
 impl FillOrder {
@@ -183,6 +228,7 @@ impl FillOrder {
         match self {
             FillOrder::Sequential(num) => *num,
             FillOrder::Permutation(order) => order.len() as u64,
+            FillOrder::Hashed(order) => order.len(),
         }
     }
 
@@ -191,13 +237,9 @@ impl FillOrder {
         match self {
             FillOrder::Sequential(_) => op,
             FillOrder::Permutation(order) => order[op as usize],
+            FillOrder::Hashed(order) => order.index(op),
         }
     }
-}
-
-/// A uniformly random existing key index.
-pub fn random_present_index(format: &KeyFormat, rng: &mut StdRng) -> u64 {
-    rng.gen_range(0..format.num())
 }
 
 /// A uniformly random missing-key gap (`1..=missing_gaps`, or 0 when there is none).
@@ -275,19 +317,19 @@ mod tests {
             let mut rng = phase_rng(seed, workload);
             let format = KeyFormat::new(1_000_000, 16).expect("valid");
             (0..5)
-                .map(|_| random_present_index(&format, &mut rng))
+                .map(|_| random_missing_gap(&format, &mut rng))
                 .collect::<Vec<_>>()
         };
         assert_eq!(
-            draw(42, Workload::Readrandom),
-            draw(42, Workload::Readrandom)
+            draw(42, Workload::Readmissing),
+            draw(42, Workload::Readmissing)
         );
         assert_ne!(
-            draw(42, Workload::Readrandom),
-            draw(43, Workload::Readrandom)
+            draw(42, Workload::Readmissing),
+            draw(43, Workload::Readmissing)
         );
         assert_ne!(
-            draw(42, Workload::Readrandom),
+            draw(42, Workload::Readmissing),
             draw(42, Workload::Seekrandom)
         );
     }

@@ -6,13 +6,14 @@
 //! the settings ([`Engine::settings`]) and where it could not match them, and the report prints
 //! that mapping. I/O counters come from each engine's own statistics: block-cache misses by block
 //! kind, filter probes and false positives. Where an engine cannot say, the figure is `None`
-//! (JSON `null`).
+//! (JSON `null`). The peers sit behind the cargo features `peer-rocksdb` and `peer-fjall`
+//! (`peers` = both).
 
-mod strata_engine;
-#[cfg(feature = "peers")]
+#[cfg(feature = "peer-fjall")]
 mod fjall_engine;
-#[cfg(feature = "peers")]
+#[cfg(feature = "peer-rocksdb")]
 mod rocksdb_engine;
+mod strata_engine;
 
 pub use strata_engine::StrataEngine;
 
@@ -68,7 +69,10 @@ pub struct EngineConfig {
 }
 
 /// One write of a batch.
-#[allow(dead_code, reason = "batches and deletes are driven by the YCSB and Mnemosyne workloads")]
+#[allow(
+    dead_code,
+    reason = "batches and deletes are driven by the YCSB and Mnemosyne workloads"
+)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BatchOp {
     /// Store a value.
@@ -157,8 +161,9 @@ impl TreeShape {
     }
 }
 
-/// A key-value engine under benchmark. Object-safe; the harness holds a `Box<dyn Engine>`.
-pub trait Engine {
+/// A key-value engine under benchmark. Object-safe; the harness holds a `Box<dyn Engine>` and
+/// shares it with a background writer thread (`readwhilewriting`), hence `Sync`.
+pub trait Engine: Sync {
     /// The engine's name (`strata`, `rocksdb`, `fjall`).
     fn name(&self) -> &'static str;
     /// The engine's version string.
@@ -196,17 +201,15 @@ pub trait Engine {
 pub fn open(kind: EngineKind, dir: &Path, config: &EngineConfig) -> CliResult<Box<dyn Engine>> {
     match kind {
         EngineKind::Strata => Ok(Box::new(StrataEngine::open(dir, config)?)),
-        #[cfg(feature = "peers")]
+        #[cfg(feature = "peer-rocksdb")]
         EngineKind::Rocksdb => Ok(Box::new(rocksdb_engine::RocksDbEngine::open(dir, config)?)),
-        #[cfg(feature = "peers")]
+        #[cfg(feature = "peer-fjall")]
         EngineKind::Fjall => Ok(Box::new(fjall_engine::FjallEngine::open(dir, config)?)),
-        #[cfg(not(feature = "peers"))]
-        EngineKind::Rocksdb | EngineKind::Fjall => Err(crate::error::CliError::InvalidArgument(
-            format!(
-                "engine {} needs a build with `--features peers` (see the README)",
-                kind.name()
-            ),
-        )),
+        #[allow(unreachable_patterns, reason = "reachable when a peer feature is off")]
+        _ => Err(crate::error::CliError::InvalidArgument(format!(
+            "engine {} needs a build with `--features peers` (see the README)",
+            kind.name()
+        ))),
     }
 }
 
@@ -249,12 +252,24 @@ pub(crate) mod conformance {
         engine.wait_for_compactions().expect("settle");
         engine.reset_counters();
         assert_eq!(engine.get(b"key000010").expect("get"), None);
-        assert_eq!(engine.get(b"key000011").expect("get").as_deref(), Some(&b"batched"[..]));
+        assert_eq!(
+            engine.get(b"key000011").expect("get").as_deref(),
+            Some(&b"batched"[..])
+        );
         assert_eq!(engine.get(b"key000012").expect("get"), None);
-        assert_eq!(engine.get(b"key000013").expect("get").map(|v| v.len()), Some(100));
+        assert_eq!(
+            engine.get(b"key000013").expect("get").map(|v| v.len()),
+            Some(100)
+        );
         assert_eq!(engine.get(b"nope").expect("get"), None);
         let scan = engine.scan(b"key000009", 4).expect("scan");
-        assert_eq!(scan, ScanOutcome { entries: 4, first_matched: true });
+        assert_eq!(
+            scan,
+            ScanOutcome {
+                entries: 4,
+                first_matched: true
+            }
+        );
         let scan = engine.scan(b"key0029955", 10).expect("scan");
         assert_eq!(scan.entries, 4, "key002996..key002999");
         assert!(!scan.first_matched);
@@ -263,7 +278,11 @@ pub(crate) mod conformance {
         assert!(!shape.levels.is_empty());
         let counters = engine.counters();
         if let (Some(user), Some(table)) = (counters.user_write_bytes, counters.table_write_bytes) {
-            assert_eq!((user, table), (0, 0), "counters were reset after the writes");
+            assert_eq!(
+                (user, table),
+                (0, 0),
+                "counters were reset after the writes"
+            );
         }
         engine.close().expect("close");
     }
@@ -273,13 +292,13 @@ pub(crate) mod conformance {
         exercise(EngineKind::Strata);
     }
 
-    #[cfg(feature = "peers")]
+    #[cfg(feature = "peer-rocksdb")]
     #[test]
     fn rocksdb_behaves_like_a_key_value_store() {
         exercise(EngineKind::Rocksdb);
     }
 
-    #[cfg(feature = "peers")]
+    #[cfg(feature = "peer-fjall")]
     #[test]
     fn fjall_behaves_like_a_key_value_store() {
         exercise(EngineKind::Fjall);

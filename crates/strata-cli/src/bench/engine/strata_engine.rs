@@ -35,12 +35,21 @@ impl StrataEngine {
         let settings = vec![
             format!("block_bytes {}", options.block_bytes),
             format!("filter {}", options.filter_allocator.name()),
-            format!("block_cache_bytes {} (data, index and filter blocks)", options.block_cache_bytes),
-            format!("write_buffer_bytes {} x {} memtables", options.write_buffer_bytes, options.max_write_buffers),
+            format!(
+                "block_cache_bytes {} (data, index and filter blocks)",
+                options.block_cache_bytes
+            ),
+            format!(
+                "write_buffer_bytes {} x {} memtables",
+                options.write_buffer_bytes, options.max_write_buffers
+            ),
             format!("compaction {}", policy.name()),
             "compression: none (Strata has none)".to_string(),
             format!("direct_reads {}", options.direct_reads),
-            format!("pin_filter_and_index_blocks {}", options.pin_filter_and_index_blocks),
+            format!(
+                "pin_filter_and_index_blocks {}",
+                options.pin_filter_and_index_blocks
+            ),
         ];
         Ok(StrataEngine {
             db: Db::open(dir, options)?,

@@ -1,0 +1,194 @@
+//! Comparisons: medians over `--runs` per (configuration, phase) and ratios against the first
+//! configuration, printed as a table and written to the JSON's `medians`.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use super::report::{optional, PhaseResult};
+use super::workload::Workload;
+use super::Variant;
+
+/// Medians of one configuration's phase over all runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MedianRow {
+    /// `engine/filter_policy/compaction`.
+    pub configuration: String,
+    /// The engine.
+    pub engine: &'static str,
+    /// The filter policy.
+    pub filter_policy: &'static str,
+    /// The merge policy.
+    pub compaction: &'static str,
+    /// The phase.
+    pub phase: Workload,
+    /// Runs the medians are taken over.
+    pub runs: usize,
+    /// Median operations per second.
+    pub ops_per_sec: f64,
+    /// `ops_per_sec` / the first configuration's median for the same phase.
+    pub ops_per_sec_ratio: Option<f64>,
+    /// Median p50 latency, microseconds.
+    pub latency_p50_us: f64,
+    /// Median p99 latency, microseconds.
+    pub latency_p99_us: f64,
+    /// Median data blocks read per operation.
+    pub data_io_per_op: Option<f64>,
+    /// `data_io_per_op` / the first configuration's.
+    pub data_io_ratio: Option<f64>,
+    /// Median index blocks read per operation.
+    pub index_io_per_op: Option<f64>,
+    /// Median filter blocks read per operation.
+    pub filter_io_per_op: Option<f64>,
+    /// Median filter false positives per point lookup.
+    pub false_positives_per_lookup: Option<f64>,
+    /// Median unnecessary data-block reads per point lookup.
+    pub unnecessary_data_reads_per_lookup: Option<f64>,
+    /// Median write amplification.
+    pub write_amp: Option<f64>,
+}
+
+/// The median of the values, `None` if any run could not report one.
+fn median(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let mut values: Vec<f64> = values.collect::<Option<Vec<f64>>>()?;
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    Some(if values.len() % 2 == 1 {
+        values[middle]
+    } else {
+        (values[middle - 1] + values[middle]) / 2.0
+    })
+}
+
+fn ratio(value: Option<f64>, base: Option<f64>) -> Option<f64> {
+    match (value, base) {
+        (Some(value), Some(base)) if base > 0.0 => Some(value / base),
+        _ => None,
+    }
+}
+
+/// Medians per (configuration, phase), configurations in the order given, phases in run order;
+/// ratios against the first configuration.
+pub fn medians(variants: &[Variant], results: &[PhaseResult]) -> Vec<MedianRow> {
+    let mut phases: Vec<Workload> = Vec::new();
+    for result in results {
+        if !phases.contains(&result.phase) {
+            phases.push(result.phase);
+        }
+    }
+    let mut rows: Vec<MedianRow> = Vec::new();
+    for variant in variants {
+        let label = variant.label();
+        for &phase in &phases {
+            let runs: Vec<&PhaseResult> = results
+                .iter()
+                .filter(|r| r.configuration == label && r.phase == phase)
+                .collect();
+            if runs.is_empty() {
+                continue;
+            }
+            let of = |f: &dyn Fn(&PhaseResult) -> Option<f64>| median(runs.iter().map(|r| f(r)));
+            rows.push(MedianRow {
+                configuration: label.clone(),
+                engine: variant.engine.name(),
+                filter_policy: variant.filter_policy.name(),
+                compaction: variant.compaction.name(),
+                phase,
+                runs: runs.len(),
+                ops_per_sec: of(&|r| Some(r.ops_per_sec)).unwrap_or(0.0),
+                ops_per_sec_ratio: None,
+                latency_p50_us: of(&|r| Some(r.latency_us.p50)).unwrap_or(0.0),
+                latency_p99_us: of(&|r| Some(r.latency_us.p99)).unwrap_or(0.0),
+                data_io_per_op: of(&|r| r.io_per_op.data),
+                data_io_ratio: None,
+                index_io_per_op: of(&|r| r.io_per_op.index),
+                filter_io_per_op: of(&|r| r.io_per_op.filter),
+                false_positives_per_lookup: of(&|r| r.false_positives_per_lookup),
+                unnecessary_data_reads_per_lookup: of(&|r| r.unnecessary_data_reads_per_lookup),
+                write_amp: of(&|r| r.write_amp),
+            });
+        }
+    }
+    let Some(first) = variants.first().map(Variant::label) else {
+        return rows;
+    };
+    let bases: Vec<(Workload, f64, Option<f64>)> = rows
+        .iter()
+        .filter(|r| r.configuration == first)
+        .map(|r| (r.phase, r.ops_per_sec, r.data_io_per_op))
+        .collect();
+    for row in &mut rows {
+        if let Some(&(_, ops, data)) = bases.iter().find(|(phase, _, _)| *phase == row.phase) {
+            row.ops_per_sec_ratio = ratio(Some(row.ops_per_sec), Some(ops));
+            row.data_io_ratio = ratio(row.data_io_per_op, data);
+        }
+    }
+    rows
+}
+
+/// Prints the medians with ratios against the first configuration.
+pub fn write_table(out: &mut dyn Write, rows: &[MedianRow], runs: usize) -> io::Result<()> {
+    writeln!(
+        out,
+        "\nmedians of {runs} run(s); ratios against {}",
+        rows.first().map_or("-", |r| r.configuration.as_str())
+    )?;
+    writeln!(
+        out,
+        "{:<28} {:<16} {:>10} {:>7} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6}",
+        "configuration",
+        "phase",
+        "ops/s",
+        "ratio",
+        "p50_us",
+        "p99_us",
+        "data/op",
+        "ratio",
+        "idx/op",
+        "flt/op",
+        "fp/lk",
+        "unnec/lk",
+        "w-amp"
+    )?;
+    for row in rows {
+        writeln!(
+            out,
+            "{:<28} {:<16} {:>10.0} {:>7} {:>8.2} {:>8.2} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6}",
+            row.configuration,
+            row.phase.name(),
+            row.ops_per_sec,
+            optional(row.ops_per_sec_ratio, 2),
+            row.latency_p50_us,
+            row.latency_p99_us,
+            optional(row.data_io_per_op, 3),
+            optional(row.data_io_ratio, 2),
+            optional(row.index_io_per_op, 3),
+            optional(row.filter_io_per_op, 3),
+            optional(row.false_positives_per_lookup, 4),
+            optional(row.unnecessary_data_reads_per_lookup, 4),
+            optional(row.write_amp, 2),
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_even_and_unknown() {
+        assert_eq!(
+            median([Some(3.0), Some(1.0), Some(2.0)].into_iter()),
+            Some(2.0)
+        );
+        assert_eq!(median([Some(4.0), Some(1.0)].into_iter()), Some(2.5));
+        assert_eq!(median([Some(4.0), None].into_iter()), None);
+        assert_eq!(median(std::iter::empty()), None);
+        assert_eq!(ratio(Some(3.0), Some(2.0)), Some(1.5));
+        assert_eq!(ratio(Some(3.0), Some(0.0)), None);
+    }
+}

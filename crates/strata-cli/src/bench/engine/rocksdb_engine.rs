@@ -1,0 +1,279 @@
+//! RocksDB (through the `rocksdb` crate, which builds RocksDB from source) behind the benchmark's
+//! [`Engine`] trait, configured like Strata wherever RocksDB allows it.
+//!
+//! I/O counters come from RocksDB's statistics tickers: block-cache misses by block kind
+//! (`rocksdb.block.cache.{data,index,filter}.miss`), filter outcomes
+//! (`rocksdb.bloom.filter.useful` = negatives, `.full.positive` − `.full.true.positive` = false
+//! positives), and bytes written by the user, flushes and compactions. Tickers cannot be reset, so
+//! the engine keeps a baseline and reports differences.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use rocksdb::statistics::Ticker;
+use rocksdb::{
+    BlockBasedOptions, Cache, DBCompactionStyle, DBCompressionType, Direction, IteratorMode,
+    Options, UniversalCompactOptions, WaitForCompactOptions, WriteBatch, DB,
+};
+
+use super::{BatchOp, Engine, EngineConfig, EngineCounters, LevelShape, ScanOutcome, TreeShape};
+use crate::bench::CompactionKind;
+use crate::error::{CliError, CliResult};
+
+/// The tickers the harness reads, in the order of [`Baseline`].
+const TICKERS: [Ticker; 9] = [
+    Ticker::BlockCacheDataMiss,
+    Ticker::BlockCacheIndexMiss,
+    Ticker::BlockCacheFilterMiss,
+    Ticker::BloomFilterUseful,
+    Ticker::BloomFilterFullPositive,
+    Ticker::BloomFilterFullTruePositive,
+    Ticker::BytesWritten,
+    Ticker::FlushWriteBytes,
+    Ticker::CompactWriteBytes,
+];
+
+type Baseline = [u64; TICKERS.len()];
+
+fn peer_error(error: rocksdb::Error) -> CliError {
+    CliError::Peer {
+        engine: "rocksdb",
+        message: error.into_string(),
+    }
+}
+
+/// RocksDB with the benchmark's settings.
+pub struct RocksDbEngine {
+    db: DB,
+    /// Holds the statistics object the tickers are read from.
+    options: Options,
+    baseline: Mutex<Baseline>,
+    settings: Vec<String>,
+}
+
+impl RocksDbEngine {
+    /// Opens (or creates) a RocksDB database in `dir`.
+    pub fn open(dir: &Path, config: &EngineConfig) -> CliResult<Self> {
+        let mut options = Options::default();
+        options.create_if_missing(true);
+        options.enable_statistics();
+        options.set_compression_type(DBCompressionType::None);
+        let write_buffer = usize::try_from(config.write_buffer_bytes).unwrap_or(usize::MAX);
+        options.set_write_buffer_size(write_buffer);
+        options.set_max_write_buffer_number(2);
+        options.set_target_file_size_base(64 << 20);
+        options.set_level_zero_file_num_compaction_trigger(4);
+        options.set_use_direct_reads(config.direct_reads);
+        let mut settings = vec![
+            format!("write_buffer_size {write_buffer} x max_write_buffer_number 2"),
+            "compression none; target_file_size_base 64 MiB; level0 trigger 4".to_string(),
+            format!("use_direct_reads {}", config.direct_reads),
+        ];
+        match config.compaction {
+            CompactionKind::Leveling => {
+                options.set_compaction_style(DBCompactionStyle::Level);
+                options.set_level_compaction_dynamic_level_bytes(false);
+                options.set_max_bytes_for_level_multiplier(config.size_ratio);
+                let base = (config.write_buffer_bytes as f64 * config.size_ratio) as u64;
+                options.set_max_bytes_for_level_base(base);
+                settings.push(format!(
+                    "compaction leveling: max_bytes_for_level_multiplier {}, max_bytes_for_level_base {base} (Strata's write buffer x T), dynamic_level_bytes false (as Strata's default)",
+                    config.size_ratio
+                ));
+            }
+            CompactionKind::Tiering => {
+                options.set_compaction_style(DBCompactionStyle::Universal);
+                let mut universal = UniversalCompactOptions::default();
+                let ratio = config.size_ratio.round() as i32;
+                universal.set_min_merge_width(ratio.max(2));
+                options.set_universal_compaction_options(&universal);
+                settings.push(format!(
+                    "compaction tiering approximated by universal compaction with min_merge_width {} (RocksDB has no per-level tiering)",
+                    ratio.max(2)
+                ));
+            }
+        }
+        let mut table = BlockBasedOptions::default();
+        table.set_block_size(config.block_bytes);
+        table.set_bloom_filter(config.bits_per_key, false);
+        let cache = Cache::new_lru_cache(usize::try_from(config.cache_bytes).unwrap_or(usize::MAX));
+        table.set_block_cache(&cache);
+        // Strata keeps index and filter blocks in the block cache unless asked to pin them.
+        table.set_cache_index_and_filter_blocks(!config.pin_index_filter);
+        table.set_pin_l0_filter_and_index_blocks_in_cache(false);
+        options.set_block_based_table_factory(&table);
+        settings.push(format!(
+            "block_size {}; full Bloom filter {} bits/key (format_version default); LRU block cache {} bytes",
+            config.block_bytes, config.bits_per_key, config.cache_bytes
+        ));
+        settings.push(if config.pin_index_filter {
+            "index and filter blocks held by table readers, outside the cache (cache_index_and_filter_blocks false)".to_string()
+        } else {
+            "index and filter blocks in the block cache (cache_index_and_filter_blocks true)".to_string()
+        });
+        settings.push("WAL on, sync false (RocksDB's default WriteOptions)".to_string());
+        let db = DB::open(&options, dir).map_err(peer_error)?;
+        let engine = RocksDbEngine {
+            db,
+            options,
+            baseline: Mutex::new([0; TICKERS.len()]),
+            settings,
+        };
+        engine.reset_counters();
+        Ok(engine)
+    }
+
+    fn tickers(&self) -> Baseline {
+        std::array::from_fn(|i| self.options.get_ticker_count(TICKERS[i]))
+    }
+}
+
+impl Engine for RocksDbEngine {
+    fn name(&self) -> &'static str {
+        "rocksdb"
+    }
+
+    fn version(&self) -> String {
+        "11.8.1 (rocksdb crate 0.25)".to_string()
+    }
+
+    fn settings(&self) -> Vec<String> {
+        self.settings.clone()
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> CliResult<()> {
+        self.db.put(key, value).map_err(peer_error)
+    }
+
+    fn get(&self, key: &[u8]) -> CliResult<Option<Vec<u8>>> {
+        Ok(self
+            .db
+            .get_pinned(key)
+            .map_err(peer_error)?
+            .map(|value| value.to_vec()))
+    }
+
+    fn delete(&self, key: &[u8]) -> CliResult<()> {
+        self.db.delete(key).map_err(peer_error)
+    }
+
+    fn write_batch(&self, ops: &[BatchOp]) -> CliResult<()> {
+        let mut batch = WriteBatch::default();
+        for op in ops {
+            match op {
+                BatchOp::Put(key, value) => batch.put(key, value),
+                BatchOp::Delete(key) => batch.delete(key),
+            }
+        }
+        self.db.write(batch).map_err(peer_error)
+    }
+
+    fn scan(&self, from: &[u8], count: u64) -> CliResult<ScanOutcome> {
+        let mut outcome = ScanOutcome::default();
+        let iterator = self
+            .db
+            .iterator(IteratorMode::From(from, Direction::Forward));
+        for entry in iterator.take(usize::try_from(count).unwrap_or(usize::MAX)) {
+            let (key, _) = entry.map_err(peer_error)?;
+            if outcome.entries == 0 {
+                outcome.first_matched = &*key == from;
+            }
+            outcome.entries += 1;
+        }
+        Ok(outcome)
+    }
+
+    fn flush(&self) -> CliResult<()> {
+        self.db.flush().map_err(peer_error)
+    }
+
+    fn wait_for_compactions(&self) -> CliResult<()> {
+        let mut wait = WaitForCompactOptions::default();
+        wait.set_flush(true);
+        self.db.wait_for_compact(&wait).map_err(peer_error)
+    }
+
+    fn counters(&self) -> EngineCounters {
+        let now = self.tickers();
+        let base = *self
+            .baseline
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let delta: Baseline = std::array::from_fn(|i| now[i].saturating_sub(base[i]));
+        let [data, index, filter, useful, positive, true_positive, user, flush, compact] = delta;
+        EngineCounters {
+            data_block_reads: Some(data),
+            index_block_reads: Some(index),
+            filter_block_reads: Some(filter),
+            filter_probes: Some(useful + positive),
+            filter_false_positives: Some(positive.saturating_sub(true_positive)),
+            // RocksDB does not attribute data-block misses to lookups that missed the file.
+            unnecessary_data_reads: None,
+            user_write_bytes: Some(user),
+            table_write_bytes: Some(flush + compact),
+        }
+    }
+
+    fn reset_counters(&self) {
+        *self
+            .baseline
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = self.tickers();
+    }
+
+    fn shape(&self) -> TreeShape {
+        let mut levels: Vec<LevelShape> = Vec::new();
+        if let Ok(files) = self.db.live_files() {
+            for file in files {
+                let level = usize::try_from(file.level).unwrap_or(0);
+                let index = match levels.iter().position(|l| l.level == level) {
+                    Some(index) => index,
+                    None => {
+                        levels.push(LevelShape {
+                            level,
+                            entries: Some(0),
+                            ..LevelShape::default()
+                        });
+                        levels.len() - 1
+                    }
+                };
+                let shape = &mut levels[index];
+                shape.files += 1;
+                shape.bytes += file.size as u64;
+                shape.entries = shape
+                    .entries
+                    .map(|e| e + file.num_entries + file.num_deletions);
+            }
+        }
+        levels.sort_by_key(|l| l.level);
+        let universal = self.settings.iter().any(|line| line.contains("universal"));
+        for level in &mut levels {
+            // Level 0 files are runs of their own; under leveling each deeper level is one run.
+            // Universal compaction keeps its sorted runs as level-0 files or whole levels.
+            level.runs = if level.level == 0 {
+                level.files
+            } else if universal {
+                level.files.min(1)
+            } else {
+                1
+            };
+        }
+        let memtable_bytes = self
+            .db
+            .property_int_value("rocksdb.cur-size-all-mem-tables")
+            .ok()
+            .flatten();
+        TreeShape {
+            table_bytes: levels.iter().map(|l| l.bytes).sum(),
+            levels,
+            memtable_bytes,
+            // Every RocksDB filter has the configured bits per key; it has no budget of its own.
+            avg_bits_per_key: None,
+            bits_per_key_budget: None,
+        }
+    }
+
+    fn close(self: Box<Self>) -> CliResult<()> {
+        self.db.flush().map_err(peer_error)
+    }
+}

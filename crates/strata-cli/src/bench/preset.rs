@@ -1,0 +1,151 @@
+//! Named presets: a set of `strata bench` flags inserted where `--preset NAME` appears, so that
+//! flags given after it override it (the bench subcommand lets later flags override earlier ones).
+
+use std::ffi::OsString;
+
+use serde::Serialize;
+
+/// A named configuration of `strata bench`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preset {
+    /// The README's main job: 500,000 keys, 4 MiB write buffer, settled reads (about a minute).
+    Quick,
+    /// The papers' memory-pressure setting: 2 bits per key, a block cache of 5% of the data,
+    /// direct reads, settled reads.
+    MemoryPressure,
+    /// The Mnemosyne paper's type-II workloads scaled by 1/100 (210,000-key load, 410,000
+    /// operations, 128-byte keys and 384-byte values), empty-lookup fractions 0, 0.5 and 1, size
+    /// ratio 4, 2 bits per key, a 5% block cache and direct reads.
+    PaperMnemosyne,
+    /// YCSB core workloads in YCSB's recommended order (load, A, B, C, F, D, E), 100,000 records
+    /// of 1,000-byte values and 100,000 operations each.
+    Ycsb,
+}
+
+impl Preset {
+    /// The flags the preset stands for.
+    pub fn flags(self) -> &'static [&'static str] {
+        match self {
+            Preset::Quick => &[
+                "--num",
+                "500000",
+                "--write-buffer-bytes",
+                "4MiB",
+                "--settle",
+            ],
+            Preset::MemoryPressure => &[
+                "--bits-per-key",
+                "2",
+                "--cache-fraction",
+                "0.05",
+                "--direct-reads",
+                "--settle",
+            ],
+            Preset::PaperMnemosyne => &[
+                "--workloads",
+                "load,mnemosyne-ii:0,mnemosyne-ii:0.5,mnemosyne-ii:1",
+                "--num",
+                "210000",
+                "--reads",
+                "410000",
+                "--key-size",
+                "128",
+                "--value-size",
+                "384",
+                "--size-ratio",
+                "4",
+                "--bits-per-key",
+                "2",
+                "--cache-fraction",
+                "0.05",
+                "--direct-reads",
+                "--settle",
+            ],
+            Preset::Ycsb => &[
+                "--workloads",
+                "load,ycsb-a,ycsb-b,ycsb-c,ycsb-f,ycsb-d,ycsb-e",
+                "--num",
+                "100000",
+                "--reads",
+                "100000",
+                "--key-size",
+                "24",
+                "--value-size",
+                "1000",
+            ],
+        }
+    }
+
+    fn parse(name: &str) -> Option<Preset> {
+        <Preset as clap::ValueEnum>::from_str(name, true).ok()
+    }
+}
+
+/// Inserts each `--preset NAME`'s flags just before it. Unknown names are left for clap to
+/// reject with its usual message.
+pub fn expand(args: Vec<OsString>) -> Vec<OsString> {
+    let mut expanded = Vec::with_capacity(args.len());
+    let mut iter = args.into_iter().peekable();
+    while let Some(arg) = iter.next() {
+        let text = arg.to_string_lossy().into_owned();
+        let name = if text == "--preset" {
+            iter.peek().map(|next| next.to_string_lossy().into_owned())
+        } else {
+            text.strip_prefix("--preset=").map(str::to_string)
+        };
+        if let Some(preset) = name.as_deref().and_then(Preset::parse) {
+            expanded.extend(preset.flags().iter().map(OsString::from));
+        }
+        expanded.push(arg);
+    }
+    expanded
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn a_preset_expands_before_itself_so_later_flags_win() {
+        let expanded = expand(os(&["strata", "bench", "--preset", "ycsb", "--num", "7"]));
+        let text: Vec<String> = expanded
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let preset_at = text.iter().position(|a| a == "--preset").expect("kept");
+        assert_eq!(&text[2..preset_at], Preset::Ycsb.flags());
+        assert_eq!(text.last().map(String::as_str), Some("7"));
+        assert_eq!(
+            expand(os(&["strata", "bench", "--preset=quick"])).len(),
+            3 + 5
+        );
+        assert_eq!(
+            expand(os(&["strata", "bench", "--preset", "nope"])).len(),
+            4
+        );
+    }
+
+    #[test]
+    fn the_paper_preset_is_type_two_at_one_hundredth_of_the_papers_size() {
+        use crate::bench::ops::Mix;
+        let mix = Mix::MnemosyneTypeII {
+            empty_fraction: 0.5,
+        };
+        let (load, operations) = mix.paper_sizes(0.01).expect("the paper gives sizes");
+        let flags = Preset::PaperMnemosyne.flags();
+        let value_of = |flag: &str| {
+            let at = flags.iter().position(|f| *f == flag).expect("flag present");
+            flags[at + 1]
+        };
+        assert_eq!(value_of("--num"), load.to_string());
+        assert_eq!(value_of("--reads"), operations.to_string());
+        let size = mix.entry_size();
+        assert_eq!(value_of("--key-size"), size.key_bytes.to_string());
+        assert_eq!(value_of("--value-size"), size.value_bytes.to_string());
+    }
+}
