@@ -104,6 +104,13 @@ pub struct PhaseResult {
     pub unnecessary_data_reads_per_lookup: Option<f64>,
     /// Filter false positives per point lookup (0 in phases without point lookups).
     pub false_positives_per_lookup: Option<f64>,
+    /// Filter probes per point lookup.
+    pub filter_probes_per_lookup: Option<f64>,
+    /// The Mnemosyne paper's own metric: (data blocks read − lookups that found their key) per
+    /// point lookup. Unlike `unnecessary_data_reads_per_lookup` it can be computed for every
+    /// engine that counts data-block reads, but it also counts data blocks of newer runs read
+    /// before the one holding the key as necessary.
+    pub paper_unnecessary_reads_per_lookup: Option<f64>,
     /// Entry-weighted mean bits per key of the live filters at the end of the phase.
     pub avg_bits_per_key: Option<f64>,
     /// The filter budget in bits per key.
@@ -112,6 +119,9 @@ pub struct PhaseResult {
     /// `--settle`, a write phase's figure also includes the flush and compactions of the settle
     /// that follows it. 0 for phases that write nothing.
     pub write_amp: Option<f64>,
+    /// Live table bytes / bytes of the newest version of each key (`key_size + value_size` per
+    /// live key), at the end of the phase; `null` before anything reached a table file.
+    pub space_amp: Option<f64>,
     /// Non-empty levels at the end of the phase.
     pub levels: usize,
     /// Sorted runs at the end of the phase.
@@ -161,6 +171,8 @@ pub struct PhaseCounts {
     pub entries_read: u64,
     /// Writes done by the background writer of `readwhilewriting`.
     pub background_writes: u64,
+    /// New keys inserted (YCSB D and E, Mnemosyne type I).
+    pub inserts: u64,
 }
 
 fn per(count: u64, ops: u64) -> f64 {
@@ -210,6 +222,12 @@ impl PhaseResult {
             },
             unnecessary_data_reads_per_lookup: per_lookup(io.unnecessary_data_reads),
             false_positives_per_lookup: per_lookup(io.filter_false_positives),
+            filter_probes_per_lookup: per_lookup(io.filter_probes),
+            paper_unnecessary_reads_per_lookup: per_lookup(
+                io.data_block_reads
+                    .map(|reads| reads.saturating_sub(counts.found.min(lookups))),
+            ),
+            space_amp: None,
             avg_bits_per_key: shape.avg_bits_per_key,
             bits_per_key_budget: shape.bits_per_key_budget,
             write_amp: io.write_amplification(),
@@ -231,7 +249,7 @@ pub fn optional(value: Option<f64>, decimals: usize) -> String {
 pub fn write_header(out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
-        "{:<8} {:<16} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>9}",
+        "{:<8} {:<16} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>6} {:>5} {:>9}",
         "engine",
         "phase",
         "ops",
@@ -246,6 +264,8 @@ pub fn write_header(out: &mut dyn Write) -> io::Result<()> {
         "unnec/lk",
         "fp/lk",
         "w-amp",
+        "s-amp",
+        "bpk",
         "found"
     )
 }
@@ -263,7 +283,7 @@ pub fn write_row(
     };
     writeln!(
         out,
-        "{:<8} {:<16} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>9}",
+        "{:<8} {:<16} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>6} {:>5} {:>9}",
         result.engine,
         result.phase.name(),
         result.ops,
@@ -278,6 +298,8 @@ pub fn write_row(
         optional(result.unnecessary_data_reads_per_lookup, 4),
         optional(result.false_positives_per_lookup, 4),
         optional(result.write_amp, 2),
+        optional(result.space_amp, 2),
+        optional(result.avg_bits_per_key, 1),
         found
     )
 }

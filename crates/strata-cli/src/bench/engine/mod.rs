@@ -187,6 +187,8 @@ pub trait Engine: Sync {
     fn flush(&self) -> CliResult<()>;
     /// Waits until background compactions are done.
     fn wait_for_compactions(&self) -> CliResult<()>;
+    /// Compacts the whole tree (level 0 included) and waits for it (`--settle-l0`).
+    fn compact_all(&self) -> CliResult<()>;
     /// Counters since the last reset.
     fn counters(&self) -> EngineCounters;
     /// Zeroes the counters.

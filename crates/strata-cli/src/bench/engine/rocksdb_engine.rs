@@ -193,6 +193,12 @@ impl Engine for RocksDbEngine {
         self.db.wait_for_compact(&wait).map_err(peer_error)
     }
 
+    fn compact_all(&self) -> CliResult<()> {
+        self.db.flush().map_err(peer_error)?;
+        self.db.compact_range::<&[u8], &[u8]>(None, None);
+        self.wait_for_compactions()
+    }
+
     fn counters(&self) -> EngineCounters {
         let now = self.tickers();
         let base = *self

@@ -116,6 +116,10 @@ impl Engine for StrataEngine {
         Ok(self.db.wait_for_compactions()?)
     }
 
+    fn compact_all(&self) -> CliResult<()> {
+        Ok(self.db.compact()?)
+    }
+
     fn counters(&self) -> EngineCounters {
         let io = self.db.stats().io;
         EngineCounters {
