@@ -246,3 +246,186 @@ fn bench_on_a_given_db_settles_and_leaves_the_keys_behind() {
         Some(1)
     );
 }
+
+#[test]
+fn compare_runs_alternate_configurations_and_write_medians_and_plots() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("compare.json");
+    let plot = dir.path().join("compare.svg");
+    let output = ok(&[
+        "bench",
+        "--num",
+        "3000",
+        "--compaction",
+        "leveling,tiering",
+        "--size-ratio",
+        "3",
+        "--write-buffer-bytes",
+        "64KiB",
+        "--runs",
+        "2",
+        "--compare",
+        "--sample-every",
+        "1000",
+        "--json",
+        path_str(&json),
+        "--plot",
+        path_str(&plot),
+    ]);
+    assert!(output.contains("medians of 2 run(s)"), "{output}");
+    let text = std::fs::read_to_string(&json).expect("JSON written");
+    let report: Value = serde_json::from_str(&text).expect("valid JSON");
+    // Stable through a round trip: what a script reads back is what was written.
+    let again: Value =
+        serde_json::from_str(&serde_json::to_string(&report).expect("encode")).expect("decode");
+    assert_eq!(again, report);
+    let results = report["results"].as_array().expect("results");
+    assert_eq!(
+        results.len(),
+        2 * 2 * 4,
+        "2 configurations x 2 runs x 4 phases"
+    );
+    // Run 2 starts with the configuration that went second in run 1.
+    let first_of_run = |run: u64| {
+        results
+            .iter()
+            .find(|r| r["run"] == run)
+            .map(|r| r["configuration"].clone())
+            .expect("a result")
+    };
+    assert_ne!(first_of_run(1), first_of_run(2));
+    let medians = report["medians"].as_array().expect("medians");
+    assert_eq!(medians.len(), 2 * 4);
+    for row in medians
+        .iter()
+        .filter(|r| r["configuration"] == "strata/uniform/leveling")
+    {
+        assert_eq!(row["ops_per_sec_ratio"].as_f64(), Some(1.0));
+        assert_eq!(row["runs"], 2);
+    }
+    assert!(medians
+        .iter()
+        .any(|r| r["configuration"] == "strata/uniform/tiering"
+            && r["ops_per_sec_ratio"].as_f64().is_some()));
+    let series = report["series"].as_array().expect("series");
+    assert!(
+        series.len() >= 2 * 2 * 4 * 3,
+        "a point every 1000 operations"
+    );
+    for path in [plot.clone(), dir.path().join("compare-series.svg")] {
+        let svg = std::fs::read_to_string(&path).expect("plot written");
+        assert!(
+            svg.contains("<svg") && svg.contains("</svg>"),
+            "{}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn mixed_workloads_and_distributions_run_and_check_their_reads() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("mixes.json");
+    ok(&[
+        "bench",
+        "--workloads",
+        "load,ycsb-a,ycsb-d,ycsb-e,mnemosyne-i,mnemosyne-ii:0.5,overwrite,readhot,readwhilewriting",
+        "--num",
+        "2000",
+        "--reads",
+        "1000",
+        "--distribution",
+        "zipfian:0.9",
+        "--json",
+        path_str(&json),
+    ]);
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON")).expect("valid");
+    let phases: Vec<&str> = report["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["phase"].as_str().expect("phase name"))
+        .collect();
+    assert_eq!(
+        phases,
+        vec![
+            "load",
+            "ycsb-a",
+            "ycsb-d",
+            "ycsb-e",
+            "mnemosyne-i",
+            "mnemosyne-ii:0.5",
+            "overwrite",
+            "readhot",
+            "readwhilewriting"
+        ]
+    );
+    assert_eq!(report["config"]["distribution"], "zipfian:0.9");
+    // An unknown workload is a clear error, not a panic.
+    let output = strata(&["bench", "--workloads", "ycsb-z", "--num", "100"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("unknown workload"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn presets_expand_and_later_flags_override_them() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("preset.json");
+    ok(&[
+        "bench",
+        "--preset",
+        "ycsb",
+        "--num",
+        "1500",
+        "--reads",
+        "500",
+        "--value-size",
+        "64",
+        "--json",
+        path_str(&json),
+    ]);
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON")).expect("valid");
+    assert_eq!(report["config"]["preset"], "ycsb");
+    assert_eq!(report["config"]["num"], 1500, "the later --num wins");
+    assert_eq!(report["config"]["value_size"], 64);
+    assert_eq!(report["config"]["key_size"], 24, "from the preset");
+    assert_eq!(report["results"].as_array().map(Vec::len), Some(7));
+}
+
+/// A small end-to-end run through each peer compiled in.
+#[cfg(any(feature = "peer-rocksdb", feature = "peer-fjall"))]
+#[test]
+fn peers_run_the_same_workloads() {
+    let mut engines = Vec::new();
+    if cfg!(feature = "peer-rocksdb") {
+        engines.push("rocksdb");
+    }
+    if cfg!(feature = "peer-fjall") {
+        engines.push("fjall");
+    }
+    for engine in engines {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let json = dir.path().join("peer.json");
+        ok(&[
+            "bench",
+            "--engines",
+            engine,
+            "--num",
+            "2000",
+            "--settle",
+            "--json",
+            path_str(&json),
+        ]);
+        let report: Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON")).expect("valid");
+        let results = report["results"].as_array().expect("results");
+        assert_eq!(results.len(), 4);
+        assert!(results.iter().all(|r| r["engine"] == engine));
+    }
+}
