@@ -31,6 +31,11 @@
 #![warn(missing_docs)]
 
 pub mod alloc;
+/// Wrappers around crate-internal types for the criterion microbenchmarks (`benches/`); only with
+/// the `internal-benches` feature, and not part of the API.
+#[cfg(feature = "internal-benches")]
+#[doc(hidden)]
+pub mod bench_internals;
 pub(crate) mod cache;
 pub(crate) mod coding;
 pub mod compaction;
