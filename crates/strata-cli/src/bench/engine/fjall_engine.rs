@@ -7,19 +7,40 @@
 //! compaction strategy on the calling thread until it picks nothing (see
 //! [`FjallEngine::wait_for_compactions`]).
 //!
-//! Counters: the crate is built without its `metrics` feature, so fjall exposes no block-cache or
-//! filter statistics and those counters are `None`. The bytes the user wrote are counted by the
-//! adapter (keys and values handed to fjall); fjall does not count the bytes its flushes and
-//! compactions write, so that figure is `None` as well.
+//! Counters come from fjall's `metrics` feature (lsm-tree's `Metrics` of the benchmark keyspace's
+//! tree, `Keyspace::metrics`), read as a difference from a baseline taken at
+//! [`Engine::reset_counters`]. What each figure is, checked against where lsm-tree 3.1.10
+//! increments it:
+//!
+//! - data, index and filter block reads: `{data,index,filter}_block_load_io`, incremented in
+//!   `table::util::load_block` only after a block-cache miss, when the block was read from the
+//!   table file (`Block::from_file`); point reads, the volatile (unpinned) block index and
+//!   iterators all load through it. Compactions read with their own scanner, outside the cache, and
+//!   are not counted; nor are pinned index and filter blocks, which are read once when a table is
+//!   opened, outside the cache. fjall's internal meta keyspace has its own counters and is not
+//!   included (it shares the block cache, though).
+//! - filter false positives: `filter_queries − io_skipped_by_filter`. `Table::get` counts a query
+//!   with a skip when the filter rejects the key, and a query alone when the filter let the key
+//!   through and the table's point read found no entry for it: exactly the false positives.
+//! - filter probes: `None`. fjall deliberately does not count a probe that the filter let through
+//!   and that found the key (lsm-tree issue #246), and a lookup's result does not say whether it
+//!   came from a memtable or a table, so the true positives, and with them the probes, cannot be
+//!   derived.
+//! - unnecessary data reads: `None`; fjall does not say which block reads served lookups that
+//!   missed.
+//!
+//! The bytes the user wrote are counted by the adapter (keys and values handed to fjall); fjall
+//! does not count the bytes its flushes and compactions write, so that figure is `None`.
 //!
 //! The tree's shape, the memtable rotation and the compaction loop use fjall's `#[doc(hidden)]`
 //! but public items (`Keyspace::tree`, `Keyspace::config`, `AbstractTree`,
-//! `Keyspace::rotate_memtable`, `Snapshot::seqno`): they may change in a fjall release that
+//! `Keyspace::rotate_memtable`, `Snapshot::seqno`), and so do the counters (`Keyspace::metrics`,
+//! which fjall calls experimental): they may change in a fjall release that
 //! `Cargo.lock` does not pin.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fjall::compaction::Leveled;
@@ -64,6 +85,87 @@ fn invalid(message: String) -> CliError {
     CliError::InvalidArgument(format!("fjall: {message}"))
 }
 
+/// The fjall counters the adapter reports, cumulative since the keyspace was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct FjallCounts {
+    /// Data blocks read from the table files (block-cache misses).
+    data_block_reads: u64,
+    /// Index blocks read from the table files (block-cache misses).
+    index_block_reads: u64,
+    /// Filter blocks read from the table files (block-cache misses).
+    filter_block_reads: u64,
+    /// Filter probes that rejected the key, plus those that let it through and the table did not
+    /// hold it (lsm-tree's `filter_queries`; probes that found the key are not counted).
+    filter_misses: u64,
+    /// Filter probes that rejected the key (lsm-tree's `io_skipped_by_filter`).
+    filter_negatives: u64,
+}
+
+impl FjallCounts {
+    /// Reads the counters of `keyspace`'s tree (fjall does not re-export lsm-tree's `Metrics`
+    /// type, so the keyspace is passed). lsm-tree exposes block reads only as "loads" less "loads
+    /// served by the cache", two atomics read one after the other; the counters are read again
+    /// until two readings agree, so the differences are those of one instant when no lookup is
+    /// running (as when the harness reads them), and within a few blocks otherwise.
+    fn read(keyspace: &Keyspace) -> Self {
+        let metrics = keyspace.metrics();
+        let raw = || {
+            [
+                metrics.data_block_load_cached_count(),
+                metrics.data_block_load_count(),
+                metrics.index_block_load_cached_count(),
+                metrics.index_block_load_count(),
+                metrics.filter_block_load_cached_count(),
+                metrics.filter_block_load_count(),
+                metrics.filter_queries(),
+                metrics.io_skipped_by_filter(),
+            ]
+            .map(|count| u64::try_from(count).unwrap_or(u64::MAX))
+        };
+        let mut reading = raw();
+        for _ in 0..8 {
+            let again = raw();
+            if again == reading {
+                break;
+            }
+            reading = again;
+        }
+        let [data_cached, data, index_cached, index, filter_cached, filter, queries, skipped] =
+            reading;
+        FjallCounts {
+            data_block_reads: data.saturating_sub(data_cached),
+            index_block_reads: index.saturating_sub(index_cached),
+            filter_block_reads: filter.saturating_sub(filter_cached),
+            filter_misses: queries,
+            filter_negatives: skipped,
+        }
+    }
+
+    /// The counts since `baseline`.
+    fn since(self, baseline: FjallCounts) -> FjallCounts {
+        FjallCounts {
+            data_block_reads: self
+                .data_block_reads
+                .saturating_sub(baseline.data_block_reads),
+            index_block_reads: self
+                .index_block_reads
+                .saturating_sub(baseline.index_block_reads),
+            filter_block_reads: self
+                .filter_block_reads
+                .saturating_sub(baseline.filter_block_reads),
+            filter_misses: self.filter_misses.saturating_sub(baseline.filter_misses),
+            filter_negatives: self
+                .filter_negatives
+                .saturating_sub(baseline.filter_negatives),
+        }
+    }
+
+    /// Probes the filter let through although the table did not hold the key.
+    fn filter_false_positives(self) -> u64 {
+        self.filter_misses.saturating_sub(self.filter_negatives)
+    }
+}
+
 /// fjall with the benchmark's settings.
 pub struct FjallEngine {
     // The keyspace is declared first so that it is dropped before the database.
@@ -73,6 +175,8 @@ pub struct FjallEngine {
     user_write_bytes: AtomicU64,
     /// `user_write_bytes` at the last reset.
     user_write_baseline: AtomicU64,
+    /// fjall's counters at the last reset.
+    counts_baseline: Mutex<FjallCounts>,
     settings: Vec<String>,
 }
 
@@ -206,7 +310,15 @@ impl FjallEngine {
             SETTLE_TIMEOUT.as_secs() / 60
         ));
         settings.push(
-            "counters: fjall (built without its `metrics` feature) reports no block-cache misses or filter probes (null); user bytes are counted by the adapter (keys + values handed to fjall); flush/compaction bytes are not counted by fjall (null)"
+            "compact_all (--settle-l0): flush, settle, then fjall's major compaction (Keyspace::major_compact): one sorted run in the last level, 64 MB tables"
+                .to_string(),
+        );
+        settings.push(
+            "counters: fjall's `metrics` feature (the bench keyspace's lsm-tree Metrics, since the reset): data/index/filter block reads = block-cache misses read from the table file (compaction reads and pinned blocks bypass the cache and are not counted); filter false positives = filter_queries − io_skipped_by_filter (probes the filter passed whose table held no entry for the key)"
+                .to_string(),
+        );
+        settings.push(
+            "counters fjall cannot give (null): filter probes (fjall does not count probes that found the key), unnecessary data reads (block reads are not attributed to lookups that missed), flush/compaction bytes; user bytes are counted by the adapter (keys + values handed to fjall)"
                 .to_string(),
         );
         settings.push(
@@ -239,11 +351,13 @@ impl FjallEngine {
             .open()
             .map_err(peer_error)?;
         let keyspace = db.keyspace(KEYSPACE, || options).map_err(peer_error)?;
+        let counts_baseline = Mutex::new(FjallCounts::read(&keyspace));
         Ok(FjallEngine {
             keyspace,
             db,
             user_write_bytes: AtomicU64::new(0),
             user_write_baseline: AtomicU64::new(0),
+            counts_baseline,
             settings,
         })
     }
@@ -387,19 +501,37 @@ impl Engine for FjallEngine {
         }
     }
 
+    /// Flushes, settles, then runs fjall's major compaction (`Keyspace::major_compact`, on the
+    /// calling thread): every table is merged into one sorted run in the last level, cut at
+    /// fjall's fixed 64 MB tables, with fjall's own garbage-collection watermark.
+    fn compact_all(&self) -> CliResult<()> {
+        self.flush()?;
+        self.wait_for_compactions()?;
+        self.keyspace.major_compact().map_err(peer_error)?;
+        self.wait_for_compactions()
+    }
+
     fn counters(&self) -> EngineCounters {
         let user = self
             .user_write_bytes
             .load(Ordering::Relaxed)
             .saturating_sub(self.user_write_baseline.load(Ordering::Relaxed));
+        let baseline = *self
+            .counts_baseline
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let counts = FjallCounts::read(&self.keyspace).since(baseline);
         EngineCounters {
-            // fjall counts block loads and filter outcomes only with its `metrics` feature,
-            // which this build does not enable.
-            data_block_reads: None,
-            index_block_reads: None,
-            filter_block_reads: None,
+            data_block_reads: Some(counts.data_block_reads),
+            index_block_reads: Some(counts.index_block_reads),
+            filter_block_reads: Some(counts.filter_block_reads),
+            // Probes = negatives + false positives + true positives, and fjall does not count
+            // the true positives (`Table::get` counts a query only when the filter rejects the
+            // key or the table misses it; lsm-tree issue #246). The adapter cannot count them
+            // either: a lookup's result does not say whether a table or a memtable served it.
             filter_probes: None,
-            filter_false_positives: None,
+            filter_false_positives: Some(counts.filter_false_positives()),
+            // fjall does not attribute data-block reads to the lookups that missed the table.
             unnecessary_data_reads: None,
             user_write_bytes: Some(user),
             // fjall does not count the bytes its flushes and compactions write.
@@ -408,6 +540,10 @@ impl Engine for FjallEngine {
     }
 
     fn reset_counters(&self) {
+        *self
+            .counts_baseline
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = FjallCounts::read(&self.keyspace);
         self.user_write_baseline.store(
             self.user_write_bytes.load(Ordering::Relaxed),
             Ordering::Relaxed,
@@ -521,8 +657,103 @@ mod tests {
         let counters = engine.counters();
         assert_eq!(counters.user_write_bytes, Some(1 + 3 + 1));
         assert_eq!(counters.table_write_bytes, None);
-        assert_eq!(counters.data_block_reads, None);
         assert_eq!(counters.write_amplification(), None);
+        // Nothing was read from a table since the reset; probes are never known.
+        assert_eq!(counters.data_block_reads, Some(0));
+        assert_eq!(counters.filter_false_positives, Some(0));
+        assert_eq!(counters.filter_probes, None);
+        assert_eq!(counters.unnecessary_data_reads, None);
+    }
+
+    #[test]
+    fn fjall_counts_block_reads_and_filter_outcomes_of_lookups() {
+        const KEYS: u32 = 20_000;
+        let dir = tempfile::tempdir().expect("tempdir");
+        // A 64 KiB cache over about 2 MiB of tables.
+        let tiny_cache = EngineConfig {
+            cache_bytes: 64 << 10,
+            ..config()
+        };
+        let engine = FjallEngine::open(dir.path(), &tiny_cache).expect("open");
+        fill(&engine, KEYS);
+        engine.flush().expect("flush");
+        engine.wait_for_compactions().expect("settle");
+        let metrics = engine.keyspace.metrics();
+
+        // Keys that are there: their blocks are read from the table files.
+        engine.reset_counters();
+        let data_loads = metrics.data_block_load_count();
+        for i in (0..KEYS).step_by(7) {
+            let key = format!("key{i:06}");
+            assert!(engine.get(key.as_bytes()).expect("get").is_some(), "{key}");
+        }
+        let data_loads = (metrics.data_block_load_count() - data_loads) as u64;
+        let hits = engine.counters();
+        let data_reads = hits.data_block_reads.expect("data block reads");
+        assert!(data_reads > 0, "{hits:?}");
+        assert!(data_reads <= data_loads, "{hits:?}, {data_loads} loads");
+        assert!(
+            hits.index_block_reads.expect("index block reads") > 0,
+            "{hits:?}"
+        );
+        assert!(
+            hits.filter_block_reads.expect("filter block reads") > 0,
+            "{hits:?}"
+        );
+        assert_eq!(hits.filter_probes, None);
+
+        // Keys that are not there, each just after a stored key: every table whose key range
+        // covers one (one per run at most) is probed, and each probe is a negative or a false
+        // positive.
+        let absent: Vec<Vec<u8>> = (0..KEYS - 1)
+            .step_by(3)
+            .map(|i| format!("key{i:06}x").into_bytes())
+            .collect();
+        let version = engine.keyspace.tree.current_version();
+        let probes: usize = absent
+            .iter()
+            .map(|key| {
+                version
+                    .iter_levels()
+                    .flat_map(|level| level.iter())
+                    .filter(|run| run.get_for_key(key).is_some())
+                    .count()
+            })
+            .sum();
+        // (A key between two tables of a run is not probed there.)
+        assert!(probes > absent.len() / 2, "{probes} probes");
+        engine.reset_counters();
+        let (queries, negatives) = (metrics.filter_queries(), metrics.io_skipped_by_filter());
+        let (data_loads, filter_loads) = (
+            metrics.data_block_load_count(),
+            metrics.filter_block_load_count(),
+        );
+        for key in &absent {
+            assert_eq!(engine.get(key).expect("get"), None);
+        }
+        let queries = metrics.filter_queries() - queries;
+        let negatives = metrics.io_skipped_by_filter() - negatives;
+        let data_loads = (metrics.data_block_load_count() - data_loads) as u64;
+        let filter_loads = metrics.filter_block_load_count() - filter_loads;
+        let misses = engine.counters();
+        // Every probe was counted, as a negative or a false positive, and loaded the filter.
+        assert_eq!(queries, probes);
+        assert_eq!(filter_loads, probes);
+        let false_positives = misses.filter_false_positives.expect("false positives");
+        assert_eq!(false_positives, (probes - negatives) as u64, "{misses:?}");
+        // A false positive costs one data-block load (the block the key would be in); a
+        // negative costs none.
+        assert_eq!(data_loads, false_positives, "{misses:?}");
+        let data_reads = misses.data_block_reads.expect("data block reads");
+        assert!(data_reads <= false_positives, "{misses:?}");
+        // 10 bits per key: about 0.8 % false positives.
+        assert!(false_positives > 0, "{misses:?}, {probes} probes");
+        assert!(
+            (false_positives as f64) < 0.03 * probes as f64,
+            "{misses:?}, {probes} probes"
+        );
+        assert_eq!(misses.filter_probes, None);
+        Box::new(engine).close().expect("close");
     }
 
     #[test]
