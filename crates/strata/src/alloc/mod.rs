@@ -6,6 +6,7 @@
 //! the budget per run or per file (Monkey, Mnemosyne, Mnemosyne+) need no engine changes. An
 //! allocator never does I/O.
 
+pub mod solver;
 mod uniform;
 
 pub use uniform::Uniform;
