@@ -3,23 +3,24 @@
 # readrandom, readmissing and seekrandom+next10, at 10 and 2 bits/key, buffered and direct reads,
 # median of RUNS alternating runs. Prints one table of ops/s and I/Os per operation.
 #
-#   scripts/peers_table.sh [RUNS] [READS]      (defaults 3 and 200000)
+#   scripts/peers_table.sh [RUNS] [READS] [DIRECT_READS]      (defaults 3, 200000, 50000)
 #
-# Needs a build with the peers (README: "Peers"). Direct-read phases are device-bound, hence the
-# smaller READS for the read phases.
+# Needs a build with the peers (README: "Peers"). Read phases with direct reads are device-bound,
+# hence their smaller operation count.
 set -euo pipefail
 runs=${1:-3}
 reads=${2:-200000}
+direct_reads=${3:-50000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp -d)
 cargo build --release -p strata-cli --features peers --manifest-path "$root/Cargo.toml" >&2
 strata="${CARGO_TARGET_DIR:-$root/target}/release/strata"
 for bpk in 10 2; do
   for io in buffered direct; do
-    flags=()
-    [ "$io" = direct ] && flags+=(--direct-reads)
+    flags=(--reads "$reads")
+    [ "$io" = direct ] && flags=(--direct-reads --reads "$direct_reads")
     "$strata" bench --engines strata,rocksdb,fjall --compare --runs "$runs" --num 1000000 \
-      --reads "$reads" --bits-per-key "$bpk" --settle "${flags[@]}" \
+      --bits-per-key "$bpk" --settle "${flags[@]}" \
       --workloads fillrandom,readrandom,readmissing,seekrandom --seek-nexts 10 \
       --json "$out/bpk$bpk-$io.json" > "$out/bpk$bpk-$io.txt"
     echo "bpk $bpk $io done" >&2
