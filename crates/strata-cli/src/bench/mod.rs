@@ -25,7 +25,7 @@ pub mod workload;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use distribution::{KeyChooser, KeyDistribution};
 use engine::{Engine, EngineConfig, EngineKind};
@@ -475,7 +475,10 @@ pub fn run(args: &BenchArgs) -> CliResult<()> {
     let (mut out, progress): (Box<dyn Write>, bool) = if config.json_to_stdout() {
         (Box::new(io::stderr()), false)
     } else {
-        (Box::new(io::stdout()), io::stdout().is_terminal())
+        (
+            Box::new(io::stdout()),
+            io::stdout().is_terminal() && io::stderr().is_terminal(),
+        )
     };
     let variants = config.variants();
     let mut results = Vec::new();
@@ -1004,42 +1007,42 @@ impl Bench<'_> {
     }
 }
 
-/// A percentage on the report stream while a phase runs, redrawn at most every 200 ms; off when
-/// the report does not go to a terminal.
+/// An indicatif progress bar on stderr while a phase runs; hidden when the report does not go
+/// to a terminal (so it never mixes with `--json -` or a redirected report).
 struct Progress {
-    enabled: bool,
-    workload: Workload,
-    total: u64,
-    last_draw: Instant,
+    bar: Option<indicatif::ProgressBar>,
 }
 
 impl Progress {
-    const REDRAW: Duration = Duration::from_millis(200);
-
     fn new(enabled: bool, workload: Workload, total: u64) -> Self {
-        Progress {
-            enabled,
-            workload,
-            total,
-            last_draw: Instant::now(),
+        let bar = enabled.then(|| {
+            let bar = indicatif::ProgressBar::with_draw_target(
+                Some(total),
+                indicatif::ProgressDrawTarget::stderr_with_hz(5),
+            );
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{msg:>16} [{bar:40}] {pos}/{len} {per_sec} eta {eta}",
+            ) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.set_message(workload.name());
+            bar
+        });
+        Progress { bar }
+    }
+
+    fn tick(&mut self, done: u64, _out: &mut dyn Write) {
+        // Every 1024 operations keeps the bar's bookkeeping out of the latencies.
+        if let Some(bar) = &self.bar {
+            if done.is_multiple_of(1024) {
+                bar.set_position(done);
+            }
         }
     }
 
-    fn tick(&mut self, done: u64, out: &mut dyn Write) {
-        // Checking the clock costs ~20 ns; every 1024 operations keeps it out of the latencies.
-        if !self.enabled || !done.is_multiple_of(1024) || self.last_draw.elapsed() < Self::REDRAW {
-            return;
-        }
-        self.last_draw = Instant::now();
-        let percent = done as f64 * 100.0 / self.total.max(1) as f64;
-        // Progress is cosmetic: a failed write shows up on the next real report line.
-        let _ = write!(out, "\r{} {percent:5.1}%", self.workload.name());
-        let _ = out.flush();
-    }
-
-    fn finish(&self, out: &mut dyn Write) {
-        if self.enabled {
-            let _ = write!(out, "\r{:30}\r", "");
+    fn finish(&self, _out: &mut dyn Write) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
         }
     }
 }
