@@ -268,12 +268,7 @@ impl CompactionPolicy for Leveling {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::test_support::tree;
-
-    const CONTEXT: CompactionContext = CompactionContext {
-        write_buffer_bytes: 1000,
-        level0_compaction_trigger: 2,
-    };
+    use crate::compaction::test_support::{tree, CONTEXT};
 
     #[test]
     fn level0_merges_into_the_base_level_with_overlapping_files() {

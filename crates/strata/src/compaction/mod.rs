@@ -127,8 +127,15 @@ pub(crate) fn whole_run(level: usize, run: &crate::version::Run) -> RunInput {
 
 #[cfg(test)]
 pub(crate) mod test_support {
+    use super::CompactionContext;
     use crate::version::tests::new_file;
     use crate::version::{Version, VersionEdit};
+
+    /// The engine settings policy tests run with: a 1,000-byte write buffer, level-0 trigger 2.
+    pub(crate) const CONTEXT: CompactionContext = CompactionContext {
+        write_buffer_bytes: 1000,
+        level0_compaction_trigger: 2,
+    };
 
     /// Builds a version from `(level, run_id, number, smallest, largest, bytes)` tuples.
     pub(crate) fn tree(files: &[(usize, u64, u64, &str, &str, u64)]) -> Version {

@@ -76,12 +76,7 @@ impl CompactionPolicy for Tiering {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::test_support::tree;
-
-    const CONTEXT: CompactionContext = CompactionContext {
-        write_buffer_bytes: 1000,
-        level0_compaction_trigger: 2,
-    };
+    use crate::compaction::test_support::{tree, CONTEXT};
 
     #[test]
     fn the_t_th_run_merges_the_level_into_a_new_run_below() {
