@@ -138,7 +138,7 @@ pub fn write_table(out: &mut dyn Write, rows: &[MedianRow], runs: usize) -> io::
     )?;
     writeln!(
         out,
-        "{:<28} {:<16} {:>10} {:>7} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6}",
+        "{:<32} {:<16} {:>10} {:>7} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6}",
         "configuration",
         "phase",
         "ops/s",
@@ -156,7 +156,7 @@ pub fn write_table(out: &mut dyn Write, rows: &[MedianRow], runs: usize) -> io::
     for row in rows {
         writeln!(
             out,
-            "{:<28} {:<16} {:>10.0} {:>7} {:>8.2} {:>8.2} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6}",
+            "{:<32} {:<16} {:>10.0} {:>7} {:>8.2} {:>8.2} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6}",
             row.configuration,
             row.phase.name(),
             row.ops_per_sec,

@@ -84,8 +84,9 @@ impl CompactionKind {
     }
 }
 
-/// One configuration a benchmark runs: an engine with a filter policy and a merge policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// One configuration a benchmark runs: an engine with a filter policy, a merge policy and a
+/// filter budget.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Variant {
     /// The engine.
     pub engine: EngineKind,
@@ -93,17 +94,26 @@ pub struct Variant {
     pub filter_policy: FilterPolicyKind,
     /// The merge policy.
     pub compaction: CompactionKind,
+    /// Filter bits per key (the budget).
+    pub bits_per_key: f64,
+    /// True when several budgets run, so labels name theirs.
+    #[serde(skip)]
+    pub label_bits_per_key: bool,
 }
 
 impl Variant {
-    /// `strata/uniform/leveling`.
+    /// `strata/uniform/leveling`, with `@2bpk` when several budgets are compared.
     pub fn label(&self) -> String {
-        format!(
+        let mut label = format!(
             "{}/{}/{}",
             self.engine.name(),
             self.filter_policy.name(),
             self.compaction.name()
-        )
+        );
+        if self.label_bits_per_key {
+            label.push_str(&format!("@{}bpk", self.bits_per_key));
+        }
+        label
     }
 }
 
@@ -142,9 +152,10 @@ pub struct BenchArgs {
     /// Seed of every random choice (key order, read keys, values).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
-    /// Bloom filter bits per key (uniform for every file).
-    #[arg(long, default_value_t = 10.0)]
-    pub bits_per_key: f64,
+    /// Bloom filter bits per key, the filter budget (a comma list compares budgets, e.g.
+    /// 2,3,4,5).
+    #[arg(long, value_delimiter = ',', default_value = "10")]
+    pub bits_per_key: Vec<f64>,
     /// Block cache capacity (bytes; KiB/MiB/GiB suffixes accepted).
     #[arg(long, default_value = "8MiB", value_parser = parse_bytes)]
     pub cache_bytes: u64,
@@ -226,7 +237,7 @@ pub struct BenchConfig {
     pub key_size: usize,
     pub value_size: usize,
     pub seed: u64,
-    pub bits_per_key: f64,
+    pub bits_per_key: Vec<f64>,
     pub cache_bytes: u64,
     pub direct_reads: bool,
     pub pin_index_filter: bool,
@@ -291,9 +302,12 @@ impl BenchConfig {
                 peer.name()
             )));
         }
-        if args.compaction.is_empty() || args.filter_policy.is_empty() {
+        if args.compaction.is_empty()
+            || args.filter_policy.is_empty()
+            || args.bits_per_key.is_empty()
+        {
             return Err(CliError::InvalidArgument(
-                "--compaction and --filter-policy need at least one policy".into(),
+                "--compaction, --filter-policy and --bits-per-key need at least one value".into(),
             ));
         }
         if args.runs == 0 {
@@ -306,7 +320,10 @@ impl BenchConfig {
                 "--sample-every must be at least 1".into(),
             ));
         }
-        let variants = args.engines.len() * args.compaction.len() * args.filter_policy.len();
+        let variants = args.engines.len()
+            * args.compaction.len()
+            * args.filter_policy.len()
+            * args.bits_per_key.len();
         if args.db.is_some() && (variants > 1 || args.runs > 1) {
             return Err(CliError::InvalidArgument(
                 "--db names one database; it cannot be used with several engines, policies or runs"
@@ -325,7 +342,7 @@ impl BenchConfig {
             key_size: args.key_size,
             value_size: args.value_size,
             seed: args.seed,
-            bits_per_key: args.bits_per_key,
+            bits_per_key: args.bits_per_key.clone(),
             cache_bytes: match args.cache_fraction {
                 Some(fraction) if fraction.is_finite() && fraction > 0.0 => {
                     (num as f64 * (args.key_size + args.value_size) as f64 * fraction) as u64
@@ -368,11 +385,15 @@ impl BenchConfig {
                     continue;
                 }
                 for &compaction in &self.compaction {
-                    variants.push(Variant {
-                        engine,
-                        filter_policy,
-                        compaction,
-                    });
+                    for &bits_per_key in &self.bits_per_key {
+                        variants.push(Variant {
+                            engine,
+                            filter_policy,
+                            compaction,
+                            bits_per_key,
+                            label_bits_per_key: self.bits_per_key.len() > 1,
+                        });
+                    }
                 }
             }
         }
@@ -384,7 +405,7 @@ impl BenchConfig {
     pub fn engine_config(&self, variant: &Variant) -> EngineConfig {
         EngineConfig {
             block_bytes: 4096,
-            bits_per_key: self.bits_per_key,
+            bits_per_key: variant.bits_per_key,
             cache_bytes: self.cache_bytes,
             write_buffer_bytes: self.write_buffer_bytes,
             size_ratio: self.size_ratio,

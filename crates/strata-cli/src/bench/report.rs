@@ -375,6 +375,8 @@ mod tests {
             engine: EngineKind::Strata,
             filter_policy: FilterPolicyKind::Uniform,
             compaction: CompactionKind::Leveling,
+            bits_per_key: 10.0,
+            label_bits_per_key: false,
         };
         let result = PhaseResult::new(
             &variant,
