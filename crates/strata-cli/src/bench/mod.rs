@@ -220,6 +220,11 @@ pub struct BenchArgs {
     /// docs/BENCHMARKS.md).
     #[arg(long, value_enum)]
     pub preset: Option<preset::Preset>,
+    /// Size the Mnemosyne workloads as the paper's times this factor: `--num` and `--reads` become
+    /// the first Mnemosyne workload's load and operation counts (type I: 20M and 80M, type II:
+    /// 21M and 41M) times the factor, unless given.
+    #[arg(long)]
+    pub scale: Option<f64>,
     /// Block cache as a fraction of the data size (`num * (key_size + value_size)`); overrides
     /// --cache-bytes (the papers' "cache of 5% of the data" is 0.05).
     #[arg(long)]
@@ -265,8 +270,30 @@ impl BenchConfig {
     /// Applies the defaults that depend on other flags (`--quick`, `--reads`) and checks ranges
     /// the engine does not check itself.
     pub fn resolve(args: &BenchArgs) -> CliResult<Self> {
+        let paper_sizes = match args.scale {
+            Some(scale) if scale.is_finite() && scale > 0.0 => Some(
+                args.workloads
+                    .iter()
+                    .find_map(|w| match w {
+                        Workload::Mix(mix) => mix.paper_sizes(scale),
+                        _ => None,
+                    })
+                    .ok_or_else(|| {
+                        CliError::InvalidArgument(
+                            "--scale sizes the Mnemosyne workloads; --workloads has none".into(),
+                        )
+                    })?,
+            ),
+            Some(scale) => {
+                return Err(CliError::InvalidArgument(format!(
+                    "--scale must be a positive number, got {scale}"
+                )))
+            }
+            None => None,
+        };
         let num = args
             .num
+            .or(paper_sizes.map(|(load, _)| load))
             .unwrap_or(if args.quick { QUICK_NUM } else { DEFAULT_NUM });
         if args.value_size > strata::MAX_VALUE_BYTES {
             return Err(CliError::InvalidArgument(format!(
@@ -338,7 +365,10 @@ impl BenchConfig {
             distribution: args.distribution,
             engines: args.engines.clone(),
             num,
-            reads: args.reads.unwrap_or(num),
+            reads: args
+                .reads
+                .or(paper_sizes.map(|(_, operations)| operations))
+                .unwrap_or(num),
             key_size: args.key_size,
             value_size: args.value_size,
             seed: args.seed,

@@ -391,10 +391,6 @@ impl Mix {
     /// `(record_count, operation_count)` of the Mnemosyne paper's runs times `scale` (1.0 is
     /// the paper's size: type I 20M + 80M, type II 21M + 41M); `None` for the other mixes,
     /// whose sizes are the harness's `--num` and `--reads`.
-    #[allow(
-        dead_code,
-        reason = "the paper's sizes, checked against the presets in tests"
-    )]
     pub fn paper_sizes(&self, scale: f64) -> Option<(u64, u64)> {
         let (records, operations) = match self {
             Mix::MnemosyneTypeI => (20e6, 80e6),
