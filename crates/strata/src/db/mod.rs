@@ -226,14 +226,16 @@ impl Db {
         value: impl AsRef<[u8]>,
         options: WriteOptions,
     ) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let (key, value) = (key.as_ref(), value.as_ref());
+        let mut batch = WriteBatch::with_capacity(key.len() + value.len());
         batch.put(key, value);
         self.write_opt(batch, options)
     }
 
     /// Removes `key` (a no-op if it is absent).
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let key = key.as_ref();
+        let mut batch = WriteBatch::with_capacity(key.len());
         batch.delete(key);
         self.write(batch)
     }

@@ -53,6 +53,14 @@ impl WriteBatch {
         }
     }
 
+    /// An empty batch with room for about `bytes` of keys and values (one allocation for a
+    /// single put instead of several as the encoding grows).
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut rep = Vec::with_capacity(BATCH_HEADER_LEN + bytes + 2 * 10 + 1);
+        rep.resize(BATCH_HEADER_LEN, 0);
+        WriteBatch { rep, count: 0 }
+    }
+
     /// Adds `key -> value`.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
         self.rep.push(ValueKind::Value as u8);
@@ -161,6 +169,19 @@ mod tests {
         assert_eq!(entries, batch.entries().collect::<Vec<_>>());
         assert_eq!(entries[1].kind, ValueKind::Deletion);
         assert_eq!(entries[1].key, b"b");
+    }
+
+    #[test]
+    fn a_presized_batch_encodes_like_a_growing_one() {
+        let mut grown = WriteBatch::new();
+        grown.put(b"key", vec![7u8; 300]).delete(b"gone");
+        let mut presized = WriteBatch::with_capacity(3 + 300);
+        presized.put(b"key", vec![7u8; 300]).delete(b"gone");
+        assert_eq!(presized, grown);
+        assert_eq!(
+            presized.encode_with_sequence(9),
+            grown.encode_with_sequence(9)
+        );
     }
 
     #[test]
