@@ -6,9 +6,11 @@
 //! the budget per run or per file (Monkey, Mnemosyne, Mnemosyne+) need no engine changes. An
 //! allocator never does I/O.
 
+mod monkey;
 pub mod solver;
 mod uniform;
 
+pub use monkey::Monkey;
 pub use uniform::Uniform;
 
 use std::fmt::Debug;
