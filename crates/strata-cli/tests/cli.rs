@@ -429,3 +429,51 @@ fn peers_run_the_same_workloads() {
         assert!(results.iter().all(|r| r["engine"] == engine));
     }
 }
+
+#[test]
+fn the_monkey_filter_policy_gives_levels_different_bits_per_key() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("monkey.json");
+    let output = ok(&[
+        "bench",
+        "--workloads",
+        "fillrandom,readmissing",
+        "--num",
+        "40000",
+        "--write-buffer-bytes",
+        "256KiB",
+        "--size-ratio",
+        "4",
+        "--bits-per-key",
+        "4",
+        "--filter-policy",
+        "uniform,monkey",
+        "--settle",
+        "--json",
+        path_str(&json),
+    ]);
+    assert!(output.contains("monkey"), "{output}");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON")).expect("valid");
+    let policies: Vec<&str> = report["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["filter_policy"].as_str().expect("policy"))
+        .collect();
+    assert_eq!(policies, vec!["uniform", "uniform", "monkey", "monkey"]);
+    // Uniform prints every level at the budget; Monkey gives some level more than the budget.
+    let monkey_part = output
+        .split("strata/monkey")
+        .nth(1)
+        .expect("monkey section");
+    let level_bits: Vec<f64> = monkey_part
+        .lines()
+        .filter(|line| line.trim_start().starts_with('L') && line.contains("bits/key"))
+        .filter_map(|line| line.split_whitespace().rev().nth(1)?.parse().ok())
+        .collect();
+    assert!(
+        level_bits.iter().any(|&bits| bits > 4.5),
+        "Monkey gives the smaller levels more bits: {level_bits:?}\n{output}"
+    );
+}

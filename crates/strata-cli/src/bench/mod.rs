@@ -63,6 +63,9 @@ pub enum CompactionKind {
 pub enum FilterPolicyKind {
     /// The same bits per key for every file (what RocksDB, LevelDB, Pebble and fjall do).
     Uniform,
+    /// Monkey (SPEC §3.2): per-level bits per key solved once for the tree predicted from
+    /// `--num`, the write buffer and `--size-ratio`.
+    Monkey,
 }
 
 impl FilterPolicyKind {
@@ -70,6 +73,7 @@ impl FilterPolicyKind {
     pub fn name(self) -> &'static str {
         match self {
             FilterPolicyKind::Uniform => "uniform",
+            FilterPolicyKind::Monkey => "monkey",
         }
     }
 }
@@ -442,6 +446,9 @@ impl BenchConfig {
             compaction: variant.compaction,
             direct_reads: self.direct_reads,
             pin_index_filter: self.pin_index_filter,
+            filter_policy: variant.filter_policy,
+            expected_entries: self.num,
+            entry_bytes: (self.key_size + self.value_size) as u64,
         }
     }
 

@@ -66,6 +66,12 @@ pub struct EngineConfig {
     pub direct_reads: bool,
     /// Keep index and filter blocks pinned in memory rather than in the block cache.
     pub pin_index_filter: bool,
+    /// Strata's filter-allocation policy (peers only have uniform filters).
+    pub filter_policy: super::FilterPolicyKind,
+    /// Entries the benchmark loads (`--num`), for allocators that predict the tree (Monkey).
+    pub expected_entries: u64,
+    /// Bytes of one key and value.
+    pub entry_bytes: u64,
 }
 
 /// One write of a batch.
@@ -230,6 +236,9 @@ pub(crate) mod conformance {
             compaction: CompactionKind::Leveling,
             direct_reads: false,
             pin_index_filter: false,
+            filter_policy: super::super::FilterPolicyKind::Uniform,
+            expected_entries: 3000,
+            entry_bytes: 109,
         }
     }
 

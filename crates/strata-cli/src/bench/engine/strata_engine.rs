@@ -3,11 +3,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use strata::alloc::{FilterAllocator, Monkey, Uniform};
 use strata::compaction::{CompactionPolicy, Leveling, Tiering};
 use strata::{Db, Options, WriteBatch};
 
 use super::{BatchOp, Engine, EngineConfig, EngineCounters, LevelShape, ScanOutcome, TreeShape};
-use crate::bench::CompactionKind;
+use crate::bench::{CompactionKind, FilterPolicyKind};
 use crate::error::CliResult;
 
 /// Strata with the benchmark's settings.
@@ -23,6 +24,23 @@ impl StrataEngine {
             CompactionKind::Leveling => Arc::new(Leveling::new(config.size_ratio)?),
             CompactionKind::Tiering => Arc::new(Tiering::new(config.size_ratio)?),
         };
+        let allocator: Arc<dyn FilterAllocator> = match config.filter_policy {
+            FilterPolicyKind::Uniform => Arc::new(Uniform::new(config.bits_per_key)?),
+            FilterPolicyKind::Monkey => {
+                // The memtable holds about write_buffer / (entry + 8-byte trailer + ~64 bytes of
+                // skiplist bookkeeping) entries when it is flushed (`memtable/mod.rs`).
+                let buffer_entries =
+                    (config.write_buffer_bytes / (config.entry_bytes + 8 + 64)).max(1);
+                let monkey = Monkey::new(
+                    config.bits_per_key,
+                    config.expected_entries.max(1),
+                    buffer_entries,
+                    config.size_ratio,
+                )?
+                .with_tiering(config.compaction == CompactionKind::Tiering)?;
+                Arc::new(monkey)
+            }
+        };
         let options = Options::default()
             .write_buffer_bytes(usize::try_from(config.write_buffer_bytes).unwrap_or(usize::MAX))
             .block_bytes(config.block_bytes)
@@ -30,7 +48,7 @@ impl StrataEngine {
             .direct_reads(config.direct_reads)
             .pin_filter_and_index_blocks(config.pin_index_filter)
             .compaction_policy(Arc::clone(&policy))
-            .bits_per_key(config.bits_per_key)?;
+            .filter_allocator(allocator);
         options.validate()?;
         let settings = vec![
             format!("block_bytes {}", options.block_bytes),
