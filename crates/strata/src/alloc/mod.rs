@@ -1,15 +1,26 @@
 //! Filter-memory allocation (SPEC §3): how many bits per key each new table file's filter gets.
 //!
-//! The engine asks its [`FilterAllocator`] once per new file, when a flush or compaction has finished
-//! writing the file's entries and is about to build its filter. The allocator sees the tree as it
-//! is (a read-only [`Version`]) and the job in progress ([`FilterJob`]), so policies that re-divide
-//! the budget per run or per file (Monkey, Mnemosyne, Mnemosyne+) need no engine changes. An
-//! allocator never does I/O.
+//! The engine asks its [`FilterAllocator`] once per flush or compaction, when the job has written
+//! every output file's entries and is about to build their filters. The allocator sees the tree as
+//! it is (a read-only [`Version`]) and the job ([`FilterJob`]: its inputs and all its outputs with
+//! their final entry counts), so policies that re-divide the budget per run or per file (Monkey,
+//! Mnemosyne, Mnemosyne+) need no engine changes. An allocator never does I/O.
+//!
+//! # One allocation at a time, against the tree the job installs into
+//!
+//! The engine holds one install lock from the allocation until the job's version edit is
+//! installed, and every flush, compaction and trivial move installs under it. So the tree the
+//! allocator is shown is exactly the tree the job's outputs join (`tree - inputs + outputs`), and
+//! a budget guard computed on it (SPEC §3.3) holds after the install: no concurrent job can have
+//! sized its files against a different tree. (Strata's rule; the paper's RocksDB fork allocates per
+//! file against whatever version is current and ends 19-74% over its budget.)
 
+mod mnemosyne;
 mod monkey;
 pub mod solver;
 mod uniform;
 
+pub use mnemosyne::{Mnemosyne, Overuse};
 pub use monkey::Monkey;
 pub use uniform::Uniform;
 
@@ -49,8 +60,22 @@ pub struct FilterJob<'a> {
     pub output_level: usize,
     /// Run the outputs join.
     pub output_run_id: u64,
-    /// Entry counts of the outputs this job has already finished.
-    pub finished_outputs: &'a [u64],
+    /// Every output file of the job, in key order, with its final entry count.
+    pub outputs: &'a [NewFile],
+}
+
+impl FilterJob<'_> {
+    /// True if `file_number` is one of the job's inputs.
+    pub fn is_input(&self, file_number: u64) -> bool {
+        self.inputs
+            .iter()
+            .any(|input| input.file_number == file_number)
+    }
+
+    /// Entries in all the job's outputs.
+    pub fn output_entries(&self) -> u64 {
+        self.outputs.iter().map(|file| file.entries).sum()
+    }
 }
 
 /// The file about to get a filter.
@@ -70,12 +95,30 @@ pub trait FilterAllocator: Send + Sync + Debug {
     /// The filter budget in bits per key.
     fn bits_per_key_budget(&self) -> f64;
 
-    /// Bits per key for `file` (0 = no filter). Called once per new file.
+    /// The most the tree's average bits per key may reach (the budget guard's cap, SPEC §3.3),
+    /// or `None` if the policy does not guard its budget (Uniform spends exactly the budget;
+    /// static Monkey spends whatever its prediction gives).
+    fn bits_per_key_cap(&self) -> Option<f64> {
+        None
+    }
+
+    /// Bits per key for `file` (0 = no filter), for policies that decide file by file. The
+    /// engine calls [`FilterAllocator::allocate`], whose default asks this for every output.
     fn bits_per_key(&self, tree: &Version, job: &FilterJob<'_>, file: &NewFile) -> f64;
 
-    /// True if lookups should not probe this file's filter (its current optimal bits per key is
-    /// 0, so the probe only costs CPU and possibly a block read). Uniform never skips.
-    fn skip_filter(&self, _file: &FileMetadata) -> bool {
+    /// Bits per key for every output of `job`, in `job.outputs` order. `tree` is the tree the
+    /// outputs join, before the job's inputs leave it. Called once per flush or compaction.
+    fn allocate(&self, tree: &Version, job: &FilterJob<'_>) -> Vec<f64> {
+        job.outputs
+            .iter()
+            .map(|file| self.bits_per_key(tree, job, file))
+            .collect()
+    }
+
+    /// True if lookups should not probe the filter of `file`, a file of run `run_id` (its current
+    /// optimal bits per key is 0, so the probe only costs CPU and possibly a block read). Called
+    /// on the lookup path: must not block. Uniform never skips.
+    fn skip_filter(&self, _run_id: u64, _file: &FileMetadata) -> bool {
         false
     }
 }

@@ -253,7 +253,7 @@ mod tests {
             inputs: &[],
             output_level,
             output_run_id: 1,
-            finished_outputs: &[],
+            outputs: &[],
         }
     }
 

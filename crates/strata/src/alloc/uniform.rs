@@ -61,7 +61,7 @@ mod tests {
             inputs: &[],
             output_level: 0,
             output_run_id: 1,
-            finished_outputs: &[],
+            outputs: &[],
         };
         let file = NewFile {
             file_number: 3,

@@ -10,7 +10,10 @@
 //! * output files are cut at `target_file_bytes`, only between user keys, so the versions of one key
 //!   never straddle two files of a run.
 //!
-//! Each output's filter bits per key is asked of the [`FilterAllocator`] when the file is finished.
+//! The merge writes every output's entries first ([`run_compaction`] returns a
+//! [`PendingCompaction`]); the filters are built afterwards, by [`finish_outputs`], when the engine
+//! holds its install lock: the [`FilterAllocator`] then sees every output's final entry count and
+//! exactly the tree the outputs will join (`crate::alloc`, "One allocation at a time").
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,7 +24,7 @@ use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::key::{parse_internal_key, ValueKind};
-use crate::stats::{AccessObserver, IoCounters};
+use crate::stats::AccessObserver;
 use crate::table::iter::RunIter;
 use crate::table::reader::{ReadMode, TableCache};
 use crate::table::{table_file_name, TableBuilder};
@@ -34,8 +37,6 @@ pub(crate) struct ExecutorContext<'a> {
     pub(crate) fs: &'a dyn FileSystem,
     pub(crate) tables: &'a Arc<TableCache>,
     pub(crate) versions: &'a VersionSet,
-    pub(crate) counters: &'a IoCounters,
-    pub(crate) allocator: &'a dyn FilterAllocator,
     pub(crate) observer: &'a dyn AccessObserver,
     pub(crate) block_bytes: usize,
     pub(crate) restart_interval: usize,
@@ -169,19 +170,108 @@ fn output_is_bottom(
     })
 }
 
-struct OutputFile {
-    number: u64,
-    builder: TableBuilder,
+/// A table file whose entries are written, waiting for its filter, properties, index and footer.
+pub(crate) struct PendingTable {
+    pub(crate) number: u64,
+    pub(crate) builder: TableBuilder,
 }
 
-/// Runs `job` against `version` and returns the edit that installs its result. `smallest_snapshot`
-/// is the oldest sequence number a live snapshot can read.
+/// A merged compaction whose outputs still need their filters ([`finish_outputs`]).
+pub(crate) struct PendingCompaction {
+    pub(crate) inputs: Vec<JobInput>,
+    pub(crate) output_level: usize,
+    pub(crate) output_run_id: u64,
+    pub(crate) outputs: Vec<PendingTable>,
+}
+
+impl PendingCompaction {
+    /// The version edit that replaces the inputs with `new_files` (from [`finish_outputs`]).
+    pub(crate) fn edit(&self, new_files: Vec<NewFile>) -> VersionEdit {
+        VersionEdit {
+            new_files,
+            deleted_files: self
+                .inputs
+                .iter()
+                .map(|input| DeletedFile {
+                    level: input.level,
+                    run_id: input.run_id,
+                    number: input.file_number,
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+}
+
+/// Asks the allocator for the bits per key of every output of a job (one call for the whole job,
+/// against `tree`, the version the outputs are about to join), then writes each output's filter,
+/// properties, index and footer and syncs it. Returns the outputs' metadata and the bytes written.
+/// Call with the engine's install lock held, and install the result before releasing it.
+pub(crate) fn finish_outputs(
+    allocator: &dyn FilterAllocator,
+    tree: &Version,
+    kind: JobKind,
+    inputs: &[JobInput],
+    output_level: usize,
+    output_run_id: u64,
+    outputs: Vec<PendingTable>,
+) -> Result<(Vec<NewFile>, u64)> {
+    let files: Vec<AllocatorFile> = outputs
+        .iter()
+        .map(|output| AllocatorFile {
+            file_number: output.number,
+            entries: output.builder.entries(),
+        })
+        .collect();
+    let job = FilterJob {
+        kind,
+        inputs,
+        output_level,
+        output_run_id,
+        outputs: &files,
+    };
+    let bits = allocator.allocate(tree, &job);
+    if bits.len() != outputs.len() {
+        return Err(Error::InvalidArgument(format!(
+            "filter allocator {} answered {} bits-per-key values for {} files",
+            allocator.name(),
+            bits.len(),
+            outputs.len()
+        )));
+    }
+    let mut new_files = Vec::with_capacity(outputs.len());
+    let mut written = 0;
+    for (output, bits_per_key) in outputs.into_iter().zip(bits) {
+        let summary = output
+            .builder
+            .finish(bits_per_key, output_level as u64, output_run_id)?;
+        written += summary.file_bytes;
+        let properties = summary.properties;
+        new_files.push(NewFile {
+            level: output_level,
+            run_id: output_run_id,
+            number: output.number,
+            file_bytes: summary.file_bytes,
+            entries: properties.entries,
+            smallest: properties.smallest,
+            largest: properties.largest,
+            smallest_sequence: properties.smallest_sequence,
+            largest_sequence: properties.largest_sequence,
+            bits_per_key: properties.bits_per_key,
+            filter_bytes: properties.filter_bytes,
+        });
+    }
+    Ok((new_files, written))
+}
+
+/// Merges `job`'s inputs (resolved against `version`) into new table files whose filters are not
+/// yet built. `smallest_snapshot` is the oldest sequence number a live snapshot can read.
 pub(crate) fn run_compaction(
     context: &ExecutorContext<'_>,
     job: &CompactionJob,
     version: &Version,
     smallest_snapshot: u64,
-) -> Result<VersionEdit> {
+) -> Result<PendingCompaction> {
     let inputs = resolve_inputs(job, version)?;
     let input_files: Vec<&Arc<FileMetadata>> = inputs.iter().flat_map(|(_, _, f)| f).collect();
     let smallest = input_files
@@ -224,49 +314,10 @@ pub(crate) fn run_compaction(
     let mut merged = MergingIterator::new(children);
     merged.seek_to_first();
 
-    let mut edit = VersionEdit::default();
-    let mut finished_entries: Vec<u64> = Vec::new();
-    let mut output: Option<OutputFile> = None;
+    let mut outputs: Vec<PendingTable> = Vec::new();
+    let mut output: Option<PendingTable> = None;
     let mut current_user_key: Option<Vec<u8>> = None;
     let mut last_sequence_for_key = u64::MAX;
-
-    let finish_output = |output: OutputFile,
-                         edit: &mut VersionEdit,
-                         finished_entries: &mut Vec<u64>|
-     -> Result<()> {
-        let filter_job = FilterJob {
-            kind: JobKind::Compaction,
-            inputs: &job_inputs,
-            output_level: job.output_level,
-            output_run_id,
-            finished_outputs: finished_entries,
-        };
-        let file = AllocatorFile {
-            file_number: output.number,
-            entries: output.builder.entries(),
-        };
-        let bits_per_key = context.allocator.bits_per_key(version, &filter_job, &file);
-        let summary =
-            output
-                .builder
-                .finish(bits_per_key, job.output_level as u64, output_run_id)?;
-        crate::stats::add(&context.counters.compaction_write_bytes, summary.file_bytes);
-        finished_entries.push(summary.properties.entries);
-        edit.new_files.push(NewFile {
-            level: job.output_level,
-            run_id: output_run_id,
-            number: output.number,
-            file_bytes: summary.file_bytes,
-            entries: summary.properties.entries,
-            smallest: summary.properties.smallest,
-            largest: summary.properties.largest,
-            smallest_sequence: summary.properties.smallest_sequence,
-            largest_sequence: summary.properties.largest_sequence,
-            bits_per_key: summary.properties.bits_per_key,
-            filter_bytes: summary.properties.filter_bytes,
-        });
-        Ok(())
-    };
 
     while merged.valid() {
         let key = merged.key();
@@ -294,9 +345,7 @@ pub(crate) fn run_compaction(
             if new_user_key {
                 if let Some(current) = &output {
                     if current.builder.estimated_file_bytes() >= context.target_file_bytes {
-                        if let Some(full) = output.take() {
-                            finish_output(full, &mut edit, &mut finished_entries)?;
-                        }
+                        outputs.extend(output.take());
                     }
                 }
             }
@@ -304,7 +353,7 @@ pub(crate) fn run_compaction(
                 let number = context.versions.new_file_number();
                 let path = context.dir.join(table_file_name(number));
                 let file = context.fs.create_writable(&path)?;
-                output = Some(OutputFile {
+                output = Some(PendingTable {
                     number,
                     builder: TableBuilder::new(
                         path,
@@ -324,19 +373,13 @@ pub(crate) fn run_compaction(
         merged.next();
     }
     merged.status()?;
-    if let Some(last) = output.take() {
-        finish_output(last, &mut edit, &mut finished_entries)?;
-    }
-    for (level, run_id, files) in &inputs {
-        for file in files {
-            edit.deleted_files.push(DeletedFile {
-                level: *level,
-                run_id: *run_id,
-                number: file.number(),
-            });
-        }
-    }
-    Ok(edit)
+    outputs.extend(output.take());
+    Ok(PendingCompaction {
+        inputs: job_inputs,
+        output_level: job.output_level,
+        output_run_id,
+        outputs,
+    })
 }
 
 /// A job that takes one file from one run and overlaps nothing on the output level is done by

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{DbInner, ReadView};
-use crate::alloc::{FilterAllocator, FilterJob, JobKind, NewFile as AllocatorFile};
+use crate::alloc::{FilterAllocator, JobKind};
 use crate::compaction::executor::{
-    check_recency_order, run_compaction, trivial_move, ExecutorContext,
+    check_recency_order, finish_outputs, run_compaction, trivial_move, ExecutorContext,
+    PendingTable,
 };
 use crate::compaction::{CompactionContext, CompactionJob};
 use crate::env::FileSystem;
@@ -19,20 +20,19 @@ use crate::options::Options;
 use crate::stats::{add, IoCounters};
 use crate::table::{table_file_name, TableBuilder};
 use crate::version::set::VersionSet;
-use crate::version::{NewFile, VersionEdit};
+use crate::version::{NewFile, Version, VersionEdit};
 
 const IDLE_WAIT: Duration = Duration::from_millis(100);
 
-/// Writes a memtable as a new level-0 run; `None` if the memtable is empty.
-pub(crate) fn write_level0_table(
+/// Writes a memtable's entries into a new table file whose filter is not yet built; `None` if the
+/// memtable is empty. Returns the pending file and the id of the level-0 run it will form.
+pub(crate) fn write_level0_entries(
     dir: &Path,
     fs: &dyn FileSystem,
     versions: &VersionSet,
     options: &Options,
-    allocator: &dyn FilterAllocator,
-    counters: &IoCounters,
     mem: &Arc<MemTable>,
-) -> Result<Option<NewFile>> {
+) -> Result<Option<(PendingTable, u64)>> {
     if mem.is_empty() {
         return Ok(None);
     }
@@ -46,35 +46,30 @@ pub(crate) fn write_level0_table(
         options.block_restart_interval,
     );
     mem.for_each_entry(|key, value| builder.add(key, value))?;
-    let version = versions.current();
-    let job = FilterJob {
-        kind: JobKind::Flush,
-        inputs: &[],
-        output_level: 0,
-        output_run_id: run_id,
-        finished_outputs: &[],
-    };
-    let file = AllocatorFile {
-        file_number: number,
-        entries: builder.entries(),
-    };
-    let bits_per_key = allocator.bits_per_key(&version, &job, &file);
-    let summary = builder.finish(bits_per_key, 0, run_id)?;
-    add(&counters.flush_write_bytes, summary.file_bytes);
-    let properties = summary.properties;
-    Ok(Some(NewFile {
-        level: 0,
+    Ok(Some((PendingTable { number, builder }, run_id)))
+}
+
+/// Builds the filter of a flushed file against `tree` (the version it joins) and finishes it.
+pub(crate) fn finish_level0_table(
+    allocator: &dyn FilterAllocator,
+    counters: &IoCounters,
+    tree: &Version,
+    pending: PendingTable,
+    run_id: u64,
+) -> Result<NewFile> {
+    let (mut files, written) = finish_outputs(
+        allocator,
+        tree,
+        JobKind::Flush,
+        &[],
+        0,
         run_id,
-        number,
-        file_bytes: summary.file_bytes,
-        entries: properties.entries,
-        smallest: properties.smallest,
-        largest: properties.largest,
-        smallest_sequence: properties.smallest_sequence,
-        largest_sequence: properties.largest_sequence,
-        bits_per_key: properties.bits_per_key,
-        filter_bytes: properties.filter_bytes,
-    }))
+        vec![pending],
+    )?;
+    add(&counters.flush_write_bytes, written);
+    files
+        .pop()
+        .ok_or_else(|| Error::InvalidArgument("a flush produced no file".into()))
 }
 
 pub(crate) fn spawn_threads(inner: &Arc<DbInner>) -> Result<()> {
@@ -201,15 +196,25 @@ impl DbInner {
             .unwrap_or(&view.mem)
             .wal_number();
         let start = Instant::now();
-        let file = write_level0_table(
+        let pending = write_level0_entries(
             &self.dir,
             self.fs.as_ref(),
             &self.versions,
             &self.options,
-            self.options.filter_allocator.as_ref(),
-            &self.counters,
             &mem,
         )?;
+        // From the allocation to the install, no other job may change the tree (`crate::alloc`).
+        let _install = self.install_lock.lock();
+        let file = match pending {
+            Some((pending, run_id)) => Some(finish_level0_table(
+                self.options.filter_allocator.as_ref(),
+                &self.counters,
+                &self.versions.current(),
+                pending,
+                run_id,
+            )?),
+            None => None,
+        };
         let mut edit = VersionEdit {
             log_number: Some(next_log),
             ..Default::default()
@@ -244,29 +249,36 @@ impl DbInner {
             fs: self.fs.as_ref(),
             tables: &self.tables,
             versions: &self.versions,
-            counters: &self.counters,
-            allocator: self.options.filter_allocator.as_ref(),
             observer: observer.as_deref().unwrap_or(&noop),
             block_bytes: self.options.block_bytes,
             restart_interval: self.options.block_restart_interval,
             target_file_bytes: self.options.target_file_bytes,
         };
         check_recency_order(job, &version)?;
-        let (edit, moved) = match trivial_move(job, &version, &self.versions) {
-            Some(edit) => (edit, true),
-            None => (
-                run_compaction(&context, job, &version, self.smallest_snapshot())?,
-                false,
-            ),
+        let (edit, moved, written, _install) = match trivial_move(job, &version, &self.versions) {
+            Some(edit) => (edit, true, 0, self.install_lock.lock()),
+            None => {
+                let mut pending =
+                    run_compaction(&context, job, &version, self.smallest_snapshot())?;
+                // From the allocation to the install, no other job may change the tree.
+                let install = self.install_lock.lock();
+                let (new_files, written) = finish_outputs(
+                    self.options.filter_allocator.as_ref(),
+                    &self.versions.current(),
+                    JobKind::Compaction,
+                    &pending.inputs,
+                    pending.output_level,
+                    pending.output_run_id,
+                    std::mem::take(&mut pending.outputs),
+                )?;
+                add(&self.counters.compaction_write_bytes, written);
+                (pending.edit(new_files), false, written, install)
+            }
         };
         let outputs = edit.new_files.len();
-        let written: u64 = if moved {
-            0
-        } else {
-            edit.new_files.iter().map(|f| f.file_bytes).sum()
-        };
         self.versions.log_and_apply(edit)?;
         self.install_current_version(None);
+        drop(_install);
         let micros = start.elapsed().as_micros() as u64;
         add(&self.counters.compactions, 1);
         add(&self.counters.compaction_micros, micros);

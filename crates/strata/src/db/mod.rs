@@ -143,6 +143,9 @@ pub(crate) struct DbInner {
     pub(crate) view: ArcSwap<ReadView>,
     /// Guards memtable switches and view updates (short critical sections).
     pub(crate) view_lock: Mutex<()>,
+    /// Held from a job's filter allocation to its install (flush, compaction, trivial move), so
+    /// the allocator always sizes filters against the tree the job joins (`crate::alloc`).
+    pub(crate) install_lock: Mutex<()>,
     pub(crate) commit: Mutex<CommitState>,
     pub(crate) pending: Mutex<VecDeque<Arc<PendingWrite>>>,
     pub(crate) snapshots: Mutex<BTreeMap<u64, usize>>,
@@ -441,11 +444,16 @@ impl DbInner {
     }
 
     pub(crate) fn stats(&self) -> Stats {
+        // The tree and the allocator's skip decisions change together under the install lock;
+        // holding it here keeps the averages of one snapshot consistent.
+        let install = self.install_lock.lock();
         let view = self.view.load_full();
         let version = &view.version;
         let mut levels = Vec::new();
         let mut filter_bits = 0.0;
+        let mut skipped_bits = 0.0;
         let mut entries_total = 0u64;
+        let allocator = &self.options.filter_allocator;
         for (index, level) in version.levels().iter().enumerate() {
             if level.is_empty() {
                 continue;
@@ -454,8 +462,12 @@ impl DbInner {
             let mut filter_bytes = 0;
             for run in level.runs() {
                 for file in run.files() {
-                    level_bits += file.bits_per_key() * file.entries() as f64;
+                    let bits = file.bits_per_key() * file.entries() as f64;
+                    level_bits += bits;
                     filter_bytes += file.filter_bytes();
+                    if allocator.skip_filter(run.id(), file) {
+                        skipped_bits += bits;
+                    }
                 }
             }
             let entries = level.entries();
@@ -475,6 +487,7 @@ impl DbInner {
                 },
             });
         }
+        drop(install);
         let memtable_bytes = (view.mem.approximate_bytes()
             + view
                 .immutable
@@ -500,7 +513,13 @@ impl DbInner {
             } else {
                 filter_bits / entries_total as f64
             },
-            bits_per_key_budget: self.options.filter_allocator.bits_per_key_budget(),
+            effective_bits_per_key: if entries_total == 0 {
+                0.0
+            } else {
+                (filter_bits - skipped_bits) / entries_total as f64
+            },
+            bits_per_key_budget: allocator.bits_per_key_budget(),
+            bits_per_key_cap: allocator.bits_per_key_cap(),
             last_sequence: self.versions.last_sequence(),
             wal_records_recovered: self.wal_records_recovered,
             wal_bytes_dropped: self.wal_bytes_dropped,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 
-use super::background::{spawn_threads, write_level0_table};
+use super::background::{finish_level0_table, spawn_threads, write_level0_entries};
 use super::info_log::InfoLog;
 use super::{BackgroundState, CommitState, DbInner, ReadView};
 use crate::cache::BlockCache;
@@ -159,15 +159,17 @@ pub(crate) fn open(
         log_number: Some(wal_number),
         ..Default::default()
     };
-    if let Some(file) = write_level0_table(
-        dir,
-        fs.as_ref(),
-        &versions,
-        &options,
-        options.filter_allocator.as_ref(),
-        &counters,
-        &recovered,
-    )? {
+    // Recovery runs before any background thread: the current version is the tree the file joins.
+    if let Some((pending, run_id)) =
+        write_level0_entries(dir, fs.as_ref(), &versions, &options, &recovered)?
+    {
+        let file = finish_level0_table(
+            options.filter_allocator.as_ref(),
+            &counters,
+            &versions.current(),
+            pending,
+            run_id,
+        )?;
         info_log.log(format!(
             "recovered {} WAL records ({} entries) into table {}",
             replay.records, file.entries, file.number
@@ -202,6 +204,7 @@ pub(crate) fn open(
         observer,
         view: ArcSwap::from_pointee(view),
         view_lock: Mutex::new(()),
+        install_lock: Mutex::new(()),
         commit: Mutex::new(CommitState { wal, wal_number }),
         pending: Mutex::new(VecDeque::new()),
         snapshots: Mutex::new(BTreeMap::new()),

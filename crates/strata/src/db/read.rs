@@ -49,7 +49,7 @@ impl DbInner {
                     add(&self.counters.files_probed[level_index], 1);
                     let pin = self.options.pins_metadata_on(level_index);
                     let table = self.tables.get(file.number(), pin)?;
-                    let skip_filter = allocator.skip_filter(file);
+                    let skip_filter = allocator.skip_filter(run.id(), file);
                     let lookup = table
                         .get(&target, key, hash, level_index, skip_filter)?
                         .result;

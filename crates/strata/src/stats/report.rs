@@ -44,10 +44,18 @@ pub struct Stats {
     pub pinned_bytes: u64,
     /// memtables + block cache + pinned blocks.
     pub total_memory_bytes: u64,
-    /// Entry-weighted mean bits per key of all live filters (files without a filter count as 0).
+    /// Entry-weighted mean bits per key of all live filters at their real size (files without a
+    /// filter count as 0).
     pub average_bits_per_key: f64,
+    /// The same mean with filters the allocator currently skips counted as 0 bits (they are never
+    /// probed, so never loaded into the cache): what the budget guard holds to the cap (SPEC §3).
+    /// Equals [`Stats::average_bits_per_key`] for policies that never skip.
+    pub effective_bits_per_key: f64,
     /// The filter allocator's budget in bits per key.
     pub bits_per_key_budget: f64,
+    /// The budget guard's cap in bits per key (Mnemosyne, Mnemosyne+), `None` for policies that
+    /// do not guard their budget.
+    pub bits_per_key_cap: Option<f64>,
     /// The tree's write amplification since open: (flush + compaction bytes) / user bytes.
     pub write_amplification: f64,
     /// The newest sequence number.
@@ -84,11 +92,16 @@ impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "policy: compaction={} filters={} (budget {:.2} bits/key, actual {:.2})",
+            "policy: compaction={} filters={} (budget {:.2} bits/key{}, actual {:.2}, without skipped filters {:.2})",
             self.compaction_policy,
             self.filter_allocator,
             self.bits_per_key_budget,
-            self.average_bits_per_key
+            match self.bits_per_key_cap {
+                Some(cap) => format!(", cap {cap:.2}"),
+                None => String::new(),
+            },
+            self.average_bits_per_key,
+            self.effective_bits_per_key
         )?;
         writeln!(
             f,
