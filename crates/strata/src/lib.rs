@@ -55,5 +55,6 @@ pub(crate) mod wal;
 pub use db::{Db, DbIterator, Key, Snapshot, Value};
 pub use error::{Error, Result};
 pub use options::{Options, WriteOptions, MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_VALUE_BYTES};
+pub use stats::merlin::AccessEstimate;
 pub use stats::Stats;
 pub use wal::{WalRecoveryMode, WriteBatch};

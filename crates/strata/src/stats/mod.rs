@@ -5,6 +5,7 @@
 //! is counted where it happens — in the table reader, on a block-cache miss — so benchmarks count
 //! device reads exactly, by kind and by level.
 
+pub(crate) mod merlin;
 mod report;
 
 pub use report::{LevelStats, Stats};
