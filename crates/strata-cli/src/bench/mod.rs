@@ -66,6 +66,11 @@ pub enum FilterPolicyKind {
     /// Monkey (SPEC §3.2): per-level bits per key solved once for the tree predicted from
     /// `--num`, the write buffer and `--size-ratio`.
     Monkey,
+    /// Mnemosyne (SPEC §3.3): the budget re-solved over the tree's runs at every flush and
+    /// compaction, pure solver, 20% budget guard.
+    Mnemosyne,
+    /// Mnemosyne with the paper's minimum-1-bit solver variant and rounding (SPEC §2, §3.3).
+    MnemosyneMin1,
 }
 
 impl FilterPolicyKind {
@@ -74,6 +79,8 @@ impl FilterPolicyKind {
         match self {
             FilterPolicyKind::Uniform => "uniform",
             FilterPolicyKind::Monkey => "monkey",
+            FilterPolicyKind::Mnemosyne => "mnemosyne",
+            FilterPolicyKind::MnemosyneMin1 => "mnemosyne-min1",
         }
     }
 }
@@ -197,6 +204,11 @@ pub struct BenchArgs {
     /// --quick].
     #[arg(long, value_parser = parse_bytes)]
     pub write_buffer_bytes: Option<u64>,
+    /// Size at which compactions cut output table files (bytes; KiB/MiB/GiB suffixes accepted):
+    /// Strata's `target_file_bytes`, RocksDB's `target_file_size_base`; fjall keeps its own rule
+    /// (see its settings line).
+    #[arg(long, value_parser = parse_bytes, default_value = "64MiB")]
+    pub target_file_bytes: u64,
     /// Entries read after each seek by seekrandom.
     #[arg(long, default_value_t = 10)]
     pub seek_nexts: u64,
@@ -254,6 +266,7 @@ pub struct BenchConfig {
     pub filter_policy: Vec<FilterPolicyKind>,
     pub size_ratio: f64,
     pub write_buffer_bytes: u64,
+    pub target_file_bytes: u64,
     pub seek_nexts: u64,
     pub runs: usize,
     pub compare: bool,
@@ -399,6 +412,7 @@ impl BenchConfig {
             engine_versions: Vec::new(),
             size_ratio: args.size_ratio,
             write_buffer_bytes,
+            target_file_bytes: args.target_file_bytes,
             seek_nexts: args.seek_nexts,
             db: args.db.clone(),
             json: args.json.clone(),
@@ -442,6 +456,7 @@ impl BenchConfig {
             bits_per_key: variant.bits_per_key,
             cache_bytes: self.cache_bytes,
             write_buffer_bytes: self.write_buffer_bytes,
+            target_file_bytes: self.target_file_bytes,
             size_ratio: self.size_ratio,
             compaction: variant.compaction,
             direct_reads: self.direct_reads,
@@ -810,6 +825,7 @@ impl Bench<'_> {
         let now = Instant::now();
         let (last_ops, last_time) = self.last_sample;
         let interval = now.duration_since(last_time).as_secs_f64();
+        let shape = engine.shape();
         self.series.push(SeriesPoint {
             configuration: self.variant.label(),
             engine: self.variant.engine.name(),
@@ -824,7 +840,8 @@ impl Bench<'_> {
             } else {
                 0.0
             },
-            avg_bits_per_key: engine.shape().avg_bits_per_key,
+            avg_bits_per_key: shape.avg_bits_per_key,
+            effective_bits_per_key: shape.effective_bits_per_key,
         });
         self.last_sample = (done, now);
     }

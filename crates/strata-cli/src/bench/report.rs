@@ -113,8 +113,12 @@ pub struct PhaseResult {
     pub paper_unnecessary_reads_per_lookup: Option<f64>,
     /// Entry-weighted mean bits per key of the live filters at the end of the phase.
     pub avg_bits_per_key: Option<f64>,
+    /// The same with filters the allocator skips counted as 0 bits (Strata only).
+    pub effective_bits_per_key: Option<f64>,
     /// The filter budget in bits per key.
     pub bits_per_key_budget: Option<f64>,
+    /// The budget guard's cap (Strata's Mnemosyne policies only).
+    pub bits_per_key_cap: Option<f64>,
     /// (flush + compaction bytes written) / user bytes written during the phase; with
     /// `--settle`, a write phase's figure also includes the flush and compactions of the settle
     /// that follows it. 0 for phases that write nothing.
@@ -152,6 +156,8 @@ pub struct SeriesPoint {
     pub ops_per_sec: f64,
     /// The live tree's average filter bits per key, where the engine can say.
     pub avg_bits_per_key: Option<f64>,
+    /// The same with skipped filters counted as 0 bits (Strata only).
+    pub effective_bits_per_key: Option<f64>,
 }
 
 /// What a phase counted itself, beside the engine's statistics.
@@ -229,7 +235,9 @@ impl PhaseResult {
             ),
             space_amp: None,
             avg_bits_per_key: shape.avg_bits_per_key,
+            effective_bits_per_key: shape.effective_bits_per_key,
             bits_per_key_budget: shape.bits_per_key_budget,
+            bits_per_key_cap: shape.bits_per_key_cap,
             write_amp: io.write_amplification(),
             levels: shape.levels.len(),
             runs: shape.runs(),
@@ -314,14 +322,19 @@ pub fn write_tree(out: &mut dyn Write, title: &str, shape: &TreeShape) -> io::Re
     let entries: Option<u64> = shape.levels.iter().map(|l| l.entries).sum();
     writeln!(
         out,
-        "tree {title}: {} levels, {} runs, {} files, {} entries in tables ({:.2} MiB), memtables {} MiB, filters {} bits/key",
+        "tree {title}: {} levels, {} runs, {} files, {} entries in tables ({:.2} MiB), memtables {} MiB, filters {} bits/key{}",
         shape.levels.len(),
         shape.runs(),
         shape.levels.iter().map(|l| l.files).sum::<usize>(),
         entries.map_or("?".to_string(), |e| e.to_string()),
         mib(shape.table_bytes),
         optional(shape.memtable_bytes.map(mib), 2),
-        optional(shape.avg_bits_per_key, 2)
+        optional(shape.avg_bits_per_key, 2),
+        match (shape.effective_bits_per_key, shape.bits_per_key_cap) {
+            (Some(effective), Some(cap)) =>
+                format!(" ({effective:.2} without skipped filters; budget cap {cap:.2})"),
+            _ => String::new(),
+        }
     )?;
     for level in &shape.levels {
         writeln!(

@@ -326,6 +326,7 @@ mod tests {
             .map(|(index, &entries)| NewFile {
                 file_number: 1000 + index as u64,
                 entries,
+                access: None,
             })
             .collect()
     }

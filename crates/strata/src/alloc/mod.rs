@@ -26,6 +26,7 @@ pub use uniform::Uniform;
 
 use std::fmt::Debug;
 
+use crate::stats::merlin::AccessEstimate;
 use crate::version::{FileMetadata, Version};
 
 /// Why a file is being written.
@@ -79,12 +80,16 @@ impl FilterJob<'_> {
 }
 
 /// The file about to get a filter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NewFile {
     /// Number of the new file.
     pub file_number: u64,
     /// Entries in the new file (the filter holds one hash per distinct user key).
     pub entries: u64,
+    /// Merlin's estimate of the lookups that will probe the new file, from the statistics it
+    /// inherits (SPEC §4: an empty window reports the inherited `q'`, `x'`). `None` when the
+    /// engine keeps no access statistics.
+    pub access: Option<AccessEstimate>,
 }
 
 /// Decides the bits per key of every new file's filter (SPEC §3).
@@ -119,6 +124,12 @@ pub trait FilterAllocator: Send + Sync + Debug {
     /// optimal bits per key is 0, so the probe only costs CPU and possibly a block read). Called
     /// on the lookup path: must not block. Uniform never skips.
     fn skip_filter(&self, _run_id: u64, _file: &FileMetadata) -> bool {
+        false
+    }
+
+    /// True if the policy needs per-file access statistics (Merlin, SPEC §4): the engine then
+    /// keeps them whatever `Options::access_statistics` says.
+    fn needs_access_statistics(&self) -> bool {
         false
     }
 }

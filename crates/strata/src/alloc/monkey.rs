@@ -308,6 +308,7 @@ mod tests {
         let file = NewFile {
             file_number: 7,
             entries: 500,
+            access: None,
         };
         assert_eq!(monkey.bits_per_key(&tree, &job(0), &file), 2.0);
         for (index, &bits) in levels.iter().enumerate() {

@@ -66,6 +66,7 @@ mod tests {
         let file = NewFile {
             file_number: 3,
             entries: 1000,
+            access: None,
         };
         assert_eq!(
             allocator.bits_per_key(&Version::default(), &job, &file),

@@ -24,12 +24,15 @@ use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::key::{parse_internal_key, ValueKind};
+use crate::stats::merlin::{
+    CompactionInheritance, FileAccess, InheritanceInput, Inherited, Merlin,
+};
 use crate::stats::AccessObserver;
 use crate::table::iter::RunIter;
 use crate::table::reader::{ReadMode, TableCache};
 use crate::table::{table_file_name, TableBuilder};
 use crate::version::set::VersionSet;
-use crate::version::{DeletedFile, FileMetadata, NewFile, Version, VersionEdit};
+use crate::version::{AccessHandle, DeletedFile, FileMetadata, NewFile, Version, VersionEdit};
 
 /// What the executor needs from the engine.
 pub(crate) struct ExecutorContext<'a> {
@@ -38,6 +41,8 @@ pub(crate) struct ExecutorContext<'a> {
     pub(crate) tables: &'a Arc<TableCache>,
     pub(crate) versions: &'a VersionSet,
     pub(crate) observer: &'a dyn AccessObserver,
+    /// Merlin (SPEC §4), when the engine keeps access statistics.
+    pub(crate) merlin: Option<&'a Arc<Merlin>>,
     pub(crate) block_bytes: usize,
     pub(crate) restart_interval: usize,
     pub(crate) target_file_bytes: u64,
@@ -174,6 +179,44 @@ fn output_is_bottom(
 pub(crate) struct PendingTable {
     pub(crate) number: u64,
     pub(crate) builder: TableBuilder,
+    /// The access statistics the file starts with (SPEC §4: flush hand-over or compaction
+    /// inheritance), when the engine keeps them.
+    pub(crate) inherited: Option<Inherited>,
+}
+
+/// Which inputs of a merge are *upper* for Merlin's inheritance (SPEC §4): a lookup that probed
+/// an upper input and missed went on to an older input, so only its hits carry over. Returns,
+/// per resolved input run, true if upper.
+///
+/// * Inputs on the output level (leveling's target files) are lower; everything else is upper.
+/// * If every input is on the output level (a same-level merge), the oldest run is lower.
+/// * If no input is on the output level: runs of level 0 are all upper (SPEC: "level-0 files
+///   compacting into level 1 are all upper"); several runs of one deeper level (a tiering merge)
+///   have their oldest run lower.
+fn upper_inputs(job: &CompactionJob, inputs: &[ResolvedRun]) -> Vec<bool> {
+    let on_output = |level: usize| level == job.output_level;
+    let any_on_output = inputs.iter().any(|(level, _, _)| on_output(*level));
+    let all_on_output = inputs.iter().all(|(level, _, _)| on_output(*level));
+    let oldest = inputs
+        .iter()
+        .map(|(level, run_id, _)| (*level, std::cmp::Reverse(*run_id)))
+        .max();
+    let tiering_merge = !any_on_output
+        && inputs.len() > 1
+        && inputs
+            .iter()
+            .all(|(level, _, _)| *level == inputs[0].0 && *level > 0);
+    inputs
+        .iter()
+        .map(|(level, run_id, _)| {
+            let is_oldest = Some((*level, std::cmp::Reverse(*run_id))) == oldest;
+            if all_on_output || tiering_merge {
+                !is_oldest
+            } else {
+                !on_output(*level)
+            }
+        })
+        .collect()
 }
 
 /// A merged compaction whose outputs still need their filters ([`finish_outputs`]).
@@ -207,8 +250,10 @@ impl PendingCompaction {
 /// against `tree`, the version the outputs are about to join), then writes each output's filter,
 /// properties, index and footer and syncs it. Returns the outputs' metadata and the bytes written.
 /// Call with the engine's install lock held, and install the result before releasing it.
+#[allow(clippy::too_many_arguments, reason = "one call site per job kind")]
 pub(crate) fn finish_outputs(
     allocator: &dyn FilterAllocator,
+    merlin: Option<&Arc<Merlin>>,
     tree: &Version,
     kind: JobKind,
     inputs: &[JobInput],
@@ -216,11 +261,24 @@ pub(crate) fn finish_outputs(
     output_run_id: u64,
     outputs: Vec<PendingTable>,
 ) -> Result<(Vec<NewFile>, u64)> {
+    let handles: Vec<Option<AccessHandle>> = outputs
+        .iter()
+        .map(|output| {
+            merlin.map(|merlin| AccessHandle {
+                file: Arc::new(FileAccess::from_inherited(
+                    output.inherited.unwrap_or_default(),
+                )),
+                merlin: Arc::clone(merlin),
+            })
+        })
+        .collect();
     let files: Vec<AllocatorFile> = outputs
         .iter()
-        .map(|output| AllocatorFile {
+        .zip(&handles)
+        .map(|(output, handle)| AllocatorFile {
             file_number: output.number,
             entries: output.builder.entries(),
+            access: handle.as_ref().map(AccessHandle::estimate),
         })
         .collect();
     let job = FilterJob {
@@ -241,7 +299,7 @@ pub(crate) fn finish_outputs(
     }
     let mut new_files = Vec::with_capacity(outputs.len());
     let mut written = 0;
-    for (output, bits_per_key) in outputs.into_iter().zip(bits) {
+    for ((output, bits_per_key), access) in outputs.into_iter().zip(bits).zip(handles) {
         let summary = output
             .builder
             .finish(bits_per_key, output_level as u64, output_run_id)?;
@@ -259,6 +317,7 @@ pub(crate) fn finish_outputs(
             largest_sequence: properties.largest_sequence,
             bits_per_key: properties.bits_per_key,
             filter_bytes: properties.filter_bytes,
+            access,
         });
     }
     Ok((new_files, written))
@@ -314,6 +373,35 @@ pub(crate) fn run_compaction(
     let mut merged = MergingIterator::new(children);
     merged.seek_to_first();
 
+    // Merlin's inheritance (SPEC §4), carried through the merge entry by entry.
+    let mut inheritance = context.merlin.map(|merlin| {
+        let view = merlin.view();
+        let upper = upper_inputs(job, &inputs);
+        let described: Vec<InheritanceInput> = inputs
+            .iter()
+            .zip(upper)
+            .flat_map(|((_, _, files), is_upper)| {
+                files.iter().map(move |file| {
+                    let access = file.access();
+                    InheritanceInput {
+                        file_number: file.number(),
+                        is_upper,
+                        estimate: access
+                            .map(|a| a.file.sampled_estimate(&view))
+                            .unwrap_or_default(),
+                        naive: access
+                            .map(|a| a.file.sampled_naive_estimate())
+                            .unwrap_or_default(),
+                        entries: file.entries(),
+                    }
+                })
+            })
+            .collect();
+        CompactionInheritance::new(&described)
+    });
+    // The input position of the last source file seen (entries come in long runs per file).
+    let mut last_source: Option<(u64, Option<usize>)> = None;
+
     let mut outputs: Vec<PendingTable> = Vec::new();
     let mut output: Option<PendingTable> = None;
     let mut current_user_key: Option<Vec<u8>> = None;
@@ -354,6 +442,7 @@ pub(crate) fn run_compaction(
                 let path = context.dir.join(table_file_name(number));
                 let file = context.fs.create_writable(&path)?;
                 output = Some(PendingTable {
+                    inherited: None,
                     number,
                     builder: TableBuilder::new(
                         path,
@@ -367,6 +456,19 @@ pub(crate) fn run_compaction(
                 current.builder.add(key, merged.value())?;
                 if let Some(source) = merged.current_file_number() {
                     context.observer.compaction_entry(source, current.number);
+                    if let Some(inheritance) = inheritance.as_mut() {
+                        let position = match last_source {
+                            Some((number, position)) if number == source => position,
+                            _ => {
+                                let position = inheritance.input_position(source);
+                                last_source = Some((source, position));
+                                position
+                            }
+                        };
+                        if let Some(position) = position {
+                            inheritance.add_entry(position, outputs.len());
+                        }
+                    }
                 }
             }
         }
@@ -374,6 +476,11 @@ pub(crate) fn run_compaction(
     }
     merged.status()?;
     outputs.extend(output.take());
+    if let Some(inheritance) = &inheritance {
+        for (index, output) in outputs.iter_mut().enumerate() {
+            output.inherited = Some(inheritance.finish_output(index, output.builder.entries()));
+        }
+    }
     Ok(PendingCompaction {
         inputs: job_inputs,
         output_level: job.output_level,

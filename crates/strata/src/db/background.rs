@@ -17,6 +17,7 @@ use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::stats::merlin::Merlin;
 use crate::stats::{add, IoCounters};
 use crate::table::{table_file_name, TableBuilder};
 use crate::version::set::VersionSet;
@@ -31,6 +32,7 @@ pub(crate) fn write_level0_entries(
     fs: &dyn FileSystem,
     versions: &VersionSet,
     options: &Options,
+    merlin: Option<&Arc<Merlin>>,
     mem: &Arc<MemTable>,
 ) -> Result<Option<(PendingTable, u64)>> {
     if mem.is_empty() {
@@ -46,12 +48,22 @@ pub(crate) fn write_level0_entries(
         options.block_restart_interval,
     );
     mem.for_each_entry(|key, value| builder.add(key, value))?;
-    Ok(Some((PendingTable { number, builder }, run_id)))
+    // Merlin's flush hand-over (SPEC §4): the memtable's probes, scaled to the whole horizon.
+    let inherited = merlin.map(|merlin| mem.access.hand_over(merlin.lookups()));
+    Ok(Some((
+        PendingTable {
+            number,
+            builder,
+            inherited,
+        },
+        run_id,
+    )))
 }
 
 /// Builds the filter of a flushed file against `tree` (the version it joins) and finishes it.
 pub(crate) fn finish_level0_table(
     allocator: &dyn FilterAllocator,
+    merlin: Option<&Arc<Merlin>>,
     counters: &IoCounters,
     tree: &Version,
     pending: PendingTable,
@@ -59,6 +71,7 @@ pub(crate) fn finish_level0_table(
 ) -> Result<NewFile> {
     let (mut files, written) = finish_outputs(
         allocator,
+        merlin,
         tree,
         JobKind::Flush,
         &[],
@@ -201,6 +214,7 @@ impl DbInner {
             self.fs.as_ref(),
             &self.versions,
             &self.options,
+            self.merlin.as_ref(),
             &mem,
         )?;
         // From the allocation to the install, no other job may change the tree (`crate::alloc`).
@@ -208,6 +222,7 @@ impl DbInner {
         let file = match pending {
             Some((pending, run_id)) => Some(finish_level0_table(
                 self.options.filter_allocator.as_ref(),
+                self.merlin.as_ref(),
                 &self.counters,
                 &self.versions.current(),
                 pending,
@@ -233,7 +248,9 @@ impl DbInner {
         edit.new_files.extend(file);
         self.versions.log_and_apply(edit)?;
         self.install_current_version(Some(&mem));
+        drop(_install);
         add(&self.counters.flushes, 1);
+        self.save_access_statistics(false);
         self.info_log.log(description);
         self.delete_obsolete_files();
         Ok(())
@@ -250,6 +267,7 @@ impl DbInner {
             tables: &self.tables,
             versions: &self.versions,
             observer: observer.as_deref().unwrap_or(&noop),
+            merlin: self.merlin.as_ref(),
             block_bytes: self.options.block_bytes,
             restart_interval: self.options.block_restart_interval,
             target_file_bytes: self.options.target_file_bytes,
@@ -264,6 +282,7 @@ impl DbInner {
                 let install = self.install_lock.lock();
                 let (new_files, written) = finish_outputs(
                     self.options.filter_allocator.as_ref(),
+                    self.merlin.as_ref(),
                     &self.versions.current(),
                     JobKind::Compaction,
                     &pending.inputs,
@@ -279,6 +298,7 @@ impl DbInner {
         self.versions.log_and_apply(edit)?;
         self.install_current_version(None);
         drop(_install);
+        self.save_access_statistics(false);
         let micros = start.elapsed().as_micros() as u64;
         add(&self.counters.compactions, 1);
         add(&self.counters.compaction_micros, micros);
@@ -432,6 +452,7 @@ impl DbInner {
             commit.wal = None;
             result
         };
+        self.save_access_statistics(true);
         self.versions.close();
         self.delete_obsolete_files();
         self.info_log.log("closed");

@@ -9,6 +9,7 @@
 //! thread asks the policy for jobs. Each installs a new version through the manifest and swaps in
 //! a new read view.
 
+mod access_file;
 mod background;
 mod info_log;
 mod iter;
@@ -21,7 +22,7 @@ pub use iter::DbIterator;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::{Bound, Deref, RangeBounds};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -33,6 +34,7 @@ use crate::env::{FileLock, FileSystem};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::{Options, WriteOptions};
+use crate::stats::merlin::Merlin;
 use crate::stats::{AccessObserver, IoCounters, LevelStats, Stats};
 use crate::table::TableCache;
 use crate::version::set::VersionSet;
@@ -157,8 +159,10 @@ pub(crate) struct DbInner {
     pub(crate) work_done: Condvar,
     pub(crate) threads: Mutex<Vec<JoinHandle<()>>>,
     pub(crate) closed: AtomicBool,
-    /// Merlin's global lookup counter `D` (SPEC §4).
-    pub(crate) lookups: AtomicU64,
+    /// Merlin's per-file access statistics and global lookup counter `D` (SPEC §4), when kept.
+    pub(crate) merlin: Option<Arc<Merlin>>,
+    /// When access statistics were last saved (`db::access_file`).
+    pub(crate) access_saved_at: Mutex<Option<std::time::Instant>>,
     pub(crate) info_log: InfoLog,
     pub(crate) wal_records_recovered: u64,
     pub(crate) wal_bytes_dropped: u64,
@@ -443,6 +447,32 @@ impl DbInner {
         self.work_done.notify_all();
     }
 
+    /// Merlin's `D`: point lookups issued so far (0 when access statistics are off).
+    pub(crate) fn lookup_count(&self) -> u64 {
+        self.merlin.as_ref().map_or(0, |merlin| merlin.lookups())
+    }
+
+    /// Saves the access statistics snapshot (`db::access_file`) if they are kept and `force` is
+    /// set or the last save is a second old. Failures are logged, never fatal.
+    pub(crate) fn save_access_statistics(&self, force: bool) {
+        let Some(merlin) = &self.merlin else {
+            return;
+        };
+        {
+            let mut saved_at = self.access_saved_at.lock();
+            let now = std::time::Instant::now();
+            if !force && saved_at.is_some_and(|at| now.duration_since(at).as_secs_f64() < 1.0) {
+                return;
+            }
+            *saved_at = Some(now);
+        }
+        let bytes = access_file::encode(&merlin.state(), &self.versions.current());
+        if let Err(error) = access_file::save(self.fs.as_ref(), &self.dir, &bytes) {
+            self.info_log
+                .log(format!("could not save access statistics: {error}"));
+        }
+    }
+
     pub(crate) fn stats(&self) -> Stats {
         // The tree and the allocator's skip decisions change together under the install lock;
         // holding it here keeps the averages of one snapshot consistent.
@@ -497,6 +527,16 @@ impl DbInner {
         let io = self.counters.snapshot();
         let block_cache_bytes = self.block_cache.used_bytes();
         let pinned_bytes = self.tables.pinned_bytes();
+        let access_statistics_bytes = if self.merlin.is_some() {
+            let files = version
+                .files()
+                .map(|(_, _, file)| file.number())
+                .collect::<std::collections::HashSet<_>>()
+                .len();
+            (files * crate::stats::merlin::FileAccess::memory_bytes()) as u64
+        } else {
+            0
+        };
         Stats {
             write_amplification: io.write_amplification(),
             io,
@@ -507,7 +547,11 @@ impl DbInner {
             block_cache_bytes,
             block_cache_capacity_bytes: self.block_cache.capacity_bytes(),
             pinned_bytes,
-            total_memory_bytes: memtable_bytes + block_cache_bytes + pinned_bytes,
+            access_statistics_bytes,
+            total_memory_bytes: memtable_bytes
+                + block_cache_bytes
+                + pinned_bytes
+                + access_statistics_bytes,
             average_bits_per_key: if entries_total == 0 {
                 0.0
             } else {

@@ -2,14 +2,15 @@
 //! [`WalRecoveryMode`](crate::wal::WalRecoveryMode)), a flush of what was replayed, clean-up of
 //! files no version needs, and the background threads.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 
+use super::access_file;
 use super::background::{finish_level0_table, spawn_threads, write_level0_entries};
 use super::info_log::InfoLog;
 use super::{BackgroundState, CommitState, DbInner, ReadView};
@@ -17,10 +18,11 @@ use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::stats::merlin::{Merlin, DEFAULT_RECENT_WEIGHT};
 use crate::stats::{AccessObserver, IoCounters};
 use crate::table::TableCache;
 use crate::version::set::{VersionSet, CURRENT_FILE};
-use crate::version::VersionEdit;
+use crate::version::{AccessHandle, VersionEdit};
 use crate::wal::{read_log, wal_path, LogWriter, WalRecoveryMode, WriteBatch};
 
 struct Replay {
@@ -142,7 +144,36 @@ pub(crate) fn open(
     let log_number = versions.log_number();
     wal_numbers.retain(|&n| n >= log_number);
 
-    let recovered = Arc::new(MemTable::new(0, 0));
+    // Merlin (SPEC §4): restored from the last snapshot if there is a sound one, and attached
+    // to every recovered file.
+    let merlin = if options.keeps_access_statistics() {
+        let restored = match access_file::load(fs.as_ref(), dir) {
+            Ok(restored) => restored,
+            Err(error) => {
+                info_log.log(format!("access statistics start afresh: {error}"));
+                None
+            }
+        };
+        let (merlin, mut files) = match restored {
+            Some(restored) => (
+                Merlin::from_state(restored.state, DEFAULT_RECENT_WEIGHT)?,
+                restored.files,
+            ),
+            None => (Merlin::new(DEFAULT_RECENT_WEIGHT)?, HashMap::new()),
+        };
+        let merlin = Arc::new(merlin);
+        for (_, _, file) in versions.current().files() {
+            file.attach_access(AccessHandle {
+                file: Arc::new(files.remove(&file.number()).unwrap_or_default()),
+                merlin: Arc::clone(&merlin),
+            });
+        }
+        Some(merlin)
+    } else {
+        None
+    };
+
+    let recovered = Arc::new(MemTable::new(0, merlin.as_ref().map_or(0, |m| m.lookups())));
     let replay = replay_wals(dir, &options, &wal_numbers, &recovered, &info_log)?;
     versions.set_last_sequence(versions.last_sequence().max(replay.max_sequence));
 
@@ -160,11 +191,17 @@ pub(crate) fn open(
         ..Default::default()
     };
     // Recovery runs before any background thread: the current version is the tree the file joins.
-    if let Some((pending, run_id)) =
-        write_level0_entries(dir, fs.as_ref(), &versions, &options, &recovered)?
-    {
+    if let Some((pending, run_id)) = write_level0_entries(
+        dir,
+        fs.as_ref(),
+        &versions,
+        &options,
+        merlin.as_ref(),
+        &recovered,
+    )? {
         let file = finish_level0_table(
             options.filter_allocator.as_ref(),
+            merlin.as_ref(),
             &counters,
             &versions.current(),
             pending,
@@ -189,7 +226,10 @@ pub(crate) fn open(
         options.direct_reads,
     ));
     let view = ReadView {
-        mem: Arc::new(MemTable::new(wal_number, 0)),
+        mem: Arc::new(MemTable::new(
+            wal_number,
+            merlin.as_ref().map_or(0, |m| m.lookups()),
+        )),
         immutable: Vec::new(),
         version: versions.current(),
     };
@@ -214,7 +254,8 @@ pub(crate) fn open(
         work_done: Condvar::new(),
         threads: Mutex::new(Vec::new()),
         closed: AtomicBool::new(false),
-        lookups: AtomicU64::new(0),
+        merlin,
+        access_saved_at: Mutex::new(None),
         info_log,
         wal_records_recovered: replay.records,
         wal_bytes_dropped: replay.dropped_bytes,

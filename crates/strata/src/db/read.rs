@@ -1,8 +1,6 @@
 //! The point-lookup path: memtables newest first, then each level's runs newest first, one file
 //! per run (binary search on key ranges), each file through its filter, index and one data block.
 
-use std::sync::atomic::Ordering;
-
 use super::{DbInner, Value};
 use crate::error::Result;
 use crate::filter::bloom::key_hash;
@@ -15,8 +13,9 @@ impl DbInner {
     /// sequence number when `None`.
     pub(crate) fn get(&self, key: &[u8], sequence: Option<u64>) -> Result<Option<Value>> {
         add(&self.counters.point_lookups, 1);
-        // Merlin's lookup number `d` (SPEC §4).
-        self.lookups.fetch_add(1, Ordering::Relaxed);
+        // Merlin's lookup number `d` and whether this thread records it (SPEC §4).
+        let ticket = self.merlin.as_ref().map(|merlin| merlin.begin_lookup());
+        let recording = ticket.filter(|ticket| ticket.record);
         // The view is loaded *before* the sequence number is read: a compaction installed
         // before the load only dropped versions hidden by newer ones at or below a sequence
         // number we are about to see, and one installed after it cannot touch the files we
@@ -29,11 +28,12 @@ impl DbInner {
             Lookup::Absent => None,
         };
         let result = (|| {
-            if let Some(result) = found(view.mem.get(key, sequence)) {
-                return Ok(result);
-            }
-            for mem in &view.immutable {
-                if let Some(result) = found(mem.get(key, sequence)) {
+            for mem in std::iter::once(&view.mem).chain(&view.immutable) {
+                let lookup = mem.get(key, sequence);
+                if recording.is_some() {
+                    mem.access.record(lookup != Lookup::Absent);
+                }
+                if let Some(result) = found(lookup) {
                     return Ok(result);
                 }
             }
@@ -53,6 +53,11 @@ impl DbInner {
                     let lookup = table
                         .get(&target, key, hash, level_index, skip_filter)?
                         .result;
+                    if let (Some(ticket), Some(access)) = (recording, file.access()) {
+                        access
+                            .file
+                            .record(ticket.lookup_number, lookup != Lookup::Absent);
+                    }
                     if let Some(probes) = probes.as_mut() {
                         probes.push(FileProbe {
                             file_number: file.number(),
@@ -72,6 +77,9 @@ impl DbInner {
             }
             Ok(None)
         })();
+        if let (Some(merlin), Some(ticket)) = (&self.merlin, ticket) {
+            merlin.end_lookup(ticket);
+        }
         if let Ok(Some(_)) = &result {
             add(&self.counters.point_lookups_found, 1);
         }

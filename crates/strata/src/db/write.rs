@@ -1,6 +1,5 @@
 //! The write path: validation, group commit, memtable switching and write stalls.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -224,10 +223,7 @@ impl DbInner {
             immutable.push(Arc::clone(&current.mem));
             immutable.extend(current.immutable.iter().cloned());
             self.view.store(Arc::new(ReadView {
-                mem: Arc::new(MemTable::new(
-                    wal_number,
-                    self.lookups.load(Ordering::Relaxed),
-                )),
+                mem: Arc::new(MemTable::new(wal_number, self.lookup_count())),
                 immutable,
                 version: Arc::clone(&current.version),
             }));

@@ -16,6 +16,7 @@ use crate::key::{
     compare_internal_keys, encode_internal_key, lookup_key, parse_internal_key, SequenceNumber,
     ValueKind,
 };
+use crate::stats::merlin::MemtableAccess;
 
 /// An internal key ordered by [`compare_internal_keys`].
 #[derive(Clone, PartialEq, Eq)]
@@ -55,12 +56,9 @@ pub(crate) struct MemTable {
     entries: AtomicU64,
     /// Number of the WAL that holds this memtable's writes.
     wal_number: u64,
-    /// The global lookup count when this memtable became active (Merlin's flush hand-over, SPEC §4).
-    #[allow(
-        dead_code,
-        reason = "read by Merlin's flush hand-over (SPEC §4), the next issue"
-    )]
-    pub(crate) first_lookup_number: u64,
+    /// The lookups that probed this memtable since it became active, handed over to the file
+    /// it is flushed into (Merlin, SPEC §4 "At flush").
+    pub(crate) access: MemtableAccess,
 }
 
 impl MemTable {
@@ -70,7 +68,7 @@ impl MemTable {
             approximate_bytes: AtomicUsize::new(0),
             entries: AtomicU64::new(0),
             wal_number,
-            first_lookup_number,
+            access: MemtableAccess::new(first_lookup_number),
         }
     }
 

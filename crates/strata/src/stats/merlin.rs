@@ -60,7 +60,6 @@
 //! LEB128 varints (recorded <= D). Decoders return `None` on anything else.
 
 // Wired into the engine in a following commit.
-#![allow(dead_code)]
 
 use std::cell::Cell;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
@@ -299,6 +298,10 @@ impl Merlin {
     }
 
     /// `r`, the weight of the recent window.
+    #[allow(
+        dead_code,
+        reason = "read by tests; the engine uses the default weight"
+    )]
     pub(crate) fn recent_weight(&self) -> f64 {
         self.recent_weight
     }
@@ -749,6 +752,7 @@ impl FileAccess {
     }
 
     /// `|W|`, the number of lookups in the window (0..=64).
+    #[allow(dead_code, reason = "read by tests")]
     pub(crate) fn window_len(&self) -> usize {
         window_shape(self.sequence.load(Ordering::Acquire) >> 1).0
     }

@@ -42,7 +42,9 @@ pub struct Stats {
     pub block_cache_capacity_bytes: u64,
     /// Index and filter blocks pinned outside the cache (level-0 pinning).
     pub pinned_bytes: u64,
-    /// memtables + block cache + pinned blocks.
+    /// Merlin's per-file access statistics (SPEC §4), 0 when they are off.
+    pub access_statistics_bytes: u64,
+    /// memtables + block cache + pinned blocks + access statistics.
     pub total_memory_bytes: u64,
     /// Entry-weighted mean bits per key of all live filters at their real size (files without a
     /// filter count as 0).
@@ -123,12 +125,13 @@ impl fmt::Display for Stats {
         }
         writeln!(
             f,
-            "memory: memtables {:.2} MiB ({} immutable), block cache {:.2}/{:.2} MiB, pinned {:.2} MiB, total {:.2} MiB",
+            "memory: memtables {:.2} MiB ({} immutable), block cache {:.2}/{:.2} MiB, pinned {:.2} MiB, access statistics {:.3} MiB, total {:.2} MiB",
             mib(self.memtable_bytes),
             self.immutable_memtables,
             mib(self.block_cache_bytes),
             mib(self.block_cache_capacity_bytes),
             mib(self.pinned_bytes),
+            mib(self.access_statistics_bytes),
             mib(self.total_memory_bytes)
         )?;
         let io = &self.io;

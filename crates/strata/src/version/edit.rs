@@ -40,6 +40,9 @@ pub(crate) struct NewFile {
     pub(crate) largest_sequence: u64,
     pub(crate) bits_per_key: f64,
     pub(crate) filter_bytes: u64,
+    /// The new file's access statistics (inherited at flush or compaction, SPEC §4). Not part of
+    /// the manifest record: statistics are persisted separately (`db::access_file`).
+    pub(crate) access: Option<super::AccessHandle>,
 }
 
 /// A removed table file.
@@ -144,6 +147,7 @@ impl VersionEdit {
                             largest_sequence: decoder.varint64()?,
                             bits_per_key: f64::from_bits(decoder.fixed64()?),
                             filter_bytes: decoder.varint64()?,
+                            access: None,
                         })
                     })()
                     .ok_or_else(|| truncated("new file"))?;
@@ -194,6 +198,7 @@ mod tests {
                 largest_sequence: 100,
                 bits_per_key: 2.75,
                 filter_bytes: 64,
+                access: None,
             }],
             deleted_files: vec![DeletedFile {
                 level: 0,

@@ -14,11 +14,12 @@ pub(crate) mod edit;
 pub(crate) mod set;
 
 use std::cmp::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
 use crate::key::{compare_internal_keys, user_key};
+use crate::stats::merlin::{AccessEstimate, FileAccess, Merlin};
 pub(crate) use edit::{DeletedFile, NewFile, VersionEdit};
 
 /// The deepest level Strata addresses (level 0 plus 15 disk levels).
@@ -53,10 +54,41 @@ pub struct FileMetadata {
     liveness: Arc<FileLiveness>,
 }
 
-/// Reports a file number to the obsolete list when the last reference to the file drops.
+/// Reports a file number to the obsolete list when the last reference to the file drops, and
+/// holds the file's access statistics (SPEC §4), which follow the file through trivial moves.
 struct FileLiveness {
     number: u64,
     sink: Option<Arc<ObsoleteFiles>>,
+    access: OnceLock<AccessHandle>,
+}
+
+/// A file's Merlin statistics and the engine-wide lookup clock they are read against.
+#[derive(Clone)]
+pub(crate) struct AccessHandle {
+    pub(crate) file: Arc<FileAccess>,
+    pub(crate) merlin: Arc<Merlin>,
+}
+
+impl AccessHandle {
+    /// Merlin's estimate, scaled to every lookup issued so far (SPEC §4).
+    pub(crate) fn estimate(&self) -> AccessEstimate {
+        self.file.estimate(&self.merlin.view())
+    }
+}
+
+impl std::fmt::Debug for AccessHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccessHandle")
+            .field("file", &self.file)
+            .finish()
+    }
+}
+
+/// Two handles are equal when they share the same statistics (edits compare by identity).
+impl PartialEq for AccessHandle {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.file, &other.file)
+    }
 }
 
 impl Drop for FileLiveness {
@@ -85,8 +117,34 @@ impl FileMetadata {
             Arc::new(FileLiveness {
                 number: file.number,
                 sink,
+                access: file.access.clone().map(OnceLock::from).unwrap_or_default(),
             }),
         )
+    }
+
+    /// Attaches access statistics to a file that has none (files recovered from the manifest).
+    /// No-op if the file already has them.
+    pub(crate) fn attach_access(&self, handle: AccessHandle) {
+        let _ = self.liveness.access.set(handle);
+    }
+
+    /// The file's access statistics, if the engine keeps them (Merlin on).
+    pub(crate) fn access(&self) -> Option<&AccessHandle> {
+        self.liveness.access.get()
+    }
+
+    /// Merlin's estimate of the point lookups that probed this file over the whole horizon
+    /// (SPEC §4): `q` all probes, `x` those that found the key here, `z = q - x`. `None` when the
+    /// engine keeps no access statistics (see `Options::access_statistics`).
+    pub fn access_estimate(&self) -> Option<AccessEstimate> {
+        self.access().map(AccessHandle::estimate)
+    }
+
+    /// The naive baseline's estimate (plain counters since the file was written, SPEC §4), for
+    /// comparison with [`FileMetadata::access_estimate`].
+    pub fn naive_access_estimate(&self) -> Option<AccessEstimate> {
+        self.access()
+            .map(|handle| handle.file.naive_estimate(&handle.merlin.view()))
     }
 
     fn with_liveness(file: &NewFile, liveness: Arc<FileLiveness>) -> Self {
@@ -117,6 +175,7 @@ impl FileMetadata {
             largest_sequence: self.largest_sequence,
             bits_per_key: self.bits_per_key,
             filter_bytes: self.filter_bytes,
+            access: self.access().cloned(),
         }
     }
 
@@ -405,6 +464,7 @@ pub(crate) mod tests {
             largest_sequence: 1,
             bits_per_key: 10.0,
             filter_bytes: 16,
+            access: None,
         }
     }
 

@@ -581,6 +581,8 @@ impl Engine for FjallEngine {
             table_bytes: self.keyspace.disk_space(),
             memtable_bytes: Some(self.db.write_buffer_size()),
             avg_bits_per_key: (entries > 0).then(|| filter_bits as f64 / entries as f64),
+            effective_bits_per_key: None,
+            bits_per_key_cap: None,
             // fjall gives every table the configured bits per key; it has no budget of its own.
             bits_per_key_budget: None,
         }

@@ -58,6 +58,8 @@ pub struct EngineConfig {
     pub cache_bytes: u64,
     /// Memtable size in bytes.
     pub write_buffer_bytes: u64,
+    /// Size at which compactions cut output files.
+    pub target_file_bytes: u64,
     /// Size ratio between levels.
     pub size_ratio: f64,
     /// Merge policy.
@@ -158,6 +160,10 @@ pub struct TreeShape {
     pub avg_bits_per_key: Option<f64>,
     /// The filter budget in bits per key, where the engine has one.
     pub bits_per_key_budget: Option<f64>,
+    /// The mean with filters the allocator skips counted as 0 bits (Strata), where known.
+    pub effective_bits_per_key: Option<f64>,
+    /// The budget guard's cap in bits per key (Strata's Mnemosyne policies), where there is one.
+    pub bits_per_key_cap: Option<f64>,
 }
 
 impl TreeShape {
@@ -232,6 +238,7 @@ pub(crate) mod conformance {
             bits_per_key: 10.0,
             cache_bytes: 1 << 20,
             write_buffer_bytes: 64 << 10,
+            target_file_bytes: 64 << 20,
             size_ratio: 4.0,
             compaction: CompactionKind::Leveling,
             direct_reads: false,

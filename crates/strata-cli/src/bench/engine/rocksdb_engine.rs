@@ -61,12 +61,15 @@ impl RocksDbEngine {
         let write_buffer = usize::try_from(config.write_buffer_bytes).unwrap_or(usize::MAX);
         options.set_write_buffer_size(write_buffer);
         options.set_max_write_buffer_number(2);
-        options.set_target_file_size_base(64 << 20);
+        options.set_target_file_size_base(config.target_file_bytes);
         options.set_level_zero_file_num_compaction_trigger(4);
         options.set_use_direct_reads(config.direct_reads);
         let mut settings = vec![
             format!("write_buffer_size {write_buffer} x max_write_buffer_number 2"),
-            "compression none; target_file_size_base 64 MiB; level0 trigger 4".to_string(),
+            format!(
+                "compression none; target_file_size_base {} bytes; level0 trigger 4",
+                config.target_file_bytes
+            ),
             format!("use_direct_reads {}", config.direct_reads),
         ];
         match config.compaction {
@@ -275,6 +278,8 @@ impl Engine for RocksDbEngine {
             memtable_bytes,
             // Every RocksDB filter has the configured bits per key; it has no budget of its own.
             avg_bits_per_key: None,
+            effective_bits_per_key: None,
+            bits_per_key_cap: None,
             bits_per_key_budget: None,
         }
     }

@@ -3,7 +3,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use strata::alloc::{FilterAllocator, Monkey, Uniform};
+use strata::alloc::solver::Variant;
+use strata::alloc::{FilterAllocator, Mnemosyne, Monkey, Uniform};
 use strata::compaction::{CompactionPolicy, Leveling, Tiering};
 use strata::{Db, Options, WriteBatch};
 
@@ -40,10 +41,15 @@ impl StrataEngine {
                 .with_tiering(config.compaction == CompactionKind::Tiering)?;
                 Arc::new(monkey)
             }
+            FilterPolicyKind::Mnemosyne => Arc::new(Mnemosyne::new(config.bits_per_key)?),
+            FilterPolicyKind::MnemosyneMin1 => Arc::new(
+                Mnemosyne::new(config.bits_per_key)?.with_variant(Variant::MinimumBitsPerKeyOne),
+            ),
         };
         let options = Options::default()
             .write_buffer_bytes(usize::try_from(config.write_buffer_bytes).unwrap_or(usize::MAX))
             .block_bytes(config.block_bytes)
+            .target_file_bytes(config.target_file_bytes)
             .block_cache_bytes(config.cache_bytes)
             .direct_reads(config.direct_reads)
             .pin_filter_and_index_blocks(config.pin_index_filter)
@@ -62,6 +68,7 @@ impl StrataEngine {
                 options.write_buffer_bytes, options.max_write_buffers
             ),
             format!("compaction {}", policy.name()),
+            format!("target_file_bytes {}", options.target_file_bytes),
             "compression: none (Strata has none)".to_string(),
             format!("direct_reads {}", options.direct_reads),
             format!(
@@ -174,6 +181,8 @@ impl Engine for StrataEngine {
             table_bytes: stats.table_bytes(),
             memtable_bytes: Some(stats.memtable_bytes),
             avg_bits_per_key: Some(stats.average_bits_per_key),
+            effective_bits_per_key: Some(stats.effective_bits_per_key),
+            bits_per_key_cap: stats.bits_per_key_cap,
             bits_per_key_budget: Some(stats.bits_per_key_budget),
         }
     }

@@ -1,0 +1,128 @@
+//! End to end: Merlin's per-file access statistics (SPEC §4) through a real `Db` — recorded on
+//! the lookup path, handed over at flush, inherited through compactions, persisted across a
+//! restart, and counted in the memory statistics.
+
+use strata::{Db, Options};
+
+fn options() -> Options {
+    Options::default()
+        .write_buffer_bytes(64 * 1024)
+        .target_file_bytes(64 * 1024)
+        .access_statistics(true)
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:08}").into_bytes()
+}
+
+#[test]
+fn lookups_are_attributed_to_the_files_they_probe_and_survive_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options()).expect("open");
+    for i in 0..20_000 {
+        db.put(key(i), b"some value bytes").expect("put");
+    }
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("settle");
+
+    // Empty lookups over the whole key range: every run whose range holds the key is probed.
+    let lookups = 4_000u32;
+    for i in 0..lookups {
+        // Scattered over the key range (Merlin estimates rates; a sequential sweep would
+        // probe each file in one burst and then decay).
+        let missing = format!("key{:08}x", (i * 7919) % 20_000).into_bytes();
+        assert!(db.get(&missing).expect("get").is_none());
+    }
+    let version = db.version();
+    let mut total_z = 0.0;
+    for (_, _, file) in version.files() {
+        let estimate = file.access_estimate().expect("statistics are on");
+        assert!(estimate.q >= 0.0 && estimate.z >= 0.0 && estimate.x >= 0.0);
+        assert!(estimate.x <= 1e-9, "no lookup found its key: {estimate:?}");
+        total_z += estimate.z;
+    }
+    // Each lookup probes one file per run that covers its key: between 1 and the run count.
+    let runs = version.run_count() as f64;
+    assert!(
+        total_z > 0.8 * f64::from(lookups) && total_z < 1.2 * runs * f64::from(lookups),
+        "sum of z {total_z} for {lookups} lookups over {runs} runs"
+    );
+    let stats = db.stats();
+    assert!(stats.access_statistics_bytes > 0);
+    assert!(stats.total_memory_bytes >= stats.access_statistics_bytes);
+
+    // Existing-key lookups are hits in the file holding the key.
+    for i in 0..1_000 {
+        assert!(db.get(key(i * 7)).expect("get").is_some());
+    }
+    let before: Vec<(u64, f64, f64)> = db
+        .version()
+        .files()
+        .map(|(_, _, f)| {
+            let e = f.access_estimate().expect("on");
+            (f.number(), e.q, e.x)
+        })
+        .collect();
+    assert!(before.iter().any(|&(_, _, x)| x > 0.0), "{before:?}");
+    db.close().expect("close");
+
+    // After a restart the estimates are the same (no lookup happened in between).
+    let db = Db::open(dir.path(), options()).expect("reopen");
+    let after: Vec<(u64, f64, f64)> = db
+        .version()
+        .files()
+        .map(|(_, _, f)| {
+            let e = f.access_estimate().expect("on");
+            (f.number(), e.q, e.x)
+        })
+        .collect();
+    assert_eq!(before.len(), after.len());
+    for (b, a) in before.iter().zip(&after) {
+        assert_eq!(b.0, a.0);
+        assert!((b.1 - a.1).abs() < 1e-6 * b.1.max(1.0), "{b:?} vs {a:?}");
+        assert!((b.2 - a.2).abs() < 1e-6 * b.2.max(1.0), "{b:?} vs {a:?}");
+    }
+}
+
+#[test]
+fn compaction_outputs_inherit_the_probes_of_their_inputs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options()).expect("open");
+    for i in 0..10_000 {
+        db.put(key(i), b"v").expect("put");
+    }
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("settle");
+    for i in 0..3_000u32 {
+        let missing = format!("key{:08}x", (i * 3) % 10_000).into_bytes();
+        db.get(&missing).expect("get");
+    }
+    let probed_before: f64 = db
+        .version()
+        .files()
+        .map(|(_, _, f)| f.access_estimate().expect("on").q)
+        .sum();
+    assert!(probed_before > 0.0);
+    // Rewrite everything: the compaction outputs start from inherited statistics, not zero.
+    db.compact().expect("compact");
+    let version = db.version();
+    let inherited: f64 = version
+        .files()
+        .map(|(_, _, f)| f.access_estimate().expect("on").q)
+        .sum();
+    assert!(
+        inherited > 0.3 * probed_before,
+        "inherited {inherited} vs probed before {probed_before}"
+    );
+    // Without statistics, files report none.
+    drop(db);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    db.put(b"a", b"b").expect("put");
+    db.flush().expect("flush");
+    assert!(db
+        .version()
+        .files()
+        .all(|(_, _, f)| f.access_estimate().is_none()));
+    assert_eq!(db.stats().access_statistics_bytes, 0);
+}
