@@ -4,8 +4,12 @@
 //! * [`bloom`]: the cache-line-blocked Bloom filter with a real-valued bits-per-key chosen per
 //!   file, its on-disk format, and the FPR math (`eps = exp(-ln2sq * bpk)` and its inverse) that
 //!   the allocation policies (SPEC §2-3) use.
+//! * [`modular`]: the modular filter (Mnemosyne §4.2): how a file's bits per key is split into
+//!   independently seeded Bloom modules, the index block that locates them, and the product rule
+//!   for their combined FPR.
 //!
 //! Keys are hashed once with [`bloom::key_hash`]; the hash is then probed against every filter on the
 //! lookup path (and, for modular filters, every module), so builders and readers take hashes.
 
 pub(crate) mod bloom;
+pub(crate) mod modular;

@@ -4,6 +4,12 @@
 //! The filter's bits per key is chosen at `finish`, when the file's final entry count is known
 //! (SPEC §3: "the answer is given when the file is finished"), so the builder keeps one 8-byte hash
 //! per distinct user key until then.
+//!
+//! When the file's bits per key exceeds the module size set with
+//! [`TableBuilder::set_filter_module_bits`] (the filter budget `bpk_target`), the filter is split
+//! into independently seeded Bloom modules, each its own block, located by a modular filter index
+//! block (SPEC §1; the split rule and the index format are in `filter/modular.rs`). With one module
+//! the file is byte for byte what it was before modular filters existed.
 
 use std::path::PathBuf;
 
@@ -13,10 +19,8 @@ use super::properties::TableProperties;
 use crate::env::WritableFile;
 use crate::error::{Error, Result};
 use crate::filter::bloom::{key_hash, BloomFilterBuilder};
+use crate::filter::modular::{encode_index, module_bits_per_key, module_seed};
 use crate::key::{parse_internal_key, user_key};
-
-/// The seed of a table's (single-module) filter.
-pub(crate) const FILTER_SEED: u32 = 0;
 
 /// What a finished table file holds.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +45,8 @@ pub(crate) struct TableBuilder {
     smallest_sequence: u64,
     largest_sequence: u64,
     key_hashes: Vec<u64>,
+    /// Bits per key of one filter module; `f64::INFINITY` (the default) never splits.
+    filter_module_bits: f64,
 }
 
 impl TableBuilder {
@@ -67,7 +73,20 @@ impl TableBuilder {
             smallest_sequence: u64::MAX,
             largest_sequence: 0,
             key_hashes: Vec::new(),
+            filter_module_bits: f64::INFINITY,
         }
+    }
+
+    /// Splits a filter of more than `module_bits_per_key` bits per key into modules of that size
+    /// (SPEC §1, Mnemosyne §4.2); callers pass the filter budget `bpk_target`. Not a positive
+    /// finite number (the default is infinity) means never split.
+    #[allow(
+        dead_code,
+        reason = "called by the flush and compaction paths (db/background.rs, \
+                  compaction/executor.rs) once they pass the filter budget"
+    )]
+    pub(crate) fn set_filter_module_bits(&mut self, module_bits_per_key: f64) {
+        self.filter_module_bits = module_bits_per_key;
     }
 
     /// Appends an entry; `key` is an internal key greater than every key added before.
@@ -129,7 +148,9 @@ impl TableBuilder {
         self.offset + self.data_block.estimated_size() as u64
     }
 
-    /// Writes the filter (`bits_per_key`, 0 = none), properties, index and footer, then fsyncs.
+    /// Writes the filter modules, one block each (their bits per key summing to `bits_per_key`;
+    /// 0 = no filter), the modular filter index if there are two or more modules, then the
+    /// properties, index and footer, and fsyncs.
     pub(crate) fn finish(
         mut self,
         bits_per_key: f64,
@@ -137,15 +158,37 @@ impl TableBuilder {
         run_id: u64,
     ) -> Result<TableSummary> {
         self.flush_data_block()?;
-        let mut filter_builder = BloomFilterBuilder::new(bits_per_key, FILTER_SEED);
-        for &hash in &self.key_hashes {
-            filter_builder.add_hash(hash);
-        }
-        let filter = filter_builder.finish();
-        let filter_handle = if filter.is_empty() {
-            BlockHandle::new(0, 0)
+        let plan = if self.key_hashes.is_empty() {
+            Vec::new()
         } else {
-            self.write_block(&filter)?
+            module_bits_per_key(bits_per_key, self.filter_module_bits)
+        };
+        let mut modules = Vec::with_capacity(plan.len());
+        let mut filter_bytes = 0;
+        for (index, &module_bits) in plan.iter().enumerate() {
+            let mut filter_builder = BloomFilterBuilder::new(module_bits, module_seed(index));
+            for &hash in &self.key_hashes {
+                filter_builder.add_hash(hash);
+            }
+            let filter = filter_builder.finish();
+            if filter.is_empty() {
+                // Not reached (every planned module has keys and bits per key > 0), but a
+                // zero-size module block would be unreadable, so none is written.
+                continue;
+            }
+            filter_bytes += filter.len() as u64;
+            modules.push(self.write_block(&filter)?);
+        }
+        let (filter_handle, modular) = match modules.as_slice() {
+            [] => (BlockHandle::new(0, 0), false),
+            [single] => (*single, false),
+            _ => (self.write_block(&encode_index(&modules))?, true),
+        };
+        // What the modules hold: `bits_per_key` unless it was clamped to the Bloom filter's
+        // 64 bits per key per module (`0.0` spelled out: an empty f64 sum may be -0.0).
+        let filter_bits_per_key = match plan.as_slice() {
+            [] => 0.0,
+            modules => modules.iter().sum(),
         };
         let properties = TableProperties {
             entries: self.entries,
@@ -158,15 +201,21 @@ impl TableBuilder {
                 self.smallest_sequence
             },
             largest_sequence: self.largest_sequence,
-            bits_per_key: if filter.is_empty() { 0.0 } else { bits_per_key },
-            filter_bytes: filter.len() as u64,
+            bits_per_key: filter_bits_per_key,
+            filter_bytes,
             level,
             run_id,
+            filter_modules: modules.len() as u64,
         };
         let properties_handle = self.write_block(&properties.encode())?;
         let index = self.index_block.finish();
         let index_handle = self.write_block(&index)?;
-        let footer = Footer::new(index_handle, filter_handle, properties_handle).encode();
+        let footer = if modular {
+            Footer::with_modular_filter(index_handle, filter_handle, properties_handle)
+        } else {
+            Footer::new(index_handle, filter_handle, properties_handle)
+        }
+        .encode();
         self.file.append(&footer)?;
         self.offset += footer.len() as u64;
         self.file.sync()?;

@@ -31,9 +31,21 @@
 //! offset  0: index block handle       offset:fixed64 size:fixed64
 //! offset 16: filter block handle      offset:fixed64 size:fixed64   (size 0: the table has no filter)
 //! offset 32: properties block handle  offset:fixed64 size:fixed64
-//! offset 48: format_version:fixed32   1
+//! offset 48: format_version:fixed32   1 or 2
 //! offset 52: magic:fixed64            TABLE_MAGIC, the bytes "STRATA01"
 //! ```
+//!
+//! The format version says what the filter handle names:
+//!
+//! * **1**: the table's one Bloom filter block (`filter/bloom.rs`), or nothing (size 0);
+//! * **2**: a modular filter index block (`filter/modular.rs`, SPEC §1) that locates the two to
+//!   six Bloom filter blocks ("modules") of the table's filter.
+//!
+//! A writer uses the lowest version that describes the file: tables with zero or one filter module
+//! are written as version 1, byte for byte as before modular filters existed, so builds from
+//! before them still read those; only tables with a split filter are version 2, which such a
+//! build rejects by its version instead of misreading the index as a filter. This build reads
+//! both.
 //!
 //! A reader reads the last 60 bytes, checks the magic (is this a Strata table at all?) and then the
 //! version (can this build read it?), and follows the handles. The footer carries no checksum of
@@ -41,7 +53,7 @@
 //! that would send a reader astray, and every block a handle points to is checksummed. A filter
 //! block is never empty, so size 0 is free to mean "no filter".
 //!
-//! A change to any layout in this file or in `block.rs` bumps [`TABLE_FORMAT_VERSION`], so that a
+//! A change to any layout in this file or in `block.rs` bumps the table format version, so that a
 //! build meeting a file it cannot read fails loudly instead of misreading it.
 
 use crate::coding::{put_fixed32, put_fixed64, put_varint64, Decoder};
@@ -59,8 +71,11 @@ pub(crate) const FOOTER_LEN: usize = 3 * BlockHandle::FIXED_LEN + 4 + 8;
 /// with that text in a hex dump.
 pub(crate) const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"STRATA01");
 
-/// The table format this build writes and the only one it reads.
+/// Table format of files whose filter handle names a single Bloom filter block (or no filter).
 pub(crate) const TABLE_FORMAT_VERSION: u32 = 1;
+
+/// Table format of files whose filter handle names a modular filter index (SPEC §1).
+pub(crate) const TABLE_FORMAT_VERSION_MODULAR_FILTER: u32 = 2;
 
 /// Where a block's contents lie in a table file; `size` excludes the trailer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -176,9 +191,29 @@ impl Footer {
         }
     }
 
-    /// The filter block's handle, or `None` if the table was written without a filter.
+    /// A version-2 footer, whose `filter_index` handle names a modular filter index block.
+    pub(crate) fn with_modular_filter(
+        index: BlockHandle,
+        filter_index: BlockHandle,
+        properties: BlockHandle,
+    ) -> Self {
+        Footer {
+            index,
+            filter: filter_index,
+            properties,
+            format_version: TABLE_FORMAT_VERSION_MODULAR_FILTER,
+        }
+    }
+
+    /// The filter block's handle (version 1) or the modular filter index's (version 2), or `None`
+    /// if the table was written without a filter.
     pub(crate) fn filter_handle(&self) -> Option<BlockHandle> {
         (self.filter.size != 0).then_some(self.filter)
+    }
+
+    /// True when the filter handle names a modular filter index rather than a Bloom filter.
+    pub(crate) fn has_modular_filter(&self) -> bool {
+        self.format_version == TABLE_FORMAT_VERSION_MODULAR_FILTER
     }
 
     /// The footer's [`FOOTER_LEN`] bytes.
@@ -216,10 +251,10 @@ impl Footer {
         let filter = BlockHandle::decode_fixed_from(&mut decoder).ok_or_else(malformed)?;
         let properties = BlockHandle::decode_fixed_from(&mut decoder).ok_or_else(malformed)?;
         let format_version = decoder.fixed32().ok_or_else(malformed)?;
-        if format_version != TABLE_FORMAT_VERSION {
+        if !(TABLE_FORMAT_VERSION..=TABLE_FORMAT_VERSION_MODULAR_FILTER).contains(&format_version) {
             return Err(format!(
-                "unsupported table format version {format_version} (this build reads version \
-                 {TABLE_FORMAT_VERSION})"
+                "unsupported table format version {format_version} (this build reads versions \
+                 {TABLE_FORMAT_VERSION}..={TABLE_FORMAT_VERSION_MODULAR_FILTER})"
             ));
         }
         Ok(Footer {
@@ -379,6 +414,19 @@ mod tests {
         let decoded = Footer::decode(&no_filter.encode()).expect("valid footer");
         assert_eq!(decoded, no_filter);
         assert_eq!(decoded.filter_handle(), None);
+        assert!(!decoded.has_modular_filter());
+
+        let modular = Footer::with_modular_filter(
+            BlockHandle::new(9_000, 300),
+            BlockHandle::new(8_900, 52),
+            BlockHandle::new(9_305, 120),
+        );
+        let encoded = modular.encode();
+        assert_eq!(&encoded[48..52], &[2, 0, 0, 0]);
+        let decoded = Footer::decode(&encoded).expect("valid version-2 footer");
+        assert_eq!(decoded, modular);
+        assert!(decoded.has_modular_filter());
+        assert_eq!(decoded.filter_handle(), Some(BlockHandle::new(8_900, 52)));
     }
 
     #[test]
@@ -403,7 +451,7 @@ mod tests {
         let reason = Footer::decode(&[0; FOOTER_LEN]).expect_err("zeros");
         assert!(reason.contains("bad magic"), "{reason}");
 
-        for version in [0u32, 2, u32::MAX] {
+        for version in [0u32, 3, u32::MAX] {
             let mut bytes = encoded.clone();
             bytes[48..52].copy_from_slice(&version.to_le_bytes());
             let reason = Footer::decode(&bytes).expect_err("unknown version");

@@ -7,6 +7,9 @@
 //! data block 0 | data block 1 | ... | filter block (optional) | properties block | index block | footer
 //! ```
 //!
+//! A filter split into modules (SPEC §1, `filter/modular.rs`) takes one block per module plus a
+//! small modular filter index block in place of the single filter block (table format version 2).
+//!
 //! Readers never assume that order: they read the footer at the end of the file and follow its
 //! handles, so the table builder may place the non-data blocks as it likes.
 //!

@@ -1,7 +1,7 @@
 //! The properties block: facts about a table file, written last so they are exact.
 //!
 //! ```text
-//! format version varint (1)
+//! format version varint (1 or 2)
 //! entries        varint
 //! data blocks    varint
 //! smallest key   varint length + internal key
@@ -12,11 +12,27 @@
 //! filter bytes   varint
 //! level          varint (level the file was written to)
 //! run id         varint (sorted run the file was written into)
+//! filter modules varint (version 2 only: number of filter modules, 2..=6)
 //! ```
+//!
+//! `bits per key` is the file's total over all filter modules and `filter bytes` the total size of
+//! the modules' serialized Bloom filters (block contents, without trailers or the modular filter
+//! index): the memory the filter occupies once cached. Their combined FPR is the product of the
+//! modules' FPRs (SPEC §1), by the formula `exp(-ln2sq * bits per key)`.
+//!
+//! Version 2 differs from version 1 only by the trailing module count. It is written only for
+//! files whose filter is split into modules, so files with zero or one module keep the version-1
+//! bytes (see `format.rs` on table format versions); a version-1 block means one module if
+//! `filter bytes > 0` and none otherwise.
 
 use crate::coding::{put_fixed64, put_length_prefixed, put_varint64, Decoder};
+use crate::filter::modular::MAX_MODULES;
 
+/// Properties of a file with at most one filter module.
 const PROPERTIES_FORMAT_VERSION: u64 = 1;
+
+/// Properties of a file with a modular filter: version 1 plus the module count.
+const PROPERTIES_FORMAT_VERSION_MODULAR_FILTER: u64 = 2;
 
 /// What a table file says about itself.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,12 +47,22 @@ pub(crate) struct TableProperties {
     pub(crate) filter_bytes: u64,
     pub(crate) level: u64,
     pub(crate) run_id: u64,
+    /// Number of filter modules (SPEC §1): 0 = no filter, 1 = a single Bloom filter.
+    pub(crate) filter_modules: u64,
 }
 
 impl TableProperties {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        put_varint64(&mut out, PROPERTIES_FORMAT_VERSION);
+        let modular = self.filter_modules > 1;
+        put_varint64(
+            &mut out,
+            if modular {
+                PROPERTIES_FORMAT_VERSION_MODULAR_FILTER
+            } else {
+                PROPERTIES_FORMAT_VERSION
+            },
+        );
         put_varint64(&mut out, self.entries);
         put_varint64(&mut out, self.data_blocks);
         put_length_prefixed(&mut out, &self.smallest);
@@ -47,13 +73,18 @@ impl TableProperties {
         put_varint64(&mut out, self.filter_bytes);
         put_varint64(&mut out, self.level);
         put_varint64(&mut out, self.run_id);
+        if modular {
+            put_varint64(&mut out, self.filter_modules);
+        }
         out
     }
 
     pub(crate) fn decode(bytes: &[u8]) -> Result<TableProperties, String> {
         let mut decoder = Decoder::new(bytes);
         let version = decoder.varint64().ok_or("properties block truncated")?;
-        if version != PROPERTIES_FORMAT_VERSION {
+        if version != PROPERTIES_FORMAT_VERSION
+            && version != PROPERTIES_FORMAT_VERSION_MODULAR_FILTER
+        {
             return Err(format!("unknown properties format version {version}"));
         }
         let properties = (|| {
@@ -68,9 +99,22 @@ impl TableProperties {
                 filter_bytes: decoder.varint64()?,
                 level: decoder.varint64()?,
                 run_id: decoder.varint64()?,
+                filter_modules: 0,
             })
         })()
         .ok_or("properties block truncated")?;
+        let mut properties = properties;
+        properties.filter_modules = if version == PROPERTIES_FORMAT_VERSION_MODULAR_FILTER {
+            let modules = decoder.varint64().ok_or("properties block truncated")?;
+            if !(2..=MAX_MODULES as u64).contains(&modules) {
+                return Err(format!(
+                    "properties list {modules} filter modules, outside 2..={MAX_MODULES}"
+                ));
+            }
+            modules
+        } else {
+            u64::from(properties.filter_bytes > 0)
+        };
         if !properties.bits_per_key.is_finite() || properties.bits_per_key < 0.0 {
             return Err(format!(
                 "properties hold an invalid bits per key {}",
@@ -85,9 +129,8 @@ impl TableProperties {
 mod tests {
     use super::*;
 
-    #[test]
-    fn properties_round_trip_and_reject_truncation() {
-        let properties = TableProperties {
+    fn sample() -> TableProperties {
+        TableProperties {
             entries: 10,
             data_blocks: 2,
             smallest: b"a12345678".to_vec(),
@@ -98,11 +141,59 @@ mod tests {
             filter_bytes: 128,
             level: 2,
             run_id: 9,
+            filter_modules: 1,
+        }
+    }
+
+    #[test]
+    fn properties_round_trip_and_reject_truncation() {
+        let single = sample();
+        let no_filter = TableProperties {
+            bits_per_key: 0.0,
+            filter_bytes: 0,
+            filter_modules: 0,
+            ..sample()
         };
-        let encoded = properties.encode();
-        assert_eq!(TableProperties::decode(&encoded), Ok(properties));
-        for cut in 0..encoded.len() {
-            assert!(TableProperties::decode(&encoded[..cut]).is_err());
+        let modular = TableProperties {
+            bits_per_key: 6.5,
+            filter_bytes: 900,
+            filter_modules: 4,
+            ..sample()
+        };
+        for properties in [single, no_filter, modular] {
+            let encoded = properties.encode();
+            assert_eq!(
+                encoded.first(),
+                Some(&(if properties.filter_modules > 1 { 2 } else { 1 }))
+            );
+            assert_eq!(TableProperties::decode(&encoded), Ok(properties));
+            for cut in 0..encoded.len() {
+                assert!(TableProperties::decode(&encoded[..cut]).is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn single_module_properties_keep_the_version_1_bytes() {
+        let encoded = sample().encode();
+        // Version 1 ends with run id 9; no module count follows.
+        assert_eq!(encoded.first(), Some(&1));
+        assert_eq!(encoded.last(), Some(&9));
+    }
+
+    #[test]
+    fn module_count_outside_the_limits_is_rejected() {
+        for modules in [0u8, 1, 7] {
+            let mut encoded = TableProperties {
+                filter_modules: 2,
+                ..sample()
+            }
+            .encode();
+            if let Some(last) = encoded.last_mut() {
+                *last = modules;
+            }
+            let error = TableProperties::decode(&encoded).expect_err("bad module count");
+            assert!(error.contains("filter modules"), "{error}");
         }
     }
 }

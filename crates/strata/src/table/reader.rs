@@ -3,6 +3,13 @@
 //!
 //! I/O accounting happens here, where the device is touched: a block-cache miss is one block read
 //! of its kind (data, index, filter) on the level the caller names.
+//!
+//! A table's filter has zero, one or several modules (SPEC §1, modular filter). Where they are is
+//! learnt once, when the file is opened: a version-1 footer names the single filter block; a
+//! version-2 footer names a modular filter index, read and checked at open like the properties
+//! block (and, like it, not counted as a lookup's block read). Each module is then a block of its
+//! own: its own block-cache entry, its own device read on a miss, counted as a filter block read on
+//! the lookup's level. A probe reads module `j + 1` only if modules `1..=j` all said "maybe".
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
@@ -19,6 +26,7 @@ use crate::coding::Decoder;
 use crate::env::{FileSystem, RandomAccessFile};
 use crate::error::{Error, Result};
 use crate::filter::bloom::BloomFilter;
+use crate::filter::modular::decode_index;
 use crate::key::{compare_internal_keys, parse_internal_key, ValueKind};
 use crate::memtable::Lookup;
 use crate::stats::{add, BlockKind, IoCounters};
@@ -41,9 +49,12 @@ pub(crate) struct TableReader {
     properties: TableProperties,
     cache: Arc<BlockCache>,
     counters: Arc<IoCounters>,
+    /// The filter modules' blocks in probe order; empty when the table has no filter.
+    filter_modules: Vec<BlockHandle>,
     /// Index and filter held outside the cache (level-0 pinning).
     pinned_index: Option<Arc<Block>>,
-    pinned_filter: Option<Arc<BloomFilter>>,
+    /// Every filter module, in probe order, when pinned; empty otherwise.
+    pinned_filters: Vec<Arc<BloomFilter>>,
     /// Shared total of pinned bytes, decremented when this reader closes.
     pinned_total: Option<Arc<AtomicU64>>,
 }
@@ -62,8 +73,8 @@ pub(crate) struct FileLookup {
 }
 
 impl TableReader {
-    /// Opens table `number` in `dir`; reads and checks the footer and properties, and pins the
-    /// index and filter blocks if `pin` is set.
+    /// Opens table `number` in `dir`; reads and checks the footer, properties and modular filter
+    /// index, and pins the index and all filter modules if `pin` is set.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn open(
         fs: &dyn FileSystem,
@@ -92,6 +103,18 @@ impl TableReader {
         let properties_raw = read_raw(file.as_ref(), &path, footer.properties)?;
         let properties = TableProperties::decode(&properties_raw)
             .map_err(|reason| Error::corruption(&path, footer.properties.offset, reason))?;
+        let filter_modules = filter_modules(file.as_ref(), &path, &footer)?;
+        if properties.filter_modules != filter_modules.len() as u64 {
+            return Err(Error::corruption(
+                &path,
+                footer.properties.offset,
+                format!(
+                    "properties say {} filter modules but the footer locates {}",
+                    properties.filter_modules,
+                    filter_modules.len()
+                ),
+            ));
+        }
         let mut reader = TableReader {
             number,
             path,
@@ -100,17 +123,20 @@ impl TableReader {
             properties,
             cache,
             counters,
+            filter_modules,
             pinned_index: None,
-            pinned_filter: None,
+            pinned_filters: Vec::new(),
             pinned_total: None,
         };
         if pin {
             let index = reader.read_raw(reader.footer.index)?;
             reader.pinned_index = Some(Arc::new(reader.decode_block(index, reader.footer.index)?));
-            if let Some(handle) = reader.footer.filter_handle() {
+            let mut pinned_filters = Vec::with_capacity(reader.filter_modules.len());
+            for &handle in &reader.filter_modules {
                 let raw = reader.read_raw(handle)?;
-                reader.pinned_filter = Some(Arc::new(reader.decode_filter(raw, handle)?));
+                pinned_filters.push(Arc::new(reader.decode_filter(raw, handle)?));
             }
+            reader.pinned_filters = pinned_filters;
         }
         Ok(reader)
     }
@@ -133,9 +159,10 @@ impl TableReader {
             .as_ref()
             .map_or(0, |b| b.size_bytes() as u64)
             + self
-                .pinned_filter
-                .as_ref()
-                .map_or(0, |f| f.size_bytes() as u64)
+                .pinned_filters
+                .iter()
+                .map(|f| f.size_bytes() as u64)
+                .sum::<u64>()
     }
 
     fn read_raw(&self, handle: BlockHandle) -> Result<Vec<u8>> {
@@ -202,8 +229,15 @@ impl TableReader {
         Ok((block, true))
     }
 
-    fn filter(&self, handle: BlockHandle, level: usize) -> Result<Arc<BloomFilter>> {
-        if let Some(filter) = &self.pinned_filter {
+    /// Filter module `module` (0-based, at `handle`): pinned, cached, or read from the device and
+    /// counted as one filter block read on `level`.
+    fn filter_module(
+        &self,
+        module: usize,
+        handle: BlockHandle,
+        level: usize,
+    ) -> Result<Arc<BloomFilter>> {
+        if let Some(filter) = self.pinned_filters.get(module) {
             return Ok(Arc::clone(filter));
         }
         if let Some(CachedBlock::Filter(filter)) = self.cache.get(self.number, handle.offset) {
@@ -264,14 +298,18 @@ impl TableReader {
         let counters = &self.counters;
         let level_slot = level.min(crate::version::MAX_LEVELS - 1);
         let mut filter_passed = false;
-        if let (Some(handle), false) = (self.footer.filter_handle(), skip_filter) {
-            let filter = self.filter(handle, level)?;
+        if !self.filter_modules.is_empty() && !skip_filter {
+            // One probe per file lookup, however many modules it reads (SPEC §1: module j + 1 is
+            // read only if modules 1..=j all said "maybe").
             add(&counters.filter_probes[level_slot], 1);
-            if !filter.may_contain_hash(key_hash) {
-                add(&counters.filter_negatives[level_slot], 1);
-                return Ok(FileLookup {
-                    result: Lookup::Absent,
-                });
+            for (module, &handle) in self.filter_modules.iter().enumerate() {
+                let filter = self.filter_module(module, handle, level)?;
+                if !filter.may_contain_hash(key_hash) {
+                    add(&counters.filter_negatives[level_slot], 1);
+                    return Ok(FileLookup {
+                        result: Lookup::Absent,
+                    });
+                }
             }
             filter_passed = true;
         }
@@ -313,6 +351,42 @@ impl TableReader {
         }
         Ok(FileLookup { result })
     }
+}
+
+/// The blocks of the table's filter modules in probe order, from the footer and, for a version-2
+/// footer, the modular filter index (SPEC §1). Every module must lie before the footer.
+fn filter_modules(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    footer: &Footer,
+) -> Result<Vec<BlockHandle>> {
+    let Some(handle) = footer.filter_handle() else {
+        return Ok(Vec::new());
+    };
+    if !footer.has_modular_filter() {
+        return Ok(vec![handle]);
+    }
+    let raw = read_raw(file, path, handle)?;
+    let modules =
+        decode_index(&raw).map_err(|reason| Error::corruption(path, handle.offset, reason))?;
+    let blocks_end = file.len().saturating_sub(FOOTER_LEN as u64);
+    for (module, module_handle) in modules.iter().enumerate() {
+        let end = module_handle
+            .len_with_trailer()
+            .and_then(|len| module_handle.offset.checked_add(len));
+        if !matches!(end, Some(end) if end <= blocks_end) {
+            return Err(Error::corruption(
+                path,
+                handle.offset,
+                format!(
+                    "filter module {module} (offset {}, size {}) reaches past the {blocks_end} \
+                     bytes before the footer",
+                    module_handle.offset, module_handle.size
+                ),
+            ));
+        }
+    }
+    Ok(modules)
 }
 
 fn read_raw(file: &dyn RandomAccessFile, path: &Path, handle: BlockHandle) -> Result<Vec<u8>> {

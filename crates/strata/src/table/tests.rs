@@ -1,14 +1,17 @@
-//! Table round trips: builder → reader → point lookups and iteration, and corruption handling.
+//! Table round trips: builder → reader → point lookups and iteration, modular filters (SPEC §1),
+//! and corruption handling.
 
 use std::sync::Arc;
 
+use super::format::{verify_block, BlockHandle, Footer, FOOTER_LEN};
 use super::iter::TableIter;
 use super::reader::{ReadMode, TableCache};
 use super::{table_file_name, TableBuilder};
 use crate::cache::BlockCache;
 use crate::env::{FileSystem, RealFileSystem};
 use crate::error::Error;
-use crate::filter::bloom::key_hash;
+use crate::filter::bloom::{false_positive_rate, key_hash, BloomFilter};
+use crate::filter::modular::{combined_false_positive_rate, decode_index};
 use crate::iterator::InternalIterator;
 use crate::key::{encode_internal_key, lookup_key, parse_internal_key, ValueKind};
 use crate::memtable::Lookup;
@@ -27,6 +30,11 @@ struct Fixture {
 /// Writes table 7 with the even keys `2i`: value `v{i}` at sequence `100 + i`, an older `old{i}`
 /// at sequence `i`, and for every 10th key a tombstone at sequence `1000 + i`.
 fn fixture(count: u64, bits_per_key: f64, cache_bytes: u64) -> Fixture {
+    modular_fixture(count, bits_per_key, f64::INFINITY, cache_bytes)
+}
+
+/// [`fixture`] with filter modules of `module_bits` bits per key (SPEC §1).
+fn modular_fixture(count: u64, bits_per_key: f64, module_bits: f64, cache_bytes: u64) -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let fs = RealFileSystem;
     let path = dir.path().join(table_file_name(7));
@@ -37,6 +45,7 @@ fn fixture(count: u64, bits_per_key: f64, cache_bytes: u64) -> Fixture {
         4096,
         16,
     );
+    builder.set_filter_module_bits(module_bits);
     for i in 0..count {
         let user_key = key(2 * i);
         if i % 10 == 0 {
@@ -64,19 +73,74 @@ fn fixture(count: u64, bits_per_key: f64, cache_bytes: u64) -> Fixture {
     assert_eq!(summary.properties.entries, count * 2 + count.div_ceil(10));
     assert_eq!(summary.properties.level, 1);
     let counters = Arc::new(IoCounters::default());
-    let tables = Arc::new(TableCache::new(
-        dir.path().to_path_buf(),
-        Arc::new(RealFileSystem),
-        10,
-        Arc::new(BlockCache::new(cache_bytes)),
-        counters.clone(),
-        false,
-    ));
+    let tables = table_cache(dir.path(), cache_bytes, &counters);
     Fixture {
         dir,
         counters,
         tables,
     }
+}
+
+fn table_cache(
+    dir: &std::path::Path,
+    cache_bytes: u64,
+    counters: &Arc<IoCounters>,
+) -> Arc<TableCache> {
+    Arc::new(TableCache::new(
+        dir.to_path_buf(),
+        Arc::new(RealFileSystem),
+        10,
+        Arc::new(BlockCache::new(cache_bytes)),
+        counters.clone(),
+        false,
+    ))
+}
+
+impl Fixture {
+    fn path(&self) -> std::path::PathBuf {
+        self.dir.path().join(table_file_name(7))
+    }
+
+    fn bytes(&self) -> Vec<u8> {
+        std::fs::read(self.path()).expect("read table")
+    }
+}
+
+/// The newest value of `user_key` in `table`, probing its filter on level 1.
+fn newest(table: &super::reader::TableReader, user_key: &[u8]) -> Lookup {
+    table
+        .get(
+            &lookup_key(user_key, u64::MAX >> 8),
+            user_key,
+            key_hash(user_key),
+            1,
+            false,
+        )
+        .expect("get")
+        .result
+}
+
+/// The table's footer, and its filter modules decoded straight from the file bytes (no reader, no
+/// counters): what the tests compare the reader's behaviour with.
+fn decode_modules(bytes: &[u8]) -> (Footer, Vec<BlockHandle>, Vec<BloomFilter>) {
+    let footer = Footer::decode(&bytes[bytes.len() - FOOTER_LEN..]).expect("footer");
+    let block = |handle: BlockHandle| {
+        let start = handle.offset as usize;
+        let end = start + handle.size as usize + super::format::BLOCK_TRAILER_LEN;
+        verify_block(bytes[start..end].to_vec()).expect("block")
+    };
+    let handles = match footer.filter_handle() {
+        None => Vec::new(),
+        Some(handle) if footer.has_modular_filter() => {
+            decode_index(&block(handle)).expect("modular filter index")
+        }
+        Some(handle) => vec![handle],
+    };
+    let filters = handles
+        .iter()
+        .map(|&handle| BloomFilter::decode(block(handle)).expect("module"))
+        .collect();
+    (footer, handles, filters)
 }
 
 #[test]
@@ -157,13 +221,27 @@ fn iteration_returns_every_entry_in_order_and_seeks() {
     assert!(fixture.counters.snapshot().data_block_reads[0] > 10);
 }
 
+/// Flips bytes of a single-filter file and of a four-module file (2, 2, 2 and 0.5 bits per key):
+/// a sample of the data blocks, and every byte from the first filter module to the end (modules,
+/// modular filter index, properties, index, footer). Lookups of present keys read every module.
 #[test]
 fn a_flipped_byte_anywhere_is_a_corruption_error_naming_the_file_never_a_panic() {
-    let fixture = fixture(300, 10.0, 0);
-    let path = fixture.dir.path().join(table_file_name(7));
+    for (bits_per_key, module_bits) in [(10.0, f64::INFINITY), (6.5, 2.0)] {
+        let fixture = modular_fixture(300, bits_per_key, module_bits, 0);
+        let (_, handles, _) = decode_modules(&fixture.bytes());
+        let filter_start = handles.first().expect("a filter").offset as usize;
+        flip_every_byte(&fixture, filter_start);
+    }
+}
+
+fn flip_every_byte(fixture: &Fixture, filter_start: usize) {
+    let path = fixture.path();
     let original = std::fs::read(&path).expect("read");
-    let step = (original.len() / 97).max(1);
-    for position in (0..original.len()).step_by(step) {
+    let step = (filter_start / 97).max(1);
+    let positions = (0..filter_start)
+        .step_by(step)
+        .chain(filter_start..original.len());
+    for position in positions {
         let mut damaged = original.clone();
         damaged[position] ^= 0x20;
         std::fs::write(&path, &damaged).expect("write");
@@ -200,4 +278,250 @@ fn a_flipped_byte_anywhere_is_a_corruption_error_naming_the_file_never_a_panic()
             Ok(()) => panic!("byte {position}: damage went unnoticed"),
         }
     }
+}
+
+/// A file of 2000 keys at 6.5 bits per key with 2-bit modules has four modules (2, 2, 2, 0.5),
+/// finds every key it holds, pinned or not, and describes its filter in footer and properties.
+#[test]
+fn multi_module_round_trip_has_no_false_negatives() {
+    let fixture = modular_fixture(2000, 6.5, 2.0, 1 << 20);
+    let (footer, handles, modules) = decode_modules(&fixture.bytes());
+    assert_eq!(footer.format_version, 2);
+    let module_bits: Vec<f64> = modules.iter().map(BloomFilter::bits_per_key).collect();
+    assert_eq!(module_bits, [2.0, 2.0, 2.0, 0.5]);
+    let seeds: Vec<u32> = modules.iter().map(BloomFilter::seed).collect();
+    assert_eq!(seeds, [0, 1, 2, 3]);
+    for pin in [false, true] {
+        let table = fixture.tables.get(7, pin).expect("open");
+        let properties = table.properties();
+        assert_eq!(properties.filter_modules, 4);
+        assert_eq!(properties.bits_per_key, 6.5);
+        let module_bytes: u64 = handles.iter().map(|handle| handle.size).sum();
+        assert_eq!(properties.filter_bytes, module_bytes);
+        if pin {
+            let index_bytes = table.pinned_bytes() - module_bytes;
+            assert!(
+                index_bytes > 0 && index_bytes < 2000,
+                "pinned: every module plus the index, got {} bytes",
+                table.pinned_bytes()
+            );
+        }
+        for i in 0..2000 {
+            let expected = if i % 10 == 0 {
+                Lookup::Deleted
+            } else {
+                Lookup::Found(format!("v{i}").into_bytes())
+            };
+            assert_eq!(newest(&table, &key(2 * i)), expected, "key {}", 2 * i);
+            assert_eq!(newest(&table, &key(2 * i + 1)), Lookup::Absent);
+        }
+        fixture.tables.evict(7);
+    }
+    let stats = fixture.counters.snapshot();
+    assert_eq!(
+        stats.filter_probes[1],
+        2 * 2 * 2000,
+        "one probe per file lookup"
+    );
+}
+
+/// A file whose bits per key fit one module is byte for byte the file Strata wrote before modular
+/// filters existed: `testdata/v1_single_filter.sst` was written by the single-filter builder
+/// (commit 5daed5e) with `fixture(100, 10.0, _)`.
+#[test]
+fn single_module_files_are_unchanged() {
+    let before = include_bytes!("testdata/v1_single_filter.sst");
+    for module_bits in [f64::INFINITY, 0.0, 10.0, 12.0, 9.6] {
+        let fixture = modular_fixture(100, 10.0, module_bits, 0);
+        assert_eq!(
+            fixture.bytes(),
+            before,
+            "module size {module_bits}: a single-module file must not change"
+        );
+    }
+    // Between 10 and 10.5 bits per key with 10-bit modules the remainder is folded: one module.
+    let folded = modular_fixture(100, 10.4, 10.0, 0);
+    let (footer, _, modules) = decode_modules(&folded.bytes());
+    assert_eq!(footer.format_version, 1);
+    assert_eq!(modules.len(), 1);
+}
+
+/// A version-1 table written before modular filters opens and answers lookups.
+#[test]
+fn version_1_files_still_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join(table_file_name(7)),
+        include_bytes!("testdata/v1_single_filter.sst"),
+    )
+    .expect("write fixture");
+    let counters = Arc::new(IoCounters::default());
+    let tables = table_cache(dir.path(), 0, &counters);
+    for pin in [false, true] {
+        let table = tables.get(7, pin).expect("open a version-1 table");
+        assert_eq!(table.properties().filter_modules, 1);
+        assert_eq!(table.properties().bits_per_key, 10.0);
+        for i in 0..100 {
+            let expected = if i % 10 == 0 {
+                Lookup::Deleted
+            } else {
+                Lookup::Found(format!("v{i}").into_bytes())
+            };
+            assert_eq!(newest(&table, &key(2 * i)), expected);
+        }
+        tables.evict(7);
+    }
+    let mut negatives = 0;
+    let table = tables.get(7, false).expect("open");
+    for i in 0..1000 {
+        if newest(&table, &key(2 * i + 1)) == Lookup::Absent {
+            negatives += 1;
+        }
+    }
+    assert_eq!(negatives, 1000);
+    assert!(counters.snapshot().filter_negatives[1] > 950);
+}
+
+/// SPEC §1: the combined FPR of independent modules is the product of theirs. 200k keys at 6 bits
+/// per key in three 2-bit modules, 200k absent lookups through the table reader.
+#[test]
+fn combined_fpr_of_modules_is_the_product_of_theirs() {
+    let count = 200_000;
+    let fixture = modular_fixture(count, 6.0, 2.0, 64 << 20);
+    let (_, _, modules) = decode_modules(&fixture.bytes());
+    assert_eq!(modules.len(), 3);
+    let table = fixture.tables.get(7, false).expect("open");
+    let absent: Vec<Vec<u8>> = (0..count).map(|i| key(2 * i + 1)).collect();
+    let module_rates: Vec<f64> = modules
+        .iter()
+        .map(|module| {
+            let maybe = absent
+                .iter()
+                .filter(|user_key| module.may_contain_hash(key_hash(user_key)))
+                .count();
+            maybe as f64 / count as f64
+        })
+        .collect();
+    for user_key in &absent {
+        assert_eq!(newest(&table, user_key), Lookup::Absent);
+    }
+    let stats = fixture.counters.snapshot();
+    assert_eq!(stats.filter_probes[1], count);
+    let measured = stats.filter_false_positives[1] as f64 / count as f64;
+    let product = combined_false_positive_rate(&module_rates);
+    let formula = false_positive_rate(6.0);
+    println!(
+        "module FPRs {module_rates:.4?} (formula {:.4} each), combined measured {measured:.5}, \
+         product of modules {product:.5}, formula exp(-ln2sq * 6) {formula:.5}",
+        false_positive_rate(2.0)
+    );
+    for rate in &module_rates {
+        let ratio = rate / false_positive_rate(2.0);
+        assert!((1.0 / 1.5..=1.5).contains(&ratio), "module FPR {rate}");
+    }
+    assert!(
+        (measured / product - 1.0).abs() < 0.1,
+        "combined {measured} vs product {product}"
+    );
+    assert!(
+        (1.0 / 1.5..=1.5).contains(&(measured / formula)),
+        "combined {measured} vs formula {formula}"
+    );
+    assert_eq!(
+        stats.filter_negatives[1] + stats.filter_false_positives[1],
+        count
+    );
+}
+
+/// SPEC §1: a probe reads module j + 1 only if modules 1..=j said "maybe". With the block cache
+/// disabled every module a lookup needs is one device read, so over 10k absent keys on a 3-module
+/// file the filter reads are exactly 10k (module 1) + the keys module 1 passed (module 2) + the
+/// keys modules 1 and 2 passed (module 3).
+#[test]
+fn a_negative_lookup_reads_module_2_only_when_module_1_said_maybe() {
+    let count = 10_000;
+    let fixture = modular_fixture(count, 6.0, 2.0, 0);
+    let (_, handles, modules) = decode_modules(&fixture.bytes());
+    assert_eq!(modules.len(), 3);
+    let table = fixture.tables.get(7, false).expect("open");
+    let mut passed = [0u64; 3];
+    for i in 0..count {
+        let user_key = key(2 * i + 1);
+        let hash = key_hash(&user_key);
+        for (module, filter) in modules.iter().enumerate() {
+            if !filter.may_contain_hash(hash) {
+                break;
+            }
+            passed[module] += 1;
+        }
+        assert_eq!(newest(&table, &user_key), Lookup::Absent);
+    }
+    let stats = fixture.counters.snapshot();
+    let module_2_reads = passed[0];
+    let module_3_reads = passed[1];
+    println!(
+        "{count} absent lookups: module 1 read {count} times, module 2 {module_2_reads} \
+         (module 1 FPR {:.4}, formula {:.4}), module 3 {module_3_reads}; {} passed all three",
+        module_2_reads as f64 / count as f64,
+        false_positive_rate(2.0),
+        passed[2]
+    );
+    assert_eq!(
+        stats.filter_block_reads[1],
+        count + module_2_reads + module_3_reads
+    );
+    let expected_module_2 = false_positive_rate(2.0) * count as f64;
+    assert!(
+        (1.0 / 1.5..=1.5).contains(&(module_2_reads as f64 / expected_module_2)),
+        "module 2 read {module_2_reads} times, expected about {expected_module_2:.0}"
+    );
+    assert_eq!(stats.filter_probes[1], count);
+    assert_eq!(stats.filter_false_positives[1], passed[2]);
+    // Only lookups that passed every module reach the index and a data block.
+    assert_eq!(stats.index_block_reads[1], passed[2]);
+    assert_eq!(stats.data_block_reads[1], passed[2]);
+    // The modules are separate blocks at separate offsets.
+    assert_eq!(
+        handles
+            .iter()
+            .map(|handle| handle.offset)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        3
+    );
+}
+
+/// Each module is its own block-cache entry, read from the device once and then served from the
+/// cache; pinned tables read no filter block at all.
+#[test]
+fn modules_are_cached_and_pinned_one_by_one() {
+    let count = 5_000;
+    let cached = modular_fixture(count, 6.0, 2.0, 16 << 20);
+    let table = cached.tables.get(7, false).expect("open");
+    // Module 1 alone answers this key: only it is read.
+    let (_, _, modules) = decode_modules(&cached.bytes());
+    let rejected_by_module_1 = (0..)
+        .map(|i| key(2 * i + 1))
+        .find(|user_key| !modules[0].may_contain_hash(key_hash(user_key)))
+        .expect("module 1 rejects most absent keys");
+    assert_eq!(newest(&table, &rejected_by_module_1), Lookup::Absent);
+    assert_eq!(cached.counters.snapshot().filter_block_reads[1], 1);
+    for i in 0..count {
+        assert_eq!(newest(&table, &key(2 * i + 1)), Lookup::Absent);
+    }
+    let stats = cached.counters.snapshot();
+    assert_eq!(stats.filter_block_reads[1], 3, "each module read once");
+    assert!(stats.filter_cache_hits > count);
+
+    let pinned = modular_fixture(count, 6.0, 2.0, 0);
+    let table = pinned.tables.get(7, true).expect("open pinned");
+    for i in 0..count {
+        assert_eq!(newest(&table, &key(2 * i + 1)), Lookup::Absent);
+    }
+    let stats = pinned.counters.snapshot();
+    assert_eq!(
+        stats.filter_block_reads[1], 0,
+        "pinned modules are never read"
+    );
+    assert_eq!(stats.filter_probes[1], count);
 }
