@@ -46,6 +46,8 @@ pub(crate) struct ExecutorContext<'a> {
     pub(crate) block_bytes: usize,
     pub(crate) restart_interval: usize,
     pub(crate) target_file_bytes: u64,
+    /// Bits per key of one filter module (the allocator's budget, SPEC §1).
+    pub(crate) filter_module_bits: f64,
 }
 
 /// One input run resolved against the version: level, run id and the files taken from it.
@@ -441,15 +443,14 @@ pub(crate) fn run_compaction(
                 let number = context.versions.new_file_number();
                 let path = context.dir.join(table_file_name(number));
                 let file = context.fs.create_writable(&path)?;
+                let mut builder =
+                    TableBuilder::new(path, file, context.block_bytes, context.restart_interval);
+                // Filters above the budget are split into modules of the budget's size (SPEC §1).
+                builder.set_filter_module_bits(context.filter_module_bits);
                 output = Some(PendingTable {
                     inherited: None,
                     number,
-                    builder: TableBuilder::new(
-                        path,
-                        file,
-                        context.block_bytes,
-                        context.restart_interval,
-                    ),
+                    builder,
                 });
             }
             if let Some(current) = output.as_mut() {

@@ -47,6 +47,8 @@ pub(crate) fn write_level0_entries(
         options.block_bytes,
         options.block_restart_interval,
     );
+    // Filters above the budget are split into modules of the budget's size (SPEC §1).
+    builder.set_filter_module_bits(options.filter_allocator.bits_per_key_budget());
     mem.for_each_entry(|key, value| builder.add(key, value))?;
     // Merlin's flush hand-over (SPEC §4): the memtable's probes, scaled to the whole horizon.
     let inherited = merlin.map(|merlin| mem.access.hand_over(merlin.lookups()));
@@ -271,6 +273,7 @@ impl DbInner {
             block_bytes: self.options.block_bytes,
             restart_interval: self.options.block_restart_interval,
             target_file_bytes: self.options.target_file_bytes,
+            filter_module_bits: self.options.filter_allocator.bits_per_key_budget(),
         };
         check_recency_order(job, &version)?;
         let (edit, moved, written, _install) = match trivial_move(job, &version, &self.versions) {

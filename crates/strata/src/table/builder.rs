@@ -80,11 +80,6 @@ impl TableBuilder {
     /// Splits a filter of more than `module_bits_per_key` bits per key into modules of that size
     /// (SPEC §1, Mnemosyne §4.2); callers pass the filter budget `bpk_target`. Not a positive
     /// finite number (the default is infinity) means never split.
-    #[allow(
-        dead_code,
-        reason = "called by the flush and compaction paths (db/background.rs, \
-                  compaction/executor.rs) once they pass the filter budget"
-    )]
     pub(crate) fn set_filter_module_bits(&mut self, module_bits_per_key: f64) {
         self.filter_module_bits = module_bits_per_key;
     }
