@@ -71,6 +71,9 @@ pub enum FilterPolicyKind {
     Mnemosyne,
     /// Mnemosyne with the paper's minimum-1-bit solver variant and rounding (SPEC §2, §3.3).
     MnemosyneMin1,
+    /// Mnemosyne+ (SPEC §3.4): per-file allocation from Merlin's access statistics (SPEC §4),
+    /// whose memory is taken from the block cache.
+    MnemosynePlus,
 }
 
 impl FilterPolicyKind {
@@ -81,6 +84,7 @@ impl FilterPolicyKind {
             FilterPolicyKind::Monkey => "monkey",
             FilterPolicyKind::Mnemosyne => "mnemosyne",
             FilterPolicyKind::MnemosyneMin1 => "mnemosyne-min1",
+            FilterPolicyKind::MnemosynePlus => "mnemosyne-plus",
         }
     }
 }

@@ -75,9 +75,9 @@ pub struct Mnemosyne {
 
 /// A sorted run of the tree after a job.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct RunAfter {
-    run_id: u64,
-    entries: u64,
+pub(super) struct RunAfter {
+    pub(super) run_id: u64,
+    pub(super) entries: u64,
 }
 
 impl Mnemosyne {
@@ -129,7 +129,15 @@ impl Mnemosyne {
 
     /// The rounding of SPEC §3.3 (minimum-bpk-1 variant only).
     fn round(&self, bits: f64) -> f64 {
-        match self.variant {
+        round(self.variant, bits)
+    }
+}
+
+/// SPEC §3.3's rounding: with the minimum-bpk-1 variant, below 0.5 becomes 0 and `[0.5, 1)`
+/// becomes 1; the pure form keeps the real value.
+pub(super) fn round(variant: Variant, bits: f64) -> f64 {
+    {
+        match variant {
             Variant::Pure => bits,
             Variant::MinimumBitsPerKeyOne if bits < 0.5 => 0.0,
             Variant::MinimumBitsPerKeyOne if bits < 1.0 => 1.0,
@@ -172,6 +180,30 @@ fn runs_after(tree: &Version, job: &FilterJob<'_>) -> Vec<RunAfter> {
     runs
 }
 
+/// The runs after `job` and Mnemosyne's per-run solve over them (`z = 1` per run): solved bits
+/// per key by run id.
+pub(super) fn solve_runs(
+    tree: &Version,
+    job: &FilterJob<'_>,
+    bits_per_key_target: f64,
+    variant: Variant,
+) -> (Vec<RunAfter>, HashMap<u64, f64>) {
+    let runs = runs_after(tree, job);
+    let items: Vec<Item> = runs.iter().map(|run| Item::new(run.entries, 1.0)).collect();
+    let solved_bits = match Problem::with_bits_per_key(items, bits_per_key_target) {
+        Ok(problem) => problem.variant(variant).solve().bits_per_key().to_vec(),
+        // Unreachable with a validated target and unit weights; fall back to no filters rather
+        // than fail the job.
+        Err(_) => vec![0.0; runs.len()],
+    };
+    let solved = runs
+        .iter()
+        .zip(&solved_bits)
+        .map(|(run, &bits)| (run.run_id, bits))
+        .collect();
+    (runs, solved)
+}
+
 impl FilterAllocator for Mnemosyne {
     fn name(&self) -> String {
         let variant = match self.variant {
@@ -205,23 +237,7 @@ impl FilterAllocator for Mnemosyne {
     }
 
     fn allocate(&self, tree: &Version, job: &FilterJob<'_>) -> Vec<f64> {
-        let runs = runs_after(tree, job);
-        let items: Vec<Item> = runs.iter().map(|run| Item::new(run.entries, 1.0)).collect();
-        let solved_bits = match Problem::with_bits_per_key(items, self.bits_per_key_target) {
-            Ok(problem) => problem
-                .variant(self.variant)
-                .solve()
-                .bits_per_key()
-                .to_vec(),
-            // Unreachable with a validated target and unit weights; fall back to no filters
-            // rather than fail the job.
-            Err(_) => vec![0.0; runs.len()],
-        };
-        let solved: HashMap<u64, f64> = runs
-            .iter()
-            .zip(&solved_bits)
-            .map(|(run, &bits)| (run.run_id, bits))
-            .collect();
+        let (runs, solved) = solve_runs(tree, job, self.bits_per_key_target, self.variant);
         let output_run_bits = solved.get(&job.output_run_id).copied().unwrap_or(0.0);
 
         // The guard's numerator before the outputs: live files that stay and are not skipped.

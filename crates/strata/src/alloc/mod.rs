@@ -16,11 +16,13 @@
 //! file against whatever version is current and ends 19-74% over its budget.)
 
 mod mnemosyne;
+mod mnemosyne_plus;
 mod monkey;
 pub mod solver;
 mod uniform;
 
 pub use mnemosyne::{Mnemosyne, Overuse};
+pub use mnemosyne_plus::MnemosynePlus;
 pub use monkey::Monkey;
 pub use uniform::Uniform;
 
@@ -28,6 +30,9 @@ use std::fmt::Debug;
 
 use crate::stats::merlin::AccessEstimate;
 use crate::version::{FileMetadata, Version};
+
+/// How often (in recorded lookups) the engine calls [`FilterAllocator::refresh`].
+pub const REFRESH_EVERY_LOOKUPS: u64 = 1024;
 
 /// Why a file is being written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +131,12 @@ pub trait FilterAllocator: Send + Sync + Debug {
     fn skip_filter(&self, _run_id: u64, _file: &FileMetadata) -> bool {
         false
     }
+
+    /// Called on the lookup path every [`REFRESH_EVERY_LOOKUPS`] recorded lookups, by the thread
+    /// that records them, with the tree lookups are reading: a policy whose query-time decisions
+    /// depend on live statistics (Mnemosyne+'s skip threshold) re-derives them here. Must not
+    /// block; may take as long as one solve. The default does nothing.
+    fn refresh(&self, _tree: &Version) {}
 
     /// True if the policy needs per-file access statistics (Merlin, SPEC §4): the engine then
     /// keeps them whatever `Options::access_statistics` says.

@@ -477,9 +477,15 @@ pub(crate) fn run_compaction(
     }
     merged.status()?;
     outputs.extend(output.take());
-    if let Some(inheritance) = &inheritance {
+    if let (Some(inheritance), Some(merlin)) = (&inheritance, context.merlin) {
+        // No file can have been probed by more lookups than were issued: the lower bound of
+        // eq. 11 can exceed that when small upper inputs span a wide key range (Strata's clamp).
+        let recorded = merlin.recorded() as f64;
         for (index, output) in outputs.iter_mut().enumerate() {
-            output.inherited = Some(inheritance.finish_output(index, output.builder.entries()));
+            let mut inherited = inheritance.finish_output(index, output.builder.entries());
+            inherited.q_prime = inherited.q_prime.min(recorded);
+            inherited.x_prime = inherited.x_prime.min(inherited.q_prime);
+            output.inherited = Some(inherited);
         }
     }
     Ok(PendingCompaction {

@@ -51,7 +51,7 @@ pub(crate) fn write_level0_entries(
     builder.set_filter_module_bits(options.filter_allocator.bits_per_key_budget());
     mem.for_each_entry(|key, value| builder.add(key, value))?;
     // Merlin's flush hand-over (SPEC §4): the memtable's probes, scaled to the whole horizon.
-    let inherited = merlin.map(|merlin| mem.access.hand_over(merlin.lookups()));
+    let inherited = merlin.map(|merlin| mem.access.hand_over(merlin.lookups(), merlin.recorded()));
     Ok(Some((
         PendingTable {
             number,

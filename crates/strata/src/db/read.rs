@@ -78,6 +78,13 @@ impl DbInner {
             Ok(None)
         })();
         if let (Some(merlin), Some(ticket)) = (&self.merlin, ticket) {
+            if ticket.record
+                && ticket
+                    .lookup_number
+                    .is_multiple_of(crate::alloc::REFRESH_EVERY_LOOKUPS)
+            {
+                self.options.filter_allocator.refresh(&view.version);
+            }
             merlin.end_lookup(ticket);
         }
         if let Ok(Some(_)) = &result {

@@ -1072,22 +1072,29 @@ impl MemtableAccess {
         }
     }
 
-    /// The flushed file's starting statistics at `D = lookups`:
+    /// The flushed file's starting statistics at `D = lookups` (`recorded` of them recorded):
     /// `q' = q_mem * D / (D - D_mem)`, `x' = x_mem * D / (D - D_mem)` — the memtable's probe rate
-    /// over its lifetime extended to the whole horizon. If no lookup started while it was active
-    /// (`D <= D_mem`; a lookup that started just before may still have probed it) the counts are
-    /// handed over unscaled. The naive baseline starts at 0.
-    pub(crate) fn hand_over(&self, lookups: u64) -> Inherited {
+    /// over its lifetime extended to the whole horizon. The naive baseline starts at 0.
+    ///
+    /// If no lookup started while the memtable was active (`D <= D_mem`: it filled during a write
+    /// burst) there is no rate to extend. Every point lookup probes the active memtable, so the
+    /// limit of the rule above is `q' = D`: the new file starts as probed by every lookup so far
+    /// (in recorded units, `recorded`), with the hits it did see. Strata's rule: handing over 0
+    /// would make every file written during a burst look cold, and a workload-aware allocator
+    /// would starve exactly the files the next lookups probe (the failure of the paper's fork).
+    pub(crate) fn hand_over(&self, lookups: u64, recorded: u64) -> Inherited {
         let probes = self.probes.load(Ordering::Relaxed) as f64;
         let hits = self.hits.load(Ordering::Relaxed) as f64;
-        let scale = if lookups > self.active_since {
-            lookups as f64 / (lookups - self.active_since) as f64
+        let (q_prime, x_prime) = if lookups > self.active_since {
+            let scale = lookups as f64 / (lookups - self.active_since) as f64;
+            (probes * scale, hits.min(probes) * scale)
         } else {
-            1.0
+            let q_prime = probes.max(recorded as f64);
+            (q_prime, hits.min(q_prime))
         };
         Inherited {
-            q_prime: probes * scale,
-            x_prime: hits.min(probes) * scale,
+            q_prime,
+            x_prime,
             naive_q: 0.0,
             naive_x: 0.0,
         }
@@ -1604,16 +1611,18 @@ mod tests {
             memtable.record(k % 5 < 2); // 120 hits
         }
         // D = 1600: 600 lookups while active; scale 1600 / 600.
-        let handed = memtable.hand_over(1600);
+        let handed = memtable.hand_over(1600, 1600);
         assert_close(handed.q_prime, 800.0, 1e-12, "q'");
         assert_close(handed.x_prime, 320.0, 1e-12, "x'");
         assert_eq!((handed.naive_q, handed.naive_x), (0.0, 0.0));
-        // No lookup started while it was active: unscaled.
+        // No lookup started while it was active (a write burst): probed by every lookup so far,
+        // in recorded units, with the hits it saw.
         let idle = MemtableAccess::new(1600);
         idle.record(true);
-        let handed = idle.hand_over(1600);
-        assert_eq!((handed.q_prime, handed.x_prime), (1.0, 1.0));
-        assert_eq!(MemtableAccess::new(5).hand_over(9), Inherited::default());
+        let handed = idle.hand_over(1600, 400);
+        assert_eq!((handed.q_prime, handed.x_prime), (400.0, 1.0));
+        assert_eq!(MemtableAccess::new(0).hand_over(0, 0), Inherited::default());
+        assert_eq!(MemtableAccess::new(5).hand_over(9, 3), Inherited::default());
     }
 
     // ---- the recording token ----

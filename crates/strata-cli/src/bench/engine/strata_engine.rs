@@ -4,13 +4,16 @@ use std::path::Path;
 use std::sync::Arc;
 
 use strata::alloc::solver::Variant;
-use strata::alloc::{FilterAllocator, Mnemosyne, Monkey, Uniform};
+use strata::alloc::{FilterAllocator, Mnemosyne, MnemosynePlus, Monkey, Uniform};
 use strata::compaction::{CompactionPolicy, Leveling, Tiering};
 use strata::{Db, Options, WriteBatch};
 
 use super::{BatchOp, Engine, EngineConfig, EngineCounters, LevelShape, ScanOutcome, TreeShape};
 use crate::bench::{CompactionKind, FilterPolicyKind};
 use crate::error::CliResult;
+
+/// Memory of one file's access statistics (Merlin's 560 bytes plus its handle), rounded up.
+const ACCESS_BYTES_PER_FILE: u64 = 600;
 
 /// Strata with the benchmark's settings.
 pub struct StrataEngine {
@@ -42,15 +45,31 @@ impl StrataEngine {
                 Arc::new(monkey)
             }
             FilterPolicyKind::Mnemosyne => Arc::new(Mnemosyne::new(config.bits_per_key)?),
+            FilterPolicyKind::MnemosynePlus => Arc::new(MnemosynePlus::new(config.bits_per_key)?),
             FilterPolicyKind::MnemosyneMin1 => Arc::new(
                 Mnemosyne::new(config.bits_per_key)?.with_variant(Variant::MinimumBitsPerKeyOne),
             ),
         };
+        // Merlin's statistics (Mnemosyne+) are paid for out of the block cache, so that every
+        // policy runs with the same memory: about 600 bytes per table file, for the files the
+        // loaded data needs at the target file size plus 8 (level 0 and partial files).
+        let mut cache_bytes = config.cache_bytes;
+        let mut access_note = None;
+        if config.filter_policy == FilterPolicyKind::MnemosynePlus {
+            let files = (config.expected_entries * config.entry_bytes)
+                .div_ceil(config.target_file_bytes.max(1))
+                + 8;
+            let taken = files * ACCESS_BYTES_PER_FILE;
+            cache_bytes = cache_bytes.saturating_sub(taken);
+            access_note = Some(format!(
+                "access statistics: {taken} bytes ({files} files x {ACCESS_BYTES_PER_FILE} B) taken from the block cache"
+            ));
+        }
         let options = Options::default()
             .write_buffer_bytes(usize::try_from(config.write_buffer_bytes).unwrap_or(usize::MAX))
             .block_bytes(config.block_bytes)
             .target_file_bytes(config.target_file_bytes)
-            .block_cache_bytes(config.cache_bytes)
+            .block_cache_bytes(cache_bytes)
             .direct_reads(config.direct_reads)
             .pin_filter_and_index_blocks(config.pin_index_filter)
             .compaction_policy(Arc::clone(&policy))
@@ -76,6 +95,8 @@ impl StrataEngine {
                 options.pin_filter_and_index_blocks
             ),
         ];
+        let mut settings = settings;
+        settings.extend(access_note);
         Ok(StrataEngine {
             db: Db::open(dir, options)?,
             settings,
