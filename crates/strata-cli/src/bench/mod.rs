@@ -49,10 +49,14 @@ const DEFAULT_WRITE_BUFFER_BYTES: u64 = 64 << 20;
 
 /// Which compaction policy the benchmark's database uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum CompactionKind {
-    /// One run per level (`strata::compaction::Leveling`).
+    /// One run per level (`strata::compaction::Leveling`), level sizes from level 1 down: the
+    /// tree grows top-down.
     Leveling,
+    /// Leveling with dynamic level bytes (RocksDB's `level_compaction_dynamic_level_bytes`):
+    /// level sizes from the last level up, the tree grows bottom-up.
+    LevelingDynamic,
     /// Up to `T - 1` runs per level (`strata::compaction::Tiering`).
     Tiering,
 }
@@ -94,6 +98,7 @@ impl CompactionKind {
     pub fn name(self) -> &'static str {
         match self {
             CompactionKind::Leveling => "leveling",
+            CompactionKind::LevelingDynamic => "leveling-dynamic",
             CompactionKind::Tiering => "tiering",
         }
     }
@@ -181,6 +186,10 @@ pub struct BenchArgs {
     /// as RocksDB does with `cache_index_and_filter_blocks = false`.
     #[arg(long)]
     pub pin_index_filter: bool,
+    /// Keep Merlin's per-file access statistics (SPEC §4) in Strata whatever the filter policy
+    /// (Mnemosyne+ always keeps them): measures their overhead on the lookup path.
+    #[arg(long)]
+    pub access_statistics: bool,
     /// Merge policies to run (a comma list compares them).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "leveling")]
     pub compaction: Vec<CompactionKind>,
@@ -266,6 +275,7 @@ pub struct BenchConfig {
     pub cache_bytes: u64,
     pub direct_reads: bool,
     pub pin_index_filter: bool,
+    pub access_statistics: bool,
     pub compaction: Vec<CompactionKind>,
     pub filter_policy: Vec<FilterPolicyKind>,
     pub size_ratio: f64,
@@ -407,6 +417,7 @@ impl BenchConfig {
             },
             direct_reads: args.direct_reads,
             pin_index_filter: args.pin_index_filter,
+            access_statistics: args.access_statistics,
             compaction: args.compaction.clone(),
             filter_policy: args.filter_policy.clone(),
             runs: args.runs,
@@ -465,6 +476,7 @@ impl BenchConfig {
             compaction: variant.compaction,
             direct_reads: self.direct_reads,
             pin_index_filter: self.pin_index_filter,
+            access_statistics: self.access_statistics,
             filter_policy: variant.filter_policy,
             expected_entries: self.num,
             entry_bytes: (self.key_size + self.value_size) as u64,

@@ -260,7 +260,9 @@ impl FjallEngine {
             config.size_ratio
         );
         settings.push(match config.compaction {
-            CompactionKind::Leveling => format!("compaction {leveled}"),
+            CompactionKind::Leveling | CompactionKind::LevelingDynamic => {
+                format!("compaction {leveled}")
+            }
             CompactionKind::Tiering => format!(
                 "compaction: TIERING NOT SUPPORTED by fjall 3.1.13 (lsm-tree's size-tiered strategy is unimplemented; fjall keyspaces take only Leveled or FIFO); ran {leveled} instead"
             ),

@@ -68,6 +68,8 @@ pub struct EngineConfig {
     pub direct_reads: bool,
     /// Keep index and filter blocks pinned in memory rather than in the block cache.
     pub pin_index_filter: bool,
+    /// Keep Merlin's access statistics in Strata (SPEC §4).
+    pub access_statistics: bool,
     /// Strata's filter-allocation policy (peers only have uniform filters).
     pub filter_policy: super::FilterPolicyKind,
     /// Entries the benchmark loads (`--num`), for allocators that predict the tree (Monkey).
@@ -243,6 +245,7 @@ pub(crate) mod conformance {
             compaction: CompactionKind::Leveling,
             direct_reads: false,
             pin_index_filter: false,
+            access_statistics: false,
             filter_policy: super::super::FilterPolicyKind::Uniform,
             expected_entries: 3000,
             entry_bytes: 109,

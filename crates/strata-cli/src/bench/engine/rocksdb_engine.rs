@@ -73,14 +73,15 @@ impl RocksDbEngine {
             format!("use_direct_reads {}", config.direct_reads),
         ];
         match config.compaction {
-            CompactionKind::Leveling => {
+            CompactionKind::Leveling | CompactionKind::LevelingDynamic => {
+                let dynamic = config.compaction == CompactionKind::LevelingDynamic;
                 options.set_compaction_style(DBCompactionStyle::Level);
-                options.set_level_compaction_dynamic_level_bytes(false);
+                options.set_level_compaction_dynamic_level_bytes(dynamic);
                 options.set_max_bytes_for_level_multiplier(config.size_ratio);
                 let base = (config.write_buffer_bytes as f64 * config.size_ratio) as u64;
                 options.set_max_bytes_for_level_base(base);
                 settings.push(format!(
-                    "compaction leveling: max_bytes_for_level_multiplier {}, max_bytes_for_level_base {base} (Strata's write buffer x T), dynamic_level_bytes false (as Strata's default)",
+                    "compaction leveling: max_bytes_for_level_multiplier {}, max_bytes_for_level_base {base} (Strata's write buffer x T), dynamic_level_bytes {dynamic} (as Strata's)",
                     config.size_ratio
                 ));
             }

@@ -26,6 +26,9 @@ impl StrataEngine {
     pub fn open(dir: &Path, config: &EngineConfig) -> CliResult<Self> {
         let policy: Arc<dyn CompactionPolicy> = match config.compaction {
             CompactionKind::Leveling => Arc::new(Leveling::new(config.size_ratio)?),
+            CompactionKind::LevelingDynamic => {
+                Arc::new(Leveling::new(config.size_ratio)?.with_dynamic_level_bytes(true))
+            }
             CompactionKind::Tiering => Arc::new(Tiering::new(config.size_ratio)?),
         };
         let allocator: Arc<dyn FilterAllocator> = match config.filter_policy {
@@ -55,7 +58,7 @@ impl StrataEngine {
         // loaded data needs at the target file size plus 8 (level 0 and partial files).
         let mut cache_bytes = config.cache_bytes;
         let mut access_note = None;
-        if config.filter_policy == FilterPolicyKind::MnemosynePlus {
+        if config.filter_policy == FilterPolicyKind::MnemosynePlus || config.access_statistics {
             let files = (config.expected_entries * config.entry_bytes)
                 .div_ceil(config.target_file_bytes.max(1))
                 + 8;
@@ -72,6 +75,7 @@ impl StrataEngine {
             .block_cache_bytes(cache_bytes)
             .direct_reads(config.direct_reads)
             .pin_filter_and_index_blocks(config.pin_index_filter)
+            .access_statistics(config.access_statistics)
             .compaction_policy(Arc::clone(&policy))
             .filter_allocator(allocator);
         options.validate()?;
@@ -94,6 +98,7 @@ impl StrataEngine {
                 "pin_filter_and_index_blocks {}",
                 options.pin_filter_and_index_blocks
             ),
+            format!("access_statistics {}", options.keeps_access_statistics()),
         ];
         let mut settings = settings;
         settings.extend(access_note);
