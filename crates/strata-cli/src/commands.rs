@@ -1,4 +1,5 @@
-//! The `ldb`-like commands: `put`, `get`, `delete`, `scan`, `stats`.
+//! The `ldb`-like commands: `put`, `get`, `delete`, `scan`, `stats` (and `inspect` in
+//! `inspect.rs`).
 //!
 //! Each command opens the database, does one thing and closes it (closing syncs the WAL, so a
 //! `put` is durable when the command exits). Only `put` creates a missing database; the others
@@ -72,11 +73,24 @@ pub fn decode_hex(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// Opens an existing database (every command but `put`).
-fn open_existing(path: &Path) -> CliResult<Db> {
+/// The file every Strata database has (it names the current manifest).
+const CURRENT_FILE: &str = "CURRENT";
+
+/// Fails unless `path` holds a database. `create_if_missing(false)` only refuses a missing
+/// directory: the engine would still create a database in an existing directory without one.
+pub fn check_is_database(path: &Path) -> CliResult<()> {
     if !path.exists() {
         return Err(CliError::NoDatabase(path.to_path_buf()));
     }
+    if !path.join(CURRENT_FILE).is_file() {
+        return Err(CliError::NotADatabase(path.to_path_buf()));
+    }
+    Ok(())
+}
+
+/// Opens an existing database (every command but `put`).
+fn open_existing(path: &Path) -> CliResult<Db> {
+    check_is_database(path)?;
     Ok(Db::open(path, Options::default().create_if_missing(false))?)
 }
 

@@ -37,6 +37,8 @@ pub enum CliError {
     CheckFailed(String),
     /// The database path does not exist (commands other than `put` never create one).
     NoDatabase(PathBuf),
+    /// The path exists but holds no database (no `CURRENT` file, or not a directory).
+    NotADatabase(PathBuf),
 }
 
 impl CliError {
@@ -69,6 +71,11 @@ impl fmt::Display for CliError {
             CliError::NoDatabase(path) => write!(
                 f,
                 "no database at {} (only `strata put` creates one)",
+                path.display()
+            ),
+            CliError::NotADatabase(path) => write!(
+                f,
+                "{} is not a Strata database (it has no CURRENT file)",
                 path.display()
             ),
         }

@@ -1,8 +1,10 @@
 //! End-to-end tests of the `strata` binary: the data commands on a temporary database, exit
-//! codes, and small `strata bench` runs whose JSON is checked field by field.
+//! codes, `strata inspect` on databases written through the library, and small `strata bench`
+//! runs whose JSON is checked field by field.
 
 use std::path::Path;
 use std::process::{Command, Output};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -11,6 +13,42 @@ fn strata(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("the strata binary runs")
+}
+
+/// How long a database closed in this process may still look locked to the next open. The lock
+/// is an `flock`: a child that another test thread spawns while the database is open shares the
+/// lock file's descriptor until its `exec` closes it, which on a busy machine can come after the
+/// test has closed the database.
+const LOCK_SETTLE_ATTEMPTS: u32 = 100;
+const LOCK_SETTLE_PAUSE: Duration = Duration::from_millis(10);
+
+/// Opens a database in this process, retrying while it is `Locked` (see [`LOCK_SETTLE_ATTEMPTS`]).
+fn open_db(path: &Path, options: strata::Options) -> strata::Db {
+    for _ in 0..LOCK_SETTLE_ATTEMPTS {
+        match strata::Db::open(path, options.clone()) {
+            Err(strata::Error::Locked(_)) => std::thread::sleep(LOCK_SETTLE_PAUSE),
+            opened => return opened.expect("open"),
+        }
+    }
+    panic!("{} stayed locked", path.display());
+}
+
+/// [`ok`] for a command on a database this process has just closed: retries while the command
+/// reports it locked (see [`LOCK_SETTLE_ATTEMPTS`]).
+fn ok_after_close(args: &[&str]) -> String {
+    for _ in 0..LOCK_SETTLE_ATTEMPTS {
+        let output = strata(args);
+        if !stderr(&output).contains("locked by another process") {
+            assert!(
+                output.status.success(),
+                "strata {args:?} failed: {}",
+                stderr(&output)
+            );
+            return stdout(&output);
+        }
+        std::thread::sleep(LOCK_SETTLE_PAUSE);
+    }
+    panic!("strata {args:?}: the database stayed locked");
 }
 
 fn stdout(output: &Output) -> String {
@@ -95,6 +133,8 @@ fn errors_exit_2_with_a_message_and_no_panic() {
         &["scan", nowhere],
         &["stats", nowhere],
         &["delete", nowhere, "k"],
+        &["inspect", nowhere],
+        &["inspect", nowhere, "--json"],
         &["get", nowhere, "--hex", "xyz"],
         &["bench", "--num", "2000", "--key-size", "3"],
         &["bench", "--num", "100", "--bits-per-key", "-1"],
@@ -118,6 +158,219 @@ fn errors_exit_2_with_a_message_and_no_panic() {
         assert!(!message.contains("panicked"), "strata {args:?}: {message}");
     }
     assert!(!Path::new(nowhere).exists(), "only put creates a database");
+}
+
+#[test]
+fn commands_refuse_a_directory_without_a_database_and_leave_it_empty() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).expect("create dir");
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"not a database").expect("write file");
+    for path in [&empty, &file] {
+        let path = path_str(path);
+        for args in [
+            &["inspect", path][..],
+            &["get", path, "k"],
+            &["scan", path],
+            &["stats", path],
+        ] {
+            let output = strata(args);
+            assert_eq!(output.status.code(), Some(2), "strata {args:?}");
+            let message = stderr(&output);
+            assert!(
+                message.contains("is not a Strata database"),
+                "strata {args:?}: {message}"
+            );
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(&empty).expect("list").collect();
+    assert!(left.is_empty(), "nothing is created: {left:?}");
+}
+
+/// Keys `{prefix}{i:05}` for `i` in `range`, values 100 bytes.
+fn put_keys(db: &strata::Db, prefix: &str, range: std::ops::Range<u32>) {
+    for i in range {
+        db.put(format!("{prefix}{i:05}"), [b'v'; 100]).expect("put");
+    }
+}
+
+/// A database of two flushed level-0 runs (300 and 200 keys, the second ending in a non-UTF-8
+/// key) with 8 bits per key; returns the library's entry count.
+fn write_two_runs(path: &Path, access_statistics: bool) -> u64 {
+    let options = strata::Options::default()
+        .bits_per_key(8.0)
+        .expect("valid budget")
+        .access_statistics(access_statistics);
+    let db = open_db(path, options);
+    put_keys(&db, "key", 0..300);
+    db.flush().expect("flush");
+    put_keys(&db, "key", 300..499);
+    db.put(b"key\xff\x00", b"binary").expect("put");
+    db.flush().expect("flush");
+    let entries = db.stats().entries();
+    db.close().expect("close");
+    entries
+}
+
+#[test]
+fn inspect_prints_levels_runs_files_and_the_averages() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("db");
+    assert_eq!(write_two_runs(&db, false), 500);
+    let text = ok_after_close(&["inspect", path_str(&db), "--bits-per-key", "8"]);
+    assert!(
+        text.contains("filters: uniform(8) — budget 8.00 bits/key, no cap"),
+        "{text}"
+    );
+    assert!(
+        text.contains("bits/key: actual 8.00 (+0.00 vs budget); skipped filters as 0: 8.00"),
+        "{text}"
+    );
+    assert!(text.contains("access statistics: off"), "{text}");
+    assert!(
+        text.contains("tree: 1 level, 2 runs, 2 files, 500 entries"),
+        "{text}"
+    );
+    assert!(text.contains("level 0: 2 runs, 500 entries"), "{text}");
+    assert!(text.contains("1 file, 300 entries"), "{text}");
+    assert!(text.contains("1 file, 200 entries"), "{text}");
+    // Key ranges, with the non-UTF-8 bytes escaped; no estimates without statistics.
+    assert!(text.contains("key00000 .. key00299"), "{text}");
+    assert!(text.contains("key00300 .. key\\xff\\x00"), "{text}");
+    let file_row = text
+        .lines()
+        .find(|line| line.ends_with("key00000 .. key00299"))
+        .expect("a row for the first run's file");
+    assert_eq!(file_row.split_whitespace().filter(|&c| c == "-").count(), 6);
+
+    // With Mnemosyne named, the header shows its cap and the distance to it.
+    let text = ok_after_close(&[
+        "inspect",
+        path_str(&db),
+        "--filter-policy",
+        "mnemosyne",
+        "--bits-per-key",
+        "8",
+    ]);
+    assert!(text.contains("cap 9.60"), "{text}");
+    assert!(text.contains("-1.60 vs cap"), "{text}");
+}
+
+#[test]
+fn inspect_json_has_every_file_and_its_entries_sum_to_the_stats() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("db");
+    let entries = write_two_runs(&db, false);
+    let output = ok_after_close(&["inspect", path_str(&db), "--json", "--bits-per-key", "8"]);
+    let report: Value = serde_json::from_str(&output).expect("valid JSON");
+    assert_eq!(report["filter_allocator"], "uniform(8)");
+    assert_eq!(report["bits_per_key_budget"].as_f64(), Some(8.0));
+    assert_eq!(report["bits_per_key_cap"], Value::Null);
+    assert_eq!(report["average_bits_per_key"].as_f64(), Some(8.0));
+    assert_eq!(report["effective_bits_per_key"].as_f64(), Some(8.0));
+    assert_eq!(
+        report["average_over_budget_bits_per_key"].as_f64(),
+        Some(0.0)
+    );
+    assert_eq!(report["access_statistics"], false);
+    assert_eq!(report["entries"].as_u64(), Some(entries));
+
+    let mut file_entries = 0;
+    let mut files = 0;
+    for level in report["levels"].as_array().expect("levels") {
+        let mut level_entries = 0;
+        for run in level["runs"].as_array().expect("runs") {
+            let mut run_entries = 0;
+            for file in run["files"].as_array().expect("files") {
+                for field in ["number", "bytes", "filter_bytes"] {
+                    assert!(file[field].as_u64().is_some(), "{field}: {file}");
+                }
+                assert_eq!(file["bits_per_key"].as_f64(), Some(8.0));
+                assert!(file["smallest_key"].as_str().is_some());
+                assert_eq!(file["merlin"], Value::Null);
+                assert_eq!(file["naive"], Value::Null);
+                run_entries += file["entries"].as_u64().expect("entries");
+                files += 1;
+            }
+            assert_eq!(run["entries"].as_u64(), Some(run_entries));
+            level_entries += run_entries;
+        }
+        assert_eq!(level["entries"].as_u64(), Some(level_entries));
+        file_entries += level_entries;
+    }
+    assert_eq!(files, 2);
+    assert_eq!(file_entries, entries);
+    assert_eq!(
+        report["levels"][0]["runs"][0]["files"][0]["largest_key"],
+        "key\\xff\\x00"
+    );
+}
+
+#[test]
+fn inspect_shows_access_estimates_restored_from_the_access_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("db");
+    write_two_runs(&db, true);
+    {
+        let options = strata::Options::default()
+            .bits_per_key(8.0)
+            .expect("valid budget")
+            .access_statistics(true);
+        let db = open_db(&db, options);
+        for i in (0..499).step_by(7) {
+            let key = format!("key{i:05}");
+            assert!(db.get(&key).expect("get").is_some(), "{key}");
+            let missing = format!("key{i:05}x");
+            assert!(db.get(&missing).expect("get").is_none(), "{missing}");
+        }
+        db.close().expect("close saves the ACCESS file");
+    }
+    let output = ok_after_close(&["inspect", path_str(&db), "--json", "--access-statistics"]);
+    let report: Value = serde_json::from_str(&output).expect("valid JSON");
+    assert_eq!(report["access_statistics"], true);
+    assert!(report["access_statistics_bytes"].as_u64().expect("bytes") > 0);
+    let mut probes = 0.0;
+    for run in report["levels"][0]["runs"].as_array().expect("runs") {
+        for file in run["files"].as_array().expect("files") {
+            for estimator in ["merlin", "naive"] {
+                for field in ["q", "x", "z"] {
+                    let value = file[estimator][field].as_f64();
+                    assert!(
+                        value.is_some_and(|v| v >= 0.0),
+                        "{estimator}.{field}: {file}"
+                    );
+                }
+            }
+            probes += file["merlin"]["q"].as_f64().expect("number");
+            assert!(
+                file["merlin"]["z"].as_f64().expect("number") > 0.0,
+                "{file}"
+            );
+        }
+    }
+    assert!(probes > 0.0);
+
+    // Without the flag the same database shows no estimates.
+    let text = ok_after_close(&["inspect", path_str(&db)]);
+    assert!(text.contains("access statistics: off"), "{text}");
+    let text = ok_after_close(&["inspect", path_str(&db), "--access-statistics"]);
+    assert!(text.contains("access statistics: on"), "{text}");
+}
+
+#[test]
+fn inspect_of_a_locked_database_fails_with_a_message() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("db");
+    write_two_runs(&path, false);
+    let db = open_db(&path, strata::Options::default());
+    let output = strata(&["inspect", path_str(&path)]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(message.contains("locked by another process"), "{message}");
+    assert!(!message.contains("panicked"), "{message}");
+    db.close().expect("close");
+    ok_after_close(&["inspect", path_str(&path)]);
 }
 
 const RESULT_FIELDS: &[&str] = &[
