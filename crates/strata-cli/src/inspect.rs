@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use strata::alloc::solver::Variant;
-use strata::alloc::{FilterAllocator, Mnemosyne, Uniform};
+use strata::alloc::{FilterAllocator, Mnemosyne, MnemosynePlus, Uniform};
 use strata::compaction::{CompactionContext, CompactionJob, CompactionPolicy};
 use strata::version::{FileMetadata, Version};
 use strata::{AccessEstimate, Db, Options, Stats};
@@ -36,6 +36,9 @@ pub enum InspectFilterPolicy {
     Mnemosyne,
     /// Mnemosyne with the minimum-1-bit solver variant (SPEC §2).
     MnemosyneMin1,
+    /// Mnemosyne+ (SPEC §3.4): per-file bits per key from Merlin's statistics (implies
+    /// `--access-statistics`).
+    MnemosynePlus,
 }
 
 /// How `inspect` opens the database.
@@ -73,6 +76,7 @@ fn allocator(options: &InspectOptions) -> CliResult<Arc<dyn FilterAllocator>> {
         InspectFilterPolicy::MnemosyneMin1 => {
             Arc::new(Mnemosyne::new(bits)?.with_variant(Variant::MinimumBitsPerKeyOne))
         }
+        InspectFilterPolicy::MnemosynePlus => Arc::new(MnemosynePlus::new(bits)?),
     })
 }
 
