@@ -604,6 +604,51 @@ mod tests {
     }
 
     #[test]
+    fn merlin_upper_and_lower_inputs_follow_spec_section_4() {
+        let shape = tree(&[
+            (0, 9, 1, "a", "m", 100),
+            (0, 8, 2, "c", "z", 100),
+            (1, 5, 3, "a", "z", 1000),
+            (2, 4, 4, "a", "z", 4000),
+            (2, 3, 5, "a", "z", 4000),
+        ]);
+        let input = |level, run_id, number| RunInput {
+            level,
+            run_id,
+            file_numbers: vec![number],
+        };
+        let upper = |inputs: Vec<RunInput>, output_level, output_run| {
+            let job = job(inputs, output_level, output_run);
+            let resolved = resolve_inputs(&job, &shape).expect("resolves");
+            upper_inputs(&job, &resolved)
+        };
+        // Leveling: level-0 runs into level 1 with its file: the level-1 file is the lower input.
+        assert_eq!(
+            upper(
+                vec![input(0, 9, 1), input(0, 8, 2), input(1, 5, 3)],
+                1,
+                OutputRun::Existing(5)
+            ),
+            vec![true, true, false]
+        );
+        // Level 0 into an empty range of level 1: all upper.
+        assert_eq!(
+            upper(vec![input(0, 9, 1), input(0, 8, 2)], 1, OutputRun::New),
+            vec![true, true]
+        );
+        // A same-level merge (level 0 into level 0): the oldest run is the lower input.
+        assert_eq!(
+            upper(vec![input(0, 9, 1), input(0, 8, 2)], 0, OutputRun::New),
+            vec![true, false]
+        );
+        // A tiering merge of level-2 runs into level 3: the oldest run (smallest id) is lower.
+        assert_eq!(
+            upper(vec![input(2, 4, 4), input(2, 3, 5)], 3, OutputRun::New),
+            vec![true, false]
+        );
+    }
+
+    #[test]
     fn a_lone_non_overlapping_file_is_moved_not_rewritten() {
         let dir = tempfile::tempdir().expect("tempdir");
         let versions =
