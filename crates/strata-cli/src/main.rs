@@ -4,6 +4,7 @@
 //!   RocksDB's `ldb` (`commands.rs`).
 //! * `inspect` — the tree file by file: filters, key ranges, access estimates (`inspect.rs`).
 //! * `bench` — a db_bench-like benchmark (`bench/`).
+//! * `study` — offline experiments reproducing the Mnemosyne paper's analysis figures (`study/`).
 //!
 //! Exit codes: 0 success, 1 `get` of an absent key, 2 any error (a message on stderr; usage
 //! errors come from clap with the same code). Nothing panics on user input or I/O.
@@ -13,6 +14,7 @@ mod bench;
 mod commands;
 mod error;
 mod inspect;
+mod study;
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -133,6 +135,9 @@ enum Command {
     /// Run a db_bench-like benchmark.
     #[command(args_override_self = true)]
     Bench(Box<bench::BenchArgs>),
+    /// Run an offline study (Mnemosyne Fig. 4 headroom, Fig. 10 Merlin accuracy).
+    #[command(subcommand)]
+    Study(study::StudyCommand),
 }
 
 fn run(command: Command, out: &mut dyn Write) -> CliResult<()> {
@@ -188,6 +193,7 @@ fn run(command: Command, out: &mut dyn Write) -> CliResult<()> {
             inspect::inspect(&db, &options, json, out)
         }
         Command::Bench(args) => bench::run(&args),
+        Command::Study(command) => study::run(&command, out),
     }
 }
 

@@ -52,7 +52,7 @@ pub(crate) mod table;
 pub mod version;
 pub(crate) mod wal;
 
-pub use db::{Db, DbIterator, Key, Snapshot, Value};
+pub use db::{Db, DbIterator, Key, Snapshot, TracedProbe, Value};
 pub use error::{Error, Result};
 pub use options::{Options, WriteOptions, MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_VALUE_BYTES};
 pub use stats::merlin::AccessEstimate;

@@ -143,7 +143,11 @@ fn compaction_loop(inner: Arc<DbInner>) {
                     }
                     return;
                 }
-                if background.manual_compaction_pending || background.compaction_requested {
+                // `Db::rewrite_filters` pauses compactions (`db::study`).
+                let paused = background.compaction_pauses > 0;
+                if !paused
+                    && (background.manual_compaction_pending || background.compaction_requested)
+                {
                     break;
                 }
                 inner.work_available.wait_for(&mut background, IDLE_WAIT);
@@ -181,7 +185,7 @@ impl DbInner {
     }
 
     /// Puts the version set's current version into the read view.
-    fn install_current_version(&self, flushed: Option<&Arc<MemTable>>) {
+    pub(super) fn install_current_version(&self, flushed: Option<&Arc<MemTable>>) {
         let _guard = self.view_lock.lock();
         let view = self.view.load_full();
         let immutable = view

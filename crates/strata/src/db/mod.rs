@@ -15,9 +15,11 @@ mod info_log;
 mod iter;
 mod open;
 mod read;
+mod study;
 mod write;
 
 pub use iter::DbIterator;
+pub use study::TracedProbe;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::{Bound, Deref, RangeBounds};
@@ -129,6 +131,8 @@ pub(crate) struct BackgroundState {
     pub(crate) manual_compaction_result: Option<Result<()>>,
     pub(crate) flush_in_progress: bool,
     pub(crate) compaction_in_progress: bool,
+    /// While above 0, the compaction thread starts no job (`Db::rewrite_filters`, `study.rs`).
+    pub(crate) compaction_pauses: usize,
 }
 
 /// The shared engine behind every `Db` clone, snapshot and iterator.

@@ -1,0 +1,161 @@
+//! `strata study`: offline experiments that reproduce the Mnemosyne paper's analysis figures on a
+//! real Strata tree, using the engine's study hooks (`Db::trace_lookup`, `Db::rewrite_filters`).
+//!
+//! * `headroom` (`headroom.rs`, Mnemosyne §3.2, Fig. 4): unnecessary data-block reads per lookup
+//!   of uniform filters, Monkey on the actual shape and the per-file optimum of eq. 3 fed the
+//!   exact per-file zero-result counts, on one static tree;
+//! * `merlin-accuracy` (`merlin_accuracy.rs`, Mnemosyne §5.2, Fig. 10; SPEC §4 "Accuracy
+//!   check"): Euclidean distance and cosine similarity of Merlin's and the naive baseline's
+//!   per-file `z` estimates against the truth, at checkpoints of a mixed workload.
+//!
+//! Each prints a table on stdout (progress on stderr) and, with `--json FILE`, writes the
+//! configuration and every measured row. Numbers come from the engine's own counters and traces.
+
+mod headroom;
+mod merlin_accuracy;
+pub mod vectors;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use serde::Serialize;
+use strata::version::Version;
+use strata::Db;
+
+use crate::bench::ops::{LoadOrder, Op};
+use crate::bench::workload::{random_value, KeyFormat};
+use crate::error::{CliError, CliResult};
+
+pub use headroom::HeadroomArgs;
+pub use merlin_accuracy::MerlinAccuracyArgs;
+
+/// The studies.
+#[derive(Debug, clap::Subcommand)]
+pub enum StudyCommand {
+    /// Mnemosyne Fig. 4: unnecessary data-block reads per lookup of uniform, Monkey and
+    /// per-file optimal filters on one static tree, for several budgets and workloads.
+    Headroom(HeadroomArgs),
+    /// Mnemosyne Fig. 10: accuracy of Merlin's per-file zero-result estimates (and the naive
+    /// baseline's) against replayed ground truth, at checkpoints of a mixed workload.
+    MerlinAccuracy(MerlinAccuracyArgs),
+}
+
+/// Runs a study, printing its table on `out`.
+pub fn run(command: &StudyCommand, out: &mut dyn Write) -> CliResult<()> {
+    match command {
+        StudyCommand::Headroom(args) => headroom::run(args, out),
+        StudyCommand::MerlinAccuracy(args) => merlin_accuracy::run(args, out),
+    }
+}
+
+/// The database directory of a study: `--dir` if given (kept afterwards), else a fresh
+/// directory in the temp dir, removed when dropped.
+struct ScratchDir {
+    path: PathBuf,
+    remove: bool,
+}
+
+impl ScratchDir {
+    fn new(given: Option<&Path>, study: &str) -> CliResult<Self> {
+        let (path, remove) = match given {
+            Some(path) => (path.to_path_buf(), false),
+            None => {
+                let nanos = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.subsec_nanos());
+                let name = format!("strata-study-{study}-{}-{nanos}", std::process::id());
+                (std::env::temp_dir().join(name), true)
+            }
+        };
+        if path.exists() {
+            return Err(CliError::InvalidArgument(format!(
+                "--dir {} already exists; a study needs a fresh directory",
+                path.display()
+            )));
+        }
+        Ok(ScratchDir { path, remove })
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        if self.remove {
+            // Best effort: a leftover directory in the temp dir is not worth failing the run for.
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// Writes keys `0..num` (the benchmark's key format) in the seeded pseudo-random load order of
+/// `strata bench`'s Mnemosyne mixes, each with a fresh random value of `value_size` bytes.
+fn load(db: &Db, format: &KeyFormat, value_size: usize, seed: u64) -> CliResult<()> {
+    let mut rng = StdRng::seed_from_u64(seed ^ VALUE_SEED_SALT);
+    let (mut key, mut value) = (Vec::new(), Vec::new());
+    for op in LoadOrder::new(format.num(), seed) {
+        if let Op::Insert(index) = op {
+            format.present_key(index, &mut key);
+            random_value(value_size, &mut rng, &mut value);
+            db.put(&key, &value)?;
+        }
+    }
+    Ok(())
+}
+
+/// Mixed into the value rng's seed, so the values' stream differs from other seeded streams.
+const VALUE_SEED_SALT: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// One level of the tree, for reports.
+#[derive(Debug, Clone, Serialize)]
+struct LevelShape {
+    level: usize,
+    runs: usize,
+    files: usize,
+    entries: u64,
+}
+
+fn tree_shape(version: &Version) -> Vec<LevelShape> {
+    version
+        .levels()
+        .iter()
+        .enumerate()
+        .filter(|(_, level)| !level.is_empty())
+        .map(|(index, level)| LevelShape {
+            level: index,
+            runs: level.runs().len(),
+            files: level.file_count(),
+            entries: level.entries(),
+        })
+        .collect()
+}
+
+fn shape_summary(shape: &[LevelShape]) -> String {
+    shape
+        .iter()
+        .map(|level| {
+            format!(
+                "L{}: {} run{}, {} files, {} entries",
+                level.level,
+                level.runs,
+                if level.runs == 1 { "" } else { "s" },
+                level.files,
+                level.entries
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Writes `report` as pretty JSON to `path` (`-` for stdout is not supported: the table is there).
+fn write_json(path: &Path, report: &impl Serialize) -> CliResult<()> {
+    let text = serde_json::to_string_pretty(report)
+        .map_err(|e| CliError::InvalidArgument(format!("serializing the report: {e}")))?;
+    std::fs::write(path, text + "\n")
+        .map_err(|e| CliError::io(format!("writing {}", path.display()), e))
+}
+
+fn report_error(error: std::io::Error) -> CliError {
+    CliError::io("writing the study report", error)
+}
