@@ -106,6 +106,11 @@ pub struct PhaseResult {
     pub false_positives_per_lookup: Option<f64>,
     /// Filter probes per point lookup.
     pub filter_probes_per_lookup: Option<f64>,
+    /// Probes of files with a filter whose filter the allocator skipped, per point lookup
+    /// (Strata's Mnemosyne policies; `null` for peers).
+    pub filter_skips_per_lookup: Option<f64>,
+    /// Of the deepest level's filter probes and skips, the fraction skipped (`null` if none).
+    pub last_level_skipped_fraction: Option<f64>,
     /// The Mnemosyne paper's own metric: (data blocks read − lookups that found their key) per
     /// point lookup. Unlike `unnecessary_data_reads_per_lookup` it can be computed for every
     /// engine that counts data-block reads, but it also counts data blocks of newer runs read
@@ -229,6 +234,16 @@ impl PhaseResult {
             unnecessary_data_reads_per_lookup: per_lookup(io.unnecessary_data_reads),
             false_positives_per_lookup: per_lookup(io.filter_false_positives),
             filter_probes_per_lookup: per_lookup(io.filter_probes),
+            filter_skips_per_lookup: per_lookup(io.filter_skips),
+            last_level_skipped_fraction: match (
+                io.last_level_filter_skips,
+                io.last_level_filter_probes,
+            ) {
+                (Some(skips), Some(probes)) if skips + probes > 0 => {
+                    Some(skips as f64 / (skips + probes) as f64)
+                }
+                _ => None,
+            },
             paper_unnecessary_reads_per_lookup: per_lookup(
                 io.data_block_reads
                     .map(|reads| reads.saturating_sub(counts.found.min(lookups))),

@@ -50,6 +50,9 @@ impl DbInner {
                     let pin = self.options.pins_metadata_on(level_index);
                     let table = self.tables.get(file.number(), pin)?;
                     let skip_filter = allocator.skip_filter(run.id(), file);
+                    if skip_filter && file.bits_per_key() > 0.0 {
+                        add(&self.counters.filter_skips[level_index], 1);
+                    }
                     let lookup = table
                         .get(&target, key, hash, level_index, skip_filter)?
                         .result;

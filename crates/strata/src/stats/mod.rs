@@ -53,6 +53,8 @@ pub(crate) struct IoCounters {
     pub(crate) filter_false_positives: PerLevel,
     /// Files consulted by point lookups (key in range, not answered by a newer file), by level.
     pub(crate) files_probed: PerLevel,
+    /// Files with a filter whose filter a lookup skipped (the allocator said it is not worth it).
+    pub(crate) filter_skips: PerLevel,
     /// Data blocks read from the device for a point lookup that did not hold the key.
     pub(crate) unnecessary_data_reads: PerLevel,
     pub(crate) point_lookups: AtomicU64,
@@ -82,6 +84,7 @@ impl Default for IoCounters {
             filter_negatives: per_level(),
             filter_false_positives: per_level(),
             files_probed: per_level(),
+            filter_skips: per_level(),
             unnecessary_data_reads: per_level(),
             point_lookups: AtomicU64::new(0),
             point_lookups_found: AtomicU64::new(0),
@@ -128,6 +131,7 @@ impl IoCounters {
             &self.filter_negatives,
             &self.filter_false_positives,
             &self.files_probed,
+            &self.filter_skips,
             &self.unnecessary_data_reads,
         ]);
         for levels in all_levels {
@@ -177,6 +181,7 @@ impl IoCounters {
             filter_negatives: load_levels(&self.filter_negatives),
             filter_false_positives: load_levels(&self.filter_false_positives),
             files_probed: load_levels(&self.files_probed),
+            filter_skips: load_levels(&self.filter_skips),
             unnecessary_data_reads: load_levels(&self.unnecessary_data_reads),
             point_lookups: load(&self.point_lookups),
             point_lookups_found: load(&self.point_lookups_found),
@@ -229,6 +234,8 @@ pub struct IoStats {
     pub filter_false_positives: [u64; MAX_LEVELS],
     /// Files a point lookup consulted (key in range, not answered by a newer file), by level.
     pub files_probed: [u64; MAX_LEVELS],
+    /// Probes of files that have a filter whose filter was skipped (SPEC §3.3-3.4), by level.
+    pub filter_skips: [u64; MAX_LEVELS],
     /// Data blocks read from the device by point lookups that did not hold the key, by level.
     pub unnecessary_data_reads: [u64; MAX_LEVELS],
     /// Point lookups (`get`).
@@ -271,6 +278,10 @@ impl IoStats {
     /// Filter false positives, all levels.
     pub fn filter_false_positives_total(&self) -> u64 {
         self.filter_false_positives.iter().sum()
+    }
+    /// Skipped filter probes, all levels.
+    pub fn filter_skips_total(&self) -> u64 {
+        self.filter_skips.iter().sum()
     }
     /// Filter negatives, all levels.
     pub fn filter_negatives_total(&self) -> u64 {

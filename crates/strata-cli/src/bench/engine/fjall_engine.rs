@@ -538,6 +538,10 @@ impl Engine for FjallEngine {
             user_write_bytes: Some(user),
             // fjall does not count the bytes its flushes and compactions write.
             table_write_bytes: None,
+            // fjall never skips a filter.
+            filter_skips: None,
+            last_level_filter_probes: None,
+            last_level_filter_skips: None,
         }
     }
 

@@ -111,6 +111,12 @@ pub struct EngineCounters {
     pub filter_block_reads: Option<u64>,
     /// Filter probes.
     pub filter_probes: Option<u64>,
+    /// Probes of files with a filter whose filter the allocator skipped (Strata).
+    pub filter_skips: Option<u64>,
+    /// Filter probes on the deepest non-empty level (Strata).
+    pub last_level_filter_probes: Option<u64>,
+    /// Skipped filter probes on the deepest non-empty level (Strata).
+    pub last_level_filter_skips: Option<u64>,
     /// Probes a filter let through although the file did not hold the key.
     pub filter_false_positives: Option<u64>,
     /// Data blocks read from the file system by lookups that did not find the key there.

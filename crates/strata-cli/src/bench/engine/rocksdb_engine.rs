@@ -221,6 +221,10 @@ impl Engine for RocksDbEngine {
             unnecessary_data_reads: None,
             user_write_bytes: Some(user),
             table_write_bytes: Some(flush + compact),
+            // RocksDB never skips a filter.
+            filter_skips: None,
+            last_level_filter_probes: None,
+            last_level_filter_skips: None,
         }
     }
 

@@ -172,8 +172,13 @@ impl Engine for StrataEngine {
     }
 
     fn counters(&self) -> EngineCounters {
-        let io = self.db.stats().io;
+        let stats = self.db.stats();
+        let last = stats.levels.last().map_or(0, |level| level.level);
+        let io = stats.io;
         EngineCounters {
+            filter_skips: Some(io.filter_skips_total()),
+            last_level_filter_probes: io.filter_probes.get(last).copied(),
+            last_level_filter_skips: io.filter_skips.get(last).copied(),
             data_block_reads: Some(io.data_block_reads_total()),
             index_block_reads: Some(io.index_block_reads_total()),
             filter_block_reads: Some(io.filter_block_reads_total()),
