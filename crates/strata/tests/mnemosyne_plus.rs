@@ -20,10 +20,10 @@ const LOOKUPS: u32 = 6_000;
 /// Lookups of the final, measured phase (false-positive sampling noise about ±1% of the reads).
 const FINAL_LOOKUPS: u32 = 20_000;
 /// How much more than uniform filters Mnemosyne+ may read. The issue's target is 1.0 ("never
-/// more"); it is met on trees of 4 or more runs (Mnemosyne+ 0.55-0.87x uniform here) but not on
-/// 3-run trees, where Mnemosyne+ measured 1.02-1.05x: after the burst the guard is binding (the
-/// tree sits at the cap) and bits held by older, bigger files cannot be moved to the new small
-/// ones without rebuilding filters. This bound keeps that known gap from growing.
+/// more"); it is met on trees of 4 or more runs (Mnemosyne+ 0.62-0.86x uniform here) but not
+/// always on 3-run trees, where Mnemosyne+ measured 1.00-1.02x: after the burst the guard is
+/// binding (the tree sits at the cap) and bits held by older files cannot move to the new ones
+/// without rebuilding filters. This bound keeps that known gap from growing.
 const TOLERANCE: f64 = 1.10;
 const BITS_PER_KEY: f64 = 2.0;
 
@@ -88,7 +88,8 @@ fn after_a_write_burst_mnemosyne_plus_reads_no_more_than_uniform_and_holds_its_c
     let mut observe = |db: &Db| {
         let stats = db.stats();
         assert_eq!(stats.bits_per_key_cap, Some(cap));
-        worst_average = worst_average.max(stats.average_bits_per_key);
+        // The guard holds filters in use to the cap; skipped filters (never loaded) count 0.
+        worst_average = worst_average.max(stats.effective_bits_per_key);
     };
     for n in 0..LOADED {
         db.put(key((n * 7919) % LOADED * 2), b"loaded value")

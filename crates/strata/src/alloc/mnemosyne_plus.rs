@@ -16,32 +16,26 @@
 //! * **Query-time skipping**: a file's filter is skipped while its current optimal bits per key
 //!   is 0, i.e. `z_i / n_i < exp(C + 0.5 * c)` with the `C` of the latest solve and the file's
 //!   *current* `z_i` (so a file whose lookups start after it was written uses its filter again as
-//!   soon as they arrive) — and, Strata's rule, only while the filter it has would save fewer
-//!   than [`SKIP_BELOW_SAVED_READS_PER_PROBE`] data-block reads per probe.
-//! * **Budget guard** (Strata's rule, a departure from SPEC §3.4's "counts those files as 0
-//!   bits"): files are counted at their real size whether skipped or not. Skipping is decided per
-//!   probe from live estimates, so a skipped file can resume probing at any moment; counting it
-//!   as 0 would let the average pass the cap the moment lookups return to it — the paper's fork
-//!   ended 19-74% over its budget. Counting real sizes holds the cap on both measures at all
-//!   times; the cost is that a file that turned cold keeps its bits until it is compacted.
+//!   soon as they arrive). Strata's rule: the skipped set is re-derived every 1,024 recorded
+//!   lookups (`refresh`) and at every flush and compaction; a refresh only adds files to it, and
+//!   a skipped file whose lookups came back probes its filter again at the next flush or
+//!   compaction that has room for its bits under the cap.
+//! * **Budget guard**: skipped files count 0 bits (SPEC §3.4): their filter blocks are never
+//!   loaded, so their memory goes to the files lookups do probe. The cap holds at every moment
+//!   because a skipped file only returns to probing through the guard (above), as in Mnemosyne.
+//!   The paper's fork re-enabled filters freely and ended 19-74% over its budget.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
 
 use super::mnemosyne::{round, solve_runs, Overuse};
 use super::solver::{Item, Problem, Variant, DEFAULT_FPR_CONSTANT};
 use super::{FilterAllocator, FilterJob, NewFile, Uniform};
 use crate::error::{Error, Result};
 use crate::version::{FileMetadata, Version};
-
-/// A filter is skipped only if probing it saves fewer data-block reads than this per probe
-/// (Strata's rule). SPEC §3.4 skips every filter whose *optimal* bits per key is 0; but the
-/// filter was built, its bits count in the guard (module doc), so skipping it frees nothing, and
-/// a 2-bits-per-key filter on a file that only empty lookups reach still saves 0.6 reads per
-/// probe. Measured on the type-II workload at 2 bits/key with only empty lookups, the SPEC rule
-/// alone made Mnemosyne+ read as many data blocks as uniform filters. With this rule a filter is
-/// skipped when lookups that reach the file almost all find their key there (`z / q` near 0,
-/// e.g. the last level when `f0 = 0`) or when the filter rejects almost nothing.
-pub const SKIP_BELOW_SAVED_READS_PER_PROBE: f64 = 0.1;
 
 /// Mnemosyne+'s per-file, workload-aware allocation (SPEC §3.4).
 #[derive(Debug)]
@@ -52,6 +46,9 @@ pub struct MnemosynePlus {
     /// `C` of the latest solve as `f64` bits; NaN before the first workload-aware solve (then
     /// no filter is skipped).
     constant: AtomicU64,
+    /// Files whose filters lookups skip (their optimal bits per key is 0); they count 0 bits in
+    /// the guard.
+    skipped: ArcSwap<HashSet<u64>>,
 }
 
 impl MnemosynePlus {
@@ -71,6 +68,7 @@ impl MnemosynePlus {
             overuse: Overuse::default(),
             variant: Variant::default(),
             constant: AtomicU64::new(f64::NAN.to_bits()),
+            skipped: ArcSwap::from_pointee(HashSet::new()),
         })
     }
 
@@ -143,7 +141,7 @@ impl FilterAllocator for MnemosynePlus {
     fn allocate(&self, tree: &Version, job: &FilterJob<'_>) -> Vec<f64> {
         // The files after the job, with their estimates.
         let mut items = Vec::new();
-        let mut kept_bits = 0.0;
+        let mut staying = Vec::new();
         let mut entries_after = 0u64;
         let mut any_lookup = false;
         for (_, _, file) in tree.files() {
@@ -153,7 +151,7 @@ impl FilterAllocator for MnemosynePlus {
             let estimate = file.access_estimate().unwrap_or_default();
             any_lookup |= estimate.q > 0.0;
             items.push(Item::new(file.entries(), estimate.z.max(0.0)));
-            kept_bits += file.bits_per_key() * file.entries() as f64;
+            staying.push((file, estimate.z.max(0.0)));
             entries_after += file.entries();
         }
         let first_output = items.len();
@@ -166,17 +164,14 @@ impl FilterAllocator for MnemosynePlus {
         let (_, per_run) = solve_runs(tree, job, self.bits_per_key_target, self.variant);
         let mnemosyne_bits = per_run.get(&job.output_run_id).copied().unwrap_or(0.0);
 
-        let wanted: Vec<f64> = if any_lookup {
+        let (wanted, constant): (Vec<f64>, f64) = if any_lookup {
             let allocation = Problem::with_bits_per_key(items, self.bits_per_key_target)
                 .map(|problem| problem.variant(self.variant).solve());
             let Ok(allocation) = allocation else {
                 return vec![0.0; job.outputs.len()];
             };
-            self.constant.store(
-                allocation.constant().unwrap_or(f64::NAN).to_bits(),
-                Ordering::Relaxed,
-            );
-            job.outputs
+            let wanted = job
+                .outputs
                 .iter()
                 .enumerate()
                 .map(|(index, output)| {
@@ -187,13 +182,33 @@ impl FilterAllocator for MnemosynePlus {
                         allocation.bits_per_key()[first_output + index]
                     }
                 })
-                .collect()
+                .collect();
+            (wanted, allocation.constant().unwrap_or(f64::NAN))
         } else {
             // Cold start: no lookup recorded yet, behave as Mnemosyne (and skip nothing).
-            self.constant.store(f64::NAN.to_bits(), Ordering::Relaxed);
-            vec![mnemosyne_bits; job.outputs.len()]
+            (vec![mnemosyne_bits; job.outputs.len()], f64::NAN)
         };
+        self.constant.store(constant.to_bits(), Ordering::Relaxed);
 
+        // The guard's numerator: files that stay and keep probing their filters. Files whose
+        // optimal bits per key is now 0 are skipped and count 0; files skipped before whose
+        // optimum is above 0 again wait for room (`returning`).
+        let previous = self.skipped.load();
+        let mut skipped = HashSet::new();
+        let mut returning = Vec::new();
+        let mut kept_bits = 0.0;
+        for (file, z) in staying {
+            if file.bits_per_key() <= 0.0 {
+                continue;
+            }
+            if optimal_is_zero(constant, file.entries(), z) {
+                skipped.insert(file.number());
+            } else if previous.contains(&file.number()) {
+                returning.push((z / file.entries().max(1) as f64, file));
+            } else {
+                kept_bits += file_bits(file);
+            }
+        }
         let allowed_bits = self.cap() * entries_after as f64;
         let mut bits = Vec::with_capacity(job.outputs.len());
         for (output, wanted) in job.outputs.iter().zip(wanted) {
@@ -211,52 +226,80 @@ impl FilterAllocator for MnemosynePlus {
             kept_bits += given * output.entries as f64;
             bits.push(given);
         }
+        // The most probed (per entry) come back first, while there is room.
+        returning.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.number().cmp(&b.1.number())));
+        for (_, file) in returning {
+            if kept_bits + file_bits(file) <= allowed_bits {
+                kept_bits += file_bits(file);
+            } else {
+                skipped.insert(file.number());
+            }
+        }
+        self.skipped.store(Arc::new(skipped));
         bits
     }
 
     /// Re-solves over the live files' current estimates so the skip threshold `C` stays on the
     /// scale of the estimates it is compared with (they grow with `D` and change as windows
-    /// fill). Strata's rule: SPEC §3.4 uses "the `C` of the latest solve" at a flush or
-    /// compaction, which under a read-only workload would compare today's estimates with a
-    /// threshold from the last write. Filters are not rebuilt.
+    /// fill), and skips the filters of files whose optimal bits per key has dropped to 0. A
+    /// refresh only ever adds files to the skipped set: a skipped file probes its filter again
+    /// only when a flush or compaction finds room for it under the cap (Strata's rule: SPEC
+    /// §3.4 re-evaluates per probe, which cannot hold the cap once skipped files count 0).
     fn refresh(&self, tree: &Version) {
         if self.constant().is_nan() {
             return; // cold start: nothing is skipped until a job solves with lookups recorded
         }
-        let items: Vec<Item> = tree
+        let estimates: Vec<(&Arc<FileMetadata>, f64)> = tree
             .files()
             .map(|(_, _, file)| {
                 let z = file.access_estimate().map_or(0.0, |estimate| estimate.z);
-                Item::new(file.entries(), z.max(0.0))
+                (file, z.max(0.0))
             })
             .collect();
-        if let Ok(problem) = Problem::with_bits_per_key(items, self.bits_per_key_target) {
-            if let Some(constant) = problem.variant(self.variant).solve().constant() {
-                self.constant.store(constant.to_bits(), Ordering::Relaxed);
-            }
+        let items = estimates
+            .iter()
+            .map(|(file, z)| Item::new(file.entries(), *z))
+            .collect();
+        let Ok(problem) = Problem::with_bits_per_key(items, self.bits_per_key_target) else {
+            return;
+        };
+        let Some(constant) = problem.variant(self.variant).solve().constant() else {
+            return;
+        };
+        self.constant.store(constant.to_bits(), Ordering::Relaxed);
+        let newly_cold: Vec<u64> = estimates
+            .iter()
+            .filter(|(file, z)| {
+                file.bits_per_key() > 0.0 && optimal_is_zero(constant, file.entries(), *z)
+            })
+            .map(|(file, _)| file.number())
+            .collect();
+        if newly_cold.is_empty() {
+            return;
         }
+        // Compare-and-swap: a concurrent allocation's set is extended, never overwritten.
+        self.skipped.rcu(|current| {
+            let mut next = HashSet::clone(current);
+            next.extend(newly_cold.iter().copied());
+            next
+        });
     }
 
     fn skip_filter(&self, _run_id: u64, file: &FileMetadata) -> bool {
-        let constant = self.constant();
-        if constant.is_nan() || file.bits_per_key() <= 0.0 || file.entries() == 0 {
-            return false;
-        }
-        let Some(estimate) = file.access_estimate() else {
-            return false;
-        };
-        // Optimal bits per key 0 (SPEC §3.4): z / n below exp(C + 0.5 c) ...
-        let optimal_is_zero =
-            estimate.z / (file.entries() as f64) < (constant + 0.5 * DEFAULT_FPR_CONSTANT).exp();
-        // ... and the filter the file has saves little per probe (Strata's rule, see below).
-        let saved_per_probe = if estimate.q > 0.0 {
-            (estimate.z / estimate.q).clamp(0.0, 1.0)
-                * (1.0 - (-DEFAULT_FPR_CONSTANT * file.bits_per_key()).exp())
-        } else {
-            0.0
-        };
-        optimal_is_zero && saved_per_probe < SKIP_BELOW_SAVED_READS_PER_PROBE
+        file.bits_per_key() > 0.0 && self.skipped.load().contains(&file.number())
     }
+}
+
+/// SPEC §3.4: a file's optimal bits per key is 0 when `z / n < exp(C + 0.5 c)` (no `C`, no skip).
+fn optimal_is_zero(constant: f64, entries: u64, z: f64) -> bool {
+    !constant.is_nan()
+        && entries > 0
+        && z / (entries as f64) < (constant + 0.5 * DEFAULT_FPR_CONSTANT).exp()
+}
+
+/// The filter bits of `file`.
+fn file_bits(file: &FileMetadata) -> f64 {
+    file.bits_per_key() * file.entries() as f64
 }
 
 #[cfg(test)]
