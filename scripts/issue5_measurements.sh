@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 5 measurements, second pass (after the Mnemosyne+ skip rule). Release, seed 42, medians of 3.
+# Issue 5 measurements (docs/BENCHMARKS.md, "Filter allocation under memory pressure"). Release, seed 42, medians of 3.
 set -x
 # Usage: scripts/issue5_measurements.sh [OUT_DIR]   (needs `apt-get install libclang-dev`)
 cd "$(dirname "$0")/.."
