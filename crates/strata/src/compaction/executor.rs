@@ -482,7 +482,7 @@ pub(crate) fn run_compaction(
         // eq. 11 can exceed that when small upper inputs span a wide key range (Strata's clamp).
         let recorded = merlin.recorded() as f64;
         for (index, output) in outputs.iter_mut().enumerate() {
-            let mut inherited = inheritance.finish_output(index, output.builder.entries());
+            let mut inherited = inheritance.finish_output(index);
             inherited.q_prime = inherited.q_prime.min(recorded);
             inherited.x_prime = inherited.x_prime.min(inherited.q_prime);
             output.inherited = Some(inherited);
