@@ -190,6 +190,10 @@ pub struct BenchArgs {
     /// (Mnemosyne+ always keeps them): measures their overhead on the lookup path.
     #[arg(long)]
     pub access_statistics: bool,
+    /// Record one point lookup in this many in Merlin's statistics (Strata's
+    /// `Options::access_sample_every`).
+    #[arg(long, default_value_t = 1)]
+    pub access_sample_every: u32,
     /// Merge policies to run (a comma list compares them).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "leveling")]
     pub compaction: Vec<CompactionKind>,
@@ -276,6 +280,7 @@ pub struct BenchConfig {
     pub direct_reads: bool,
     pub pin_index_filter: bool,
     pub access_statistics: bool,
+    pub access_sample_every: u32,
     pub compaction: Vec<CompactionKind>,
     pub filter_policy: Vec<FilterPolicyKind>,
     pub size_ratio: f64,
@@ -418,6 +423,7 @@ impl BenchConfig {
             direct_reads: args.direct_reads,
             pin_index_filter: args.pin_index_filter,
             access_statistics: args.access_statistics,
+            access_sample_every: args.access_sample_every,
             compaction: args.compaction.clone(),
             filter_policy: args.filter_policy.clone(),
             runs: args.runs,
@@ -477,6 +483,7 @@ impl BenchConfig {
             direct_reads: self.direct_reads,
             pin_index_filter: self.pin_index_filter,
             access_statistics: self.access_statistics,
+            access_sample_every: self.access_sample_every,
             filter_policy: variant.filter_policy,
             expected_entries: self.num,
             entry_bytes: (self.key_size + self.value_size) as u64,

@@ -161,7 +161,7 @@ pub(crate) fn open(
             ),
             None => (Merlin::new(DEFAULT_RECENT_WEIGHT)?, HashMap::new()),
         };
-        let merlin = Arc::new(merlin);
+        let merlin = Arc::new(merlin.with_sampling(u64::from(options.access_sample_every)));
         for (_, _, file) in versions.current().files() {
             file.attach_access(AccessHandle {
                 file: Arc::new(files.remove(&file.number()).unwrap_or_default()),

@@ -247,6 +247,9 @@ pub(crate) struct Merlin {
     recorder_seen_at: AtomicU64,
     /// `r` in `[0, 1]`.
     recent_weight: f64,
+    /// Only lookups whose number is a multiple of this are recorded (1 = every lookup of the
+    /// recording thread). SPEC §4 allows sampling: estimates are rescaled by the recorded share.
+    sample_every: u64,
 }
 
 impl Default for Merlin {
@@ -294,7 +297,16 @@ impl Merlin {
             recorder: AtomicU64::new(NO_RECORDER),
             recorder_seen_at: AtomicU64::new(state.lookups),
             recent_weight,
+            sample_every: 1,
         }
+    }
+
+    /// Records only one lookup in `every` (at least 1): the recording thread's cost per lookup
+    /// drops by that factor, and estimates stay on the scale of all lookups (they are rescaled
+    /// by the recorded share, SPEC §4 "Concurrency").
+    pub(crate) fn with_sampling(mut self, every: u64) -> Self {
+        self.sample_every = every.max(1);
+        self
     }
 
     /// `r`, the weight of the recent window.
@@ -315,8 +327,8 @@ impl Merlin {
     /// record for a moment, which the per-file structures tolerate (module doc, "Concurrency").
     pub(crate) fn begin_lookup(&self) -> LookupTicket {
         let lookup_number = self.lookups.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
-        let record =
-            current_thread_id().is_some_and(|me| self.try_hold_recorder(me, lookup_number));
+        let record = lookup_number.is_multiple_of(self.sample_every)
+            && current_thread_id().is_some_and(|me| self.try_hold_recorder(me, lookup_number));
         if record {
             self.recorded.fetch_add(1, Ordering::Relaxed);
         }
@@ -1644,6 +1656,27 @@ mod tests {
         }
         assert_eq!((merlin.lookups(), merlin.recorded()), (1000, 1000));
         assert_eq!(merlin.view().sampled_share(), 1.0);
+    }
+
+    #[test]
+    fn sampling_records_one_lookup_in_n_and_estimates_stay_on_the_full_scale() {
+        let merlin = Merlin::default().with_sampling(4);
+        let file = FileAccess::default();
+        for _ in 0..4000u64 {
+            let ticket = merlin.begin_lookup();
+            assert_eq!(ticket.record, ticket.lookup_number % 4 == 0);
+            if ticket.record {
+                // The file is probed by every lookup; only the sampled ones are recorded.
+                file.record(ticket.lookup_number, false);
+            }
+            merlin.end_lookup(ticket);
+        }
+        assert_eq!((merlin.lookups(), merlin.recorded()), (4000, 1000));
+        let estimate = file.estimate(&merlin.view());
+        assert!(
+            (estimate.q - 4000.0).abs() < 0.05 * 4000.0,
+            "rescaled estimate {estimate:?} for 4000 probes"
+        );
     }
 
     #[test]

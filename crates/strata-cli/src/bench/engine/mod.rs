@@ -70,6 +70,8 @@ pub struct EngineConfig {
     pub pin_index_filter: bool,
     /// Keep Merlin's access statistics in Strata (SPEC §4).
     pub access_statistics: bool,
+    /// Record one lookup in this many in them.
+    pub access_sample_every: u32,
     /// Strata's filter-allocation policy (peers only have uniform filters).
     pub filter_policy: super::FilterPolicyKind,
     /// Entries the benchmark loads (`--num`), for allocators that predict the tree (Monkey).
@@ -252,6 +254,7 @@ pub(crate) mod conformance {
             direct_reads: false,
             pin_index_filter: false,
             access_statistics: false,
+            access_sample_every: 1,
             filter_policy: super::super::FilterPolicyKind::Uniform,
             expected_entries: 3000,
             entry_bytes: 109,

@@ -76,6 +76,7 @@ impl StrataEngine {
             .direct_reads(config.direct_reads)
             .pin_filter_and_index_blocks(config.pin_index_filter)
             .access_statistics(config.access_statistics)
+            .access_sample_every(config.access_sample_every)
             .compaction_policy(Arc::clone(&policy))
             .filter_allocator(allocator);
         options.validate()?;
