@@ -99,7 +99,11 @@ impl StrataEngine {
                 "pin_filter_and_index_blocks {}",
                 options.pin_filter_and_index_blocks
             ),
-            format!("access_statistics {}", options.keeps_access_statistics()),
+            format!(
+                "access_statistics {} (one lookup in {} recorded)",
+                options.keeps_access_statistics(),
+                options.access_sample_every
+            ),
         ];
         let mut settings = settings;
         settings.extend(access_note);
