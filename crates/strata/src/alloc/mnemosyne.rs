@@ -58,6 +58,90 @@ impl Default for Overuse {
     }
 }
 
+impl Overuse {
+    /// The cap on the tree's average bits per key for a budget of `bits_per_key_target`.
+    pub(super) fn cap(self, bits_per_key_target: f64) -> f64 {
+        match self {
+            Overuse::Fraction(fraction) => bits_per_key_target * (1.0 + fraction),
+            Overuse::Bits(bits) => bits_per_key_target + bits,
+        }
+    }
+
+    /// `self` if its amount is finite and `>= 0`.
+    pub(super) fn validated(self) -> Result<Self> {
+        let (Overuse::Fraction(amount) | Overuse::Bits(amount)) = self;
+        if !amount.is_finite() || amount < 0.0 {
+            return Err(Error::InvalidArgument(format!(
+                "max_overuse must be finite and >= 0, got {amount}"
+            )));
+        }
+        Ok(self)
+    }
+}
+
+/// `bits_per_key_target` if it is finite and in `0..=64`.
+pub(super) fn validated_target(bits_per_key_target: f64) -> Result<f64> {
+    if !bits_per_key_target.is_finite()
+        || !(0.0..=Uniform::MAX_BITS_PER_KEY).contains(&bits_per_key_target)
+    {
+        return Err(Error::InvalidArgument(format!(
+            "bits_per_key_target must be between 0 and {}, got {bits_per_key_target}",
+            Uniform::MAX_BITS_PER_KEY
+        )));
+    }
+    Ok(bits_per_key_target)
+}
+
+/// SPEC §3.3's budget guard over a job's outputs, in key order: each output gets its `wanted`
+/// bits per key (rounded), lowered so that `kept_bits` plus the bits given so far stay within
+/// `allowed_bits`, then rounded again. Rounding `[0.5, 1)` up to 1 may exceed the room: that is
+/// the overshoot SPEC §3.3 allows (reported, not hidden: `Stats::effective_bits_per_key`).
+/// Returns the bits per key given and adds their bits to `kept_bits`.
+pub(super) fn guard_outputs(
+    variant: Variant,
+    allowed_bits: f64,
+    kept_bits: &mut f64,
+    outputs: &[NewFile],
+    wanted: impl IntoIterator<Item = f64>,
+) -> Vec<f64> {
+    let mut bits = Vec::with_capacity(outputs.len());
+    for (output, wanted) in outputs.iter().zip(wanted) {
+        let wanted = round(variant, wanted).min(Uniform::MAX_BITS_PER_KEY);
+        let room = if output.entries == 0 {
+            wanted
+        } else {
+            ((allowed_bits - *kept_bits) / output.entries as f64).max(0.0)
+        };
+        let given = if wanted > room {
+            round(variant, room).min(wanted)
+        } else {
+            wanted
+        };
+        *kept_bits += given * output.entries as f64;
+        bits.push(given);
+    }
+    bits
+}
+
+/// Lets skipped files whose filters are wanted again (`returning`, with a priority) resume
+/// probing, highest priority first, while their bits fit under `allowed_bits`; the others join
+/// `skipped`.
+pub(super) fn admit_returning(
+    mut returning: Vec<(f64, &Arc<FileMetadata>)>,
+    allowed_bits: f64,
+    kept_bits: &mut f64,
+    skipped: &mut HashSet<u64>,
+) {
+    returning.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.number().cmp(&b.1.number())));
+    for (_, file) in returning {
+        if *kept_bits + file_bits(file) <= allowed_bits {
+            *kept_bits += file_bits(file);
+        } else {
+            skipped.insert(file.number());
+        }
+    }
+}
+
 /// What the latest allocation decided for lookups: the files whose filters are skipped.
 #[derive(Debug, Default)]
 struct Solved {
@@ -84,16 +168,8 @@ impl Mnemosyne {
     /// Mnemosyne with a budget of `bits_per_key_target` bits per key (finite, in `0..=64`), the
     /// default guard (20% over) and the solver's default variant.
     pub fn new(bits_per_key_target: f64) -> Result<Self> {
-        if !bits_per_key_target.is_finite()
-            || !(0.0..=Uniform::MAX_BITS_PER_KEY).contains(&bits_per_key_target)
-        {
-            return Err(Error::InvalidArgument(format!(
-                "bits_per_key_target must be between 0 and {}, got {bits_per_key_target}",
-                Uniform::MAX_BITS_PER_KEY
-            )));
-        }
         Ok(Mnemosyne {
-            bits_per_key_target,
+            bits_per_key_target: validated_target(bits_per_key_target)?,
             overuse: Overuse::default(),
             variant: Variant::default(),
             solved: ArcSwap::from_pointee(Solved::default()),
@@ -102,13 +178,7 @@ impl Mnemosyne {
 
     /// Sets the budget guard's allowance. Fails unless the amount is finite and `>= 0`.
     pub fn with_max_overuse(mut self, overuse: Overuse) -> Result<Self> {
-        let (Overuse::Fraction(amount) | Overuse::Bits(amount)) = overuse;
-        if !amount.is_finite() || amount < 0.0 {
-            return Err(Error::InvalidArgument(format!(
-                "max_overuse must be finite and >= 0, got {amount}"
-            )));
-        }
-        self.overuse = overuse;
+        self.overuse = overuse.validated()?;
         Ok(self)
     }
 
@@ -121,15 +191,7 @@ impl Mnemosyne {
 
     /// The cap the guard holds the tree's average bits per key to.
     pub fn cap(&self) -> f64 {
-        match self.overuse {
-            Overuse::Fraction(fraction) => self.bits_per_key_target * (1.0 + fraction),
-            Overuse::Bits(bits) => self.bits_per_key_target + bits,
-        }
-    }
-
-    /// The rounding of SPEC §3.3 (minimum-bpk-1 variant only).
-    fn round(&self, bits: f64) -> f64 {
-        round(self.variant, bits)
+        self.overuse.cap(self.bits_per_key_target)
     }
 }
 
@@ -265,32 +327,15 @@ impl FilterAllocator for Mnemosyne {
             }
         }
         let allowed_bits = self.cap() * entries_after as f64;
-        let mut bits = Vec::with_capacity(job.outputs.len());
-        for output in job.outputs {
-            let wanted = self.round(output_run_bits).min(Uniform::MAX_BITS_PER_KEY);
-            let room = if output.entries == 0 {
-                wanted
-            } else {
-                ((allowed_bits - kept_bits) / output.entries as f64).max(0.0)
-            };
-            let given = if wanted > room {
-                self.round(room.min(wanted)).min(wanted)
-            } else {
-                wanted
-            };
-            // Rounding `[0.5, 1)` up to 1 may exceed the room: that is the overshoot SPEC §3.3
-            // allows (reported, not hidden: `Stats::effective_bits_per_key`).
-            kept_bits += given * output.entries as f64;
-            bits.push(given);
-        }
-        returning.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.number().cmp(&b.1.number())));
-        for (_, file) in returning {
-            if kept_bits + file_bits(file) <= allowed_bits {
-                kept_bits += file_bits(file);
-            } else {
-                skipped_files.insert(file.number());
-            }
-        }
+        let wanted = std::iter::repeat_n(output_run_bits, job.outputs.len());
+        let bits = guard_outputs(
+            self.variant,
+            allowed_bits,
+            &mut kept_bits,
+            job.outputs,
+            wanted,
+        );
+        admit_returning(returning, allowed_bits, &mut kept_bits, &mut skipped_files);
         self.solved.store(Arc::new(Solved { skipped_files }));
         bits
     }
@@ -301,7 +346,7 @@ impl FilterAllocator for Mnemosyne {
 }
 
 /// The filter bits of `file`.
-fn file_bits(file: &FileMetadata) -> f64 {
+pub(super) fn file_bits(file: &FileMetadata) -> f64 {
     file.bits_per_key() * file.entries() as f64
 }
 
@@ -449,13 +494,28 @@ mod tests {
 
         // Minimum-1 variant with a room of 0.6 bits/key: rounds to 1 (the allowed overshoot);
         // with 0.4: no filter.
-        let min1 = Mnemosyne::new(2.0)
-            .expect("valid")
-            .with_variant(Variant::MinimumBitsPerKeyOne);
-        assert_eq!(min1.round(0.4), 0.0);
-        assert_eq!(min1.round(0.6), 1.0);
-        assert_eq!(min1.round(1.7), 1.7);
-        assert_eq!(allocator.round(0.3), 0.3);
+        let one = outputs(&[1000]);
+        let min1 = Variant::MinimumBitsPerKeyOne;
+        let mut kept = 0.0;
+        assert_eq!(
+            guard_outputs(min1, 600.0, &mut kept, &one, [2.0]),
+            vec![1.0]
+        );
+        assert_eq!(kept, 1000.0, "the overshoot is counted");
+        let mut kept = 0.0;
+        assert_eq!(
+            guard_outputs(min1, 400.0, &mut kept, &one, [2.0]),
+            vec![0.0]
+        );
+        let mut kept = 0.0;
+        assert_eq!(
+            guard_outputs(Variant::Pure, 400.0, &mut kept, &one, [2.0]),
+            vec![0.4]
+        );
+        assert_eq!(round(Variant::MinimumBitsPerKeyOne, 0.4), 0.0);
+        assert_eq!(round(Variant::MinimumBitsPerKeyOne, 0.6), 1.0);
+        assert_eq!(round(Variant::MinimumBitsPerKeyOne, 1.7), 1.7);
+        assert_eq!(round(Variant::Pure, 0.3), 0.3);
     }
 
     #[test]

@@ -31,10 +31,12 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
-use super::mnemosyne::{round, solve_runs, Overuse};
+use super::mnemosyne::{
+    admit_returning, file_bits, guard_outputs, solve_runs, validated_target, Overuse,
+};
 use super::solver::{Item, Problem, Variant, DEFAULT_FPR_CONSTANT};
-use super::{FilterAllocator, FilterJob, NewFile, Uniform};
-use crate::error::{Error, Result};
+use super::{FilterAllocator, FilterJob, NewFile};
+use crate::error::Result;
 use crate::version::{FileMetadata, Version};
 
 /// Mnemosyne+'s per-file, workload-aware allocation (SPEC §3.4).
@@ -55,16 +57,8 @@ impl MnemosynePlus {
     /// Mnemosyne+ with a budget of `bits_per_key_target` bits per key (finite, in `0..=64`), the
     /// default guard (20% over) and the solver's default variant.
     pub fn new(bits_per_key_target: f64) -> Result<Self> {
-        if !bits_per_key_target.is_finite()
-            || !(0.0..=Uniform::MAX_BITS_PER_KEY).contains(&bits_per_key_target)
-        {
-            return Err(Error::InvalidArgument(format!(
-                "bits_per_key_target must be between 0 and {}, got {bits_per_key_target}",
-                Uniform::MAX_BITS_PER_KEY
-            )));
-        }
         Ok(MnemosynePlus {
-            bits_per_key_target,
+            bits_per_key_target: validated_target(bits_per_key_target)?,
             overuse: Overuse::default(),
             variant: Variant::default(),
             constant: AtomicU64::new(f64::NAN.to_bits()),
@@ -74,13 +68,7 @@ impl MnemosynePlus {
 
     /// Sets the budget guard's allowance. Fails unless the amount is finite and `>= 0`.
     pub fn with_max_overuse(mut self, overuse: Overuse) -> Result<Self> {
-        let (Overuse::Fraction(amount) | Overuse::Bits(amount)) = overuse;
-        if !amount.is_finite() || amount < 0.0 {
-            return Err(Error::InvalidArgument(format!(
-                "max_overuse must be finite and >= 0, got {amount}"
-            )));
-        }
-        self.overuse = overuse;
+        self.overuse = overuse.validated()?;
         Ok(self)
     }
 
@@ -92,10 +80,7 @@ impl MnemosynePlus {
 
     /// The cap the guard holds the tree's average bits per key to.
     pub fn cap(&self) -> f64 {
-        match self.overuse {
-            Overuse::Fraction(fraction) => self.bits_per_key_target * (1.0 + fraction),
-            Overuse::Bits(bits) => self.bits_per_key_target + bits,
-        }
+        self.overuse.cap(self.bits_per_key_target)
     }
 
     fn constant(&self) -> f64 {
@@ -210,31 +195,15 @@ impl FilterAllocator for MnemosynePlus {
             }
         }
         let allowed_bits = self.cap() * entries_after as f64;
-        let mut bits = Vec::with_capacity(job.outputs.len());
-        for (output, wanted) in job.outputs.iter().zip(wanted) {
-            let wanted = round(self.variant, wanted).min(Uniform::MAX_BITS_PER_KEY);
-            let room = if output.entries == 0 {
-                wanted
-            } else {
-                ((allowed_bits - kept_bits) / output.entries as f64).max(0.0)
-            };
-            let given = if wanted > room {
-                round(self.variant, room).min(wanted)
-            } else {
-                wanted
-            };
-            kept_bits += given * output.entries as f64;
-            bits.push(given);
-        }
+        let bits = guard_outputs(
+            self.variant,
+            allowed_bits,
+            &mut kept_bits,
+            job.outputs,
+            wanted,
+        );
         // The most probed (per entry) come back first, while there is room.
-        returning.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.number().cmp(&b.1.number())));
-        for (_, file) in returning {
-            if kept_bits + file_bits(file) <= allowed_bits {
-                kept_bits += file_bits(file);
-            } else {
-                skipped.insert(file.number());
-            }
-        }
+        admit_returning(returning, allowed_bits, &mut kept_bits, &mut skipped);
         self.skipped.store(Arc::new(skipped));
         bits
     }
@@ -295,11 +264,6 @@ fn optimal_is_zero(constant: f64, entries: u64, z: f64) -> bool {
     !constant.is_nan()
         && entries > 0
         && z / (entries as f64) < (constant + 0.5 * DEFAULT_FPR_CONSTANT).exp()
-}
-
-/// The filter bits of `file`.
-fn file_bits(file: &FileMetadata) -> f64 {
-    file.bits_per_key() * file.entries() as f64
 }
 
 #[cfg(test)]
