@@ -262,23 +262,37 @@ impl DbInner {
         Ok(())
     }
 
+    /// What the compaction executor needs from this engine; outputs are cut at
+    /// `target_file_bytes`.
+    pub(super) fn executor_context<'a>(
+        &'a self,
+        observer: &'a dyn crate::stats::AccessObserver,
+        target_file_bytes: u64,
+    ) -> ExecutorContext<'a> {
+        ExecutorContext {
+            dir: self.dir.clone(),
+            fs: self.fs.as_ref(),
+            tables: &self.tables,
+            versions: &self.versions,
+            observer,
+            merlin: self.merlin.as_ref(),
+            block_bytes: self.options.block_bytes,
+            restart_interval: self.options.block_restart_interval,
+            target_file_bytes,
+            // Filters above the budget are split into modules of the budget's size (SPEC §1).
+            filter_module_bits: self.options.filter_allocator.bits_per_key_budget(),
+        }
+    }
+
     fn run_job(&self, job: &CompactionJob) -> Result<()> {
         let version = self.versions.current();
         let start = Instant::now();
         let observer = self.observer.clone();
         let noop = crate::stats::NoopObserver;
-        let context = ExecutorContext {
-            dir: self.dir.clone(),
-            fs: self.fs.as_ref(),
-            tables: &self.tables,
-            versions: &self.versions,
-            observer: observer.as_deref().unwrap_or(&noop),
-            merlin: self.merlin.as_ref(),
-            block_bytes: self.options.block_bytes,
-            restart_interval: self.options.block_restart_interval,
-            target_file_bytes: self.options.target_file_bytes,
-            filter_module_bits: self.options.filter_allocator.bits_per_key_budget(),
-        };
+        let context = self.executor_context(
+            observer.as_deref().unwrap_or(&noop),
+            self.options.target_file_bytes,
+        );
         check_recency_order(job, &version)?;
         let (edit, moved, written, _install) = match trivial_move(job, &version, &self.versions) {
             Some(edit) => (edit, true, 0, self.install_lock.lock()),

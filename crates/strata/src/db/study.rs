@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::{Db, DbInner, ReadView};
 use crate::alloc::{FilterAllocator, FilterJob, JobKind, NewFile as AllocatorFile};
 use crate::compaction::executor::{
-    check_recency_order, finish_outputs, run_compaction, trivial_move, ExecutorContext,
+    check_recency_order, finish_outputs, run_compaction, trivial_move,
 };
 use crate::compaction::{CompactionJob, OutputRun, RunInput};
 use crate::error::{Error, Result};
@@ -286,19 +286,8 @@ impl DbInner {
         }
         let observer = self.observer.clone();
         let noop = crate::stats::NoopObserver;
-        let context = ExecutorContext {
-            dir: self.dir.clone(),
-            fs: self.fs.as_ref(),
-            tables: &self.tables,
-            versions: &self.versions,
-            observer: observer.as_deref().unwrap_or(&noop),
-            merlin: self.merlin.as_ref(),
-            block_bytes: self.options.block_bytes,
-            restart_interval: self.options.block_restart_interval,
-            // One output, however large the file (a flushed file may exceed the target size).
-            target_file_bytes: u64::MAX,
-            filter_module_bits: self.options.filter_allocator.bits_per_key_budget(),
-        };
+        // One output, however large the file (a flushed file may exceed the target size).
+        let context = self.executor_context(observer.as_deref().unwrap_or(&noop), u64::MAX);
         // Smallest snapshot 0: no version is hidden from every reader and no tombstone is
         // dropped, so the output holds exactly the input's entries.
         let mut pending = run_compaction(&context, &job, &version, 0)?;
