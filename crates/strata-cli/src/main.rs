@@ -220,3 +220,48 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bench::FilterPolicyKind;
+
+    fn parse(args: &[&str]) -> Command {
+        let args = args.iter().map(std::ffi::OsString::from).collect();
+        Cli::try_parse_from(bench::preset::expand(args))
+            .expect("parses")
+            .command
+    }
+
+    #[test]
+    fn a_list_flag_given_after_a_preset_replaces_the_presets_list() {
+        let Command::Bench(args) = parse(&[
+            "strata",
+            "bench",
+            "--preset",
+            "paper-mnemosyne",
+            "--workloads",
+            "load,mnemosyne-ii:1",
+            "--bits-per-key",
+            "3,4",
+            "--filter-policy",
+            "mnemosyne",
+            "--filter-policy",
+            "uniform,mnemosyne-plus",
+        ]) else {
+            panic!("not a bench command");
+        };
+        let workloads: Vec<String> = args.workloads.iter().map(|w| w.name()).collect();
+        assert_eq!(workloads, ["load", "mnemosyne-ii:1"]);
+        assert_eq!(args.bits_per_key, [3.0, 4.0]);
+        assert_eq!(
+            args.filter_policy,
+            [FilterPolicyKind::Uniform, FilterPolicyKind::MnemosynePlus]
+        );
+        let Command::Bench(defaults) = parse(&["strata", "bench"]) else {
+            panic!("not a bench command");
+        };
+        assert_eq!(defaults.bits_per_key, [10.0]);
+        assert_eq!(defaults.workloads.len(), 4);
+    }
+}

@@ -144,6 +144,7 @@ pub struct BenchArgs {
     #[arg(
         long,
         value_delimiter = ',',
+        action = clap::ArgAction::Set,
         value_parser = Workload::from_str,
         default_value = "fillrandom,readrandom,readmissing,seekrandom"
     )]
@@ -155,7 +156,7 @@ pub struct BenchArgs {
     pub distribution: Option<KeyDistribution>,
     /// Engines to run, each on its own fresh database (rocksdb and fjall need a build with
     /// `--features peers`).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "strata")]
+    #[arg(long, value_enum, value_delimiter = ',', action = clap::ArgAction::Set, default_value = "strata")]
     pub engines: Vec<EngineKind>,
     /// Keys written by a fill phase [default: 1000000, or 500000 with --quick].
     #[arg(long, value_parser = parse_count)]
@@ -174,7 +175,7 @@ pub struct BenchArgs {
     pub seed: u64,
     /// Bloom filter bits per key, the filter budget (a comma list compares budgets, e.g.
     /// 2,3,4,5).
-    #[arg(long, value_delimiter = ',', default_value = "10")]
+    #[arg(long, value_delimiter = ',', action = clap::ArgAction::Set, default_value = "10")]
     pub bits_per_key: Vec<f64>,
     /// Block cache capacity (bytes; KiB/MiB/GiB suffixes accepted).
     #[arg(long, default_value = "8MiB", value_parser = parse_bytes)]
@@ -195,10 +196,10 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1)]
     pub access_sample_every: u32,
     /// Merge policies to run (a comma list compares them).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "leveling")]
+    #[arg(long, value_enum, value_delimiter = ',', action = clap::ArgAction::Set, default_value = "leveling")]
     pub compaction: Vec<CompactionKind>,
     /// Filter-allocation policies to run on Strata (a comma list compares them).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "uniform")]
+    #[arg(long, value_enum, value_delimiter = ',', action = clap::ArgAction::Set, default_value = "uniform")]
     pub filter_policy: Vec<FilterPolicyKind>,
     /// Repeat every configuration this many times (medians are reported).
     #[arg(long, default_value_t = 1)]
