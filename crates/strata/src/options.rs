@@ -58,6 +58,12 @@ pub struct Options {
     /// every lookup of the recording thread). Higher values cut the statistics' cost on the
     /// lookup path by that factor; estimates are rescaled to all lookups (SPEC §4).
     pub access_sample_every: u32,
+    /// Weight `r` of the recent window in Merlin's estimates (SPEC §4), in `[0, 1]`: the rest,
+    /// `1 - r`, goes to the file's whole history. Higher values follow a change of workload
+    /// sooner (a file whose lookups used to find their key and now miss is priced by its recent
+    /// misses), lower ones smooth a steady workload's noise. Default 0.5 (SPEC §4; the paper
+    /// gives none).
+    pub access_recent_weight: f64,
     /// Level-0 runs that trigger a level-0 compaction. Default 4.
     pub level0_compaction_trigger: usize,
     /// Level-0 runs at which each write is delayed by 1 ms. Default 20.
@@ -101,6 +107,7 @@ impl std::fmt::Debug for Options {
             .field("direct_reads", &self.direct_reads)
             .field("access_statistics", &self.access_statistics)
             .field("access_sample_every", &self.access_sample_every)
+            .field("access_recent_weight", &self.access_recent_weight)
             .field("level0_compaction_trigger", &self.level0_compaction_trigger)
             .field(
                 "level0_slowdown_writes_trigger",
@@ -136,6 +143,7 @@ impl Default for Options {
             direct_reads: false,
             access_statistics: false,
             access_sample_every: 1,
+            access_recent_weight: crate::stats::merlin::DEFAULT_RECENT_WEIGHT,
             level0_compaction_trigger: 4,
             level0_slowdown_writes_trigger: 20,
             level0_stop_writes_trigger: 36,
@@ -192,6 +200,8 @@ setters! {
     access_statistics: bool,
     /// Sets [`Options::access_sample_every`].
     access_sample_every: u32,
+    /// Sets [`Options::access_recent_weight`].
+    access_recent_weight: f64,
     /// Sets [`Options::level0_compaction_trigger`].
     level0_compaction_trigger: usize,
     /// Sets [`Options::level0_slowdown_writes_trigger`].
@@ -251,6 +261,12 @@ impl Options {
             "access_sample_every",
             "between 1 and 1,000,000",
             self.access_sample_every,
+        )?;
+        check(
+            (0.0..=1.0).contains(&self.access_recent_weight),
+            "access_recent_weight",
+            "between 0 and 1",
+            self.access_recent_weight,
         )?;
         check(
             (1..=64).contains(&self.max_write_buffers),
@@ -328,6 +344,13 @@ mod tests {
             matches!(&error, Err(Error::InvalidArgument(m)) if m.contains("level0_stop_writes_trigger"))
         );
         assert!(Options::default().bits_per_key(-3.0).is_err());
+        for weight in [-0.1, 1.5, f64::NAN] {
+            let error = Options::default().access_recent_weight(weight).validate();
+            assert!(
+                matches!(&error, Err(Error::InvalidArgument(m)) if m.contains("access_recent_weight")),
+                "{weight}"
+            );
+        }
         let error = Options::default().access_sample_every(0).validate();
         assert!(
             matches!(&error, Err(Error::InvalidArgument(m)) if m.contains("access_sample_every"))

@@ -126,3 +126,51 @@ fn compaction_outputs_inherit_the_probes_of_their_inputs() {
         .all(|(_, _, f)| f.access_estimate().is_none()));
     assert_eq!(db.stats().access_statistics_bytes, 0);
 }
+
+/// `Options::access_recent_weight` reaches the estimates: after lookups that found their keys
+/// are followed by lookups that miss, a weight of 1 prices a file by its recent misses alone,
+/// a weight of 0 by its whole history (mostly hits), and the default lies between.
+#[test]
+fn the_recent_weight_decides_how_fast_estimates_follow_a_shift_from_hits_to_misses() {
+    let z_after_shift = |weight: f64| -> f64 {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let options = Options::default()
+            .write_buffer_bytes(1 << 20)
+            .access_statistics(true)
+            .access_recent_weight(weight);
+        let db = Db::open(dir.path(), options).expect("open");
+        for i in 0..2_000 {
+            db.put(key(i), b"v").expect("put");
+        }
+        db.flush().expect("flush");
+        for i in 0..3_000 {
+            assert!(db.get(key((i * 7) % 2_000)).expect("get").is_some());
+        }
+        for i in 0..1_000 {
+            let missing = format!("key{:08}x", (i * 7) % 2_000).into_bytes();
+            assert!(db.get(&missing).expect("get").is_none());
+        }
+        let version = db.version();
+        let files: Vec<_> = version.files().collect();
+        assert_eq!(files.len(), 1, "one flushed file");
+        let estimate = files[0].2.access_estimate().expect("statistics are on");
+        assert!((estimate.q - 4_000.0).abs() < 400.0, "{estimate:?}");
+        estimate.z
+    };
+    let (history, default, recent) = (z_after_shift(0.0), z_after_shift(0.5), z_after_shift(1.0));
+    // Whole history: 1,000 misses of 4,000 probes. Recent window: all 64 probes missed.
+    assert!((history - 1_000.0).abs() < 150.0, "r = 0: {history}");
+    assert!(recent > 3_600.0, "r = 1: {recent}");
+    assert!(
+        history < default && default < recent,
+        "{history} {default} {recent}"
+    );
+    assert!(
+        Db::open(
+            tempfile::tempdir().expect("tempdir").path(),
+            Options::default().access_recent_weight(2.0)
+        )
+        .is_err(),
+        "an invalid weight is refused at open"
+    );
+}

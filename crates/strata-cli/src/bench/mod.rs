@@ -195,6 +195,10 @@ pub struct BenchArgs {
     /// `Options::access_sample_every`).
     #[arg(long, default_value_t = 1)]
     pub access_sample_every: u32,
+    /// Weight of the recent window in Merlin's estimates, in [0, 1] (Strata's
+    /// `Options::access_recent_weight`, SPEC §4's `r`).
+    #[arg(long, default_value_t = 0.5)]
+    pub access_recent_weight: f64,
     /// Merge policies to run (a comma list compares them).
     #[arg(long, value_enum, value_delimiter = ',', action = clap::ArgAction::Set, default_value = "leveling")]
     pub compaction: Vec<CompactionKind>,
@@ -282,6 +286,7 @@ pub struct BenchConfig {
     pub pin_index_filter: bool,
     pub access_statistics: bool,
     pub access_sample_every: u32,
+    pub access_recent_weight: f64,
     pub compaction: Vec<CompactionKind>,
     pub filter_policy: Vec<FilterPolicyKind>,
     pub size_ratio: f64,
@@ -425,6 +430,7 @@ impl BenchConfig {
             pin_index_filter: args.pin_index_filter,
             access_statistics: args.access_statistics,
             access_sample_every: args.access_sample_every,
+            access_recent_weight: args.access_recent_weight,
             compaction: args.compaction.clone(),
             filter_policy: args.filter_policy.clone(),
             runs: args.runs,
@@ -485,6 +491,7 @@ impl BenchConfig {
             pin_index_filter: self.pin_index_filter,
             access_statistics: self.access_statistics,
             access_sample_every: self.access_sample_every,
+            access_recent_weight: self.access_recent_weight,
             filter_policy: variant.filter_policy,
             expected_entries: self.num,
             entry_bytes: (self.key_size + self.value_size) as u64,

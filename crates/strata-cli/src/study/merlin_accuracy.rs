@@ -80,6 +80,9 @@ pub struct MerlinAccuracyArgs {
     /// Uniform filter bits per key (filters do not change what is probed).
     #[arg(long, default_value_t = 10.0)]
     pub bits_per_key: f64,
+    /// Weight of the recent window in Merlin's estimates (`Options::access_recent_weight`).
+    #[arg(long, default_value_t = 0.5)]
+    pub recent_weight: f64,
     /// Seed of the load, the values and the operations.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -152,6 +155,7 @@ fn options(args: &MerlinAccuracyArgs) -> CliResult<Options> {
         .block_cache_bytes(8 << 20)
         .disable_wal(true)
         .access_statistics(true)
+        .access_recent_weight(args.recent_weight)
         .compaction_policy(Arc::new(leveling))
         .filter_allocator(Arc::new(Uniform::new(args.bits_per_key)?)))
 }

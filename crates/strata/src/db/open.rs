@@ -18,7 +18,7 @@ use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::Options;
-use crate::stats::merlin::{Merlin, DEFAULT_RECENT_WEIGHT};
+use crate::stats::merlin::Merlin;
 use crate::stats::{AccessObserver, IoCounters};
 use crate::table::TableCache;
 use crate::version::set::{VersionSet, CURRENT_FILE};
@@ -156,10 +156,10 @@ pub(crate) fn open(
         };
         let (merlin, mut files) = match restored {
             Some(restored) => (
-                Merlin::from_state(restored.state, DEFAULT_RECENT_WEIGHT)?,
+                Merlin::from_state(restored.state, options.access_recent_weight)?,
                 restored.files,
             ),
-            None => (Merlin::new(DEFAULT_RECENT_WEIGHT)?, HashMap::new()),
+            None => (Merlin::new(options.access_recent_weight)?, HashMap::new()),
         };
         let merlin = Arc::new(merlin.with_sampling(u64::from(options.access_sample_every)));
         for (_, _, file) in versions.current().files() {

@@ -72,6 +72,8 @@ pub struct EngineConfig {
     pub access_statistics: bool,
     /// Record one lookup in this many in them.
     pub access_sample_every: u32,
+    /// Weight of their recent window.
+    pub access_recent_weight: f64,
     /// Strata's filter-allocation policy (peers only have uniform filters).
     pub filter_policy: super::FilterPolicyKind,
     /// Entries the benchmark loads (`--num`), for allocators that predict the tree (Monkey).
@@ -255,6 +257,7 @@ pub(crate) mod conformance {
             pin_index_filter: false,
             access_statistics: false,
             access_sample_every: 1,
+            access_recent_weight: 0.5,
             filter_policy: super::super::FilterPolicyKind::Uniform,
             expected_entries: 3000,
             entry_bytes: 109,

@@ -77,6 +77,7 @@ impl StrataEngine {
             .pin_filter_and_index_blocks(config.pin_index_filter)
             .access_statistics(config.access_statistics)
             .access_sample_every(config.access_sample_every)
+            .access_recent_weight(config.access_recent_weight)
             .compaction_policy(Arc::clone(&policy))
             .filter_allocator(allocator);
         options.validate()?;
@@ -100,9 +101,10 @@ impl StrataEngine {
                 options.pin_filter_and_index_blocks
             ),
             format!(
-                "access_statistics {} (one lookup in {} recorded)",
+                "access_statistics {} (one lookup in {} recorded, recent weight {})",
                 options.keeps_access_statistics(),
-                options.access_sample_every
+                options.access_sample_every,
+                options.access_recent_weight
             ),
         ];
         let mut settings = settings;
