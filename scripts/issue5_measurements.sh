@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issue 5 measurements (docs/BENCHMARKS.md, "Filter allocation under memory pressure"). Release, seed 42, medians of 3.
 set -x
-# Usage: scripts/issue5_measurements.sh [OUT_DIR]   (needs `apt-get install libclang-dev`)
+# Usage: scripts/issue5_measurements.sh [OUT_DIR]   (needs `apt-get install libclang-dev valgrind`; about 3 hours)
 cd "$(dirname "$0")/.."
 cargo build --release -p strata-cli
 CARGO_TARGET_DIR=target/peers cargo build --release -p strata-cli --features peers
@@ -9,9 +9,21 @@ S=target/release/strata
 P=target/peers/release/strata
 OUT=${1:-issue5-results}
 mkdir -p $OUT
-# 3. Workload-aware (Figs. 12-13): type II at 1/100 scale (reads 150,000 per phase), 2 bits/key, uniform and normal keys, with RocksDB.
-for dist in uniform normal; do
-  $P bench --preset paper-mnemosyne --reads 150000 --engines strata,rocksdb --filter-policy uniform,mnemosyne,mnemosyne-min1,mnemosyne-plus --distribution $dist --compare --runs 3 --write-buffer-bytes 2MiB --target-file-bytes 2MiB --json $OUT/typeII_$dist.json > $OUT/typeII_$dist.txt 2>&1
+# 3. Workload-aware (Figs. 12-13): type II at 1/100 scale (reads 150,000 per phase), 2..7 bits/key, uniform and normal keys, with RocksDB.
+for bpk in 2 3 4 5 6 7; do
+  for dist in normal uniform; do
+    $P bench --preset paper-mnemosyne --reads 150000 --bits-per-key $bpk --engines strata,rocksdb --filter-policy uniform,mnemosyne,mnemosyne-plus --distribution $dist --compare --runs 3 --write-buffer-bytes 2MiB --target-file-bytes 2MiB --json $OUT/typeII_${dist}_$bpk.json > $OUT/typeII_${dist}_$bpk.txt 2>&1
+  done
+done
+# The solver variant at 2 bits/key (pure vs minimum-1-bit).
+$P bench --preset paper-mnemosyne --reads 150000 --filter-policy mnemosyne,mnemosyne-min1 --distribution uniform --compare --runs 3 --write-buffer-bytes 2MiB --target-file-bytes 2MiB --json $OUT/variant.json > $OUT/variant.txt 2>&1
+# "Lookups, then a write burst with no lookups, then lookups".
+$P bench --workloads load,readmissing,overwrite,readmissing --num 210000 --reads 150000 --key-size 128 --value-size 384 --size-ratio 4 --bits-per-key 2 --cache-fraction 0.05 --direct-reads --settle --engines strata,rocksdb --filter-policy uniform,mnemosyne,mnemosyne-plus --compare --runs 3 --write-buffer-bytes 2MiB --target-file-bytes 2MiB --json $OUT/burst.json > $OUT/burst.txt 2>&1
+# 5. Overheads in instructions: Merlin's cost on the lookup path (callgrind, DbInner::get only).
+for cfg in off on on4; do
+  case $cfg in off) extra="";; on) extra="--access-statistics";; on4) extra="--access-statistics --access-sample-every 4";; esac
+  valgrind --tool=callgrind --callgrind-out-file=$OUT/cg.$cfg.out --collect-atstart=no --toggle-collect='strata::db::read::<impl strata::db::DbInner>::get' $S bench --workloads fillrandom,readrandom --num 100000 --reads 200000 --settle --cache-bytes 512MiB $extra > $OUT/cg.$cfg.txt 2>&1
+  callgrind_annotate $OUT/cg.$cfg.out | grep 'PROGRAM TOTALS' > $OUT/cg.$cfg.total
 done
 # 5. Overheads: readrandom with Merlin on vs off, everything cached (CPU cost only), alternating.
 for r in 1 2 3; do

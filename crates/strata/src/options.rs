@@ -61,8 +61,8 @@ pub struct Options {
     /// Weight `r` of the recent window in Merlin's estimates (SPEC §4), in `[0, 1]`: the rest,
     /// `1 - r`, goes to the file's whole history. Higher values follow a change of workload
     /// sooner (a file whose lookups used to find their key and now miss is priced by its recent
-    /// misses), lower ones smooth a steady workload's noise. Default 1, the window alone (SPEC §4
-    /// leaves `r` to Strata; chosen by measurement, docs/ARCHITECTURE.md).
+    /// misses), lower ones smooth a steady workload's noise. Default 0.75 (SPEC §4 leaves `r` to
+    /// Strata; chosen by measurement, docs/ARCHITECTURE.md).
     pub access_recent_weight: f64,
     /// Level-0 runs that trigger a level-0 compaction. Default 4.
     pub level0_compaction_trigger: usize,

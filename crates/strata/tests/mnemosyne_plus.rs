@@ -19,12 +19,12 @@ const BURST: u32 = 20_000;
 const LOOKUPS: u32 = 6_000;
 /// Lookups of the final, measured phase (false-positive sampling noise about ±1% of the reads).
 const FINAL_LOOKUPS: u32 = 20_000;
-/// How much more than uniform filters Mnemosyne+ may read. The issue's target is 1.0 ("never
-/// more"); it is met on trees of 4 or more runs (Mnemosyne+ 0.44-0.89x uniform here) but not
-/// always on 3-run trees (measured up to 1.06x), where Mnemosyne+'s bits sit in files sized
-/// before the burst and only a rebuild could move them. This bound keeps that known gap from
-/// growing.
-const TOLERANCE: f64 = 1.10;
+/// How much more than uniform filters Mnemosyne+ may read: nothing (the issue's target). The
+/// tree's shape after the burst depends on background timing; over 80 runs of this test the
+/// worst ratio was 0.94 on 3-run trees (20 of them), 0.70 on 4 runs, 0.59 on 5 and 0.49 on 6.
+/// Before Mnemosyne+ spent the budget staying files leave unspent (`fill_budget`) and before
+/// refreshes skipped only files with full windows, 3-run trees reached 1.27.
+const TOLERANCE: f64 = 1.0;
 const BITS_PER_KEY: f64 = 2.0;
 
 fn key(i: u32) -> Vec<u8> {

@@ -197,7 +197,7 @@ pub struct BenchArgs {
     pub access_sample_every: u32,
     /// Weight of the recent window in Merlin's estimates, in [0, 1] (Strata's
     /// `Options::access_recent_weight`, SPEC §4's `r`).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 0.75)]
     pub access_recent_weight: f64,
     /// Merge policies to run (a comma list compares them).
     #[arg(long, value_enum, value_delimiter = ',', action = clap::ArgAction::Set, default_value = "leveling")]

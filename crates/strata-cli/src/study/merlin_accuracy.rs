@@ -81,7 +81,7 @@ pub struct MerlinAccuracyArgs {
     #[arg(long, default_value_t = 10.0)]
     pub bits_per_key: f64,
     /// Weight of the recent window in Merlin's estimates (`Options::access_recent_weight`).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 0.75)]
     pub recent_weight: f64,
     /// Seed of the load, the values and the operations.
     #[arg(long, default_value_t = 42)]

@@ -257,7 +257,7 @@ pub(crate) mod conformance {
             pin_index_filter: false,
             access_statistics: false,
             access_sample_every: 1,
-            access_recent_weight: 1.0,
+            access_recent_weight: 0.75,
             filter_policy: super::super::FilterPolicyKind::Uniform,
             expected_entries: 3000,
             entry_bytes: 109,
