@@ -13,6 +13,7 @@ use std::io::Write;
 use std::ops::Bound;
 use std::path::Path;
 
+use strata::compaction::Manual;
 use strata::{Db, Options};
 
 use crate::error::{CliError, CliResult};
@@ -89,9 +90,18 @@ pub fn check_is_database(path: &Path) -> CliResult<()> {
 }
 
 /// Opens an existing database (every command but `put`).
+/// Opens an existing database to read it. Nothing compacts in the background: the compaction
+/// policy is not stored in the database, and one written under another policy would otherwise
+/// start reshaping under the default one.
 fn open_existing(path: &Path) -> CliResult<Db> {
     check_is_database(path)?;
-    Ok(Db::open(path, Options::default().create_if_missing(false))?)
+    Ok(Db::open(path, reading_options())?)
+}
+
+fn reading_options() -> Options {
+    Options::default()
+        .create_if_missing(false)
+        .compaction_policy(std::sync::Arc::new(Manual))
 }
 
 /// Closes `db`, turning a failure (e.g. a WAL sync error) into the command's error.
@@ -184,6 +194,14 @@ pub fn stats(path: &Path, out: &mut dyn Write) -> CliResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reading_opens_without_background_compaction() {
+        let options = reading_options();
+        use strata::compaction::CompactionPolicy;
+        assert_eq!(options.compaction_policy.name(), Manual.name());
+        assert!(!options.create_if_missing);
+    }
 
     #[test]
     fn hex_round_trips_and_rejects_malformed_input() {

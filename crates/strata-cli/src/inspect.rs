@@ -20,7 +20,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use strata::alloc::solver::Variant;
 use strata::alloc::{FilterAllocator, Mnemosyne, MnemosynePlus, Uniform};
-use strata::compaction::{CompactionContext, CompactionJob, CompactionPolicy};
+use strata::compaction::Manual;
 use strata::version::{FileMetadata, Version};
 use strata::{AccessEstimate, Db, Options, Stats};
 
@@ -51,21 +51,6 @@ pub struct InspectOptions {
     pub filter_policy: InspectFilterPolicy,
     /// The allocator's budget in bits per key.
     pub bits_per_key: f64,
-}
-
-/// Compacts nothing, so that opening a database to look at it does not reshape it (a database
-/// written with another policy would otherwise start compacting under the default one).
-#[derive(Debug)]
-struct NoCompaction;
-
-impl CompactionPolicy for NoCompaction {
-    fn name(&self) -> String {
-        "none (inspect)".into()
-    }
-
-    fn pick(&self, _tree: &Version, _context: &CompactionContext) -> Option<CompactionJob> {
-        None
-    }
 }
 
 fn allocator(options: &InspectOptions) -> CliResult<Arc<dyn FilterAllocator>> {
@@ -444,7 +429,7 @@ pub fn inspect(
         .create_if_missing(false)
         .access_statistics(options.access_statistics)
         .filter_allocator(allocator(options)?)
-        .compaction_policy(Arc::new(NoCompaction));
+        .compaction_policy(Arc::new(Manual));
     // Asked for, or needed by the allocator (Mnemosyne+).
     let access_statistics = db_options.keeps_access_statistics();
     let db = Db::open(path, db_options)?;

@@ -107,7 +107,7 @@ fn put_get_delete_scan_stats_round_trip() {
     assert_eq!(ok(&["get", db, "--hex", "00FF"]), "0x0102\n");
 
     let stats = ok(&["stats", db]);
-    assert!(stats.contains("policy: compaction=leveling"), "{stats}");
+    assert!(stats.contains("policy: compaction=manual"), "{stats}");
     assert!(stats.contains("last sequence"), "{stats}");
 }
 
@@ -715,7 +715,7 @@ fn the_monkey_filter_policy_gives_levels_different_bits_per_key() {
         .map(|r| r["filter_policy"].as_str().expect("policy"))
         .collect();
     assert_eq!(policies, vec!["uniform", "uniform", "monkey", "monkey"]);
-    // Uniform prints every level at the budget; Monkey gives some level more than the budget.
+    // Uniform prints every level at the budget; Monkey does not.
     let monkey_part = output
         .split("strata/monkey")
         .nth(1)
@@ -725,8 +725,42 @@ fn the_monkey_filter_policy_gives_levels_different_bits_per_key() {
         .filter(|line| line.trim_start().starts_with('L') && line.contains("bits/key"))
         .filter_map(|line| line.split_whitespace().rev().nth(1)?.parse().ok())
         .collect();
+    // Which levels exist after the settle depends on timing (level 1 may have just been merged
+    // into level 2), so either side of the budget shows it: more bits on a smaller level, or
+    // fewer on the largest.
     assert!(
-        level_bits.iter().any(|&bits| bits > 4.5),
-        "Monkey gives the smaller levels more bits: {level_bits:?}\n{output}"
+        level_bits.iter().any(|&bits| !(3.5..=4.5).contains(&bits)),
+        "Monkey gives levels other bits than the budget of 4: {level_bits:?}\n{output}"
     );
+}
+
+/// Reading a database through the CLI does not reshape it: ten level-0 runs written under a
+/// policy that never compacts are still ten runs after `strata stats` and `strata get` (under the
+/// default policy a background compaction could merge them while the command runs; whether it
+/// does in time depends on timing, so `commands::tests` also checks the options).
+#[test]
+fn read_commands_do_not_compact_the_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    let manual = || {
+        strata::Options::default()
+            .compaction_policy(std::sync::Arc::new(strata::compaction::Manual))
+    };
+    let db = open_db(&path, manual());
+    for run in 0..10u32 {
+        db.put(format!("key{run}"), b"value").expect("put");
+        db.flush().expect("flush");
+    }
+    assert_eq!(db.version().run_count(), 10);
+    db.close().expect("close");
+    let path_text = path.to_str().expect("utf-8 path");
+    ok_after_close(&["stats", path_text]);
+    ok_after_close(&["get", path_text, "key3"]);
+    let db = open_db(&path, manual());
+    assert_eq!(
+        db.version().run_count(),
+        10,
+        "the CLI left the shape as it was"
+    );
+    assert_eq!(db.get("key3").expect("get").as_deref(), Some(&b"value"[..]));
 }

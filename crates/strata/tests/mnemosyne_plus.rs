@@ -10,8 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use strata::alloc::{MnemosynePlus, Uniform};
-use strata::compaction::{CompactionContext, CompactionJob, CompactionPolicy, Leveling};
-use strata::version::Version;
+use strata::compaction::{Leveling, Manual};
 use strata::{Db, Options};
 
 const LOADED: u32 = 20_000;
@@ -34,20 +33,6 @@ fn key(i: u32) -> Vec<u8> {
 /// Keys that are never written: between the written ones, scattered over the range.
 fn missing(i: u32, range: u32) -> Vec<u8> {
     format!("key{:08}x", (i.wrapping_mul(7919)) % range).into_bytes()
-}
-
-/// Keeps the shape of the copied tree as it is.
-#[derive(Debug)]
-struct NoCompaction;
-
-impl CompactionPolicy for NoCompaction {
-    fn name(&self) -> String {
-        "none (test)".into()
-    }
-
-    fn pick(&self, _tree: &Version, _context: &CompactionContext) -> Option<CompactionJob> {
-        None
-    }
 }
 
 /// Unnecessary data-block reads per lookup of the final lookup phase.
@@ -124,7 +109,7 @@ fn after_a_write_burst_mnemosyne_plus_reads_no_more_than_uniform_and_holds_its_c
         uniform_dir.path(),
         Options::default()
             .block_cache_bytes(0)
-            .compaction_policy(Arc::new(NoCompaction))
+            .compaction_policy(Arc::new(Manual))
             .filter_allocator(Arc::new(Uniform::new(BITS_PER_KEY).expect("uniform"))),
     )
     .expect("open the copy");

@@ -42,7 +42,7 @@ use rand::SeedableRng;
 use serde::Serialize;
 use strata::alloc::solver::{Item, Problem};
 use strata::alloc::Uniform;
-use strata::compaction::{CompactionContext, CompactionJob, CompactionPolicy, Leveling};
+use strata::compaction::{CompactionPolicy, Leveling, Manual};
 use strata::version::{FileMetadata, Version};
 use strata::{Db, Options};
 
@@ -279,26 +279,10 @@ const MEASURE: &str = "unnecessary data-block reads per point lookup (engine cou
      unnecessary_data_reads: data blocks read that did not hold the key); block cache off, \
      index and filter blocks pinned, so every data-block read is counted";
 
-/// The compaction policy of the measurement phase: never compacts, so the loaded tree keeps its
-/// shape while its filters change size (leveling counts filter bytes in a level's size, so
-/// bigger upper-level filters would otherwise trigger compactions).
-#[derive(Debug)]
-struct StaticTree;
-
-impl CompactionPolicy for StaticTree {
-    fn name(&self) -> String {
-        "static (study)".into()
-    }
-
-    fn pick(&self, _tree: &Version, _context: &CompactionContext) -> Option<CompactionJob> {
-        None
-    }
-}
-
 /// Options of the load (`frozen = false`: leveling) and of the measurement phase (`true`).
 fn options(args: &HeadroomArgs, budget: f64, frozen: bool) -> CliResult<Options> {
     let policy: Arc<dyn CompactionPolicy> = if frozen {
-        Arc::new(StaticTree)
+        Arc::new(Manual)
     } else {
         Arc::new(Leveling::new(args.size_ratio)?)
     };

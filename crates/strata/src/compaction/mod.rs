@@ -7,9 +7,11 @@
 
 pub(crate) mod executor;
 mod leveling;
+mod manual;
 mod tiering;
 
 pub use leveling::Leveling;
+pub use manual::Manual;
 pub use tiering::Tiering;
 
 use std::fmt::Debug;
