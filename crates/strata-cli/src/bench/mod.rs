@@ -78,6 +78,9 @@ pub enum FilterPolicyKind {
     /// Mnemosyne+ (SPEC §3.4): per-file allocation from Merlin's access statistics (SPEC §4),
     /// whose memory is taken from the block cache.
     MnemosynePlus,
+    /// Mnemosyne+ with standby filters (experimental, `MnemosynePlus::with_standby_filters`):
+    /// files whose optimum is 0 still get a skipped filter that can be swapped in later.
+    MnemosynePlusStandby,
 }
 
 impl FilterPolicyKind {
@@ -89,6 +92,7 @@ impl FilterPolicyKind {
             FilterPolicyKind::Mnemosyne => "mnemosyne",
             FilterPolicyKind::MnemosyneMin1 => "mnemosyne-min1",
             FilterPolicyKind::MnemosynePlus => "mnemosyne-plus",
+            FilterPolicyKind::MnemosynePlusStandby => "mnemosyne-plus-standby",
         }
     }
 }

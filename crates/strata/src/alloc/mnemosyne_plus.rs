@@ -51,6 +51,8 @@ pub struct MnemosynePlus {
     /// Files whose filters lookups skip (their optimal bits per key is 0); they count 0 bits in
     /// the guard.
     skipped: ArcSwap<HashSet<u64>>,
+    /// Standby filters (off by default; see [`MnemosynePlus::with_standby_filters`]).
+    standby: bool,
 }
 
 impl MnemosynePlus {
@@ -63,7 +65,24 @@ impl MnemosynePlus {
             variant: Variant::default(),
             constant: AtomicU64::new(f64::NAN.to_bits()),
             skipped: ArcSwap::from_pointee(HashSet::new()),
+            standby: false,
         })
+    }
+
+    /// Standby filters, Strata's experimental extension (off by default): a new file whose
+    /// optimal bits per key is 0 gets a filter of Mnemosyne's bits for its run (capped at the
+    /// budget) that starts skipped, so it costs disk but no memory (skipped filters count 0 in
+    /// the guard); and every refresh lets a skipped filter whose avoided reads per bit now
+    /// exceed those of filters in use take their place, never raising the bits in use.
+    ///
+    /// Why: without it, files written while their lookups found their keys (the last level
+    /// under lookups of existing keys) get no filter, and after the workload turns to missing
+    /// keys they read a data block per probe until compactions rewrite them. Measured on the
+    /// type-II phases run in sequence (f0 = 0, 0.5, 1), uniform keys: at 3 and 5 bits per key
+    /// Mnemosyne+ then read about uniform's unnecessary blocks or more, twice Mnemosyne's.
+    pub fn with_standby_filters(mut self, standby: bool) -> Self {
+        self.standby = standby;
+        self
     }
 
     /// Sets the budget guard's allowance. Fails unless the amount is finite and `>= 0`.
@@ -149,8 +168,13 @@ impl FilterAllocator for MnemosynePlus {
             Variant::Pure => "",
             Variant::MinimumBitsPerKeyOne => ",min1",
         };
+        let standby = if self.standby {
+            ", standby filters"
+        } else {
+            ""
+        };
         format!(
-            "mnemosyne+({}{variant}, cap {:.2})",
+            "mnemosyne+({}{variant}, cap {:.2}{standby})",
             self.bits_per_key_target,
             self.cap()
         )
@@ -265,6 +289,20 @@ impl FilterAllocator for MnemosynePlus {
             job.outputs,
             wanted,
         );
+        let mut bits = bits;
+        if self.standby && any_lookup {
+            let standby_bits = mnemosyne_bits.min(self.bits_per_key_target);
+            for (output, given) in job.outputs.iter().zip(bits.iter_mut()) {
+                let z = output.access.map_or(0.0, |estimate| estimate.z.max(0.0));
+                let warm = output.access.is_some_and(|estimate| estimate.q > 0.0);
+                if warm && *given < standby_bits && optimal_is_zero(constant, output.entries, z) {
+                    // Counted by the guard at `given`; skipped, it counts 0.
+                    kept_bits -= *given * output.entries as f64;
+                    *given = standby_bits;
+                    skipped.insert(output.file_number);
+                }
+            }
+        }
         // The most probed (per entry) come back first, while there is room.
         admit_returning(returning, allowed_bits, &mut kept_bits, &mut skipped);
         self.skipped.store(Arc::new(skipped));
@@ -308,19 +346,88 @@ impl FilterAllocator for MnemosynePlus {
             })
             .map(|(file, _)| file.number())
             .collect();
-        if newly_cold.is_empty() {
+        let (swapped_in, swapped_out) = if self.standby {
+            self.standby_swaps(&estimates, &newly_cold, constant)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        if newly_cold.is_empty() && swapped_in.is_empty() {
             return;
         }
         // Compare-and-swap: a concurrent allocation's set is extended, never overwritten.
         self.skipped.rcu(|current| {
             let mut next = HashSet::clone(current);
             next.extend(newly_cold.iter().copied());
+            next.extend(swapped_out.iter().copied());
+            for number in &swapped_in {
+                next.remove(number);
+            }
             next
         });
     }
 
     fn skip_filter(&self, _run_id: u64, file: &FileMetadata) -> bool {
         file.bits_per_key() > 0.0 && self.skipped.load().contains(&file.number())
+    }
+}
+
+impl MnemosynePlus {
+    /// Standby filters' refresh (see [`MnemosynePlus::with_standby_filters`]): skipped filters
+    /// with a full window and a non-zero optimum, most valuable first, replace filters in use
+    /// of lower value (avoided reads per bit, `z (1 - fpr(b)) / (b n)`), as long as the replaced
+    /// filters hold at least the incoming one's bits and avoid less than 9/10 of its reads.
+    /// Returns (files to probe again, files to skip).
+    fn standby_swaps(
+        &self,
+        estimates: &[(&Arc<FileMetadata>, f64)],
+        newly_cold: &[u64],
+        constant: f64,
+    ) -> (Vec<u64>, Vec<u64>) {
+        let skipped = self.skipped.load();
+        // (avoided reads per bit, avoided reads, bits, file number)
+        let value = |file: &FileMetadata, z: f64| {
+            let bits = file_bits(file);
+            let avoided = z * (1.0 - (-file.bits_per_key() * DEFAULT_FPR_CONSTANT).exp());
+            (avoided / bits.max(1.0), avoided, bits, file.number())
+        };
+        let mut in_use: Vec<_> = estimates
+            .iter()
+            .filter(|(file, _)| {
+                file.bits_per_key() > 0.0
+                    && !skipped.contains(&file.number())
+                    && !newly_cold.contains(&file.number())
+            })
+            .map(|(file, z)| value(file, *z))
+            .collect();
+        let mut waiting: Vec<_> = estimates
+            .iter()
+            .filter(|(file, z)| {
+                file.bits_per_key() > 0.0
+                    && skipped.contains(&file.number())
+                    && window_is_full(file)
+                    && !optimal_is_zero(constant, file.entries(), *z)
+            })
+            .map(|(file, z)| value(file, *z))
+            .collect();
+        in_use.sort_by(|a, b| a.0.total_cmp(&b.0));
+        waiting.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let (mut swapped_in, mut swapped_out) = (Vec::new(), Vec::new());
+        let mut next = 0;
+        for (density, avoided, bits, number) in waiting {
+            let (mut freed, mut lost, mut end) = (0.0, 0.0, next);
+            while freed < bits && end < in_use.len() && in_use[end].0 < density {
+                freed += in_use[end].2;
+                lost += in_use[end].1;
+                end += 1;
+            }
+            if freed < bits || lost >= 0.9 * avoided {
+                break;
+            }
+            swapped_in.push(number);
+            swapped_out.extend(in_use[next..end].iter().map(|entry| entry.3));
+            next = end;
+        }
+        (swapped_in, swapped_out)
     }
 }
 
@@ -438,6 +545,81 @@ mod tests {
         let cold = [output(1000, 0.0, 0.0)];
         let bits = allocator.allocate(&probed_tree(9000, 0.5, 900.0), &flush(&cold));
         assert!(bits[0] <= 2.0 + 1e-9, "{bits:?}");
+    }
+
+    #[test]
+    fn standby_filters_give_a_zero_optimum_output_a_skipped_filter() {
+        // The staying file is probed by empty lookups; the output only by lookups that find
+        // their key in it (z = 0), so its optimum is 0.
+        let tree = probed_tree(9000, 2.0, 900.0);
+        let files = [output(1000, 500.0, 500.0)];
+        let plain = MnemosynePlus::new(2.0).expect("valid");
+        assert_eq!(plain.allocate(&tree, &flush(&files))[0], 0.0);
+        let standby = MnemosynePlus::new(2.0)
+            .expect("valid")
+            .with_standby_filters(true);
+        let bits = standby.allocate(&tree, &flush(&files));
+        assert!(bits[0] > 0.0 && bits[0] <= 2.0, "{bits:?}");
+        assert!(standby.skipped.load().contains(&100), "it starts skipped");
+        assert!(standby.name().contains("standby"));
+    }
+
+    #[test]
+    fn a_refresh_swaps_a_valuable_standby_filter_for_less_valuable_ones_in_use() {
+        use crate::stats::merlin::{FileAccess, Inherited, Merlin};
+        use crate::version::tests::new_file;
+        use crate::version::{AccessHandle, VersionEdit};
+        // File 7: 4 bits per key, probed rarely. File 8: 2 bits per key, skipped, probed by
+        // every lookup lately (a full window of misses).
+        let mut cold = new_file(1, 1, 7, "a", "m");
+        (cold.entries, cold.bits_per_key) = (1000, 4.0);
+        let mut hot = new_file(2, 2, 8, "a", "z");
+        (hot.entries, hot.bits_per_key) = (1000, 2.0);
+        let edit = VersionEdit {
+            new_files: vec![cold, hot],
+            ..Default::default()
+        };
+        let tree = Version::default().apply(&edit, None).expect("valid tree");
+        let merlin = Arc::new(Merlin::default());
+        let accesses: Vec<Arc<FileAccess>> = (0..2)
+            .map(|_| Arc::new(FileAccess::from_inherited(Inherited::default())))
+            .collect();
+        for (index, (_, _, file)) in tree.files().enumerate() {
+            file.attach_access(AccessHandle {
+                file: Arc::clone(&accesses[index]),
+                merlin: Arc::clone(&merlin),
+            });
+        }
+        let number_of = |index: usize| tree.files().nth(index).map(|(_, _, f)| f.number());
+        let (cold_index, hot_index) = if number_of(0) == Some(7) {
+            (0, 1)
+        } else {
+            (1, 0)
+        };
+        for lookup in 0..2000u64 {
+            let ticket = merlin.begin_lookup();
+            accesses[hot_index].record(ticket.lookup_number, false);
+            if lookup % 100 == 0 {
+                accesses[cold_index].record(ticket.lookup_number, false);
+            }
+            merlin.end_lookup(ticket);
+        }
+        for standby in [false, true] {
+            let allocator = MnemosynePlus::new(3.0)
+                .expect("valid")
+                .with_standby_filters(standby);
+            allocator.skipped.store(Arc::new(HashSet::from([8])));
+            allocator
+                .constant
+                .store((-10.0f64).to_bits(), Ordering::Relaxed);
+            allocator.refresh(&tree);
+            let skipped = allocator.skipped.load();
+            if standby {
+                assert!(!skipped.contains(&8) && skipped.contains(&7), "{skipped:?}");
+            } else {
+                assert!(skipped.contains(&8) && !skipped.contains(&7), "{skipped:?}");
+            }
+        }
     }
 
     #[test]

@@ -49,6 +49,9 @@ impl StrataEngine {
             }
             FilterPolicyKind::Mnemosyne => Arc::new(Mnemosyne::new(config.bits_per_key)?),
             FilterPolicyKind::MnemosynePlus => Arc::new(MnemosynePlus::new(config.bits_per_key)?),
+            FilterPolicyKind::MnemosynePlusStandby => {
+                Arc::new(MnemosynePlus::new(config.bits_per_key)?.with_standby_filters(true))
+            }
             FilterPolicyKind::MnemosyneMin1 => Arc::new(
                 Mnemosyne::new(config.bits_per_key)?.with_variant(Variant::MinimumBitsPerKeyOne),
             ),
@@ -58,7 +61,11 @@ impl StrataEngine {
         // loaded data needs at the target file size plus 8 (level 0 and partial files).
         let mut cache_bytes = config.cache_bytes;
         let mut access_note = None;
-        if config.filter_policy == FilterPolicyKind::MnemosynePlus || config.access_statistics {
+        let merlin = matches!(
+            config.filter_policy,
+            FilterPolicyKind::MnemosynePlus | FilterPolicyKind::MnemosynePlusStandby
+        );
+        if merlin || config.access_statistics {
             let files = (config.expected_entries * config.entry_bytes)
                 .div_ceil(config.target_file_bytes.max(1))
                 + 8;
