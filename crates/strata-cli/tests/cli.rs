@@ -482,6 +482,16 @@ fn bench_on_a_given_db_settles_and_leaves_the_keys_behind() {
     assert!(results[1]["avg_bits_per_key"].as_f64().expect("number") > 9.0);
     // Lookups of present keys read data blocks; missing keys are mostly stopped by filters.
     assert!(results[1]["io_per_op"]["data"].as_f64().expect("number") > 0.0);
+    // Every block read is at least a few hundred bytes (4 KiB data blocks, whole filters).
+    let bytes = results[1]["read_bytes_per_op"].as_f64().expect("number");
+    let blocks: f64 = ["data", "index", "filter"]
+        .iter()
+        .map(|kind| results[1]["io_per_op"][kind].as_f64().expect("number"))
+        .sum();
+    assert!(
+        bytes >= 256.0 * blocks && bytes > 0.0,
+        "{bytes} bytes for {blocks} blocks"
+    );
     let false_positives = results[2]["false_positives_per_lookup"]
         .as_f64()
         .expect("number");

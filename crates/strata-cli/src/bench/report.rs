@@ -99,6 +99,9 @@ pub struct PhaseResult {
     pub latency_us: LatencyUs,
     /// Block reads per operation.
     pub io_per_op: IoPerOp,
+    /// Bytes of table blocks read from the file system per operation (`None`: the engine does
+    /// not count them).
+    pub read_bytes_per_op: Option<f64>,
     /// Data blocks read by point lookups from files that did not hold the key, per lookup
     /// (0 in phases without point lookups).
     pub unnecessary_data_reads_per_lookup: Option<f64>,
@@ -231,6 +234,7 @@ impl PhaseResult {
                 index: per_op(io.index_block_reads),
                 filter: per_op(io.filter_block_reads),
             },
+            read_bytes_per_op: per_op(io.read_bytes),
             unnecessary_data_reads_per_lookup: per_lookup(io.unnecessary_data_reads),
             false_positives_per_lookup: per_lookup(io.filter_false_positives),
             filter_probes_per_lookup: per_lookup(io.filter_probes),

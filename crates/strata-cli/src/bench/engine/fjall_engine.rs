@@ -527,6 +527,8 @@ impl Engine for FjallEngine {
             data_block_reads: Some(counts.data_block_reads),
             index_block_reads: Some(counts.index_block_reads),
             filter_block_reads: Some(counts.filter_block_reads),
+            // fjall's metrics count blocks, not bytes.
+            read_bytes: None,
             // Probes = negatives + false positives + true positives, and fjall does not count
             // the true positives (`Table::get` counts a query only when the filter rejects the
             // key or the table misses it; lsm-tree issue #246). The adapter cannot count them

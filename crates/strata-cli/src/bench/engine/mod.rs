@@ -113,6 +113,9 @@ pub struct EngineCounters {
     pub index_block_reads: Option<u64>,
     /// Filter blocks read from the file system.
     pub filter_block_reads: Option<u64>,
+    /// Bytes of table blocks read from the file system (Strata; RocksDB's and fjall's counters
+    /// do not include one).
+    pub read_bytes: Option<u64>,
     /// Filter probes.
     pub filter_probes: Option<u64>,
     /// Probes of files with a filter whose filter the allocator skipped (Strata).

@@ -215,6 +215,8 @@ impl Engine for RocksDbEngine {
             data_block_reads: Some(data),
             index_block_reads: Some(index),
             filter_block_reads: Some(filter),
+            // No ticker counts the bytes of block reads (the perf context does, per thread).
+            read_bytes: None,
             filter_probes: Some(useful + positive),
             filter_false_positives: Some(positive.saturating_sub(true_positive)),
             // RocksDB does not attribute data-block misses to lookups that missed the file.

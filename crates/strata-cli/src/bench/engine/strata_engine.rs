@@ -196,6 +196,7 @@ impl Engine for StrataEngine {
             data_block_reads: Some(io.data_block_reads_total()),
             index_block_reads: Some(io.index_block_reads_total()),
             filter_block_reads: Some(io.filter_block_reads_total()),
+            read_bytes: Some(io.read_bytes),
             filter_probes: Some(io.filter_probes_total()),
             filter_false_positives: Some(io.filter_false_positives_total()),
             unnecessary_data_reads: Some(io.unnecessary_data_reads_total()),
