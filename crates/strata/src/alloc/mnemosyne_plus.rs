@@ -294,7 +294,6 @@ impl FilterAllocator for MnemosynePlus {
         if self.standby && any_lookup {
             // Make room by value: if the outputs want more than the cap leaves, skip filters in
             // use that avoid fewer reads per bit than the outputs' filters would.
-            let c = DEFAULT_FPR_CONSTANT;
             let want: f64 = job
                 .outputs
                 .iter()
@@ -307,41 +306,31 @@ impl FilterAllocator for MnemosynePlus {
                 .zip(&wanted)
                 .map(|(output, bits)| {
                     let z = output.access.map_or(0.0, |estimate| estimate.z.max(0.0));
-                    z * (1.0 - (-bits * c).exp())
+                    avoided_reads(z, *bits)
                 })
                 .sum();
             let deficit = want - (allowed_bits - kept_bits);
             if deficit > 0.0 && want > 0.0 {
                 let density_out = gain / want;
-                let mut in_use: Vec<(f64, f64, f64, u64)> = kept
+                let mut in_use: Vec<FilterValue> = kept
                     .iter()
-                    .map(|(file, z)| {
-                        let bits = file_bits(file);
-                        let avoided = z * (1.0 - (-file.bits_per_key() * c).exp());
-                        (avoided / bits.max(1.0), avoided, bits, file.number())
-                    })
+                    .map(|(file, z)| FilterValue::of(file, *z))
                     .collect();
-                in_use.sort_by(|a, b| a.0.total_cmp(&b.0));
-                let (mut freed, mut lost, mut end) = (0.0, 0.0, 0);
-                while freed < deficit && end < in_use.len() && in_use[end].0 < 0.9 * density_out {
-                    freed += in_use[end].2;
-                    lost += in_use[end].1;
-                    end += 1;
-                }
+                in_use.sort_by(|a, b| a.per_bit.total_cmp(&b.per_bit));
+                let (end, freed, lost) = cheapest_to_free(&in_use, 0, deficit, 0.9 * density_out);
                 if end > 0 && lost < 0.9 * density_out * freed.min(deficit) {
                     kept_bits -= freed;
-                    skipped.extend(in_use[..end].iter().map(|entry| entry.3));
+                    skipped.extend(in_use[..end].iter().map(|value| value.file_number));
                 }
             }
         }
-        let bits = guard_outputs(
+        let mut bits = guard_outputs(
             self.variant,
             allowed_bits,
             &mut kept_bits,
             job.outputs,
             wanted,
         );
-        let mut bits = bits;
         if self.standby && any_lookup {
             let standby_bits = mnemosyne_bits.min(self.bits_per_key_target);
             for (output, given) in job.outputs.iter().zip(bits.iter_mut()) {
@@ -436,12 +425,6 @@ impl MnemosynePlus {
         constant: f64,
     ) -> (Vec<u64>, Vec<u64>) {
         let skipped = self.skipped.load();
-        // (avoided reads per bit, avoided reads, bits, file number)
-        let value = |file: &FileMetadata, z: f64| {
-            let bits = file_bits(file);
-            let avoided = z * (1.0 - (-file.bits_per_key() * DEFAULT_FPR_CONSTANT).exp());
-            (avoided / bits.max(1.0), avoided, bits, file.number())
-        };
         let mut in_use: Vec<_> = estimates
             .iter()
             .filter(|(file, _)| {
@@ -449,7 +432,7 @@ impl MnemosynePlus {
                     && !skipped.contains(&file.number())
                     && !newly_cold.contains(&file.number())
             })
-            .map(|(file, z)| value(file, *z))
+            .map(|(file, z)| FilterValue::of(file, *z))
             .collect();
         let mut waiting: Vec<_> = estimates
             .iter()
@@ -459,28 +442,76 @@ impl MnemosynePlus {
                     && window_is_full(file)
                     && !optimal_is_zero(constant, file.entries(), *z)
             })
-            .map(|(file, z)| value(file, *z))
+            .map(|(file, z)| FilterValue::of(file, *z))
             .collect();
-        in_use.sort_by(|a, b| a.0.total_cmp(&b.0));
-        waiting.sort_by(|a, b| b.0.total_cmp(&a.0));
+        in_use.sort_by(|a, b| a.per_bit.total_cmp(&b.per_bit));
+        waiting.sort_by(|a, b| b.per_bit.total_cmp(&a.per_bit));
         let (mut swapped_in, mut swapped_out) = (Vec::new(), Vec::new());
         let mut next = 0;
-        for (density, avoided, bits, number) in waiting {
-            let (mut freed, mut lost, mut end) = (0.0, 0.0, next);
-            while freed < bits && end < in_use.len() && in_use[end].0 < density {
-                freed += in_use[end].2;
-                lost += in_use[end].1;
-                end += 1;
-            }
-            if freed < bits || lost >= 0.9 * avoided {
+        for candidate in waiting {
+            let (end, freed, lost) =
+                cheapest_to_free(&in_use, next, candidate.bits, candidate.per_bit);
+            if freed < candidate.bits || lost >= 0.9 * candidate.avoided {
                 break;
             }
-            swapped_in.push(number);
-            swapped_out.extend(in_use[next..end].iter().map(|entry| entry.3));
+            swapped_in.push(candidate.file_number);
+            swapped_out.extend(in_use[next..end].iter().map(|value| value.file_number));
             next = end;
         }
         (swapped_in, swapped_out)
     }
+}
+
+/// Empty probes a filter of `bits_per_key` avoids for a file probed `z` times by lookups that do
+/// not find their key there (SPEC §1's false-positive model).
+fn avoided_reads(z: f64, bits_per_key: f64) -> f64 {
+    z * (1.0 - (-bits_per_key * DEFAULT_FPR_CONSTANT).exp())
+}
+
+/// A file's filter priced by what it saves: standby filters keep the filters worth the most
+/// avoided reads per bit under the cap.
+#[derive(Debug, Clone, Copy)]
+struct FilterValue {
+    per_bit: f64,
+    avoided: f64,
+    bits: f64,
+    file_number: u64,
+}
+
+impl FilterValue {
+    fn of(file: &FileMetadata, z: f64) -> Self {
+        let bits = file_bits(file);
+        let avoided = avoided_reads(z, file.bits_per_key());
+        FilterValue {
+            per_bit: avoided / bits.max(1.0),
+            avoided,
+            bits,
+            file_number: file.number(),
+        }
+    }
+}
+
+/// From `in_use[start..]` (sorted by value per bit, lowest first), takes filters worth less than
+/// `below` per bit until `needed` bits are freed or none is left: returns the end of the taken
+/// range, the bits freed and the avoided reads lost.
+fn cheapest_to_free(
+    in_use: &[FilterValue],
+    start: usize,
+    needed: f64,
+    below: f64,
+) -> (usize, f64, f64) {
+    let (mut end, mut freed, mut lost) = (start, 0.0, 0.0);
+    while freed < needed {
+        match in_use.get(end) {
+            Some(value) if value.per_bit < below => {
+                freed += value.bits;
+                lost += value.avoided;
+                end += 1;
+            }
+            _ => break,
+        }
+    }
+    (end, freed, lost)
 }
 
 /// True once a file's window holds `w` probes (SPEC §4), so its estimate rests on its own recent
