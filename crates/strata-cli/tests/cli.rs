@@ -690,6 +690,15 @@ fn peers_run_the_same_workloads() {
         let results = report["results"].as_array().expect("results");
         assert_eq!(results.len(), 4);
         assert!(results.iter().all(|r| r["engine"] == engine));
+        // RocksDB's perf context counts the bytes its lookups read; fjall has no such counter.
+        for result in results {
+            let bytes = &result["read_bytes_per_op"];
+            if engine == "rocksdb" {
+                assert!(bytes.as_f64().is_some_and(|b| b >= 0.0), "{result}");
+            } else {
+                assert!(bytes.is_null(), "{result}");
+            }
+        }
     }
 }
 

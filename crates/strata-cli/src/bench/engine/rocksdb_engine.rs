@@ -6,10 +6,19 @@
 //! (`rocksdb.bloom.filter.useful` = negatives, `.full.positive` − `.full.true.positive` = false
 //! positives), and bytes written by the user, flushes and compactions. Tickers cannot be reset, so
 //! the engine keeps a baseline and reports differences.
+//!
+//! Bytes of blocks read come from RocksDB's perf context (`block_read_byte`, counted at
+//! `PerfStatsLevel::EnableCount`), which no ticker has. The perf context is per thread: the
+//! engine enables it and reads it on the thread that opened the database, which is the thread the
+//! benchmark runs its measured operations and reads its counters on (`readwhilewriting`'s
+//! background writer only writes, and writes read no blocks; flushes and compactions run on
+//! RocksDB's own threads and are not counted, as Strata counts only its lookups' and scans' block
+//! reads in `read_bytes`).
 
 use std::path::Path;
 use std::sync::Mutex;
 
+use rocksdb::perf::{PerfContext, PerfMetric, PerfStatsLevel};
 use rocksdb::statistics::Ticker;
 use rocksdb::{
     BlockBasedOptions, Cache, DBCompactionStyle, DBCompressionType, Direction, IteratorMode,
@@ -48,6 +57,8 @@ pub struct RocksDbEngine {
     /// Holds the statistics object the tickers are read from.
     options: Options,
     baseline: Mutex<Baseline>,
+    /// `block_read_byte` of the opening thread's perf context at the last reset.
+    read_bytes_baseline: Mutex<u64>,
     settings: Vec<String>,
 }
 
@@ -116,11 +127,17 @@ impl RocksDbEngine {
             "index and filter blocks in the block cache (cache_index_and_filter_blocks true)".to_string()
         });
         settings.push("WAL on, sync false (RocksDB's default WriteOptions)".to_string());
+        rocksdb::perf::set_perf_stats(PerfStatsLevel::EnableCount);
+        settings.push(
+            "perf level EnableCount on the benchmark thread (bytes of block reads from the perf context)"
+                .to_string(),
+        );
         let db = DB::open(&options, dir).map_err(peer_error)?;
         let engine = RocksDbEngine {
             db,
             options,
             baseline: Mutex::new([0; TICKERS.len()]),
+            read_bytes_baseline: Mutex::new(0),
             settings,
         };
         engine.reset_counters();
@@ -129,6 +146,11 @@ impl RocksDbEngine {
 
     fn tickers(&self) -> Baseline {
         std::array::from_fn(|i| self.options.get_ticker_count(TICKERS[i]))
+    }
+
+    /// Bytes of blocks this thread has read (its perf context; see the module's doc).
+    fn block_read_bytes() -> u64 {
+        PerfContext::default().metric(PerfMetric::BlockReadByte)
     }
 }
 
@@ -211,12 +233,15 @@ impl Engine for RocksDbEngine {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let delta: Baseline = std::array::from_fn(|i| now[i].saturating_sub(base[i]));
         let [data, index, filter, useful, positive, true_positive, user, flush, compact] = delta;
+        let read_bytes_base = *self
+            .read_bytes_baseline
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         EngineCounters {
             data_block_reads: Some(data),
             index_block_reads: Some(index),
             filter_block_reads: Some(filter),
-            // No ticker counts the bytes of block reads (the perf context does, per thread).
-            read_bytes: None,
+            read_bytes: Some(Self::block_read_bytes().saturating_sub(read_bytes_base)),
             filter_probes: Some(useful + positive),
             filter_false_positives: Some(positive.saturating_sub(true_positive)),
             // RocksDB does not attribute data-block misses to lookups that missed the file.
@@ -235,6 +260,10 @@ impl Engine for RocksDbEngine {
             .baseline
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = self.tickers();
+        *self
+            .read_bytes_baseline
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Self::block_read_bytes();
     }
 
     fn shape(&self) -> TreeShape {
