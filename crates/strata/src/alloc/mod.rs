@@ -31,6 +31,14 @@ use std::fmt::Debug;
 use crate::stats::merlin::AccessEstimate;
 use crate::version::{FileMetadata, Version};
 
+/// The most bits per key a file's filter can hold when the allocator's budget (the module size,
+/// SPEC §1) is `bits_per_key_budget`: six modules, the last at most 64 bits per key. An allocation
+/// above it (a solver's optimum for a tiny, hot file) builds this much; `FileMetadata::bits_per_key`
+/// records what was built.
+pub fn max_file_bits_per_key(bits_per_key_budget: f64) -> f64 {
+    crate::filter::modular::max_bits_per_key(bits_per_key_budget)
+}
+
 /// How often (in recorded lookups) the engine calls [`FilterAllocator::refresh`].
 pub const REFRESH_EVERY_LOOKUPS: u64 = 1024;
 

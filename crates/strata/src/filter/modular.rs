@@ -109,6 +109,18 @@ pub(crate) fn module_bits_per_key(bits_per_key: f64, module_bits_per_key: f64) -
     plan
 }
 
+/// The most bits per key a file's filter holds when modules hold `module_bits_per_key` (the sum
+/// of [`module_bits_per_key`]'s plan for an unbounded request): [`MAX_MODULES`] modules, the last
+/// clamped to [`MAX_BITS_PER_KEY`]; one filter of at most [`MAX_BITS_PER_KEY`] when splitting is
+/// disabled. A solver's optimum can exceed it for a tiny, hot file; the file gets this much.
+pub(crate) fn max_bits_per_key(module_bits_per_key: f64) -> f64 {
+    if !(module_bits_per_key.is_finite() && module_bits_per_key > 0.0) {
+        return MAX_BITS_PER_KEY;
+    }
+    let module = module_bits_per_key.min(MAX_BITS_PER_KEY);
+    (MAX_MODULES - 1) as f64 * module + MAX_BITS_PER_KEY
+}
+
 /// The combined FPR of independent modules: the product of their FPRs (SPEC §1). A lookup of an
 /// absent key passes the file's filter only if every module says "maybe".
 #[allow(
@@ -183,6 +195,23 @@ pub(crate) fn decode_index(bytes: &[u8]) -> Result<Vec<BlockHandle>, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_most_a_file_holds_is_what_the_split_builds_for_any_request() {
+        // Module sizes are filter budgets, at most 64 bits per key (`Uniform::MAX_BITS_PER_KEY`).
+        for module in [0.0, f64::NAN, 0.5, 2.0, 5.0, 7.5, 64.0] {
+            let most = max_bits_per_key(module);
+            for asked in [0.5, 1.0, 2.0, 9.9, 30.0, 73.0, 74.0, 200.0, 1e6] {
+                let built: f64 = module_bits_per_key(asked, module).iter().sum();
+                assert!(
+                    (built - asked.min(most)).abs() < 1e-9,
+                    "module {module}, asked {asked}: built {built}, most {most}"
+                );
+            }
+        }
+        assert_eq!(max_bits_per_key(2.0), 74.0);
+        assert_eq!(max_bits_per_key(0.0), MAX_BITS_PER_KEY);
+    }
+
     use super::*;
     use crate::filter::bloom::false_positive_rate;
     use proptest::prelude::*;
