@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issue 5 measurements (docs/BENCHMARKS.md, "Filter allocation under memory pressure"). Release, seed 42, medians of 3.
 set -x
-# Usage: scripts/issue5_measurements.sh [OUT_DIR]   (needs `apt-get install libclang-dev valgrind`; about 3 hours)
+# Usage: scripts/issue5_measurements.sh [OUT_DIR]   (needs `apt-get install libclang-dev valgrind`; about 4 hours)
 cd "$(dirname "$0")/.."
 cargo build --release -p strata-cli
 CARGO_TARGET_DIR=target/peers cargo build --release -p strata-cli --features peers
@@ -30,8 +30,19 @@ for r in 1 2 3; do
   $S bench --workloads fillrandom,readrandom --num 1000000 --reads 1000000 --settle --cache-bytes 512MiB --json $OUT/merlin_off_$r.json > $OUT/merlin_off_$r.txt 2>&1
   $S bench --workloads fillrandom,readrandom --num 1000000 --reads 1000000 --settle --cache-bytes 512MiB --access-statistics --json $OUT/merlin_on_$r.json > $OUT/merlin_on_$r.txt 2>&1
 done
-# 5. Overheads: fillrandom with the Mnemosyne policies vs uniform.
-$S bench --workloads fillrandom --num 1000000 --bits-per-key 2 --filter-policy uniform,mnemosyne,mnemosyne-plus --compare --runs 3 --json $OUT/overhead_fill.json > $OUT/overhead_fill.txt 2>&1
+# 5. Overheads: fillrandom with the Mnemosyne policies vs uniform (default buffer, then 2 MiB buffers: many more allocations).
+$S bench --workloads fillrandom --num 1000000 --bits-per-key 2 --filter-policy uniform,mnemosyne,mnemosyne-plus --compare --runs 5 --json $OUT/overhead_fill.json > $OUT/overhead_fill.txt 2>&1
+$S bench --workloads fillrandom --num 1000000 --bits-per-key 2 --filter-policy uniform,mnemosyne,mnemosyne-plus --compare --runs 5 --write-buffer-bytes 2MiB --target-file-bytes 2MiB --settle --json $OUT/overhead_fill_2m.json > $OUT/overhead_fill_2m.txt 2>&1
+# ... and in instructions (the policies' own functions; compaction work varies with timing).
+for p in uniform mnemosyne mnemosyne-plus; do
+  valgrind --tool=callgrind --callgrind-out-file=$OUT/cg_fill.$p.out $S bench --workloads fillrandom --num 200000 --bits-per-key 2 --filter-policy $p --write-buffer-bytes 1MiB --target-file-bytes 1MiB --settle > $OUT/cg_fill.$p.txt 2>&1
+  callgrind_annotate --inclusive=yes $OUT/cg_fill.$p.out | grep -E 'PROGRAM TOTALS|FilterAllocator>::allocate|stats/merlin.rs:strata::compaction|save_access_statistics|executor::run_compaction \[' > $OUT/cg_fill.$p.total
+done
+# 3. Type II from a fresh load per f0 (the paper's protocol), where the sequential phases showed Mnemosyne+ behind Mnemosyne.
+for cell in uniform:1:2 uniform:1:3 uniform:1:4 uniform:1:5 uniform:1:6 uniform:1:7 uniform:0.5:3 uniform:0.5:5 uniform:0.5:7 normal:0.5:7; do
+  IFS=: read dist f0 bpk <<< "$cell"
+  $P bench --preset paper-mnemosyne --workloads load,mnemosyne-ii:$f0 --reads 150000 --bits-per-key $bpk --engines strata,rocksdb --filter-policy uniform,mnemosyne,mnemosyne-plus,mnemosyne-plus-first-come --distribution $dist --compare --runs 3 --write-buffer-bytes 2MiB --target-file-bytes 2MiB --json $OUT/fresh_${dist}_${f0}_$bpk.json > $OUT/fresh_${dist}_${f0}_$bpk.txt 2>&1
+done
 # 2. Evolving tree (Fig. 11): type I at 1/200 scale, 2/4/6 bits/key, top-down and bottom-up growth.
 $S bench --workloads load,mnemosyne-i --scale 0.005 --key-size 32 --value-size 96 --size-ratio 4 --bits-per-key 2,4,6 --filter-policy uniform,monkey,mnemosyne,mnemosyne-plus --compaction leveling,leveling-dynamic --compare --runs 3 --write-buffer-bytes 512KiB --target-file-bytes 512KiB --cache-fraction 0.05 --direct-reads --sample-every 25000 --json $OUT/typeI.json --plot $OUT/typeI.svg > $OUT/typeI.txt 2>&1
 echo ALL DONE

@@ -76,11 +76,12 @@ pub enum FilterPolicyKind {
     /// Mnemosyne with the paper's minimum-1-bit solver variant and rounding (SPEC §2, §3.3).
     MnemosyneMin1,
     /// Mnemosyne+ (SPEC §3.4): per-file allocation from Merlin's access statistics (SPEC §4),
-    /// whose memory is taken from the block cache.
+    /// whose memory is taken from the block cache, with Strata's standby filters (filters in use
+    /// chosen by value under the cap; `MnemosynePlus::with_standby_filters`).
     MnemosynePlus,
-    /// Mnemosyne+ with standby filters (experimental, `MnemosynePlus::with_standby_filters`):
-    /// files whose optimum is 0 still get a skipped filter that can be swapped in later.
-    MnemosynePlusStandby,
+    /// Mnemosyne+ with SPEC §3.4's first-come budget guard instead of standby filters (what
+    /// `mnemosyne-plus` was before session 4), for comparison.
+    MnemosynePlusFirstCome,
 }
 
 impl FilterPolicyKind {
@@ -92,7 +93,7 @@ impl FilterPolicyKind {
             FilterPolicyKind::Mnemosyne => "mnemosyne",
             FilterPolicyKind::MnemosyneMin1 => "mnemosyne-min1",
             FilterPolicyKind::MnemosynePlus => "mnemosyne-plus",
-            FilterPolicyKind::MnemosynePlusStandby => "mnemosyne-plus-standby",
+            FilterPolicyKind::MnemosynePlusFirstCome => "mnemosyne-plus-first-come",
         }
     }
 }

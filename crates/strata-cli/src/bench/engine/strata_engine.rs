@@ -49,8 +49,8 @@ impl StrataEngine {
             }
             FilterPolicyKind::Mnemosyne => Arc::new(Mnemosyne::new(config.bits_per_key)?),
             FilterPolicyKind::MnemosynePlus => Arc::new(MnemosynePlus::new(config.bits_per_key)?),
-            FilterPolicyKind::MnemosynePlusStandby => {
-                Arc::new(MnemosynePlus::new(config.bits_per_key)?.with_standby_filters(true))
+            FilterPolicyKind::MnemosynePlusFirstCome => {
+                Arc::new(MnemosynePlus::new(config.bits_per_key)?.with_standby_filters(false))
             }
             FilterPolicyKind::MnemosyneMin1 => Arc::new(
                 Mnemosyne::new(config.bits_per_key)?.with_variant(Variant::MinimumBitsPerKeyOne),
@@ -63,7 +63,7 @@ impl StrataEngine {
         let mut access_note = None;
         let merlin = matches!(
             config.filter_policy,
-            FilterPolicyKind::MnemosynePlus | FilterPolicyKind::MnemosynePlusStandby
+            FilterPolicyKind::MnemosynePlus | FilterPolicyKind::MnemosynePlusFirstCome
         );
         if merlin || config.access_statistics {
             let files = (config.expected_entries * config.entry_bytes)
