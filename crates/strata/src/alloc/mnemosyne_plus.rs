@@ -36,7 +36,8 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 
 use super::mnemosyne::{
-    admit_returning, file_bits, guard_outputs, solve_runs, validated_target, Overuse,
+    admit_returning, file_bits, guard_outputs, skip_until_under_cap, solve_runs, validated_target,
+    Overuse,
 };
 use super::solver::{Item, Problem, Variant, DEFAULT_FPR_CONSTANT};
 use super::{FilterAllocator, FilterJob, NewFile, Uniform};
@@ -368,24 +369,10 @@ impl FilterAllocator for MnemosynePlus {
         if self.constant().is_nan() {
             return; // cold start: nothing is skipped until a job solves with lookups recorded
         }
-        let estimates: Vec<(&Arc<FileMetadata>, f64)> = tree
-            .files()
-            .map(|(_, _, file)| {
-                let z = file.access_estimate().map_or(0.0, |estimate| estimate.z);
-                (file, z.max(0.0))
-            })
-            .collect();
-        let items = estimates
-            .iter()
-            .map(|(file, z)| Item::new(file.entries(), *z))
-            .collect();
-        let Ok(problem) = Problem::with_bits_per_key(items, self.bits_per_key_target) else {
+        let estimates = current_estimates(tree);
+        let Some(constant) = self.solve_constant(&estimates) else {
             return;
         };
-        let Some(constant) = problem.variant(self.variant).solve().constant() else {
-            return;
-        };
-        self.constant.store(constant.to_bits(), Ordering::Relaxed);
         let newly_cold: Vec<u64> = estimates
             .iter()
             .filter(|(file, z)| {
@@ -418,9 +405,66 @@ impl FilterAllocator for MnemosynePlus {
     fn skip_filter(&self, _run_id: u64, file: &FileMetadata) -> bool {
         file.bits_per_key() > 0.0 && self.skipped.load().contains(&file.number())
     }
+
+    /// After a restart the skipped set (in memory only) is empty, and every filter the tree
+    /// holds (standby filters included) would count and be probed. Re-derive it from the
+    /// restored estimates: skip the filters whose optimum is 0 (as a job would; no lookup
+    /// recorded yet means cold start, nothing skipped for that), then, if the filters in use are
+    /// still over the cap, skip those worth the fewest avoided reads per bit until they fit.
+    fn restore(&self, tree: &Version) {
+        let estimates = current_estimates(tree);
+        let any_lookup = estimates.iter().any(|(file, _)| {
+            file.access_estimate()
+                .is_some_and(|estimate| estimate.q > 0.0)
+        });
+        let mut skipped = HashSet::new();
+        if any_lookup {
+            if let Some(constant) = self.solve_constant(&estimates) {
+                skipped.extend(
+                    estimates
+                        .iter()
+                        .filter(|(file, z)| {
+                            file.bits_per_key() > 0.0
+                                && optimal_is_zero(constant, file.entries(), *z)
+                        })
+                        .map(|(file, _)| file.number()),
+                );
+            }
+        }
+        let z_of: std::collections::HashMap<u64, f64> = estimates
+            .iter()
+            .map(|(file, z)| (file.number(), *z))
+            .collect();
+        skip_until_under_cap(tree, self.cap(), &mut skipped, |file| {
+            FilterValue::of(file, z_of.get(&file.number()).copied().unwrap_or(0.0)).per_bit
+        });
+        self.skipped.store(Arc::new(skipped));
+    }
+}
+
+/// Every live file with Merlin's current `z` estimate (0 for a file without statistics).
+fn current_estimates(tree: &Version) -> Vec<(&Arc<FileMetadata>, f64)> {
+    tree.files()
+        .map(|(_, _, file)| {
+            let z = file.access_estimate().map_or(0.0, |estimate| estimate.z);
+            (file, z.max(0.0))
+        })
+        .collect()
 }
 
 impl MnemosynePlus {
+    /// Solves SPEC §2 over the files' estimates and records its `C` (the skip threshold).
+    fn solve_constant(&self, estimates: &[(&Arc<FileMetadata>, f64)]) -> Option<f64> {
+        let items = estimates
+            .iter()
+            .map(|(file, z)| Item::new(file.entries(), *z))
+            .collect();
+        let problem = Problem::with_bits_per_key(items, self.bits_per_key_target).ok()?;
+        let constant = problem.variant(self.variant).solve().constant()?;
+        self.constant.store(constant.to_bits(), Ordering::Relaxed);
+        Some(constant)
+    }
+
     /// Standby filters' refresh (see [`MnemosynePlus::with_standby_filters`]): skipped filters
     /// with a full window and a non-zero optimum, most valuable first, replace filters in use
     /// of lower value (avoided reads per bit, `z (1 - fpr(b)) / (b n)`), as long as the replaced
@@ -472,7 +516,7 @@ impl MnemosynePlus {
 
 /// Empty probes a filter of `bits_per_key` avoids for a file probed `z` times by lookups that do
 /// not find their key there (SPEC §1's false-positive model).
-fn avoided_reads(z: f64, bits_per_key: f64) -> f64 {
+pub(super) fn avoided_reads(z: f64, bits_per_key: f64) -> f64 {
     z * (1.0 - (-bits_per_key * DEFAULT_FPR_CONSTANT).exp())
 }
 
@@ -738,6 +782,68 @@ mod tests {
         );
         // The bits in use stay under the cap: the output's alone.
         assert!(bits * 1000.0 <= 2.4 * 10_000.0 + 1e-6);
+    }
+
+    #[test]
+    fn a_restart_rederives_the_skipped_filters_within_the_cap() {
+        use crate::stats::merlin::{FileAccess, Inherited, Merlin};
+        use crate::version::tests::new_file;
+        use crate::version::{AccessHandle, VersionEdit};
+        // Recovered: file 1 probed by every empty lookup, file 2 by a few, file 3 only by
+        // lookups that find their keys (z = 0, a standby filter); 4 bits per key each, 4.0 in
+        // all over a cap of 2.4 with nothing skipped.
+        let specs = [
+            (1, 1, "a", "z", 2_000.0),
+            (2, 2, "a", "m", 200.0),
+            (3, 2, "n", "z", 0.0),
+        ];
+        let edit = VersionEdit {
+            new_files: specs
+                .iter()
+                .map(|&(number, level, lo, hi, _)| {
+                    let mut file = new_file(level, level as u64, number, lo, hi);
+                    (file.entries, file.file_bytes, file.bits_per_key) = (2_000, 200_000, 4.0);
+                    file
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let tree = Version::default().apply(&edit, None).expect("valid tree");
+        let merlin = Arc::new(Merlin::default());
+        for (_, _, file) in tree.files() {
+            let z = specs
+                .iter()
+                .find(|spec| spec.0 == file.number())
+                .map_or(0.0, |spec| spec.4);
+            file.attach_access(AccessHandle {
+                file: Arc::new(FileAccess::from_inherited(Inherited {
+                    q_prime: z + 100.0,
+                    x_prime: 100.0,
+                    naive_q: z + 100.0,
+                    naive_x: 100.0,
+                })),
+                merlin: Arc::clone(&merlin),
+            });
+        }
+        let allocator = MnemosynePlus::new(2.0).expect("valid");
+        allocator.restore(&tree);
+        let skipped = |number: u64| {
+            tree.files()
+                .any(|(_, run, file)| file.number() == number && allocator.skip_filter(run, file))
+        };
+        assert!(skipped(3), "its optimum is 0");
+        assert!(!skipped(1), "the most valuable filter stays in use");
+        assert!(skipped(2), "16,000 bits in use is over the cap's 14,400");
+        let in_use: f64 = tree
+            .files()
+            .filter(|(_, _, file)| !skipped(file.number()))
+            .map(|(_, _, file)| file_bits(file))
+            .sum();
+        assert!(in_use <= allocator.cap() * 6_000.0 + 1e-6, "{in_use}");
+        assert!(
+            !allocator.constant().is_nan(),
+            "the skip threshold is solved again"
+        );
     }
 
     #[test]

@@ -146,6 +146,12 @@ pub trait FilterAllocator: Send + Sync + Debug {
     /// block; may take as long as one solve. The default does nothing.
     fn refresh(&self, _tree: &Version) {}
 
+    /// Called once when a database opens, with the recovered tree (Merlin's statistics restored,
+    /// before any lookup): a policy whose query-time decisions live only in memory (which filters
+    /// are skipped) re-derives them here, and must leave the filters in use within its cap. The
+    /// default does nothing.
+    fn restore(&self, _tree: &Version) {}
+
     /// True if the policy needs per-file access statistics (Merlin, SPEC §4): the engine then
     /// keeps them whatever `Options::access_statistics` says.
     fn needs_access_statistics(&self) -> bool {

@@ -214,6 +214,9 @@ pub(crate) fn open(
         edit.new_files.push(file);
     }
     versions.log_and_apply(edit)?;
+    // Which filters lookups skip is not persisted: the allocator re-derives it from the recovered
+    // tree and statistics before the first lookup, within its cap.
+    options.filter_allocator.restore(&versions.current());
     counters.reset();
 
     let block_cache = Arc::new(BlockCache::new(options.block_cache_bytes));
