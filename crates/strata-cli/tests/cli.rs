@@ -783,3 +783,36 @@ fn read_commands_do_not_compact_the_database() {
     );
     assert_eq!(db.get("key3").expect("get").as_deref(), Some(&b"value"[..]));
 }
+
+/// A workload list that repeats a phase ("lookups, write burst, lookups") compares each
+/// occurrence on its own: the medians are not taken over both phases together.
+#[test]
+fn a_repeated_phase_is_compared_per_occurrence() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("repeat.json");
+    let output = ok(&[
+        "bench",
+        "--workloads",
+        "fillrandom,readmissing,overwrite,readmissing",
+        "--num",
+        "3000",
+        "--reads",
+        "2000",
+        "--compare",
+        "--runs",
+        "2",
+        "--json",
+        path_str(&json),
+    ]);
+    assert!(output.contains("readmissing#2"), "{output}");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON")).expect("valid");
+    let medians = report["medians"].as_array().expect("medians");
+    let lookups: Vec<u64> = medians
+        .iter()
+        .filter(|row| row["phase"] == "readmissing")
+        .map(|row| row["occurrence"].as_u64().expect("occurrence"))
+        .collect();
+    assert_eq!(lookups, vec![1, 2]);
+    assert!(medians.iter().all(|row| row["runs"] == 2), "{medians:?}");
+}

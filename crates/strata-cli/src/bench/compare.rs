@@ -22,6 +22,9 @@ pub struct MedianRow {
     pub compaction: &'static str,
     /// The phase.
     pub phase: Workload,
+    /// Which occurrence of `phase` in the workload list (1-based): `--workloads
+    /// load,readmissing,overwrite,readmissing` has two `readmissing` phases, compared apart.
+    pub occurrence: usize,
     /// Runs the medians are taken over.
     pub runs: usize,
     /// Median operations per second.
@@ -73,19 +76,32 @@ fn ratio(value: Option<f64>, base: Option<f64>) -> Option<f64> {
 /// Medians per (configuration, phase), configurations in the order given, phases in run order;
 /// ratios against the first configuration.
 pub fn medians(variants: &[Variant], results: &[PhaseResult]) -> Vec<MedianRow> {
-    let mut phases: Vec<Workload> = Vec::new();
-    for result in results {
-        if !phases.contains(&result.phase) {
-            phases.push(result.phase);
+    // A phase is its workload and its occurrence in the run's sequence (results are in run
+    // order, so the n-th result of a workload in one configuration's run is its n-th phase).
+    let mut seen: Vec<(&str, usize, Workload)> = Vec::new();
+    let keyed: Vec<((Workload, usize), &PhaseResult)> = results
+        .iter()
+        .map(|result| {
+            let key = (result.configuration.as_str(), result.run, result.phase);
+            let occurrence = 1 + seen.iter().filter(|&&earlier| earlier == key).count();
+            seen.push(key);
+            ((result.phase, occurrence), result)
+        })
+        .collect();
+    let mut phases: Vec<(Workload, usize)> = Vec::new();
+    for (phase, _) in &keyed {
+        if !phases.contains(phase) {
+            phases.push(*phase);
         }
     }
     let mut rows: Vec<MedianRow> = Vec::new();
     for variant in variants {
         let label = variant.label();
-        for &phase in &phases {
-            let runs: Vec<&PhaseResult> = results
+        for &(phase, occurrence) in &phases {
+            let runs: Vec<&PhaseResult> = keyed
                 .iter()
-                .filter(|r| r.configuration == label && r.phase == phase)
+                .filter(|(key, r)| r.configuration == label && *key == (phase, occurrence))
+                .map(|(_, r)| *r)
                 .collect();
             if runs.is_empty() {
                 continue;
@@ -97,6 +113,7 @@ pub fn medians(variants: &[Variant], results: &[PhaseResult]) -> Vec<MedianRow> 
                 filter_policy: variant.filter_policy.name(),
                 compaction: variant.compaction.name(),
                 phase,
+                occurrence,
                 runs: runs.len(),
                 ops_per_sec: of(&|r| Some(r.ops_per_sec)).unwrap_or(0.0),
                 ops_per_sec_ratio: None,
@@ -115,13 +132,14 @@ pub fn medians(variants: &[Variant], results: &[PhaseResult]) -> Vec<MedianRow> 
     let Some(first) = variants.first().map(Variant::label) else {
         return rows;
     };
-    let bases: Vec<(Workload, f64, Option<f64>)> = rows
+    let bases: Vec<((Workload, usize), f64, Option<f64>)> = rows
         .iter()
         .filter(|r| r.configuration == first)
-        .map(|r| (r.phase, r.ops_per_sec, r.data_io_per_op))
+        .map(|r| ((r.phase, r.occurrence), r.ops_per_sec, r.data_io_per_op))
         .collect();
     for row in &mut rows {
-        if let Some(&(_, ops, data)) = bases.iter().find(|(phase, _, _)| *phase == row.phase) {
+        let key = (row.phase, row.occurrence);
+        if let Some(&(_, ops, data)) = bases.iter().find(|(phase, _, _)| *phase == key) {
             row.ops_per_sec_ratio = ratio(Some(row.ops_per_sec), Some(ops));
             row.data_io_ratio = ratio(row.data_io_per_op, data);
         }
@@ -158,7 +176,11 @@ pub fn write_table(out: &mut dyn Write, rows: &[MedianRow], runs: usize) -> io::
             out,
             "{:<32} {:<16} {:>10.0} {:>7} {:>8.2} {:>8.2} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6}",
             row.configuration,
-            row.phase.name(),
+            if row.occurrence > 1 {
+                format!("{}#{}", row.phase.name(), row.occurrence)
+            } else {
+                row.phase.name()
+            },
             row.ops_per_sec,
             optional(row.ops_per_sec_ratio, 2),
             row.latency_p50_us,
