@@ -682,15 +682,20 @@ mod tests {
         assert!(bits[0] <= 2.0 + 1e-9, "{bits:?}");
     }
 
+    /// Mnemosyne+ with SPEC §3.4's first-come guard instead of standby filters.
+    fn first_come() -> MnemosynePlus {
+        MnemosynePlus::new(2.0)
+            .expect("valid")
+            .with_standby_filters(false)
+    }
+
     #[test]
     fn standby_filters_give_a_zero_optimum_output_a_skipped_filter() {
         // The staying file is probed by empty lookups; the output only by lookups that find
         // their key in it (z = 0), so its optimum is 0.
         let tree = probed_tree(9000, 2.0, 900.0);
         let files = [output(1000, 500.0, 500.0)];
-        let plain = MnemosynePlus::new(2.0)
-            .expect("valid")
-            .with_standby_filters(false);
+        let plain = first_come();
         assert_eq!(plain.allocate(&tree, &flush(&files))[0], 0.0);
         assert!(plain.name().contains("first-come"), "{}", plain.name());
         // Standby filters are the default.
@@ -765,9 +770,7 @@ mod tests {
         // probed rarely (z = 90); the output is probed by every lookup (z = 1,000).
         let tree = probed_tree(9000, 2.6, 90.0);
         let files = [output(1000, 1000.0, 0.0)];
-        let plain = MnemosynePlus::new(2.0)
-            .expect("valid")
-            .with_standby_filters(false);
+        let plain = first_come();
         let squeezed = plain.allocate(&tree, &flush(&files))[0];
         assert!(
             (squeezed - 0.6).abs() < 1e-6,
