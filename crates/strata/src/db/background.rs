@@ -89,21 +89,83 @@ pub(crate) fn finish_level0_table(
 
 pub(crate) fn spawn_threads(inner: &Arc<DbInner>) -> Result<()> {
     let mut threads = inner.threads.lock();
-    for (name, body) in [
-        ("strata-flush", flush_loop as fn(Arc<DbInner>)),
-        ("strata-compaction", compaction_loop as fn(Arc<DbInner>)),
+    for (thread, body) in [
+        (BackgroundThread::Flush, flush_loop as fn(&DbInner)),
+        (
+            BackgroundThread::Compaction,
+            compaction_loop as fn(&DbInner),
+        ),
     ] {
         let inner = Arc::clone(inner);
         let handle = std::thread::Builder::new()
-            .name(name.into())
-            .spawn(move || body(inner))
+            .name(thread.name().into())
+            .spawn(move || {
+                let _exit = ThreadExit {
+                    inner: &inner,
+                    thread,
+                };
+                body(&inner)
+            })
             .map_err(|e| Error::io("starting a background thread", e))?;
         threads.push(handle);
     }
     Ok(())
 }
 
-fn flush_loop(inner: Arc<DbInner>) {
+#[derive(Clone, Copy, Debug)]
+enum BackgroundThread {
+    Flush,
+    Compaction,
+}
+
+impl BackgroundThread {
+    fn name(self) -> &'static str {
+        match self {
+            BackgroundThread::Flush => "strata-flush",
+            BackgroundThread::Compaction => "strata-compaction",
+        }
+    }
+}
+
+/// Runs when a background thread ends, normally or by a panic (in a user-supplied policy or
+/// allocator, or a bug): a panic becomes the background error, so writers and `flush` callers
+/// stop waiting; the compaction thread's tickets are answered, so no `compact` caller waits for a
+/// thread that is gone; and every waiter is woken.
+struct ThreadExit<'a> {
+    inner: &'a DbInner,
+    thread: BackgroundThread,
+}
+
+impl Drop for ThreadExit<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.inner.set_background_error(&Error::Background(format!(
+                "the {} thread panicked",
+                self.thread.name()
+            )));
+        }
+        let mut background = self.inner.background.lock();
+        if let BackgroundThread::Compaction = self.thread {
+            background.compaction_thread_exited = true;
+            background.compaction_in_progress = false;
+            let answer = self.inner.background_error().unwrap_or(Error::Closed);
+            let state = &mut *background;
+            let mut unserved = std::mem::take(&mut state.manual_running);
+            unserved.append(&mut state.manual_queued);
+            for ticket in unserved {
+                background
+                    .manual_results
+                    .insert(ticket, Err(answer.clone()));
+            }
+        } else {
+            background.flush_in_progress = false;
+        }
+        self.inner.work_available.notify_all();
+        self.inner.work_done.notify_all();
+    }
+}
+
+fn flush_loop(inner: &DbInner) {
     loop {
         {
             let mut background = inner.background.lock();
@@ -130,23 +192,19 @@ fn flush_loop(inner: Arc<DbInner>) {
     }
 }
 
-fn compaction_loop(inner: Arc<DbInner>) {
+fn compaction_loop(inner: &DbInner) {
     loop {
         let manual = {
             let mut background = inner.background.lock();
             loop {
                 if background.shutting_down {
-                    if background.manual_compaction_pending {
-                        background.manual_compaction_result = Some(Err(Error::Closed));
-                        background.manual_compaction_pending = false;
-                        inner.work_done.notify_all();
-                    }
+                    // Queued tickets are answered `Closed` by `ThreadExit`.
                     return;
                 }
                 // `Db::rewrite_filters` pauses compactions (`db::study`).
                 let paused = background.compaction_pauses > 0;
                 if !paused
-                    && (background.manual_compaction_pending || background.compaction_requested)
+                    && (!background.manual_queued.is_empty() || background.compaction_requested)
                 {
                     break;
                 }
@@ -154,25 +212,29 @@ fn compaction_loop(inner: Arc<DbInner>) {
             }
             background.compaction_requested = false;
             background.compaction_in_progress = true;
-            background.manual_compaction_pending
+            // One full compaction serves every ticket queued before it starts.
+            background.manual_running = std::mem::take(&mut background.manual_queued);
+            !background.manual_running.is_empty()
         };
         let result = if manual {
             inner.run_full_compaction()
         } else {
             inner.run_policy_compactions()
         };
+        if let Err(error) = &result {
+            // A failed job may have left the manifest or the tree half-written: the same sticky
+            // error whether the policy or a caller asked for it.
+            if !matches!(error, Error::Closed) {
+                inner.set_background_error(error);
+            }
+        }
         let mut background = inner.background.lock();
         background.compaction_in_progress = false;
-        if manual {
-            background.manual_compaction_pending = false;
-            background.manual_compaction_result = Some(result);
-        } else if let Err(error) = result {
-            drop(background);
-            inner.set_background_error(&error);
-            background = inner.background.lock();
+        let served = std::mem::take(&mut background.manual_running);
+        for ticket in served {
+            background.manual_results.insert(ticket, result.clone());
         }
         inner.work_done.notify_all();
-        drop(background);
     }
 }
 
@@ -376,20 +438,26 @@ impl DbInner {
         }
     }
 
-    /// Runs a full compaction on the compaction thread and waits for it.
+    /// Runs a full compaction on the compaction thread and waits for it: one that starts after
+    /// this call (it covers everything flushed before the call). Any number of threads may call
+    /// it at once; each gets the result of the compaction that served its ticket, or
+    /// `Error::Closed` if the database closed first.
     pub(crate) fn compact_all(&self) -> Result<()> {
         self.check_open()?;
         let mut background = self.background.lock();
-        while background.manual_compaction_pending {
-            self.work_done.wait_for(&mut background, IDLE_WAIT);
+        if background.shutting_down || background.compaction_thread_exited {
+            return Err(self.background_error().unwrap_or(Error::Closed));
         }
-        background.manual_compaction_pending = true;
-        background.manual_compaction_result = None;
+        background.manual_tickets_issued += 1;
+        let ticket = background.manual_tickets_issued;
+        background.manual_queued.push(ticket);
         self.work_available.notify_all();
         loop {
-            if let Some(result) = background.manual_compaction_result.take() {
+            if let Some(result) = background.manual_results.remove(&ticket) {
                 return result;
             }
+            // The timed wait only bounds the cost of a missed wake-up: the ticket is always
+            // answered, by the compaction thread or by its exit (`ThreadExit`).
             self.work_done.wait_for(&mut background, IDLE_WAIT);
         }
     }
@@ -450,7 +518,11 @@ impl DbInner {
     }
 
     /// Stops the background threads, syncs the WAL and releases the lock.
+    ///
+    /// Several threads may call it at once: the first closes, the others wait for it to finish
+    /// and return `Ok`.
     pub(crate) fn close(&self) -> Result<()> {
+        let _closing = self.close_lock.lock();
         if self.closed.swap(true, std::sync::atomic::Ordering::AcqRel) {
             return Ok(());
         }

@@ -21,7 +21,7 @@ mod write;
 pub use iter::DbIterator;
 pub use study::TracedProbe;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::{Bound, Deref, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -123,12 +123,28 @@ pub(crate) struct PendingWrite {
 }
 
 /// Background-thread coordination.
+///
+/// Manual compactions are tickets, not a shared flag: each `Db::compact` call takes the next
+/// ticket and waits for the result stored under it. The compaction thread serves every ticket
+/// queued when it starts a full compaction with that one compaction (each began after its caller
+/// asked) and stores one result per ticket; tickets queued while it runs wait for the next one.
+/// With a single shared result slot, a second caller's request cleared the first caller's result
+/// and one `compact()` never returned (issue 12).
 #[derive(Default)]
 pub(crate) struct BackgroundState {
     pub(crate) shutting_down: bool,
     pub(crate) compaction_requested: bool,
-    pub(crate) manual_compaction_pending: bool,
-    pub(crate) manual_compaction_result: Option<Result<()>>,
+    /// The last manual-compaction ticket handed out.
+    pub(crate) manual_tickets_issued: u64,
+    /// Tickets waiting for a full compaction that has not started yet.
+    pub(crate) manual_queued: Vec<u64>,
+    /// Tickets the running full compaction serves.
+    pub(crate) manual_running: Vec<u64>,
+    /// Results of finished manual compactions, by ticket, until their callers take them.
+    pub(crate) manual_results: HashMap<u64, Result<()>>,
+    /// Set when the compaction thread has exited (at close, or if it panicked): no ticket can be
+    /// served any more, and `Db::compact` answers at once.
+    pub(crate) compaction_thread_exited: bool,
     pub(crate) flush_in_progress: bool,
     pub(crate) compaction_in_progress: bool,
     /// While above 0, the compaction thread starts no job (`Db::rewrite_filters`, `study.rs`).
@@ -162,7 +178,11 @@ pub(crate) struct DbInner {
     /// Signalled when a background job finishes (writers waiting out a stall, `flush`, `compact`).
     pub(crate) work_done: Condvar,
     pub(crate) threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Set first thing in `close`; every entry point checks it.
     pub(crate) closed: AtomicBool,
+    /// Held for the whole of `close`, so that a second `close` returns only once the first has
+    /// finished (threads joined, WAL synced, directory lock released).
+    pub(crate) close_lock: Mutex<()>,
     /// Merlin's per-file access statistics and global lookup counter `D` (SPEC §4), when kept.
     pub(crate) merlin: Option<Arc<Merlin>>,
     /// When access statistics were last saved (`db::access_file`).

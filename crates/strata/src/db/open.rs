@@ -257,6 +257,7 @@ pub(crate) fn open(
         work_done: Condvar::new(),
         threads: Mutex::new(Vec::new()),
         closed: AtomicBool::new(false),
+        close_lock: Mutex::new(()),
         merlin,
         access_saved_at: Mutex::new(None),
         info_log,

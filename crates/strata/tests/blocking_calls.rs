@@ -1,0 +1,418 @@
+//! Every blocking call returns: several threads call `compact()`, `flush()` and
+//! `wait_for_compactions()` at once while others write, and another thread closes the database.
+//! Each call must return, with the right result: `Ok` while the database is open, `Error::Closed`
+//! once it is closed, never a hang.
+//!
+//! Each scenario runs under a watchdog: if a call has not returned within `DEADLINE`, the test
+//! fails naming the calls still running instead of hanging the suite.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use strata::compaction::{CompactionPolicy, Leveling, Tiering};
+use strata::{Db, Error, Options};
+
+/// Far longer than any call here needs on a loaded machine (each runs in milliseconds).
+const DEADLINE: Duration = Duration::from_secs(120);
+
+fn options(policy: Arc<dyn CompactionPolicy>) -> Options {
+    Options::default()
+        .write_buffer_bytes(8 * 1024)
+        .target_file_bytes(8 * 1024)
+        .block_bytes(1024)
+        .level0_compaction_trigger(2)
+        .compaction_policy(policy)
+}
+
+fn leveling() -> Arc<dyn CompactionPolicy> {
+    Arc::new(Leveling::new(3.0).expect("valid size ratio"))
+}
+
+fn tiering() -> Arc<dyn CompactionPolicy> {
+    Arc::new(Tiering::new(3.0).expect("valid size ratio"))
+}
+
+/// One of the `Db` calls the close test runs in a loop.
+type EntryPoint = fn(&Db) -> strata::Result<()>;
+
+/// Calls in flight, by name, so that a hang names what hung.
+#[derive(Default)]
+struct InFlight(Mutex<BTreeMap<String, usize>>);
+
+impl InFlight {
+    fn run<T>(&self, name: &str, call: impl FnOnce() -> T) -> T {
+        *self
+            .0
+            .lock()
+            .expect("in-flight lock")
+            .entry(name.to_string())
+            .or_default() += 1;
+        let result = call();
+        let mut calls = self.0.lock().expect("in-flight lock");
+        if let Some(count) = calls.get_mut(name) {
+            *count -= 1;
+            if *count == 0 {
+                calls.remove(name);
+            }
+        }
+        result
+    }
+
+    fn describe(&self) -> String {
+        format!("{:?}", self.0.lock().expect("in-flight lock"))
+    }
+}
+
+/// Runs `threads` bodies and fails the test if they have not all finished within `DEADLINE`.
+fn run_with_watchdog(in_flight: &Arc<InFlight>, bodies: Vec<Box<dyn FnOnce() + Send>>) {
+    let (done, finished) = mpsc::channel();
+    let count = bodies.len();
+    for body in bodies {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+            let _ = done.send(outcome.err().map(|panic| {
+                panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "a thread panicked".into())
+            }));
+        });
+    }
+    let start = Instant::now();
+    for _ in 0..count {
+        let remaining = DEADLINE.saturating_sub(start.elapsed());
+        match finished.recv_timeout(remaining) {
+            Ok(None) => {}
+            Ok(Some(panic)) => panic!("a thread failed: {panic}"),
+            Err(_) => panic!(
+                "a blocking call did not return within {DEADLINE:?}; calls still running: {}",
+                in_flight.describe()
+            ),
+        }
+    }
+}
+
+fn value(writer: usize, round: usize, i: usize) -> Vec<u8> {
+    format!("w{writer}-r{round}-i{i}-{}", "x".repeat(40)).into_bytes()
+}
+
+/// The user's report: three threads, each writing a few hundred keys and then calling
+/// `compact()`, in a loop. Before the fix one `compact()` never returned within seconds: two
+/// callers shared one result slot, and the second request cleared the first caller's result.
+fn concurrent_compact_calls_all_return(policy: Arc<dyn CompactionPolicy>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(policy)).expect("open");
+    let in_flight = Arc::new(InFlight::default());
+    const THREADS: usize = 3;
+    const ROUNDS: usize = 12;
+    const KEYS: usize = 300;
+    let mut bodies: Vec<Box<dyn FnOnce() + Send>> = Vec::new();
+    for writer in 0..THREADS {
+        let (db, in_flight) = (db.clone(), Arc::clone(&in_flight));
+        bodies.push(Box::new(move || {
+            for round in 0..ROUNDS {
+                for i in 0..KEYS {
+                    db.put(format!("w{writer}-k{i:04}"), value(writer, round, i))
+                        .expect("put");
+                }
+                in_flight
+                    .run(&format!("compact (thread {writer})"), || db.compact())
+                    .expect("compact");
+            }
+        }));
+    }
+    run_with_watchdog(&in_flight, bodies);
+    // Every thread's last round is what the store holds, and the last compaction left one run.
+    for writer in 0..THREADS {
+        for i in (0..KEYS).step_by(37) {
+            assert_eq!(
+                db.get(format!("w{writer}-k{i:04}"))
+                    .expect("get")
+                    .as_deref(),
+                Some(value(writer, ROUNDS - 1, i).as_slice())
+            );
+        }
+    }
+    db.compact().expect("final compact");
+    assert_eq!(
+        db.version().run_count(),
+        1,
+        "a full compaction leaves one run"
+    );
+}
+
+#[test]
+fn concurrent_compact_calls_all_return_under_leveling() {
+    concurrent_compact_calls_all_return(leveling());
+}
+
+#[test]
+fn concurrent_compact_calls_all_return_under_tiering() {
+    concurrent_compact_calls_all_return(tiering());
+}
+
+/// Writers, `compact()`, `flush()` and `wait_for_compactions()` callers (two of each) all at
+/// once; then `close()` from yet another thread while they go on. Every call returns; before the
+/// close each returns `Ok`, after it `Ok` or `Error::Closed` (a call that was already done when the
+/// close began may still report `Ok`), never another error.
+fn every_entry_point_returns_across_a_close(policy: Arc<dyn CompactionPolicy>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(policy)).expect("open");
+    let in_flight = Arc::new(InFlight::default());
+    let closing = Arc::new(AtomicBool::new(false));
+    let calls_before_close = Arc::new(AtomicUsize::new(0));
+    let closed_errors = Arc::new(AtomicUsize::new(0));
+    let mut bodies: Vec<Box<dyn FnOnce() + Send>> = Vec::new();
+
+    // Every call's result: `Ok`, or `Closed` once the close has begun.
+    let check = {
+        let (closing, closed_errors) = (Arc::clone(&closing), Arc::clone(&closed_errors));
+        move |what: &str, result: strata::Result<()>| -> bool {
+            match result {
+                Ok(()) => true,
+                Err(Error::Closed) => {
+                    assert!(
+                        closing.load(Ordering::SeqCst),
+                        "{what} returned Closed before the close began"
+                    );
+                    closed_errors.fetch_add(1, Ordering::SeqCst);
+                    false
+                }
+                Err(other) => panic!("{what} failed: {other}"),
+            }
+        }
+    };
+    let entry_points: [(&str, EntryPoint); 4] = [
+        ("put", |db| db.put(b"shared-key", vec![7u8; 100])),
+        ("compact", Db::compact),
+        ("flush", Db::flush),
+        ("wait_for_compactions", Db::wait_for_compactions),
+    ];
+    for (name, call) in entry_points {
+        for thread in 0..2 {
+            let (db, in_flight, check) = (db.clone(), Arc::clone(&in_flight), check.clone());
+            let calls = Arc::clone(&calls_before_close);
+            let closing = Arc::clone(&closing);
+            bodies.push(Box::new(move || {
+                let label = format!("{name} (thread {thread})");
+                for i in 0u64.. {
+                    // Writers write their own keys between calls, so that there is something to
+                    // flush and compact.
+                    if name == "put" {
+                        let result = in_flight.run(&label, || {
+                            db.put(format!("t{thread}-{i:06}"), vec![i as u8; 100])
+                        });
+                        if !check(&label, result) {
+                            return;
+                        }
+                    }
+                    let result = in_flight.run(&label, || call(&db));
+                    if !check(&label, result) {
+                        return;
+                    }
+                    if !closing.load(Ordering::SeqCst) {
+                        calls.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            }));
+        }
+    }
+    {
+        let (db, in_flight) = (db.clone(), Arc::clone(&in_flight));
+        let (closing, calls) = (Arc::clone(&closing), Arc::clone(&calls_before_close));
+        bodies.push(Box::new(move || {
+            // Let every entry point run a while before closing under it.
+            let start = Instant::now();
+            while calls.load(Ordering::SeqCst) < 400 && start.elapsed() < Duration::from_secs(20) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            closing.store(true, Ordering::SeqCst);
+            in_flight.run("close", || db.close()).expect("close");
+        }));
+    }
+    run_with_watchdog(&in_flight, bodies);
+    assert!(
+        calls_before_close.load(Ordering::SeqCst) > 0,
+        "no call completed before the close"
+    );
+    // All eight looping threads ended on `Closed` (they loop until they see it).
+    assert_eq!(closed_errors.load(Ordering::SeqCst), 8);
+    // Every entry point keeps returning `Closed` after the close.
+    assert!(matches!(db.compact(), Err(Error::Closed)));
+    assert!(matches!(db.flush(), Err(Error::Closed)));
+    assert!(matches!(db.wait_for_compactions(), Err(Error::Closed)));
+    assert!(matches!(db.put(b"k", b"v"), Err(Error::Closed)));
+    assert!(db.close().is_ok(), "a second close is a no-op");
+    drop(db);
+    // Nothing acknowledged before the close is lost: the store reopens with the writers' keys.
+    let db = Db::open(dir.path(), Options::default()).expect("reopen");
+    assert!(db.get(b"shared-key").expect("get").is_some());
+}
+
+#[test]
+fn every_entry_point_returns_across_a_close_under_leveling() {
+    every_entry_point_returns_across_a_close(leveling());
+}
+
+#[test]
+fn every_entry_point_returns_across_a_close_under_tiering() {
+    every_entry_point_returns_across_a_close(tiering());
+}
+
+/// Several threads close at once: each `close()` returns only once the database is closed, so
+/// that the directory can be reopened right after any of them returns (before the fix a second
+/// `close()` returned `Ok` at once while the first was still joining threads and held the lock).
+#[test]
+fn concurrent_close_calls_all_wait_for_the_close() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(leveling())).expect("open");
+    for i in 0..2_000 {
+        db.put(format!("k{i:05}"), vec![1u8; 100]).expect("put");
+    }
+    let in_flight = Arc::new(InFlight::default());
+    // One reopen at a time: two closers reopening at once would lock each other out.
+    let reopen = Arc::new(Mutex::new(()));
+    let mut bodies: Vec<Box<dyn FnOnce() + Send>> = Vec::new();
+    for thread in 0..4 {
+        let (db, in_flight, reopen) = (db.clone(), Arc::clone(&in_flight), Arc::clone(&reopen));
+        let path = dir.path().to_path_buf();
+        bodies.push(Box::new(move || {
+            in_flight
+                .run(&format!("close (thread {thread})"), || db.close())
+                .expect("close");
+            let _one_at_a_time = reopen.lock().expect("reopen lock");
+            let reopened = Db::open(&path, Options::default())
+                .unwrap_or_else(|e| panic!("reopen after close returned: {e}"));
+            assert!(reopened.get(b"k01999").expect("get").is_some());
+            reopened.close().expect("close the reopened database");
+        }));
+    }
+    run_with_watchdog(&in_flight, bodies);
+}
+
+/// A compaction policy that panics when asked for a full compaction (a user-supplied policy with
+/// a bug). The panic kills the compaction thread; before the fix the `compact()` callers waited
+/// for it forever.
+#[derive(Debug)]
+struct PanicsOnFullCompaction(Leveling);
+
+impl CompactionPolicy for PanicsOnFullCompaction {
+    fn name(&self) -> String {
+        "panics-on-full-compaction".into()
+    }
+    fn pick(
+        &self,
+        tree: &strata::version::Version,
+        context: &strata::compaction::CompactionContext,
+    ) -> Option<strata::compaction::CompactionJob> {
+        self.0.pick(tree, context)
+    }
+    fn full_compaction(
+        &self,
+        _tree: &strata::version::Version,
+        _context: &strata::compaction::CompactionContext,
+    ) -> Option<strata::compaction::CompactionJob> {
+        panic!("a policy bug (this panic is part of the test)");
+    }
+}
+
+#[test]
+fn a_panicking_policy_fails_every_caller_instead_of_hanging() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = Arc::new(PanicsOnFullCompaction(
+        Leveling::new(3.0).expect("valid size ratio"),
+    ));
+    let db = Db::open(dir.path(), options(policy)).expect("open");
+    for i in 0..1_000 {
+        db.put(format!("k{i:05}"), vec![2u8; 100]).expect("put");
+    }
+    let in_flight = Arc::new(InFlight::default());
+    let mut bodies: Vec<Box<dyn FnOnce() + Send>> = Vec::new();
+    for thread in 0..3 {
+        let (db, in_flight) = (db.clone(), Arc::clone(&in_flight));
+        bodies.push(Box::new(move || {
+            let result = in_flight.run(&format!("compact (thread {thread})"), || db.compact());
+            match result {
+                Err(Error::Background(message)) => {
+                    assert!(message.contains("panicked"), "unexpected error: {message}")
+                }
+                other => panic!("compact after a policy panic returned {other:?}"),
+            }
+        }));
+    }
+    run_with_watchdog(&in_flight, bodies);
+    // The engine is in its sticky error state: writes and flushes fail at once, reads go on.
+    assert!(matches!(db.put(b"k", b"v"), Err(Error::Background(_))));
+    assert!(matches!(db.flush(), Err(Error::Background(_))));
+    assert!(matches!(db.compact(), Err(Error::Background(_))));
+    assert!(db.get(b"k00999").expect("reads go on").is_some());
+    db.close().expect("close");
+    drop(db);
+    // Nothing acknowledged is lost.
+    let db = Db::open(dir.path(), Options::default()).expect("reopen");
+    for i in (0..1_000).step_by(97) {
+        assert!(db.get(format!("k{i:05}")).expect("get").is_some());
+    }
+}
+
+/// `flush()` under a write stream that never stops: it waits for the memtables frozen before it
+/// was called, not for a moment with no immutable memtable at all (which a steady stream of
+/// writes into small buffers may never leave).
+#[test]
+fn flush_returns_under_a_steady_write_stream() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(
+        dir.path(),
+        options(leveling())
+            .write_buffer_bytes(4 * 1024)
+            .max_write_buffers(8),
+    )
+    .expect("open");
+    let in_flight = Arc::new(InFlight::default());
+    let flushes_done = Arc::new(AtomicUsize::new(0));
+    const FLUSHERS: usize = 2;
+    const FLUSHES: usize = 20;
+    let mut bodies: Vec<Box<dyn FnOnce() + Send>> = Vec::new();
+    for writer in 0..2 {
+        let (db, done) = (db.clone(), Arc::clone(&flushes_done));
+        bodies.push(Box::new(move || {
+            let mut i = 0u64;
+            while done.load(Ordering::SeqCst) < FLUSHERS * FLUSHES {
+                db.put(format!("w{writer}-{i:08}"), vec![3u8; 200])
+                    .expect("put");
+                i += 1;
+            }
+        }));
+    }
+    for thread in 0..FLUSHERS {
+        let (db, in_flight, done) = (
+            db.clone(),
+            Arc::clone(&in_flight),
+            Arc::clone(&flushes_done),
+        );
+        bodies.push(Box::new(move || {
+            for round in 0..FLUSHES {
+                let key = format!("flusher{thread}-{round}");
+                db.put(&key, b"before the flush").expect("put");
+                in_flight
+                    .run(&format!("flush (thread {thread})"), || db.flush())
+                    .expect("flush");
+                // What was written before the flush is in a table file: no memtable answers
+                // for it (a traced lookup is empty when a memtable holds the key).
+                let probes = db.trace_lookup(&key).expect("trace");
+                assert_eq!(
+                    probes.last().map(|&(_, found)| found),
+                    Some(true),
+                    "{key} is not in a table file after flush returned: {probes:?}"
+                );
+                done.fetch_add(1, Ordering::SeqCst);
+            }
+        }));
+    }
+    run_with_watchdog(&in_flight, bodies);
+}
