@@ -488,7 +488,13 @@ impl DbInner {
     }
 
     /// Deletes table files no version refers to any more, and WALs older than the log number.
+    ///
+    /// Nothing is deleted once a manifest write has failed (`VersionSet::manifest_in_doubt`): the
+    /// next open removes whatever the manifest it reads does not name.
     pub(crate) fn delete_obsolete_files(&self) {
+        if self.versions.manifest_in_doubt() {
+            return;
+        }
         let candidates = self.versions.obsolete_files().take();
         let version = self.versions.current();
         let live: HashSet<u64> = version.files().map(|(_, _, f)| f.number()).collect();

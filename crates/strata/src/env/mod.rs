@@ -7,7 +7,7 @@
 mod fault;
 mod real;
 
-pub use fault::FaultInjectionFileSystem;
+pub use fault::{Fault, FaultInjectionFileSystem, FaultOp, FaultPoint, FileKind, RandomFaults};
 pub use real::RealFileSystem;
 
 use std::path::Path;

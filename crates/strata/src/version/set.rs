@@ -8,7 +8,7 @@
 //! at any point leaves either the old or the new manifest in force.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -30,6 +30,12 @@ pub(crate) fn manifest_name(number: u64) -> String {
 struct ManifestWriter {
     number: u64,
     log: LogWriter,
+    /// Set when an append or fsync failed. The failed record may be torn in the file (its header
+    /// written, its payload not): a later record appended behind it would be read back as part of
+    /// it, and recovery would drop it as a truncated tail — or reject the manifest — even though
+    /// its version was installed and its deleted files removed. So after a failure the manifest
+    /// takes no more edits; a reopen writes a fresh one.
+    failed: Option<String>,
 }
 
 /// Counters recovered from a manifest.
@@ -55,6 +61,8 @@ pub(crate) struct VersionSet {
     log_number: AtomicU64,
     next_run_id: AtomicU64,
     obsolete: Arc<ObsoleteFiles>,
+    /// A manifest write failed (kept after `close`, unlike the writer).
+    manifest_failed: AtomicBool,
 }
 
 impl VersionSet {
@@ -91,6 +99,7 @@ impl VersionSet {
             log_number: AtomicU64::new(recovered.log_number),
             next_run_id: AtomicU64::new(recovered.next_run_id),
             obsolete,
+            manifest_failed: AtomicBool::new(false),
         };
         set.mark_file_number_used(used_file_numbers);
         set.start_new_manifest(recovered.manifest_number)?;
@@ -119,7 +128,11 @@ impl VersionSet {
         drop(current);
         self.fs.rename(&temp, &self.dir.join(CURRENT_FILE))?;
         self.fs.sync_dir(&self.dir)?;
-        *self.manifest.lock() = Some(ManifestWriter { number, log });
+        *self.manifest.lock() = Some(ManifestWriter {
+            number,
+            log,
+            failed: None,
+        });
         if previous != 0 {
             // The old manifest is superseded; failing to delete it only wastes space.
             let _ = self.fs.remove_file(&self.dir.join(manifest_name(previous)));
@@ -150,14 +163,34 @@ impl VersionSet {
                     format!("version edit does not apply: {reason}"),
                 )
             })?;
-        writer.log.add_record(&edit.encode())?;
-        writer.log.sync()?;
+        if let Some(failure) = &writer.failed {
+            return Err(Error::Background(format!(
+                "an earlier manifest write failed ({failure}); reopen the database"
+            )));
+        }
+        if let Err(error) = writer
+            .log
+            .add_record(&edit.encode())
+            .and_then(|()| writer.log.sync())
+        {
+            writer.failed = Some(error.to_string());
+            self.manifest_failed.store(true, Ordering::SeqCst);
+            return Err(error);
+        }
         if let Some(log_number) = edit.log_number {
             self.log_number.fetch_max(log_number, Ordering::SeqCst);
         }
         let next = Arc::new(next);
         self.current.store(Arc::clone(&next));
         Ok(next)
+    }
+
+    /// True after a manifest write failed. The failed edit may have reached the file anyway (a
+    /// failed fsync does not say the bytes are not there, and buffered bytes reach the file when
+    /// the writer is dropped), so until a reopen reads the manifest back, no file may be deleted:
+    /// the files the failed edit added are obsolete in memory but may be live on disk.
+    pub(crate) fn manifest_in_doubt(&self) -> bool {
+        self.manifest_failed.load(Ordering::SeqCst)
     }
 
     /// The current version.
@@ -294,6 +327,63 @@ mod tests {
         assert_eq!(set.current().levels[0].runs.len(), 1);
         assert!(set.new_run_id() > run);
         assert!(!dir.path().join(manifest_name(first_manifest)).exists());
+    }
+
+    /// Found by `strata stress --fault-rate`: a manifest append that failed after the record's
+    /// header was written left a torn record; the next job's edit was appended behind it, its
+    /// version installed and its input files deleted, and recovery read the torn record's length
+    /// over the next edit, dropped both as a truncated tail, and named deleted files.
+    #[test]
+    fn after_a_failed_manifest_write_no_edit_is_appended_behind_it() {
+        use crate::env::{Fault, FaultInjectionFileSystem, FaultOp, FaultPoint, FileKind};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let faults = FaultInjectionFileSystem::default();
+        let fs: Arc<dyn FileSystem> = Arc::new(faults.clone());
+        let set = VersionSet::open(dir.path(), fs.clone(), false, 0).expect("create");
+        let acked = new_file(0, set.new_run_id(), set.new_file_number(), "a", "c");
+        set.log_and_apply(VersionEdit {
+            new_files: vec![acked.clone()],
+            ..Default::default()
+        })
+        .expect("first edit");
+        // The next record's header is appended, its payload is not.
+        faults.arm(FaultPoint {
+            op: FaultOp::Append,
+            file: Some(FileKind::Manifest),
+            skip: 1,
+            fault: Fault::Io,
+        });
+        let torn = new_file(0, set.new_run_id(), set.new_file_number(), "d", "f");
+        assert!(set
+            .log_and_apply(VersionEdit {
+                new_files: vec![torn],
+                ..Default::default()
+            })
+            .is_err());
+        let later = new_file(0, set.new_run_id(), set.new_file_number(), "g", "i");
+        match set.log_and_apply(VersionEdit {
+            new_files: vec![later],
+            ..Default::default()
+        }) {
+            Err(Error::Background(message)) => {
+                assert!(
+                    message.contains("earlier manifest write failed"),
+                    "{message}"
+                )
+            }
+            other => panic!("an edit behind a failed one was accepted: {other:?}"),
+        }
+        assert_eq!(
+            set.current().files().count(),
+            1,
+            "nothing new was installed"
+        );
+        set.close();
+        drop(set);
+        // The reopened manifest holds exactly what was acknowledged.
+        let set = VersionSet::open(dir.path(), fs, true, 0).expect("reopen");
+        let numbers: Vec<u64> = set.current().files().map(|(_, _, f)| f.number()).collect();
+        assert_eq!(numbers, vec![acked.number]);
     }
 
     #[test]
