@@ -5,6 +5,9 @@
 //! * `inspect` — the tree file by file: filters, key ranges, access estimates (`inspect.rs`).
 //! * `bench` — a db_bench-like benchmark (`bench/`).
 //! * `study` — offline experiments reproducing the Mnemosyne paper's analysis figures (`study/`).
+//! * `stress`, `crash-test` — random operations against an expected-state oracle, with faults
+//!   injected, and a crash loop that kills the stress process and checks what survives
+//!   (`stress/`).
 //!
 //! Exit codes: 0 success, 1 `get` of an absent key, 2 any error (a message on stderr; usage
 //! errors come from clap with the same code). Nothing panics on user input or I/O.
@@ -14,6 +17,7 @@ mod bench;
 mod commands;
 mod error;
 mod inspect;
+mod stress;
 mod study;
 
 use std::io::{self, Write};
@@ -138,6 +142,13 @@ enum Command {
     /// Run an offline study (Mnemosyne Fig. 4 headroom, Fig. 10 Merlin accuracy).
     #[command(subcommand)]
     Study(study::StudyCommand),
+    /// Random operations from several threads checked against an expected-state oracle, with
+    /// optional fault injection; exits 2 on the first violation (seed, operation, expected and
+    /// read values on stderr).
+    Stress(Box<stress::StressArgs>),
+    /// Kill `strata stress` children at random moments and named crash points, and check after
+    /// each crash that nothing acknowledged was lost.
+    CrashTest(Box<stress::crash::CrashTestArgs>),
 }
 
 fn run(command: Command, out: &mut dyn Write) -> CliResult<()> {
@@ -194,6 +205,8 @@ fn run(command: Command, out: &mut dyn Write) -> CliResult<()> {
         }
         Command::Bench(args) => bench::run(&args),
         Command::Study(command) => study::run(&command, out),
+        Command::Stress(args) => stress::run(&args, out),
+        Command::CrashTest(args) => stress::crash::run(&args, out),
     }
 }
 

@@ -24,38 +24,18 @@ pub struct StrataEngine {
 impl StrataEngine {
     /// Opens (or creates) a Strata database in `dir`.
     pub fn open(dir: &Path, config: &EngineConfig) -> CliResult<Self> {
-        let policy: Arc<dyn CompactionPolicy> = match config.compaction {
-            CompactionKind::Leveling => Arc::new(Leveling::new(config.size_ratio)?),
-            CompactionKind::LevelingDynamic => {
-                Arc::new(Leveling::new(config.size_ratio)?.with_dynamic_level_bytes(true))
-            }
-            CompactionKind::Tiering => Arc::new(Tiering::new(config.size_ratio)?),
-        };
-        let allocator: Arc<dyn FilterAllocator> = match config.filter_policy {
-            FilterPolicyKind::Uniform => Arc::new(Uniform::new(config.bits_per_key)?),
-            FilterPolicyKind::Monkey => {
-                // The memtable holds about write_buffer / (entry + 8-byte trailer + ~64 bytes of
-                // skiplist bookkeeping) entries when it is flushed (`memtable/mod.rs`).
-                let buffer_entries =
-                    (config.write_buffer_bytes / (config.entry_bytes + 8 + 64)).max(1);
-                let monkey = Monkey::new(
-                    config.bits_per_key,
-                    config.expected_entries.max(1),
-                    buffer_entries,
-                    config.size_ratio,
-                )?
-                .with_tiering(config.compaction == CompactionKind::Tiering)?;
-                Arc::new(monkey)
-            }
-            FilterPolicyKind::Mnemosyne => Arc::new(Mnemosyne::new(config.bits_per_key)?),
-            FilterPolicyKind::MnemosynePlus => Arc::new(MnemosynePlus::new(config.bits_per_key)?),
-            FilterPolicyKind::MnemosynePlusFirstCome => {
-                Arc::new(MnemosynePlus::new(config.bits_per_key)?.with_standby_filters(false))
-            }
-            FilterPolicyKind::MnemosyneMin1 => Arc::new(
-                Mnemosyne::new(config.bits_per_key)?.with_variant(Variant::MinimumBitsPerKeyOne),
-            ),
-        };
+        let policy = compaction_policy(config.compaction, config.size_ratio)?;
+        // The memtable holds about write_buffer / (entry + 8-byte trailer + ~64 bytes of
+        // skiplist bookkeeping) entries when it is flushed (`memtable/mod.rs`).
+        let buffer_entries = (config.write_buffer_bytes / (config.entry_bytes + 8 + 64)).max(1);
+        let allocator = filter_allocator(
+            config.filter_policy,
+            config.bits_per_key,
+            config.compaction,
+            config.size_ratio,
+            config.expected_entries,
+            buffer_entries,
+        )?;
         // Merlin's statistics (Mnemosyne+) are paid for out of the block cache, so that every
         // policy runs with the same memory: about 600 bytes per table file, for the files the
         // loaded data needs at the target file size plus 8 (level 0 and partial files).
@@ -121,6 +101,52 @@ impl StrataEngine {
             settings,
         })
     }
+}
+
+/// The merge policy a `--compaction` name stands for (the bench and `strata stress` share it).
+pub fn compaction_policy(
+    kind: CompactionKind,
+    size_ratio: f64,
+) -> CliResult<Arc<dyn CompactionPolicy>> {
+    Ok(match kind {
+        CompactionKind::Leveling => Arc::new(Leveling::new(size_ratio)?),
+        CompactionKind::LevelingDynamic => {
+            Arc::new(Leveling::new(size_ratio)?.with_dynamic_level_bytes(true))
+        }
+        CompactionKind::Tiering => Arc::new(Tiering::new(size_ratio)?),
+    })
+}
+
+/// The filter allocator a `--filter-policy` name stands for, at a budget of `bits_per_key`.
+/// Monkey predicts the tree from the entries expected and the entries one memtable holds.
+pub fn filter_allocator(
+    kind: FilterPolicyKind,
+    bits_per_key: f64,
+    compaction: CompactionKind,
+    size_ratio: f64,
+    expected_entries: u64,
+    buffer_entries: u64,
+) -> CliResult<Arc<dyn FilterAllocator>> {
+    Ok(match kind {
+        FilterPolicyKind::Uniform => Arc::new(Uniform::new(bits_per_key)?),
+        FilterPolicyKind::Monkey => Arc::new(
+            Monkey::new(
+                bits_per_key,
+                expected_entries.max(1),
+                buffer_entries,
+                size_ratio,
+            )?
+            .with_tiering(compaction == CompactionKind::Tiering)?,
+        ),
+        FilterPolicyKind::Mnemosyne => Arc::new(Mnemosyne::new(bits_per_key)?),
+        FilterPolicyKind::MnemosynePlus => Arc::new(MnemosynePlus::new(bits_per_key)?),
+        FilterPolicyKind::MnemosynePlusFirstCome => {
+            Arc::new(MnemosynePlus::new(bits_per_key)?.with_standby_filters(false))
+        }
+        FilterPolicyKind::MnemosyneMin1 => {
+            Arc::new(Mnemosyne::new(bits_per_key)?.with_variant(Variant::MinimumBitsPerKeyOne))
+        }
+    })
 }
 
 impl Engine for StrataEngine {

@@ -1,0 +1,195 @@
+//! The short versions of `strata stress` and `strata crash-test` that run in CI (the long ones
+//! are documented in docs/TESTING.md): every compaction policy x filter allocator under the
+//! oracle, random write and read faults, a crash loop, and a violation reported as one.
+
+use std::process::{Command, Output};
+
+fn strata(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .output()
+        .expect("the strata binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs `strata ARGS` and returns its stdout, failing with its stderr if it did not succeed.
+fn ok(args: &[&str]) -> String {
+    let output = strata(args);
+    assert!(
+        output.status.success(),
+        "strata {args:?} failed: {}{}",
+        text(&output.stderr),
+        text(&output.stdout)
+    );
+    text(&output.stdout)
+}
+
+/// The counter `name` in a stress report (`puts 123  deletes 4 ...`): the first number that
+/// follows the word.
+fn counter(report: &str, name: &str) -> u64 {
+    let words: Vec<&str> = report.split_whitespace().collect();
+    words
+        .windows(2)
+        .find_map(|w| (w[0] == name).then(|| w[1].parse().ok()).flatten())
+        .unwrap_or_else(|| panic!("no counter {name:?} in {report}"))
+}
+
+const COMPACTIONS: [&str; 3] = ["leveling", "leveling-dynamic", "tiering"];
+const FILTER_POLICIES: [&str; 6] = [
+    "uniform",
+    "monkey",
+    "mnemosyne",
+    "mnemosyne-min1",
+    "mnemosyne-plus",
+    "mnemosyne-plus-first-come",
+];
+
+#[test]
+fn stress_runs_every_compaction_policy_and_filter_allocator_without_a_violation() {
+    for (i, compaction) in COMPACTIONS.iter().enumerate() {
+        for (j, filter_policy) in FILTER_POLICIES.iter().enumerate() {
+            let seed = (i * 10 + j).to_string();
+            let report = ok(&[
+                "stress",
+                "--duration",
+                "0.6",
+                "--threads",
+                "3",
+                "--keys",
+                "400",
+                "--reopen-every",
+                "0.25",
+                "--write-buffer-bytes",
+                "16384",
+                "--compaction",
+                compaction,
+                "--filter-policy",
+                filter_policy,
+                "--seed",
+                &seed,
+            ]);
+            assert!(report.contains("no violations"), "{report}");
+            // Every kind of operation ran and every key was checked after each reopen.
+            for name in ["puts", "deletes", "batches", "gets", "scans", "snapshots"] {
+                assert!(
+                    counter(&report, name) > 0,
+                    "{compaction}/{filter_policy}: no {name}: {report}"
+                );
+            }
+            assert!(counter(&report, "reopens") >= 2, "{report}");
+        }
+    }
+}
+
+#[test]
+fn stress_with_write_and_read_faults_loses_nothing_acknowledged() {
+    for (compaction, filter_policy, seed) in [
+        ("leveling", "uniform", "7"),
+        ("tiering", "mnemosyne-plus", "8"),
+        ("leveling-dynamic", "mnemosyne", "9"),
+    ] {
+        let report = ok(&[
+            "stress",
+            "--duration",
+            "1.5",
+            "--threads",
+            "3",
+            "--keys",
+            "500",
+            "--fault-rate",
+            "0.004",
+            "--read-fault-rate",
+            "0.002",
+            "--write-buffer-bytes",
+            "16384",
+            "--compaction",
+            compaction,
+            "--filter-policy",
+            filter_policy,
+            "--seed",
+            seed,
+        ]);
+        assert!(report.contains("no violations"), "{report}");
+        assert!(
+            counter(&report, "faults") > 0,
+            "no fault was injected: {report}"
+        );
+        // Writes failed, the engine refused the ones after (its error state), and the reopens
+        // that followed found every acknowledged write.
+        assert!(counter(&report, "writes") > 0, "{report}");
+    }
+}
+
+#[test]
+fn crash_test_finds_nothing_lost_after_kills_and_named_crash_points() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = ok(&[
+        "crash-test",
+        "--dir",
+        dir.path().to_str().expect("utf-8 path"),
+        "--iterations",
+        "8",
+        "--compaction",
+        "leveling,tiering",
+        "--filter-policy",
+        "uniform,mnemosyne-plus",
+        "--keys",
+        "300",
+        "--max-kill-ms",
+        "250",
+        "--point-wait-ms",
+        "800",
+    ]);
+    assert!(
+        report.contains("8 crash iterations over 4 policy pairs"),
+        "{report}"
+    );
+    assert!(report.contains("0 violations"), "{report}");
+}
+
+/// A journal claiming an acknowledged write the database does not hold (as if the engine had
+/// lost it): the child's start-up check must report it, with the seed, key and values, and exit
+/// non-zero.
+#[test]
+fn a_lost_acknowledged_write_is_reported_as_a_violation() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let journal = dir.path().join("db.journal");
+    // Key 3 acknowledged at generation 5; the database is empty.
+    std::fs::write(&journal, "S 1 3 5\nA 1\n").expect("journal");
+    let output = strata(&[
+        "stress",
+        "--db",
+        db.to_str().expect("utf-8 path"),
+        "--journal",
+        journal.to_str().expect("utf-8 path"),
+        "--keys",
+        "10",
+        "--duration",
+        "0",
+        "--seed",
+        "1234",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stdout));
+    let message = text(&output.stderr);
+    for expected in ["seed 1234", "key 3", "holds absent", "gen 5"] {
+        assert!(message.contains(expected), "{expected:?} not in {message}");
+    }
+}
+
+#[test]
+fn stress_rejects_invalid_flags_with_a_message() {
+    for args in [
+        &["stress", "--threads", "0"][..],
+        &["stress", "--fault-rate", "1.5"],
+        &["stress", "--duration", "-1"],
+    ] {
+        let output = strata(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(!text(&output.stderr).is_empty());
+        assert!(!text(&output.stderr).contains("panicked"));
+    }
+}
