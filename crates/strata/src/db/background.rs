@@ -443,7 +443,8 @@ impl DbInner {
     /// it at once; each gets the result of the compaction that served its ticket, or
     /// `Error::Closed` if the database closed first.
     pub(crate) fn compact_all(&self) -> Result<()> {
-        self.check_open()?;
+        // A read-only database has no compaction thread to answer the ticket.
+        self.check_writable()?;
         let mut background = self.background.lock();
         if background.shutting_down || background.compaction_thread_exited {
             return Err(self.background_error().unwrap_or(Error::Closed));
@@ -462,7 +463,21 @@ impl DbInner {
         }
     }
 
+    /// Waits until the policy picks no job and no flush or compaction is running or queued. On a
+    /// read-only database nothing ever compacts: `Ok` if the policy has nothing to do, otherwise
+    /// [`Error::ReadOnly`] rather than a wait that would never end.
     pub(crate) fn wait_for_compactions(&self) -> Result<()> {
+        if self.read_only {
+            self.check_open()?;
+            let work = self
+                .options
+                .compaction_policy
+                .pick(&self.versions.current(), &self.compaction_context());
+            return match work {
+                Some(_) => Err(Error::ReadOnly),
+                None => Ok(()),
+            };
+        }
         loop {
             self.check_open()?;
             if let Some(error) = self.background_error() {
@@ -489,6 +504,10 @@ impl DbInner {
 
     /// Deletes table files no version refers to any more, and WALs older than the log number.
     pub(crate) fn delete_obsolete_files(&self) {
+        if self.read_only {
+            // The files are another session's to delete (or this database's next writable open).
+            return;
+        }
         let candidates = self.versions.obsolete_files().take();
         let version = self.versions.current();
         let live: HashSet<u64> = version.files().map(|(_, _, f)| f.number()).collect();

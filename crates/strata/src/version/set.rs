@@ -5,7 +5,8 @@
 //! fsynced before the new version is installed. On open the engine replays the manifest named by
 //! `CURRENT`, then writes a fresh manifest holding one edit with the whole tree and switches
 //! `CURRENT` to it atomically (write `CURRENT.tmp`, fsync, rename, fsync the directory), so a crash
-//! at any point leaves either the old or the new manifest in force.
+//! at any point leaves either the old or the new manifest in force. A read-only open
+//! ([`VersionSet::load_read_only`]) only reads `CURRENT` and the manifest.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -55,6 +56,8 @@ pub(crate) struct VersionSet {
     log_number: AtomicU64,
     next_run_id: AtomicU64,
     obsolete: Arc<ObsoleteFiles>,
+    /// Loaded by [`VersionSet::load_read_only`]: there is no manifest to log edits to, ever.
+    read_only: bool,
 }
 
 impl VersionSet {
@@ -81,7 +84,31 @@ impl VersionSet {
                 manifest_number: 0,
             }
         };
-        let set = VersionSet {
+        let manifest_number = recovered.manifest_number;
+        let set = VersionSet::from_recovered(dir, fs, recovered, obsolete);
+        set.mark_file_number_used(used_file_numbers);
+        set.start_new_manifest(manifest_number)?;
+        Ok(set)
+    }
+
+    /// Loads the version set of an existing database without writing anything: `CURRENT` and
+    /// the manifest it names are read, no manifest is started, and [`VersionSet::log_and_apply`]
+    /// fails with [`Error::ReadOnly`]. For `Db::open_read_only`.
+    pub(crate) fn load_read_only(dir: &Path, fs: Arc<dyn FileSystem>) -> Result<VersionSet> {
+        let obsolete = Arc::new(ObsoleteFiles::default());
+        let recovered = recover(dir, fs.as_ref(), &obsolete)?;
+        let mut set = VersionSet::from_recovered(dir, fs, recovered, obsolete);
+        set.read_only = true;
+        Ok(set)
+    }
+
+    fn from_recovered(
+        dir: &Path,
+        fs: Arc<dyn FileSystem>,
+        recovered: Recovered,
+        obsolete: Arc<ObsoleteFiles>,
+    ) -> VersionSet {
+        VersionSet {
             dir: dir.to_path_buf(),
             fs,
             current: ArcSwap::from_pointee(recovered.version),
@@ -91,10 +118,8 @@ impl VersionSet {
             log_number: AtomicU64::new(recovered.log_number),
             next_run_id: AtomicU64::new(recovered.next_run_id),
             obsolete,
-        };
-        set.mark_file_number_used(used_file_numbers);
-        set.start_new_manifest(recovered.manifest_number)?;
-        Ok(set)
+            read_only: false,
+        }
     }
 
     fn start_new_manifest(&self, previous: u64) -> Result<()> {
@@ -137,6 +162,9 @@ impl VersionSet {
 
     /// Records `edit` durably in the manifest, then installs the version it produces.
     pub(crate) fn log_and_apply(&self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
         let mut manifest = self.manifest.lock();
         let writer = manifest.as_mut().ok_or(Error::Closed)?;
         self.fill_counters(&mut edit);
