@@ -230,7 +230,8 @@ impl std::fmt::Debug for Db {
 
 impl Db {
     /// Opens (or creates, with `create_if_missing`) the database in directory `path`, replaying
-    /// its write-ahead logs. A second open of the same directory fails with [`Error::Locked`].
+    /// its write-ahead logs. A second open of the same directory fails with [`Error::Locked`]
+    /// (a [`Db::open_read_only`] takes no lock and is not refused).
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         Self::open_with_observer(path.as_ref(), options, None)
     }

@@ -325,6 +325,48 @@ mod tests {
     }
 
     #[test]
+    fn a_read_only_load_recovers_the_tree_writes_nothing_and_refuses_edits() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs: Arc<dyn FileSystem> = Arc::new(RealFileSystem);
+        let set = VersionSet::open(dir.path(), fs.clone(), false, 0).expect("create");
+        set.set_last_sequence(7);
+        set.log_and_apply(VersionEdit {
+            new_files: vec![new_file(
+                0,
+                set.new_run_id(),
+                set.new_file_number(),
+                "a",
+                "k",
+            )],
+            log_number: Some(3),
+            ..Default::default()
+        })
+        .expect("apply");
+        let manifest = dir.path().join(manifest_name(set.manifest_number()));
+        set.close();
+        drop(set);
+        let listing = |path: &Path| {
+            let mut names: Vec<_> = std::fs::read_dir(path)
+                .expect("list")
+                .map(|e| e.expect("entry").file_name())
+                .collect();
+            names.sort();
+            names
+        };
+        let (names, bytes) = (listing(dir.path()), std::fs::read(&manifest).expect("read"));
+
+        let set = VersionSet::load_read_only(dir.path(), fs).expect("load");
+        assert_eq!(set.last_sequence(), 7);
+        assert_eq!(set.log_number(), 3);
+        assert_eq!(set.current().levels[0].runs.len(), 1);
+        let refused = set.log_and_apply(VersionEdit::default());
+        assert!(matches!(refused, Err(Error::ReadOnly)), "{refused:?}");
+        drop(set);
+        assert_eq!(listing(dir.path()), names, "no manifest was started");
+        assert_eq!(std::fs::read(&manifest).expect("read"), bytes);
+    }
+
+    #[test]
     fn a_flipped_manifest_byte_is_a_corruption_error_naming_the_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         let fs: Arc<dyn FileSystem> = Arc::new(RealFileSystem);
