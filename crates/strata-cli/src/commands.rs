@@ -1,9 +1,16 @@
 //! The `ldb`-like commands: `put`, `get`, `delete`, `scan`, `stats` (and `inspect` in
 //! `inspect.rs`).
 //!
-//! Each command opens the database, does one thing and closes it (closing syncs the WAL, so a
-//! `put` is durable when the command exits). Only `put` creates a missing database; the others
-//! report it as an error rather than leave an empty database behind.
+//! Each command opens the database, does one thing and closes it. The read commands (`get`,
+//! `scan`, `stats`, and `inspect`) open it with `Db::open_read_only`: they write nothing (no
+//! manifest, no level-0 run from the WAL, no `LOG`), so they work on a full disk and beside a
+//! process that has the database open, and leave every file as it was. The write commands (`put`,
+//! `delete`) open it normally, which flushes the WAL the previous command left into a level-0
+//! run; so that a script of many small writes does not grow level 0 without bound, each waits
+//! for the compaction policy once level 0 holds the compaction trigger's number of runs (see
+//! [`settle_level0`]). Closing syncs the WAL, so a `put` is durable when the command exits. Only
+//! `put` creates a missing database; the others report it as an error rather than leave an empty
+//! database behind.
 //!
 //! With `--hex`, keys and values given on the command line are hex (an optional `0x` prefix) and
 //! keys and values printed are hex with a `0x` prefix, as in RocksDB's `ldb --hex`. Without it,
@@ -89,19 +96,42 @@ pub fn check_is_database(path: &Path) -> CliResult<()> {
     Ok(())
 }
 
-/// Opens an existing database (every command but `put`).
-/// Opens an existing database to read it. Nothing compacts in the background: the compaction
-/// policy is not stored in the database, and one written under another policy would otherwise
-/// start reshaping under the default one.
-fn open_existing(path: &Path) -> CliResult<Db> {
+/// Opens an existing database to read it, read-only: nothing is written to its directory, and
+/// nothing compacts (`Manual`, so that `stats` names no policy the session does not run; the
+/// compaction policy is not stored in the database).
+fn open_for_reading(path: &Path) -> CliResult<Db> {
     check_is_database(path)?;
-    Ok(Db::open(path, reading_options())?)
+    Ok(Db::open_read_only(path, reading_options())?)
 }
 
 fn reading_options() -> Options {
     Options::default()
         .create_if_missing(false)
         .compaction_policy(std::sync::Arc::new(Manual))
+}
+
+/// Opens the database to write to it, with the default options (leveling). `create` is set
+/// for `put` only.
+fn open_for_writing(path: &Path, create: bool) -> CliResult<(Db, Options)> {
+    let options = Options::default().create_if_missing(create);
+    if !create {
+        check_is_database(path)?;
+    }
+    let db = Db::open(path, options.clone())?;
+    Ok((db, options))
+}
+
+/// Every open of a writable database flushes the WAL the previous session left into a new
+/// level-0 run, and a command's process exits before a background compaction gets to it: 50
+/// `put` commands used to leave 52 level-0 runs behind (issue 12). Once level 0 holds the
+/// compaction trigger's number of runs, this runs the compactions the policy picks before the
+/// command exits, so level 0 stays below the trigger between commands. Below it, nothing waits
+/// and the command stays as fast as one open, one write and one close.
+fn settle_level0(db: &Db, options: &Options) -> CliResult<()> {
+    if db.version().levels()[0].runs().len() >= options.level0_compaction_trigger {
+        db.wait_for_compactions()?;
+    }
+    Ok(())
 }
 
 /// Closes `db`, turning a failure (e.g. a WAL sync error) into the command's error.
@@ -116,14 +146,15 @@ fn write_error(error: std::io::Error) -> CliError {
 
 /// `strata put DB KEY VALUE`: stores the value, creating the database if needed.
 pub fn put(path: &Path, key: &[u8], value: &[u8]) -> CliResult<()> {
-    let db = Db::open(path, Options::default())?;
+    let (db, options) = open_for_writing(path, true)?;
     db.put(key, value)?;
+    settle_level0(&db, &options)?;
     close(db)
 }
 
 /// `strata get DB KEY`: prints the value; [`CliError::KeyNotFound`] (exit 1) if absent.
 pub fn get(path: &Path, key: &[u8], encoding: Encoding, out: &mut dyn Write) -> CliResult<()> {
-    let db = open_existing(path)?;
+    let db = open_for_reading(path)?;
     let value = db.get(key)?;
     close(db)?;
     match value {
@@ -134,8 +165,9 @@ pub fn get(path: &Path, key: &[u8], encoding: Encoding, out: &mut dyn Write) -> 
 
 /// `strata delete DB KEY`: removes the key (a no-op if absent).
 pub fn delete(path: &Path, key: &[u8]) -> CliResult<()> {
-    let db = open_existing(path)?;
+    let (db, options) = open_for_writing(path, false)?;
     db.delete(key)?;
+    settle_level0(&db, &options)?;
     close(db)
 }
 
@@ -157,7 +189,7 @@ pub fn scan(
     encoding: Encoding,
     out: &mut dyn Write,
 ) -> CliResult<()> {
-    let db = open_existing(path)?;
+    let db = open_for_reading(path)?;
     let lower = match &range.from {
         Some(key) => Bound::Included(key.clone()),
         None => Bound::Unbounded,
@@ -185,7 +217,7 @@ pub fn scan(
 
 /// `strata stats DB`: prints the engine's `Stats` (tree shape, filters, memory, recovery).
 pub fn stats(path: &Path, out: &mut dyn Write) -> CliResult<()> {
-    let db = open_existing(path)?;
+    let db = open_for_reading(path)?;
     let stats = db.stats();
     close(db)?;
     writeln!(out, "{stats}").map_err(write_error)
@@ -196,7 +228,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reading_opens_without_background_compaction() {
+    fn reading_options_name_no_compaction_and_create_nothing() {
         let options = reading_options();
         use strata::compaction::CompactionPolicy;
         assert_eq!(options.compaction_policy.name(), Manual.name());

@@ -3,10 +3,11 @@
 //! baseline's — under a header comparing the tree's average bits per key with the filter
 //! allocator's budget and cap (SPEC §3).
 //!
-//! The command opens the database, reads `Db::version()` and `Db::stats()`, and closes it. It
-//! opens with a compaction policy that never compacts, so the tree printed is the tree on disk
-//! and inspecting never reshapes it. (Opening still replays a non-empty WAL into a level-0 file,
-//! as every open does.)
+//! The command opens the database read-only (`Db::open_read_only`), reads `Db::version()` and
+//! `Db::stats()`, and closes it. A read-only open writes nothing: the tree printed is the tree on
+//! disk (a non-empty WAL is replayed into memory, not flushed into a level-0 file), inspecting
+//! never reshapes it, and Merlin's statistics are read from the `ACCESS` file but not saved
+//! back. It works beside a process that has the database open.
 //!
 //! The filter allocator is an open-time option, not stored in the database: the header shows the
 //! allocator given on the command line (`--filter-policy`, `--bits-per-key`), which should be the
@@ -432,7 +433,7 @@ pub fn inspect(
         .compaction_policy(Arc::new(Manual));
     // Asked for, or needed by the allocator (Mnemosyne+).
     let access_statistics = db_options.keeps_access_statistics();
-    let db = Db::open(path, db_options)?;
+    let db = Db::open_read_only(path, db_options)?;
     let report = build_report(&db.version(), &db.stats(), access_statistics);
     db.close()?;
     let write_error = |e| CliError::io("writing to stdout", e);

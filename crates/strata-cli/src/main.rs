@@ -115,8 +115,8 @@ enum Command {
     /// and Merlin's access estimates, under the average bits per key against the budget.
     ///
     /// The filter allocator is not stored in the database: pass the one it is written with.
-    /// Inspecting never compacts (opening replays a non-empty WAL into a level-0 file, as every
-    /// open does).
+    /// Inspecting opens the database read-only: it writes nothing, and works beside a process
+    /// that has the database open.
     Inspect {
         /// Database directory.
         db: PathBuf,

@@ -358,19 +358,126 @@ fn inspect_shows_access_estimates_restored_from_the_access_file() {
     assert!(text.contains("access statistics: on"), "{text}");
 }
 
+/// The read commands open read-only and take no lock: they read a database another process (here
+/// this one) has open for writing, as of its last flushed WAL record.
 #[test]
-fn inspect_of_a_locked_database_fails_with_a_message() {
+fn read_commands_read_a_database_another_process_has_open() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("db");
     write_two_runs(&path, false);
     let db = open_db(&path, strata::Options::default());
-    let output = strata(&["inspect", path_str(&path)]);
-    assert_eq!(output.status.code(), Some(2));
-    let message = stderr(&output);
-    assert!(message.contains("locked by another process"), "{message}");
-    assert!(!message.contains("panicked"), "{message}");
+    db.put(b"written while open", b"seen").expect("put");
+    let text = ok(&["inspect", path_str(&path), "--bits-per-key", "8"]);
+    assert!(text.contains("level 0: 2 runs, 500 entries"), "{text}");
+    assert_eq!(
+        ok(&["get", path_str(&path), "written while open"]),
+        "seen\n"
+    );
+    assert!(ok(&["stats", path_str(&path)]).contains("last sequence"));
+    // The writer is undisturbed.
+    db.put(b"after", b"the readers").expect("put");
     db.close().expect("close");
-    ok_after_close(&["inspect", path_str(&path)]);
+    assert_eq!(ok(&["get", path_str(&path), "after"]), "the readers\n");
+}
+
+/// Every file in a directory, by name, with its contents.
+fn directory_contents(path: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(path)
+        .expect("list")
+        .map(|entry| {
+            let entry = entry.expect("entry");
+            let bytes = std::fs::read(entry.path()).expect("read");
+            (entry.file_name().to_string_lossy().into_owned(), bytes)
+        })
+        .collect()
+}
+
+/// `get`, `scan`, `stats` and `inspect` write nothing: no manifest, no level-0 run from the WAL,
+/// no `LOG`, no `ACCESS` save. Before read-only opens each of them wrote a new manifest and
+/// flushed a non-empty WAL into a new level-0 run.
+#[test]
+fn read_commands_leave_the_database_byte_identical() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("db");
+    write_two_runs(&path, true);
+    {
+        // Acknowledged writes left in the WAL only.
+        let db = open_db(&path, strata::Options::default().access_statistics(true));
+        db.put(b"in the wal", b"only").expect("put");
+        db.delete(b"key00007").expect("delete");
+        db.close().expect("close");
+    }
+    let before = directory_contents(&path);
+    assert!(before.keys().any(|name| name.ends_with(".log")));
+    let db = path_str(&path);
+    assert_eq!(ok(&["get", db, "in the wal"]), "only\n");
+    assert_eq!(strata(&["get", db, "key00007"]).status.code(), Some(1));
+    assert_eq!(
+        ok(&["get", db, "key00008"]),
+        format!("{}\n", "v".repeat(100))
+    );
+    let scanned = ok(&["scan", db]);
+    assert_eq!(
+        scanned.lines().count(),
+        500,
+        "500 keys, one deleted, one added"
+    );
+    let stats = ok(&["stats", db]);
+    assert!(stats.contains("last sequence"), "{stats}");
+    ok(&["inspect", db, "--bits-per-key", "8"]);
+    ok(&["inspect", db, "--json", "--access-statistics"]);
+    let after = directory_contents(&path);
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        after.keys().collect::<Vec<_>>()
+    );
+    for (name, bytes) in &before {
+        assert!(after[name] == *bytes, "{name} changed");
+    }
+}
+
+/// Each `put` opens the database, which flushes the previous command's WAL into a level-0 run;
+/// 50 of them used to leave 52 level-0 runs behind. The write commands now run the policy's
+/// compactions once level 0 reaches the trigger (4 by default), so it stays below it.
+#[test]
+fn fifty_puts_leave_level_0_bounded_by_the_compaction_trigger() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("db");
+    let db = path_str(&path);
+    let trigger = strata::Options::default().level0_compaction_trigger;
+    let mut slowest = Duration::ZERO;
+    for i in 0..50 {
+        let start = std::time::Instant::now();
+        ok(&["put", db, &format!("key{i:02}"), &format!("value{i}")]);
+        slowest = slowest.max(start.elapsed());
+        if i % 10 == 9 {
+            ok(&["delete", db, &format!("key{:02}", i - 1)]);
+        }
+    }
+    println!("slowest put: {slowest:?}");
+    let reader = strata::Db::open_read_only(&path, strata::Options::default()).expect("open");
+    let level0 = reader.version().levels()[0].runs().len();
+    assert!(
+        level0 < trigger,
+        "{level0} level-0 runs after 50 puts (trigger {trigger})"
+    );
+    assert!(
+        reader.version().run_count() <= trigger,
+        "{}",
+        reader.stats()
+    );
+    for i in 0..50 {
+        let expected = (i % 10 != 8).then(|| format!("value{i}").into_bytes());
+        assert_eq!(
+            reader
+                .get(format!("key{i:02}"))
+                .expect("get")
+                .map(|v| v.into_vec()),
+            expected,
+            "key{i:02}"
+        );
+    }
+    reader.close().expect("close");
 }
 
 const RESULT_FIELDS: &[&str] = &[

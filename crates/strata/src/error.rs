@@ -48,6 +48,11 @@ pub enum Error {
     /// The database was closed.
     #[error("database is closed")]
     Closed,
+
+    /// A write, flush or compaction was asked of a database opened with
+    /// [`Db::open_read_only`](crate::Db::open_read_only), which never writes to its directory.
+    #[error("database opened read-only: writes, flushes and compactions are refused")]
+    ReadOnly,
 }
 
 impl Error {

@@ -443,7 +443,8 @@ impl DbInner {
     /// it at once; each gets the result of the compaction that served its ticket, or
     /// `Error::Closed` if the database closed first.
     pub(crate) fn compact_all(&self) -> Result<()> {
-        self.check_open()?;
+        // A read-only database has no compaction thread to answer the ticket.
+        self.check_writable()?;
         let mut background = self.background.lock();
         if background.shutting_down || background.compaction_thread_exited {
             return Err(self.background_error().unwrap_or(Error::Closed));
@@ -462,7 +463,21 @@ impl DbInner {
         }
     }
 
+    /// Waits until the policy picks no job and no flush or compaction is running or queued. On a
+    /// read-only database nothing ever compacts: `Ok` if the policy has nothing to do, otherwise
+    /// [`Error::ReadOnly`] rather than a wait that would never end.
     pub(crate) fn wait_for_compactions(&self) -> Result<()> {
+        if self.read_only {
+            self.check_open()?;
+            let work = self
+                .options
+                .compaction_policy
+                .pick(&self.versions.current(), &self.compaction_context());
+            return match work {
+                Some(_) => Err(Error::ReadOnly),
+                None => Ok(()),
+            };
+        }
         loop {
             self.check_open()?;
             if let Some(error) = self.background_error() {
@@ -492,7 +507,9 @@ impl DbInner {
     /// Nothing is deleted once a manifest write has failed (`VersionSet::manifest_in_doubt`): the
     /// next open removes whatever the manifest it reads does not name.
     pub(crate) fn delete_obsolete_files(&self) {
-        if self.versions.manifest_in_doubt() {
+        // A read-only session's files are another session's to delete (or this database's next
+        // writable open's).
+        if self.read_only || self.versions.manifest_in_doubt() {
             return;
         }
         let candidates = self.versions.obsolete_files().take();

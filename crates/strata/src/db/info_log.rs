@@ -25,6 +25,14 @@ impl InfoLog {
         }
     }
 
+    /// A log that writes nothing: a read-only open must not create, rotate or append to `LOG`
+    /// (the disk may be full, or the directory another process's).
+    pub(crate) fn disabled() -> InfoLog {
+        InfoLog {
+            file: Mutex::new(None),
+        }
+    }
+
     pub(crate) fn log(&self, message: impl AsRef<str>) {
         let elapsed = SystemTime::now()
             .duration_since(UNIX_EPOCH)

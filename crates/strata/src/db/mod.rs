@@ -190,6 +190,9 @@ pub(crate) struct DbInner {
     pub(crate) info_log: InfoLog,
     pub(crate) wal_records_recovered: u64,
     pub(crate) wal_bytes_dropped: u64,
+    /// Opened by [`Db::open_read_only`]: no lock, no WAL, no background threads, and every entry
+    /// point that would write to the directory fails with [`Error::ReadOnly`].
+    pub(crate) read_only: bool,
 }
 
 /// Shuts the engine down when the last `Db` handle is dropped.
@@ -227,9 +230,48 @@ impl std::fmt::Debug for Db {
 
 impl Db {
     /// Opens (or creates, with `create_if_missing`) the database in directory `path`, replaying
-    /// its write-ahead logs. A second open of the same directory fails with [`Error::Locked`].
+    /// its write-ahead logs. A second open of the same directory fails with [`Error::Locked`]
+    /// (a [`Db::open_read_only`] takes no lock and is not refused).
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         Self::open_with_observer(path.as_ref(), options, None)
+    }
+
+    /// Opens the existing database in `path` for reading only, like RocksDB's `OpenForReadOnly`:
+    /// it reads `CURRENT`, the manifest, the write-ahead logs at or above the manifest's log
+    /// number (replayed into a memtable kept in memory, so acknowledged writes that were never
+    /// flushed are seen) and, when access statistics are kept, the `ACCESS` file — and writes
+    /// nothing, ever: no `LOCK`, no WAL, no manifest, no table, no `LOG`, no `ACCESS` save, no
+    /// deletion of any file, and no background threads. It therefore works on a full disk and
+    /// leaves every file byte-identical.
+    ///
+    /// Reads, iterators, snapshots, [`Db::stats`], [`Db::version`] and [`Db::close`] work as
+    /// usual. [`Db::put`], [`Db::delete`], [`Db::write`], [`Db::flush`], [`Db::compact`] and
+    /// [`Db::rewrite_filters`] fail with [`Error::ReadOnly`]; so does
+    /// [`Db::wait_for_compactions`] when the compaction policy has work to do (nothing will do
+    /// it), while it returns `Ok` when there is none.
+    ///
+    /// No directory lock is taken, so a read-only session can run beside a process (or a `Db` in
+    /// this process) that has the database open for writing. It sees the database as of its own
+    /// open. If the writer compacts meanwhile it may delete a table file this session has not
+    /// opened yet; reads of that file then fail with an I/O error (never a wrong answer), and a
+    /// new read-only open sees the new state. `create_if_missing` and `error_if_exists` are
+    /// ignored: a missing directory, or one without `CURRENT`, is [`Error::InvalidArgument`], and
+    /// nothing is created.
+    ///
+    /// The filter allocator in `options` is told about the recovered tree
+    /// ([`FilterAllocator::restore`](crate::alloc::FilterAllocator::restore)): give a read-only
+    /// session its own allocator rather than one a writing `Db` uses.
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let inner = open::open_read_only(path.as_ref(), options)?;
+        Ok(Db {
+            _close: Arc::new(CloseOnDrop(Arc::clone(&inner))),
+            inner,
+        })
+    }
+
+    /// True if this database was opened with [`Db::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
     }
 
     /// Opens with an access observer (per-file statistics, SPEC §4).
@@ -324,6 +366,7 @@ impl Db {
 
     /// Flushes, then compacts the whole tree into one sorted run.
     pub fn compact(&self) -> Result<()> {
+        self.inner.check_writable()?;
         self.inner.flush()?;
         self.inner.compact_all()
     }
@@ -445,6 +488,16 @@ impl DbInner {
         Ok(())
     }
 
+    /// [`DbInner::check_open`], then [`Error::ReadOnly`] for a read-only database: the check of
+    /// every entry point that writes (a write, a flush, a compaction, a filter rewrite).
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        self.check_open()?;
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
+        Ok(())
+    }
+
     /// The oldest sequence number any live snapshot reads at (or the newest, if none).
     pub(crate) fn smallest_snapshot(&self) -> u64 {
         let snapshots = self.snapshots.lock();
@@ -482,6 +535,10 @@ impl DbInner {
         let Some(merlin) = &self.merlin else {
             return;
         };
+        if self.read_only {
+            // Loaded at open, updated in memory by this session's lookups, never saved.
+            return;
+        }
         {
             let mut saved_at = self.access_saved_at.lock();
             let now = std::time::Instant::now();

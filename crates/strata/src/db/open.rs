@@ -1,6 +1,8 @@
 //! Opening a database: lock, manifest recovery, WAL replay (with the configured
 //! [`WalRecoveryMode`](crate::wal::WalRecoveryMode)), a flush of what was replayed, clean-up of
-//! files no version needs, and the background threads.
+//! files no version needs, and the background threads. A read-only open
+//! ([`open_read_only`]) does the reading half of that: manifest recovery and WAL replay into a
+//! memtable that stays in memory, and nothing else.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
@@ -15,6 +17,7 @@ use super::background::{finish_level0_table, spawn_threads, write_level0_entries
 use super::info_log::InfoLog;
 use super::{BackgroundState, CommitState, DbInner, ReadView};
 use crate::cache::BlockCache;
+use crate::env::FileLock;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::Options;
@@ -100,6 +103,57 @@ fn replay_wals(
     Ok(replay)
 }
 
+/// The WAL numbers in a directory listing (ascending) and the highest WAL or table number.
+fn wal_numbers_and_highest_file_number(names: &[String]) -> (Vec<u64>, u64) {
+    let parse = |name: &str, suffix: &str| {
+        name.strip_suffix(suffix)
+            .and_then(|n| n.parse::<u64>().ok())
+    };
+    let mut wal_numbers: Vec<u64> = names.iter().filter_map(|n| parse(n, ".log")).collect();
+    wal_numbers.sort_unstable();
+    let highest_number = names
+        .iter()
+        .filter_map(|n| parse(n, ".log").or_else(|| parse(n, ".sst")))
+        .max()
+        .unwrap_or(0);
+    (wal_numbers, highest_number)
+}
+
+/// Merlin (SPEC §4): restored from the last snapshot in the `ACCESS` file if there is a sound
+/// one, and attached to every recovered file. `None` when access statistics are off. Only reads.
+fn restore_access_statistics(
+    dir: &Path,
+    options: &Options,
+    versions: &VersionSet,
+    info_log: &InfoLog,
+) -> Result<Option<Arc<Merlin>>> {
+    if !options.keeps_access_statistics() {
+        return Ok(None);
+    }
+    let restored = match access_file::load(options.file_system.as_ref(), dir) {
+        Ok(restored) => restored,
+        Err(error) => {
+            info_log.log(format!("access statistics start afresh: {error}"));
+            None
+        }
+    };
+    let (merlin, mut files) = match restored {
+        Some(restored) => (
+            Merlin::from_state(restored.state, options.access_recent_weight)?,
+            restored.files,
+        ),
+        None => (Merlin::new(options.access_recent_weight)?, HashMap::new()),
+    };
+    let merlin = Arc::new(merlin.with_sampling(u64::from(options.access_sample_every)));
+    for (_, _, file) in versions.current().files() {
+        file.attach_access(AccessHandle {
+            file: Arc::new(files.remove(&file.number()).unwrap_or_default()),
+            merlin: Arc::clone(&merlin),
+        });
+    }
+    Ok(Some(merlin))
+}
+
 pub(crate) fn open(
     dir: &Path,
     options: Options,
@@ -128,50 +182,11 @@ pub(crate) fn open(
     info_log.log(format!("opening {} with {options:?}", dir.display()));
 
     let names = fs.list_dir(dir)?;
-    let parse = |name: &str, suffix: &str| {
-        name.strip_suffix(suffix)
-            .and_then(|n| n.parse::<u64>().ok())
-    };
-    let mut wal_numbers: Vec<u64> = names.iter().filter_map(|n| parse(n, ".log")).collect();
-    wal_numbers.sort_unstable();
-    let highest_number = names
-        .iter()
-        .filter_map(|n| parse(n, ".log").or_else(|| parse(n, ".sst")))
-        .max()
-        .unwrap_or(0);
+    let (mut wal_numbers, highest_number) = wal_numbers_and_highest_file_number(&names);
 
     let versions = VersionSet::open(dir, Arc::clone(&fs), exists, highest_number)?;
-    let log_number = versions.log_number();
-    wal_numbers.retain(|&n| n >= log_number);
-
-    // Merlin (SPEC §4): restored from the last snapshot if there is a sound one, and attached
-    // to every recovered file.
-    let merlin = if options.keeps_access_statistics() {
-        let restored = match access_file::load(fs.as_ref(), dir) {
-            Ok(restored) => restored,
-            Err(error) => {
-                info_log.log(format!("access statistics start afresh: {error}"));
-                None
-            }
-        };
-        let (merlin, mut files) = match restored {
-            Some(restored) => (
-                Merlin::from_state(restored.state, options.access_recent_weight)?,
-                restored.files,
-            ),
-            None => (Merlin::new(options.access_recent_weight)?, HashMap::new()),
-        };
-        let merlin = Arc::new(merlin.with_sampling(u64::from(options.access_sample_every)));
-        for (_, _, file) in versions.current().files() {
-            file.attach_access(AccessHandle {
-                file: Arc::new(files.remove(&file.number()).unwrap_or_default()),
-                merlin: Arc::clone(&merlin),
-            });
-        }
-        Some(merlin)
-    } else {
-        None
-    };
+    wal_numbers.retain(|&n| n >= versions.log_number());
+    let merlin = restore_access_statistics(dir, &options, &versions, &info_log)?;
 
     let recovered = Arc::new(MemTable::new(0, merlin.as_ref().map_or(0, |m| m.lookups())));
     let replay = replay_wals(dir, &options, &wal_numbers, &recovered, &info_log)?;
@@ -219,36 +234,102 @@ pub(crate) fn open(
     options.filter_allocator.restore(&versions.current());
     counters.reset();
 
+    let mem = Arc::new(MemTable::new(
+        wal_number,
+        merlin.as_ref().map_or(0, |m| m.lookups()),
+    ));
+    let inner = assemble(
+        dir,
+        options,
+        observer,
+        RecoveredState {
+            versions,
+            merlin,
+            info_log,
+            replay,
+            counters,
+            mem,
+        },
+        Mode::ReadWrite {
+            lock,
+            commit: CommitState { wal, wal_number },
+        },
+    );
+    remove_orphan_tables(&inner)?;
+    inner.delete_obsolete_files();
+    spawn_threads(&inner)?;
+    Ok(inner)
+}
+
+/// What a read-only open needs and a normal open also has: the database's state as read from its
+/// files.
+struct RecoveredState {
+    versions: VersionSet,
+    merlin: Option<Arc<Merlin>>,
+    info_log: InfoLog,
+    replay: Replay,
+    counters: Arc<IoCounters>,
+    /// The memtable readers start with: a new, empty one after a normal open (what was replayed
+    /// is in a level-0 table by then), the replayed one after a read-only open.
+    mem: Arc<MemTable>,
+}
+
+/// What only a normal open has.
+enum Mode {
+    ReadWrite {
+        lock: Box<dyn FileLock>,
+        commit: CommitState,
+    },
+    ReadOnly,
+}
+
+/// Builds the engine around what an open recovered. Starts no thread and touches no file.
+fn assemble(
+    dir: &Path,
+    options: Options,
+    observer: Option<Arc<dyn AccessObserver>>,
+    recovered: RecoveredState,
+    mode: Mode,
+) -> Arc<DbInner> {
+    let fs = Arc::clone(&options.file_system);
     let block_cache = Arc::new(BlockCache::new(options.block_cache_bytes));
     let tables = Arc::new(TableCache::new(
         dir.to_path_buf(),
         Arc::clone(&fs),
         options.max_open_files,
         Arc::clone(&block_cache),
-        Arc::clone(&counters),
+        Arc::clone(&recovered.counters),
         options.direct_reads,
     ));
     let view = ReadView {
-        mem: Arc::new(MemTable::new(
-            wal_number,
-            merlin.as_ref().map_or(0, |m| m.lookups()),
-        )),
+        mem: recovered.mem,
         immutable: Vec::new(),
-        version: versions.current(),
+        version: recovered.versions.current(),
     };
-    let inner = Arc::new(DbInner {
+    let (lock, commit, read_only) = match mode {
+        Mode::ReadWrite { lock, commit } => (Some(lock), commit, false),
+        Mode::ReadOnly => (
+            None,
+            CommitState {
+                wal: None,
+                wal_number: 0,
+            },
+            true,
+        ),
+    };
+    Arc::new(DbInner {
         dir: dir.to_path_buf(),
-        fs: Arc::clone(&fs),
-        lock: Mutex::new(Some(lock)),
-        versions,
+        fs,
+        lock: Mutex::new(lock),
+        versions: recovered.versions,
         tables,
         block_cache,
-        counters,
+        counters: recovered.counters,
         observer,
         view: ArcSwap::from_pointee(view),
         view_lock: Mutex::new(()),
         install_lock: Mutex::new(()),
-        commit: Mutex::new(CommitState { wal, wal_number }),
+        commit: Mutex::new(commit),
         pending: Mutex::new(VecDeque::new()),
         snapshots: Mutex::new(BTreeMap::new()),
         background_error: Mutex::new(None),
@@ -258,17 +339,73 @@ pub(crate) fn open(
         threads: Mutex::new(Vec::new()),
         closed: AtomicBool::new(false),
         close_lock: Mutex::new(()),
-        merlin,
+        merlin: recovered.merlin,
         access_saved_at: Mutex::new(None),
-        info_log,
-        wal_records_recovered: replay.records,
-        wal_bytes_dropped: replay.dropped_bytes,
+        info_log: recovered.info_log,
+        wal_records_recovered: recovered.replay.records,
+        wal_bytes_dropped: recovered.replay.dropped_bytes,
+        read_only,
         options,
-    });
-    remove_orphan_tables(&inner)?;
-    inner.delete_obsolete_files();
-    spawn_threads(&inner)?;
-    Ok(inner)
+    })
+}
+
+/// Opens the database in `dir` for reading only (`Db::open_read_only`): reads `CURRENT`, the
+/// manifest, the `ACCESS` file (if access statistics are kept) and the WALs at or above the
+/// manifest's log number, and writes nothing at all, so that it works on a full disk, on a
+/// directory another process is writing, and leaves every file byte-identical.
+///
+/// * No `LOCK` is taken: taking it would create the file if missing (a write), the file system
+///   offers only an exclusive lock, and a reader must not keep the owner from opening (nor be
+///   kept out by it), as with RocksDB's `OpenForReadOnly`. What it sees is the state as of the
+///   open; a writer that compacts meanwhile may delete a table file this session has not opened
+///   yet, and reads of it then fail with an I/O error (never a wrong answer).
+/// * The replayed WAL contents stay in an in-memory memtable; nothing is flushed.
+/// * No new WAL, no manifest, no `LOG` (the info log is a no-op), no `ACCESS` save, no deletion
+///   of orphan tables or obsolete files, no background threads.
+/// * `create_if_missing` and `error_if_exists` are ignored: nothing is created, and an existing
+///   database is what a read-only open is for.
+pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
+    options.validate()?;
+    let fs = Arc::clone(&options.file_system);
+    if !fs.exists(dir) {
+        return Err(Error::InvalidArgument(format!(
+            "database {} does not exist (a read-only open creates nothing)",
+            dir.display()
+        )));
+    }
+    if !fs.exists(&dir.join(CURRENT_FILE)) {
+        return Err(Error::InvalidArgument(format!(
+            "{} holds no database (no {CURRENT_FILE} file)",
+            dir.display()
+        )));
+    }
+    let info_log = InfoLog::disabled();
+    // The manifest before the listing: a writer that flushes meanwhile raises the log number only
+    // after its WAL's contents are in a table. Listing first, we could read that newer manifest
+    // and skip the WAL that followed the listing, missing acknowledged writes; this way a WAL the
+    // writer deletes after the listing fails the open with an I/O error instead.
+    let versions = VersionSet::load_read_only(dir, Arc::clone(&fs))?;
+    let (mut wal_numbers, _) = wal_numbers_and_highest_file_number(&fs.list_dir(dir)?);
+    wal_numbers.retain(|&n| n >= versions.log_number());
+    let merlin = restore_access_statistics(dir, &options, &versions, &info_log)?;
+    let mem = Arc::new(MemTable::new(0, merlin.as_ref().map_or(0, |m| m.lookups())));
+    let replay = replay_wals(dir, &options, &wal_numbers, &mem, &info_log)?;
+    versions.set_last_sequence(versions.last_sequence().max(replay.max_sequence));
+    options.filter_allocator.restore(&versions.current());
+    Ok(assemble(
+        dir,
+        options,
+        None,
+        RecoveredState {
+            versions,
+            merlin,
+            info_log,
+            replay,
+            counters: Arc::new(IoCounters::default()),
+            mem,
+        },
+        Mode::ReadOnly,
+    ))
 }
 
 /// Deletes table files that no version refers to (outputs of a job that crashed before its

@@ -39,7 +39,7 @@ impl DbInner {
     /// one WAL append (and at most one fsync), inserts them into the memtable in order, and
     /// publishes the new last sequence number.
     pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<()> {
-        self.check_open()?;
+        self.check_writable()?;
         validate(&batch)?;
         if let Some(error) = self.background_error() {
             return Err(error);
@@ -238,7 +238,7 @@ impl DbInner {
     /// not waited for: under a steady write load there may never be a moment with no immutable
     /// memtable, and `flush` would never return.
     pub(crate) fn flush(&self) -> Result<()> {
-        self.check_open()?;
+        self.check_writable()?;
         let targets = {
             let mut commit = self.commit.lock();
             // Checked again under the commit lock: a `close` that began after the first check

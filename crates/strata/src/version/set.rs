@@ -5,7 +5,8 @@
 //! fsynced before the new version is installed. On open the engine replays the manifest named by
 //! `CURRENT`, then writes a fresh manifest holding one edit with the whole tree and switches
 //! `CURRENT` to it atomically (write `CURRENT.tmp`, fsync, rename, fsync the directory), so a crash
-//! at any point leaves either the old or the new manifest in force.
+//! at any point leaves either the old or the new manifest in force. A read-only open
+//! ([`VersionSet::load_read_only`]) only reads `CURRENT` and the manifest.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -63,6 +64,8 @@ pub(crate) struct VersionSet {
     obsolete: Arc<ObsoleteFiles>,
     /// A manifest write failed (kept after `close`, unlike the writer).
     manifest_failed: AtomicBool,
+    /// Loaded by [`VersionSet::load_read_only`]: there is no manifest to log edits to, ever.
+    read_only: bool,
 }
 
 impl VersionSet {
@@ -89,7 +92,31 @@ impl VersionSet {
                 manifest_number: 0,
             }
         };
-        let set = VersionSet {
+        let manifest_number = recovered.manifest_number;
+        let set = VersionSet::from_recovered(dir, fs, recovered, obsolete);
+        set.mark_file_number_used(used_file_numbers);
+        set.start_new_manifest(manifest_number)?;
+        Ok(set)
+    }
+
+    /// Loads the version set of an existing database without writing anything: `CURRENT` and
+    /// the manifest it names are read, no manifest is started, and [`VersionSet::log_and_apply`]
+    /// fails with [`Error::ReadOnly`]. For `Db::open_read_only`.
+    pub(crate) fn load_read_only(dir: &Path, fs: Arc<dyn FileSystem>) -> Result<VersionSet> {
+        let obsolete = Arc::new(ObsoleteFiles::default());
+        let recovered = recover(dir, fs.as_ref(), &obsolete)?;
+        let mut set = VersionSet::from_recovered(dir, fs, recovered, obsolete);
+        set.read_only = true;
+        Ok(set)
+    }
+
+    fn from_recovered(
+        dir: &Path,
+        fs: Arc<dyn FileSystem>,
+        recovered: Recovered,
+        obsolete: Arc<ObsoleteFiles>,
+    ) -> VersionSet {
+        VersionSet {
             dir: dir.to_path_buf(),
             fs,
             current: ArcSwap::from_pointee(recovered.version),
@@ -100,10 +127,8 @@ impl VersionSet {
             next_run_id: AtomicU64::new(recovered.next_run_id),
             obsolete,
             manifest_failed: AtomicBool::new(false),
-        };
-        set.mark_file_number_used(used_file_numbers);
-        set.start_new_manifest(recovered.manifest_number)?;
-        Ok(set)
+            read_only: false,
+        }
     }
 
     fn start_new_manifest(&self, previous: u64) -> Result<()> {
@@ -150,8 +175,16 @@ impl VersionSet {
 
     /// Records `edit` durably in the manifest, then installs the version it produces.
     pub(crate) fn log_and_apply(&self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
         let mut manifest = self.manifest.lock();
         let writer = manifest.as_mut().ok_or(Error::Closed)?;
+        if let Some(failure) = &writer.failed {
+            return Err(Error::Background(format!(
+                "an earlier manifest write failed ({failure}); reopen the database"
+            )));
+        }
         self.fill_counters(&mut edit);
         let current = self.current();
         let next = current
@@ -163,11 +196,6 @@ impl VersionSet {
                     format!("version edit does not apply: {reason}"),
                 )
             })?;
-        if let Some(failure) = &writer.failed {
-            return Err(Error::Background(format!(
-                "an earlier manifest write failed ({failure}); reopen the database"
-            )));
-        }
         if let Err(error) = writer
             .log
             .add_record(&edit.encode())
@@ -384,6 +412,48 @@ mod tests {
         let set = VersionSet::open(dir.path(), fs, true, 0).expect("reopen");
         let numbers: Vec<u64> = set.current().files().map(|(_, _, f)| f.number()).collect();
         assert_eq!(numbers, vec![acked.number]);
+    }
+
+    #[test]
+    fn a_read_only_load_recovers_the_tree_writes_nothing_and_refuses_edits() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs: Arc<dyn FileSystem> = Arc::new(RealFileSystem);
+        let set = VersionSet::open(dir.path(), fs.clone(), false, 0).expect("create");
+        set.set_last_sequence(7);
+        set.log_and_apply(VersionEdit {
+            new_files: vec![new_file(
+                0,
+                set.new_run_id(),
+                set.new_file_number(),
+                "a",
+                "k",
+            )],
+            log_number: Some(3),
+            ..Default::default()
+        })
+        .expect("apply");
+        let manifest = dir.path().join(manifest_name(set.manifest_number()));
+        set.close();
+        drop(set);
+        let listing = |path: &Path| {
+            let mut names: Vec<_> = std::fs::read_dir(path)
+                .expect("list")
+                .map(|e| e.expect("entry").file_name())
+                .collect();
+            names.sort();
+            names
+        };
+        let (names, bytes) = (listing(dir.path()), std::fs::read(&manifest).expect("read"));
+
+        let set = VersionSet::load_read_only(dir.path(), fs).expect("load");
+        assert_eq!(set.last_sequence(), 7);
+        assert_eq!(set.log_number(), 3);
+        assert_eq!(set.current().levels[0].runs.len(), 1);
+        let refused = set.log_and_apply(VersionEdit::default());
+        assert!(matches!(refused, Err(Error::ReadOnly)), "{refused:?}");
+        drop(set);
+        assert_eq!(listing(dir.path()), names, "no manifest was started");
+        assert_eq!(std::fs::read(&manifest).expect("read"), bytes);
     }
 
     #[test]
