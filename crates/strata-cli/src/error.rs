@@ -35,6 +35,9 @@ pub enum CliError {
     KeyNotFound(String),
     /// A benchmark sanity check failed (a key that must exist was missing, or the reverse).
     CheckFailed(String),
+    /// `strata stress` or `strata crash-test` found the database breaking a guarantee (the
+    /// message names the seed, the operation, and the expected and actual values).
+    Violation(String),
     /// The database path does not exist (commands other than `put` never create one).
     NoDatabase(PathBuf),
     /// The path exists but holds no database (no `CURRENT` file, or not a directory).
@@ -68,6 +71,7 @@ impl fmt::Display for CliError {
             CliError::InvalidArgument(message) => write!(f, "invalid argument: {message}"),
             CliError::KeyNotFound(key) => write!(f, "key not found: {key}"),
             CliError::CheckFailed(message) => write!(f, "benchmark check failed: {message}"),
+            CliError::Violation(message) => write!(f, "violation: {message}"),
             CliError::NoDatabase(path) => write!(
                 f,
                 "no database at {} (only `strata put` creates one)",

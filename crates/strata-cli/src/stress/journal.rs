@@ -63,7 +63,7 @@ impl Journal {
         for (number, line) in lines[..complete].iter().enumerate() {
             let fields: Vec<&str> = line.split(' ').collect();
             let bad = || {
-                CliError::CheckFailed(format!(
+                CliError::InvalidArgument(format!(
                     "journal {} line {}: {line:?} is malformed",
                     path.display(),
                     number + 1

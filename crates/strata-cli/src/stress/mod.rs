@@ -751,7 +751,7 @@ impl Stress {
     }
 }
 
-/// Runs `strata stress`; `Err(CheckFailed)` on a violation (the message names the seed, the
+/// Runs `strata stress`; `Err(Violation)` on a violation (the message names the seed, the
 /// operation, and what was expected and read).
 pub fn run(args: &StressArgs, out: &mut dyn std::io::Write) -> CliResult<()> {
     if args.threads == 0 || args.keys == 0 {
@@ -812,7 +812,7 @@ pub fn run(args: &StressArgs, out: &mut dyn std::io::Write) -> CliResult<()> {
     // oracle (a fresh database), and arms faults.
     stress.reopen();
     if let Some(violation) = stress.violation.lock().clone() {
-        return Err(CliError::CheckFailed(violation));
+        return Err(CliError::Violation(violation));
     }
     if args.journal.is_some() {
         writeln!(out, "verified {} keys after reopen", args.keys)
@@ -853,9 +853,7 @@ pub fn run(args: &StressArgs, out: &mut dyn std::io::Write) -> CliResult<()> {
         .map_err(|e| CliError::io("writing to stdout", e))?;
     let violation = stress.violation.lock().clone();
     match violation {
-        Some(violation) => Err(CliError::CheckFailed(format!(
-            "stress violation: {violation}"
-        ))),
+        Some(violation) => Err(CliError::Violation(violation)),
         None => {
             writeln!(out, "no violations").map_err(|e| CliError::io("writing to stdout", e))?;
             Ok(())
