@@ -440,7 +440,46 @@ fn newest_first(files: &[&NewFile], edges: &HashSet<(usize, usize)>) -> Order {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::env::RealFileSystem;
+    use crate::key::{encode_internal_key, ValueKind};
     use crate::version::tests::new_file;
+    use crate::Db;
+
+    /// Writes table `number` holding `entries` (user key, sequence, value), given in internal-key
+    /// order.
+    fn write_table(dir: &Path, number: u64, entries: &[(&str, u64, &str)]) {
+        let path = dir.join(table_file_name(number));
+        let file = RealFileSystem.create_writable(&path).expect("create");
+        let mut builder = TableBuilder::new(path, file, 4096, 16);
+        for &(key, sequence, value) in entries {
+            let internal = encode_internal_key(key.as_bytes(), sequence, ValueKind::Value);
+            builder.add(&internal, value.as_bytes()).expect("add");
+        }
+        builder.finish(10.0, 0, 0).expect("finish");
+    }
+
+    /// A deeper table can hold a newer key than every key of a shallower one beside an older
+    /// version of a key the shallower one overwrote: ordering by largest sequence number would
+    /// let the old version win.
+    #[test]
+    fn repair_orders_runs_by_which_holds_the_newer_version_not_by_largest_sequence() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // Table 1: a compaction output with k's first version and m, written last of all.
+        write_table(dir.path(), 1, &[("k", 1, "old"), ("m", 10, "newest")]);
+        // Table 2: a flush that overwrote k after table 1's k but before m.
+        write_table(dir.path(), 2, &[("a", 4, "a"), ("k", 5, "newer")]);
+        let report =
+            repair(dir.path(), &Options::default(), RepairMode::IfDamaged).expect("repair");
+        assert!(report.repaired, "no CURRENT: repair is needed");
+        let order: Vec<u64> = report.kept_tables.iter().map(|t| t.number).collect();
+        assert_eq!(order, [2, 1], "table 2 holds k's newer version");
+        assert_eq!(report.last_sequence, 10);
+        let db = Db::open(dir.path(), Options::default()).expect("open");
+        assert_eq!(db.get("k").expect("get").as_deref(), Some(&b"newer"[..]));
+        assert_eq!(db.get("m").expect("get").as_deref(), Some(&b"newest"[..]));
+        assert_eq!(db.get("a").expect("get").as_deref(), Some(&b"a"[..]));
+        db.close().expect("close");
+    }
 
     #[test]
     fn newest_first_follows_the_edges_before_the_sequence_numbers() {
