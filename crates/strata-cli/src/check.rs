@@ -72,10 +72,25 @@ fn check_text(report: &CheckReport) -> String {
     text
 }
 
+/// True if `db` holds any of a database's own files (`CURRENT`, a manifest, a table): a
+/// directory without them is not a damaged database but none at all (exit code 2, as for the
+/// other commands).
+fn has_database_files(db: &Path) -> CliResult<bool> {
+    let entries =
+        std::fs::read_dir(db).map_err(|e| CliError::io(format!("listing {}", db.display()), e))?;
+    Ok(entries.filter_map(Result::ok).any(|entry| {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        name == "CURRENT" || name.starts_with("MANIFEST-") || name.ends_with(".sst")
+    }))
+}
+
 /// `strata check DB [--json]`: prints every problem and a summary; `Err(Damaged)` (exit code 1)
 /// when any problem is an error.
 pub fn check(db: &Path, json: bool, out: &mut dyn Write) -> CliResult<()> {
     existing_directory(db)?;
+    if !has_database_files(db)? {
+        return Err(CliError::NotADatabase(db.to_path_buf()));
+    }
     let report = strata::check(db, &Options::default())?;
     let text = if json {
         format!("{:#}\n", check_json(&report))

@@ -136,3 +136,23 @@ fn check_and_repair_of_a_missing_directory_exit_2() {
         );
     }
 }
+
+#[test]
+fn check_and_repair_of_a_directory_without_a_database_exit_2_and_leave_it_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("000001.log"), b"not ours").expect("write");
+    let path = dir.path().to_str().expect("utf-8 path");
+    for command in ["check", "repair"] {
+        let output = strata(&[command, path]);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{command}: {}",
+            stdout(&output)
+        );
+        assert!(stderr(&output).contains("not a"), "{}", stderr(&output));
+    }
+    assert!(dir.path().join("000001.log").exists());
+    assert!(!dir.path().join("lost").exists());
+    assert!(!dir.path().join("LOCK").exists());
+}

@@ -110,10 +110,21 @@ pub struct RepairReport {
 
 /// Rebuilds the manifest of the database in `dir` from its files (see the module
 /// documentation). `options` supplies the file system, block sizes and the filter budget for
-/// the table written from the WALs. `Err` when the database is locked or a write fails; damage is
+/// the table written from the WALs. `Err` when the database is locked, the directory holds none
+/// of a database's files (`CURRENT`, a manifest, a table) or a write fails; damage is
 /// never an error here, it is what gets repaired.
 pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairReport> {
     let fs = options.file_system.as_ref();
+    // A directory with none of a database's own files is not one: repairing it would move its
+    // `.log` files into lost/ and make it a database.
+    if !fs.list_dir(dir)?.iter().any(|n| {
+        n == CURRENT_FILE || n.starts_with("MANIFEST-") || parse_number(n, ".sst").is_some()
+    }) {
+        return Err(Error::InvalidArgument(format!(
+            "{} holds no CURRENT, manifest or table file: not a Strata database",
+            dir.display()
+        )));
+    }
     let _lock = fs.lock(&dir.join("LOCK"))?;
     let before = check(dir, options)?;
     let mut report = RepairReport {
@@ -139,17 +150,6 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
         .iter()
         .filter_map(|n| n.strip_prefix("MANIFEST-").and_then(|n| n.parse().ok()))
         .collect();
-    // A directory with none of a database's own files is not one: repairing it would move its
-    // `.log` files into lost/ and make it a database.
-    if !names.iter().any(|n| n == CURRENT_FILE)
-        && manifest_numbers.is_empty()
-        && table_numbers.is_empty()
-    {
-        return Err(Error::InvalidArgument(format!(
-            "{} holds no CURRENT, manifest or table file: not a Strata database",
-            dir.display()
-        )));
-    }
     let mut next_file_number = table_numbers
         .iter()
         .chain(&wal_numbers)
