@@ -74,7 +74,8 @@ fn build() -> Built {
     }
     db.wait_for_compactions().expect("compactions");
     let mut wal_keys = BTreeSet::new();
-    for i in [3u32, 500, 501, 77] {
+    // The last one, key 501, is new: a torn WAL tail takes it away entirely.
+    for i in [3u32, 500, 77, 501] {
         let value = format!("wal-{i}").into_bytes();
         db.put(key(i), &value).expect("put");
         model.insert(key(i), Some(value));
@@ -464,6 +465,32 @@ fn repair_replaces_a_corrupt_manifest() {
     );
     let db = Db::open(built.path(), options()).expect("open repaired");
     assert_serves(&db, &built.model, &BTreeMap::new());
+    db.close().expect("close");
+}
+
+#[test]
+fn repair_replays_each_wal_up_to_its_damage_and_counts_the_dropped_bytes() {
+    let built = build();
+    let wal = live_wal(built.path());
+    let last = *record_offsets(&wal).last().expect("records");
+    let original = std::fs::read(&wal).expect("read");
+    let torn_len = original.len() - 3;
+    std::fs::write(&wal, &original[..torn_len]).expect("tear");
+    std::fs::remove_file(built.path().join("CURRENT")).expect("remove CURRENT");
+    let report = repair(built.path(), &options(), RepairMode::IfDamaged).expect("repair");
+    assert!(report.repaired);
+    assert_eq!(report.wal_records_replayed, built.wal_keys.len() as u64 - 1);
+    assert_eq!(report.wal_bytes_dropped, torn_len as u64 - last);
+    let wal_name = wal
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    assert!(lost(built.path()).contains(&wal_name));
+    let db = Db::open(built.path(), options()).expect("open repaired");
+    // Key 501 was written only in the torn record.
+    let instead: BTreeMap<Vec<u8>, Option<Vec<u8>>> = [(key(501), None)].into_iter().collect();
+    assert_serves(&db, &built.model, &instead);
     db.close().expect("close");
 }
 
