@@ -42,7 +42,7 @@ use crate::table::properties::TableProperties;
 use crate::table::reader::{ReadMode, TableReader};
 use crate::table::table_file_name;
 use crate::version::edit::MANIFEST_FORMAT_VERSION;
-use crate::version::set::{manifest_name, CURRENT_FILE};
+use crate::version::set::CURRENT_FILE;
 use crate::version::{Version, VersionEdit};
 use crate::wal::{read_log, wal_path, LogDamageKind, WriteBatch};
 
@@ -321,7 +321,7 @@ fn check_manifest(
             return None;
         }
     };
-    let Some(number) = parse_current(&current) else {
+    let Some(name) = parse_current(&current) else {
         report.problems.push(Problem::error(
             &current_path,
             Some(0),
@@ -332,12 +332,12 @@ fn check_manifest(
         ));
         return None;
     };
-    let path = dir.join(manifest_name(number));
+    let path = dir.join(name);
     if !fs.exists(&path) {
         report.problems.push(Problem::error(
             &current_path,
             None,
-            format!("CURRENT names {}, which is missing", manifest_name(number)),
+            format!("CURRENT names {name}, which is missing"),
         ));
         return None;
     }
@@ -469,14 +469,12 @@ fn check_manifest(
     })
 }
 
-/// The manifest number `CURRENT` names, if it names one (`MANIFEST-NNNNNN\n`).
-pub(crate) fn parse_current(bytes: &[u8]) -> Option<u64> {
-    std::str::from_utf8(bytes)
-        .ok()?
-        .strip_suffix('\n')?
-        .strip_prefix("MANIFEST-")?
-        .parse()
-        .ok()
+/// The manifest `CURRENT` names, if it names one (`MANIFEST-<number>\n`), by the rules
+/// `Db::open` reads it with, so that check reads the file open would.
+pub(crate) fn parse_current(bytes: &[u8]) -> Option<&str> {
+    let name = std::str::from_utf8(bytes).ok()?.strip_suffix('\n')?;
+    let number = name.strip_prefix("MANIFEST-")?;
+    (!name.contains('/') && number.parse::<u64>().is_ok()).then_some(name)
 }
 
 /// `NNNNNN<suffix>` → `NNNNNN`.

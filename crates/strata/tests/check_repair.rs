@@ -323,6 +323,10 @@ fn manifest_and_current_damage_is_reported() {
     let report = run_check(built.path());
     let problem = sole_error(&report, &current, "CURRENT naming a missing manifest");
     assert!(problem.message.contains("MANIFEST-999999"), "{problem}");
+    std::fs::write(&current, b"MANIFEST-../x\n").expect("write");
+    let report = run_check(built.path());
+    let problem = sole_error(&report, &current, "CURRENT not naming a manifest");
+    assert_eq!(problem.offset, Some(0));
     std::fs::write(&current, named).expect("restore");
     assert!(run_check(built.path()).problems.is_empty());
 }
