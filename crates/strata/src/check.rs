@@ -477,9 +477,11 @@ pub(crate) fn parse_current(bytes: &[u8]) -> Option<&str> {
     (!name.contains('/') && number.parse::<u64>().is_ok()).then_some(name)
 }
 
-/// `NNNNNN<suffix>` → `NNNNNN`.
+/// `NNNNNN<suffix>` → `NNNNNN`, for names exactly as the engine writes them (six or more digits,
+/// zero-padded), so that the number names this very file back.
 pub(crate) fn parse_number(name: &str, suffix: &str) -> Option<u64> {
-    name.strip_suffix(suffix)?.parse().ok()
+    let number: u64 = name.strip_suffix(suffix)?.parse().ok()?;
+    (format!("{number:06}{suffix}") == name).then_some(number)
 }
 
 fn describe_key(internal_key: &[u8]) -> String {

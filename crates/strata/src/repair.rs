@@ -148,7 +148,10 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
     wal_numbers.sort_unstable();
     let manifest_numbers: Vec<u64> = names
         .iter()
-        .filter_map(|n| n.strip_prefix("MANIFEST-").and_then(|n| n.parse().ok()))
+        .filter_map(|n| {
+            n.strip_prefix("MANIFEST-")
+                .and_then(|n| parse_number(n, ""))
+        })
         .collect();
     let mut next_file_number = table_numbers
         .iter()
