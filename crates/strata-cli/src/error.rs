@@ -42,13 +42,16 @@ pub enum CliError {
     NoDatabase(PathBuf),
     /// The path exists but holds no database (no `CURRENT` file, or not a directory).
     NotADatabase(PathBuf),
+    /// `check` found damage: exit code 1, a finding rather than a failure to run.
+    Damaged(String),
 }
 
 impl CliError {
-    /// 1 for a missing key (a normal outcome scripts test for), 2 for every real error.
+    /// 1 for a missing key or damage found by `check` (normal outcomes scripts test for), 2 for
+    /// every real error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::KeyNotFound(_) => 1,
+            CliError::KeyNotFound(_) | CliError::Damaged(_) => 1,
             _ => 2,
         }
     }
@@ -77,6 +80,7 @@ impl fmt::Display for CliError {
                 "no database at {} (only `strata put` creates one)",
                 path.display()
             ),
+            CliError::Damaged(message) => write!(f, "{message}"),
             CliError::NotADatabase(path) => write!(
                 f,
                 "{} is not a Strata database (it has no CURRENT file)",

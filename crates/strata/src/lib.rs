@@ -37,6 +37,7 @@ pub mod alloc;
 #[doc(hidden)]
 pub mod bench_internals;
 pub(crate) mod cache;
+pub mod check;
 pub(crate) mod coding;
 pub mod compaction;
 mod db;
@@ -47,14 +48,17 @@ pub(crate) mod iterator;
 pub(crate) mod key;
 pub(crate) mod memtable;
 mod options;
+pub mod repair;
 pub mod stats;
 pub(crate) mod table;
 pub mod version;
 pub(crate) mod wal;
 
+pub use check::{check, table_entries, CheckReport, Problem, Severity, TableEntry};
 pub use db::{Db, DbIterator, Key, Snapshot, TracedProbe, Value};
 pub use error::{Error, Result};
 pub use options::{Options, WriteOptions, MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_VALUE_BYTES};
+pub use repair::{repair, RepairMode, RepairReport};
 pub use stats::merlin::AccessEstimate;
 pub use stats::Stats;
 pub use wal::{WalRecoveryMode, WriteBatch};

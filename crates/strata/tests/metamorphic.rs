@@ -38,7 +38,7 @@ const KEYS: u64 = 300;
 fn key(k: u64) -> Vec<u8> {
     // Lengths vary and some keys are prefixes of others.
     let mut bytes = format!("key{k}").into_bytes();
-    if k % 7 == 0 {
+    if k.is_multiple_of(7) {
         bytes.extend_from_slice(b"-long-suffix");
     }
     bytes
@@ -106,7 +106,11 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 fn render(value: Option<&[u8]>) -> String {
     match value {
         None => "absent".into(),
-        Some(v) => format!("{} ({} bytes)", String::from_utf8_lossy(&v[..v.len().min(12)]), v.len()),
+        Some(v) => format!(
+            "{} ({} bytes)",
+            String::from_utf8_lossy(&v[..v.len().min(12)]),
+            v.len()
+        ),
     }
 }
 
@@ -233,8 +237,11 @@ fn small(options: Options) -> Options {
         .level0_compaction_trigger(2)
 }
 
+/// Builds one configuration's options (called at every open).
+type MakeOptions = Box<dyn Fn() -> Options>;
+
 /// The configurations compared, each with a name.
-fn configurations() -> Vec<(&'static str, Box<dyn Fn() -> Options>)> {
+fn configurations() -> Vec<(&'static str, MakeOptions)> {
     let allocator = |a: Arc<dyn FilterAllocator>| a;
     let fault_fs = FaultInjectionFileSystem::default();
     vec![
@@ -293,7 +300,11 @@ fn configurations() -> Vec<(&'static str, Box<dyn Fn() -> Options>)> {
         ),
         (
             "direct reads, 16 open files",
-            Box::new(|| small(Options::default()).direct_reads(true).max_open_files(16)),
+            Box::new(|| {
+                small(Options::default())
+                    .direct_reads(true)
+                    .max_open_files(16)
+            }),
         ),
         (
             "pinned index and filter blocks, 2 write buffers of 64 KiB",

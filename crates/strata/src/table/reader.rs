@@ -153,6 +153,28 @@ impl TableReader {
         &self.properties
     }
 
+    /// The footer (read by `strata::check`, which walks every block it names).
+    pub(crate) fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
+    /// The filter modules' blocks in probe order (empty without a filter).
+    pub(crate) fn filter_module_handles(&self) -> &[BlockHandle] {
+        &self.filter_modules
+    }
+
+    /// The file's length in bytes.
+    pub(crate) fn file_len(&self) -> u64 {
+        self.file.len()
+    }
+
+    /// Reads filter module `handle` from the device, bypassing the cache and the counters, and
+    /// decodes it: `strata::check` verifies every block, including filters lookups may skip.
+    pub(crate) fn verify_filter_module(&self, handle: BlockHandle) -> Result<()> {
+        let raw = self.read_raw(handle)?;
+        self.decode_filter(raw, handle).map(|_| ())
+    }
+
     /// Bytes of blocks held outside the cache.
     pub(crate) fn pinned_bytes(&self) -> u64 {
         self.pinned_index

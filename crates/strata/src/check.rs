@@ -1,0 +1,893 @@
+//! `strata::check`: an offline, read-only verification of every file of a database.
+//!
+//! Recovery (`db/open.rs`) stops at the first damage it meets and reads table blocks only when a
+//! lookup or compaction needs them, so a flipped bit in a cold block, a table the manifest names
+//! but nobody has read since, or a damaged log behind a sound one stays invisible until it costs
+//! data. `check` reads everything, with the engine's own decoders, and reports each problem with
+//! its file, the offset where known, and what is wrong, instead of stopping at the first.
+//!
+//! It never takes the `LOCK` and never writes: it may run beside an open database (a file that a
+//! flush or compaction is writing at that moment may then show as damaged or orphaned; check a
+//! closed database for a verdict). It never panics on corrupt input: every decoder it calls
+//! returns errors as values.
+//!
+//! What is verified:
+//!
+//! * `CURRENT` exists and names a manifest;
+//! * the manifest: every record's checksum, every edit decodes and applies, the counters exist;
+//! * every table the manifest names: it exists; footer; the checksum of every block (data, index,
+//!   every filter module, the modular filter index, properties); the properties agree with the
+//!   manifest (entries, smallest and largest keys, sequence range, file size) and with what the
+//!   blocks hold; keys strictly increase in internal-key order within and across blocks; no
+//!   sequence number is above the manifest's last sequence;
+//! * table files the manifest does not name (orphans: a warning, and verified like the others);
+//! * the WALs at or after the manifest's log number (all of them if the manifest is unusable):
+//!   every record's checksum and write batch; a torn tail is a warning, other damage an error;
+//! * the `ACCESS` snapshot, if present (checksum and decode).
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::cache::BlockCache;
+use crate::db::access_file;
+use crate::env::FileSystem;
+use crate::error::{Error, Result};
+use crate::key::{compare_internal_keys, parse_internal_key, ValueKind};
+use crate::options::Options;
+use crate::stats::{BlockKind, IoCounters};
+use crate::table::block::BlockIter;
+use crate::table::properties::TableProperties;
+use crate::table::reader::{ReadMode, TableReader};
+use crate::table::table_file_name;
+use crate::version::edit::MANIFEST_FORMAT_VERSION;
+use crate::version::set::CURRENT_FILE;
+use crate::version::{Version, VersionEdit};
+use crate::wal::{read_log, wal_path, LogDamageKind, WriteBatch};
+
+/// How bad a problem is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// Worth knowing, but `Db::open` handles it without losing acknowledged data: an orphan
+    /// table, a torn WAL tail, a manifest record cut short by a crash.
+    Warning,
+    /// Damage: data or metadata that cannot be read as written.
+    Error,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        })
+    }
+}
+
+/// One thing `check` found wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The file that holds it.
+    pub file: PathBuf,
+    /// Byte offset of the damaged record or block, when one can be named.
+    pub offset: Option<u64>,
+    /// Whether it is damage or only worth knowing.
+    pub severity: Severity,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl Problem {
+    fn error(file: impl Into<PathBuf>, offset: Option<u64>, message: impl Into<String>) -> Self {
+        Problem {
+            file: file.into(),
+            offset,
+            severity: Severity::Error,
+            message: message.into(),
+        }
+    }
+
+    fn warning(file: impl Into<PathBuf>, offset: Option<u64>, message: impl Into<String>) -> Self {
+        Problem {
+            severity: Severity::Warning,
+            ..Problem::error(file, offset, message)
+        }
+    }
+
+    /// A problem from an engine error: a corruption keeps its file and offset; anything else
+    /// (an I/O error) is charged to `file` without an offset.
+    fn from_error(file: &Path, error: Error) -> Self {
+        match error {
+            Error::Corruption {
+                file,
+                offset,
+                reason,
+            } => Problem::error(file, Some(offset), reason),
+            other => Problem::error(file, None, other.to_string()),
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.severity, self.file.display())?;
+        if let Some(offset) = self.offset {
+            write!(f, " at offset {offset}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// What `check` verified and what it found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    /// Every problem, in the order found (CURRENT, manifest, tables, WALs, ACCESS).
+    pub problems: Vec<Problem>,
+    /// Manifest records read.
+    pub manifest_records: u64,
+    /// Table files read (named by the manifest or not).
+    pub tables: u64,
+    /// Blocks whose checksum was verified (data, index, filter modules, properties, modular
+    /// filter index).
+    pub blocks: u64,
+    /// Table entries read and found in order.
+    pub entries: u64,
+    /// WAL files read.
+    pub wal_files: u64,
+    /// WAL records whose checksum and write batch verified.
+    pub wal_records: u64,
+}
+
+impl CheckReport {
+    /// True when no problem is an [`Severity::Error`] (warnings allowed).
+    pub fn is_sound(&self) -> bool {
+        self.errors() == 0
+    }
+
+    /// Number of problems of severity [`Severity::Error`].
+    pub fn errors(&self) -> usize {
+        self.problems
+            .iter()
+            .filter(|p| p.severity == Severity::Error)
+            .count()
+    }
+
+    /// Number of problems of severity [`Severity::Warning`].
+    pub fn warnings(&self) -> usize {
+        self.problems.len() - self.errors()
+    }
+}
+
+/// Verifies every file of the database in `dir` without writing anything (see the module
+/// documentation for what is checked). Problems are values in the report; `Err` only when the
+/// directory itself cannot be listed. `options` supplies the file system.
+pub fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
+    let fs = options.file_system.as_ref();
+    let names = fs.list_dir(dir)?;
+    let mut report = CheckReport::default();
+    let manifest = check_manifest(dir, fs, &mut report);
+    let tables_on_disk: BTreeSet<u64> = names
+        .iter()
+        .filter_map(|name| parse_number(name, ".sst"))
+        .collect();
+
+    let mut named = BTreeSet::new();
+    if let Some(manifest) = &manifest {
+        for (level, run_id, file) in manifest.version.files() {
+            if !named.insert(file.number) {
+                continue;
+            }
+            let path = dir.join(table_file_name(file.number));
+            if !tables_on_disk.contains(&file.number) {
+                report.problems.push(Problem::error(
+                    &path,
+                    None,
+                    format!("table named by the manifest (level {level}, run {run_id}) is missing"),
+                ));
+                continue;
+            }
+            let scan = scan_table(fs, dir, file.number, &mut |_, _| {});
+            report.add_scan(&scan);
+            let Some(properties) = &scan.properties else {
+                continue;
+            };
+            let mut disagree = |what: &str, manifest: String, table: String| {
+                report.problems.push(Problem::error(
+                    &path,
+                    None,
+                    format!("manifest says {what} {manifest}, the table holds {table}"),
+                ));
+            };
+            if file.file_bytes != scan.file_bytes {
+                disagree(
+                    "file size",
+                    file.file_bytes.to_string(),
+                    scan.file_bytes.to_string(),
+                );
+            }
+            if file.entries != properties.entries {
+                disagree(
+                    "entries",
+                    file.entries.to_string(),
+                    properties.entries.to_string(),
+                );
+            }
+            if file.smallest != properties.smallest {
+                disagree(
+                    "smallest key",
+                    describe_key(&file.smallest),
+                    describe_key(&properties.smallest),
+                );
+            }
+            if file.largest != properties.largest {
+                disagree(
+                    "largest key",
+                    describe_key(&file.largest),
+                    describe_key(&properties.largest),
+                );
+            }
+            if (file.smallest_sequence, file.largest_sequence)
+                != (properties.smallest_sequence, properties.largest_sequence)
+            {
+                disagree(
+                    "sequence range",
+                    format!("{}..={}", file.smallest_sequence, file.largest_sequence),
+                    format!(
+                        "{}..={}",
+                        properties.smallest_sequence, properties.largest_sequence
+                    ),
+                );
+            }
+            if let Some(largest) = scan.largest_sequence {
+                if largest > manifest.last_sequence {
+                    report.problems.push(Problem::error(
+                        &path,
+                        None,
+                        format!(
+                            "holds sequence number {largest}, above the manifest's last \
+                             sequence {} (reads would not see it)",
+                            manifest.last_sequence
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    for &number in tables_on_disk.difference(&named) {
+        let path = dir.join(table_file_name(number));
+        if manifest.is_some() {
+            report.problems.push(Problem::warning(
+                &path,
+                None,
+                "orphan table: not named by the manifest (Db::open deletes it)",
+            ));
+        }
+        let scan = scan_table(fs, dir, number, &mut |_, _| {});
+        report.add_scan(&scan);
+    }
+
+    let mut wal_numbers: Vec<u64> = names
+        .iter()
+        .filter_map(|name| parse_number(name, ".log"))
+        .filter(|&number| manifest.as_ref().is_none_or(|m| number >= m.log_number))
+        .collect();
+    wal_numbers.sort_unstable();
+    for (index, &number) in wal_numbers.iter().enumerate() {
+        let later_logs = wal_numbers.len() - index - 1;
+        check_wal(fs, &wal_path(dir, number), later_logs, &mut report);
+    }
+
+    let access_path = dir.join(access_file::ACCESS_FILE);
+    if let Err(error) = access_file::load(fs, dir) {
+        let mut problem = Problem::from_error(&access_path, error);
+        problem.message.push_str(
+            " (Db::open tolerates this: access statistics start afresh; repair sets the file aside)",
+        );
+        report.problems.push(problem);
+    }
+    Ok(report)
+}
+
+/// What the manifest says, when it can be read.
+pub(crate) struct ManifestSummary {
+    pub(crate) version: Version,
+    pub(crate) log_number: u64,
+    pub(crate) last_sequence: u64,
+}
+
+/// Reads `CURRENT` and the manifest it names, reporting each problem; `None` if there is no
+/// usable tree (no `CURRENT`, no manifest, or damage before the end).
+fn check_manifest(
+    dir: &Path,
+    fs: &dyn FileSystem,
+    report: &mut CheckReport,
+) -> Option<ManifestSummary> {
+    let current_path = dir.join(CURRENT_FILE);
+    if !fs.exists(&current_path) {
+        report.problems.push(Problem::error(
+            &current_path,
+            None,
+            "CURRENT is missing: the database has no live manifest (repair rebuilds one)",
+        ));
+        return None;
+    }
+    let current = match fs.read_to_end(&current_path) {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            report
+                .problems
+                .push(Problem::from_error(&current_path, error));
+            return None;
+        }
+    };
+    let Some(name) = parse_current(&current) else {
+        report.problems.push(Problem::error(
+            &current_path,
+            Some(0),
+            format!(
+                "CURRENT does not name a manifest (it holds {:?})",
+                String::from_utf8_lossy(&current[..current.len().min(64)])
+            ),
+        ));
+        return None;
+    };
+    let path = dir.join(name);
+    if !fs.exists(&path) {
+        report.problems.push(Problem::error(
+            &current_path,
+            None,
+            format!("CURRENT names {name}, which is missing"),
+        ));
+        return None;
+    }
+    let bytes = match fs.read_to_end(&path) {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            report.problems.push(Problem::from_error(&path, error));
+            return None;
+        }
+    };
+    let contents = read_log(&bytes);
+    let mut usable = true;
+    if let Some(damage) = &contents.damage {
+        match &damage.kind {
+            LogDamageKind::Truncated if record_after(&bytes, damage.offset).is_some() => {
+                usable = false;
+                report.problems.push(Problem::error(
+                    &path,
+                    Some(damage.offset),
+                    length_damage_message(
+                        &bytes,
+                        damage.offset,
+                        "Db::open ignores every edit from here on",
+                    ),
+                ));
+            }
+            LogDamageKind::Truncated => report.problems.push(Problem::warning(
+                &path,
+                Some(damage.offset),
+                format!(
+                    "last manifest record cut short ({} bytes; an edit whose job never \
+                     finished, ignored by Db::open)",
+                    damage.dropped_bytes
+                ),
+            )),
+            LogDamageKind::Corrupt(reason) => {
+                usable = false;
+                report.problems.push(Problem::error(
+                    &path,
+                    Some(damage.offset),
+                    format!(
+                        "{reason} ({} bytes from here unreadable)",
+                        damage.dropped_bytes
+                    ),
+                ));
+            }
+        }
+    }
+    let mut version = Version::default();
+    let (mut log_number, mut next_file_number, mut last_sequence, mut next_run_id) =
+        (None, None, None, None);
+    for (index, (offset, record)) in contents.records.iter().enumerate() {
+        report.manifest_records += 1;
+        let edit = match VersionEdit::decode(record) {
+            Ok(edit) => edit,
+            Err(reason) => {
+                report.problems.push(Problem::error(
+                    &path,
+                    Some(*offset),
+                    format!("version edit does not decode: {reason}"),
+                ));
+                return None;
+            }
+        };
+        if index == 0 && edit.format_version != Some(MANIFEST_FORMAT_VERSION) {
+            report.problems.push(Problem::error(
+                &path,
+                Some(*offset),
+                format!(
+                    "first manifest record has format version {:?}, expected {MANIFEST_FORMAT_VERSION}",
+                    edit.format_version
+                ),
+            ));
+            return None;
+        }
+        version = match version.apply(&edit, None) {
+            Ok(version) => version,
+            Err(reason) => {
+                report.problems.push(Problem::error(
+                    &path,
+                    Some(*offset),
+                    format!("version edit does not apply: {reason}"),
+                ));
+                return None;
+            }
+        };
+        log_number = edit.log_number.or(log_number);
+        next_file_number = edit.next_file_number.or(next_file_number);
+        last_sequence = edit.last_sequence.or(last_sequence);
+        next_run_id = edit.next_run_id.or(next_run_id);
+    }
+    if !usable {
+        // The records after the damage may hold the counters: their absence says nothing more.
+        return None;
+    }
+    for (what, value) in [
+        ("log number", log_number),
+        ("next file number", next_file_number),
+        ("last sequence", last_sequence),
+        ("next run id", next_run_id),
+    ] {
+        if value.is_none() {
+            usable = false;
+            report.problems.push(Problem::error(
+                &path,
+                None,
+                format!("manifest has no {what}"),
+            ));
+        }
+    }
+    if let Some(next) = next_file_number {
+        if let Some(number) = version
+            .files()
+            .map(|(_, _, f)| f.number)
+            .filter(|&n| n >= next)
+            .max()
+        {
+            report.problems.push(Problem::error(
+                &path,
+                None,
+                format!("table {number} is not below the next file number {next}"),
+            ));
+        }
+    }
+    usable.then_some(ManifestSummary {
+        version,
+        log_number: log_number.unwrap_or(0),
+        last_sequence: last_sequence.unwrap_or(0),
+    })
+}
+
+/// The manifest `CURRENT` names, if it names one (`MANIFEST-<number>\n`), by the rules
+/// `Db::open` reads it with, so that check reads the file open would.
+pub(crate) fn parse_current(bytes: &[u8]) -> Option<&str> {
+    let name = std::str::from_utf8(bytes).ok()?.strip_suffix('\n')?;
+    let number = name.strip_prefix("MANIFEST-")?;
+    (!name.contains('/') && number.parse::<u64>().is_ok()).then_some(name)
+}
+
+/// `NNNNNN<suffix>` → `NNNNNN`, for names exactly as the engine writes them (six or more digits,
+/// zero-padded), so that the number names this very file back.
+pub(crate) fn parse_number(name: &str, suffix: &str) -> Option<u64> {
+    let number: u64 = name.strip_suffix(suffix)?.parse().ok()?;
+    (format!("{number:06}{suffix}") == name).then_some(number)
+}
+
+fn describe_key(internal_key: &[u8]) -> String {
+    match parse_internal_key(internal_key) {
+        Some(parsed) => format!(
+            "{:?}@{}",
+            String::from_utf8_lossy(parsed.user_key),
+            parsed.sequence
+        ),
+        None => format!("{} malformed bytes", internal_key.len()),
+    }
+}
+
+/// What reading one table file found.
+pub(crate) struct TableScan {
+    pub(crate) problems: Vec<Problem>,
+    /// The properties block, if the file opened.
+    pub(crate) properties: Option<TableProperties>,
+    pub(crate) file_bytes: u64,
+    pub(crate) blocks: u64,
+    pub(crate) entries: u64,
+    pub(crate) smallest_sequence: Option<u64>,
+    pub(crate) largest_sequence: Option<u64>,
+}
+
+impl TableScan {
+    pub(crate) fn is_sound(&self) -> bool {
+        self.problems.iter().all(|p| p.severity != Severity::Error)
+    }
+}
+
+impl CheckReport {
+    fn add_scan(&mut self, scan: &TableScan) {
+        self.tables += 1;
+        self.blocks += scan.blocks;
+        self.entries += scan.entries;
+        self.problems.extend(scan.problems.iter().cloned());
+    }
+}
+
+/// Reads every block of table `number` and checks it (footer, checksums, decoding, key order,
+/// agreement with its properties), calling `visit` with each internal key in file order. Never
+/// fails: everything wrong is a problem in the result.
+pub(crate) fn scan_table(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    number: u64,
+    visit: &mut dyn FnMut(&[u8], &[u8]),
+) -> TableScan {
+    let path = dir.join(table_file_name(number));
+    let mut scan = TableScan {
+        problems: Vec::new(),
+        properties: None,
+        file_bytes: 0,
+        blocks: 0,
+        entries: 0,
+        smallest_sequence: None,
+        largest_sequence: None,
+    };
+    // A private cache of 0 bytes and private counters: nothing read here is kept or counted.
+    let reader = match TableReader::open(
+        fs,
+        dir,
+        number,
+        false,
+        Arc::new(BlockCache::new(0)),
+        Arc::new(IoCounters::default()),
+        false,
+    ) {
+        Ok(reader) => reader,
+        Err(error) => {
+            scan.problems.push(Problem::from_error(&path, error));
+            return scan;
+        }
+    };
+    scan.file_bytes = reader.file_len();
+    let properties = reader.properties().clone();
+    // Footer, properties and (version 2) the modular filter index were verified by `open`.
+    scan.blocks += 1 + u64::from(reader.footer().has_modular_filter());
+    for &handle in reader.filter_module_handles() {
+        match reader.verify_filter_module(handle) {
+            Ok(()) => scan.blocks += 1,
+            Err(error) => scan.problems.push(Problem::from_error(&path, error)),
+        }
+    }
+    let index_offset = reader.footer().index.offset;
+    let mut index = match reader.index_iter(ReadMode::Compaction) {
+        Ok(index) => index,
+        Err(error) => {
+            scan.problems.push(Problem::from_error(&path, error));
+            scan.properties = Some(properties);
+            return scan;
+        }
+    };
+    scan.blocks += 1;
+    let mut previous_key: Option<Vec<u8>> = None;
+    let mut first_key: Option<Vec<u8>> = None;
+    let mut data_blocks = 0u64;
+    index.seek_to_first();
+    while index.valid() {
+        data_blocks += 1;
+        let index_key = index.key().to_vec();
+        let handle = match reader.decode_handle(index.value()) {
+            Ok(handle) => handle,
+            Err(error) => {
+                scan.problems.push(Problem::from_error(&path, error));
+                break;
+            }
+        };
+        match reader.sorted_block(handle, BlockKind::Data, ReadMode::Compaction) {
+            Ok(block) => {
+                scan.blocks += 1;
+                let mut iter = BlockIter::new(block, compare_internal_keys);
+                iter.seek_to_first();
+                let mut last_in_block: Option<Vec<u8>> = None;
+                while iter.valid() {
+                    let key = iter.key();
+                    let Some(parsed) = parse_internal_key(key) else {
+                        scan.problems.push(Problem::error(
+                            &path,
+                            Some(handle.offset),
+                            "malformed internal key in data block",
+                        ));
+                        break;
+                    };
+                    if let Some(previous) = &previous_key {
+                        if compare_internal_keys(previous, key) != std::cmp::Ordering::Less {
+                            scan.problems.push(Problem::error(
+                                &path,
+                                Some(handle.offset),
+                                format!(
+                                    "keys out of order: {} does not come after {}",
+                                    describe_key(key),
+                                    describe_key(previous)
+                                ),
+                            ));
+                        }
+                    }
+                    scan.smallest_sequence = Some(
+                        scan.smallest_sequence
+                            .map_or(parsed.sequence, |s| s.min(parsed.sequence)),
+                    );
+                    scan.largest_sequence = Some(
+                        scan.largest_sequence
+                            .map_or(parsed.sequence, |s| s.max(parsed.sequence)),
+                    );
+                    visit(key, iter.value());
+                    scan.entries += 1;
+                    if first_key.is_none() {
+                        first_key = Some(key.to_vec());
+                    }
+                    previous_key = Some(key.to_vec());
+                    last_in_block = Some(key.to_vec());
+                    iter.next();
+                }
+                if let Err(error) = reader.block_error(&iter, handle) {
+                    scan.problems.push(Problem::from_error(&path, error));
+                }
+                match &last_in_block {
+                    None => scan.problems.push(Problem::error(
+                        &path,
+                        Some(handle.offset),
+                        "empty data block",
+                    )),
+                    Some(last) if compare_internal_keys(last, &index_key).is_gt() => {
+                        scan.problems.push(Problem::error(
+                            &path,
+                            Some(index_offset),
+                            format!(
+                                "index entry {} is below the last key {} of its data block at \
+                                 offset {}",
+                                describe_key(&index_key),
+                                describe_key(last),
+                                handle.offset
+                            ),
+                        ))
+                    }
+                    Some(_) => {}
+                }
+            }
+            Err(error) => {
+                scan.problems.push(Problem::from_error(&path, error));
+                // Order across the damaged block cannot be judged.
+                previous_key = None;
+            }
+        }
+        index.next();
+    }
+    if let Err(error) = reader.block_error(&index, reader.footer().index) {
+        scan.problems.push(Problem::from_error(&path, error));
+    }
+    if scan.is_sound() {
+        let properties_offset = Some(reader.footer().properties.offset);
+        let mut disagree = |what: &str, properties: String, blocks: String| {
+            scan.problems.push(Problem::error(
+                &path,
+                properties_offset,
+                format!("properties say {what} {properties}, the blocks hold {blocks}"),
+            ));
+        };
+        if properties.entries != scan.entries {
+            disagree(
+                "entries",
+                properties.entries.to_string(),
+                scan.entries.to_string(),
+            );
+        }
+        if properties.data_blocks != data_blocks {
+            disagree(
+                "data blocks",
+                properties.data_blocks.to_string(),
+                data_blocks.to_string(),
+            );
+        }
+        if let (Some(first), Some(last)) = (&first_key, &previous_key) {
+            if *first != properties.smallest {
+                disagree(
+                    "smallest key",
+                    describe_key(&properties.smallest),
+                    describe_key(first),
+                );
+            }
+            if *last != properties.largest {
+                disagree(
+                    "largest key",
+                    describe_key(&properties.largest),
+                    describe_key(last),
+                );
+            }
+        }
+        if let (Some(smallest), Some(largest)) = (scan.smallest_sequence, scan.largest_sequence) {
+            if (smallest, largest) != (properties.smallest_sequence, properties.largest_sequence) {
+                disagree(
+                    "sequence range",
+                    format!(
+                        "{}..={}",
+                        properties.smallest_sequence, properties.largest_sequence
+                    ),
+                    format!("{smallest}..={largest}"),
+                );
+            }
+        }
+    }
+    scan.properties = Some(properties);
+    scan
+}
+
+/// Reads one WAL: every record's checksum and write batch. `later_logs` is how many logs
+/// recovery would also drop if this one is damaged (it replays a prefix of the writes).
+fn check_wal(fs: &dyn FileSystem, path: &Path, later_logs: usize, report: &mut CheckReport) {
+    report.wal_files += 1;
+    let bytes = match fs.read_to_end(path) {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            report.problems.push(Problem::from_error(path, error));
+            return;
+        }
+    };
+    let contents = read_log(&bytes);
+    let later = if later_logs == 0 {
+        String::new()
+    } else {
+        format!(" and the {later_logs} later log(s)")
+    };
+    for (offset, record) in &contents.records {
+        if let Err(reason) = WriteBatch::decode(record) {
+            report.problems.push(Problem::error(
+                path,
+                Some(*offset),
+                format!(
+                    "malformed write batch: {reason}; recovery drops this record, the {} bytes \
+                     after it{later}",
+                    bytes.len() as u64 - offset
+                ),
+            ));
+            return;
+        }
+        report.wal_records += 1;
+    }
+    if let Some(damage) = contents.damage {
+        report.problems.push(match damage.kind {
+            LogDamageKind::Truncated if record_after(&bytes, damage.offset).is_some() => {
+                Problem::error(
+                    path,
+                    Some(damage.offset),
+                    format!(
+                        "{}{later}",
+                        length_damage_message(
+                            &bytes,
+                            damage.offset,
+                            "recovery drops this record and everything after it"
+                        )
+                    ),
+                )
+            }
+            LogDamageKind::Truncated => Problem::warning(
+                path,
+                Some(damage.offset),
+                format!(
+                    "torn tail: the last record is cut short by the end of the file ({} bytes, \
+                     a write a crash interrupted; recovery drops them{later})",
+                    damage.dropped_bytes
+                ),
+            ),
+            LogDamageKind::Corrupt(reason) => Problem::error(
+                path,
+                Some(damage.offset),
+                format!(
+                    "{reason}; recovery drops this record, the {} bytes from here{later}",
+                    damage.dropped_bytes
+                ),
+            ),
+        });
+    }
+}
+
+/// One entry of a table file, as [`table_entries`] returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableEntry {
+    /// The user key.
+    pub key: Vec<u8>,
+    /// Its sequence number.
+    pub sequence: u64,
+    /// The value; `None` for a tombstone.
+    pub value: Option<Vec<u8>>,
+}
+
+/// Every entry of table `number` in `dir`, in file order (like LevelDB's `sst_dump`), after the
+/// same verification `check` does: the first problem found is returned as
+/// [`Error::Corruption`]. For tools and tests that need to know what a table holds.
+pub fn table_entries(dir: &Path, number: u64, options: &Options) -> Result<Vec<TableEntry>> {
+    let mut entries = Vec::new();
+    let scan = scan_table(
+        options.file_system.as_ref(),
+        dir,
+        number,
+        &mut |key, value| {
+            if let Some(parsed) = parse_internal_key(key) {
+                entries.push(TableEntry {
+                    key: parsed.user_key.to_vec(),
+                    sequence: parsed.sequence,
+                    value: (parsed.kind == ValueKind::Value).then(|| value.to_vec()),
+                });
+            }
+        },
+    );
+    match scan
+        .problems
+        .into_iter()
+        .find(|p| p.severity == Severity::Error)
+    {
+        Some(problem) => Err(Error::corruption(
+            problem.file,
+            problem.offset.unwrap_or(0),
+            problem.message,
+        )),
+        None => Ok(entries),
+    }
+}
+
+/// Bytes of payload `record_after` checksums at most: a torn tail is one record, so a search
+/// this long finds the next record after a damaged length field in any real log.
+const RECORD_SEARCH_BYTES: usize = 64 << 20;
+
+/// The offset of the first complete, checksummed record that starts after `from`, if any.
+///
+/// The log reader (`wal::read_log`) takes a record whose length runs past the end of the file
+/// for a torn tail, which Db::open tolerates. That is right after a crash, but a flipped bit in
+/// the length field of a record in the middle looks the same to it; what tells them apart is
+/// that sound records follow a damaged length and nothing follows a torn tail.
+fn record_after(bytes: &[u8], from: u64) -> Option<u64> {
+    const KIND_FULL: u8 = 1;
+    let header = crate::wal::RECORD_HEADER_LEN;
+    let start = usize::try_from(from).ok()?.checked_add(1)?;
+    let mut budget = RECORD_SEARCH_BYTES;
+    for offset in start..bytes.len().saturating_sub(header - 1) {
+        let rest = &bytes[offset..];
+        let (Some(crc), Some(length)) = (
+            rest.get(0..4).and_then(|b| <[u8; 4]>::try_from(b).ok()),
+            rest.get(4..8).and_then(|b| <[u8; 4]>::try_from(b).ok()),
+        ) else {
+            return None;
+        };
+        let length = u32::from_le_bytes(length) as usize;
+        if rest.get(8) != Some(&KIND_FULL) || length > rest.len() - header {
+            continue;
+        }
+        if length > budget {
+            return None;
+        }
+        budget -= length;
+        let mut actual = crc32c::crc32c(&[KIND_FULL]);
+        actual = crc32c::crc32c_append(actual, &(length as u32).to_le_bytes());
+        actual = crc32c::crc32c_append(actual, &rest[header..header + length]);
+        if actual == u32::from_le_bytes(crc) {
+            return Some(offset as u64);
+        }
+    }
+    None
+}
+
+fn length_damage_message(bytes: &[u8], offset: u64, consequence: &str) -> String {
+    let next = record_after(bytes, offset).unwrap_or(0);
+    format!(
+        "record length runs past the end of the file, but a sound record follows at offset \
+         {next}: a damaged length field, not a torn tail; {consequence} ({} bytes)",
+        bytes.len() as u64 - offset
+    )
+}
