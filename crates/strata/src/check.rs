@@ -352,18 +352,6 @@ fn check_manifest(
     let mut usable = true;
     if let Some(damage) = &contents.damage {
         match &damage.kind {
-            LogDamageKind::Truncated if record_after(&bytes, damage.offset).is_some() => {
-                usable = false;
-                report.problems.push(Problem::error(
-                    &path,
-                    Some(damage.offset),
-                    length_damage_message(
-                        &bytes,
-                        damage.offset,
-                        "Db::open ignores every edit from here on",
-                    ),
-                ));
-            }
             LogDamageKind::Truncated => report.problems.push(Problem::warning(
                 &path,
                 Some(damage.offset),
@@ -763,20 +751,6 @@ fn check_wal(fs: &dyn FileSystem, path: &Path, later_logs: usize, report: &mut C
     }
     if let Some(damage) = contents.damage {
         report.problems.push(match damage.kind {
-            LogDamageKind::Truncated if record_after(&bytes, damage.offset).is_some() => {
-                Problem::error(
-                    path,
-                    Some(damage.offset),
-                    format!(
-                        "{}{later}",
-                        length_damage_message(
-                            &bytes,
-                            damage.offset,
-                            "recovery drops this record and everything after it"
-                        )
-                    ),
-                )
-            }
             LogDamageKind::Truncated => Problem::warning(
                 path,
                 Some(damage.offset),
@@ -840,54 +814,4 @@ pub fn table_entries(dir: &Path, number: u64, options: &Options) -> Result<Vec<T
         )),
         None => Ok(entries),
     }
-}
-
-/// Bytes of payload `record_after` checksums at most: a torn tail is one record, so a search
-/// this long finds the next record after a damaged length field in any real log.
-const RECORD_SEARCH_BYTES: usize = 64 << 20;
-
-/// The offset of the first complete, checksummed record that starts after `from`, if any.
-///
-/// The log reader (`wal::read_log`) takes a record whose length runs past the end of the file
-/// for a torn tail, which Db::open tolerates. That is right after a crash, but a flipped bit in
-/// the length field of a record in the middle looks the same to it; what tells them apart is
-/// that sound records follow a damaged length and nothing follows a torn tail.
-fn record_after(bytes: &[u8], from: u64) -> Option<u64> {
-    const KIND_FULL: u8 = 1;
-    let header = crate::wal::RECORD_HEADER_LEN;
-    let start = usize::try_from(from).ok()?.checked_add(1)?;
-    let mut budget = RECORD_SEARCH_BYTES;
-    for offset in start..bytes.len().saturating_sub(header - 1) {
-        let rest = &bytes[offset..];
-        let (Some(crc), Some(length)) = (
-            rest.get(0..4).and_then(|b| <[u8; 4]>::try_from(b).ok()),
-            rest.get(4..8).and_then(|b| <[u8; 4]>::try_from(b).ok()),
-        ) else {
-            return None;
-        };
-        let length = u32::from_le_bytes(length) as usize;
-        if rest.get(8) != Some(&KIND_FULL) || length > rest.len() - header {
-            continue;
-        }
-        if length > budget {
-            return None;
-        }
-        budget -= length;
-        let mut actual = crc32c::crc32c(&[KIND_FULL]);
-        actual = crc32c::crc32c_append(actual, &(length as u32).to_le_bytes());
-        actual = crc32c::crc32c_append(actual, &rest[header..header + length]);
-        if actual == u32::from_le_bytes(crc) {
-            return Some(offset as u64);
-        }
-    }
-    None
-}
-
-fn length_damage_message(bytes: &[u8], offset: u64, consequence: &str) -> String {
-    let next = record_after(bytes, offset).unwrap_or(0);
-    format!(
-        "record length runs past the end of the file, but a sound record follows at offset \
-         {next}: a damaged length field, not a torn tail; {consequence} ({} bytes)",
-        bytes.len() as u64 - offset
-    )
 }

@@ -305,3 +305,50 @@ fn a_failed_flush_write_is_sticky_too() {
     );
     assert_eq!(db.get(key(3)).expect("get").as_deref(), Some(&b"v"[..]));
 }
+
+/// Found by `strata check`'s byte-flip test: the log reader took a record whose damaged length
+/// field ran past the end of the manifest for a torn tail, so open ignored every later edit,
+/// opened a shorter tree, and deleted the tables those edits had added as orphans — 103 of 122
+/// keys read wrong, for good. A sound record behind the damage now makes it corruption: open
+/// fails, naming the manifest, and deletes nothing (`strata repair` can rebuild from the tables).
+#[test]
+fn a_damaged_length_in_the_middle_of_the_manifest_fails_open_and_deletes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let db = Db::open(dir.path(), options()).expect("open");
+        for round in 0..4u32 {
+            for i in 0..300 {
+                db.put(key(i), format!("round{round}")).expect("put");
+            }
+            db.flush().expect("flush");
+        }
+        db.close().expect("close");
+    }
+    let manifest = files_with_suffix(dir.path(), "")
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("MANIFEST-"))
+        .expect("a manifest");
+    let mut bytes = std::fs::read(&manifest).expect("read");
+    // Record header: checksum (4 bytes), length (4, little-endian), kind (1).
+    let first_length = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes")) as usize;
+    let second = 9 + first_length;
+    assert!(bytes.len() > second + 9, "the manifest has a second record");
+    bytes[second + 6] ^= 0x01; // + 65,536 bytes: runs past the end of the file
+    std::fs::write(&manifest, &bytes).expect("write");
+    let tables = files_with_suffix(dir.path(), ".sst");
+    match Db::open(dir.path(), options()) {
+        Err(Error::Corruption { file, reason, .. }) => {
+            assert_eq!(file, manifest);
+            assert!(reason.contains("not a torn tail"), "{reason}");
+        }
+        other => panic!(
+            "open must fail with corruption, got {:?}",
+            other.map(|_| ())
+        ),
+    }
+    assert_eq!(
+        files_with_suffix(dir.path(), ".sst"),
+        tables,
+        "a failed open deletes no table"
+    );
+}

@@ -152,11 +152,21 @@ pub(crate) fn read_log(bytes: &[u8]) -> LogContents {
         let kind = rest[8];
         let length = length as usize;
         if rest.len() - RECORD_HEADER_LEN < length {
-            // Either a torn tail or a corrupt length field; a valid checksum cannot tell which
-            // without the payload, so a length that runs past the end counts as truncation.
+            // Either a torn tail or a damaged length field. After a crash nothing follows a torn
+            // tail; behind a damaged length the log's later records are still there, so a sound
+            // record after this offset means damage, not truncation. (Taken for a torn tail, a
+            // damaged length in a manifest silently dropped every later edit, and open then
+            // deleted the tables those edits had added as orphans.)
+            let kind = match sound_record_after(bytes, offset as u64) {
+                Some(next) => LogDamageKind::Corrupt(format!(
+                    "record length runs past the end of the file, but a sound record follows \
+                     at offset {next}: a damaged length field, not a torn tail"
+                )),
+                None => LogDamageKind::Truncated,
+            };
             return LogContents {
                 records,
-                damage: Some(damage(offset, LogDamageKind::Truncated)),
+                damage: Some(damage(offset, kind)),
             };
         }
         let payload = &rest[RECORD_HEADER_LEN..RECORD_HEADER_LEN + length];
@@ -190,6 +200,39 @@ pub(crate) fn read_log(bytes: &[u8]) -> LogContents {
         records,
         damage: None,
     }
+}
+
+/// Bytes of payload `sound_record_after` checksums at most: a torn tail is one record, so a
+/// search this long finds the next record after a damaged length field in any real log.
+const RECORD_SEARCH_BYTES: usize = 64 << 20;
+
+/// The offset of the first complete, checksummed record that starts after `from`, if any.
+pub(crate) fn sound_record_after(bytes: &[u8], from: u64) -> Option<u64> {
+    let start = usize::try_from(from).ok()?.checked_add(1)?;
+    let mut budget = RECORD_SEARCH_BYTES;
+    for offset in start..bytes.len().saturating_sub(RECORD_HEADER_LEN - 1) {
+        let rest = bytes.get(offset..)?;
+        let (Some(crc), Some(length)) = (get_fixed32(rest), rest.get(4..).and_then(get_fixed32))
+        else {
+            return None;
+        };
+        let length = length as usize;
+        if rest.get(8) != Some(&KIND_FULL) || length > rest.len() - RECORD_HEADER_LEN {
+            continue;
+        }
+        if length > budget {
+            return None;
+        }
+        budget -= length;
+        let mut actual = crc32c::crc32c(&[KIND_FULL]);
+        actual = crc32c::crc32c_append(actual, &(length as u32).to_le_bytes());
+        actual =
+            crc32c::crc32c_append(actual, &rest[RECORD_HEADER_LEN..RECORD_HEADER_LEN + length]);
+        if actual == crc {
+            return Some(offset as u64);
+        }
+    }
+    None
 }
 
 /// Name of the `number`-th write-ahead log in `dir`.

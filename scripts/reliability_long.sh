@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The long version of the reliability suite (issue 12; docs/TESTING.md). CI runs the short
+# version inside `cargo test --workspace`. This runs, in order:
+#
+#   1. the crash loop: ITERATIONS crash iterations (default 1008) spread round-robin over every
+#      compaction policy x filter allocator (3 x 6 pairs), each crash checked by the next child;
+#   2. multi-threaded stress: six runs of STRESS_SECONDS each (default 330, 33 minutes in all)
+#      over different policy pairs, three of them with random write and read faults;
+#   3. the fuzz targets, FUZZ_SECONDS each (default 600), two at a time (needs cargo-fuzz and a
+#      nightly toolchain: `cargo install cargo-fuzz`; skipped with a message if absent).
+#
+#   scripts/reliability_long.sh [ITERATIONS] [STRESS_SECONDS] [FUZZ_SECONDS]
+#
+# Logs go to $OUT (default a new temporary directory), one file per step; the script stops at the
+# first failure, whose log names the seed and the operation.
+set -euo pipefail
+iterations=${1:-1008}
+stress_seconds=${2:-330}
+fuzz_seconds=${3:-600}
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$(mktemp -d)}
+echo "logs in $out"
+cargo build --release -p strata-cli --manifest-path "$root/Cargo.toml" >&2
+strata="${CARGO_TARGET_DIR:-$root/target}/release/strata"
+
+echo "== crash loop: $iterations iterations"
+"$strata" crash-test --iterations "$iterations" --seed 1000 --dir "$out/crash" | tee "$out/crash.log"
+
+echo "== stress: 6 runs of $stress_seconds s"
+run=0
+for config in \
+  "leveling uniform 0 0 4" \
+  "tiering mnemosyne-plus 0.002 0.001 4" \
+  "leveling-dynamic monkey 0.002 0.001 4" \
+  "leveling mnemosyne 0 0 8" \
+  "tiering mnemosyne-min1 0.002 0.001 4" \
+  "leveling mnemosyne-plus-first-come 0 0 4"; do
+  read -r compaction policy write_faults read_faults threads <<<"$config"
+  run=$((run + 1))
+  "$strata" stress --duration "$stress_seconds" --threads "$threads" --seed "$run" \
+    --compaction "$compaction" --filter-policy "$policy" \
+    --fault-rate "$write_faults" --read-fault-rate "$read_faults" | tee "$out/stress-$run.log"
+done
+
+echo "== fuzz: $fuzz_seconds s per target"
+if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+  echo "cargo-fuzz or the nightly toolchain is missing: fuzzing skipped"
+  exit 0
+fi
+cd "$root/fuzz"
+targets=$(cargo +nightly fuzz list)
+set -- $targets
+while [ $# -gt 0 ]; do
+  for target in "$1" "${2:-}"; do
+    [ -n "$target" ] || continue
+    cargo +nightly fuzz run "$target" -- -max_total_time="$fuzz_seconds" \
+      >"$out/fuzz-$target.log" 2>&1 &
+  done
+  wait
+  for target in "$1" "${2:-}"; do
+    [ -n "$target" ] || continue
+    if grep -qE "deadly signal|panicked|SUMMARY: libFuzzer" "$out/fuzz-$target.log"; then
+      echo "$target found a failure: $out/fuzz-$target.log"
+      exit 1
+    fi
+    grep -E "^#[0-9]+.*DONE|Done [0-9]+ runs" "$out/fuzz-$target.log" | tail -1 | sed "s/^/$target: /"
+  done
+  shift; [ $# -gt 0 ] && shift
+done
