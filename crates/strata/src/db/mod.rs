@@ -9,7 +9,7 @@
 //! thread asks the policy for jobs. Each installs a new version through the manifest and swaps in
 //! a new read view.
 
-mod access_file;
+pub(crate) mod access_file;
 mod background;
 mod info_log;
 mod iter;
