@@ -506,3 +506,113 @@ proptest! {
         access_file(&mutate(bytes, &damage));
     }
 }
+
+/// Writes valid encodings from the strategies above as seed inputs for the fuzz targets, into
+/// `fuzz/corpus/<target>/` (docs/TESTING.md): a fuzzer starting from valid tables, logs and
+/// manifests reaches the decoders' deep paths much sooner than one starting from nothing. Not a
+/// check; run with `cargo test -p strata --lib write_fuzz_seed_corpora -- --ignored`.
+#[test]
+#[ignore = "writes seed files for cargo fuzz; not a check"]
+fn write_fuzz_seed_corpora() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+
+    const SEEDS: usize = 16;
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
+    let mut runner = TestRunner::deterministic();
+    let mut sample = |strategy: &dyn Fn(&mut TestRunner) -> Vec<u8>| -> Vec<Vec<u8>> {
+        (0..SEEDS).map(|_| strategy(&mut runner)).collect()
+    };
+    fn draw<S: Strategy>(runner: &mut TestRunner, strategy: S) -> S::Value {
+        strategy
+            .new_tree(runner)
+            .expect("strategies here never reject")
+            .current()
+    }
+    let seeds: Vec<(&str, Vec<Vec<u8>>)> = vec![
+        (
+            "block",
+            sample(&|runner| build_block(&draw(runner, sorted_entries()), 4)),
+        ),
+        (
+            "index_block",
+            sample(&|runner| build_block(&draw(runner, index_entries()), 4)),
+        ),
+        (
+            "footer",
+            sample(&|runner| {
+                let [index, filter_handle, properties_handle] =
+                    draw(runner, prop::array::uniform3(handle()));
+                let mut file = Vec::new();
+                append_block(&mut file, b"block contents");
+                file.extend_from_slice(
+                    &Footer::new(index, filter_handle, properties_handle).encode(),
+                );
+                file
+            }),
+        ),
+        (
+            "properties",
+            sample(&|runner| draw(runner, properties_value()).encode()),
+        ),
+        (
+            "filter",
+            sample(&|runner| {
+                let hashes = draw(runner, prop::collection::vec(any::<u64>(), 1..100));
+                let mut builder = BloomFilterBuilder::new(draw(runner, 1.0f64..12.0), 7);
+                for hash in hashes {
+                    builder.add_hash(hash);
+                }
+                builder.finish()
+            }),
+        ),
+        (
+            "write_batch",
+            sample(&|runner| encode_batch(&draw(runner, batch_ops()), 42)),
+        ),
+        (
+            "wal_record",
+            sample(&|runner| {
+                let batches = [
+                    encode_batch(&draw(runner, batch_ops()), 1),
+                    encode_batch(&draw(runner, batch_ops()), 2),
+                ];
+                frame_records(&[&batches[0], &batches[1]])
+            }),
+        ),
+        (
+            "version_edit",
+            sample(&|runner| draw(runner, version_edit_value()).encode()),
+        ),
+        (
+            "manifest",
+            sample(&|runner| {
+                let mut edit = draw(runner, version_edit_value());
+                edit.deleted_files.clear();
+                frame_records(&[&edit.encode()])
+            }),
+        ),
+        (
+            "access_file",
+            sample(&|runner| draw(runner, access_file_bytes())),
+        ),
+    ];
+    for (target, inputs) in seeds {
+        let dir = corpus.join(target);
+        std::fs::create_dir_all(&dir).expect("create corpus directory");
+        for (index, input) in inputs.iter().enumerate() {
+            std::fs::write(dir.join(format!("seed-{index:02}")), input).expect("write seed");
+        }
+    }
+    // The manifest target also replays pieces between separator bytes as framed edits.
+    let edits: Vec<u8> = (0..SEEDS)
+        .flat_map(|_| {
+            let mut edit = draw(&mut runner, version_edit_value());
+            edit.deleted_files.clear();
+            let mut bytes = edit.encode();
+            bytes.push(RECORD_SEPARATOR);
+            bytes
+        })
+        .collect();
+    std::fs::write(corpus.join("manifest/seed-edits"), edits).expect("write seed");
+}
