@@ -4,6 +4,7 @@
 //! own round-trip assertions hold. Case counts are kept low so the suite stays quick on a small
 //! machine; the fuzzers are where long runs happen.
 
+use parking_lot::Mutex;
 use proptest::prelude::*;
 use proptest::sample::Index;
 
@@ -15,8 +16,18 @@ use crate::table::format::append_block;
 use crate::version::edit::{DeletedFile, NewFile, MANIFEST_FORMAT_VERSION};
 use crate::version::MAX_LEVELS;
 
-/// Cases per proptest: each case runs a decoder over a few hundred bytes, twice.
+/// Cases per proptest unless `PROPTEST_CASES` says otherwise: each case runs a decoder over a
+/// few hundred bytes, twice, so the default keeps the suite quick.
 const CASES: u32 = 64;
+
+/// [`CASES`], or `PROPTEST_CASES` for a longer run (an explicit case count in a proptest config
+/// would otherwise override the variable).
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(CASES)
+}
 
 /// One way to damage a valid encoding.
 #[derive(Debug, Clone)]
@@ -292,6 +303,37 @@ fn access_file_bytes() -> impl Strategy<Value = Vec<u8>> {
         })
 }
 
+/// The bytes of a table file written by the engine's `TableBuilder` (small blocks, so that
+/// there are several), holding `user_keys` with two versions each; `module_bits` splits the
+/// filter into modules (infinity: one Bloom filter).
+fn build_table(user_keys: &[Vec<u8>], bits_per_key: f64, module_bits: f64) -> Vec<u8> {
+    let bytes = Arc::new(Mutex::new(Vec::new()));
+    let mut builder = crate::table::TableBuilder::new(
+        Path::new("000001.sst").to_path_buf(),
+        Box::new(MemoryFile(Arc::clone(&bytes))),
+        256,
+        4,
+    );
+    builder.set_filter_module_bits(module_bits);
+    for (i, user_key) in user_keys.iter().enumerate() {
+        for sequence in [2 * i as u64 + 1, 2 * i as u64] {
+            let key = encode_internal_key(user_key, sequence, ValueKind::Value);
+            builder
+                .add(&key, &sequence.to_le_bytes())
+                .expect("add to an in-memory table");
+        }
+    }
+    builder
+        .finish(bits_per_key, 1, 1)
+        .expect("finish an in-memory table");
+    let table = std::mem::take(&mut *bytes.lock());
+    table
+}
+
+fn table_keys() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    prop::collection::btree_set(small_bytes(12), 1..60).prop_map(|set| set.into_iter().collect())
+}
+
 fn with_crc(mut bytes: Vec<u8>) -> Vec<u8> {
     let crc = crc32c::crc32c(&bytes);
     bytes.extend_from_slice(&crc.to_le_bytes());
@@ -299,7 +341,7 @@ fn with_crc(mut bytes: Vec<u8>) -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(CASES))]
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
     fn block_target_survives_arbitrary_bytes(bytes in arbitrary_bytes()) {
@@ -336,6 +378,7 @@ proptest! {
     #[test]
     fn footer_target_survives_arbitrary_bytes(bytes in arbitrary_bytes()) {
         footer(&bytes);
+        table(&bytes);
     }
 
     #[test]
@@ -357,7 +400,41 @@ proptest! {
         prop_assert_eq!(Footer::decode(&file[file.len() - FOOTER_LEN..]), Ok(footer_value));
         prop_assert_eq!(verify_block(file[..blocks.len() + 5].to_vec()), Ok(blocks));
         footer(&file);
-        footer(&mutate(file, &damage));
+        table(&file);
+        let damaged = mutate(file, &damage);
+        footer(&damaged);
+        table(&damaged);
+    }
+
+    #[test]
+    fn table_target_reads_built_tables_and_survives_damage(
+        user_keys in table_keys(),
+        bits_per_key in 0.0f64..12.0,
+        module_bits in prop::sample::select(vec![f64::INFINITY, 2.0]),
+        damage in mutations(),
+    ) {
+        let file = build_table(&user_keys, bits_per_key, module_bits);
+        let reader = TableReader::open(
+            &OneFileSystem(Arc::new(file.clone())),
+            Path::new(""),
+            1,
+            false,
+            Arc::new(BlockCache::new(1 << 20)),
+            Arc::new(IoCounters::default()),
+            true,
+        );
+        let reader = Arc::new(reader.expect("a built table opens"));
+        let mut iter = TableIter::new(reader, ReadMode::Compaction);
+        iter.seek_to_first();
+        let mut entries = 0;
+        while iter.valid() {
+            entries += 1;
+            iter.next();
+        }
+        prop_assert!(iter.status().is_ok());
+        prop_assert_eq!(entries, 2 * user_keys.len());
+        table(&file);
+        table(&mutate(file, &damage));
     }
 
     #[test]
@@ -554,6 +631,17 @@ fn write_fuzz_seed_corpora() {
         (
             "properties",
             sample(&|runner| draw(runner, properties_value()).encode()),
+        ),
+        (
+            "table",
+            sample(&|runner| {
+                let module_bits = if draw(runner, any::<bool>()) {
+                    2.0
+                } else {
+                    f64::INFINITY
+                };
+                build_table(&draw(runner, table_keys()), 8.0, module_bits)
+            }),
         ),
         (
             "filter",
