@@ -44,6 +44,12 @@ mod db;
 pub mod env;
 mod error;
 pub(crate) mod filter;
+/// One entry point per on-disk decoder for the `cargo fuzz` targets in `fuzz/` and the proptests
+/// that call the same code; only with the `fuzzing` feature (and in this crate's tests), and not
+/// part of the API.
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzz_targets;
 pub(crate) mod iterator;
 pub(crate) mod key;
 pub(crate) mod memtable;

@@ -40,7 +40,7 @@ struct ManifestWriter {
 }
 
 /// Counters recovered from a manifest.
-struct Recovered {
+pub(crate) struct Recovered {
     version: Version,
     log_number: u64,
     next_file_number: u64,
@@ -283,13 +283,26 @@ fn recover(dir: &Path, fs: &dyn FileSystem, obsolete: &Arc<ObsoleteFiles>) -> Re
         .map_err(|_| Error::corruption(&current_path, 0, "CURRENT names a malformed manifest"))?;
     let manifest_path = dir.join(name);
     let bytes = fs.read_to_end(&manifest_path)?;
-    let contents = read_log(&bytes);
+    replay_manifest(&bytes, &manifest_path, manifest_number, Some(obsolete))
+}
+
+/// Rebuilds the tree and the counters from the bytes of manifest `manifest_number`: every edit
+/// decoded and applied in order. Split from [`recover`] so the fuzz targets
+/// (`crate::fuzz_targets::manifest`) replay arbitrary bytes through exactly the code `open` runs.
+/// `obsolete` is where files that edits delete are queued for removal (`None`: nowhere).
+pub(crate) fn replay_manifest(
+    bytes: &[u8],
+    manifest_path: &Path,
+    manifest_number: u64,
+    obsolete: Option<&Arc<ObsoleteFiles>>,
+) -> Result<Recovered> {
+    let contents = read_log(bytes);
     if let Some(damage) = &contents.damage {
         // A manifest edit is appended and fsynced before its version is used, so a record cut
         // short at the end is an edit whose job never completed: ignore it. Anything else is
         // damage to acknowledged state.
         if damage.kind != LogDamageKind::Truncated {
-            return Err(damage.to_error(&manifest_path));
+            return Err(damage.to_error(manifest_path));
         }
     }
     let mut version = Version::default();
@@ -297,30 +310,39 @@ fn recover(dir: &Path, fs: &dyn FileSystem, obsolete: &Arc<ObsoleteFiles>) -> Re
         (None, None, None, None);
     for (index, (offset, record)) in contents.records.iter().enumerate() {
         let edit = VersionEdit::decode(record)
-            .map_err(|reason| Error::corruption(&manifest_path, *offset, reason))?;
+            .map_err(|reason| Error::corruption(manifest_path, *offset, reason))?;
         if index == 0 && edit.format_version.is_none() {
             return Err(Error::corruption(
-                &manifest_path,
+                manifest_path,
                 *offset,
                 "first manifest record has no format version",
             ));
         }
         version = version
-            .apply(&edit, Some(obsolete))
-            .map_err(|reason| Error::corruption(&manifest_path, *offset, reason))?;
+            .apply(&edit, obsolete)
+            .map_err(|reason| Error::corruption(manifest_path, *offset, reason))?;
         log_number = edit.log_number.or(log_number);
         next_file_number = edit.next_file_number.or(next_file_number);
         last_sequence = edit.last_sequence.or(last_sequence);
         next_run_id = edit.next_run_id.or(next_run_id);
     }
     let missing =
-        |what: &str| Error::corruption(&manifest_path, 0, format!("manifest has no {what}"));
+        |what: &str| Error::corruption(manifest_path, 0, format!("manifest has no {what}"));
+    // New file numbers start above the manifest's own; the largest number leaves none (and `+ 1`
+    // would overflow), so a CURRENT naming it is damage, not a database to open.
+    let first_free_number = manifest_number.checked_add(1).ok_or_else(|| {
+        Error::corruption(
+            manifest_path,
+            0,
+            format!("manifest number {manifest_number} leaves no file numbers"),
+        )
+    })?;
     Ok(Recovered {
         version,
         log_number: log_number.ok_or_else(|| missing("log number"))?,
         next_file_number: next_file_number
             .ok_or_else(|| missing("next file number"))?
-            .max(manifest_number + 1),
+            .max(first_free_number),
         last_sequence: last_sequence.ok_or_else(|| missing("last sequence"))?,
         next_run_id: next_run_id.ok_or_else(|| missing("next run id"))?,
         manifest_number,
@@ -454,6 +476,32 @@ mod tests {
         drop(set);
         assert_eq!(listing(dir.path()), names, "no manifest was started");
         assert_eq!(std::fs::read(&manifest).expect("read"), bytes);
+    }
+
+    /// Found while writing the manifest fuzz target (whose framed replay uses this number):
+    /// recovering a manifest numbered `u64::MAX` computed `manifest_number + 1`, which panicked on
+    /// the overflow in debug builds and wrapped to 0 in release builds.
+    #[test]
+    fn a_current_naming_manifest_u64_max_is_corruption_not_an_overflow() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs: Arc<dyn FileSystem> = Arc::new(RealFileSystem);
+        let set = VersionSet::open(dir.path(), fs.clone(), false, 0).expect("create");
+        let number = set.manifest_number();
+        drop(set);
+        let largest = dir.path().join(manifest_name(u64::MAX));
+        std::fs::rename(dir.path().join(manifest_name(number)), &largest).expect("rename");
+        std::fs::write(
+            dir.path().join(CURRENT_FILE),
+            format!("{}\n", manifest_name(u64::MAX)),
+        )
+        .expect("write CURRENT");
+        match VersionSet::open(dir.path(), fs, true, 0) {
+            Err(Error::Corruption { file, reason, .. }) => {
+                assert_eq!(file, largest);
+                assert!(reason.contains("leaves no file numbers"), "{reason}");
+            }
+            other => panic!("expected corruption, got {:?}", other.map(|_| ())),
+        }
     }
 
     #[test]
