@@ -20,7 +20,8 @@
 //!   manifest (entries, smallest and largest keys, sequence range, file size) and with what the
 //!   blocks hold; keys strictly increase in internal-key order within and across blocks; no
 //!   sequence number is above the manifest's last sequence;
-//! * table files the manifest does not name (orphans: a warning, and verified like the others);
+//! * table files the manifest does not name (orphans: a warning, and verified like the others,
+//!   their damage reported as warnings too: no data is lost with them);
 //! * the WALs at or after the manifest's log number (all of them if the manifest is unusable):
 //!   every record's checksum and write batch; a torn tail is a warning, other damage an error;
 //! * the `ACCESS` snapshot, if present (checksum and decode).
@@ -263,7 +264,18 @@ pub fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
                 "orphan table: not named by the manifest (Db::open deletes it)",
             ));
         }
-        let scan = scan_table(fs, dir, number, &mut |_, _| {});
+        let mut scan = scan_table(fs, dir, number, &mut |_, _| {});
+        if manifest.is_some() {
+            // An orphan is no part of the database: damage in it (a table a crash cut short
+            // while a flush or compaction was writing it, the usual way an orphan arises) loses
+            // nothing, and Db::open deletes it.
+            for problem in &mut scan.problems {
+                problem.severity = Severity::Warning;
+                problem
+                    .message
+                    .push_str(" (in an orphan table, which Db::open deletes)");
+            }
+        }
         report.add_scan(&scan);
     }
 
