@@ -37,6 +37,31 @@ fn counter(report: &str, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no counter {name:?} in {report}"))
 }
 
+/// `strata stress` with three threads and 16 KiB write buffers under one policy pair, plus
+/// `extra` flags.
+fn stress_args<'a>(
+    compaction: &'a str,
+    filter_policy: &'a str,
+    seed: &'a str,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec![
+        "stress",
+        "--threads",
+        "3",
+        "--write-buffer-bytes",
+        "16384",
+        "--compaction",
+        compaction,
+        "--filter-policy",
+        filter_policy,
+        "--seed",
+        seed,
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 const COMPACTIONS: [&str; 3] = ["leveling", "leveling-dynamic", "tiering"];
 const FILTER_POLICIES: [&str; 6] = [
     "uniform",
@@ -52,25 +77,19 @@ fn stress_runs_every_compaction_policy_and_filter_allocator_without_a_violation(
     for (i, compaction) in COMPACTIONS.iter().enumerate() {
         for (j, filter_policy) in FILTER_POLICIES.iter().enumerate() {
             let seed = (i * 10 + j).to_string();
-            let report = ok(&[
-                "stress",
-                "--duration",
-                "0.6",
-                "--threads",
-                "3",
-                "--keys",
-                "400",
-                "--reopen-every",
-                "0.25",
-                "--write-buffer-bytes",
-                "16384",
-                "--compaction",
+            let report = ok(&stress_args(
                 compaction,
-                "--filter-policy",
                 filter_policy,
-                "--seed",
                 &seed,
-            ]);
+                &[
+                    "--duration",
+                    "0.6",
+                    "--keys",
+                    "400",
+                    "--reopen-every",
+                    "0.25",
+                ],
+            ));
             assert!(report.contains("no violations"), "{report}");
             // Every kind of operation ran and every key was checked after each reopen.
             for name in ["puts", "deletes", "batches", "gets", "scans", "snapshots"] {
@@ -91,27 +110,21 @@ fn stress_with_write_and_read_faults_loses_nothing_acknowledged() {
         ("tiering", "mnemosyne-plus", "8"),
         ("leveling-dynamic", "mnemosyne", "9"),
     ] {
-        let report = ok(&[
-            "stress",
-            "--duration",
-            "1.5",
-            "--threads",
-            "3",
-            "--keys",
-            "500",
-            "--fault-rate",
-            "0.004",
-            "--read-fault-rate",
-            "0.002",
-            "--write-buffer-bytes",
-            "16384",
-            "--compaction",
+        let report = ok(&stress_args(
             compaction,
-            "--filter-policy",
             filter_policy,
-            "--seed",
             seed,
-        ]);
+            &[
+                "--duration",
+                "1.5",
+                "--keys",
+                "500",
+                "--fault-rate",
+                "0.004",
+                "--read-fault-rate",
+                "0.002",
+            ],
+        ));
         assert!(report.contains("no violations"), "{report}");
         assert!(
             counter(&report, "faults") > 0,

@@ -140,6 +140,15 @@ fn assert_holds(db: &Db, model: &Model) {
     assert!(scanned == expected, "the scan differs from the model");
 }
 
+/// The number of sorted runs on each level.
+fn runs_per_level(db: &Db) -> Vec<usize> {
+    db.version()
+        .levels()
+        .iter()
+        .map(|l| l.runs().len())
+        .collect()
+}
+
 #[test]
 fn a_read_only_open_sees_every_table_level_and_the_unflushed_wal() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -168,12 +177,7 @@ fn a_read_only_open_sees_every_table_level_and_the_unflushed_wal() {
         assert!(stats.wal_records_recovered > 0, "{stats}");
         assert_eq!(stats.wal_bytes_dropped, 0);
         assert!(stats.memtable_bytes > 0, "the replayed WAL is in memory");
-        let shape: Vec<usize> = db
-            .version()
-            .levels()
-            .iter()
-            .map(|l| l.runs().len())
-            .collect();
+        let shape = runs_per_level(&db);
         db.close().expect("close");
         assert!(matches!(db.get(key(1)), Err(Error::Closed)));
         shape
@@ -181,12 +185,7 @@ fn a_read_only_open_sees_every_table_level_and_the_unflushed_wal() {
     // The WAL was not flushed into a level-0 run: a normal open does that, and finds the shape
     // the read-only session showed plus that one run.
     let db = Db::open(dir.path(), reading_options()).expect("open");
-    let reopened: Vec<usize> = db
-        .version()
-        .levels()
-        .iter()
-        .map(|l| l.runs().len())
-        .collect();
+    let reopened = runs_per_level(&db);
     assert_eq!(reopened[0], shape[0] + 1, "{shape:?} then {reopened:?}");
     assert_eq!(reopened[1..], shape[1..]);
     assert_holds(&db, &model);
