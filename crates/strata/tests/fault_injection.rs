@@ -102,3 +102,60 @@ fn a_full_disk_fails_writes_clearly_and_a_reopen_after_freeing_space_resumes() {
     }
     db.put(b"after", b"x").expect("writes resume");
 }
+
+const CRASH_CHILD_DIR: &str = "STRATA_FAULT_CRASH_CHILD_DIR";
+
+/// The child of `a_crash_point_kills_the_process_with_sigkill`: arms a crash point on the third
+/// WAL append and writes until it fires.
+#[test]
+#[ignore = "the child process of a_crash_point_kills_the_process_with_sigkill"]
+fn crash_point_child() {
+    let Ok(dir) = std::env::var(CRASH_CHILD_DIR) else {
+        return;
+    };
+    let fs = FaultInjectionFileSystem::default();
+    let db = Db::open(&dir, options(&fs)).expect("child open");
+    fs.arm(FaultPoint {
+        op: FaultOp::Append,
+        file: Some(FileKind::Wal),
+        skip: 2,
+        fault: Fault::Crash,
+    });
+    for i in 0..1_000 {
+        db.put(key(i), b"v").expect("child put");
+    }
+    panic!("the crash point never fired");
+}
+
+/// `Fault::Crash` ends the process with `SIGKILL` at the armed point (the `unsafe` call to
+/// kill(2) in `env/fault.rs`): the child dies by signal 9 after exactly one acknowledged write
+/// (each put is one WAL record of a header and a payload append: the second put's header is the
+/// third append), and the database it leaves opens with that write.
+#[test]
+fn a_crash_point_kills_the_process_with_sigkill() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let status = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "crash_point_child",
+            "--include-ignored",
+            "--test-threads=1",
+        ])
+        .env(CRASH_CHILD_DIR, dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("child runs");
+    assert_eq!(status.signal(), Some(9), "{status}");
+    let fs = FaultInjectionFileSystem::default();
+    let db = Db::open(dir.path(), options(&fs)).expect("reopen");
+    assert!(
+        db.get(key(0)).expect("get").is_some(),
+        "the first put was acknowledged"
+    );
+    assert!(
+        db.get(key(1)).expect("get").is_none(),
+        "the second put never reached the WAL"
+    );
+}

@@ -1,6 +1,6 @@
 //! `strata crash-test`: the crash loop. A parent runs `strata stress` as a child process with a
 //! journal (`journal.rs`) and kills it — with `SIGKILL` after a random delay, or by arming a named
-//! crash point (`--crash-at`: the child aborts inside a table write of a flush or compaction, a
+//! crash point (`--crash-at`: the child kills itself inside a table write of a flush or compaction, a
 //! manifest append or rewrite, the replacement of `CURRENT`, a WAL append or sync, or the
 //! access-statistics save). The next child reopens the database and checks it against the
 //! journal before it writes anything: the database opens; every acknowledged write is there with
@@ -384,7 +384,7 @@ pub fn run(args: &CrashTestArgs, out: &mut dyn std::io::Write) -> CliResult<()> 
         out,
         format!(
             "{} crash iterations over {pairs_used} policy pairs in {:.0} s: {} SIGKILLs at \
-             random moments, {} aborts at named crash points ({} points not reached in time, then \
+             random moments, {} self-kills at named crash points ({} points not reached in time, then \
              killed), {} children died before their start-up check; {} checks of a database \
              after a crash passed, 0 violations",
             total.iterations,

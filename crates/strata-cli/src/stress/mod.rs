@@ -88,7 +88,7 @@ pub struct StressArgs {
     /// Crash-test child: the journal of writes (`crash.rs`).
     #[arg(long, hide = true)]
     pub journal: Option<PathBuf>,
-    /// Crash-test child: abort the process at this point (`OP:FILE:SKIP`, e.g.
+    /// Crash-test child: kill the process (SIGKILL) at this point (`OP:FILE:SKIP`, e.g.
     /// `append:manifest:3`), armed once the start-up check has passed.
     #[arg(long, hide = true)]
     pub crash_at: Option<String>,

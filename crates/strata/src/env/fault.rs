@@ -97,8 +97,8 @@ pub enum Fault {
     NoSpace,
     /// A read returns fewer bytes than asked for (on other operations: an I/O error).
     ShortRead,
-    /// The process aborts at once, before the operation happens: no destructor runs and nothing
-    /// buffered in user space reaches the operating system, as with `SIGKILL`.
+    /// The process kills itself with `SIGKILL` before the operation happens: no destructor runs
+    /// and nothing buffered in user space reaches the operating system.
     Crash,
 }
 
@@ -237,6 +237,20 @@ fn unit_interval(state: &mut u64) -> f64 {
     (next_random(state) >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// Ends the process at once, as a crash would: no destructor runs and nothing buffered in user
+/// space is written.
+fn crash_now() -> ! {
+    // SAFETY: kill(2) takes two integers and touches no memory of ours; sending SIGKILL to our
+    // own process id ends the process, which is what a crash point is for. Exercised by
+    // `tests/fault_injection.rs` (`a_crash_point_kills_the_process_with_sigkill`).
+    unsafe {
+        libc::kill(std::process::id() as libc::pid_t, libc::SIGKILL);
+    }
+    // SIGKILL can be neither caught nor ignored; if sending it failed, abort instead (SIGABRT,
+    // which may leave a core file where SIGKILL leaves none).
+    std::process::abort()
+}
+
 impl Faults {
     /// The fault, if any, that operation `op` on a file of kind `kind` suffers now.
     fn decide(&self, op: FaultOp, kind: FileKind) -> Option<Fault> {
@@ -295,7 +309,7 @@ impl Faults {
         self.injected.fetch_add(1, Ordering::SeqCst);
         let what = format!("{op:?} of {} (injected fault)", path.display());
         match fault {
-            Fault::Crash => std::process::abort(),
+            Fault::Crash => crash_now(),
             Fault::ShortRead if op == FaultOp::Read => Ok(Some(Fault::ShortRead)),
             Fault::NoSpace => Err(Error::io(
                 what,
