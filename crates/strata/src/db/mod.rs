@@ -372,7 +372,10 @@ impl Db {
     }
 
     /// Waits until the compaction policy has no more work to do (benchmarks settle the tree with
-    /// it before read phases).
+    /// it before read phases). It returns when the tree is settled — no frozen memtable, no job
+    /// running or picked — or with the background error, or `Error::Closed` once the database
+    /// closes; under a write stream that keeps the policy busy it waits until the stream lets
+    /// the tree settle (RocksDB's `WaitForCompact` likewise).
     pub fn wait_for_compactions(&self) -> Result<()> {
         self.inner.wait_for_compactions()
     }
