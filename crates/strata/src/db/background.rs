@@ -146,17 +146,9 @@ impl Drop for ThreadExit<'_> {
         }
         let mut background = self.inner.background.lock();
         if let BackgroundThread::Compaction = self.thread {
-            background.compaction_thread_exited = true;
             background.compaction_in_progress = false;
             let answer = self.inner.background_error().unwrap_or(Error::Closed);
-            let state = &mut *background;
-            let mut unserved = std::mem::take(&mut state.manual_running);
-            unserved.append(&mut state.manual_queued);
-            for ticket in unserved {
-                background
-                    .manual_results
-                    .insert(ticket, Err(answer.clone()));
-            }
+            background.manual_compactions.close(answer);
         } else {
             background.flush_in_progress = false;
         }
@@ -204,7 +196,7 @@ fn compaction_loop(inner: &DbInner) {
                 // `Db::rewrite_filters` pauses compactions (`db::study`).
                 let paused = background.compaction_pauses > 0;
                 if !paused
-                    && (!background.manual_queued.is_empty() || background.compaction_requested)
+                    && (background.manual_compactions.pending() || background.compaction_requested)
                 {
                     break;
                 }
@@ -213,8 +205,7 @@ fn compaction_loop(inner: &DbInner) {
             background.compaction_requested = false;
             background.compaction_in_progress = true;
             // One full compaction serves every ticket queued before it starts.
-            background.manual_running = std::mem::take(&mut background.manual_queued);
-            !background.manual_running.is_empty()
+            background.manual_compactions.start()
         };
         let result = if manual {
             inner.run_full_compaction()
@@ -230,10 +221,7 @@ fn compaction_loop(inner: &DbInner) {
         }
         let mut background = inner.background.lock();
         background.compaction_in_progress = false;
-        let served = std::mem::take(&mut background.manual_running);
-        for ticket in served {
-            background.manual_results.insert(ticket, result.clone());
-        }
+        background.manual_compactions.finish(&result);
         inner.work_done.notify_all();
     }
 }
@@ -446,15 +434,13 @@ impl DbInner {
         // A read-only database has no compaction thread to answer the ticket.
         self.check_writable()?;
         let mut background = self.background.lock();
-        if background.shutting_down || background.compaction_thread_exited {
+        if background.shutting_down {
             return Err(self.background_error().unwrap_or(Error::Closed));
         }
-        background.manual_tickets_issued += 1;
-        let ticket = background.manual_tickets_issued;
-        background.manual_queued.push(ticket);
+        let ticket = background.manual_compactions.issue()?;
         self.work_available.notify_all();
         loop {
-            if let Some(result) = background.manual_results.remove(&ticket) {
+            if let Some(result) = background.manual_compactions.take(ticket) {
                 return result;
             }
             // The timed wait only bounds the cost of a missed wake-up: the ticket is always

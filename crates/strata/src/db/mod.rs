@@ -13,6 +13,7 @@ pub(crate) mod access_file;
 mod background;
 mod info_log;
 mod iter;
+mod manual_compaction;
 mod open;
 mod read;
 mod study;
@@ -21,7 +22,7 @@ mod write;
 pub use iter::DbIterator;
 pub use study::TracedProbe;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::{Bound, Deref, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -124,27 +125,13 @@ pub(crate) struct PendingWrite {
 
 /// Background-thread coordination.
 ///
-/// Manual compactions are tickets, not a shared flag: each `Db::compact` call takes the next
-/// ticket and waits for the result stored under it. The compaction thread serves every ticket
-/// queued when it starts a full compaction with that one compaction (each began after its caller
-/// asked) and stores one result per ticket; tickets queued while it runs wait for the next one.
-/// With a single shared result slot, a second caller's request cleared the first caller's result
-/// and one `compact()` never returned (issue 12).
+/// Manual compactions are tickets (`manual_compaction.rs`), not a shared flag: each
+/// `Db::compact` call takes a ticket and waits for the answer stored under it.
 #[derive(Default)]
 pub(crate) struct BackgroundState {
     pub(crate) shutting_down: bool,
     pub(crate) compaction_requested: bool,
-    /// The last manual-compaction ticket handed out.
-    pub(crate) manual_tickets_issued: u64,
-    /// Tickets waiting for a full compaction that has not started yet.
-    pub(crate) manual_queued: Vec<u64>,
-    /// Tickets the running full compaction serves.
-    pub(crate) manual_running: Vec<u64>,
-    /// Results of finished manual compactions, by ticket, until their callers take them.
-    pub(crate) manual_results: HashMap<u64, Result<()>>,
-    /// Set when the compaction thread has exited (at close, or if it panicked): no ticket can be
-    /// served any more, and `Db::compact` answers at once.
-    pub(crate) compaction_thread_exited: bool,
+    pub(crate) manual_compactions: manual_compaction::ManualCompactions,
     pub(crate) flush_in_progress: bool,
     pub(crate) compaction_in_progress: bool,
     /// While above 0, the compaction thread starts no job (`Db::rewrite_filters`, `study.rs`).
