@@ -49,6 +49,8 @@ pub struct MedianRow {
     pub unnecessary_data_reads_per_lookup: Option<f64>,
     /// Median write amplification.
     pub write_amp: Option<f64>,
+    /// Median time writers spent in write stalls, milliseconds.
+    pub write_stall_ms: Option<f64>,
 }
 
 /// The median of the values, `None` if any run could not report one.
@@ -126,6 +128,7 @@ pub fn medians(variants: &[Variant], results: &[PhaseResult]) -> Vec<MedianRow> 
                 false_positives_per_lookup: of(&|r| r.false_positives_per_lookup),
                 unnecessary_data_reads_per_lookup: of(&|r| r.unnecessary_data_reads_per_lookup),
                 write_amp: of(&|r| r.write_amp),
+                write_stall_ms: of(&|r| r.write_stall_ms),
             });
         }
     }
@@ -156,7 +159,7 @@ pub fn write_table(out: &mut dyn Write, rows: &[MedianRow], runs: usize) -> io::
     )?;
     writeln!(
         out,
-        "{:<32} {:<16} {:>10} {:>7} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6}",
+        "{:<32} {:<16} {:>10} {:>7} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>9}",
         "configuration",
         "phase",
         "ops/s",
@@ -169,12 +172,13 @@ pub fn write_table(out: &mut dyn Write, rows: &[MedianRow], runs: usize) -> io::
         "flt/op",
         "fp/lk",
         "unnec/lk",
-        "w-amp"
+        "w-amp",
+        "stall_ms"
     )?;
     for row in rows {
         writeln!(
             out,
-            "{:<32} {:<16} {:>10.0} {:>7} {:>8.2} {:>8.2} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6}",
+            "{:<32} {:<16} {:>10.0} {:>7} {:>8.2} {:>8.2} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>9}",
             row.configuration,
             if row.occurrence > 1 {
                 format!("{}#{}", row.phase.name(), row.occurrence)
@@ -192,6 +196,7 @@ pub fn write_table(out: &mut dyn Write, rows: &[MedianRow], runs: usize) -> io::
             optional(row.false_positives_per_lookup, 4),
             optional(row.unnecessary_data_reads_per_lookup, 4),
             optional(row.write_amp, 2),
+            optional(row.write_stall_ms, 1),
         )?;
     }
     Ok(())

@@ -131,6 +131,11 @@ pub struct PhaseResult {
     /// `--settle`, a write phase's figure also includes the flush and compactions of the settle
     /// that follows it. 0 for phases that write nothing.
     pub write_amp: Option<f64>,
+    /// Write groups delayed or stopped by the engine's write stalls during the phase; `null`
+    /// where the engine does not count them (fjall).
+    pub write_stalls: Option<u64>,
+    /// Time writers spent stalled during the phase, milliseconds.
+    pub write_stall_ms: Option<f64>,
     /// Live table bytes / bytes of the newest version of each key (`key_size + value_size` per
     /// live key), at the end of the phase; `null` before anything reached a table file.
     pub space_amp: Option<f64>,
@@ -258,6 +263,8 @@ impl PhaseResult {
             bits_per_key_budget: shape.bits_per_key_budget,
             bits_per_key_cap: shape.bits_per_key_cap,
             write_amp: io.write_amplification(),
+            write_stalls: io.write_stalls,
+            write_stall_ms: io.write_stall_micros.map(|micros| micros as f64 / 1e3),
             levels: shape.levels.len(),
             runs: shape.runs(),
         }
@@ -276,7 +283,7 @@ pub fn optional(value: Option<f64>, decimals: usize) -> String {
 pub fn write_header(out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
-        "{:<8} {:<16} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>6} {:>5} {:>9}",
+        "{:<8} {:<16} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>6} {:>5} {:>9} {:>9}",
         "engine",
         "phase",
         "ops",
@@ -293,7 +300,8 @@ pub fn write_header(out: &mut dyn Write) -> io::Result<()> {
         "w-amp",
         "s-amp",
         "bpk",
-        "found"
+        "found",
+        "stall_ms"
     )
 }
 
@@ -310,7 +318,7 @@ pub fn write_row(
     };
     writeln!(
         out,
-        "{:<8} {:<16} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>6} {:>5} {:>9}",
+        "{:<8} {:<16} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>6} {:>5} {:>9} {:>9}",
         result.engine,
         result.phase.name(),
         result.ops,
@@ -327,7 +335,8 @@ pub fn write_row(
         optional(result.write_amp, 2),
         optional(result.space_amp, 2),
         optional(result.avg_bits_per_key, 1),
-        found
+        found,
+        optional(result.write_stall_ms, 1)
     )
 }
 

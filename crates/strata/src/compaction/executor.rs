@@ -46,6 +46,8 @@ pub(crate) struct ExecutorContext<'a> {
     pub(crate) block_bytes: usize,
     pub(crate) restart_interval: usize,
     pub(crate) target_file_bytes: u64,
+    /// Read-ahead window over each input file (`Options::compaction_readahead_bytes`).
+    pub(crate) readahead_bytes: usize,
     /// Bits per key of one filter module (the allocator's budget, SPEC §1).
     pub(crate) filter_module_bits: f64,
 }
@@ -364,12 +366,15 @@ pub(crate) fn run_compaction(
     let children: Vec<Box<dyn InternalIterator>> = inputs
         .iter()
         .map(|(_, _, files)| {
-            Box::new(RunIter::new(
-                files.clone(),
-                Arc::clone(context.tables),
-                ReadMode::Compaction,
-                false,
-            )) as Box<dyn InternalIterator>
+            Box::new(
+                RunIter::new(
+                    files.clone(),
+                    Arc::clone(context.tables),
+                    ReadMode::Compaction,
+                    false,
+                )
+                .with_readahead(context.readahead_bytes),
+            ) as Box<dyn InternalIterator>
         })
         .collect();
     let mut merged = MergingIterator::new(children);

@@ -329,6 +329,7 @@ impl DbInner {
             block_bytes: self.options.block_bytes,
             restart_interval: self.options.block_restart_interval,
             target_file_bytes,
+            readahead_bytes: self.options.compaction_readahead_bytes,
             // Filters above the budget are split into modules of the budget's size (SPEC §1).
             filter_module_bits: self.options.filter_allocator.bits_per_key_budget(),
         }

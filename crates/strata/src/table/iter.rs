@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::block::BlockIter;
 use super::format::BlockHandle;
+use super::readahead::Readahead;
 use super::reader::{ReadMode, TableCache, TableReader};
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
@@ -18,6 +19,8 @@ pub(crate) struct TableIter {
     mode: ReadMode,
     index: Option<BlockIter>,
     data: Option<(BlockIter, BlockHandle)>,
+    /// Set for a front-to-back walk of a compaction input: data blocks come from large reads.
+    readahead: Option<Readahead>,
     error: Option<Error>,
 }
 
@@ -28,8 +31,16 @@ impl TableIter {
             mode,
             index: None,
             data: None,
+            readahead: None,
             error: None,
         }
+    }
+
+    /// Reads data blocks through a [`Readahead`] window of `chunk_bytes` (uncached): for
+    /// iterators that walk the whole table in order, as a compaction does.
+    pub(crate) fn with_readahead(mut self, chunk_bytes: usize) -> Self {
+        self.readahead = Some(Readahead::new(chunk_bytes));
+        self
     }
 
     fn fail(&mut self, error: Error) {
@@ -60,10 +71,14 @@ impl TableIter {
             }
             return;
         }
-        let loaded = self.table.decode_handle(index.value()).and_then(|handle| {
-            let block = self
-                .table
-                .sorted_block(handle, BlockKind::Data, self.mode)?;
+        let table = &self.table;
+        let mode = self.mode;
+        let readahead = &mut self.readahead;
+        let loaded = table.decode_handle(index.value()).and_then(|handle| {
+            let block = match readahead {
+                Some(readahead) => table.sequential_block(handle, readahead)?,
+                None => table.sorted_block(handle, BlockKind::Data, mode)?,
+            };
             Ok((BlockIter::new(block, compare_internal_keys), handle))
         });
         match loaded {
@@ -163,6 +178,8 @@ pub(crate) struct RunIter {
     tables: Arc<TableCache>,
     mode: ReadMode,
     pin: bool,
+    /// Read-ahead window of each file's iterator (`None`: block by block, through the cache).
+    readahead_bytes: Option<usize>,
     position: usize,
     current: Option<TableIter>,
     error: Option<Error>,
@@ -181,9 +198,16 @@ impl RunIter {
             tables,
             mode,
             pin,
+            readahead_bytes: None,
             current: None,
             error: None,
         }
+    }
+
+    /// Walks each file through a read-ahead window of `chunk_bytes` (see [`Readahead`]).
+    pub(crate) fn with_readahead(mut self, chunk_bytes: usize) -> Self {
+        self.readahead_bytes = Some(chunk_bytes);
+        self
     }
 
     fn open(&mut self, position: usize) -> bool {
@@ -194,7 +218,11 @@ impl RunIter {
         };
         match self.tables.get(file.number(), self.pin) {
             Ok(table) => {
-                self.current = Some(TableIter::new(table, self.mode));
+                let iter = TableIter::new(table, self.mode);
+                self.current = Some(match self.readahead_bytes {
+                    Some(chunk_bytes) => iter.with_readahead(chunk_bytes),
+                    None => iter,
+                });
                 true
             }
             Err(error) => {

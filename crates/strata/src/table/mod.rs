@@ -26,6 +26,7 @@ pub(crate) mod builder;
 pub(crate) mod format;
 pub(crate) mod iter;
 pub(crate) mod properties;
+pub(crate) mod readahead;
 pub(crate) mod reader;
 
 pub(crate) use builder::TableBuilder;

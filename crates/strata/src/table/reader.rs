@@ -20,6 +20,7 @@ use quick_cache::sync::Cache;
 use super::block::{Block, BlockIter};
 use super::format::{verify_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use super::properties::TableProperties;
+use super::readahead::Readahead;
 use super::table_file_name;
 use crate::cache::{BlockCache, CachedBlock};
 use crate::coding::Decoder;
@@ -251,6 +252,38 @@ impl TableReader {
         Ok((block, true))
     }
 
+    /// A data block read through `readahead` for a front-to-back walk (a compaction input): not
+    /// cached, and the compaction read counter is charged what the window actually read.
+    pub(crate) fn sequential_block(
+        &self,
+        handle: BlockHandle,
+        readahead: &mut Readahead,
+    ) -> Result<Arc<Block>> {
+        let len = block_len(self.file.as_ref(), &self.path, handle)?;
+        let before = readahead.bytes_read();
+        let raw = readahead.read(self.file.as_ref(), handle.offset, len, self.data_end())?;
+        add(
+            &self.counters.compaction_read_bytes,
+            readahead.bytes_read() - before,
+        );
+        let contents = verify_block(raw)
+            .map_err(|reason| Error::corruption(&self.path, handle.offset, reason))?;
+        Ok(Arc::new(self.decode_block(contents, handle)?))
+    }
+
+    /// Where the data blocks end: the first byte of the filter modules, the modular filter
+    /// index, the properties or the index block, whichever the builder placed first.
+    fn data_end(&self) -> u64 {
+        let footer = &self.footer;
+        let mut end = footer.index.offset.min(footer.properties.offset);
+        if footer.filter.size > 0 {
+            end = end.min(footer.filter.offset);
+        }
+        self.filter_modules
+            .iter()
+            .fold(end, |end, module| end.min(module.offset))
+    }
+
     /// Filter module `module` (0-based, at `handle`): pinned, cached, or read from the device and
     /// counted as one filter block read on `level`.
     fn filter_module(
@@ -411,8 +444,9 @@ fn filter_modules(
     Ok(modules)
 }
 
-fn read_raw(file: &dyn RandomAccessFile, path: &Path, handle: BlockHandle) -> Result<Vec<u8>> {
-    let len = handle
+/// The length of the block at `handle` with its trailer, if it lies inside the file.
+fn block_len(file: &dyn RandomAccessFile, path: &Path, handle: BlockHandle) -> Result<usize> {
+    handle
         .len_with_trailer()
         .filter(|&len| {
             handle
@@ -420,14 +454,19 @@ fn read_raw(file: &dyn RandomAccessFile, path: &Path, handle: BlockHandle) -> Re
                 .checked_add(len)
                 .is_some_and(|end| end <= file.len())
         })
+        .map(|len| len as usize)
         .ok_or_else(|| {
             Error::corruption(
                 path,
                 handle.offset,
                 "block handle points past the end of the file",
             )
-        })?;
-    let raw = file.read_at(handle.offset, len as usize)?;
+        })
+}
+
+fn read_raw(file: &dyn RandomAccessFile, path: &Path, handle: BlockHandle) -> Result<Vec<u8>> {
+    let len = block_len(file, path, handle)?;
+    let raw = file.read_at(handle.offset, len)?;
     verify_block(raw).map_err(|reason| Error::corruption(path, handle.offset, reason))
 }
 

@@ -221,6 +221,66 @@ fn iteration_returns_every_entry_in_order_and_seeks() {
     assert!(fixture.counters.snapshot().data_block_reads[0] > 10);
 }
 
+/// A compaction walks its inputs through a read-ahead window: the same entries as a block-by-block
+/// walk, the data region read once in window-sized pieces (nothing past it, nothing cached), and a
+/// damaged data block still a corruption error naming the file.
+#[test]
+fn readahead_iteration_reads_the_data_region_once_in_large_pieces() {
+    let fixture = modular_fixture(3000, 6.5, 2.0, 1 << 20);
+    let (footer, handles, _) = decode_modules(&fixture.bytes());
+    let data_end = handles
+        .iter()
+        .map(|h| h.offset)
+        .chain([
+            footer.index.offset,
+            footer.properties.offset,
+            footer.filter.offset,
+        ])
+        .min()
+        .expect("handles");
+    let walk = |iter: &mut TableIter| {
+        let mut entries = Vec::new();
+        iter.seek_to_first();
+        while iter.valid() {
+            entries.push((iter.key().to_vec(), iter.value().to_vec()));
+            iter.next();
+        }
+        iter.status().map(|()| entries)
+    };
+    let table = fixture.tables.get(7, false).expect("open");
+    let plain = walk(&mut TableIter::new(table.clone(), ReadMode::Compaction)).expect("plain");
+    let before = fixture.counters.snapshot();
+    let chunk = 16 * 1024;
+    let mut iter = TableIter::new(table.clone(), ReadMode::Compaction).with_readahead(chunk);
+    let read_ahead = walk(&mut iter).expect("readahead");
+    assert_eq!(read_ahead, plain);
+    let after = fixture.counters.snapshot();
+    // The index block (read as before) plus the data region, once.
+    assert_eq!(
+        after.compaction_read_bytes - before.compaction_read_bytes,
+        footer.index.size + 5 + data_end,
+        "data region of {data_end} bytes"
+    );
+    assert!(
+        data_end > 4 * chunk as u64,
+        "the table spans several windows"
+    );
+    // Nothing entered the block cache on the way.
+    assert_eq!(after.data_block_reads, before.data_block_reads);
+
+    let path = fixture.path();
+    let mut damaged = fixture.bytes();
+    damaged[data_end as usize / 2] ^= 0x20;
+    std::fs::write(&path, &damaged).expect("write");
+    let tables = table_cache(fixture.dir.path(), 0, &fixture.counters);
+    let table = tables.get(7, false).expect("open damaged");
+    let mut iter = TableIter::new(table, ReadMode::Compaction).with_readahead(chunk);
+    match walk(&mut iter) {
+        Err(Error::Corruption { file, .. }) => assert_eq!(file, path),
+        other => panic!("expected corruption, got {:?}", other.map(|e| e.len())),
+    }
+}
+
 /// Flips bytes of a single-filter file and of a four-module file (2, 2, 2 and 0.5 bits per key):
 /// a sample of the data blocks, and every byte from the first filter module to the end (modules,
 /// modular filter index, properties, index, footer). Lookups of present keys read every module.

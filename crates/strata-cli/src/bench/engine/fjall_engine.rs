@@ -544,6 +544,10 @@ impl Engine for FjallEngine {
             filter_skips: None,
             last_level_filter_probes: None,
             last_level_filter_skips: None,
+            // fjall sleeps writers (10 ms while level 0 is over its limit, 100 ms while too many
+            // sealed memtables wait) but counts neither.
+            write_stalls: None,
+            write_stall_micros: None,
         }
     }
 

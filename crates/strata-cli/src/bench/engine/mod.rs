@@ -133,6 +133,12 @@ pub struct EngineCounters {
     pub user_write_bytes: Option<u64>,
     /// Bytes written by flushes and compactions.
     pub table_write_bytes: Option<u64>,
+    /// Writes (or write groups) the engine delayed or stopped to let flushes and compactions
+    /// catch up (Strata: slowdowns + stops; RocksDB: the `rocksdb.db.write.stall` histogram's
+    /// count, one per delayed write group).
+    pub write_stalls: Option<u64>,
+    /// Time writers spent in those stalls, microseconds (RocksDB: `rocksdb.stall.micros`).
+    pub write_stall_micros: Option<u64>,
 }
 
 impl EngineCounters {

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use rocksdb::perf::{PerfContext, PerfMetric, PerfStatsLevel};
-use rocksdb::statistics::Ticker;
+use rocksdb::statistics::{Histogram, Ticker};
 use rocksdb::{
     BlockBasedOptions, Cache, DBCompactionStyle, DBCompressionType, Direction, IteratorMode,
     Options, UniversalCompactOptions, WaitForCompactOptions, WriteBatch, DB,
@@ -30,7 +30,7 @@ use crate::bench::CompactionKind;
 use crate::error::{CliError, CliResult};
 
 /// The tickers the harness reads, in the order of [`Baseline`].
-const TICKERS: [Ticker; 9] = [
+const TICKERS: [Ticker; 10] = [
     Ticker::BlockCacheDataMiss,
     Ticker::BlockCacheIndexMiss,
     Ticker::BlockCacheFilterMiss,
@@ -40,6 +40,7 @@ const TICKERS: [Ticker; 9] = [
     Ticker::BytesWritten,
     Ticker::FlushWriteBytes,
     Ticker::CompactWriteBytes,
+    Ticker::StallMicros,
 ];
 
 type Baseline = [u64; TICKERS.len()];
@@ -59,6 +60,9 @@ pub struct RocksDbEngine {
     baseline: Mutex<Baseline>,
     /// `block_read_byte` of the opening thread's perf context at the last reset.
     read_bytes_baseline: Mutex<u64>,
+    /// Count of the `rocksdb.db.write.stall` histogram (one per delayed write group) at the last
+    /// reset; histograms cannot be reset either.
+    stalls_baseline: Mutex<u64>,
     settings: Vec<String>,
 }
 
@@ -138,6 +142,7 @@ impl RocksDbEngine {
             options,
             baseline: Mutex::new([0; TICKERS.len()]),
             read_bytes_baseline: Mutex::new(0),
+            stalls_baseline: Mutex::new(0),
             settings,
         };
         engine.reset_counters();
@@ -146,6 +151,14 @@ impl RocksDbEngine {
 
     fn tickers(&self) -> Baseline {
         std::array::from_fn(|i| self.options.get_ticker_count(TICKERS[i]))
+    }
+
+    /// Write groups RocksDB has delayed or stopped (`DBImpl::DelayWrite` records one histogram
+    /// sample per delayed group, with the time delayed).
+    fn write_stalls(&self) -> u64 {
+        self.options
+            .get_histogram_data(Histogram::WriteStall)
+            .count()
     }
 
     /// Bytes of blocks this thread has read (its perf context; see the module's doc).
@@ -232,7 +245,12 @@ impl Engine for RocksDbEngine {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let delta: Baseline = std::array::from_fn(|i| now[i].saturating_sub(base[i]));
-        let [data, index, filter, useful, positive, true_positive, user, flush, compact] = delta;
+        let [data, index, filter, useful, positive, true_positive, user, flush, compact, stall_micros] =
+            delta;
+        let stalls_base = *self
+            .stalls_baseline
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let read_bytes_base = *self
             .read_bytes_baseline
             .lock()
@@ -252,6 +270,8 @@ impl Engine for RocksDbEngine {
             filter_skips: None,
             last_level_filter_probes: None,
             last_level_filter_skips: None,
+            write_stalls: Some(self.write_stalls().saturating_sub(stalls_base)),
+            write_stall_micros: Some(stall_micros),
         }
     }
 
@@ -264,6 +284,10 @@ impl Engine for RocksDbEngine {
             .read_bytes_baseline
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Self::block_read_bytes();
+        *self
+            .stalls_baseline
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = self.write_stalls();
     }
 
     fn shape(&self) -> TreeShape {

@@ -228,6 +228,8 @@ impl Engine for StrataEngine {
             unnecessary_data_reads: Some(io.unnecessary_data_reads_total()),
             user_write_bytes: Some(io.user_write_bytes),
             table_write_bytes: Some(io.flush_write_bytes + io.compaction_write_bytes),
+            write_stalls: Some(io.write_slowdowns + io.write_stops),
+            write_stall_micros: Some(io.write_stall_micros),
         }
     }
 
