@@ -61,6 +61,25 @@ pub enum CompactionKind {
     Tiering,
 }
 
+/// How the peers (RocksDB, fjall) are configured where the benchmark's settings leave them a
+/// choice Strata does not have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum PeerConfig {
+    /// As each peer's own experts would set it up for the same memory: RocksDB with partitioned
+    /// index and filters (4 KiB partitions, top level pinned, index and filter blocks cached at
+    /// high priority, level-0 metadata pinned) so a cache miss reads one small partition and a
+    /// small cache's shards never hold less than one index block; fjall with its own defaults
+    /// (pinned level-0/1 index and level-0 filter blocks, partitioned index and filters from
+    /// level 3). With `--pin-index-filter` both pin every table's index and filter.
+    Expert,
+    /// Shaped like Strata today: one unpartitioned index block and one filter block per table,
+    /// nothing pinned unless `--pin-index-filter`. With a small cache RocksDB's shards can then be
+    /// smaller than one index block, which never stays cached: use it only to compare table
+    /// layouts, not engines.
+    StrataLike,
+}
+
 /// Which filter-allocation policy Strata's files get (SPEC §3). Peers have only uniform filters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
@@ -192,6 +211,11 @@ pub struct BenchArgs {
     /// as RocksDB does with `cache_index_and_filter_blocks = false`.
     #[arg(long)]
     pub pin_index_filter: bool,
+    /// How RocksDB and fjall are configured where Strata's settings leave them a choice:
+    /// `expert` (what their own experts would choose at the same memory, printed with each run)
+    /// or `strata-like` (one unpartitioned index and filter block per table, as Strata has).
+    #[arg(long, value_enum, default_value = "expert")]
+    pub peer_config: PeerConfig,
     /// Keep Merlin's per-file access statistics (SPEC §4) in Strata whatever the filter policy
     /// (Mnemosyne+ always keeps them): measures their overhead on the lookup path.
     #[arg(long)]
@@ -289,6 +313,7 @@ pub struct BenchConfig {
     pub cache_bytes: u64,
     pub direct_reads: bool,
     pub pin_index_filter: bool,
+    pub peer_config: PeerConfig,
     pub access_statistics: bool,
     pub access_sample_every: u32,
     pub access_recent_weight: f64,
@@ -433,6 +458,7 @@ impl BenchConfig {
             },
             direct_reads: args.direct_reads,
             pin_index_filter: args.pin_index_filter,
+            peer_config: args.peer_config,
             access_statistics: args.access_statistics,
             access_sample_every: args.access_sample_every,
             access_recent_weight: args.access_recent_weight,
@@ -494,6 +520,7 @@ impl BenchConfig {
             compaction: variant.compaction,
             direct_reads: self.direct_reads,
             pin_index_filter: self.pin_index_filter,
+            peer_config: self.peer_config,
             access_statistics: self.access_statistics,
             access_sample_every: self.access_sample_every,
             access_recent_weight: self.access_recent_weight,

@@ -53,7 +53,7 @@ use fjall::{
 };
 
 use super::{BatchOp, Engine, EngineConfig, EngineCounters, LevelShape, ScanOutcome, TreeShape};
-use crate::bench::CompactionKind;
+use crate::bench::{CompactionKind, PeerConfig};
 use crate::error::{CliError, CliResult};
 
 /// The crate version the adapter was written against (`Cargo.lock` pins it; fjall exposes no
@@ -283,15 +283,20 @@ impl FjallEngine {
 
         // Index and filter blocks.
         let pin = config.pin_index_filter;
+        let expert = config.peer_config == PeerConfig::Expert;
         settings.push(if pin {
             "index and filter blocks of every table pinned in memory, outside the block cache (index/filter pinning policy all(true))".to_string()
+        } else if expert {
+            "peer config expert: fjall's default pinning (level-0/1 index and level-0 filter blocks pinned, the rest through the block cache)".to_string()
         } else {
-            "index and filter blocks read through the block cache on every level (pinning policy all(false); fjall's default pins level-0/1 index and level-0 filter blocks)".to_string()
+            "peer config strata-like: index and filter blocks read through the block cache on every level (pinning policy all(false); fjall's default pins level-0/1 index and level-0 filter blocks)".to_string()
         });
-        settings.push(
-            "one (unpartitioned) index block and one filter block per table on every level (partitioning policy all(false); fjall's default partitions from level 3)"
-                .to_string(),
-        );
+        settings.push(if expert {
+            "peer config expert: fjall's default partitioning (index and filters partitioned from level 3)".to_string()
+        } else {
+            "peer config strata-like: one (unpartitioned) index block and one filter block per table on every level (partitioning policy all(false); fjall's default partitions from level 3)"
+                .to_string()
+        });
 
         // Writes.
         settings.push(
@@ -339,12 +344,24 @@ impl FjallEngine {
             .index_block_compression_policy(CompressionPolicy::all(CompressionType::None))
             .filter_policy(filter_policy)
             .expect_point_read_hits(false)
-            .index_block_pinning_policy(PinningPolicy::all(pin))
-            .filter_block_pinning_policy(PinningPolicy::all(pin))
-            .index_block_partitioning_policy(PartitioningPolicy::all(false))
-            .filter_block_partitioning_policy(PartitioningPolicy::all(false))
             .manual_journal_persist(false)
             .compaction_strategy(Arc::new(strategy));
+        // The expert configuration keeps fjall's own defaults where `--pin-index-filter` does not
+        // ask for pinning.
+        let options = if pin || !expert {
+            options
+                .index_block_pinning_policy(PinningPolicy::all(pin))
+                .filter_block_pinning_policy(PinningPolicy::all(pin))
+        } else {
+            options
+        };
+        let options = if expert {
+            options
+        } else {
+            options
+                .index_block_partitioning_policy(PartitioningPolicy::all(false))
+                .filter_block_partitioning_policy(PartitioningPolicy::all(false))
+        };
         let db = Database::builder(dir)
             .cache_size(config.cache_bytes)
             .journal_compression(CompressionType::None)

@@ -69,6 +69,8 @@ pub struct EngineConfig {
     pub direct_reads: bool,
     /// Keep index and filter blocks pinned in memory rather than in the block cache.
     pub pin_index_filter: bool,
+    /// How the peers lay out and cache index and filter blocks (Strata ignores it).
+    pub peer_config: super::PeerConfig,
     /// Keep Merlin's access statistics in Strata (SPEC §4).
     pub access_statistics: bool,
     /// Record one lookup in this many in them.
@@ -265,6 +267,7 @@ pub(crate) mod conformance {
             compaction: CompactionKind::Leveling,
             direct_reads: false,
             pin_index_filter: false,
+            peer_config: super::super::PeerConfig::StrataLike,
             access_statistics: false,
             access_sample_every: 1,
             access_recent_weight: 0.75,
@@ -275,8 +278,27 @@ pub(crate) mod conformance {
     }
 
     pub(crate) fn exercise(kind: EngineKind) {
+        exercise_with(kind, &config());
+    }
+
+    /// [`exercise`] with the peers in their expert configuration; their settings say so.
+    #[cfg(any(feature = "peer-rocksdb", feature = "peer-fjall"))]
+    pub(crate) fn exercise_expert(kind: EngineKind) {
+        let expert = EngineConfig {
+            peer_config: super::super::PeerConfig::Expert,
+            ..config()
+        };
         let dir = tempfile::tempdir().expect("tempdir");
-        let engine = open(kind, dir.path(), &config()).expect("open");
+        let engine = open(kind, dir.path(), &expert).expect("open");
+        let settings = engine.settings().join("\n");
+        assert!(settings.contains("peer config expert"), "{settings}");
+        engine.close().expect("close");
+        exercise_with(kind, &expert);
+    }
+
+    pub(crate) fn exercise_with(kind: EngineKind, config: &EngineConfig) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let engine = open(kind, dir.path(), config).expect("open");
         assert_eq!(engine.name(), kind.name());
         assert!(!engine.settings().is_empty());
         for i in 0..3000u32 {
@@ -346,11 +368,13 @@ pub(crate) mod conformance {
     #[test]
     fn rocksdb_behaves_like_a_key_value_store() {
         exercise(EngineKind::Rocksdb);
+        exercise_expert(EngineKind::Rocksdb);
     }
 
     #[cfg(feature = "peer-fjall")]
     #[test]
     fn fjall_behaves_like_a_key_value_store() {
         exercise(EngineKind::Fjall);
+        exercise_expert(EngineKind::Fjall);
     }
 }

@@ -21,12 +21,12 @@ use std::sync::Mutex;
 use rocksdb::perf::{PerfContext, PerfMetric, PerfStatsLevel};
 use rocksdb::statistics::{Histogram, Ticker};
 use rocksdb::{
-    BlockBasedOptions, Cache, DBCompactionStyle, DBCompressionType, Direction, IteratorMode,
-    Options, UniversalCompactOptions, WaitForCompactOptions, WriteBatch, DB,
+    BlockBasedIndexType, BlockBasedOptions, Cache, DBCompactionStyle, DBCompressionType, Direction,
+    IteratorMode, Options, UniversalCompactOptions, WaitForCompactOptions, WriteBatch, DB,
 };
 
 use super::{BatchOp, Engine, EngineConfig, EngineCounters, LevelShape, ScanOutcome, TreeShape};
-use crate::bench::CompactionKind;
+use crate::bench::{CompactionKind, PeerConfig};
 use crate::error::{CliError, CliResult};
 
 /// The tickers the harness reads, in the order of [`Baseline`].
@@ -119,7 +119,21 @@ impl RocksDbEngine {
         table.set_block_cache(&cache);
         // Strata keeps index and filter blocks in the block cache unless asked to pin them.
         table.set_cache_index_and_filter_blocks(!config.pin_index_filter);
-        table.set_pin_l0_filter_and_index_blocks_in_cache(false);
+        let expert_cached = config.peer_config == PeerConfig::Expert && !config.pin_index_filter;
+        if expert_cached {
+            // What RocksDB's wiki ("Partitioned Index/Filters", "Block Cache") recommends when
+            // index and filter blocks must share a bounded cache: partitions of 4 KiB, so a miss
+            // reads one partition and no shard of a small cache is smaller than what it must hold;
+            // the top-level index pinned; metadata cached at high priority; level 0 pinned.
+            table.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
+            table.set_partition_filters(true);
+            table.set_metadata_block_size(4096);
+            table.set_pin_top_level_index_and_filter(true);
+            table.set_cache_index_and_filter_blocks_with_high_priority(true);
+            table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+        } else {
+            table.set_pin_l0_filter_and_index_blocks_in_cache(false);
+        }
         options.set_block_based_table_factory(&table);
         settings.push(format!(
             "block_size {}; full Bloom filter {} bits/key (format_version default); LRU block cache {} bytes",
@@ -127,8 +141,10 @@ impl RocksDbEngine {
         ));
         settings.push(if config.pin_index_filter {
             "index and filter blocks held by table readers, outside the cache (cache_index_and_filter_blocks false)".to_string()
+        } else if expert_cached {
+            "peer config expert: partitioned index and filters (index_type kTwoLevelIndexSearch, partition_filters true, metadata_block_size 4096), pin_top_level_index_and_filter true, cache_index_and_filter_blocks true with high priority, pin_l0_filter_and_index_blocks_in_cache true".to_string()
         } else {
-            "index and filter blocks in the block cache (cache_index_and_filter_blocks true)".to_string()
+            "peer config strata-like: one index block and one filter block per table, in the block cache (cache_index_and_filter_blocks true), nothing pinned".to_string()
         });
         settings.push("WAL on, sync false (RocksDB's default WriteOptions)".to_string());
         rocksdb::perf::set_perf_stats(PerfStatsLevel::EnableCount);
