@@ -196,6 +196,7 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
             options.block_bytes,
             options.block_restart_interval,
         );
+        builder.set_index_restart_interval(options.index_block_restart_interval);
         let budget = options.filter_allocator.bits_per_key_budget();
         builder.set_filter_module_bits(budget);
         mem.for_each_entry(|key, value| builder.add(key, value))?;

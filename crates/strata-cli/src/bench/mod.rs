@@ -216,6 +216,10 @@ pub struct BenchArgs {
     /// or `strata-like` (one unpartitioned index and filter block per table, as Strata has).
     #[arg(long, value_enum, default_value = "expert")]
     pub peer_config: PeerConfig,
+    /// Strata's index block restart interval (`Options::index_block_restart_interval`; default
+    /// Strata's own). RocksDB's equivalent stays at its default of 1.
+    #[arg(long)]
+    pub index_restart_interval: Option<usize>,
     /// Keep Merlin's per-file access statistics (SPEC §4) in Strata whatever the filter policy
     /// (Mnemosyne+ always keeps them): measures their overhead on the lookup path.
     #[arg(long)]
@@ -314,6 +318,7 @@ pub struct BenchConfig {
     pub direct_reads: bool,
     pub pin_index_filter: bool,
     pub peer_config: PeerConfig,
+    pub index_restart_interval: Option<usize>,
     pub access_statistics: bool,
     pub access_sample_every: u32,
     pub access_recent_weight: f64,
@@ -459,6 +464,7 @@ impl BenchConfig {
             direct_reads: args.direct_reads,
             pin_index_filter: args.pin_index_filter,
             peer_config: args.peer_config,
+            index_restart_interval: args.index_restart_interval,
             access_statistics: args.access_statistics,
             access_sample_every: args.access_sample_every,
             access_recent_weight: args.access_recent_weight,
@@ -521,6 +527,7 @@ impl BenchConfig {
             direct_reads: self.direct_reads,
             pin_index_filter: self.pin_index_filter,
             peer_config: self.peer_config,
+            index_restart_interval: self.index_restart_interval,
             access_statistics: self.access_statistics,
             access_sample_every: self.access_sample_every,
             access_recent_weight: self.access_recent_weight,

@@ -45,6 +45,8 @@ pub(crate) struct ExecutorContext<'a> {
     pub(crate) merlin: Option<&'a Arc<Merlin>>,
     pub(crate) block_bytes: usize,
     pub(crate) restart_interval: usize,
+    /// Restart interval of output files' index blocks (`Options::index_block_restart_interval`).
+    pub(crate) index_restart_interval: usize,
     pub(crate) target_file_bytes: u64,
     /// Read-ahead window over each input file (`Options::compaction_readahead_bytes`).
     pub(crate) readahead_bytes: usize,
@@ -450,6 +452,7 @@ pub(crate) fn run_compaction(
                 let file = context.fs.create_writable(&path)?;
                 let mut builder =
                     TableBuilder::new(path, file, context.block_bytes, context.restart_interval);
+                builder.set_index_restart_interval(context.index_restart_interval);
                 // Filters above the budget are split into modules of the budget's size (SPEC §1).
                 builder.set_filter_module_bits(context.filter_module_bits);
                 output = Some(PendingTable {

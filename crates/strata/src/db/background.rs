@@ -47,6 +47,7 @@ pub(crate) fn write_level0_entries(
         options.block_bytes,
         options.block_restart_interval,
     );
+    builder.set_index_restart_interval(options.index_block_restart_interval);
     // Filters above the budget are split into modules of the budget's size (SPEC §1).
     builder.set_filter_module_bits(options.filter_allocator.bits_per_key_budget());
     mem.for_each_entry(|key, value| builder.add(key, value))?;
@@ -328,6 +329,7 @@ impl DbInner {
             merlin: self.merlin.as_ref(),
             block_bytes: self.options.block_bytes,
             restart_interval: self.options.block_restart_interval,
+            index_restart_interval: self.options.index_block_restart_interval,
             target_file_bytes,
             readahead_bytes: self.options.compaction_readahead_bytes,
             // Filters above the budget are split into modules of the budget's size (SPEC §1).

@@ -77,6 +77,12 @@ impl TableBuilder {
         }
     }
 
+    /// Puts a restart point every `interval` entries of the index block (1, the default, stores
+    /// every index key whole; `Options::index_block_restart_interval`). Values below 1 mean 1.
+    pub(crate) fn set_index_restart_interval(&mut self, interval: usize) {
+        self.index_block = BlockBuilder::new(interval.max(1));
+    }
+
     /// Splits a filter of more than `module_bits_per_key` bits per key into modules of that size
     /// (SPEC §1, Mnemosyne §4.2); callers pass the filter budget `bpk_target`. Not a positive
     /// finite number (the default is infinity) means never split.

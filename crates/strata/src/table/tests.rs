@@ -221,6 +221,62 @@ fn iteration_returns_every_entry_in_order_and_seeks() {
     assert!(fixture.counters.snapshot().data_block_reads[0] > 10);
 }
 
+/// Index blocks with a restart every 4 or 16 entries (prefix-compressed separators) find every
+/// key and seek like an index that stores every key whole, in fewer bytes.
+#[test]
+fn sparse_index_restarts_find_every_key_in_a_smaller_index() {
+    let mut index_sizes = Vec::new();
+    for interval in [1, 4, 16] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs = RealFileSystem;
+        let path = dir.path().join(table_file_name(7));
+        let mut builder = TableBuilder::new(
+            path.clone(),
+            fs.create_writable(&path).expect("create"),
+            512,
+            16,
+        );
+        builder.set_index_restart_interval(interval);
+        let long_key = |i: u64| format!("{i:0>100}").into_bytes();
+        for i in 0..2_000u64 {
+            builder
+                .add(
+                    &encode_internal_key(&long_key(2 * i), 5, ValueKind::Value),
+                    format!("v{i}").as_bytes(),
+                )
+                .expect("add");
+        }
+        builder.finish(10.0, 1, 1).expect("finish");
+        let counters = Arc::new(IoCounters::default());
+        let tables = table_cache(dir.path(), 0, &counters);
+        let table = tables.get(7, false).expect("open");
+        index_sizes.push(table.footer().index.size);
+        for i in 0..2_000u64 {
+            let present = long_key(2 * i);
+            assert_eq!(
+                newest(&table, &present),
+                Lookup::Found(format!("v{i}").into_bytes()),
+                "interval {interval}, key {i}"
+            );
+            let absent = long_key(2 * i + 1);
+            assert_eq!(newest(&table, &absent), Lookup::Absent);
+        }
+        let mut iter = TableIter::new(table, ReadMode::Cached { level: 1 });
+        for i in (0..4_000u64).step_by(37) {
+            iter.seek(&lookup_key(&long_key(i), u64::MAX >> 8));
+            let parsed = parse_internal_key(iter.key()).expect("key");
+            assert_eq!(parsed.user_key, long_key(i.div_ceil(2) * 2), "seek {i}");
+        }
+        iter.seek(&lookup_key(&long_key(4_000), u64::MAX >> 8));
+        assert!(!iter.valid());
+        iter.status().expect("no error");
+    }
+    assert!(
+        index_sizes[1] * 2 < index_sizes[0] && index_sizes[2] < index_sizes[1],
+        "{index_sizes:?}"
+    );
+}
+
 /// A compaction walks its inputs through a read-ahead window: the same entries as a block-by-block
 /// walk, the data region read once in window-sized pieces (nothing past it, nothing cached), and a
 /// damaged data block still a corruption error naming the file.

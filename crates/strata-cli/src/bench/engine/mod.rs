@@ -71,6 +71,8 @@ pub struct EngineConfig {
     pub pin_index_filter: bool,
     /// How the peers lay out and cache index and filter blocks (Strata ignores it).
     pub peer_config: super::PeerConfig,
+    /// Strata's index block restart interval (`None`: Strata's default).
+    pub index_restart_interval: Option<usize>,
     /// Keep Merlin's access statistics in Strata (SPEC §4).
     pub access_statistics: bool,
     /// Record one lookup in this many in them.
@@ -268,6 +270,7 @@ pub(crate) mod conformance {
             direct_reads: false,
             pin_index_filter: false,
             peer_config: super::super::PeerConfig::StrataLike,
+            index_restart_interval: None,
             access_statistics: false,
             access_sample_every: 1,
             access_recent_weight: 0.75,

@@ -55,7 +55,12 @@ impl StrataEngine {
                 "access statistics: {taken} bytes ({files} files x {ACCESS_BYTES_PER_FILE} B) taken from the block cache"
             ));
         }
-        let options = Options::default()
+        let defaults = Options::default();
+        let index_restart_interval = config
+            .index_restart_interval
+            .unwrap_or(defaults.index_block_restart_interval);
+        let options = defaults
+            .index_block_restart_interval(index_restart_interval)
             .write_buffer_bytes(usize::try_from(config.write_buffer_bytes).unwrap_or(usize::MAX))
             .block_bytes(config.block_bytes)
             .target_file_bytes(config.target_file_bytes)
@@ -69,7 +74,10 @@ impl StrataEngine {
             .filter_allocator(allocator);
         options.validate()?;
         let settings = vec![
-            format!("block_bytes {}", options.block_bytes),
+            format!(
+                "block_bytes {}; index block restart interval {}",
+                options.block_bytes, options.index_block_restart_interval
+            ),
             format!("filter {}", options.filter_allocator.name()),
             format!(
                 "block_cache_bytes {} (data, index and filter blocks)",
