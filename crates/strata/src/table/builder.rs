@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use super::block::BlockBuilder;
 use super::format::{append_block, BlockHandle, Footer};
 use super::properties::TableProperties;
+use super::separator::{index_separator, index_successor};
 use crate::env::WritableFile;
 use crate::error::{Error, Result};
 use crate::filter::bloom::{key_hash, BloomFilterBuilder};
@@ -45,6 +46,9 @@ pub(crate) struct TableBuilder {
     smallest_sequence: u64,
     largest_sequence: u64,
     key_hashes: Vec<u64>,
+    /// The last flushed data block's last key and handle, waiting for the next block's first key
+    /// to choose the index key between them (`separator.rs`).
+    pending_index_entry: Option<(Vec<u8>, BlockHandle)>,
     /// Bits per key of one filter module; `f64::INFINITY` (the default) never splits.
     filter_module_bits: f64,
 }
@@ -73,6 +77,7 @@ impl TableBuilder {
             smallest_sequence: u64::MAX,
             largest_sequence: 0,
             key_hashes: Vec::new(),
+            pending_index_entry: None,
             filter_module_bits: f64::INFINITY,
         }
     }
@@ -105,6 +110,9 @@ impl TableBuilder {
         if self.entries == 0 || user_key(&self.largest) != parsed.user_key {
             self.key_hashes.push(key_hash(parsed.user_key));
         }
+        if let Some((last_key, handle)) = self.pending_index_entry.take() {
+            self.add_index_entry(&index_separator(&last_key, key), handle);
+        }
         self.smallest_sequence = self.smallest_sequence.min(parsed.sequence);
         self.largest_sequence = self.largest_sequence.max(parsed.sequence);
         self.largest.clear();
@@ -133,11 +141,15 @@ impl TableBuilder {
         let last_key = self.data_block.last_key().to_vec();
         let contents = self.data_block.finish();
         let handle = self.write_block(&contents)?;
-        let mut encoded = Vec::with_capacity(BlockHandle::MAX_ENCODED_LEN);
-        handle.encode_to(&mut encoded);
-        self.index_block.add(&last_key, &encoded);
+        self.pending_index_entry = Some((last_key, handle));
         self.data_blocks += 1;
         Ok(())
+    }
+
+    fn add_index_entry(&mut self, key: &[u8], handle: BlockHandle) {
+        let mut encoded = Vec::with_capacity(BlockHandle::MAX_ENCODED_LEN);
+        handle.encode_to(&mut encoded);
+        self.index_block.add(key, &encoded);
     }
 
     pub(crate) fn entries(&self) -> u64 {
@@ -159,6 +171,9 @@ impl TableBuilder {
         run_id: u64,
     ) -> Result<TableSummary> {
         self.flush_data_block()?;
+        if let Some((last_key, handle)) = self.pending_index_entry.take() {
+            self.add_index_entry(&index_successor(&last_key), handle);
+        }
         let plan = if self.key_hashes.is_empty() {
             Vec::new()
         } else {

@@ -28,6 +28,7 @@ pub(crate) mod iter;
 pub(crate) mod properties;
 pub(crate) mod readahead;
 pub(crate) mod reader;
+pub(crate) mod separator;
 
 pub(crate) use builder::TableBuilder;
 pub(crate) use reader::TableCache;
