@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use super::block::BlockIter;
 use super::format::BlockHandle;
-use super::reader::{ReadMode, TableCache, TableReader};
+use super::reader::{ReadMode, TableReader};
+use super::TableCache;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::key::compare_internal_keys;
@@ -192,7 +193,7 @@ impl RunIter {
         let Some(file) = self.files.get(position) else {
             return false;
         };
-        match self.tables.get(file.number(), self.pin) {
+        match self.tables.reader(file, self.pin) {
             Ok(table) => {
                 self.current = Some(TableIter::new(table, self.mode));
                 true
