@@ -258,7 +258,7 @@ pub struct TableCache {
 
 impl TableCache {
     /// Table readers for the files in `dir`, sharing a block cache of `block_cache_bytes`
-    /// (buffered reads, at most 100 open files).
+    /// (buffered reads).
     pub fn new(dir: PathBuf, block_cache_bytes: u64) -> Self {
         let block_cache = Arc::new(BlockCache::new(block_cache_bytes));
         let tables = table::TableCache::new(
@@ -275,9 +275,9 @@ impl TableCache {
         }
     }
 
-    /// The reader of table `number`, opened unpinned (index and filter go through the cache).
+    /// A new reader of table `number`, opened unpinned (index and filter go through the cache).
     pub fn get(&self, number: u64) -> Result<TableReader> {
-        self.tables.get(number, false).map(TableReader)
+        self.tables.open(number, false).map(TableReader)
     }
 
     /// Bytes currently held by the block cache.

@@ -57,8 +57,59 @@ pub(crate) fn encode_internal_key(
 pub(crate) fn lookup_key(user_key: &[u8], sequence: SequenceNumber) -> Vec<u8> {
     let mut key = Vec::with_capacity(user_key.len() + TRAILER_LEN);
     key.extend_from_slice(user_key);
-    key.extend_from_slice(&((sequence << 8) | 0xff).to_le_bytes());
+    key.extend_from_slice(&lookup_trailer(sequence));
     key
+}
+
+/// The trailer of [`lookup_key`]: sequence `sequence`, kind byte `0xff`.
+fn lookup_trailer(sequence: SequenceNumber) -> [u8; TRAILER_LEN] {
+    ((sequence << 8) | 0xff).to_le_bytes()
+}
+
+/// Bytes of a [`LookupKey`] kept on the stack: user keys up to 248 bytes need no allocation.
+const LOOKUP_KEY_INLINE_BYTES: usize = 256;
+
+/// [`lookup_key`] built on the stack when it fits, so that a point lookup allocates nothing for
+/// its probe key (one per memtable and one for the tables; longer keys go to the heap).
+pub(crate) struct LookupKey {
+    inline: [u8; LOOKUP_KEY_INLINE_BYTES],
+    inline_len: usize,
+    /// The whole key when it does not fit `inline` (empty otherwise).
+    heap: Vec<u8>,
+}
+
+impl LookupKey {
+    // Inlined so the key is built in the caller's frame, not built and then copied there.
+    #[inline]
+    pub(crate) fn new(user_key: &[u8], sequence: SequenceNumber) -> Self {
+        let mut inline = [0; LOOKUP_KEY_INLINE_BYTES];
+        let len = user_key.len() + TRAILER_LEN;
+        match inline.get_mut(..len) {
+            Some(key) => {
+                let (user, trailer) = key.split_at_mut(user_key.len());
+                user.copy_from_slice(user_key);
+                trailer.copy_from_slice(&lookup_trailer(sequence));
+                LookupKey {
+                    inline,
+                    inline_len: len,
+                    heap: Vec::new(),
+                }
+            }
+            None => LookupKey {
+                inline,
+                inline_len: 0,
+                heap: lookup_key(user_key, sequence),
+            },
+        }
+    }
+
+    #[inline]
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        match self.inline.get(..self.inline_len) {
+            Some(key) if self.heap.is_empty() => key,
+            _ => &self.heap,
+        }
+    }
 }
 
 /// A decoded view of an internal key.
@@ -105,6 +156,18 @@ pub(crate) fn compare_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lookup_keys_on_the_stack_and_the_heap_match_lookup_key() {
+        for len in [0, 1, 16, 128, 247, 248, 249, 1000] {
+            let user_key: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            for sequence in [0, 7, MAX_SEQUENCE] {
+                let key = LookupKey::new(&user_key, sequence);
+                assert_eq!(key.as_bytes(), lookup_key(&user_key, sequence), "{len}");
+                assert_eq!(key.heap.is_empty(), len <= 248, "{len}: inline iff it fits");
+            }
+        }
+    }
 
     #[test]
     fn newer_versions_sort_first() {

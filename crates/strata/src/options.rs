@@ -44,7 +44,9 @@ pub struct Options {
     /// Capacity of the shared block cache (data, index and filter blocks). Default 32 MiB;
     /// 0 disables the cache.
     pub block_cache_bytes: u64,
-    /// Open table files kept by the table cache. Default 1000.
+    /// Most table readers held open at once (each holds one file descriptor, and, where pinned,
+    /// its index and filter blocks); past it the least recently used are closed and reopened
+    /// when next read. Default 1000.
     pub max_open_files: usize,
     /// Keep level-0 files' index and filter blocks pinned in memory instead of in the block cache.
     /// Default `false`.

@@ -29,7 +29,8 @@ use crate::stats::merlin::{
 };
 use crate::stats::AccessObserver;
 use crate::table::iter::RunIter;
-use crate::table::reader::{ReadMode, TableCache};
+use crate::table::reader::ReadMode;
+use crate::table::TableCache;
 use crate::table::{table_file_name, TableBuilder};
 use crate::version::set::VersionSet;
 use crate::version::{AccessHandle, DeletedFile, FileMetadata, NewFile, Version, VersionEdit};

@@ -508,7 +508,6 @@ impl DbInner {
             if live.contains(&number) {
                 continue;
             }
-            self.tables.evict(number);
             if let Err(error) = self.fs.remove_file(&self.dir.join(table_file_name(number))) {
                 self.info_log
                     .log(format!("could not delete obsolete table {number}: {error}"));

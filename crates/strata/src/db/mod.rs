@@ -667,6 +667,131 @@ mod tests {
         }
     }
 
+    /// Open descriptors of files under `dir` (Linux: the links in /proc/self/fd).
+    fn open_descriptors_under(dir: &Path) -> usize {
+        std::fs::read_dir("/proc/self/fd")
+            .map(|entries| {
+                entries
+                    .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+                    .filter(|target| target.starts_with(dir))
+                    .filter(|target| target.extension().is_some_and(|e| e == "sst"))
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+
+    fn wait_until(what: &str, done: impl Fn() -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !done() {
+            assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    /// Table readers live in their files' metadata (`table::table_cache`): lookups stay correct
+    /// across flushes, compactions and reopens (read-write and read-only); a compaction that
+    /// deletes files closes their readers and descriptors once no version names them; and no
+    /// more than `max_open_files` readers are held, however many files the tree has.
+    #[test]
+    fn table_readers_follow_their_files_and_stay_bounded() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let key = |i: u32| format!("key{i:06}");
+        let value = |round: u32, i: u32| format!("value-{round}-{i}-{}", "x".repeat(40));
+        const KEYS: u32 = 6000;
+        let options = |pin: bool| {
+            Options::default()
+                .write_buffer_bytes(64 << 10)
+                .target_file_bytes(8 << 10)
+                .max_open_files(16)
+                .pin_filter_and_index_blocks(pin)
+        };
+        let check_all = |db: &Db, round: u32| {
+            for i in 0..KEYS {
+                let expected = (i % 3 != 0).then(|| value(round, i).into_bytes());
+                assert_eq!(
+                    db.get(key(i)).expect("get").map(|v| v.to_vec()),
+                    expected,
+                    "key {i} after round {round}"
+                );
+                assert_eq!(db.get(format!("{}x", key(i))).expect("get"), None);
+            }
+        };
+        for pin in [true, false] {
+            let db = Db::open(dir.path(), options(pin)).expect("open");
+            for round in 0..3 {
+                for i in 0..KEYS {
+                    db.put(key(i), value(round, i)).expect("put");
+                }
+                for i in (0..KEYS).step_by(3) {
+                    db.delete(key(i)).expect("delete");
+                }
+                db.flush().expect("flush");
+                check_all(&db, round);
+                db.wait_for_compactions().expect("compactions");
+                check_all(&db, round);
+                let files = db.version().files().count();
+                assert!(
+                    files > 16,
+                    "the tree must hold more files than max_open_files"
+                );
+                assert!(
+                    db.inner.tables.open_readers() <= 16,
+                    "{} readers open with max_open_files 16",
+                    db.inner.tables.open_readers()
+                );
+            }
+            // A full compaction rewrites every file: the old readers go with the old files. No
+            // lookup has opened the new files yet.
+            db.compact().expect("compact");
+            wait_until("readers of deleted files closed", || {
+                db.inner.tables.open_readers() == 0
+            });
+            if cfg!(target_os = "linux") {
+                assert_eq!(open_descriptors_under(dir.path()), 0);
+            }
+            check_all(&db, 2);
+            let open = db.inner.tables.open_readers();
+            assert!((1..=16).contains(&open), "{open} readers open");
+            if cfg!(target_os = "linux") {
+                assert_eq!(open_descriptors_under(dir.path()), open);
+            }
+            db.close().expect("close");
+            drop(db);
+            let read_only = Db::open_read_only(dir.path(), options(pin)).expect("read-only");
+            check_all(&read_only, 2);
+            assert!(read_only.inner.tables.open_readers() <= 16);
+            drop(read_only);
+        }
+    }
+
+    /// A table that fails to open fills no slot: the lookup gets the error, and once the file
+    /// is readable again the next lookup opens it.
+    #[test]
+    fn a_table_that_fails_to_open_is_retried() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let db = Db::open(dir.path(), Options::default()).expect("open");
+            db.put(b"k", b"v").expect("put");
+            db.flush().expect("flush");
+            db.close().expect("close");
+        }
+        let db = Db::open(dir.path(), Options::default()).expect("reopen");
+        let number = db.version().files().next().expect("one file").2.number();
+        let path = dir.path().join(crate::table::table_file_name(number));
+        let saved = std::fs::read(&path).expect("read table");
+        std::fs::write(&path, b"not a table").expect("damage");
+        for _ in 0..2 {
+            match db.get(b"k") {
+                Err(Error::Corruption { file, .. }) => assert_eq!(file, path),
+                other => panic!("expected a corruption error, got {other:?}"),
+            }
+        }
+        assert_eq!(db.inner.tables.open_readers(), 0);
+        std::fs::write(&path, &saved).expect("repair");
+        assert_eq!(db.get(b"k").expect("get").as_deref(), Some(&b"v"[..]));
+        assert_eq!(db.inner.tables.open_readers(), 1);
+    }
+
     #[test]
     fn the_observer_sees_probed_files_and_compaction_sources() {
         let dir = tempfile::tempdir().expect("tempdir");

@@ -4,7 +4,7 @@
 use super::{DbInner, Value};
 use crate::error::Result;
 use crate::filter::bloom::key_hash;
-use crate::key::lookup_key;
+use crate::key::LookupKey;
 use crate::memtable::Lookup;
 use crate::stats::{add, FileProbe};
 
@@ -37,7 +37,7 @@ impl DbInner {
                     return Ok(result);
                 }
             }
-            let target = lookup_key(key, sequence);
+            let target = LookupKey::new(key, sequence);
             let hash = key_hash(key);
             let mut probes = self.observer.as_ref().map(|_| Vec::new());
             let allocator = &self.options.filter_allocator;
@@ -48,13 +48,15 @@ impl DbInner {
                     };
                     add(&self.counters.files_probed[level_index], 1);
                     let pin = self.options.pins_metadata_on(level_index);
-                    let table = self.tables.get(file.number(), pin)?;
                     let skip_filter = allocator.skip_filter(run.id(), file);
                     if skip_filter && file.bits_per_key() > 0.0 {
                         add(&self.counters.filter_skips[level_index], 1);
                     }
-                    let lookup = table
-                        .get(&target, key, hash, level_index, skip_filter)?
+                    let lookup = self
+                        .tables
+                        .with_reader(file, pin, |table| {
+                            table.get(target.as_bytes(), key, hash, level_index, skip_filter)
+                        })?
                         .result;
                     if let (Some(ticket), Some(access)) = (recording, file.access()) {
                         access

@@ -225,7 +225,7 @@ impl DbInner {
     ) -> Result<bool> {
         let table = self
             .tables
-            .get(file.number(), self.options.pins_metadata_on(level))?;
+            .reader(file, self.options.pins_metadata_on(level))?;
         let mut index = table.index_iter(ReadMode::Compaction)?;
         index.seek(target);
         let corrupt = |reason: &str| {

@@ -13,7 +13,7 @@ use crossbeam_skiplist::SkipMap;
 
 use crate::iterator::InternalIterator;
 use crate::key::{
-    compare_internal_keys, encode_internal_key, lookup_key, parse_internal_key, SequenceNumber,
+    compare_internal_keys, encode_internal_key, parse_internal_key, LookupKey, SequenceNumber,
     ValueKind,
 };
 use crate::stats::merlin::MemtableAccess;
@@ -31,6 +31,40 @@ impl Ord for InternalKey {
 impl PartialOrd for InternalKey {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
+    }
+}
+
+/// An internal key borrowed from any buffer, ordered like [`InternalKey`]: `get` searches the
+/// skiplist with a probe key built on the stack instead of allocating an `InternalKey`.
+#[repr(transparent)]
+#[derive(PartialEq, Eq)]
+struct InternalKeyRef([u8]);
+
+impl InternalKeyRef {
+    fn new(key: &[u8]) -> &InternalKeyRef {
+        // SAFETY: `InternalKeyRef` is `repr(transparent)` over `[u8]`, so `&[u8]` and
+        // `&InternalKeyRef` have the same layout and pointer metadata (the length); the returned
+        // reference borrows `key` for the same lifetime.
+        unsafe { &*(key as *const [u8] as *const InternalKeyRef) }
+    }
+}
+
+impl Ord for InternalKeyRef {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare_internal_keys(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for InternalKeyRef {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Equality and order agree with `InternalKey`'s (bytewise equality, `compare_internal_keys`).
+impl std::borrow::Borrow<InternalKeyRef> for InternalKey {
+    fn borrow(&self) -> &InternalKeyRef {
+        InternalKeyRef::new(&self.0)
     }
 }
 
@@ -95,8 +129,13 @@ impl MemTable {
 
     /// The newest version of `user_key` with a sequence number `<= sequence`.
     pub(crate) fn get(&self, user_key: &[u8], sequence: SequenceNumber) -> Lookup {
-        let start = InternalKey(lookup_key(user_key, sequence).into_boxed_slice());
-        let Some(entry) = self.map.range(start..).next() else {
+        let start = LookupKey::new(user_key, sequence);
+        let start = InternalKeyRef::new(start.as_bytes());
+        let Some(entry) = self
+            .map
+            .range::<InternalKeyRef, _>((Bound::Included(start), Bound::Unbounded))
+            .next()
+        else {
             return Lookup::Absent;
         };
         match parse_internal_key(&entry.key().0) {
@@ -197,6 +236,29 @@ impl InternalIterator for MemTableIter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::lookup_key;
+
+    /// `InternalKeyRef` (built with the one `unsafe` cast in this module) sees the bytes it was
+    /// made from and orders like `InternalKey`.
+    #[test]
+    fn borrowed_keys_order_like_owned_keys() {
+        let keys = [
+            lookup_key(b"a", 5),
+            encode_internal_key(b"a", 5, ValueKind::Value),
+            encode_internal_key(b"a", 4, ValueKind::Deletion),
+            encode_internal_key(b"ab", 9, ValueKind::Value),
+            lookup_key(b"b", 0),
+        ];
+        for x in &keys {
+            assert_eq!(&InternalKeyRef::new(x).0, x.as_slice());
+            for y in &keys {
+                let owned = InternalKey(x.clone().into_boxed_slice())
+                    .cmp(&InternalKey(y.clone().into_boxed_slice()));
+                assert_eq!(InternalKeyRef::new(x).cmp(InternalKeyRef::new(y)), owned);
+                assert_eq!(InternalKeyRef::new(x) == InternalKeyRef::new(y), x == y);
+            }
+        }
+    }
 
     #[test]
     fn get_sees_the_newest_visible_version() {

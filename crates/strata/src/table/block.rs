@@ -378,6 +378,17 @@ pub(crate) struct BlockIter {
 impl BlockIter {
     /// An unpositioned iterator over `block`, ordering keys with `compare`.
     pub(crate) fn new(block: Arc<Block>, compare: fn(&[u8], &[u8]) -> Ordering) -> Self {
+        Self::with_key_buffer(block, compare, Vec::new())
+    }
+
+    /// Like [`BlockIter::new`], rebuilding keys in `key_buffer` (its contents are discarded): a
+    /// point lookup passes the buffer of its previous lookup so that it allocates none.
+    pub(crate) fn with_key_buffer(
+        block: Arc<Block>,
+        compare: fn(&[u8], &[u8]) -> Ordering,
+        mut key_buffer: Vec<u8>,
+    ) -> Self {
+        key_buffer.clear();
         let end = block.restarts_offset;
         let num_restarts = block.num_restarts;
         BlockIter {
@@ -386,10 +397,15 @@ impl BlockIter {
             current: end,
             next_offset: end,
             restart_index: num_restarts,
-            key: Vec::new(),
+            key: key_buffer,
             value: 0..0,
             error: None,
         }
+    }
+
+    /// The key buffer, for the next [`BlockIter::with_key_buffer`].
+    pub(crate) fn into_key_buffer(self) -> Vec<u8> {
+        self.key
     }
 
     /// True when positioned on an entry.

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use super::block::BlockIter;
 use super::format::BlockHandle;
 use super::readahead::Readahead;
-use super::reader::{ReadMode, TableCache, TableReader};
+use super::reader::{ReadMode, TableReader};
+use super::TableCache;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::key::compare_internal_keys;
@@ -216,7 +217,7 @@ impl RunIter {
         let Some(file) = self.files.get(position) else {
             return false;
         };
-        match self.tables.get(file.number(), self.pin) {
+        match self.tables.reader(file, self.pin) {
             Ok(table) => {
                 let iter = TableIter::new(table, self.mode);
                 self.current = Some(match self.readahead_bytes {

@@ -29,9 +29,10 @@ pub(crate) mod properties;
 pub(crate) mod readahead;
 pub(crate) mod reader;
 pub(crate) mod separator;
+pub(crate) mod table_cache;
 
 pub(crate) use builder::TableBuilder;
-pub(crate) use reader::TableCache;
+pub(crate) use table_cache::{TableCache, TableSlot};
 
 /// Name of table file `number` (`000012.sst`).
 pub(crate) fn table_file_name(number: u64) -> String {

@@ -11,16 +11,16 @@
 //! own: its own block-cache entry, its own device read on a miss, counted as a filter block read on
 //! the lookup's level. A probe reads module `j + 1` only if modules `1..=j` all said "maybe".
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::atomic::Ordering as AtomicOrdering;
 use std::sync::Arc;
-
-use quick_cache::sync::Cache;
 
 use super::block::{Block, BlockIter};
 use super::format::{verify_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use super::properties::TableProperties;
 use super::readahead::Readahead;
+use super::table_cache::OpenReaders;
 use super::table_file_name;
 use crate::cache::{BlockCache, CachedBlock};
 use crate::coding::Decoder;
@@ -56,16 +56,26 @@ pub(crate) struct TableReader {
     pinned_index: Option<Arc<Block>>,
     /// Every filter module, in probe order, when pinned; empty otherwise.
     pinned_filters: Vec<Arc<BloomFilter>>,
-    /// Shared total of pinned bytes, decremented when this reader closes.
-    pinned_total: Option<Arc<AtomicU64>>,
+    /// The table cache's count of open readers and pinned bytes, decremented when this reader
+    /// closes (`None` for readers opened outside the cache: `strata check`, fuzzing).
+    open_readers: Option<Arc<OpenReaders>>,
 }
 
 impl Drop for TableReader {
     fn drop(&mut self) {
-        if let Some(total) = &self.pinned_total {
-            total.fetch_sub(self.pinned_bytes(), AtomicOrdering::Relaxed);
+        if let Some(open) = &self.open_readers {
+            open.readers.fetch_sub(1, AtomicOrdering::Relaxed);
+            open.pinned_bytes
+                .fetch_sub(self.pinned_bytes(), AtomicOrdering::Relaxed);
         }
     }
+}
+
+thread_local! {
+    /// The key buffers of the index and data block iterators of this thread's last point lookup
+    /// (`TableReader::get`), reused so that a lookup allocates nothing but the value it returns.
+    static LOOKUP_KEY_BUFFERS: Cell<(Vec<u8>, Vec<u8>)> =
+        const { Cell::new((Vec::new(), Vec::new())) };
 }
 
 /// The result of looking a key up in one file.
@@ -127,7 +137,7 @@ impl TableReader {
             filter_modules,
             pinned_index: None,
             pinned_filters: Vec::new(),
-            pinned_total: None,
+            open_readers: None,
         };
         if pin {
             let index = reader.read_raw(reader.footer.index)?;
@@ -142,8 +152,22 @@ impl TableReader {
         Ok(reader)
     }
 
+    /// Counts this reader, and the bytes it pins, in `open` until it drops.
+    pub(crate) fn counted_in(mut self, open: Arc<OpenReaders>) -> Self {
+        open.readers.fetch_add(1, AtomicOrdering::Relaxed);
+        open.pinned_bytes
+            .fetch_add(self.pinned_bytes(), AtomicOrdering::Relaxed);
+        self.open_readers = Some(open);
+        self
+    }
+
     pub(crate) fn number(&self) -> u64 {
         self.number
+    }
+
+    /// True if the index and filter blocks are held outside the block cache.
+    pub(crate) fn is_pinned(&self) -> bool {
+        self.pinned_index.is_some()
     }
 
     #[allow(
@@ -369,14 +393,19 @@ impl TableReader {
             filter_passed = true;
         }
         let mode = ReadMode::Cached { level };
-        let mut index = self.index_iter(mode)?;
+        // A buffer lost to an error below is simply allocated again by the next lookup.
+        let (index_key_buffer, mut data_key_buffer) = LOOKUP_KEY_BUFFERS.take();
+        let index_block = self.sorted_block(self.footer.index, BlockKind::Index, mode)?;
+        let mut index =
+            BlockIter::with_key_buffer(index_block, compare_internal_keys, index_key_buffer);
         index.seek(lookup_key);
         self.block_error(&index, self.footer.index)?;
         let result = if index.valid() {
             let handle = self.decode_handle(index.value())?;
             let (block, read_from_device) =
                 self.sorted_block_traced(handle, BlockKind::Data, mode)?;
-            let mut iter = BlockIter::new(block, compare_internal_keys);
+            let mut iter =
+                BlockIter::with_key_buffer(block, compare_internal_keys, data_key_buffer);
             iter.seek(lookup_key);
             self.block_error(&iter, handle)?;
             let found = if iter.valid() {
@@ -397,10 +426,12 @@ impl TableReader {
             if found.is_none() && read_from_device {
                 add(&counters.unnecessary_data_reads[level_slot], 1);
             }
+            data_key_buffer = iter.into_key_buffer();
             found.unwrap_or(Lookup::Absent)
         } else {
             Lookup::Absent
         };
+        LOOKUP_KEY_BUFFERS.set((index.into_key_buffer(), data_key_buffer));
         if filter_passed && result == Lookup::Absent {
             add(&counters.filter_false_positives[level_slot], 1);
         }
@@ -468,74 +499,4 @@ fn read_raw(file: &dyn RandomAccessFile, path: &Path, handle: BlockHandle) -> Re
     let len = block_len(file, path, handle)?;
     let raw = file.read_at(handle.offset, len)?;
     verify_block(raw).map_err(|reason| Error::corruption(path, handle.offset, reason))
-}
-
-/// Open table readers, bounded by `max_open_files` (least recently used closed first).
-pub(crate) struct TableCache {
-    dir: PathBuf,
-    fs: Arc<dyn FileSystem>,
-    readers: Cache<u64, Arc<TableReader>>,
-    block_cache: Arc<BlockCache>,
-    counters: Arc<IoCounters>,
-    direct_reads: bool,
-    pinned_total: Arc<AtomicU64>,
-}
-
-impl TableCache {
-    pub(crate) fn new(
-        dir: PathBuf,
-        fs: Arc<dyn FileSystem>,
-        max_open_files: usize,
-        block_cache: Arc<BlockCache>,
-        counters: Arc<IoCounters>,
-        direct_reads: bool,
-    ) -> Self {
-        TableCache {
-            dir,
-            fs,
-            readers: Cache::new(max_open_files.max(1)),
-            block_cache,
-            counters,
-            direct_reads,
-            pinned_total: Arc::new(AtomicU64::new(0)),
-        }
-    }
-
-    /// The reader of table `number`, opening it if needed. `pin` pins its index and filter.
-    pub(crate) fn get(&self, number: u64, pin: bool) -> Result<Arc<TableReader>> {
-        if let Some(reader) = self.readers.get(&number) {
-            // A reader first opened unpinned (say, by a compaction) is reopened pinned when a
-            // lookup on a pinning level asks for it.
-            if !pin || reader.pinned_index.is_some() {
-                return Ok(reader);
-            }
-        }
-        let mut reader = TableReader::open(
-            self.fs.as_ref(),
-            &self.dir,
-            number,
-            self.direct_reads,
-            Arc::clone(&self.block_cache),
-            Arc::clone(&self.counters),
-            pin,
-        )?;
-        if pin {
-            self.pinned_total
-                .fetch_add(reader.pinned_bytes(), AtomicOrdering::Relaxed);
-            reader.pinned_total = Some(Arc::clone(&self.pinned_total));
-        }
-        let reader = Arc::new(reader);
-        self.readers.insert(number, Arc::clone(&reader));
-        Ok(reader)
-    }
-
-    /// Closes table `number` (it was deleted).
-    pub(crate) fn evict(&self, number: u64) {
-        self.readers.remove(&number);
-    }
-
-    /// Bytes pinned by open readers.
-    pub(crate) fn pinned_bytes(&self) -> u64 {
-        self.pinned_total.load(AtomicOrdering::Relaxed)
-    }
 }

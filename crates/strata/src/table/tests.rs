@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use super::format::{verify_block, BlockHandle, Footer, FOOTER_LEN};
 use super::iter::TableIter;
-use super::reader::{ReadMode, TableCache};
+use super::reader::ReadMode;
+use super::TableCache;
 use super::{table_file_name, TableBuilder};
 use crate::cache::BlockCache;
 use crate::env::{FileSystem, RealFileSystem};
@@ -146,7 +147,7 @@ fn decode_modules(bytes: &[u8]) -> (Footer, Vec<BlockHandle>, Vec<BloomFilter>) 
 #[test]
 fn point_lookups_see_the_newest_visible_version() {
     let fixture = fixture(2000, 10.0, 1 << 20);
-    let table = fixture.tables.get(7, false).expect("open");
+    let table = fixture.tables.open(7, false).expect("open");
     let get = |user_key: &[u8], sequence: u64| {
         table
             .get(
@@ -194,7 +195,7 @@ fn point_lookups_see_the_newest_visible_version() {
 #[test]
 fn iteration_returns_every_entry_in_order_and_seeks() {
     let fixture = fixture(3000, 0.0, 0);
-    let table = fixture.tables.get(7, false).expect("open");
+    let table = fixture.tables.open(7, false).expect("open");
     let mut iter = TableIter::new(table, ReadMode::Cached { level: 0 });
     iter.seek_to_first();
     let mut count = 0;
@@ -249,7 +250,7 @@ fn sparse_index_restarts_find_every_key_in_a_smaller_index() {
         builder.finish(10.0, 1, 1).expect("finish");
         let counters = Arc::new(IoCounters::default());
         let tables = table_cache(dir.path(), 0, &counters);
-        let table = tables.get(7, false).expect("open");
+        let table = tables.open(7, false).expect("open");
         index_sizes.push(table.footer().index.size);
         for i in 0..2_000u64 {
             let present = long_key(2 * i);
@@ -303,7 +304,7 @@ fn readahead_iteration_reads_the_data_region_once_in_large_pieces() {
         }
         iter.status().map(|()| entries)
     };
-    let table = fixture.tables.get(7, false).expect("open");
+    let table = fixture.tables.open(7, false).expect("open");
     let plain = walk(&mut TableIter::new(table.clone(), ReadMode::Compaction)).expect("plain");
     let before = fixture.counters.snapshot();
     let chunk = 16 * 1024;
@@ -329,7 +330,7 @@ fn readahead_iteration_reads_the_data_region_once_in_large_pieces() {
     damaged[data_end as usize / 2] ^= 0x20;
     std::fs::write(&path, &damaged).expect("write");
     let tables = table_cache(fixture.dir.path(), 0, &fixture.counters);
-    let table = tables.get(7, false).expect("open damaged");
+    let table = tables.open(7, false).expect("open damaged");
     let mut iter = TableIter::new(table, ReadMode::Compaction).with_readahead(chunk);
     match walk(&mut iter) {
         Err(Error::Corruption { file, .. }) => assert_eq!(file, path),
@@ -369,7 +370,7 @@ fn flip_every_byte(fixture: &Fixture, filter_start: usize) {
             fixture.counters.clone(),
             false,
         );
-        let outcome = tables.get(7, false).and_then(|table| {
+        let outcome = tables.open(7, false).and_then(|table| {
             let mut iter = TableIter::new(table.clone(), ReadMode::Cached { level: 0 });
             iter.seek_to_first();
             while iter.valid() {
@@ -408,7 +409,7 @@ fn multi_module_round_trip_has_no_false_negatives() {
     let seeds: Vec<u32> = modules.iter().map(BloomFilter::seed).collect();
     assert_eq!(seeds, [0, 1, 2, 3]);
     for pin in [false, true] {
-        let table = fixture.tables.get(7, pin).expect("open");
+        let table = fixture.tables.open(7, pin).expect("open");
         let properties = table.properties();
         assert_eq!(properties.filter_modules, 4);
         assert_eq!(properties.bits_per_key, 6.5);
@@ -431,7 +432,6 @@ fn multi_module_round_trip_has_no_false_negatives() {
             assert_eq!(newest(&table, &key(2 * i)), expected, "key {}", 2 * i);
             assert_eq!(newest(&table, &key(2 * i + 1)), Lookup::Absent);
         }
-        fixture.tables.evict(7);
     }
     let stats = fixture.counters.snapshot();
     assert_eq!(
@@ -485,7 +485,7 @@ fn version_1_files_still_read() {
     let counters = Arc::new(IoCounters::default());
     let tables = table_cache(dir.path(), 0, &counters);
     for pin in [false, true] {
-        let table = tables.get(7, pin).expect("open a version-1 table");
+        let table = tables.open(7, pin).expect("open a version-1 table");
         assert_eq!(table.properties().filter_modules, 1);
         assert_eq!(table.properties().bits_per_key, 10.0);
         for i in 0..100 {
@@ -496,10 +496,9 @@ fn version_1_files_still_read() {
             };
             assert_eq!(newest(&table, &key(2 * i)), expected);
         }
-        tables.evict(7);
     }
     let mut negatives = 0;
-    let table = tables.get(7, false).expect("open");
+    let table = tables.open(7, false).expect("open");
     for i in 0..1000 {
         if newest(&table, &key(2 * i + 1)) == Lookup::Absent {
             negatives += 1;
@@ -517,7 +516,7 @@ fn combined_fpr_of_modules_is_the_product_of_theirs() {
     let fixture = modular_fixture(count, 6.0, 2.0, 64 << 20);
     let (_, _, modules) = decode_modules(&fixture.bytes());
     assert_eq!(modules.len(), 3);
-    let table = fixture.tables.get(7, false).expect("open");
+    let table = fixture.tables.open(7, false).expect("open");
     let absent: Vec<Vec<u8>> = (0..count).map(|i| key(2 * i + 1)).collect();
     let module_rates: Vec<f64> = modules
         .iter()
@@ -570,7 +569,7 @@ fn a_negative_lookup_reads_module_2_only_when_module_1_said_maybe() {
     let fixture = modular_fixture(count, 6.0, 2.0, 0);
     let (_, handles, modules) = decode_modules(&fixture.bytes());
     assert_eq!(modules.len(), 3);
-    let table = fixture.tables.get(7, false).expect("open");
+    let table = fixture.tables.open(7, false).expect("open");
     let mut passed = [0u64; 3];
     for i in 0..count {
         let user_key = key(2 * i + 1);
@@ -624,7 +623,7 @@ fn a_negative_lookup_reads_module_2_only_when_module_1_said_maybe() {
 fn modules_are_cached_and_pinned_one_by_one() {
     let count = 5_000;
     let cached = modular_fixture(count, 6.0, 2.0, 16 << 20);
-    let table = cached.tables.get(7, false).expect("open");
+    let table = cached.tables.open(7, false).expect("open");
     // Module 1 alone answers this key: only it is read.
     let (_, _, modules) = decode_modules(&cached.bytes());
     let rejected_by_module_1 = (0..)
@@ -641,7 +640,7 @@ fn modules_are_cached_and_pinned_one_by_one() {
     assert!(stats.filter_cache_hits > count);
 
     let pinned = modular_fixture(count, 6.0, 2.0, 0);
-    let table = pinned.tables.get(7, true).expect("open pinned");
+    let table = pinned.tables.open(7, true).expect("open pinned");
     for i in 0..count {
         assert_eq!(newest(&table, &key(2 * i + 1)), Lookup::Absent);
     }
@@ -651,4 +650,69 @@ fn modules_are_cached_and_pinned_one_by_one() {
         "pinned modules are never read"
     );
     assert_eq!(stats.filter_probes[1], count);
+}
+
+/// Readers held in file metadata (`table_cache.rs`): at most `max_open_files` slots are filled;
+/// past that the CLOCK hand empties a slot not used since it last passed, keeping one that was;
+/// an emptied slot reopens on its next use; dropping the metadata closes its reader; a file that
+/// fails to open fills nothing and is retried.
+#[test]
+fn held_readers_are_bounded_and_follow_their_metadata() {
+    use crate::version::tests::new_file;
+    use crate::version::FileMetadata;
+
+    let fixture = fixture(200, 10.0, 1 << 20);
+    let tables = TableCache::new(
+        fixture.dir.path().to_path_buf(),
+        Arc::new(RealFileSystem),
+        2,
+        Arc::new(BlockCache::new(1 << 20)),
+        fixture.counters.clone(),
+        false,
+    );
+    // Three metadata entries for table 7, each with a slot of its own (as three files would be).
+    let files: Vec<FileMetadata> = (0..3)
+        .map(|_| FileMetadata::from_new_file(&new_file(1, 1, 7, "a", "z"), None))
+        .collect();
+    let lookup = |file: &FileMetadata, i: u64| {
+        tables
+            .with_reader(file, false, |table| Ok(newest(table, &key(2 * i))))
+            .expect("lookup")
+    };
+    let filled = || -> Vec<bool> { files.iter().map(|f| f.table_slot().is_filled()).collect() };
+    assert_eq!(lookup(&files[0], 1), Lookup::Found(b"v1".to_vec()));
+    assert_eq!(lookup(&files[1], 2), Lookup::Found(b"v2".to_vec()));
+    assert_eq!(filled(), [true, true, false]);
+    assert_eq!(tables.open_readers(), 2);
+    // A third reader is one too many: every slot was used since the hand last passed, so the
+    // hand clears every mark and empties the first.
+    assert_eq!(lookup(&files[2], 3), Lookup::Found(b"v3".to_vec()));
+    assert_eq!(filled(), [false, true, true]);
+    assert_eq!(tables.open_readers(), 2);
+    // File 2 is used again, file 1 is not: reopening file 0 empties file 1's slot.
+    assert_eq!(lookup(&files[2], 4), Lookup::Found(b"v4".to_vec()));
+    assert_eq!(lookup(&files[0], 5), Lookup::Found(b"v5".to_vec()));
+    assert_eq!(filled(), [true, false, true]);
+    assert_eq!(tables.open_readers(), 2);
+    // A shared reader outlives its slot only as long as its holder keeps it.
+    let shared = tables.reader(&files[2], false).expect("reader");
+    drop(files);
+    assert_eq!(tables.open_readers(), 1, "only the shared reader is left");
+    drop(shared);
+    assert_eq!(tables.open_readers(), 0);
+    // A file that does not open fills no slot and is tried again.
+    let file = FileMetadata::from_new_file(&new_file(1, 1, 7, "a", "z"), None);
+    let path = fixture.path();
+    let saved = std::fs::read(&path).expect("read");
+    std::fs::write(&path, b"short").expect("damage");
+    for _ in 0..2 {
+        assert!(matches!(
+            tables.with_reader(&file, false, |_| Ok(())),
+            Err(Error::Corruption { .. })
+        ));
+        assert!(!file.table_slot().is_filled());
+    }
+    std::fs::write(&path, saved).expect("restore");
+    assert_eq!(lookup(&file, 6), Lookup::Found(b"v6".to_vec()));
+    assert_eq!(tables.open_readers(), 1);
 }

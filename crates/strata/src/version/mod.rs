@@ -20,6 +20,7 @@ use parking_lot::Mutex;
 
 use crate::key::{compare_internal_keys, user_key};
 use crate::stats::merlin::{AccessEstimate, FileAccess, Merlin};
+use crate::table::TableSlot;
 pub(crate) use edit::{DeletedFile, NewFile, VersionEdit};
 
 /// The deepest level Strata addresses (level 0 plus 15 disk levels).
@@ -49,6 +50,10 @@ pub struct FileMetadata {
     pub(crate) largest_sequence: u64,
     pub(crate) bits_per_key: f64,
     pub(crate) filter_bytes: u64,
+    /// The file's open reader, when one is open (`table::table_cache`). Shared, like `liveness`,
+    /// by every `FileMetadata` of this file; declared first so that the reader (and its file
+    /// descriptor) is dropped before `liveness` reports the file obsolete and it is deleted.
+    table: Arc<TableSlot>,
     /// Shared by every `FileMetadata` of this file (a trivial move creates a second one on the
     /// new level): the file is obsolete only when the last of them is gone.
     liveness: Arc<FileLiveness>,
@@ -112,8 +117,9 @@ impl std::fmt::Debug for FileMetadata {
 
 impl FileMetadata {
     pub(crate) fn from_new_file(file: &NewFile, sink: Option<Arc<ObsoleteFiles>>) -> Self {
-        Self::with_liveness(
+        Self::with_shared(
             file,
+            Arc::new(TableSlot::default()),
             Arc::new(FileLiveness {
                 number: file.number,
                 sink,
@@ -147,7 +153,12 @@ impl FileMetadata {
             .map(|handle| handle.file.naive_estimate(&handle.merlin.view()))
     }
 
-    fn with_liveness(file: &NewFile, liveness: Arc<FileLiveness>) -> Self {
+    /// The slot that holds the file's open reader.
+    pub(crate) fn table_slot(&self) -> &Arc<TableSlot> {
+        &self.table
+    }
+
+    fn with_shared(file: &NewFile, table: Arc<TableSlot>, liveness: Arc<FileLiveness>) -> Self {
         FileMetadata {
             number: file.number,
             file_bytes: file.file_bytes,
@@ -158,6 +169,7 @@ impl FileMetadata {
             largest_sequence: file.largest_sequence,
             bits_per_key: file.bits_per_key,
             filter_bytes: file.filter_bytes,
+            table,
             liveness,
         }
     }
@@ -364,7 +376,8 @@ impl Version {
         sink: Option<&Arc<ObsoleteFiles>>,
     ) -> Result<Version, String> {
         let mut next = self.clone();
-        // Files deleted and re-added by the same edit (a trivial move) keep their liveness.
+        // Files deleted and re-added by the same edit (a trivial move) keep their liveness and
+        // their open reader.
         let mut removed: Vec<Arc<FileMetadata>> = Vec::new();
         for deleted in &edit.deleted_files {
             let level = next
@@ -403,7 +416,11 @@ impl Version {
                 .get_mut(file.level)
                 .ok_or_else(|| format!("new file on level {} out of range", file.level))?;
             let metadata = Arc::new(match removed.iter().find(|old| old.number == file.number) {
-                Some(old) => FileMetadata::with_liveness(file, Arc::clone(&old.liveness)),
+                Some(old) => FileMetadata::with_shared(
+                    file,
+                    Arc::clone(&old.table),
+                    Arc::clone(&old.liveness),
+                ),
                 None => FileMetadata::from_new_file(file, sink.cloned()),
             });
             match level.runs.iter_mut().find(|r| r.id == file.run_id) {
