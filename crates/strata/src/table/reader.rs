@@ -2,7 +2,12 @@
 //! verified by its CRC32C on every read from the device, and cached in the shared block cache.
 //!
 //! I/O accounting happens here, where the device is touched: a block-cache miss is one block read
-//! of its kind (data, index, filter) on the level the caller names.
+//! of its kind (data, index, filter) on the level the caller names, of the bytes read from the
+//! file (the stored, possibly compressed, block and its trailer).
+//!
+//! A compressed block is decompressed on the miss path, right after its checksum is verified, and
+//! the block cache and pinned blocks hold it uncompressed, so a cache hit never decompresses. The
+//! time spent decompressing is counted in `Stats`.
 //!
 //! A table's filter has zero, one or several modules (SPEC §1, modular filter). Where they are is
 //! learnt once, when the file is opened: a version-1 footer names the single filter block; a
@@ -18,7 +23,8 @@ use std::sync::Arc;
 use quick_cache::sync::Cache;
 
 use super::block::{Block, BlockIter};
-use super::format::{verify_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use super::compression::{decompress_block, BLOCK_TYPE_UNCOMPRESSED};
+use super::format::{verify_stored_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use super::properties::TableProperties;
 use super::table_file_name;
 use crate::cache::{BlockCache, CachedBlock};
@@ -100,7 +106,7 @@ impl TableReader {
         let footer = Footer::decode(&footer_bytes)
             .and_then(|footer| footer.check_bounds(len).map(|()| footer))
             .map_err(|reason| Error::corruption(&path, footer_offset, reason))?;
-        let properties_raw = read_raw(file.as_ref(), &path, footer.properties)?;
+        let properties_raw = read_block(file.as_ref(), &path, footer.properties, None)?;
         let properties = TableProperties::decode(&properties_raw)
             .map_err(|reason| Error::corruption(&path, footer.properties.offset, reason))?;
         let filter_modules = filter_modules(file.as_ref(), &path, &footer)?;
@@ -187,8 +193,9 @@ impl TableReader {
                 .sum::<u64>()
     }
 
+    /// Reads, verifies and (if stored compressed) decompresses the block at `handle`.
     fn read_raw(&self, handle: BlockHandle) -> Result<Vec<u8>> {
-        read_raw(self.file.as_ref(), &self.path, handle)
+        read_block(self.file.as_ref(), &self.path, handle, Some(&self.counters))
     }
 
     fn decode_block(&self, contents: Vec<u8>, handle: BlockHandle) -> Result<Block> {
@@ -388,7 +395,7 @@ fn filter_modules(
     if !footer.has_modular_filter() {
         return Ok(vec![handle]);
     }
-    let raw = read_raw(file, path, handle)?;
+    let raw = read_block(file, path, handle, None)?;
     let modules =
         decode_index(&raw).map_err(|reason| Error::corruption(path, handle.offset, reason))?;
     let blocks_end = file.len().saturating_sub(FOOTER_LEN as u64);
@@ -411,7 +418,14 @@ fn filter_modules(
     Ok(modules)
 }
 
-fn read_raw(file: &dyn RandomAccessFile, path: &Path, handle: BlockHandle) -> Result<Vec<u8>> {
+/// Reads the block at `handle`, checks its checksum and type, and decompresses it if it is stored
+/// compressed, counting the decompression's time and blocks in `counters` when given.
+fn read_block(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    handle: BlockHandle,
+    counters: Option<&IoCounters>,
+) -> Result<Vec<u8>> {
     let len = handle
         .len_with_trailer()
         .filter(|&len| {
@@ -428,7 +442,17 @@ fn read_raw(file: &dyn RandomAccessFile, path: &Path, handle: BlockHandle) -> Re
             )
         })?;
     let raw = file.read_at(handle.offset, len as usize)?;
-    verify_block(raw).map_err(|reason| Error::corruption(path, handle.offset, reason))
+    let corruption = |reason: String| Error::corruption(path, handle.offset, reason);
+    let (stored, block_type) = verify_stored_block(raw).map_err(corruption)?;
+    if block_type == BLOCK_TYPE_UNCOMPRESSED {
+        return Ok(stored);
+    }
+    let start = std::time::Instant::now();
+    let contents = decompress_block(block_type, stored).map_err(corruption)?;
+    if let Some(counters) = counters {
+        counters.count_decompression(start.elapsed().as_nanos() as u64);
+    }
+    Ok(contents)
 }
 
 /// Open table readers, bounded by `max_open_files` (least recently used closed first).
