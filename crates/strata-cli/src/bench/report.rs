@@ -144,9 +144,10 @@ pub struct PhaseResult {
     pub block_bytes_stored: Option<u64>,
     /// `block_bytes_uncompressed / block_bytes_stored` (`null` if nothing was written).
     pub compression_ratio: Option<f64>,
-    /// CPU time spent compressing during the phase, microseconds (Strata only).
+    /// Time spent compressing during the phase (elapsed around each call), microseconds (Strata
+    /// only).
     pub compress_us: Option<f64>,
-    /// CPU time spent decompressing during the phase (cache misses, compaction inputs),
+    /// Time spent decompressing during the phase (cache misses, compaction inputs),
     /// microseconds.
     pub decompress_us: Option<f64>,
     /// Blocks decompressed during the phase.

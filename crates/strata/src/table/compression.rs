@@ -303,7 +303,7 @@ pub(crate) struct CompressionCounts {
     pub(crate) compressed_blocks: u64,
     /// Blocks stored raw because compressing did not save an eighth.
     pub(crate) raw_blocks: u64,
-    /// CPU time spent in the compressor, nanoseconds.
+    /// Elapsed time spent in the compressor, nanoseconds.
     pub(crate) compress_nanos: u64,
 }
 

@@ -308,11 +308,8 @@ impl FjallEngine {
             ),
         });
 
-        // Compression.
-        settings.push(
-            "compression none for data, index and journal (the crate is built without lz4)"
-                .to_string(),
-        );
+        // Compression (data and index blocks: see `compression_policy`).
+        settings.push("journal (WAL) uncompressed, as Strata's and RocksDB's WAL".to_string());
 
         // Direct reads.
         settings.push(if config.direct_reads {

@@ -148,9 +148,10 @@ pub struct CompressionCounters {
     pub uncompressed_bytes: u64,
     /// The same blocks' bytes as stored.
     pub stored_bytes: u64,
-    /// CPU time compressing, nanoseconds (`None`: the engine does not time it).
+    /// Time compressing (elapsed around each call), nanoseconds (`None`: the engine does not
+    /// time it).
     pub compress_nanos: Option<u64>,
-    /// CPU time decompressing (block-cache misses and compaction inputs), nanoseconds.
+    /// Time decompressing (block-cache misses and compaction inputs), nanoseconds.
     pub decompress_nanos: Option<u64>,
     /// Blocks decompressed.
     pub blocks_decompressed: u64,
