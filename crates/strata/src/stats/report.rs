@@ -179,6 +179,19 @@ impl fmt::Display for Stats {
             io.decompress_nanos as f64 / 1e6,
             io.blocks_decompressed
         )?;
+        let compressed_levels: Vec<String> = (0..io.block_bytes_stored.len())
+            .filter(|&level| io.block_bytes_stored[level] != io.block_bytes_uncompressed[level])
+            .map(|level| {
+                format!(
+                    "L{level} {:.2} -> {:.2} MiB",
+                    mib(io.block_bytes_uncompressed[level]),
+                    mib(io.block_bytes_stored[level])
+                )
+            })
+            .collect();
+        if !compressed_levels.is_empty() {
+            writeln!(f, "compression by level: {}", compressed_levels.join(", "))?;
+        }
         writeln!(
             f,
             "jobs: {} flushes, {} compactions ({:.1} s); stalls: {} slowdowns, {} stops, {:.1} ms",

@@ -921,6 +921,17 @@ mod engine {
             );
         }
         assert!(io.compression_ratio() > 1.5, "{}", io.compression_ratio());
+        let report = db.stats().to_string();
+        assert!(report.contains("compression: "), "{report}");
+        let by_level = report
+            .lines()
+            .find(|line| line.starts_with("compression by level: "))
+            .unwrap_or_else(|| panic!("no per-level line: {report}"));
+        assert!(by_level.contains("L1 "), "{by_level}");
+        assert!(
+            !by_level.contains("L0 "),
+            "level 0 is not compressed: {by_level}"
+        );
         assert!(io.blocks_compressed > 0 && io.compress_nanos > 0);
         assert!(
             io.blocks_decompressed > 0 && io.decompress_nanos > 0,
