@@ -36,7 +36,10 @@ use crate::key::compare_internal_keys;
 use crate::stats::merlin::{FileAccess, MerlinState};
 use crate::stats::IoCounters;
 use crate::table::block::{Block, BlockBuilder, BlockIter, DEFAULT_RESTART_INTERVAL};
-use crate::table::format::{verify_block, BlockHandle, Footer, FOOTER_LEN};
+use crate::table::compression::{
+    decompress_block, BlockCompressor, Compression, MAX_UNCOMPRESSED_BLOCK_BYTES,
+};
+use crate::table::format::{verify_stored_block, BlockHandle, Footer, FOOTER_LEN};
 use crate::table::iter::TableIter;
 use crate::table::properties::TableProperties;
 use crate::table::reader::{ReadMode, TableReader};
@@ -204,7 +207,7 @@ fn block_handle(bytes: &[u8]) {
 }
 
 /// The table footer and block trailer (`table/format.rs`: `Footer::decode`,
-/// `Footer::check_bounds`, `verify_block`, `BlockHandle::decode_from`). The input is read as a
+/// `Footer::check_bounds`, `verify_stored_block`, `BlockHandle::decode_from`). The input is read as a
 /// whole table file: its last [`FOOTER_LEN`] bytes are the footer, checked against the input's
 /// length; a footer that decodes must encode to the same bytes.
 pub fn footer(data: &[u8]) {
@@ -226,14 +229,43 @@ pub fn footer(data: &[u8]) {
             let _ = (footer.filter_handle(), footer.has_modular_filter());
         }
     }
-    if let Ok(contents) = verify_block(data.to_vec()) {
+    if let Ok((stored, block_type)) = verify_stored_block(data.to_vec()) {
         assert_eq!(
-            contents,
-            data[..contents.len()],
-            "verify_block changed the contents"
+            stored,
+            data[..stored.len()],
+            "verify_stored_block changed the contents"
         );
+        let _ = decompress_block(block_type, stored);
     }
     block_handle(data);
+}
+
+/// A compressed block (`table/compression.rs`: `decompress_block`, then `Block::decode` as the
+/// reader does): the first input byte is the trailer's type byte, the rest the stored contents,
+/// so a fuzzer drives the LZ4 and Zstd decoders and the uncompressed-length checks directly
+/// (behind a table's checksum it would rarely get there). Whatever decompresses must be exactly
+/// no larger than the cap, and is then decoded and walked as a block. The input is also
+/// compressed with each algorithm and must decompress to itself.
+pub fn compressed_block(data: &[u8]) {
+    if let Some((&block_type, stored)) = data.split_first() {
+        if let Ok(contents) = decompress_block(block_type, stored.to_vec()) {
+            assert!(
+                contents.len() <= MAX_UNCOMPRESSED_BLOCK_BYTES,
+                "decompressed past the cap"
+            );
+            block(&contents);
+        }
+    }
+    for compression in [Compression::Lz4, Compression::ZSTD] {
+        let mut compressor = BlockCompressor::new(compression);
+        let (stored, block_type) = compressor.compress(data);
+        let stored = stored.to_vec();
+        assert_eq!(
+            decompress_block(block_type, stored).as_deref(),
+            Ok(data),
+            "{compression} does not round-trip"
+        );
+    }
 }
 
 /// The properties block (`table/properties.rs`: `TableProperties::decode`): decoded properties
@@ -400,7 +432,8 @@ pub fn access_file(data: &[u8]) {
 /// properties and a modular filter index and checks every handle against the file, then pins
 /// the index and filter blocks): opened both pinned and through the block cache, scanned with a
 /// table iterator, sought and looked up with keys from the input. Blocks are checksummed, so a
-/// fuzzer mostly exercises the footer and the checks between the parts.
+/// fuzzer mostly exercises the footer and the checks between the parts (and, in seeds written with
+/// compression, the decompression of data and index blocks).
 pub fn table(data: &[u8]) {
     let fs = OneFileSystem(Arc::new(data.to_vec()));
     let dir = Path::new("");

@@ -6,6 +6,7 @@ use crate::alloc::{FilterAllocator, Uniform};
 use crate::compaction::{CompactionPolicy, Leveling};
 use crate::env::{FileSystem, RealFileSystem};
 use crate::error::{Error, Result};
+use crate::table::compression::CompressionPolicy;
 use crate::wal::WalRecoveryMode;
 
 /// The largest user key Strata accepts, in bytes.
@@ -29,6 +30,10 @@ pub struct Options {
     pub max_write_buffers: usize,
     /// Target size of an uncompressed data block. Default 4 KiB.
     pub block_bytes: usize,
+    /// How each level's data and index blocks are compressed (none, LZ4 or Zstd, per level, with
+    /// a bottommost override; see [`CompressionPolicy`] for the choices and why the default is
+    /// none). The block cache holds blocks uncompressed. Default [`CompressionPolicy::none`].
+    pub compression: CompressionPolicy,
     /// Entries between full keys (restart points) in a data block. Default 16.
     pub block_restart_interval: usize,
     /// Entries between full keys (restart points) in an index block (RocksDB's
@@ -114,6 +119,7 @@ impl std::fmt::Debug for Options {
                 "index_block_restart_interval",
                 &self.index_block_restart_interval,
             )
+            .field("compression", &self.compression.to_string())
             .field("target_file_bytes", &self.target_file_bytes)
             .field("block_cache_bytes", &self.block_cache_bytes)
             .field("max_open_files", &self.max_open_files)
@@ -161,6 +167,7 @@ impl Default for Options {
             block_bytes: 4096,
             block_restart_interval: 16,
             index_block_restart_interval: 4,
+            compression: CompressionPolicy::none(),
             target_file_bytes: 64 << 20,
             block_cache_bytes: 32 << 20,
             max_open_files: 1000,
@@ -213,6 +220,8 @@ setters! {
     block_restart_interval: usize,
     /// Sets [`Options::index_block_restart_interval`].
     index_block_restart_interval: usize,
+    /// Sets [`Options::compression`].
+    compression: CompressionPolicy,
     /// Sets [`Options::target_file_bytes`].
     target_file_bytes: u64,
     /// Sets [`Options::block_cache_bytes`].
@@ -317,6 +326,7 @@ impl Options {
             "between 1 and 1024",
             self.block_restart_interval,
         )?;
+        self.compression.validate()?;
         check(
             (1..=1024).contains(&self.index_block_restart_interval),
             "index_block_restart_interval",

@@ -32,6 +32,7 @@ use engine::{Engine, EngineConfig, EngineKind};
 use ops::{Mix, Op, StreamSpec};
 use serde::Serialize;
 use std::str::FromStr;
+use strata::CompressionPolicy;
 
 use crate::error::{CliError, CliResult};
 use report::{Latencies, PhaseCounts, PhaseResult, SeriesPoint};
@@ -191,9 +192,20 @@ pub struct BenchArgs {
     /// Key size in bytes (the zero-padded decimal key index).
     #[arg(long, default_value_t = 16)]
     pub key_size: usize,
-    /// Value size in bytes (random, incompressible).
+    /// Value size in bytes (random bytes, compressible as --compression-ratio says).
     #[arg(long, default_value_t = 100)]
     pub value_size: usize,
+    /// Block compression of every engine (the peers configured the same way): a comma list of
+    /// none, lz4, zstd or zstd:LEVEL, one per level from level 0 (deeper levels take the last),
+    /// and optionally one with `-bottom` for the bottommost level: `none`, `lz4`, `zstd`,
+    /// `lz4,zstd-bottom`, `none,none,lz4`. Strata's `Options::compression`.
+    #[arg(long, default_value = "none", value_parser = parse_compression)]
+    pub compression: CompressionPolicy,
+    /// Fraction of each value that is random (db_bench's --compression_ratio): the rest repeats
+    /// it, so values compress to about this fraction of their size. 1 = incompressible. The same
+    /// seed draws the same keys whatever the ratio.
+    #[arg(long, default_value_t = DEFAULT_COMPRESSION_RATIO)]
+    pub compression_ratio: f64,
     /// Seed of every random choice (key order, read keys, values).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -302,6 +314,24 @@ pub struct BenchArgs {
     pub cache_fraction: Option<f64>,
 }
 
+/// db_bench's default `--compression_ratio`, used whatever `--compression` is, so that runs with
+/// and without compression write the same values and their space and I/O compare directly
+/// (without compression the values' contents change nothing an engine does).
+pub const DEFAULT_COMPRESSION_RATIO: f64 = 0.5;
+
+fn parse_compression(text: &str) -> Result<CompressionPolicy, String> {
+    text.parse()
+        .map_err(|error: strata::Error| error.to_string())
+}
+
+/// Serializes a compression policy as the text `--compression` takes.
+pub fn serialize_compression<S: serde::Serializer>(
+    policy: &CompressionPolicy,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(policy)
+}
+
 /// The resolved configuration, as recorded in the JSON's `config`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BenchConfig {
@@ -312,6 +342,9 @@ pub struct BenchConfig {
     pub reads: u64,
     pub key_size: usize,
     pub value_size: usize,
+    #[serde(serialize_with = "serialize_compression")]
+    pub compression: CompressionPolicy,
+    pub compression_ratio: f64,
     pub seed: u64,
     pub bits_per_key: Vec<f64>,
     pub cache_bytes: u64,
@@ -382,6 +415,12 @@ impl BenchConfig {
         if args.workloads.is_empty() {
             return Err(CliError::InvalidArgument("--workloads is empty".into()));
         }
+        if !(args.compression_ratio > 0.0 && args.compression_ratio <= 1.0) {
+            return Err(CliError::InvalidArgument(format!(
+                "--compression-ratio must be in (0, 1], got {}",
+                args.compression_ratio
+            )));
+        }
         let write_buffer_bytes = args.write_buffer_bytes.unwrap_or(if args.quick {
             QUICK_WRITE_BUFFER_BYTES
         } else {
@@ -448,6 +487,8 @@ impl BenchConfig {
                 .unwrap_or(num),
             key_size: args.key_size,
             value_size: args.value_size,
+            compression: args.compression.clone(),
+            compression_ratio: args.compression_ratio,
             seed: args.seed,
             bits_per_key: args.bits_per_key.clone(),
             cache_bytes: match args.cache_fraction {
@@ -534,6 +575,7 @@ impl BenchConfig {
             filter_policy: variant.filter_policy,
             expected_entries: self.num,
             entry_bytes: (self.key_size + self.value_size) as u64,
+            compression: self.compression.clone(),
         }
     }
 
@@ -851,6 +893,7 @@ impl Bench<'_> {
             result.space_amp = (logical_bytes > 0.0 && shape.table_bytes > 0)
                 .then(|| shape.table_bytes as f64 / logical_bytes);
             report::write_row(self.out, &result, &counts).map_err(report_error)?;
+            report::write_compression(self.out, &result).map_err(report_error)?;
             self.out.flush().map_err(report_error)?;
             self.results.push(result);
             self.counts.push(counts);
@@ -871,10 +914,16 @@ impl Bench<'_> {
             engine.compact_all()?;
         }
         let seconds = started.elapsed().as_secs_f64();
-        let write_amp = engine.counters().write_amplification();
+        let counters = engine.counters();
+        let write_amp = counters.write_amplification();
         match self.results.last_mut() {
             Some(previous) if previous.phase.is_write() => {
                 previous.write_amp = write_amp;
+                // The space and compression figures of a write phase include its settle too.
+                *previous = previous
+                    .clone()
+                    .with_compression(&counters, &engine.shape());
+                report::write_compression(self.out, previous).map_err(report_error)?;
                 writeln!(
                     self.out,
                     "settled in {seconds:.2} s: {} write amplification including the settle {}",
@@ -962,7 +1011,12 @@ impl Bench<'_> {
         let (mut key, mut value) = (Vec::new(), Vec::new());
         for op in 0..order.len() {
             self.format.present_key(order.index(op), &mut key);
-            workload::random_value(self.config.value_size, &mut rng, &mut value);
+            workload::compressible_value(
+                self.config.value_size,
+                self.config.compression_ratio,
+                &mut rng,
+                &mut value,
+            );
             let started = Instant::now();
             engine.put(&key, &value)?;
             latencies.record(started.elapsed());
@@ -1030,6 +1084,7 @@ impl Bench<'_> {
         let stop = std::sync::atomic::AtomicBool::new(false);
         let format = self.format;
         let (seed, value_size) = (self.config.seed, self.config.value_size);
+        let compression_ratio = self.config.compression_ratio;
         std::thread::scope(|scope| {
             let writer = writer_ops.map(|writes| {
                 let stop = &stop;
@@ -1043,7 +1098,12 @@ impl Bench<'_> {
                         }
                         if let Op::Update(index) | Op::Insert(index) = op {
                             format.present_key(index, &mut key);
-                            workload::random_value(value_size, &mut rng, &mut value);
+                            workload::compressible_value(
+                                value_size,
+                                compression_ratio,
+                                &mut rng,
+                                &mut value,
+                            );
                             engine.put(&key, &value)?;
                             written += 1;
                         }
@@ -1083,7 +1143,12 @@ impl Bench<'_> {
             match op {
                 Op::Insert(index) | Op::Update(index) => {
                     self.format.present_key(index, &mut key);
-                    workload::random_value(self.config.value_size, &mut rng, &mut value);
+                    workload::compressible_value(
+                        self.config.value_size,
+                        self.config.compression_ratio,
+                        &mut rng,
+                        &mut value,
+                    );
                     engine.put(&key, &value)?;
                     counts.inserts += u64::from(matches!(op, Op::Insert(_)));
                 }
@@ -1107,7 +1172,12 @@ impl Bench<'_> {
                     counts.lookups += 1;
                     counts.existing_lookups += 1;
                     counts.found += u64::from(engine.get(&key)?.is_some());
-                    workload::random_value(self.config.value_size, &mut rng, &mut value);
+                    workload::compressible_value(
+                        self.config.value_size,
+                        self.config.compression_ratio,
+                        &mut rng,
+                        &mut value,
+                    );
                     engine.put(&key, &value)?;
                 }
             }

@@ -139,6 +139,24 @@ pub struct PhaseResult {
     /// Live table bytes / bytes of the newest version of each key (`key_size + value_size` per
     /// live key), at the end of the phase; `null` before anything reached a table file.
     pub space_amp: Option<f64>,
+    /// Bytes of live table files at the end of the phase (the space the tree takes).
+    pub table_bytes: u64,
+    /// Uncompressed bytes of the data and index blocks the phase's flushes and compactions wrote
+    /// (Strata's counters; RocksDB's `bytes.compressed.from` + `bytes.compression_bypassed` +
+    /// `bytes.compression.rejected`; `null` for fjall, which does not say).
+    pub block_bytes_uncompressed: Option<u64>,
+    /// The same blocks' bytes as stored, compressed or raw.
+    pub block_bytes_stored: Option<u64>,
+    /// `block_bytes_uncompressed / block_bytes_stored` (`null` if nothing was written).
+    pub compression_ratio: Option<f64>,
+    /// Time spent compressing during the phase (elapsed around each call), microseconds (Strata
+    /// only).
+    pub compress_us: Option<f64>,
+    /// Time spent decompressing during the phase (cache misses, compaction inputs),
+    /// microseconds.
+    pub decompress_us: Option<f64>,
+    /// Blocks decompressed during the phase.
+    pub blocks_decompressed: Option<u64>,
     /// Non-empty levels at the end of the phase.
     pub levels: usize,
     /// Sorted runs at the end of the phase.
@@ -265,9 +283,37 @@ impl PhaseResult {
             write_amp: io.write_amplification(),
             write_stalls: io.write_stalls,
             write_stall_ms: io.write_stall_micros.map(|micros| micros as f64 / 1e3),
+            table_bytes: 0,
+            block_bytes_uncompressed: None,
+            block_bytes_stored: None,
+            compression_ratio: None,
+            compress_us: None,
+            decompress_us: None,
+            blocks_decompressed: None,
             levels: shape.levels.len(),
             runs: shape.runs(),
         }
+        .with_compression(io, shape)
+    }
+
+    /// Sets the table bytes and compression figures from counters and tree taken now (at the end
+    /// of the phase, or after the settle that follows a write phase).
+    pub fn with_compression(mut self, io: &EngineCounters, shape: &TreeShape) -> Self {
+        self.table_bytes = shape.table_bytes;
+        let compression = io.compression;
+        self.block_bytes_uncompressed = compression.map(|c| c.uncompressed_bytes);
+        self.block_bytes_stored = compression.map(|c| c.stored_bytes);
+        self.compression_ratio = compression
+            .filter(|c| c.stored_bytes > 0)
+            .map(|c| c.uncompressed_bytes as f64 / c.stored_bytes as f64);
+        self.compress_us = compression
+            .and_then(|c| c.compress_nanos)
+            .map(|nanos| nanos as f64 / 1e3);
+        self.decompress_us = compression
+            .and_then(|c| c.decompress_nanos)
+            .map(|nanos| nanos as f64 / 1e3);
+        self.blocks_decompressed = compression.map(|c| c.blocks_decompressed);
+        self
     }
 }
 
@@ -342,6 +388,32 @@ pub fn write_row(
 
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// A line under a phase's row saying what block compression did in it, when the engine counts
+/// it and there was anything to say (blocks written or decompressed).
+pub fn write_compression(out: &mut dyn Write, result: &PhaseResult) -> io::Result<()> {
+    let (Some(uncompressed), Some(stored), Some(decompressed)) = (
+        result.block_bytes_uncompressed,
+        result.block_bytes_stored,
+        result.blocks_decompressed,
+    ) else {
+        return Ok(());
+    };
+    if uncompressed == 0 && decompressed == 0 {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  compression: {:.2} MiB of blocks written as {:.2} MiB (ratio {}), compress {} ms; {} blocks decompressed in {} ms; tables {:.2} MiB",
+        mib(uncompressed),
+        mib(stored),
+        optional(result.compression_ratio, 2),
+        optional(result.compress_us.map(|us| us / 1e3), 1),
+        decompressed,
+        optional(result.decompress_us.map(|us| us / 1e3), 1),
+        mib(result.table_bytes)
+    )
 }
 
 /// Prints the tree: per non-empty level its runs, files, entries, size and filter bits per key,

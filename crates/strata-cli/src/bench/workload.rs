@@ -257,6 +257,25 @@ pub fn random_value(value_size: usize, rng: &mut StdRng, value: &mut Vec<u8>) {
     rng.fill_bytes(value);
 }
 
+/// A value that compresses to about `compression_ratio` of its size, as db_bench's
+/// `--compression_ratio`: its first `ceil(value_size * ratio)` bytes are random and the rest
+/// repeats them (db_bench's `CompressibleString`). It draws exactly the random bytes
+/// [`random_value`] draws, so the same seed gives the same keys and operations whatever the
+/// ratio, and a ratio of 1 gives [`random_value`]'s bytes.
+pub fn compressible_value(
+    value_size: usize,
+    compression_ratio: f64,
+    rng: &mut StdRng,
+    value: &mut Vec<u8>,
+) {
+    random_value(value_size, rng, value);
+    let unique = ((value_size as f64 * compression_ratio.clamp(0.0, 1.0)).ceil() as usize)
+        .clamp(1, value_size.max(1));
+    for position in unique..value_size {
+        value[position] = value[position % unique];
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
@@ -365,6 +384,31 @@ mod tests {
                 assert!((1..=format.missing_gaps()).contains(&gap));
             }
         }
+    }
+
+    #[test]
+    fn compressible_values_repeat_their_random_part() {
+        let mut rng = StdRng::seed_from_u64(9);
+        let mut random = Vec::new();
+        random_value(100, &mut rng, &mut random);
+        let mut rng = StdRng::seed_from_u64(9);
+        let mut same = Vec::new();
+        compressible_value(100, 1.0, &mut rng, &mut same);
+        assert_eq!(same, random, "ratio 1 is random_value");
+        let mut rng = StdRng::seed_from_u64(9);
+        let mut half = Vec::new();
+        compressible_value(100, 0.5, &mut rng, &mut half);
+        assert_eq!(half.len(), 100);
+        assert_eq!(&half[..50], &random[..50]);
+        assert_eq!(&half[50..], &random[..50]);
+        let mut rng = StdRng::seed_from_u64(9);
+        let mut tenth = Vec::new();
+        compressible_value(95, 0.1, &mut rng, &mut tenth);
+        assert!(tenth
+            .chunks(10)
+            .all(|chunk| chunk == &random[..chunk.len()]));
+        compressible_value(0, 0.5, &mut rng, &mut tenth);
+        assert!(tenth.is_empty());
     }
 
     #[test]

@@ -28,6 +28,7 @@ use crate::stats::merlin::{
     CompactionInheritance, FileAccess, InheritanceInput, Inherited, Merlin,
 };
 use crate::stats::AccessObserver;
+use crate::table::compression::{CompressionCounts, CompressionPolicy};
 use crate::table::iter::RunIter;
 use crate::table::reader::ReadMode;
 use crate::table::TableCache;
@@ -53,6 +54,9 @@ pub(crate) struct ExecutorContext<'a> {
     pub(crate) readahead_bytes: usize,
     /// Bits per key of one filter module (the allocator's budget, SPEC §1).
     pub(crate) filter_module_bits: f64,
+    /// Chooses the outputs' block compression from the output level and whether the output is
+    /// bottommost (`Options::compression`).
+    pub(crate) compression: &'a CompressionPolicy,
 }
 
 /// One input run resolved against the version: level, run id and the files taken from it.
@@ -267,7 +271,7 @@ pub(crate) fn finish_outputs(
     output_level: usize,
     output_run_id: u64,
     outputs: Vec<PendingTable>,
-) -> Result<(Vec<NewFile>, u64)> {
+) -> Result<(Vec<NewFile>, u64, CompressionCounts)> {
     let handles: Vec<Option<AccessHandle>> = outputs
         .iter()
         .map(|output| {
@@ -306,11 +310,13 @@ pub(crate) fn finish_outputs(
     }
     let mut new_files = Vec::with_capacity(outputs.len());
     let mut written = 0;
+    let mut compression = CompressionCounts::default();
     for ((output, bits_per_key), access) in outputs.into_iter().zip(bits).zip(handles) {
         let summary = output
             .builder
             .finish(bits_per_key, output_level as u64, output_run_id)?;
         written += summary.file_bytes;
+        compression.add(&summary.compression);
         let properties = summary.properties;
         new_files.push(NewFile {
             level: output_level,
@@ -327,7 +333,7 @@ pub(crate) fn finish_outputs(
             access,
         });
     }
-    Ok((new_files, written))
+    Ok((new_files, written, compression))
 }
 
 /// Merges `job`'s inputs (resolved against `version`) into new table files whose filters are not
@@ -351,6 +357,9 @@ pub(crate) fn run_compaction(
         .max()
         .unwrap_or(&[]);
     let bottom = output_is_bottom(job, version, smallest, largest);
+    // RocksDB's bottommost test too (`Compaction::bottommost_level_`): the outputs hold the oldest
+    // data for their keys, so `bottommost_compression` applies.
+    let compression = context.compression.for_output(job.output_level, bottom);
     let output_run_id = match job.output_run {
         OutputRun::Existing(id) => id,
         OutputRun::New => context.versions.new_run_id(),
@@ -456,6 +465,7 @@ pub(crate) fn run_compaction(
                 builder.set_index_restart_interval(context.index_restart_interval);
                 // Filters above the budget are split into modules of the budget's size (SPEC §1).
                 builder.set_filter_module_bits(context.filter_module_bits);
+                builder.set_compression(compression);
                 output = Some(PendingTable {
                     inherited: None,
                     number,

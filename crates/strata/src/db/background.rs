@@ -50,6 +50,8 @@ pub(crate) fn write_level0_entries(
     builder.set_index_restart_interval(options.index_block_restart_interval);
     // Filters above the budget are split into modules of the budget's size (SPEC §1).
     builder.set_filter_module_bits(options.filter_allocator.bits_per_key_budget());
+    // A flush is never bottommost (RocksDB's `GetCompressionFlush`): level 0's choice.
+    builder.set_compression(options.compression.for_output(0, false));
     mem.for_each_entry(|key, value| builder.add(key, value))?;
     // Merlin's flush hand-over (SPEC §4): the memtable's probes, scaled to the whole horizon.
     let inherited = merlin.map(|merlin| mem.access.hand_over(merlin.lookups(), merlin.recorded()));
@@ -72,7 +74,7 @@ pub(crate) fn finish_level0_table(
     pending: PendingTable,
     run_id: u64,
 ) -> Result<NewFile> {
-    let (mut files, written) = finish_outputs(
+    let (mut files, written, compression) = finish_outputs(
         allocator,
         merlin,
         tree,
@@ -83,6 +85,7 @@ pub(crate) fn finish_level0_table(
         vec![pending],
     )?;
     add(&counters.flush_write_bytes, written);
+    counters.count_compression(0, &compression);
     files
         .pop()
         .ok_or_else(|| Error::InvalidArgument("a flush produced no file".into()))
@@ -334,6 +337,7 @@ impl DbInner {
             readahead_bytes: self.options.compaction_readahead_bytes,
             // Filters above the budget are split into modules of the budget's size (SPEC §1).
             filter_module_bits: self.options.filter_allocator.bits_per_key_budget(),
+            compression: &self.options.compression,
         }
     }
 
@@ -354,7 +358,7 @@ impl DbInner {
                     run_compaction(&context, job, &version, self.smallest_snapshot())?;
                 // From the allocation to the install, no other job may change the tree.
                 let install = self.install_lock.lock();
-                let (new_files, written) = finish_outputs(
+                let (new_files, written, compression) = finish_outputs(
                     self.options.filter_allocator.as_ref(),
                     self.merlin.as_ref(),
                     &self.versions.current(),
@@ -365,6 +369,8 @@ impl DbInner {
                     std::mem::take(&mut pending.outputs),
                 )?;
                 add(&self.counters.compaction_write_bytes, written);
+                self.counters
+                    .count_compression(pending.output_level, &compression);
                 (pending.edit(new_files), false, written, install)
             }
         };

@@ -291,7 +291,7 @@ impl DbInner {
         // Smallest snapshot 0: no version is hidden from every reader and no tombstone is
         // dropped, so the output holds exactly the input's entries.
         let mut pending = run_compaction(&context, &job, &version, 0)?;
-        let (new_files, _written) = finish_outputs(
+        let (new_files, _written, _compression) = finish_outputs(
             allocator,
             self.merlin.as_ref(),
             &version,

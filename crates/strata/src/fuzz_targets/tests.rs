@@ -12,7 +12,7 @@ use super::*;
 use crate::coding::{put_fixed64, put_varint64};
 use crate::filter::bloom::BloomFilterBuilder;
 use crate::key::{encode_internal_key, ValueKind};
-use crate::table::format::append_block;
+use crate::table::format::{append_block, verify_block};
 use crate::version::edit::{DeletedFile, NewFile, MANIFEST_FORMAT_VERSION};
 use crate::version::MAX_LEVELS;
 
@@ -306,7 +306,12 @@ fn access_file_bytes() -> impl Strategy<Value = Vec<u8>> {
 /// The bytes of a table file written by the engine's `TableBuilder` (small blocks, so that
 /// there are several), holding `user_keys` with two versions each; `module_bits` splits the
 /// filter into modules (infinity: one Bloom filter).
-fn build_table(user_keys: &[Vec<u8>], bits_per_key: f64, module_bits: f64) -> Vec<u8> {
+fn build_table(
+    user_keys: &[Vec<u8>],
+    bits_per_key: f64,
+    module_bits: f64,
+    compression: Compression,
+) -> Vec<u8> {
     let bytes = Arc::new(Mutex::new(Vec::new()));
     let mut builder = crate::table::TableBuilder::new(
         Path::new("000001.sst").to_path_buf(),
@@ -315,6 +320,7 @@ fn build_table(user_keys: &[Vec<u8>], bits_per_key: f64, module_bits: f64) -> Ve
         4,
     );
     builder.set_filter_module_bits(module_bits);
+    builder.set_compression(compression);
     for (i, user_key) in user_keys.iter().enumerate() {
         for sequence in [2 * i as u64 + 1, 2 * i as u64] {
             let key = encode_internal_key(user_key, sequence, ValueKind::Value);
@@ -328,6 +334,30 @@ fn build_table(user_keys: &[Vec<u8>], bits_per_key: f64, module_bits: f64) -> Ve
         .expect("finish an in-memory table");
     let table = std::mem::take(&mut *bytes.lock());
     table
+}
+
+/// A block whose values end in a run of zeros, so every compressor shrinks it by far more than an
+/// eighth and stores it compressed.
+fn compressible_block(entries: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
+    let padded: Vec<(Vec<u8>, Vec<u8>)> = entries
+        .iter()
+        .map(|(key, value)| {
+            let mut value = value.clone();
+            value.resize(value.len() + 200, 0);
+            (key.clone(), value)
+        })
+        .collect();
+    build_block(&padded, 4)
+}
+
+/// The input of the `compressed_block` target for `block` compressed with `compression`: the
+/// trailer type byte, then the stored contents.
+fn compressed_block_input(block: &[u8], compression: Compression) -> Vec<u8> {
+    let mut compressor = BlockCompressor::new(compression);
+    let (stored, block_type) = compressor.compress(block);
+    let mut input = vec![block_type];
+    input.extend_from_slice(stored);
+    input
 }
 
 fn table_keys() -> impl Strategy<Value = Vec<Vec<u8>>> {
@@ -347,6 +377,32 @@ proptest! {
     fn block_target_survives_arbitrary_bytes(bytes in arbitrary_bytes()) {
         block(&bytes);
         index_block(&bytes);
+    }
+
+    #[test]
+    fn compressed_block_target_survives_arbitrary_bytes(bytes in arbitrary_bytes()) {
+        compressed_block(&bytes);
+    }
+
+    #[test]
+    fn compressed_block_target_reads_compressed_blocks_and_survives_damage(
+        entries in prop::collection::btree_map(
+            small_bytes(12),
+            prop::collection::vec(any::<u8>(), 0..20),
+            1..40,
+        ),
+        lz4 in any::<bool>(),
+        damage in mutations(),
+    ) {
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = entries.into_iter().collect();
+        let block = compressible_block(&entries);
+        let compression = if lz4 { Compression::Lz4 } else { Compression::ZSTD };
+        let input = compressed_block_input(&block, compression);
+        prop_assert_eq!(input[0], compression.block_type());
+        prop_assert!(input.len() < block.len());
+        prop_assert_eq!(decompress_block(input[0], input[1..].to_vec()), Ok(block));
+        compressed_block(&input);
+        compressed_block(&mutate(input, &damage));
     }
 
     #[test]
@@ -411,9 +467,14 @@ proptest! {
         user_keys in table_keys(),
         bits_per_key in 0.0f64..12.0,
         module_bits in prop::sample::select(vec![f64::INFINITY, 2.0]),
+        compression in prop::sample::select(vec![
+            Compression::None,
+            Compression::Lz4,
+            Compression::ZSTD,
+        ]),
         damage in mutations(),
     ) {
-        let file = build_table(&user_keys, bits_per_key, module_bits);
+        let file = build_table(&user_keys, bits_per_key, module_bits, compression);
         let reader = TableReader::open(
             &OneFileSystem(Arc::new(file.clone())),
             Path::new(""),
@@ -633,6 +694,18 @@ fn write_fuzz_seed_corpora() {
             sample(&|runner| draw(runner, properties_value()).encode()),
         ),
         (
+            "compressed_block",
+            sample(&|runner| {
+                let block = compressible_block(&draw(runner, sorted_entries()));
+                let compression = if draw(runner, any::<bool>()) {
+                    Compression::Lz4
+                } else {
+                    Compression::ZSTD
+                };
+                compressed_block_input(&block, compression)
+            }),
+        ),
+        (
             "table",
             sample(&|runner| {
                 let module_bits = if draw(runner, any::<bool>()) {
@@ -640,7 +713,15 @@ fn write_fuzz_seed_corpora() {
                 } else {
                     f64::INFINITY
                 };
-                build_table(&draw(runner, table_keys()), 8.0, module_bits)
+                let compression = draw(
+                    runner,
+                    prop::sample::select(vec![
+                        Compression::None,
+                        Compression::Lz4,
+                        Compression::ZSTD,
+                    ]),
+                );
+                build_table(&draw(runner, table_keys()), 8.0, module_bits, compression)
             }),
         ),
         (

@@ -169,6 +169,31 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
+            "compression: {} data+index block MiB written as {:.2} MiB stored (ratio {:.2}; {} blocks compressed, {} left raw); compress {:.1} ms, decompress {:.1} ms ({} blocks)",
+            format_args!("{:.2}", mib(io.block_bytes_uncompressed_total())),
+            mib(io.block_bytes_stored_total()),
+            io.compression_ratio(),
+            io.blocks_compressed,
+            io.blocks_left_uncompressed,
+            io.compress_nanos as f64 / 1e6,
+            io.decompress_nanos as f64 / 1e6,
+            io.blocks_decompressed
+        )?;
+        let compressed_levels: Vec<String> = (0..io.block_bytes_stored.len())
+            .filter(|&level| io.block_bytes_stored[level] != io.block_bytes_uncompressed[level])
+            .map(|level| {
+                format!(
+                    "L{level} {:.2} -> {:.2} MiB",
+                    mib(io.block_bytes_uncompressed[level]),
+                    mib(io.block_bytes_stored[level])
+                )
+            })
+            .collect();
+        if !compressed_levels.is_empty() {
+            writeln!(f, "compression by level: {}", compressed_levels.join(", "))?;
+        }
+        writeln!(
+            f,
             "jobs: {} flushes, {} compactions ({:.1} s); stalls: {} slowdowns, {} stops, {:.1} ms",
             io.flushes,
             io.compactions,

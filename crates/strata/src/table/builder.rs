@@ -10,11 +10,17 @@
 //! into independently seeded Bloom modules, each its own block, located by a modular filter index
 //! block (SPEC §1; the split rule and the index format are in `filter/modular.rs`). With one module
 //! the file is byte for byte what it was before modular filters existed.
+//!
+//! Data and index blocks go through the file's compressor ([`TableBuilder::set_compression`],
+//! chosen by the caller from `Options::compression` for the file's level; `compression.rs`), which
+//! stores a block compressed only when that saves an eighth of it. Filter blocks, the modular
+//! filter index and the properties block are always stored raw (see `compression.rs` for why).
 
 use std::path::PathBuf;
 
 use super::block::BlockBuilder;
-use super::format::{append_block, BlockHandle, Footer};
+use super::compression::{BlockCompressor, Compression, CompressionCounts};
+use super::format::{append_block, append_stored_block, BlockHandle, Footer};
 use super::properties::TableProperties;
 use super::separator::{index_separator, index_successor};
 use crate::env::WritableFile;
@@ -28,6 +34,8 @@ use crate::key::{parse_internal_key, user_key};
 pub(crate) struct TableSummary {
     pub(crate) file_bytes: u64,
     pub(crate) properties: TableProperties,
+    /// What compressing the data and index blocks did.
+    pub(crate) compression: CompressionCounts,
 }
 
 /// Streams sorted entries into a new table file.
@@ -51,6 +59,8 @@ pub(crate) struct TableBuilder {
     pending_index_entry: Option<(Vec<u8>, BlockHandle)>,
     /// Bits per key of one filter module; `f64::INFINITY` (the default) never splits.
     filter_module_bits: f64,
+    /// Compresses data and index blocks; `Compression::None` unless set.
+    compressor: BlockCompressor,
 }
 
 impl TableBuilder {
@@ -79,6 +89,7 @@ impl TableBuilder {
             key_hashes: Vec::new(),
             pending_index_entry: None,
             filter_module_bits: f64::INFINITY,
+            compressor: BlockCompressor::new(Compression::None),
         }
     }
 
@@ -93,6 +104,14 @@ impl TableBuilder {
     /// finite number (the default is infinity) means never split.
     pub(crate) fn set_filter_module_bits(&mut self, module_bits_per_key: f64) {
         self.filter_module_bits = module_bits_per_key;
+    }
+
+    /// Compresses the file's data and index blocks with `compression` (default none). Set before
+    /// the first `add`.
+    pub(crate) fn set_compression(&mut self, compression: Compression) {
+        if compression != self.compressor.compression() {
+            self.compressor = BlockCompressor::new(compression);
+        }
     }
 
     /// Appends an entry; `key` is an internal key greater than every key added before.
@@ -125,6 +144,18 @@ impl TableBuilder {
         Ok(())
     }
 
+    /// Writes a data or index block, compressed if that pays.
+    fn write_compressible_block(&mut self, contents: &[u8]) -> Result<BlockHandle> {
+        let (stored, block_type) = self.compressor.compress(contents);
+        self.scratch.clear();
+        append_stored_block(&mut self.scratch, stored, block_type);
+        let handle = BlockHandle::new(self.offset, stored.len() as u64);
+        self.file.append(&self.scratch)?;
+        self.offset += self.scratch.len() as u64;
+        Ok(handle)
+    }
+
+    /// Writes a block uncompressed (filter, modular filter index, properties).
     fn write_block(&mut self, contents: &[u8]) -> Result<BlockHandle> {
         self.scratch.clear();
         append_block(&mut self.scratch, contents);
@@ -140,7 +171,7 @@ impl TableBuilder {
         }
         let last_key = self.data_block.last_key().to_vec();
         let contents = self.data_block.finish();
-        let handle = self.write_block(&contents)?;
+        let handle = self.write_compressible_block(&contents)?;
         self.pending_index_entry = Some((last_key, handle));
         self.data_blocks += 1;
         Ok(())
@@ -225,7 +256,7 @@ impl TableBuilder {
         };
         let properties_handle = self.write_block(&properties.encode())?;
         let index = self.index_block.finish();
-        let index_handle = self.write_block(&index)?;
+        let index_handle = self.write_compressible_block(&index)?;
         let footer = if modular {
             Footer::with_modular_filter(index_handle, filter_handle, properties_handle)
         } else {
@@ -238,6 +269,7 @@ impl TableBuilder {
         Ok(TableSummary {
             file_bytes: self.offset,
             properties,
+            compression: self.compressor.counts,
         })
     }
 }

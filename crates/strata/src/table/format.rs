@@ -17,11 +17,24 @@
 //! contents[size] | block_type:u8 | checksum:fixed32
 //! ```
 //!
-//! * `block_type` 0 = uncompressed, the only type so far; any other value is rejected.
-//! * `checksum` = CRC-32C (Castagnoli) of `contents || block_type`, little-endian, unmasked.
+//! * `block_type` says how `contents` are stored (`compression.rs`): 0 = uncompressed, 1 = LZ4,
+//!   2 = Zstd, the last two as `uncompressed_len:varint32 | compressed bytes`; any other value is
+//!   rejected as corruption.
+//! * `checksum` = CRC-32C (Castagnoli) of `contents || block_type`, little-endian, unmasked: of the
+//!   bytes as stored, so damage is caught before a decompressor sees them.
 //!
 //! So the block at handle `(offset, size)` occupies `size + 5` bytes from `offset`, and the next
-//! block starts right after it.
+//! block starts right after it; `size` is the stored (possibly compressed) length.
+//!
+//! Compressed blocks did not change the format version. The type byte is the block's own format
+//! version: builds from before compression already reject every type but 0 with a corruption
+//! error naming the file and offset, so no build can misread a compressed block, and a table
+//! written without compression is byte for byte what it was. A version bump would only move that
+//! refusal from the first compressed block an old build reads to the file's open, at the price of
+//! doubling the versions (each filter layout with and without compression) and of making files
+//! that hold no compressed block (every file of a database with `CompressionPolicy::none`, the
+//! default) unreadable to older builds for nothing. RocksDB made the same choice: a compression
+//! type is a block-type byte, not a table format version.
 //!
 //! # Footer
 //!
@@ -61,8 +74,10 @@ use crate::coding::{put_fixed32, put_fixed64, put_varint64, Decoder};
 /// Length of the trailer after every block's contents: type byte and CRC-32C.
 pub(crate) const BLOCK_TRAILER_LEN: usize = 5;
 
-/// Block type byte of uncompressed contents (the only type so far).
-pub(crate) const BLOCK_TYPE_UNCOMPRESSED: u8 = 0;
+#[cfg(test)]
+use super::compression::decompress_block;
+pub(crate) use super::compression::BLOCK_TYPE_UNCOMPRESSED;
+use super::compression::{BLOCK_TYPE_LZ4, BLOCK_TYPE_ZSTD};
 
 /// The footer's fixed length: three handles of 16 bytes, the version and the magic.
 pub(crate) const FOOTER_LEN: usize = 3 * BlockHandle::FIXED_LEN + 4 + 8;
@@ -126,26 +141,31 @@ impl BlockHandle {
     }
 }
 
-/// The trailer to write after `contents`: block type (uncompressed) and CRC-32C of contents and
-/// type. For writers that append contents and trailer separately, without copying the contents.
-pub(crate) fn block_trailer(contents: &[u8]) -> [u8; BLOCK_TRAILER_LEN] {
-    let block_type = BLOCK_TYPE_UNCOMPRESSED;
+/// The trailer to write after stored contents of `block_type`: the type and the CRC-32C of the
+/// contents and type. For writers that append contents and trailer separately, without copying.
+pub(crate) fn block_trailer(contents: &[u8], block_type: u8) -> [u8; BLOCK_TRAILER_LEN] {
     let checksum = crc32c::crc32c_append(crc32c::crc32c(contents), &[block_type]);
     let [c0, c1, c2, c3] = checksum.to_le_bytes();
     [block_type, c0, c1, c2, c3]
 }
 
-/// Appends `contents` followed by its trailer to `dst`.
+/// Appends uncompressed `contents` followed by its trailer to `dst`.
 pub(crate) fn append_block(dst: &mut Vec<u8>, contents: &[u8]) {
-    dst.reserve(contents.len() + BLOCK_TRAILER_LEN);
-    dst.extend_from_slice(contents);
-    dst.extend_from_slice(&block_trailer(contents));
+    append_stored_block(dst, contents, BLOCK_TYPE_UNCOMPRESSED);
+}
+
+/// Appends stored contents of `block_type` (compressed or not) followed by their trailer.
+pub(crate) fn append_stored_block(dst: &mut Vec<u8>, stored: &[u8], block_type: u8) {
+    dst.reserve(stored.len() + BLOCK_TRAILER_LEN);
+    dst.extend_from_slice(stored);
+    dst.extend_from_slice(&block_trailer(stored, block_type));
 }
 
 /// Checks a block as read from disk (`handle.size + BLOCK_TRAILER_LEN` bytes from
-/// `handle.offset`) and returns its contents, reusing the buffer. The error is a reason for the
-/// caller to wrap in `Error::Corruption` with the file and the handle's offset.
-pub(crate) fn verify_block(mut raw: Vec<u8>) -> Result<Vec<u8>, String> {
+/// `handle.offset`): the checksum, then that the type is one this build reads. Returns the stored
+/// contents (still compressed, reusing the buffer) and the type, for [`decompress_block`]. The
+/// error is a reason for the caller to wrap in `Error::Corruption` with the file and offset.
+pub(crate) fn verify_stored_block(mut raw: Vec<u8>) -> Result<(Vec<u8>, u8), String> {
     let contents_len = raw.len().checked_sub(BLOCK_TRAILER_LEN).ok_or_else(|| {
         format!(
             "block of {} bytes is shorter than its {BLOCK_TRAILER_LEN}-byte trailer",
@@ -162,11 +182,22 @@ pub(crate) fn verify_block(mut raw: Vec<u8>) -> Result<Vec<u8>, String> {
         ));
     }
     let block_type = covered.last().copied().unwrap_or(BLOCK_TYPE_UNCOMPRESSED);
-    if block_type != BLOCK_TYPE_UNCOMPRESSED {
-        return Err(format!("unknown block type {block_type}"));
+    if ![BLOCK_TYPE_UNCOMPRESSED, BLOCK_TYPE_LZ4, BLOCK_TYPE_ZSTD].contains(&block_type) {
+        return Err(format!(
+            "unknown block type {block_type} (this build reads 0 = uncompressed, 1 = LZ4, \
+             2 = Zstd)"
+        ));
     }
     raw.truncate(contents_len);
-    Ok(raw)
+    Ok((raw, block_type))
+}
+
+/// Checks a block as read from disk and returns its uncompressed contents: [`verify_stored_block`]
+/// then [`decompress_block`].
+#[cfg(test)]
+pub(crate) fn verify_block(raw: Vec<u8>) -> Result<Vec<u8>, String> {
+    let (stored, block_type) = verify_stored_block(raw)?;
+    decompress_block(block_type, stored)
 }
 
 /// The fixed-length record at the end of a table file that locates its index, filter and
@@ -340,7 +371,10 @@ mod tests {
         assert_eq!(written[5], BLOCK_TYPE_UNCOMPRESSED);
         let checksum = crc32c::crc32c(b"hello\x00");
         assert_eq!(&written[6..], &checksum.to_le_bytes());
-        assert_eq!(&written[5..], &block_trailer(b"hello"));
+        assert_eq!(
+            &written[5..],
+            &block_trailer(b"hello", BLOCK_TYPE_UNCOMPRESSED)
+        );
         assert_eq!(verify_block(written), Ok(b"hello".to_vec()));
     }
 

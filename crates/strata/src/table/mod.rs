@@ -19,10 +19,14 @@
 //!   (type and CRC-32C) after every block, and the footer that locates the index, filter and
 //!   properties blocks.
 //!
-//! Both modules' doc comments describe every byte; `docs/FORMAT.md` copies them.
+//! * [`compression`] owns how a block's contents are stored (uncompressed, LZ4 or Zstd, named by
+//!   the trailer's type byte) and the per-level [`CompressionPolicy`](compression::CompressionPolicy).
+//!
+//! Their doc comments describe every byte; `docs/FORMAT.md` copies them.
 
 pub(crate) mod block;
 pub(crate) mod builder;
+pub(crate) mod compression;
 pub(crate) mod format;
 pub(crate) mod iter;
 pub(crate) mod properties;

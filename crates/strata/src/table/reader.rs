@@ -2,7 +2,12 @@
 //! verified by its CRC32C on every read from the device, and cached in the shared block cache.
 //!
 //! I/O accounting happens here, where the device is touched: a block-cache miss is one block read
-//! of its kind (data, index, filter) on the level the caller names.
+//! of its kind (data, index, filter) on the level the caller names, of the bytes read from the
+//! file (the stored, possibly compressed, block and its trailer).
+//!
+//! A compressed block is decompressed on the miss path, right after its checksum is verified, and
+//! the block cache and pinned blocks hold it uncompressed, so a cache hit never decompresses. The
+//! time spent decompressing is counted in `Stats`.
 //!
 //! A table's filter has zero, one or several modules (SPEC §1, modular filter). Where they are is
 //! learnt once, when the file is opened: a version-1 footer names the single filter block; a
@@ -17,7 +22,8 @@ use std::sync::atomic::Ordering as AtomicOrdering;
 use std::sync::Arc;
 
 use super::block::{Block, BlockIter};
-use super::format::{verify_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use super::compression::{decompress_block, BLOCK_TYPE_UNCOMPRESSED};
+use super::format::{verify_stored_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use super::properties::TableProperties;
 use super::readahead::Readahead;
 use super::table_cache::OpenReaders;
@@ -111,7 +117,7 @@ impl TableReader {
         let footer = Footer::decode(&footer_bytes)
             .and_then(|footer| footer.check_bounds(len).map(|()| footer))
             .map_err(|reason| Error::corruption(&path, footer_offset, reason))?;
-        let properties_raw = read_raw(file.as_ref(), &path, footer.properties)?;
+        let properties_raw = read_block(file.as_ref(), &path, footer.properties, None)?;
         let properties = TableProperties::decode(&properties_raw)
             .map_err(|reason| Error::corruption(&path, footer.properties.offset, reason))?;
         let filter_modules = filter_modules(file.as_ref(), &path, &footer)?;
@@ -212,8 +218,9 @@ impl TableReader {
                 .sum::<u64>()
     }
 
+    /// Reads, verifies and (if stored compressed) decompresses the block at `handle`.
     fn read_raw(&self, handle: BlockHandle) -> Result<Vec<u8>> {
-        read_raw(self.file.as_ref(), &self.path, handle)
+        read_block(self.file.as_ref(), &self.path, handle, Some(&self.counters))
     }
 
     fn decode_block(&self, contents: Vec<u8>, handle: BlockHandle) -> Result<Block> {
@@ -290,8 +297,7 @@ impl TableReader {
             &self.counters.compaction_read_bytes,
             readahead.bytes_read() - before,
         );
-        let contents = verify_block(raw)
-            .map_err(|reason| Error::corruption(&self.path, handle.offset, reason))?;
+        let contents = decode_stored_block(raw, &self.path, handle, Some(&self.counters))?;
         Ok(Arc::new(self.decode_block(contents, handle)?))
     }
 
@@ -452,7 +458,7 @@ fn filter_modules(
     if !footer.has_modular_filter() {
         return Ok(vec![handle]);
     }
-    let raw = read_raw(file, path, handle)?;
+    let raw = read_block(file, path, handle, None)?;
     let modules =
         decode_index(&raw).map_err(|reason| Error::corruption(path, handle.offset, reason))?;
     let blocks_end = file.len().saturating_sub(FOOTER_LEN as u64);
@@ -495,8 +501,36 @@ fn block_len(file: &dyn RandomAccessFile, path: &Path, handle: BlockHandle) -> R
         })
 }
 
-fn read_raw(file: &dyn RandomAccessFile, path: &Path, handle: BlockHandle) -> Result<Vec<u8>> {
+/// Checks a block's stored bytes (contents and trailer, as read from the file at `handle`): its
+/// checksum and type, and decompresses it if it is stored compressed, counting the
+/// decompression's time and blocks in `counters` when given.
+fn decode_stored_block(
+    raw: Vec<u8>,
+    path: &Path,
+    handle: BlockHandle,
+    counters: Option<&IoCounters>,
+) -> Result<Vec<u8>> {
+    let corruption = |reason: String| Error::corruption(path, handle.offset, reason);
+    let (stored, block_type) = verify_stored_block(raw).map_err(corruption)?;
+    if block_type == BLOCK_TYPE_UNCOMPRESSED {
+        return Ok(stored);
+    }
+    let start = std::time::Instant::now();
+    let contents = decompress_block(block_type, stored).map_err(corruption)?;
+    if let Some(counters) = counters {
+        counters.count_decompression(start.elapsed().as_nanos() as u64);
+    }
+    Ok(contents)
+}
+
+/// Reads the block at `handle`, checks it and decompresses it (see [`decode_stored_block`]).
+fn read_block(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    handle: BlockHandle,
+    counters: Option<&IoCounters>,
+) -> Result<Vec<u8>> {
     let len = block_len(file, path, handle)?;
     let raw = file.read_at(handle.offset, len)?;
-    verify_block(raw).map_err(|reason| Error::corruption(path, handle.offset, reason))
+    decode_stored_block(raw, path, handle, counters)
 }

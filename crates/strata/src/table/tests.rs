@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use super::format::{verify_block, BlockHandle, Footer, FOOTER_LEN};
+use super::block::{Block, BlockIter};
+use super::compression::{Compression, BLOCK_TYPE_UNCOMPRESSED};
+use super::format::{verify_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use super::iter::TableIter;
 use super::reader::ReadMode;
 use super::TableCache;
@@ -36,6 +38,27 @@ fn fixture(count: u64, bits_per_key: f64, cache_bytes: u64) -> Fixture {
 
 /// [`fixture`] with filter modules of `module_bits` bits per key (SPEC §1).
 fn modular_fixture(count: u64, bits_per_key: f64, module_bits: f64, cache_bytes: u64) -> Fixture {
+    build_fixture(
+        count,
+        bits_per_key,
+        module_bits,
+        Compression::None,
+        cache_bytes,
+    )
+}
+
+/// [`fixture`] with data and index blocks compressed by `compression`.
+fn compressed_fixture(count: u64, compression: Compression, cache_bytes: u64) -> Fixture {
+    build_fixture(count, 10.0, f64::INFINITY, compression, cache_bytes)
+}
+
+fn build_fixture(
+    count: u64,
+    bits_per_key: f64,
+    module_bits: f64,
+    compression: Compression,
+    cache_bytes: u64,
+) -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let fs = RealFileSystem;
     let path = dir.path().join(table_file_name(7));
@@ -47,6 +70,7 @@ fn modular_fixture(count: u64, bits_per_key: f64, module_bits: f64, cache_bytes:
         16,
     );
     builder.set_filter_module_bits(module_bits);
+    builder.set_compression(compression);
     for i in 0..count {
         let user_key = key(2 * i);
         if i % 10 == 0 {
@@ -466,6 +490,11 @@ fn single_module_files_are_unchanged() {
         files.push(bytes);
     }
     assert!(files.windows(2).all(|pair| pair[0] == pair[1]));
+    // Compression::None (the default) writes the same bytes, too.
+    assert_eq!(
+        build_fixture(100, 10.0, f64::INFINITY, Compression::None, 0).bytes(),
+        files[0]
+    );
     // Between 10 and 10.5 bits per key with 10-bit modules the remainder is folded: one module.
     let folded = modular_fixture(100, 10.4, 10.0, 0);
     let (footer, _, modules) = decode_modules(&folded.bytes());
@@ -715,4 +744,427 @@ fn held_readers_are_bounded_and_follow_their_metadata() {
     std::fs::write(&path, saved).expect("restore");
     assert_eq!(lookup(&file, 6), Lookup::Found(b"v6".to_vec()));
     assert_eq!(tables.open_readers(), 1);
+}
+
+/// The trailer type byte of every data block and of the index block, read straight from the file
+/// bytes (the index decompressed if need be).
+pub(crate) fn block_types(bytes: &[u8]) -> (Vec<u8>, u8) {
+    let footer = Footer::decode(&bytes[bytes.len() - FOOTER_LEN..]).expect("footer");
+    let trailer_type = |handle: BlockHandle| bytes[(handle.offset + handle.size) as usize];
+    let start = footer.index.offset as usize;
+    let end = start + footer.index.size as usize + BLOCK_TRAILER_LEN;
+    let index = Block::decode(verify_block(bytes[start..end].to_vec()).expect("index block"))
+        .expect("index decodes");
+    let mut iter = BlockIter::new(Arc::new(index), crate::key::compare_internal_keys);
+    iter.seek_to_first();
+    let mut data_types = Vec::new();
+    while iter.valid() {
+        let handle = BlockHandle::decode_from(&mut crate::coding::Decoder::new(iter.value()))
+            .expect("handle");
+        data_types.push(trailer_type(handle));
+        iter.next();
+    }
+    (data_types, trailer_type(footer.index))
+}
+
+/// Each algorithm writes every data block and the index block compressed (the fixture's blocks
+/// compress well), in a smaller file that answers every lookup and scan like the uncompressed one.
+#[test]
+fn compressed_tables_round_trip_for_every_algorithm() {
+    let count = 2000;
+    let uncompressed_bytes = fixture(count, 10.0, 0).bytes().len();
+    for compression in [
+        Compression::Lz4,
+        Compression::ZSTD,
+        Compression::Zstd { level: 19 },
+    ] {
+        let fixture = compressed_fixture(count, compression, 1 << 20);
+        let bytes = fixture.bytes();
+        let (data_types, index_type) = block_types(&bytes);
+        assert!(data_types.len() > 10, "{compression}");
+        assert!(
+            data_types.iter().all(|&t| t == compression.block_type()),
+            "{compression}: {data_types:?}"
+        );
+        assert_eq!(index_type, compression.block_type(), "{compression}");
+        assert!(
+            bytes.len() * 4 < uncompressed_bytes * 3,
+            "{compression}: {} bytes, uncompressed {uncompressed_bytes}",
+            bytes.len()
+        );
+        for pin in [false, true] {
+            let table = fixture.tables.open(7, pin).expect("open");
+            for i in 0..count {
+                let expected = if i % 10 == 0 {
+                    Lookup::Deleted
+                } else {
+                    Lookup::Found(format!("v{i}").into_bytes())
+                };
+                assert_eq!(newest(&table, &key(2 * i)), expected, "{compression}");
+                assert_eq!(newest(&table, &key(2 * i + 1)), Lookup::Absent);
+            }
+            let mut iter = TableIter::new(Arc::clone(&table), ReadMode::Compaction);
+            iter.seek_to_first();
+            let mut entries = 0;
+            while iter.valid() {
+                entries += 1;
+                iter.next();
+            }
+            iter.status().expect("clean scan");
+            assert_eq!(entries, count * 2 + count / 10, "{compression}");
+        }
+    }
+}
+
+/// A cache miss reads the stored (compressed) block, counts its stored bytes and decompresses it
+/// once; the cache then serves the uncompressed block without decompressing again.
+#[test]
+fn the_cache_holds_uncompressed_blocks_and_read_bytes_are_stored_bytes() {
+    let fixture = compressed_fixture(2000, Compression::Lz4, 1 << 20);
+    let table = fixture.tables.open(7, false).expect("open");
+    let bytes = fixture.bytes();
+    let footer = Footer::decode(&bytes[bytes.len() - FOOTER_LEN..]).expect("footer");
+    fixture.counters.reset();
+    assert_eq!(
+        newest(&table, &key(2)),
+        Lookup::Found(b"v1".to_vec()),
+        "first lookup"
+    );
+    let first = fixture.counters.snapshot();
+    // Filter, index and one data block from the device; index and data block decompressed.
+    assert_eq!(first.data_block_reads[1], 1);
+    assert_eq!(first.index_block_reads[1], 1);
+    assert_eq!(first.blocks_decompressed, 2);
+    let index = table.index_iter(ReadMode::Compaction).expect("index");
+    let mut index = index;
+    index.seek_to_first();
+    let first_data = table.decode_handle(index.value()).expect("handle");
+    let filter = footer.filter_handle().expect("filter");
+    let stored = |handle: BlockHandle| handle.size + BLOCK_TRAILER_LEN as u64;
+    assert_eq!(
+        first.read_bytes,
+        stored(footer.index) + stored(filter) + stored(first_data),
+        "read bytes are the bytes read from the file"
+    );
+    assert_eq!(
+        bytes[(first_data.offset + first_data.size) as usize],
+        Compression::Lz4.block_type(),
+        "the data block is stored compressed"
+    );
+    fixture.counters.reset();
+    assert_eq!(newest(&table, &key(4)), Lookup::Found(b"v2".to_vec()));
+    let second = fixture.counters.snapshot();
+    assert_eq!(second.data_block_reads[1] + second.index_block_reads[1], 0);
+    assert_eq!(second.blocks_decompressed, 0, "cache hits never decompress");
+    assert_eq!(second.read_bytes, 0);
+    assert_eq!(second.data_cache_hits, 1);
+}
+
+/// Rewrites the stored contents of the block at `handle` with `rewrite` and recomputes its
+/// checksum, so the damage reaches the decompressor.
+fn rewrite_block(path: &std::path::Path, handle: BlockHandle, rewrite: impl Fn(&mut Vec<u8>)) {
+    let mut bytes = std::fs::read(path).expect("read");
+    let start = handle.offset as usize;
+    let end = start + handle.size as usize;
+    let block_type = bytes[end];
+    let mut stored = bytes[start..end].to_vec();
+    rewrite(&mut stored);
+    assert_eq!(stored.len(), handle.size as usize, "rewrites keep the size");
+    let trailer = super::format::block_trailer(&stored, block_type);
+    bytes[start..end].copy_from_slice(&stored);
+    bytes[end..end + BLOCK_TRAILER_LEN].copy_from_slice(&trailer);
+    std::fs::write(path, bytes).expect("write");
+}
+
+/// Damage behind a valid checksum (a bug or a hostile file, not a bit flip) — garbage in the
+/// compressed stream, or an uncompressed length that is not the truth — is a corruption error
+/// naming the file and the block's offset, for both algorithms; and a flipped byte anywhere in a
+/// compressed file is caught like in an uncompressed one.
+#[test]
+fn a_damaged_compressed_block_is_a_corruption_error_with_file_and_offset() {
+    for compression in [Compression::Lz4, Compression::ZSTD] {
+        type Rewrite = Box<dyn Fn(&mut Vec<u8>)>;
+        let rewrites: Vec<(&str, Rewrite)> = vec![
+            (
+                "garbage stream",
+                Box::new(|stored: &mut Vec<u8>| {
+                    for byte in stored.iter_mut().skip(2) {
+                        *byte = 0xff;
+                    }
+                }),
+            ),
+            (
+                "length lie",
+                // The block's length header is a 2-byte varint (blocks of 128 B to 16 KiB): add
+                // one to its low 7 bits, keeping the continuation bit.
+                Box::new(|stored: &mut Vec<u8>| {
+                    assert!(stored[0] & 0x80 != 0 && stored[1] & 0x80 == 0);
+                    stored[0] = 0x80 | ((stored[0] & 0x7f) ^ 0x01);
+                }),
+            ),
+            (
+                "huge claim",
+                Box::new(|stored: &mut Vec<u8>| {
+                    stored[1] = 0xff;
+                    stored[2] = 0xff;
+                    stored[3] = 0x7f;
+                }),
+            ),
+        ];
+        for (name, rewrite) in rewrites {
+            let fixture = compressed_fixture(300, compression, 0);
+            let table = fixture.tables.open(7, false).expect("open");
+            let mut index = table.index_iter(ReadMode::Compaction).expect("index");
+            index.seek_to_first();
+            let handle = table.decode_handle(index.value()).expect("handle");
+            drop(table);
+            rewrite_block(&fixture.path(), handle, &*rewrite);
+            let table = fixture.tables.open(7, false).expect("open");
+            let user_key = key(0);
+            let outcome = table.get(
+                &lookup_key(&user_key, u64::MAX >> 8),
+                &user_key,
+                key_hash(&user_key),
+                1,
+                true,
+            );
+            match outcome {
+                Err(Error::Corruption {
+                    file,
+                    offset,
+                    reason,
+                }) => {
+                    assert_eq!(file, fixture.path(), "{compression} {name}");
+                    assert_eq!(offset, handle.offset, "{compression} {name}");
+                    assert!(
+                        reason.contains("decompress") || reason.contains("claims"),
+                        "{compression} {name}: {reason}"
+                    );
+                }
+                Err(other) => panic!("{compression} {name}: expected corruption, got {other}"),
+                Ok(_) => panic!("{compression} {name}: damage went unnoticed"),
+            }
+        }
+        let fixture = compressed_fixture(300, compression, 0);
+        let (_, handles, _) = decode_modules(&fixture.bytes());
+        let filter_start = handles.first().expect("a filter").offset as usize;
+        flip_every_byte(&fixture, filter_start);
+    }
+}
+
+/// A block that does not save an eighth stays raw even on a compressing level: values of random
+/// bytes give data blocks that LZ4 cannot shrink.
+#[test]
+fn incompressible_blocks_stay_raw() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(table_file_name(7));
+    let mut builder = TableBuilder::new(
+        path.clone(),
+        RealFileSystem.create_writable(&path).expect("create"),
+        4096,
+        16,
+    );
+    builder.set_compression(Compression::Lz4);
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for i in 0..500u64 {
+        let value: Vec<u8> = (0..200)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        builder
+            .add(&encode_internal_key(&key(i), 1, ValueKind::Value), &value)
+            .expect("add");
+    }
+    let summary = builder.finish(10.0, 1, 1).expect("finish");
+    let (data_types, _) = block_types(&std::fs::read(&path).expect("read"));
+    assert!(data_types.len() > 20);
+    assert!(data_types.iter().all(|&t| t == BLOCK_TYPE_UNCOMPRESSED));
+    assert_eq!(
+        summary.compression.raw_blocks,
+        data_types.len() as u64,
+        "every data block was offered and kept raw"
+    );
+    assert_eq!(
+        summary.compression.compressed_blocks, 1,
+        "the index block compresses"
+    );
+}
+
+/// Compression through the engine: `Options::compression` chooses each file's compression by the
+/// level it is written to, `Stats` counts what it did, and a compressed database reopens.
+mod engine {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::{CompressionPolicy, Db, Options};
+
+    const KEYS: u32 = 20_000;
+
+    fn options(policy: &str) -> Options {
+        Options::default()
+            .write_buffer_bytes(32 * 1024)
+            .target_file_bytes(32 * 1024)
+            .block_cache_bytes(1 << 20)
+            .level0_compaction_trigger(3)
+            .compression(policy.parse::<CompressionPolicy>().expect("policy"))
+            // Static sizing with a small level 1 (64 KiB, size ratio 10): the load reaches
+            // level 2 even compressed.
+            .compaction_policy(std::sync::Arc::new(
+                crate::compaction::Leveling::default().with_base_level_bytes(64 * 1024),
+            ))
+    }
+
+    /// Compressible values: a key-dependent prefix and a run of text.
+    fn value(i: u32) -> Vec<u8> {
+        format!("value-{i}-{}", "lorem ipsum dolor sit amet ".repeat(3)).into_bytes()
+    }
+
+    fn load(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        let mut model = BTreeMap::new();
+        for n in 0..KEYS {
+            let i = (n * 7919) % KEYS;
+            db.put(key(u64::from(i)), value(i)).expect("put");
+            model.insert(key(u64::from(i)), value(i));
+        }
+        db.flush().expect("flush");
+        db.wait_for_compactions().expect("settle");
+        model
+    }
+
+    /// Data-block types of every live file, with its level.
+    fn file_block_types(db: &Db) -> Vec<(usize, Vec<u8>)> {
+        db.version()
+            .files()
+            .map(|(level, _, file)| {
+                let bytes = std::fs::read(db.path().join(table_file_name(file.number())))
+                    .expect("read table");
+                (level, block_types(&bytes).0)
+            })
+            .collect()
+    }
+
+    fn read_back(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+        for (k, v) in model {
+            assert_eq!(db.get(k).expect("get").as_deref(), Some(&v[..]));
+        }
+        let scanned: Vec<(Vec<u8>, Vec<u8>)> = db
+            .iter()
+            .map(|entry| {
+                let (k, v) = entry.expect("scan");
+                (k.to_vec(), v.to_vec())
+            })
+            .collect();
+        let expected: Vec<(Vec<u8>, Vec<u8>)> =
+            model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert_eq!(scanned, expected);
+    }
+
+    /// `none,lz4,zstd`: level 0 raw, level 1 LZ4, deeper Zstd. A file trivially moved down keeps
+    /// the compression it was written with (as in RocksDB), so a deeper file may hold a shallower
+    /// level's choice, never a deeper one's, and level 0 never compresses.
+    #[test]
+    fn each_level_gets_its_compression() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), options("none,lz4,zstd")).expect("open");
+        let model = load(&db);
+        let files = file_block_types(&db);
+        let type_of = |level: usize| match level {
+            0 => BLOCK_TYPE_UNCOMPRESSED,
+            1 => Compression::Lz4.block_type(),
+            _ => Compression::ZSTD.block_type(),
+        };
+        let deepest = files.iter().map(|(level, _)| *level).max().expect("files");
+        assert!(deepest >= 2, "the load reaches level 2");
+        for level in 1..=deepest {
+            assert!(
+                files
+                    .iter()
+                    .any(|(l, types)| *l == level && types.iter().all(|&t| t == type_of(level))),
+                "some level-{level} file is written with level {level}'s compression: {files:?}"
+            );
+        }
+        for (level, types) in &files {
+            let allowed: Vec<u8> = (1..=*level).map(type_of).collect();
+            for &t in types {
+                assert!(
+                    allowed.contains(&t) || (*level == 0 && t == BLOCK_TYPE_UNCOMPRESSED),
+                    "level {level} holds a block of type {t}"
+                );
+            }
+        }
+        let io = db.stats().io;
+        assert_eq!(
+            io.block_bytes_uncompressed[0], io.block_bytes_stored[0],
+            "flushes store raw"
+        );
+        for level in 1..=deepest {
+            assert!(
+                io.block_bytes_stored[level] * 2 < io.block_bytes_uncompressed[level],
+                "level {level}: {} bytes stored of {}",
+                io.block_bytes_stored[level],
+                io.block_bytes_uncompressed[level]
+            );
+        }
+        assert!(io.compression_ratio() > 1.5, "{}", io.compression_ratio());
+        let report = db.stats().to_string();
+        assert!(report.contains("compression: "), "{report}");
+        let by_level = report
+            .lines()
+            .find(|line| line.starts_with("compression by level: "))
+            .unwrap_or_else(|| panic!("no per-level line: {report}"));
+        assert!(by_level.contains("L1 "), "{by_level}");
+        assert!(
+            !by_level.contains("L0 "),
+            "level 0 is not compressed: {by_level}"
+        );
+        assert!(io.blocks_compressed > 0 && io.compress_nanos > 0);
+        assert!(
+            io.blocks_decompressed > 0 && io.decompress_nanos > 0,
+            "compactions read compressed inputs"
+        );
+        read_back(&db, &model);
+        db.close().expect("close");
+    }
+
+    /// `lz4,zstd-bottom`: after a full compaction every file holds the oldest data for its keys,
+    /// so all of them are Zstd; before it, non-bottom outputs are LZ4. The database reopens and
+    /// reads back everything, cold (block cache empty, every block decompressed from the file).
+    #[test]
+    fn bottommost_outputs_use_zstd_and_a_compressed_database_reopens() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let model = {
+            let db = Db::open(dir.path(), options("lz4,zstd-bottom")).expect("open");
+            let model = load(&db);
+            let files = file_block_types(&db);
+            let lz4 = Compression::Lz4.block_type();
+            let zstd = Compression::ZSTD.block_type();
+            assert!(files
+                .iter()
+                .all(|(level, types)| *level > 0 || types.iter().all(|&t| t == lz4)));
+            db.compact().expect("compact");
+            let files = file_block_types(&db);
+            assert!(!files.is_empty());
+            for (level, types) in &files {
+                assert!(
+                    types.iter().all(|&t| t == zstd),
+                    "level {level} after a full compaction: {types:?}"
+                );
+            }
+            read_back(&db, &model);
+            db.close().expect("close");
+            model
+        };
+        // Reopened with a different policy: the files say how they are stored.
+        let db = Db::open(dir.path(), options("none")).expect("reopen");
+        db.reset_stats();
+        read_back(&db, &model);
+        let io = db.stats().io;
+        assert!(io.blocks_decompressed > 0);
+        assert!(io.data_block_reads_total() > 0);
+        db.close().expect("close");
+    }
 }

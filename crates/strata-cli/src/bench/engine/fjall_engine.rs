@@ -74,6 +74,46 @@ const FLUSH_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// The longest `wait_for_compactions` runs compactions.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
+/// Levels of fjall's tree (lsm-tree's `DEFAULT_LEVEL_COUNT`, which fjall does not let a keyspace
+/// change).
+const FJALL_LEVELS: usize = 7;
+
+/// fjall's per-level compression policy for Strata's, and how it was mapped. fjall 3.1 has LZ4
+/// and no Zstd, and no bottommost choice: Zstd becomes LZ4 (said so), and the bottommost choice is
+/// given to fjall's last level, where its leveled strategy keeps most of the data. Index blocks get
+/// the data blocks' policy, as Strata and RocksDB compress both.
+fn compression_policy(policy: &strata::CompressionPolicy) -> (CompressionPolicy, String) {
+    let fjall_type = |compression: strata::Compression| match compression {
+        strata::Compression::None => CompressionType::None,
+        strata::Compression::Lz4 | strata::Compression::Zstd { .. } => CompressionType::Lz4,
+    };
+    let mut choices: Vec<strata::Compression> = (0..FJALL_LEVELS)
+        .map(|level| policy.for_output(level, false))
+        .collect();
+    if let (Some(bottommost), Some(last)) = (policy.bottommost(), choices.last_mut()) {
+        *last = bottommost;
+    }
+    let types: Vec<CompressionType> = choices.iter().map(|&c| fjall_type(c)).collect();
+    let mut note = format!(
+        "compression of data and index blocks by level L0..L6: [{}]",
+        types
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if policy.bottommost().is_some() {
+        note.push_str(" (bottommost approximated by fjall's last level, L6)");
+    }
+    if choices
+        .iter()
+        .any(|c| matches!(c, strata::Compression::Zstd { .. }))
+    {
+        note.push_str("; ZSTD NOT AVAILABLE in fjall 3.1: LZ4 used instead (NOT the same)");
+    }
+    (CompressionPolicy::new(types), note)
+}
+
 fn peer_error(error: impl std::fmt::Display) -> CliError {
     CliError::Peer {
         engine: "fjall",
@@ -268,11 +308,8 @@ impl FjallEngine {
             ),
         });
 
-        // Compression.
-        settings.push(
-            "compression none for data, index and journal (the crate is built without lz4)"
-                .to_string(),
-        );
+        // Compression (data and index blocks: see `compression_policy`).
+        settings.push("journal (WAL) uncompressed, as Strata's and RocksDB's WAL".to_string());
 
         // Direct reads.
         settings.push(if config.direct_reads {
@@ -333,6 +370,9 @@ impl FjallEngine {
                 .to_string(),
         );
 
+        let (compression, compression_note) = compression_policy(&config.compression);
+        settings.push(compression_note);
+
         let options = KeyspaceCreateOptions::default()
             .max_memtable_size(config.write_buffer_bytes)
             .data_block_size_policy(BlockSizePolicy::all(block_bytes))
@@ -340,8 +380,8 @@ impl FjallEngine {
                 DATA_BLOCK_RESTART_INTERVAL,
             ))
             .data_block_hash_ratio_policy(HashRatioPolicy::all(0.0))
-            .data_block_compression_policy(CompressionPolicy::disabled())
-            .index_block_compression_policy(CompressionPolicy::all(CompressionType::None))
+            .data_block_compression_policy(compression.clone())
+            .index_block_compression_policy(compression)
             .filter_policy(filter_policy)
             .expect_point_read_hits(false)
             .manual_journal_persist(false)
@@ -565,6 +605,8 @@ impl Engine for FjallEngine {
             // sealed memtables wait) but counts neither.
             write_stalls: None,
             write_stall_micros: None,
+            // fjall's metrics do not count compressed or uncompressed bytes.
+            compression: None,
         }
     }
 
@@ -694,6 +736,36 @@ mod tests {
         assert_eq!(counters.filter_false_positives, Some(0));
         assert_eq!(counters.filter_probes, None);
         assert_eq!(counters.unnecessary_data_reads, None);
+    }
+
+    #[test]
+    fn compression_maps_levels_bottommost_and_zstd() {
+        let (policy, note) = compression_policy(&"none,lz4,zstd-bottom".parse().expect("policy"));
+        assert_eq!(
+            &*policy,
+            &[
+                CompressionType::None,
+                CompressionType::Lz4,
+                CompressionType::Lz4,
+                CompressionType::Lz4,
+                CompressionType::Lz4,
+                CompressionType::Lz4,
+                CompressionType::Lz4,
+            ]
+        );
+        assert!(note.contains("ZSTD NOT AVAILABLE"), "{note}");
+        assert!(note.contains("L6"), "{note}");
+        let (policy, note) = compression_policy(&strata::CompressionPolicy::none());
+        assert!(policy.iter().all(|&c| c == CompressionType::None));
+        assert!(!note.contains("NOT"), "{note}");
+    }
+
+    #[test]
+    fn fjall_compresses_as_configured() {
+        crate::bench::engine::conformance::exercise_compressed_with(
+            crate::bench::engine::EngineKind::Fjall,
+            "lz4",
+        );
     }
 
     #[test]

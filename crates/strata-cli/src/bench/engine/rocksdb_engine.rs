@@ -24,13 +24,17 @@ use rocksdb::{
     BlockBasedIndexType, BlockBasedOptions, Cache, DBCompactionStyle, DBCompressionType, Direction,
     IteratorMode, Options, UniversalCompactOptions, WaitForCompactOptions, WriteBatch, DB,
 };
+use strata::{Compression, CompressionPolicy};
 
-use super::{BatchOp, Engine, EngineConfig, EngineCounters, LevelShape, ScanOutcome, TreeShape};
+use super::{
+    BatchOp, CompressionCounters, Engine, EngineConfig, EngineCounters, LevelShape, ScanOutcome,
+    TreeShape,
+};
 use crate::bench::{CompactionKind, PeerConfig};
 use crate::error::{CliError, CliResult};
 
 /// The tickers the harness reads, in the order of [`Baseline`].
-const TICKERS: [Ticker; 10] = [
+const TICKERS: [Ticker; 15] = [
     Ticker::BlockCacheDataMiss,
     Ticker::BlockCacheIndexMiss,
     Ticker::BlockCacheFilterMiss,
@@ -41,6 +45,15 @@ const TICKERS: [Ticker; 10] = [
     Ticker::FlushWriteBytes,
     Ticker::CompactWriteBytes,
     Ticker::StallMicros,
+    // Block compression in flushes and compactions: uncompressed bytes of blocks stored
+    // compressed, their compressed bytes, bytes of blocks written with no compression configured
+    // (bypassed) and of blocks kept raw because they did not compress enough (rejected), and
+    // blocks decompressed.
+    Ticker::BytesCompressedFrom,
+    Ticker::BytesCompressedTo,
+    Ticker::BytesCompressionBypassed,
+    Ticker::BytesCompressionRejected,
+    Ticker::NumberBlockDecompressed,
 ];
 
 type Baseline = [u64; TICKERS.len()];
@@ -66,13 +79,86 @@ pub struct RocksDbEngine {
     settings: Vec<String>,
 }
 
+/// RocksDB's type for one of Strata's compressions.
+fn compression_type(compression: Compression) -> DBCompressionType {
+    match compression {
+        Compression::None => DBCompressionType::None,
+        Compression::Lz4 => DBCompressionType::Lz4,
+        Compression::Zstd { .. } => DBCompressionType::Zstd,
+    }
+}
+
+/// The Zstd level of the first Zstd choice in `choices`, if any.
+fn zstd_level(choices: &[Compression]) -> Option<i32> {
+    choices.iter().find_map(|c| match c {
+        Compression::Zstd { level } => Some(*level),
+        _ => None,
+    })
+}
+
+/// Sets RocksDB's `compression_per_level`, `bottommost_compression` and their Zstd levels from
+/// Strata's policy, and says how. The two apply to the same blocks (RocksDB compresses data and
+/// index blocks, never filters, and keeps a block raw unless it saves 1/8, as Strata does), and
+/// RocksDB's bottommost test is Strata's (no older data for the output's keys below it). Where
+/// they differ: RocksDB has one Zstd level for all non-bottommost levels (the first one given is
+/// used), and with `level_compaction_dynamic_level_bytes` its per-level list counts from the base
+/// level, not from level 1.
+fn configure_compression(options: &mut Options, policy: &CompressionPolicy) -> String {
+    // RocksDB's CompressionOptions defaults besides the level: window_bits -14, strategy 0, no
+    // dictionary.
+    const WINDOW_BITS: i32 = -14;
+    let levels: Vec<DBCompressionType> = policy
+        .levels()
+        .iter()
+        .map(|&c| compression_type(c))
+        .collect();
+    // compression_per_level takes precedence over `compression`; set both so that RocksDB's own
+    // flush path (which consults `compression` when the list is empty) agrees.
+    options.set_compression_type(levels.first().copied().unwrap_or(DBCompressionType::None));
+    options.set_compression_per_level(&levels);
+    let mut text = format!(
+        "compression_per_level [{}] (deeper levels take the last)",
+        policy
+            .levels()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let distinct_zstd_levels: std::collections::BTreeSet<i32> = policy
+        .levels()
+        .iter()
+        .filter_map(|c| match c {
+            Compression::Zstd { level } => Some(*level),
+            _ => None,
+        })
+        .collect();
+    if let Some(level) = zstd_level(policy.levels()) {
+        options.set_compression_options(WINDOW_BITS, level, 0, 0);
+        text.push_str(&format!(", Zstd level {level}"));
+        if distinct_zstd_levels.len() > 1 {
+            text.push_str(" (RocksDB has one Zstd level for these levels: NOT the same levels)");
+        }
+    }
+    match policy.bottommost() {
+        Some(bottommost) => {
+            options.set_bottommost_compression_type(compression_type(bottommost));
+            text.push_str(&format!("; bottommost_compression {bottommost}"));
+            if let Compression::Zstd { level } = bottommost {
+                options.set_bottommost_compression_options(WINDOW_BITS, level, 0, 0, true);
+            }
+        }
+        None => text.push_str("; no bottommost_compression"),
+    }
+    text
+}
+
 impl RocksDbEngine {
     /// Opens (or creates) a RocksDB database in `dir`.
     pub fn open(dir: &Path, config: &EngineConfig) -> CliResult<Self> {
         let mut options = Options::default();
         options.create_if_missing(true);
         options.enable_statistics();
-        options.set_compression_type(DBCompressionType::None);
         let write_buffer = usize::try_from(config.write_buffer_bytes).unwrap_or(usize::MAX);
         options.set_write_buffer_size(write_buffer);
         options.set_max_write_buffer_number(2);
@@ -82,9 +168,10 @@ impl RocksDbEngine {
         let mut settings = vec![
             format!("write_buffer_size {write_buffer} x max_write_buffer_number 2"),
             format!(
-                "compression none; target_file_size_base {} bytes; level0 trigger 4",
+                "target_file_size_base {} bytes; level0 trigger 4",
                 config.target_file_bytes
             ),
+            configure_compression(&mut options, &config.compression),
             format!("use_direct_reads {}", config.direct_reads),
         ];
         match config.compaction {
@@ -261,7 +348,7 @@ impl Engine for RocksDbEngine {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let delta: Baseline = std::array::from_fn(|i| now[i].saturating_sub(base[i]));
-        let [data, index, filter, useful, positive, true_positive, user, flush, compact, stall_micros] =
+        let [data, index, filter, useful, positive, true_positive, user, flush, compact, stall_micros, compressed_from, compressed_to, bypassed, rejected, decompressed] =
             delta;
         let stalls_base = *self
             .stalls_baseline
@@ -288,6 +375,15 @@ impl Engine for RocksDbEngine {
             last_level_filter_skips: None,
             write_stalls: Some(self.write_stalls().saturating_sub(stalls_base)),
             write_stall_micros: Some(stall_micros),
+            // Compression and decompression times are histograms RocksDB fills only at a
+            // statistics level above its default (`kExceptDetailedTimers`); not timed here.
+            compression: Some(CompressionCounters {
+                uncompressed_bytes: compressed_from + bypassed + rejected,
+                stored_bytes: compressed_to + bypassed + rejected,
+                compress_nanos: None,
+                decompress_nanos: None,
+                blocks_decompressed: decompressed,
+            }),
         }
     }
 

@@ -8,7 +8,10 @@ use strata::alloc::{FilterAllocator, Mnemosyne, MnemosynePlus, Monkey, Uniform};
 use strata::compaction::{CompactionPolicy, Leveling, Tiering};
 use strata::{Db, Options, WriteBatch};
 
-use super::{BatchOp, Engine, EngineConfig, EngineCounters, LevelShape, ScanOutcome, TreeShape};
+use super::{
+    BatchOp, CompressionCounters, Engine, EngineConfig, EngineCounters, LevelShape, ScanOutcome,
+    TreeShape,
+};
 use crate::bench::{CompactionKind, FilterPolicyKind};
 use crate::error::CliResult;
 
@@ -71,7 +74,8 @@ impl StrataEngine {
             .access_sample_every(config.access_sample_every)
             .access_recent_weight(config.access_recent_weight)
             .compaction_policy(Arc::clone(&policy))
-            .filter_allocator(allocator);
+            .filter_allocator(allocator)
+            .compression(config.compression.clone());
         options.validate()?;
         let settings = vec![
             format!(
@@ -89,7 +93,10 @@ impl StrataEngine {
             ),
             format!("compaction {}", policy.name()),
             format!("target_file_bytes {}", options.target_file_bytes),
-            "compression: none (Strata has none)".to_string(),
+            format!(
+                "compression {} (data and index blocks; kept raw unless it saves 1/8)",
+                options.compression
+            ),
             format!("direct_reads {}", options.direct_reads),
             format!(
                 "pin_filter_and_index_blocks {}",
@@ -238,6 +245,13 @@ impl Engine for StrataEngine {
             table_write_bytes: Some(io.flush_write_bytes + io.compaction_write_bytes),
             write_stalls: Some(io.write_slowdowns + io.write_stops),
             write_stall_micros: Some(io.write_stall_micros),
+            compression: Some(CompressionCounters {
+                uncompressed_bytes: io.block_bytes_uncompressed_total(),
+                stored_bytes: io.block_bytes_stored_total(),
+                compress_nanos: Some(io.compress_nanos),
+                decompress_nanos: Some(io.decompress_nanos),
+                blocks_decompressed: io.blocks_decompressed,
+            }),
         }
     }
 
