@@ -465,7 +465,9 @@ fn group_commit_of_mixed_sync_writers_keeps_every_acknowledged_write() {
             .target_file_bytes(64 * 1024)
     };
     let db = Db::open(dir.path(), options()).expect("open");
-    let results: Vec<(BTreeMap<Vec<u8>, Option<Vec<u8>>>, u64)> = std::thread::scope(|scope| {
+    /// A writer's expected final value (`None`: deleted) per key, and its synced writes.
+    type WriterResult = (BTreeMap<Vec<u8>, Option<Vec<u8>>>, u64);
+    let results: Vec<WriterResult> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..THREADS)
             .map(|thread| {
                 let db = db.clone();
