@@ -39,8 +39,9 @@ pub(crate) fn pack_trailer(sequence: SequenceNumber, kind: ValueKind) -> u64 {
     (sequence << 8) | kind as u64
 }
 
-/// Builds an internal key (the memtable builds its entries in place; tests use this).
-#[cfg(test)]
+/// Builds an internal key (the memtable packs its entries itself; tests and the
+/// microbenchmarks use this).
+#[cfg(any(test, feature = "internal-benches"))]
 pub(crate) fn encode_internal_key(
     user_key: &[u8],
     sequence: SequenceNumber,

@@ -359,18 +359,18 @@ mod tests {
     use crate::counting_allocator::heap_count;
     use crate::{Db, Options, WriteBatch, WriteOptions};
 
-    /// With the commit lock free, a put or delete allocates only its memtable entry (the buffer
-    /// and crossbeam's node), and a batch's commit allocates nothing beyond its entries: the
-    /// group's vectors and the single-write batch are reused from the commit state, the WAL
-    /// record is framed on the stack and written through the log's buffer.
+    /// With the commit lock free, a put or delete allocates nothing: the memtable's arena makes
+    /// one allocation per chunk (megabytes apart), the group's vectors and the single-write
+    /// batch are reused from the commit state, and the WAL record is framed on the stack and
+    /// written through the log's buffer. A batch's commit adds nothing to the batch's own.
     #[test]
-    fn a_write_allocates_only_its_memtable_entries() {
+    fn a_write_allocates_nothing_but_memtable_arena_chunks() {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = Db::open(dir.path(), Options::default()).expect("open");
         let keys: Vec<String> = (0..1_000).map(|i| format!("key{i:08}")).collect();
         let value = vec![7u8; 100];
         // Warm-up: the first write sizes the reusable buffers and registers this thread with
-        // crossbeam's epoch collector and arc-swap's debt list.
+        // arc-swap's debt list.
         for key in &keys[..10] {
             db.put(key, &value).expect("put");
         }
@@ -378,7 +378,8 @@ mod tests {
         for key in &keys[10..] {
             db.put(key, &value).expect("put");
         }
-        assert_eq!(heap_count().allocations - before, 2 * 990, "puts");
+        // 990 entries of about 140 arena bytes: a few chunks at most.
+        assert!(heap_count().allocations - before <= 10, "puts");
 
         let before = heap_count().allocations;
         for key in &keys[..500] {
@@ -388,9 +389,8 @@ mod tests {
         for key in &keys[500..600] {
             db.put_opt(key, &value, sync).expect("synced put");
         }
-        assert_eq!(
-            heap_count().allocations - before,
-            2 * 600,
+        assert!(
+            heap_count().allocations - before <= 6,
             "deletes and synced puts"
         );
 
@@ -408,7 +408,7 @@ mod tests {
         for batch in batches.drain(..) {
             db.write(batch).expect("write");
         }
-        assert_eq!(heap_count().allocations - before, 2 * 300, "batches");
+        assert!(heap_count().allocations - before <= 3, "batches");
 
         // Batch i deletes key i and writes key i + 1, which batch i + 1 deletes again.
         assert_eq!(db.get(&keys[100]).expect("get").as_deref(), Some(&b"x"[..]));

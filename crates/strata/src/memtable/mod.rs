@@ -1,98 +1,24 @@
-//! The memtable: recent writes in a concurrent skiplist, keyed by internal key.
+//! The memtable: recent writes in a skiplist, keyed by internal key.
 //!
 //! Writers insert under the engine's commit lock (one at a time, in sequence order); readers never
 //! lock: they look up or scan with a sequence number and ignore newer entries. A full memtable
 //! becomes immutable and is flushed to a level-0 table by the background flush thread.
 //!
-//! Each entry is one heap buffer, `internal key || value`, with the internal key's length beside
-//! it ([`MemEntry`]); the skiplist orders entries by the internal-key prefix alone. One buffer
-//! instead of a boxed key and a boxed value halves the allocations an insert makes: what is left
-//! is that buffer and crossbeam's skiplist node. The size accounting counts both, as the
-//! allocator rounds them ([`entry_heap_bytes`]), because the write-buffer limit depends on it.
+//! The skiplist ([`skiplist`]) keeps its nodes, keys and values in an arena of large chunks, so
+//! an insert makes no heap allocation of its own (one per chunk, megabytes apart), and freeing
+//! a memtable frees its chunks, not its entries one by one. The memtable's size is the arena
+//! bytes its entries use (nodes, keys, values): the heap it holds is that plus at most one
+//! partly used chunk and the chunk directory, and a test checks both bounds.
 
-use std::cmp::Ordering;
-use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+mod skiplist;
+
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
-use crossbeam_skiplist::SkipSet;
-
 use crate::iterator::InternalIterator;
-use crate::key::{
-    compare_internal_keys, lookup_key, pack_trailer, parse_internal_key, SequenceNumber, ValueKind,
-    TRAILER_LEN,
-};
+use crate::key::{SequenceNumber, ValueKind};
 use crate::stats::merlin::MemtableAccess;
-
-/// One memtable entry: `internal key || value` in a single buffer, ordered by the internal key
-/// ([`compare_internal_keys`]); the value plays no part in the order.
-#[derive(Clone)]
-pub(crate) struct MemEntry {
-    bytes: Box<[u8]>,
-    /// Length of the internal-key prefix of `bytes` (user key plus trailer); keys are at most
-    /// `MAX_KEY_BYTES` long, so it fits.
-    internal_key_len: u32,
-}
-
-impl MemEntry {
-    /// Builds the entry with exactly one allocation of `user_key + 8 + value` bytes.
-    fn new(user_key: &[u8], sequence: SequenceNumber, kind: ValueKind, value: &[u8]) -> Self {
-        let internal_key_len = user_key.len() + TRAILER_LEN;
-        let mut bytes = Vec::with_capacity(internal_key_len + value.len());
-        bytes.extend_from_slice(user_key);
-        bytes.extend_from_slice(&pack_trailer(sequence, kind).to_le_bytes());
-        bytes.extend_from_slice(value);
-        MemEntry::from_parts(bytes, internal_key_len)
-    }
-
-    /// An entry with no value, for seeking to `internal_key`.
-    fn seek_target(internal_key: Vec<u8>) -> Self {
-        let internal_key_len = internal_key.len();
-        MemEntry::from_parts(internal_key, internal_key_len)
-    }
-
-    fn from_parts(bytes: Vec<u8>, internal_key_len: usize) -> Self {
-        MemEntry {
-            // The capacity is exact (or the vector came from a caller), so this does not
-            // reallocate when the length equals the capacity.
-            bytes: bytes.into_boxed_slice(),
-            // Internal keys are checked against `MAX_KEY_BYTES` (64 KiB) before they get here;
-            // a longer one saturates, which only a seek target could be, and it then sorts as
-            // its first 4 GiB, after every stored key of that prefix.
-            internal_key_len: u32::try_from(internal_key_len).unwrap_or(u32::MAX),
-        }
-    }
-
-    pub(crate) fn internal_key(&self) -> &[u8] {
-        let end = (self.internal_key_len as usize).min(self.bytes.len());
-        &self.bytes[..end]
-    }
-
-    pub(crate) fn value(&self) -> &[u8] {
-        let start = (self.internal_key_len as usize).min(self.bytes.len());
-        &self.bytes[start..]
-    }
-}
-
-impl PartialEq for MemEntry {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for MemEntry {}
-
-impl Ord for MemEntry {
-    fn cmp(&self, other: &Self) -> Ordering {
-        compare_internal_keys(self.internal_key(), other.internal_key())
-    }
-}
-
-impl PartialOrd for MemEntry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
+use skiplist::{Position, SkipList, Target};
 
 /// What a memtable (or any newer source) says about a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,38 +31,9 @@ pub(crate) enum Lookup {
     Absent,
 }
 
-/// Bytes the allocator hands out for a request of `size` bytes: glibc's malloc (the allocator
-/// Rust uses by default on Linux) adds an 8-byte header and rounds the chunk to 16 bytes, with a
-/// 32-byte minimum.
-const fn allocated_bytes(size: usize) -> usize {
-    let chunk = (size + 8 + 15) & !15;
-    if chunk < 32 {
-        32
-    } else {
-        chunk
-    }
-}
-
-/// Bytes of crossbeam's skiplist node before its tower: the key ([`MemEntry`], 24 bytes), the
-/// empty value and the reference count and height (8 bytes).
-const NODE_HEADER_BYTES: usize = std::mem::size_of::<MemEntry>() + 8;
-
-/// Average tower height of crossbeam's skiplist: each level is kept with probability 1/2, so the
-/// mean height is 2 pointers of 8 bytes.
-const MEAN_TOWER_BYTES: usize = 2 * 8;
-
-/// The heap bytes one entry costs: its buffer and its skiplist node, as the allocator rounds
-/// them. Used for the write-buffer limit, so it must not undercount (a test checks it against
-/// the allocator).
-pub(crate) const fn entry_heap_bytes(internal_key_len: usize, value_len: usize) -> usize {
-    allocated_bytes(internal_key_len + value_len)
-        + allocated_bytes(NODE_HEADER_BYTES + MEAN_TOWER_BYTES)
-}
-
 /// A sorted in-memory table of recent writes.
 pub(crate) struct MemTable {
-    set: SkipSet<MemEntry>,
-    approximate_bytes: AtomicUsize,
+    list: SkipList,
     entries: AtomicU64,
     /// Number of the WAL that holds this memtable's writes.
     wal_number: u64,
@@ -148,8 +45,7 @@ pub(crate) struct MemTable {
 impl MemTable {
     pub(crate) fn new(wal_number: u64, first_lookup_number: u64) -> Self {
         MemTable {
-            set: SkipSet::new(),
-            approximate_bytes: AtomicUsize::new(0),
+            list: SkipList::new(),
             entries: AtomicU64::new(0),
             wal_number,
             access: MemtableAccess::new(first_lookup_number),
@@ -168,37 +64,39 @@ impl MemTable {
         user_key: &[u8],
         value: &[u8],
     ) {
-        let bytes = entry_heap_bytes(user_key.len() + TRAILER_LEN, value.len());
-        // Sequence numbers are unique, so no entry with this internal key exists: `insert`
-        // would replace one, `get_or_insert` skips that check's removal path.
-        drop(
-            self.set
-                .get_or_insert(MemEntry::new(user_key, sequence, kind, value)),
-        );
-        self.approximate_bytes
-            .fetch_add(bytes, AtomicOrdering::Relaxed);
+        self.list.insert(user_key, sequence, kind, value);
         self.entries.fetch_add(1, AtomicOrdering::Relaxed);
     }
 
     /// The newest version of `user_key` with a sequence number `<= sequence`.
     pub(crate) fn get(&self, user_key: &[u8], sequence: SequenceNumber) -> Lookup {
-        let start = MemEntry::seek_target(lookup_key(user_key, sequence));
-        let Some(found) = self.set.range(start..).next() else {
+        // The largest kind byte sorts first at equal sequence, so the seek lands on the newest
+        // version at or below `sequence` (`crate::key::lookup_key`).
+        let target = Target {
+            user_key,
+            trailer: (sequence << 8) | 0xff,
+        };
+        let Some(position) = self.list.seek(target) else {
             return Lookup::Absent;
         };
-        let entry = found.value();
-        match parse_internal_key(entry.internal_key()) {
-            Some(parsed) if parsed.user_key == user_key => match parsed.kind {
-                ValueKind::Value => Lookup::Found(entry.value().to_vec()),
-                ValueKind::Deletion => Lookup::Deleted,
-            },
-            _ => Lookup::Absent,
+        if !self.list.user_key_is(position, user_key) {
+            return Lookup::Absent;
+        }
+        match ValueKind::from_byte((self.list.trailer(position) & 0xff) as u8) {
+            Some(ValueKind::Value) => {
+                let mut value = Vec::new();
+                self.list.read_value(position, &mut value);
+                Lookup::Found(value)
+            }
+            Some(ValueKind::Deletion) => Lookup::Deleted,
+            None => Lookup::Absent,
         }
     }
 
-    /// Estimated memory use in bytes.
+    /// Bytes of the memtable's entries as stored (nodes, keys, values in the arena). The heap
+    /// holds at most one partly used arena chunk and the chunk directory more.
     pub(crate) fn approximate_bytes(&self) -> usize {
-        self.approximate_bytes.load(AtomicOrdering::Relaxed)
+        self.list.used_bytes()
     }
 
     /// Number of entries (all versions and tombstones).
@@ -208,17 +106,21 @@ impl MemTable {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.set.is_empty()
+        self.list.is_empty()
     }
 
-    /// Visits every entry in internal-key order (a flush's single pass; no re-seeking).
+    /// Visits every entry in internal-key order (a flush's single pass).
     pub(crate) fn for_each_entry<E>(
         &self,
         mut visit: impl FnMut(&[u8], &[u8]) -> Result<(), E>,
     ) -> Result<(), E> {
-        for found in self.set.iter() {
-            let entry = found.value();
-            visit(entry.internal_key(), entry.value())?;
+        let (mut key, mut value) = (Vec::new(), Vec::new());
+        let mut position = self.list.first();
+        while let Some(at) = position {
+            self.list.read_internal_key(at, &mut key);
+            self.list.read_value(at, &mut value);
+            visit(&key, &value)?;
+            position = self.list.after(at);
         }
         Ok(())
     }
@@ -227,55 +129,67 @@ impl MemTable {
     pub(crate) fn iter(self: &Arc<Self>) -> MemTableIter {
         MemTableIter {
             table: Arc::clone(self),
-            current: None,
+            position: None,
+            key: Vec::new(),
+            value: Vec::new(),
         }
     }
 }
 
-/// An owned iterator over a memtable. It holds a copy of the current entry and re-seeks the
-/// skiplist on `next` (O(log n) a step), which keeps it free of borrows so it can live inside a
-/// user-facing iterator or snapshot.
+/// An owned iterator over a memtable: the `Arc` keeps the arena alive, the position is a node of
+/// it, and `next` follows the node's level-0 link. The current key and value are copied into
+/// buffers the iterator reuses, so that `key` and `value` can hand out plain slices.
 pub(crate) struct MemTableIter {
     table: Arc<MemTable>,
-    current: Option<MemEntry>,
+    position: Option<Position>,
+    key: Vec<u8>,
+    value: Vec<u8>,
 }
 
 impl MemTableIter {
-    fn position(&mut self, bound: Bound<MemEntry>) {
-        self.current = self
-            .table
-            .set
-            .range((bound, Bound::Unbounded))
-            .next()
-            .map(|entry| entry.value().clone());
+    fn settle(&mut self, position: Option<Position>) {
+        self.position = position;
+        match position {
+            Some(at) => {
+                self.table.list.read_internal_key(at, &mut self.key);
+                self.table.list.read_value(at, &mut self.value);
+            }
+            None => {
+                self.key.clear();
+                self.value.clear();
+            }
+        }
     }
 }
 
 impl InternalIterator for MemTableIter {
     fn valid(&self) -> bool {
-        self.current.is_some()
+        self.position.is_some()
     }
 
     fn seek_to_first(&mut self) {
-        self.position(Bound::Unbounded);
+        let first = self.table.list.first();
+        self.settle(first);
     }
 
     fn seek(&mut self, target: &[u8]) {
-        self.position(Bound::Included(MemEntry::seek_target(target.to_vec())));
+        let found = self.table.list.seek(Target::from_internal_key(target));
+        self.settle(found);
     }
 
     fn next(&mut self) {
-        if let Some(entry) = self.current.take() {
-            self.position(Bound::Excluded(entry));
+        if let Some(at) = self.position {
+            let next = self.table.list.after(at);
+            self.settle(next);
         }
     }
 
     fn key(&self) -> &[u8] {
-        self.current.as_ref().map_or(&[], MemEntry::internal_key)
+        &self.key
     }
 
     fn value(&self) -> &[u8] {
-        self.current.as_ref().map_or(&[], MemEntry::value)
+        &self.value
     }
 
     fn status(&self) -> crate::Result<()> {
@@ -287,6 +201,8 @@ impl InternalIterator for MemTableIter {
 mod tests {
     use super::*;
     use crate::counting_allocator::heap_count;
+    use crate::key::{compare_internal_keys, lookup_key, pack_trailer, parse_internal_key};
+    use std::cmp::Ordering;
 
     #[test]
     fn get_sees_the_newest_visible_version() {
@@ -335,44 +251,50 @@ mod tests {
         assert_eq!(parse_internal_key(iter.key()).map(|p| p.sequence), Some(1));
     }
 
-    /// One allocation for the entry's buffer and one for crossbeam's node; no other.
+    /// An insert allocates nothing of its own: the arena makes one allocation per chunk. The
+    /// memtable's size (the arena bytes its entries use) is never more than the heap it holds,
+    /// and less by at most one partly used chunk and the chunk directory.
     #[test]
-    fn an_insert_makes_two_allocations_and_the_accounting_covers_them() {
-        let table = MemTable::new(1, 0);
-        // The thread's first skiplist operation registers it with crossbeam's epoch collector
-        // (an allocation of its own, once per thread); get it done before counting.
-        drop(table.get(b"warm-up", 0));
-        // Entries of several shapes, so the rounding of both allocations varies.
-        for (round, (key_len, value_len)) in [(16, 100), (1, 0), (128, 384), (24, 1000), (8, 8)]
-            .into_iter()
-            .enumerate()
-        {
+    fn inserts_allocate_only_arena_chunks_and_the_accounting_bounds_the_heap() {
+        for (key_len, value_len, count) in [
+            (16usize, 100usize, 100_000u64),
+            (1, 0, 50_000),
+            (128, 384, 20_000),
+            (24, 1000, 10_000),
+        ] {
+            let keys: Vec<Vec<u8>> = (0..count)
+                .map(|i| {
+                    let mut key = format!("{i:0width$}", width = key_len).into_bytes();
+                    key.truncate(key_len);
+                    key
+                })
+                .collect();
+            let value = vec![b'v'; value_len];
             let before = heap_count();
-            let bytes_before = table.approximate_bytes();
-            let count = 2_000u64;
-            for i in 0..count {
-                let mut key = vec![b'k'; key_len];
-                let tag = i.to_be_bytes();
-                let tail = key.len().saturating_sub(tag.len());
-                key[tail..].copy_from_slice(&tag[8 - (key_len - tail)..]);
-                let value = vec![b'v'; value_len];
-                let start = heap_count().allocations;
-                table.insert(round as u64 * count + i + 1, ValueKind::Value, &key, &value);
-                assert_eq!(
-                    heap_count().allocations - start,
-                    2,
-                    "allocations of one insert ({key_len}-byte key, {value_len}-byte value)"
-                );
+            let table = MemTable::new(1, 0);
+            for (i, key) in keys.iter().enumerate() {
+                table.insert(i as u64 + 1, ValueKind::Value, key, &value);
             }
-            // The key and value vectors above are freed, so the live bytes that remain are the
-            // memtable's own.
-            let real = (heap_count().live_bytes - before.live_bytes) as f64 / count as f64;
-            let counted = (table.approximate_bytes() - bytes_before) as f64 / count as f64;
+            let after = heap_count();
+            let allocations = after.allocations - before.allocations;
             assert!(
-                counted >= real * 0.95 && counted <= real * 1.10,
-                "{key_len}-byte keys, {value_len}-byte values: accounted {counted:.1} bytes an \
-                 entry, the heap holds {real:.1}"
+                allocations <= 2 + count / 100,
+                "{allocations} allocations for {count} inserts ({key_len}/{value_len})"
             );
+            let real = usize::try_from(after.live_bytes - before.live_bytes).expect("grew");
+            let counted = table.approximate_bytes();
+            assert!(
+                counted <= real && real <= counted + (1 << 20) + 8 * 1024,
+                "{key_len}-byte keys, {value_len}-byte values: accounted {counted} bytes, the \
+                 heap holds {real}"
+            );
+            // The arena's own count of its heap is the allocator's, up to malloc's headers.
+            let allocated = table.list.allocated_bytes();
+            assert!(
+                allocated <= real && real <= allocated + 64 * 64,
+                "{allocated} vs {real}"
+            );
+            assert_eq!(table.entries(), count);
         }
     }
 
