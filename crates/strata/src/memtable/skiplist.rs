@@ -36,6 +36,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::OnceLock;
 
 use parking_lot::Mutex;
+use zerocopy::FromZeros;
 
 use crate::key::{SequenceNumber, ValueKind, TRAILER_LEN};
 
@@ -183,7 +184,12 @@ impl Arena {
             (0..slots).map(|_| OnceLock::new()).collect()
         });
         if let Some(slot) = slots.get(slot) {
-            slot.get_or_init(|| (0..words).map(|_| AtomicU64::new(0)).collect());
+            slot.get_or_init(|| {
+                // Zeroed memory from the allocator (calloc: fresh pages are zero already), not
+                // a loop that writes every word of a megabyte.
+                <[AtomicU64] as FromZeros>::new_box_zeroed_with_elems(words)
+                    .unwrap_or_else(|_| (0..words).map(|_| AtomicU64::new(0)).collect())
+            });
             self.allocated_bytes
                 .fetch_add(words * 8, AtomicOrdering::Relaxed);
         }
