@@ -39,7 +39,8 @@ pub(crate) fn pack_trailer(sequence: SequenceNumber, kind: ValueKind) -> u64 {
     (sequence << 8) | kind as u64
 }
 
-/// Builds an internal key.
+/// Builds an internal key (the memtable packs its entries itself; index separators, tests and
+/// the microbenchmarks use this).
 pub(crate) fn encode_internal_key(
     user_key: &[u8],
     sequence: SequenceNumber,
@@ -148,9 +149,31 @@ fn trailer(key: &[u8]) -> u64 {
 
 /// Orders internal keys: user key ascending, then trailer (sequence, kind) descending.
 pub(crate) fn compare_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
-    user_key(a)
-        .cmp(user_key(b))
-        .then_with(|| trailer(b).cmp(&trailer(a)))
+    compare_bytes(user_key(a), user_key(b)).then_with(|| trailer(b).cmp(&trailer(a)))
+}
+
+/// Bytewise order, the same as `<[u8]>::cmp`, compared eight bytes at a time as big-endian
+/// words in line. This is the comparison a memtable insert makes about 30 times on its way down
+/// the skiplist; for short keys the call into `memcmp` cost more than the comparison itself.
+#[inline]
+pub(crate) fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
+    let common = a.len().min(b.len());
+    let (a_words, a_tail) = a[..common].as_chunks::<8>();
+    let (b_words, b_tail) = b[..common].as_chunks::<8>();
+    for index in 0..a_words.len().min(b_words.len()) {
+        let x = u64::from_be_bytes(a_words[index]);
+        let y = u64::from_be_bytes(b_words[index]);
+        if x != y {
+            return x.cmp(&y);
+        }
+    }
+    for index in 0..a_tail.len().min(b_tail.len()) {
+        let (x, y) = (a_tail[index], b_tail[index]);
+        if x != y {
+            return x.cmp(&y);
+        }
+    }
+    a.len().cmp(&b.len())
 }
 
 #[cfg(test)]
@@ -199,5 +222,30 @@ mod tests {
         let kind_pos = bad.len() - TRAILER_LEN;
         bad[kind_pos] = 7;
         assert!(parse_internal_key(&bad).is_none());
+    }
+
+    proptest::proptest! {
+        /// The word-at-a-time comparison is `<[u8]>::cmp`, for every length and at every
+        /// position of the first difference (short alphabets make common prefixes likely).
+        #[test]
+        fn compare_bytes_is_slice_order(
+            a in proptest::collection::vec(0u8..4, 0..40),
+            b in proptest::collection::vec(0u8..4, 0..40),
+        ) {
+            proptest::prop_assert_eq!(compare_bytes(&a, &b), a.cmp(&b));
+            proptest::prop_assert_eq!(compare_bytes(&b, &a), b.cmp(&a));
+            let mut longer = a.clone();
+            longer.extend_from_slice(&b);
+            proptest::prop_assert_eq!(compare_bytes(&a, &longer), a.cmp(&longer));
+            proptest::prop_assert_eq!(compare_bytes(&a, &a), std::cmp::Ordering::Equal);
+        }
+
+        #[test]
+        fn compare_bytes_orders_high_bytes_unsigned(
+            a in proptest::collection::vec(proptest::num::u8::ANY, 0..24),
+            b in proptest::collection::vec(proptest::num::u8::ANY, 0..24),
+        ) {
+            proptest::prop_assert_eq!(compare_bytes(&a, &b), a.cmp(&b));
+        }
     }
 }

@@ -39,6 +39,13 @@ pub mod bench_internals;
 pub(crate) mod cache;
 pub mod check;
 pub(crate) mod coding;
+#[cfg(test)]
+mod counting_allocator;
+/// Tests count allocations and heap bytes per thread (`counting_allocator`).
+#[cfg(test)]
+#[global_allocator]
+static GLOBAL_ALLOCATOR: counting_allocator::CountingAllocator =
+    counting_allocator::CountingAllocator;
 pub mod compaction;
 mod db;
 pub mod env;

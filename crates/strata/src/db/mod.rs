@@ -35,6 +35,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::cache::BlockCache;
 use crate::env::{FileLock, FileSystem};
 use crate::error::{Error, Result};
+use crate::key::ValueKind;
 use crate::memtable::MemTable;
 use crate::options::{Options, WriteOptions};
 use crate::stats::merlin::Merlin;
@@ -110,10 +111,31 @@ pub(crate) struct ReadView {
     pub(crate) version: Arc<Version>,
 }
 
-/// State guarded by the commit lock: the active WAL and memtable switching.
+/// State guarded by the commit lock: the active WAL, memtable switching, and the buffers a
+/// commit group reuses so that committing allocates nothing of its own.
 pub(crate) struct CommitState {
     pub(crate) wal: Option<LogWriter>,
     pub(crate) wal_number: u64,
+    /// The batches of the group being committed (empty between groups; kept for its capacity).
+    pub(crate) group_batches: Vec<WriteBatch>,
+    /// The queued writes the group answers (empty between groups; kept for its capacity).
+    pub(crate) group_followers: Vec<Arc<PendingWrite>>,
+    /// The batch `Db::put` and `Db::delete` encode into when they lead a group themselves, so a
+    /// single write needs no batch allocation of its own.
+    /// `None` while a group uses it, or after a write too large to keep.
+    pub(crate) single_write: Option<WriteBatch>,
+}
+
+impl CommitState {
+    pub(crate) fn new(wal: Option<LogWriter>, wal_number: u64) -> Self {
+        CommitState {
+            wal,
+            wal_number,
+            group_batches: Vec::new(),
+            group_followers: Vec::new(),
+            single_write: None,
+        }
+    }
 }
 
 /// A write waiting for a group-commit leader.
@@ -286,18 +308,15 @@ impl Db {
         value: impl AsRef<[u8]>,
         options: WriteOptions,
     ) -> Result<()> {
-        let (key, value) = (key.as_ref(), value.as_ref());
-        let mut batch = WriteBatch::with_capacity(key.len() + value.len());
-        batch.put(key, value);
-        self.write_opt(batch, options)
+        self.inner
+            .write_single(ValueKind::Value, key.as_ref(), value.as_ref(), options.sync)
     }
 
     /// Removes `key` (a no-op if it is absent).
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
-        let key = key.as_ref();
-        let mut batch = WriteBatch::with_capacity(key.len());
-        batch.delete(key);
-        self.write(batch)
+        let sync = self.default_write_options().sync;
+        self.inner
+            .write_single(ValueKind::Deletion, key.as_ref(), &[], sync)
     }
 
     /// Applies a batch atomically.

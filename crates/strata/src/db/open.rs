@@ -252,7 +252,7 @@ pub(crate) fn open(
         },
         Mode::ReadWrite {
             lock,
-            commit: CommitState { wal, wal_number },
+            commit: CommitState::new(wal, wal_number),
         },
     );
     remove_orphan_tables(&inner)?;
@@ -308,14 +308,7 @@ fn assemble(
     };
     let (lock, commit, read_only) = match mode {
         Mode::ReadWrite { lock, commit } => (Some(lock), commit, false),
-        Mode::ReadOnly => (
-            None,
-            CommitState {
-                wal: None,
-                wal_number: 0,
-            },
-            true,
-        ),
+        Mode::ReadOnly => (None, CommitState::new(None, 0), true),
     };
     Arc::new(DbInner {
         dir: dir.to_path_buf(),

@@ -5,10 +5,25 @@ use std::time::{Duration, Instant};
 
 use super::{CommitState, DbInner, PendingWrite, ReadView};
 use crate::error::{Error, Result};
+use crate::key::ValueKind;
 use crate::memtable::MemTable;
 use crate::options::{MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_VALUE_BYTES};
 use crate::stats::add;
 use crate::wal::{wal_path, LogWriter, WriteBatch};
+
+fn validate_entry(key_bytes: usize, value_bytes: usize) -> Result<()> {
+    if key_bytes > MAX_KEY_BYTES {
+        return Err(Error::InvalidArgument(format!(
+            "key of {key_bytes} bytes exceeds the {MAX_KEY_BYTES}-byte limit"
+        )));
+    }
+    if value_bytes > MAX_VALUE_BYTES {
+        return Err(Error::InvalidArgument(format!(
+            "value of {value_bytes} bytes exceeds the {MAX_VALUE_BYTES}-byte limit"
+        )));
+    }
+    Ok(())
+}
 
 fn validate(batch: &WriteBatch) -> Result<()> {
     if batch.approximate_bytes() > MAX_BATCH_BYTES {
@@ -18,26 +33,50 @@ fn validate(batch: &WriteBatch) -> Result<()> {
         )));
     }
     for entry in batch.entries() {
-        if entry.key.len() > MAX_KEY_BYTES {
-            return Err(Error::InvalidArgument(format!(
-                "key of {} bytes exceeds the {MAX_KEY_BYTES}-byte limit",
-                entry.key.len()
-            )));
-        }
-        if entry.value.len() > MAX_VALUE_BYTES {
-            return Err(Error::InvalidArgument(format!(
-                "value of {} bytes exceeds the {MAX_VALUE_BYTES}-byte limit",
-                entry.value.len()
-            )));
-        }
+        validate_entry(entry.key.len(), entry.value.len())?;
     }
     Ok(())
 }
 
+/// The reusable single-write batch is dropped rather than kept when a write made it larger than
+/// this, so one huge value does not pin its buffer for the life of the database.
+const SINGLE_WRITE_KEEP_BYTES: usize = 64 * 1024;
+
 impl DbInner {
-    /// Group commit: queue the batch; whoever holds the commit lock writes every queued batch in
-    /// one WAL append (and at most one fsync), inserts them into the memtable in order, and
-    /// publishes the new last sequence number.
+    /// One put or delete (`Db::put`, `Db::delete`). When no group is committing, the caller leads
+    /// a group itself and encodes its write into the commit state's reusable batch, so the write
+    /// allocates nothing on its way to the memtable; otherwise it queues a batch of its own, as
+    /// [`DbInner::write`] does.
+    pub(crate) fn write_single(
+        &self,
+        kind: ValueKind,
+        key: &[u8],
+        value: &[u8],
+        sync: bool,
+    ) -> Result<()> {
+        self.check_writable()?;
+        validate_entry(key.len(), value.len())?;
+        if let Some(error) = self.background_error() {
+            return Err(error);
+        }
+        if let Some(mut commit) = self.commit.try_lock() {
+            let mut batch = commit.single_write.take().unwrap_or_default();
+            batch.clear();
+            batch.push_entry(kind, key, value);
+            let (result, batch) = self.lead_group(&mut commit, Some((batch, sync)));
+            commit.single_write = batch.filter(|b| b.capacity() <= SINGLE_WRITE_KEEP_BYTES);
+            return result;
+        }
+        let mut batch = WriteBatch::with_capacity(key.len() + value.len());
+        batch.push_entry(kind, key, value);
+        self.write_queued(batch, sync)
+    }
+
+    /// Group commit: whoever holds the commit lock writes its own batch and every queued one in
+    /// one buffered WAL write (and at most one fsync), inserts them into the memtable in order,
+    /// and publishes the new last sequence number. A writer that finds the lock free leads a
+    /// group at once; one that finds it taken queues its batch and waits for the lock, by which
+    /// time a leader has usually committed the batch for it.
     pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<()> {
         self.check_writable()?;
         validate(&batch)?;
@@ -47,6 +86,15 @@ impl DbInner {
         if batch.is_empty() {
             return Ok(());
         }
+        if let Some(mut commit) = self.commit.try_lock() {
+            return self.lead_group(&mut commit, Some((batch, sync))).0;
+        }
+        self.write_queued(batch, sync)
+    }
+
+    /// The contended path: queue `batch`, wait for the commit lock, and lead a group only if no
+    /// leader committed the batch meanwhile.
+    fn write_queued(&self, batch: WriteBatch, sync: bool) -> Result<()> {
         let pending = Arc::new(PendingWrite {
             batch: parking_lot::Mutex::new(Some(batch)),
             sync,
@@ -57,47 +105,79 @@ impl DbInner {
         if let Some(result) = pending.result.get() {
             return result.clone();
         }
-        let group: Vec<Arc<PendingWrite>> = self.pending.lock().drain(..).collect();
-        let result = self.commit_group(&mut commit, &group);
-        for write in &group {
-            let _ = write.result.set(result.clone());
-        }
-        result
+        self.lead_group(&mut commit, None).0
     }
 
-    fn commit_group(&self, commit: &mut CommitState, group: &[Arc<PendingWrite>]) -> Result<()> {
+    /// Commits one group: `own` (the leader's batch and its sync flag, if it brought one) first,
+    /// then every queued write, and answers the queued writers. Hands `own` back so a caller can
+    /// reuse its buffer. The group's vectors live in the commit state between groups, so a group
+    /// allocates nothing of its own.
+    fn lead_group(
+        &self,
+        commit: &mut CommitState,
+        own: Option<(WriteBatch, bool)>,
+    ) -> (Result<()>, Option<WriteBatch>) {
+        let mut batches = std::mem::take(&mut commit.group_batches);
+        let mut followers = std::mem::take(&mut commit.group_followers);
+        let mut sync = false;
+        let leads_own = own.is_some();
+        if let Some((batch, own_sync)) = own {
+            batches.push(batch);
+            sync |= own_sync;
+        }
+        followers.extend(self.pending.lock().drain(..));
+        for write in &followers {
+            if let Some(batch) = write.batch.lock().take() {
+                batches.push(batch);
+                sync |= write.sync;
+            }
+        }
+        let result = self.commit_group(commit, &mut batches, sync);
+        for write in followers.drain(..) {
+            let _ = write.result.set(result.clone());
+        }
+        let own = if leads_own && !batches.is_empty() {
+            Some(batches.swap_remove(0))
+        } else {
+            None
+        };
+        batches.clear();
+        commit.group_batches = batches;
+        commit.group_followers = followers;
+        (result, own)
+    }
+
+    fn commit_group(
+        &self,
+        commit: &mut CommitState,
+        batches: &mut [WriteBatch],
+        sync: bool,
+    ) -> Result<()> {
         self.check_open()?;
-        self.make_room_for_write(commit)?;
-        let mut sequence = self.versions.last_sequence() + 1;
-        let first_sequence = sequence;
-        let entries: u64 = group
-            .iter()
-            .filter_map(|w| w.batch.lock().as_ref().map(|b| b.len() as u64))
-            .sum();
+        let mem = self.make_room_for_write(commit)?;
+        let first_sequence = self.versions.last_sequence() + 1;
+        let entries: u64 = batches.iter().map(|b| b.len() as u64).sum();
         if first_sequence + entries > crate::key::MAX_SEQUENCE {
             return Err(Error::InvalidArgument(
                 "sequence numbers exhausted (2^56 writes); the database cannot take more writes"
                     .into(),
             ));
         }
-        let mut batches = Vec::with_capacity(group.len());
-        let sync = group.iter().any(|w| w.sync);
-        for write in group {
-            let Some(mut batch) = write.batch.lock().take() else {
-                continue;
-            };
-            let encoded = batch.encode_with_sequence(sequence);
-            if let Some(wal) = commit.wal.as_mut() {
+        if let Some(wal) = commit.wal.as_mut() {
+            // One record per batch, all into the log's user-space buffer, then one flush (one
+            // write system call for a group that fits the buffer) and at most one fsync.
+            let mut sequence = first_sequence;
+            let mut wal_bytes = 0u64;
+            for batch in batches.iter_mut() {
+                let encoded = batch.encode_with_sequence(sequence);
                 if let Err(error) = wal.add_record(encoded) {
                     self.set_background_error(&error);
                     return Err(error);
                 }
-                add(&self.counters.wal_write_bytes, encoded.len() as u64);
+                wal_bytes += encoded.len() as u64;
+                sequence += batch.len() as u64;
             }
-            sequence += batch.len() as u64;
-            batches.push(batch);
-        }
-        if let Some(wal) = commit.wal.as_mut() {
+            add(&self.counters.wal_write_bytes, wal_bytes);
             let persisted = if sync {
                 add(&self.counters.wal_syncs, 1);
                 wal.sync()
@@ -111,10 +191,9 @@ impl DbInner {
                 return Err(error);
             }
         }
-        let mem = Arc::clone(&self.view.load().mem);
         let mut next = first_sequence;
         let mut user_bytes = 0u64;
-        for batch in &batches {
+        for batch in batches.iter() {
             for entry in batch.entries() {
                 mem.insert(next, entry.kind, entry.key, entry.value);
                 user_bytes += (entry.key.len() + entry.value.len()) as u64;
@@ -126,21 +205,20 @@ impl DbInner {
         Ok(())
     }
 
-    fn level0_runs(&self) -> usize {
-        self.view.load().version.levels()[0].runs().len()
-    }
-
     /// Makes sure the active memtable has room, switching it when full and stalling writers when
-    /// flushes or level-0 compactions fall behind.
-    fn make_room_for_write(&self, commit: &mut CommitState) -> Result<()> {
+    /// flushes or level-0 compactions fall behind. Returns the memtable with room: it stays the
+    /// active one while the caller holds the commit lock, since only the lock's holder switches.
+    fn make_room_for_write(&self, commit: &mut CommitState) -> Result<Arc<MemTable>> {
         let mut slowed = false;
         loop {
             if let Some(error) = self.background_error() {
                 return Err(error);
             }
             self.check_open()?;
-            let level0_runs = self.level0_runs();
+            let view = self.view.load();
+            let level0_runs = view.version.levels()[0].runs().len();
             if !slowed && level0_runs >= self.options.level0_slowdown_writes_trigger {
+                drop(view);
                 // Delay this group by 1 ms so compaction gets CPU before the hard stop.
                 let start = Instant::now();
                 std::thread::sleep(Duration::from_millis(1));
@@ -152,13 +230,13 @@ impl DbInner {
                 slowed = true;
                 continue;
             }
-            let view = self.view.load();
             if view.mem.approximate_bytes() < self.options.write_buffer_bytes {
-                return Ok(());
+                return Ok(Arc::clone(&view.mem));
             }
             let memtables_full = !view.immutable.is_empty()
                 && view.immutable.len() + 1 >= self.options.max_write_buffers;
             let level0_full = level0_runs >= self.options.level0_stop_writes_trigger;
+            drop(view);
             if memtables_full || level0_full {
                 self.wait_for_background_progress(level0_full);
                 continue;
@@ -273,5 +351,73 @@ impl DbInner {
             self.work_done
                 .wait_for(&mut background, Duration::from_millis(100));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::counting_allocator::heap_count;
+    use crate::{Db, Options, WriteBatch, WriteOptions};
+
+    /// With the commit lock free, a put or delete allocates nothing: the memtable's arena makes
+    /// one allocation per chunk (megabytes apart), the group's vectors and the single-write
+    /// batch are reused from the commit state, and the WAL record is framed on the stack and
+    /// written through the log's buffer. A batch's commit adds nothing to the batch's own.
+    #[test]
+    fn a_write_allocates_nothing_but_memtable_arena_chunks() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default()).expect("open");
+        let keys: Vec<String> = (0..1_000).map(|i| format!("key{i:08}")).collect();
+        let value = vec![7u8; 100];
+        // Warm-up: the first write sizes the reusable buffers and registers this thread with
+        // arc-swap's debt list.
+        for key in &keys[..10] {
+            db.put(key, &value).expect("put");
+        }
+        let before = heap_count().allocations;
+        for key in &keys[10..] {
+            db.put(key, &value).expect("put");
+        }
+        // 990 entries of about 140 arena bytes: a few chunks at most.
+        assert!(heap_count().allocations - before <= 10, "puts");
+
+        let before = heap_count().allocations;
+        for key in &keys[..500] {
+            db.delete(key).expect("delete");
+        }
+        let sync = WriteOptions { sync: true };
+        for key in &keys[500..600] {
+            db.put_opt(key, &value, sync).expect("synced put");
+        }
+        assert!(
+            heap_count().allocations - before <= 6,
+            "deletes and synced puts"
+        );
+
+        let mut batches: Vec<WriteBatch> = (0..100)
+            .map(|i| {
+                let mut batch = WriteBatch::new();
+                batch
+                    .put(format!("batch{i}"), &value)
+                    .delete(&keys[i])
+                    .put(&keys[i + 1], b"x");
+                batch
+            })
+            .collect();
+        let before = heap_count().allocations;
+        for batch in batches.drain(..) {
+            db.write(batch).expect("write");
+        }
+        assert!(heap_count().allocations - before <= 3, "batches");
+
+        // Batch i deletes key i and writes key i + 1, which batch i + 1 deletes again.
+        assert_eq!(db.get(&keys[100]).expect("get").as_deref(), Some(&b"x"[..]));
+        assert_eq!(db.get(&keys[1]).expect("get"), None);
+        assert_eq!(db.get("batch7").expect("get").as_deref(), Some(&value[..]));
+        assert_eq!(
+            db.get(&keys[700]).expect("get").as_deref(),
+            Some(&value[..])
+        );
+        db.close().expect("close");
     }
 }

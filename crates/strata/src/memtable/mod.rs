@@ -1,72 +1,24 @@
-//! The memtable: recent writes in a concurrent skiplist, keyed by internal key.
+//! The memtable: recent writes in a skiplist, keyed by internal key.
 //!
 //! Writers insert under the engine's commit lock (one at a time, in sequence order); readers never
 //! lock: they look up or scan with a sequence number and ignore newer entries. A full memtable
 //! becomes immutable and is flushed to a level-0 table by the background flush thread.
+//!
+//! The skiplist ([`skiplist`]) keeps its nodes, keys and values in an arena of large chunks, so
+//! an insert makes no heap allocation of its own (one per chunk, megabytes apart), and freeing
+//! a memtable frees its chunks, not its entries one by one. The memtable's size is the arena
+//! bytes its entries use (nodes, keys, values): the heap it holds is that plus at most one
+//! partly used chunk and the chunk directory, and a test checks both bounds.
 
-use std::cmp::Ordering;
-use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+mod skiplist;
+
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
-use crossbeam_skiplist::SkipMap;
-
 use crate::iterator::InternalIterator;
-use crate::key::{
-    compare_internal_keys, encode_internal_key, parse_internal_key, LookupKey, SequenceNumber,
-    ValueKind,
-};
+use crate::key::{SequenceNumber, ValueKind};
 use crate::stats::merlin::MemtableAccess;
-
-/// An internal key ordered by [`compare_internal_keys`].
-#[derive(Clone, PartialEq, Eq)]
-pub(crate) struct InternalKey(pub(crate) Box<[u8]>);
-
-impl Ord for InternalKey {
-    fn cmp(&self, other: &Self) -> Ordering {
-        compare_internal_keys(&self.0, &other.0)
-    }
-}
-
-impl PartialOrd for InternalKey {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// An internal key borrowed from any buffer, ordered like [`InternalKey`]: `get` searches the
-/// skiplist with a probe key built on the stack instead of allocating an `InternalKey`.
-#[repr(transparent)]
-#[derive(PartialEq, Eq)]
-struct InternalKeyRef([u8]);
-
-impl InternalKeyRef {
-    fn new(key: &[u8]) -> &InternalKeyRef {
-        // SAFETY: `InternalKeyRef` is `repr(transparent)` over `[u8]`, so `&[u8]` and
-        // `&InternalKeyRef` have the same layout and pointer metadata (the length); the returned
-        // reference borrows `key` for the same lifetime.
-        unsafe { &*(key as *const [u8] as *const InternalKeyRef) }
-    }
-}
-
-impl Ord for InternalKeyRef {
-    fn cmp(&self, other: &Self) -> Ordering {
-        compare_internal_keys(&self.0, &other.0)
-    }
-}
-
-impl PartialOrd for InternalKeyRef {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// Equality and order agree with `InternalKey`'s (bytewise equality, `compare_internal_keys`).
-impl std::borrow::Borrow<InternalKeyRef> for InternalKey {
-    fn borrow(&self) -> &InternalKeyRef {
-        InternalKeyRef::new(&self.0)
-    }
-}
+use skiplist::{Position, SkipList, Target};
 
 /// What a memtable (or any newer source) says about a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,14 +31,9 @@ pub(crate) enum Lookup {
     Absent,
 }
 
-/// Per-entry bookkeeping the skiplist adds beyond key and value (node, tower, allocation slack);
-/// an estimate used for the write-buffer size and memory accounting.
-const ENTRY_OVERHEAD_BYTES: usize = 64;
-
 /// A sorted in-memory table of recent writes.
 pub(crate) struct MemTable {
-    map: SkipMap<InternalKey, Box<[u8]>>,
-    approximate_bytes: AtomicUsize,
+    list: SkipList,
     entries: AtomicU64,
     /// Number of the WAL that holds this memtable's writes.
     wal_number: u64,
@@ -98,8 +45,7 @@ pub(crate) struct MemTable {
 impl MemTable {
     pub(crate) fn new(wal_number: u64, first_lookup_number: u64) -> Self {
         MemTable {
-            map: SkipMap::new(),
-            approximate_bytes: AtomicUsize::new(0),
+            list: SkipList::new(),
             entries: AtomicU64::new(0),
             wal_number,
             access: MemtableAccess::new(first_lookup_number),
@@ -118,38 +64,39 @@ impl MemTable {
         user_key: &[u8],
         value: &[u8],
     ) {
-        let key = encode_internal_key(user_key, sequence, kind);
-        let bytes = key.len() + value.len() + ENTRY_OVERHEAD_BYTES;
-        self.map
-            .insert(InternalKey(key.into_boxed_slice()), value.into());
-        self.approximate_bytes
-            .fetch_add(bytes, AtomicOrdering::Relaxed);
+        self.list.insert(user_key, sequence, kind, value);
         self.entries.fetch_add(1, AtomicOrdering::Relaxed);
     }
 
     /// The newest version of `user_key` with a sequence number `<= sequence`.
     pub(crate) fn get(&self, user_key: &[u8], sequence: SequenceNumber) -> Lookup {
-        let start = LookupKey::new(user_key, sequence);
-        let start = InternalKeyRef::new(start.as_bytes());
-        let Some(entry) = self
-            .map
-            .range::<InternalKeyRef, _>((Bound::Included(start), Bound::Unbounded))
-            .next()
-        else {
+        // The largest kind byte sorts first at equal sequence, so the seek lands on the newest
+        // version at or below `sequence` (`crate::key::lookup_key`).
+        let target = Target {
+            user_key,
+            trailer: (sequence << 8) | 0xff,
+        };
+        let Some(position) = self.list.seek(target) else {
             return Lookup::Absent;
         };
-        match parse_internal_key(&entry.key().0) {
-            Some(parsed) if parsed.user_key == user_key => match parsed.kind {
-                ValueKind::Value => Lookup::Found(entry.value().to_vec()),
-                ValueKind::Deletion => Lookup::Deleted,
-            },
-            _ => Lookup::Absent,
+        if !self.list.user_key_is(position, user_key) {
+            return Lookup::Absent;
+        }
+        match ValueKind::from_byte((self.list.trailer(position) & 0xff) as u8) {
+            Some(ValueKind::Value) => {
+                let mut value = Vec::new();
+                self.list.read_value(position, &mut value);
+                Lookup::Found(value)
+            }
+            Some(ValueKind::Deletion) => Lookup::Deleted,
+            None => Lookup::Absent,
         }
     }
 
-    /// Estimated memory use in bytes.
+    /// Bytes of the memtable's entries as stored (nodes, keys, values in the arena). The heap
+    /// holds at most one partly used arena chunk and the chunk directory more.
     pub(crate) fn approximate_bytes(&self) -> usize {
-        self.approximate_bytes.load(AtomicOrdering::Relaxed)
+        self.list.used_bytes()
     }
 
     /// Number of entries (all versions and tombstones).
@@ -159,16 +106,21 @@ impl MemTable {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.list.is_empty()
     }
 
-    /// Visits every entry in internal-key order (a flush's single pass; no re-seeking).
+    /// Visits every entry in internal-key order (a flush's single pass).
     pub(crate) fn for_each_entry<E>(
         &self,
         mut visit: impl FnMut(&[u8], &[u8]) -> Result<(), E>,
     ) -> Result<(), E> {
-        for entry in self.map.iter() {
-            visit(&entry.key().0, entry.value())?;
+        let (mut key, mut value) = (Vec::new(), Vec::new());
+        let mut position = self.list.first();
+        while let Some(at) = position {
+            self.list.read_internal_key(at, &mut key);
+            self.list.read_value(at, &mut value);
+            visit(&key, &value)?;
+            position = self.list.after(at);
         }
         Ok(())
     }
@@ -177,55 +129,67 @@ impl MemTable {
     pub(crate) fn iter(self: &Arc<Self>) -> MemTableIter {
         MemTableIter {
             table: Arc::clone(self),
-            current: None,
+            position: None,
+            key: Vec::new(),
+            value: Vec::new(),
         }
     }
 }
 
-/// An owned iterator over a memtable. It holds the current entry's key and value and re-seeks the
-/// skiplist on `next` (O(log n) a step), which keeps it free of borrows so it can live inside a
-/// user-facing iterator or snapshot.
+/// An owned iterator over a memtable: the `Arc` keeps the arena alive, the position is a node of
+/// it, and `next` follows the node's level-0 link. The current key and value are copied into
+/// buffers the iterator reuses, so that `key` and `value` can hand out plain slices.
 pub(crate) struct MemTableIter {
     table: Arc<MemTable>,
-    current: Option<(InternalKey, Box<[u8]>)>,
+    position: Option<Position>,
+    key: Vec<u8>,
+    value: Vec<u8>,
 }
 
 impl MemTableIter {
-    fn position(&mut self, bound: Bound<InternalKey>) {
-        self.current = self
-            .table
-            .map
-            .range((bound, Bound::Unbounded))
-            .next()
-            .map(|entry| (entry.key().clone(), entry.value().clone()));
+    fn settle(&mut self, position: Option<Position>) {
+        self.position = position;
+        match position {
+            Some(at) => {
+                self.table.list.read_internal_key(at, &mut self.key);
+                self.table.list.read_value(at, &mut self.value);
+            }
+            None => {
+                self.key.clear();
+                self.value.clear();
+            }
+        }
     }
 }
 
 impl InternalIterator for MemTableIter {
     fn valid(&self) -> bool {
-        self.current.is_some()
+        self.position.is_some()
     }
 
     fn seek_to_first(&mut self) {
-        self.position(Bound::Unbounded);
+        let first = self.table.list.first();
+        self.settle(first);
     }
 
     fn seek(&mut self, target: &[u8]) {
-        self.position(Bound::Included(InternalKey(target.into())));
+        let found = self.table.list.seek(Target::from_internal_key(target));
+        self.settle(found);
     }
 
     fn next(&mut self) {
-        if let Some((key, _)) = self.current.take() {
-            self.position(Bound::Excluded(key));
+        if let Some(at) = self.position {
+            let next = self.table.list.after(at);
+            self.settle(next);
         }
     }
 
     fn key(&self) -> &[u8] {
-        self.current.as_ref().map_or(&[], |(key, _)| &key.0)
+        &self.key
     }
 
     fn value(&self) -> &[u8] {
-        self.current.as_ref().map_or(&[], |(_, value)| value)
+        &self.value
     }
 
     fn status(&self) -> crate::Result<()> {
@@ -236,29 +200,9 @@ impl InternalIterator for MemTableIter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::lookup_key;
-
-    /// `InternalKeyRef` (built with the one `unsafe` cast in this module) sees the bytes it was
-    /// made from and orders like `InternalKey`.
-    #[test]
-    fn borrowed_keys_order_like_owned_keys() {
-        let keys = [
-            lookup_key(b"a", 5),
-            encode_internal_key(b"a", 5, ValueKind::Value),
-            encode_internal_key(b"a", 4, ValueKind::Deletion),
-            encode_internal_key(b"ab", 9, ValueKind::Value),
-            lookup_key(b"b", 0),
-        ];
-        for x in &keys {
-            assert_eq!(&InternalKeyRef::new(x).0, x.as_slice());
-            for y in &keys {
-                let owned = InternalKey(x.clone().into_boxed_slice())
-                    .cmp(&InternalKey(y.clone().into_boxed_slice()));
-                assert_eq!(InternalKeyRef::new(x).cmp(InternalKeyRef::new(y)), owned);
-                assert_eq!(InternalKeyRef::new(x) == InternalKeyRef::new(y), x == y);
-            }
-        }
-    }
+    use crate::counting_allocator::heap_count;
+    use crate::key::{compare_internal_keys, lookup_key, pack_trailer, parse_internal_key};
+    use std::cmp::Ordering;
 
     #[test]
     fn get_sees_the_newest_visible_version() {
@@ -305,5 +249,132 @@ mod tests {
         );
         iter.seek(&lookup_key(b"b", 2));
         assert_eq!(parse_internal_key(iter.key()).map(|p| p.sequence), Some(1));
+    }
+
+    /// An insert allocates nothing of its own: the arena makes one allocation per chunk. The
+    /// memtable's size (the arena bytes its entries use) is never more than the heap it holds,
+    /// and less by at most one partly used chunk, the chunk directory and the allocator's
+    /// rounding of chunks it maps from the OS to whole pages.
+    #[test]
+    fn inserts_allocate_only_arena_chunks_and_the_accounting_bounds_the_heap() {
+        for (key_len, value_len, count) in [
+            (16usize, 100usize, 100_000u64),
+            (1, 0, 50_000),
+            (128, 384, 20_000),
+            (24, 1000, 10_000),
+        ] {
+            let keys: Vec<Vec<u8>> = (0..count)
+                .map(|i| {
+                    let mut key = format!("{i:0width$}", width = key_len).into_bytes();
+                    key.truncate(key_len);
+                    key
+                })
+                .collect();
+            let value = vec![b'v'; value_len];
+            let before = heap_count();
+            let table = MemTable::new(1, 0);
+            for (i, key) in keys.iter().enumerate() {
+                table.insert(i as u64 + 1, ValueKind::Value, key, &value);
+            }
+            let after = heap_count();
+            let allocations = after.allocations - before.allocations;
+            assert!(
+                allocations <= 2 + count / 100,
+                "{allocations} allocations for {count} inserts ({key_len}/{value_len})"
+            );
+            let real = usize::try_from(after.live_bytes - before.live_bytes).expect("grew");
+            // A chunk the allocator maps from the OS is rounded up to whole 4 KiB pages.
+            let page_rounding = allocations as usize * 4096;
+            let counted = table.approximate_bytes();
+            assert!(
+                counted <= real && real <= counted + (1 << 20) + 8 * 1024 + page_rounding,
+                "{key_len}-byte keys, {value_len}-byte values: accounted {counted} bytes, the \
+                 heap holds {real}"
+            );
+            // The arena's own count of its heap is the allocator's, up to malloc's headers and
+            // page rounding.
+            let allocated = table.list.allocated_bytes();
+            assert!(
+                allocated <= real && real <= allocated + 64 * 64 + page_rounding,
+                "{allocated} vs {real}"
+            );
+            assert_eq!(table.entries(), count);
+        }
+    }
+
+    proptest::proptest! {
+        /// The memtable against a model: a map from (user key, newest sequence first) to the
+        /// write. Checks the flush order, every point lookup at every sequence number, and the
+        /// iterator's seeks.
+        #[test]
+        fn memtable_matches_an_ordered_map(
+            writes in proptest::collection::vec(
+                (proptest::collection::vec(0u8..3, 0..12), proptest::bool::ANY,
+                 proptest::collection::vec(proptest::num::u8::ANY, 0..20)),
+                1..120,
+            ),
+        ) {
+            use std::cmp::Reverse;
+            use std::collections::BTreeMap;
+            let table = Arc::new(MemTable::new(1, 0));
+            type ModelKey = (Vec<u8>, Reverse<u64>);
+            let mut model: BTreeMap<ModelKey, (ValueKind, Vec<u8>)> = BTreeMap::new();
+            for (i, (key, is_put, value)) in writes.iter().enumerate() {
+                let sequence = i as u64 + 1;
+                let kind = if *is_put { ValueKind::Value } else { ValueKind::Deletion };
+                let value = if *is_put { value.clone() } else { Vec::new() };
+                table.insert(sequence, kind, key, &value);
+                model.insert((key.clone(), Reverse(sequence)), (kind, value));
+            }
+            let mut flushed = Vec::new();
+            table
+                .for_each_entry(|key, value| {
+                    flushed.push((key.to_vec(), value.to_vec()));
+                    Ok::<(), ()>(())
+                })
+                .expect("visit");
+            let expected: Vec<(Vec<u8>, Vec<u8>)> = model
+                .iter()
+                .map(|((key, Reverse(sequence)), (kind, value))| {
+                    let mut internal = key.clone();
+                    internal.extend_from_slice(&pack_trailer(*sequence, *kind).to_le_bytes());
+                    (internal, value.clone())
+                })
+                .collect();
+            proptest::prop_assert_eq!(&flushed, &expected);
+
+            let last = writes.len() as u64;
+            for (key, _, _) in &writes {
+                for sequence in 0..=last + 1 {
+                    let newest = model
+                        .range((key.clone(), Reverse(sequence))..)
+                        .next()
+                        .filter(|((k, _), _)| k == key);
+                    let want = match newest {
+                        Some((_, (ValueKind::Value, value))) => Lookup::Found(value.clone()),
+                        Some((_, (ValueKind::Deletion, _))) => Lookup::Deleted,
+                        None => Lookup::Absent,
+                    };
+                    proptest::prop_assert_eq!(table.get(key, sequence), want);
+                }
+                // A seek to the key at the last sequence lands on its newest entry, and `next`
+                // walks on through the model's order.
+                let mut iter = table.iter();
+                iter.seek(&lookup_key(key, last));
+                let position = expected
+                    .iter()
+                    .position(|(internal, _)| {
+                        compare_internal_keys(internal, &lookup_key(key, last)) != Ordering::Less
+                    })
+                    .expect("the key was written");
+                for (internal, value) in &expected[position..] {
+                    proptest::prop_assert!(iter.valid());
+                    proptest::prop_assert_eq!(iter.key(), &internal[..]);
+                    proptest::prop_assert_eq!(iter.value(), &value[..]);
+                    iter.next();
+                }
+                proptest::prop_assert!(!iter.valid());
+            }
+        }
     }
 }

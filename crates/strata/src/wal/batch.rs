@@ -7,7 +7,7 @@
 //!           and for puts varint value length, value
 //! ```
 
-use crate::coding::{put_fixed32, put_fixed64, put_length_prefixed, Decoder};
+use crate::coding::{put_length_prefixed, Decoder};
 use crate::key::{SequenceNumber, ValueKind};
 
 /// Bytes of the batch header (sequence + count).
@@ -78,6 +78,19 @@ impl WriteBatch {
         self
     }
 
+    /// Adds a put (`Value`) or a deletion (`Deletion`, `value` ignored).
+    pub(crate) fn push_entry(&mut self, kind: ValueKind, key: &[u8], value: &[u8]) {
+        match kind {
+            ValueKind::Value => self.put(key, value),
+            ValueKind::Deletion => self.delete(key),
+        };
+    }
+
+    /// Bytes the batch can hold before it reallocates.
+    pub(crate) fn capacity(&self) -> usize {
+        self.rep.capacity()
+    }
+
     /// Number of puts and deletes.
     pub fn len(&self) -> usize {
         self.count as usize
@@ -101,10 +114,8 @@ impl WriteBatch {
 
     /// Stamps the sequence number and count into the header and returns the encoding.
     pub(crate) fn encode_with_sequence(&mut self, sequence: SequenceNumber) -> &[u8] {
-        let mut header = Vec::with_capacity(BATCH_HEADER_LEN);
-        put_fixed64(&mut header, sequence);
-        put_fixed32(&mut header, self.count);
-        self.rep[..BATCH_HEADER_LEN].copy_from_slice(&header);
+        self.rep[..8].copy_from_slice(&sequence.to_le_bytes());
+        self.rep[8..BATCH_HEADER_LEN].copy_from_slice(&self.count.to_le_bytes());
         &self.rep
     }
 

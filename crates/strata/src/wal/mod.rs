@@ -19,7 +19,7 @@ pub use batch::WriteBatch;
 
 use std::path::{Path, PathBuf};
 
-use crate::coding::{get_fixed32, put_fixed32};
+use crate::coding::get_fixed32;
 use crate::env::WritableFile;
 use crate::error::{Error, Result};
 
@@ -44,15 +44,11 @@ pub enum WalRecoveryMode {
 /// Appends framed records to a log file.
 pub(crate) struct LogWriter {
     file: Box<dyn WritableFile>,
-    scratch: Vec<u8>,
 }
 
 impl LogWriter {
     pub(crate) fn new(file: Box<dyn WritableFile>) -> Self {
-        LogWriter {
-            file,
-            scratch: Vec::new(),
-        }
+        LogWriter { file }
     }
 
     /// Frames `payload` and appends it (buffered; call `flush` or `sync`).
@@ -63,14 +59,17 @@ impl LogWriter {
                 payload.len()
             ))
         })?;
-        self.scratch.clear();
-        let mut crc = crc32c::crc32c(&[KIND_FULL]);
-        crc = crc32c::crc32c_append(crc, &length.to_le_bytes());
-        crc = crc32c::crc32c_append(crc, payload);
-        put_fixed32(&mut self.scratch, crc);
-        put_fixed32(&mut self.scratch, length);
-        self.scratch.push(KIND_FULL);
-        self.file.append(&self.scratch)?;
+        // The checksum covers `kind || length || payload`; kind and length are checksummed as
+        // one 5-byte run.
+        let mut kind_and_length = [0u8; 5];
+        kind_and_length[0] = KIND_FULL;
+        kind_and_length[1..].copy_from_slice(&length.to_le_bytes());
+        let crc = crc32c::crc32c_append(crc32c::crc32c(&kind_and_length), payload);
+        let mut header = [0u8; RECORD_HEADER_LEN];
+        header[..4].copy_from_slice(&crc.to_le_bytes());
+        header[4..8].copy_from_slice(&length.to_le_bytes());
+        header[8] = KIND_FULL;
+        self.file.append(&header)?;
         self.file.append(payload)
     }
 
