@@ -286,6 +286,12 @@ mod tests {
             // A chunk the allocator maps from the OS is rounded up to whole 4 KiB pages.
             let page_rounding = allocations as usize * 4096;
             let counted = table.approximate_bytes();
+            eprintln!(
+                "{key_len}-byte keys, {value_len}-byte values: {:.1} bytes per entry accounted, \
+                 {:.1} on the heap",
+                counted as f64 / count as f64,
+                real as f64 / count as f64
+            );
             assert!(
                 counted <= real && real <= counted + (1 << 20) + 8 * 1024 + page_rounding,
                 "{key_len}-byte keys, {value_len}-byte values: accounted {counted} bytes, the \
