@@ -71,6 +71,11 @@ pub struct Options {
     /// block of an input would be a separate device read. 0 reads block by block. Default 2 MiB;
     /// at most 256 MiB. Each input run being merged holds one such buffer.
     pub compaction_readahead_bytes: usize,
+    /// Compaction workers: jobs that may run at once (each on its own thread, beside the flush
+    /// thread). The policy is shown the jobs in flight and picks around them
+    /// (`compaction::RunningCompactions`). Between 1 and 64; default 2 (chosen by measurement on
+    /// a 2-core machine, docs/BENCHMARKS.md).
+    pub max_background_compactions: usize,
     /// Keep Merlin's per-file access statistics (SPEC §4: which files point lookups probe, and
     /// whether they find their key there), readable through `FileMetadata::access_estimate`.
     /// Costs about 580 bytes per table file and a few atomic operations per lookup. Default
@@ -136,6 +141,10 @@ impl std::fmt::Debug for Options {
                 "compaction_readahead_bytes",
                 &self.compaction_readahead_bytes,
             )
+            .field(
+                "max_background_compactions",
+                &self.max_background_compactions,
+            )
             .field("access_statistics", &self.access_statistics)
             .field("access_sample_every", &self.access_sample_every)
             .field("access_recent_weight", &self.access_recent_weight)
@@ -175,6 +184,7 @@ impl Default for Options {
             pin_filter_and_index_blocks: false,
             direct_reads: false,
             compaction_readahead_bytes: 2 << 20,
+            max_background_compactions: 2,
             access_statistics: false,
             access_sample_every: 1,
             access_recent_weight: crate::stats::merlin::DEFAULT_RECENT_WEIGHT,
@@ -236,6 +246,8 @@ setters! {
     direct_reads: bool,
     /// Sets [`Options::compaction_readahead_bytes`].
     compaction_readahead_bytes: usize,
+    /// Sets [`Options::max_background_compactions`].
+    max_background_compactions: usize,
     /// Sets [`Options::access_statistics`].
     access_statistics: bool,
     /// Sets [`Options::access_sample_every`].
@@ -344,6 +356,12 @@ impl Options {
             "compaction_readahead_bytes",
             "at most 256 MiB",
             self.compaction_readahead_bytes,
+        )?;
+        check(
+            (1..=64).contains(&self.max_background_compactions),
+            "max_background_compactions",
+            "between 1 and 64",
+            self.max_background_compactions,
         )?;
         check(
             self.max_open_files >= 16,

@@ -330,8 +330,9 @@ impl CompactionPolicy for PanicsOnFullCompaction {
         &self,
         tree: &strata::version::Version,
         context: &strata::compaction::CompactionContext,
+        running: &strata::compaction::RunningCompactions,
     ) -> Option<strata::compaction::CompactionJob> {
-        self.0.pick(tree, context)
+        self.0.pick(tree, context, running)
     }
     fn full_compaction(
         &self,

@@ -160,8 +160,8 @@ fn check_full_compaction(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
 
 fn context() -> CompactionContext {
     CompactionContext {
-        write_buffer_bytes: WRITE_BUFFER_BYTES as u64,
         level0_compaction_trigger: LEVEL0_TRIGGER,
+        ..CompactionContext::new(WRITE_BUFFER_BYTES as u64)
     }
 }
 

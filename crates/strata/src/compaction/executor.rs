@@ -579,6 +579,7 @@ mod tests {
             output_level,
             output_run,
             reason: "test".into(),
+            state: None,
         }
     }
 

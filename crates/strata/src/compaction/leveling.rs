@@ -9,7 +9,7 @@
 
 use super::{
     default_full_compaction, whole_run, CompactionContext, CompactionJob, CompactionPolicy,
-    OutputRun, RunInput,
+    OutputRun, RunInput, RunningCompactions,
 };
 use crate::error::{Error, Result};
 use crate::version::{Version, MAX_LEVELS};
@@ -163,6 +163,7 @@ fn merge_into(
         output_level,
         output_run,
         reason,
+        state: None,
     }
 }
 
@@ -193,18 +194,28 @@ impl CompactionPolicy for Leveling {
         Some(job)
     }
 
-    fn pick(&self, tree: &Version, context: &CompactionContext) -> Option<CompactionJob> {
+    fn pick(
+        &self,
+        tree: &Version,
+        context: &CompactionContext,
+        running: &RunningCompactions,
+    ) -> Option<CompactionJob> {
         let levels = tree.levels();
+        let free = |job: CompactionJob| running.conflict(&job).is_none().then_some(job);
         // A disk level with several runs (a tree written by another policy) is first merged
         // into one run in place.
         for (level, l) in levels.iter().enumerate().take(self.last_level + 1).skip(1) {
             if l.runs().len() > 1 {
-                return Some(CompactionJob {
+                let job = CompactionJob {
                     inputs: l.runs().iter().map(|run| whole_run(level, run)).collect(),
                     output_level: level,
                     output_run: OutputRun::New,
                     reason: format!("level {level} has {} runs", l.runs().len()),
-                });
+                    state: None,
+                };
+                if let Some(job) = free(job) {
+                    return Some(job);
+                }
             }
         }
         let (capacity, base_level) = self.level_capacities(tree, context);
@@ -213,55 +224,76 @@ impl CompactionPolicy for Leveling {
             let smallest = level0_runs.iter().map(|r| r.smallest_user_key()).min()?;
             let largest = level0_runs.iter().map(|r| r.largest_user_key()).max()?;
             let inputs = level0_runs.iter().map(|run| whole_run(0, run)).collect();
-            return Some(merge_into(
+            let job = merge_into(
                 tree,
                 inputs,
                 smallest,
                 largest,
                 base_level,
                 format!("level 0 has {} runs", level0_runs.len()),
-            ));
+            );
+            if let Some(job) = free(job) {
+                return Some(job);
+            }
         }
-        // The most over-full level (score = bytes / capacity) moves one file down. Levels above
-        // the dynamic base level have no capacity: anything left there moves down first.
-        let mut best: Option<(usize, f64)> = None;
-        for level in 1..self.last_level {
-            let bytes = levels[level].bytes() as f64;
-            if bytes == 0.0 {
+        // Over-full levels (score = bytes / capacity > 1), most over-full first, move one file
+        // down. Levels above the dynamic base level have no capacity: anything left there moves
+        // down first. A level whose every candidate conflicts with a running job gives way to the
+        // next one.
+        let mut over_full: Vec<(usize, f64)> = (1..self.last_level)
+            .filter_map(|level| {
+                let bytes = levels[level].bytes() as f64;
+                if bytes == 0.0 {
+                    return None;
+                }
+                let score = if capacity[level] > 0.0 {
+                    bytes / capacity[level]
+                } else {
+                    f64::INFINITY
+                };
+                (score > 1.0).then_some((level, score))
+            })
+            .collect();
+        over_full.sort_by(|a, b| b.1.total_cmp(&a.1));
+        for (level, score) in over_full {
+            if running.writes_level(level + 1) {
                 continue;
             }
-            let score = if capacity[level] > 0.0 {
-                bytes / capacity[level]
-            } else {
-                f64::INFINITY
+            let Some(run) = levels[level].runs().first() else {
+                continue;
             };
-            if score > 1.0 && best.is_none_or(|(_, s)| score > s) {
-                best = Some((level, score));
-            }
-        }
-        let (level, score) = best?;
-        let run = levels[level].runs().first()?;
-        let file = run.files().iter().min_by(|a, b| {
             let ratio = |f: &std::sync::Arc<crate::version::FileMetadata>| {
                 overlapping_bytes(tree, level + 1, f.smallest_user_key(), f.largest_user_key())
                     as f64
                     / f.file_bytes().max(1) as f64
             };
-            ratio(a).total_cmp(&ratio(b))
-        })?;
-        let inputs = vec![RunInput {
-            level,
-            run_id: run.id(),
-            file_numbers: vec![file.number()],
-        }];
-        Some(merge_into(
-            tree,
-            inputs,
-            file.smallest_user_key(),
-            file.largest_user_key(),
-            level + 1,
-            format!("level {level} score {score:.2}"),
-        ))
+            let mut candidates: Vec<_> = run
+                .files()
+                .iter()
+                .filter(|f| !running.holds_file(f.number()))
+                .map(|f| (ratio(f), f))
+                .collect();
+            candidates.sort_by(|a, b| a.0.total_cmp(&b.0));
+            for (_, file) in candidates {
+                let inputs = vec![RunInput {
+                    level,
+                    run_id: run.id(),
+                    file_numbers: vec![file.number()],
+                }];
+                let job = merge_into(
+                    tree,
+                    inputs,
+                    file.smallest_user_key(),
+                    file.largest_user_key(),
+                    level + 1,
+                    format!("level {level} score {score:.2}"),
+                );
+                if let Some(job) = free(job) {
+                    return Some(job);
+                }
+            }
+        }
+        None
     }
 }
 
@@ -280,7 +312,9 @@ mod tests {
             (1, 5, 4, "d", "g", 3000),
             (1, 5, 5, "x", "z", 3000),
         ]);
-        let job = policy.pick(&shape, &CONTEXT).expect("a job");
+        let job = policy
+            .pick(&shape, &CONTEXT, &RunningCompactions::none())
+            .expect("a job");
         assert_eq!(job.output_level, 1);
         assert_eq!(job.output_run, OutputRun::Existing(5));
         assert_eq!(job.inputs.len(), 3);
@@ -303,7 +337,9 @@ mod tests {
             (2, 6, 7, "a", "c", 9000),
             (2, 6, 8, "g", "i", 500),
         ]);
-        let job = policy.pick(&shape, &CONTEXT).expect("a job");
+        let job = policy
+            .pick(&shape, &CONTEXT, &RunningCompactions::none())
+            .expect("a job");
         assert_eq!(job.output_level, 2);
         assert_eq!(
             job.inputs[0].file_numbers,
@@ -318,7 +354,10 @@ mod tests {
     fn a_tree_in_shape_needs_no_job() {
         let policy = Leveling::new(10.0).expect("valid");
         let shape = tree(&[(0, 9, 1, "a", "z", 1000), (1, 5, 2, "a", "z", 9000)]);
-        assert_eq!(policy.pick(&shape, &CONTEXT), None);
+        assert_eq!(
+            policy.pick(&shape, &CONTEXT, &RunningCompactions::none()),
+            None
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! written under another policy would otherwise start reshaping under the default one, since the
 //! policy is not stored in the database), and for studies that need a tree to keep its shape.
 
-use super::{CompactionContext, CompactionJob, CompactionPolicy};
+use super::{CompactionContext, CompactionJob, CompactionPolicy, RunningCompactions};
 use crate::version::Version;
 
 /// Never compacts in the background; [`crate::Db::compact`] still merges the whole tree (the
@@ -15,7 +15,12 @@ impl CompactionPolicy for Manual {
         "manual (no background compaction)".into()
     }
 
-    fn pick(&self, _tree: &Version, _context: &CompactionContext) -> Option<CompactionJob> {
+    fn pick(
+        &self,
+        _tree: &Version,
+        _context: &CompactionContext,
+        _running: &RunningCompactions,
+    ) -> Option<CompactionJob> {
         None
     }
 }
@@ -36,11 +41,11 @@ mod tests {
             ..Default::default()
         };
         let tree = Version::default().apply(&edit, None).expect("valid tree");
-        let context = CompactionContext {
-            write_buffer_bytes: 1 << 20,
-            level0_compaction_trigger: 4,
-        };
-        assert_eq!(Manual.pick(&tree, &context), None);
+        let context = CompactionContext::new(1 << 20);
+        assert_eq!(
+            Manual.pick(&tree, &context, &RunningCompactions::none()),
+            None
+        );
         let full = Manual
             .full_compaction(&tree, &context)
             .expect("a full compaction");

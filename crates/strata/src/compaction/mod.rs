@@ -3,7 +3,21 @@
 //! snapshot can see and drops tombstones only where nothing older lies below).
 //!
 //! A policy reads the public, read-only [`Version`] and returns a [`CompactionJob`] or nothing. It
-//! does no I/O, so it can be unit-tested on synthetic trees.
+//! does no I/O, so it can be unit-tested on synthetic trees. It keeps no state of its own: what
+//! must outlive a restart (Garnering's logical level count) it returns with a job as a
+//! [`PolicyState`], which the engine logs in the manifest with the job's version edit and shows
+//! back through [`Version::policy_state`].
+//!
+//! Several compaction workers may run jobs at once (`Options::max_background_compactions`). A
+//! policy is shown the jobs in flight ([`RunningCompactions`]) and must not pick a job that shares
+//! an input file with one of them or writes to a level one of them writes to; the engine checks
+//! both and postpones a job that does. Those two rules keep concurrent installs sound: inputs are
+//! never consumed twice, and the runs a level receives get their ids (their recency order) from
+//! one job at a time.
+//!
+//! The write-stall decision is the policy's too ([`CompactionPolicy::write_pressure`]): leveling
+//! and tiering count level-0 runs, a policy with another top level (EcoTune) says what "behind"
+//! means for it.
 
 pub(crate) mod executor;
 mod leveling;
@@ -16,15 +30,141 @@ pub use tiering::Tiering;
 
 use std::fmt::Debug;
 
+pub use crate::version::PolicyState;
 use crate::version::Version;
 
-/// Engine settings a policy needs to size levels.
+/// Engine settings a policy needs to size levels and judge write pressure.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CompactionContext {
     /// Bytes of one memtable when it is flushed (`Options::write_buffer_bytes`).
     pub write_buffer_bytes: u64,
     /// Level-0 runs that trigger a level-0 compaction.
     pub level0_compaction_trigger: usize,
+    /// Level-0 runs at which writes slow down (`Options::level0_slowdown_writes_trigger`).
+    pub level0_slowdown_writes_trigger: usize,
+    /// Level-0 runs at which writes stop (`Options::level0_stop_writes_trigger`).
+    pub level0_stop_writes_trigger: usize,
+}
+
+impl CompactionContext {
+    /// A context with RocksDB's level-0 triggers (4 to compact, 20 to slow down, 36 to stop).
+    pub fn new(write_buffer_bytes: u64) -> Self {
+        CompactionContext {
+            write_buffer_bytes,
+            level0_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 20,
+            level0_stop_writes_trigger: 36,
+        }
+    }
+}
+
+/// How far compaction is behind the writes, as the policy judges it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WritePressure {
+    /// Writes go at full speed.
+    None,
+    /// Each write group is delayed briefly so compaction gets CPU.
+    Slowdown,
+    /// Writes that need a new memtable wait until a job finishes.
+    Stop,
+}
+
+/// The level-0 rule of leveling and tiering (RocksDB's `level0_slowdown_writes_trigger` and
+/// `level0_stop_writes_trigger`): pressure from the number of flushed runs waiting on level 0.
+pub fn level0_write_pressure(tree: &Version, context: &CompactionContext) -> WritePressure {
+    let runs = tree.levels()[0].runs().len();
+    if runs >= context.level0_stop_writes_trigger {
+        WritePressure::Stop
+    } else if runs >= context.level0_slowdown_writes_trigger {
+        WritePressure::Slowdown
+    } else {
+        WritePressure::None
+    }
+}
+
+/// The jobs compaction workers are running, as a policy sees them when it picks the next one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunningCompactions {
+    jobs: Vec<CompactionJob>,
+}
+
+impl RunningCompactions {
+    /// No job in flight.
+    pub fn none() -> Self {
+        RunningCompactions::default()
+    }
+
+    /// The given jobs in flight (for simulators and tests).
+    pub fn new(jobs: Vec<CompactionJob>) -> Self {
+        RunningCompactions { jobs }
+    }
+
+    /// The jobs in flight.
+    pub fn jobs(&self) -> &[CompactionJob] {
+        &self.jobs
+    }
+
+    /// True if no job is in flight.
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// True if a running job takes file `number` as input.
+    pub fn holds_file(&self, number: u64) -> bool {
+        self.jobs.iter().any(|job| {
+            job.inputs
+                .iter()
+                .any(|input| input.file_numbers.contains(&number))
+        })
+    }
+
+    /// True if a running job takes any file of run `run_id` on `level` as input.
+    pub fn holds_run(&self, level: usize, run_id: u64) -> bool {
+        self.jobs.iter().any(|job| {
+            job.inputs
+                .iter()
+                .any(|input| input.level == level && input.run_id == run_id)
+        })
+    }
+
+    /// True if a running job writes its output to `level`.
+    pub fn writes_level(&self, level: usize) -> bool {
+        self.jobs.iter().any(|job| job.output_level == level)
+    }
+
+    /// Why `job` may not start beside the running jobs, or `None` if it may: it shares an input
+    /// file with one of them, or writes to a level one of them writes to.
+    pub fn conflict(&self, job: &CompactionJob) -> Option<String> {
+        if job.is_state_only() {
+            return None;
+        }
+        if let Some(number) = job
+            .inputs
+            .iter()
+            .flat_map(|input| input.file_numbers.iter())
+            .find(|&&number| self.holds_file(number))
+        {
+            return Some(format!("file {number} is an input of a running job"));
+        }
+        if self.writes_level(job.output_level) {
+            return Some(format!(
+                "a running job writes to level {}",
+                job.output_level
+            ));
+        }
+        None
+    }
+
+    pub(crate) fn push(&mut self, job: CompactionJob) {
+        self.jobs.push(job);
+    }
+
+    /// Removes one job equal to `job` (it finished).
+    pub(crate) fn remove(&mut self, job: &CompactionJob) {
+        if let Some(index) = self.jobs.iter().position(|j| j == job) {
+            self.jobs.swap_remove(index);
+        }
+    }
 }
 
 /// Where a job's output goes.
@@ -58,9 +198,29 @@ pub struct CompactionJob {
     pub output_run: OutputRun,
     /// Why the policy chose this job (for logs and `strata simulate`).
     pub reason: String,
+    /// State the policy keeps in the manifest, logged with this job's version edit (see the
+    /// module docs). `None` leaves the policy's state as it is.
+    pub state: Option<PolicyState>,
 }
 
 impl CompactionJob {
+    /// A decision that changes only the policy's state (Garnering's level-count increment): no
+    /// files are read or written; the engine logs the state in the manifest.
+    pub fn state_only(state: PolicyState, reason: impl Into<String>) -> Self {
+        CompactionJob {
+            inputs: Vec::new(),
+            output_level: 0,
+            output_run: OutputRun::New,
+            reason: reason.into(),
+            state: Some(state),
+        }
+    }
+
+    /// True for a decision made by [`CompactionJob::state_only`].
+    pub fn is_state_only(&self) -> bool {
+        self.inputs.is_empty() && self.state.is_some()
+    }
+
     /// Number of input files.
     pub fn input_file_count(&self) -> usize {
         self.inputs.iter().map(|i| i.file_numbers.len()).sum()
@@ -72,8 +232,20 @@ pub trait CompactionPolicy: Send + Sync + Debug {
     /// A short name for reports (`leveling(T=10)`).
     fn name(&self) -> String;
 
-    /// The next job, or `None` when the tree is in shape.
-    fn pick(&self, tree: &Version, context: &CompactionContext) -> Option<CompactionJob>;
+    /// The next job, or `None` when the tree is in shape or every job it needs conflicts with
+    /// `running` (see [`RunningCompactions::conflict`]).
+    fn pick(
+        &self,
+        tree: &Version,
+        context: &CompactionContext,
+        running: &RunningCompactions,
+    ) -> Option<CompactionJob>;
+
+    /// How far compaction is behind (the engine slows or stops writes on it). By default the
+    /// level-0 rule ([`level0_write_pressure`]).
+    fn write_pressure(&self, tree: &Version, context: &CompactionContext) -> WritePressure {
+        level0_write_pressure(tree, context)
+    }
 
     /// The job that compacts the whole tree into one run (`Db::compact`): by default every run
     /// into the deepest non-empty level (level 1 at least).
@@ -104,6 +276,7 @@ pub fn default_full_compaction(
         output_level: last.max(1),
         output_run: OutputRun::New,
         reason: "full compaction".into(),
+        state: None,
     })
 }
 
@@ -137,6 +310,8 @@ pub(crate) mod test_support {
     pub(crate) const CONTEXT: CompactionContext = CompactionContext {
         write_buffer_bytes: 1000,
         level0_compaction_trigger: 2,
+        level0_slowdown_writes_trigger: 20,
+        level0_stop_writes_trigger: 36,
     };
 
     /// Builds a version from `(level, run_id, number, smallest, largest, bytes)` tuples.

@@ -3,7 +3,9 @@
 //! compaction). Level 0 merges on `level0_compaction_trigger` runs instead. The last level merges
 //! its runs in place.
 
-use super::{whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun};
+use super::{
+    whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun, RunningCompactions,
+};
 use crate::error::{Error, Result};
 use crate::version::Version;
 
@@ -48,7 +50,12 @@ impl CompactionPolicy for Tiering {
         format!("tiering(T={})", self.size_ratio)
     }
 
-    fn pick(&self, tree: &Version, context: &CompactionContext) -> Option<CompactionJob> {
+    fn pick(
+        &self,
+        tree: &Version,
+        context: &CompactionContext,
+        running: &RunningCompactions,
+    ) -> Option<CompactionJob> {
         for (level, l) in tree.levels().iter().enumerate().take(self.last_level + 1) {
             let trigger = if level == 0 {
                 context.level0_compaction_trigger.max(1)
@@ -59,7 +66,7 @@ impl CompactionPolicy for Tiering {
                 continue;
             }
             let output_level = (level + 1).min(self.last_level);
-            return Some(CompactionJob {
+            let job = CompactionJob {
                 inputs: l.runs().iter().map(|run| whole_run(level, run)).collect(),
                 output_level,
                 output_run: OutputRun::New,
@@ -67,7 +74,13 @@ impl CompactionPolicy for Tiering {
                     "level {level} has {} runs (trigger {trigger})",
                     l.runs().len()
                 ),
-            });
+                state: None,
+            };
+            // A level whose runs a running job holds, or whose next level a running job
+            // writes, waits for that job; a deeper level may go on meanwhile.
+            if running.conflict(&job).is_none() {
+                return Some(job);
+            }
         }
         None
     }
@@ -86,14 +99,20 @@ mod tests {
             (1, 4, 2, "b", "z", 1000),
             (2, 1, 3, "a", "z", 9000),
         ]);
-        assert_eq!(policy.pick(&shape, &CONTEXT), None, "two runs < T = 3");
+        assert_eq!(
+            policy.pick(&shape, &CONTEXT, &RunningCompactions::none()),
+            None,
+            "two runs < T = 3"
+        );
         let shape = tree(&[
             (1, 3, 1, "a", "m", 1000),
             (1, 4, 2, "b", "z", 1000),
             (1, 5, 4, "c", "d", 1000),
             (2, 1, 3, "a", "z", 9000),
         ]);
-        let job = policy.pick(&shape, &CONTEXT).expect("a job");
+        let job = policy
+            .pick(&shape, &CONTEXT, &RunningCompactions::none())
+            .expect("a job");
         assert_eq!(job.output_level, 2);
         assert_eq!(job.output_run, OutputRun::New);
         let runs: Vec<u64> = job.inputs.iter().map(|i| i.run_id).collect();
@@ -108,7 +127,9 @@ mod tests {
             .expect("valid");
         let shape = tree(&[(0, 8, 1, "a", "m", 10), (0, 9, 2, "a", "m", 10)]);
         assert_eq!(
-            policy.pick(&shape, &CONTEXT).map(|j| j.output_level),
+            policy
+                .pick(&shape, &CONTEXT, &RunningCompactions::none())
+                .map(|j| j.output_level),
             Some(1)
         );
         let shape = tree(&[
@@ -118,7 +139,9 @@ mod tests {
             (2, 4, 4, "a", "m", 10),
         ]);
         assert_eq!(
-            policy.pick(&shape, &CONTEXT).map(|j| j.output_level),
+            policy
+                .pick(&shape, &CONTEXT, &RunningCompactions::none())
+                .map(|j| j.output_level),
             Some(2)
         );
         assert!(Tiering::new(2.5).is_err());

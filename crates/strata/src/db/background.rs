@@ -12,7 +12,7 @@ use crate::compaction::executor::{
     check_recency_order, finish_outputs, run_compaction, trivial_move, ExecutorContext,
     PendingTable,
 };
-use crate::compaction::{CompactionContext, CompactionJob};
+use crate::compaction::{CompactionContext, CompactionJob, RunningCompactions};
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
@@ -93,25 +93,41 @@ pub(crate) fn finish_level0_table(
 
 pub(crate) fn spawn_threads(inner: &Arc<DbInner>) -> Result<()> {
     let mut threads = inner.threads.lock();
-    for (thread, body) in [
-        (BackgroundThread::Flush, flush_loop as fn(&DbInner)),
-        (
-            BackgroundThread::Compaction,
-            compaction_loop as fn(&DbInner),
-        ),
-    ] {
-        let inner = Arc::clone(inner);
+    let workers = inner.options.max_background_compactions.max(1);
+    inner.background.lock().compaction_workers = workers;
+    let bodies = std::iter::once(BackgroundThread::Flush)
+        .chain((0..workers).map(BackgroundThread::Compaction));
+    for thread in bodies {
+        let shared = Arc::clone(inner);
         let handle = std::thread::Builder::new()
-            .name(thread.name().into())
+            .name(thread.name())
             .spawn(move || {
                 let _exit = ThreadExit {
-                    inner: &inner,
+                    inner: &shared,
                     thread,
                 };
-                body(&inner)
-            })
-            .map_err(|e| Error::io("starting a background thread", e))?;
-        threads.push(handle);
+                match thread {
+                    BackgroundThread::Flush => flush_loop(&shared),
+                    BackgroundThread::Compaction(worker) => compaction_loop(&shared, worker),
+                }
+            });
+        match handle {
+            Ok(handle) => threads.push(handle),
+            Err(error) => {
+                // Workers that never started never exit: count them out, so the last one that
+                // did start still answers the tickets when it goes.
+                let unstarted = match thread {
+                    BackgroundThread::Flush => workers,
+                    BackgroundThread::Compaction(n) => workers - n,
+                };
+                let mut background = inner.background.lock();
+                background.compaction_workers -= unstarted;
+                if background.compaction_workers == 0 {
+                    background.manual_compactions.close(Error::Closed);
+                }
+                return Err(Error::io("starting a background thread", error));
+            }
+        }
     }
     Ok(())
 }
@@ -119,22 +135,24 @@ pub(crate) fn spawn_threads(inner: &Arc<DbInner>) -> Result<()> {
 #[derive(Clone, Copy, Debug)]
 enum BackgroundThread {
     Flush,
-    Compaction,
+    /// Compaction worker `n` (`Options::max_background_compactions` of them).
+    Compaction(usize),
 }
 
 impl BackgroundThread {
-    fn name(self) -> &'static str {
+    fn name(self) -> String {
         match self {
-            BackgroundThread::Flush => "strata-flush",
-            BackgroundThread::Compaction => "strata-compaction",
+            BackgroundThread::Flush => "strata-flush".into(),
+            BackgroundThread::Compaction(n) => format!("strata-compaction-{n}"),
         }
     }
 }
 
 /// Runs when a background thread ends, normally or by a panic (in a user-supplied policy or
 /// allocator, or a bug): a panic becomes the background error, so writers and `flush` callers
-/// stop waiting; the compaction thread's tickets are answered, so no `compact` caller waits for a
-/// thread that is gone; and every waiter is woken.
+/// stop waiting; the compaction tickets are answered — by the last worker to go, or at once when a
+/// worker panicked (every later compaction would fail with the background error anyway) — so no
+/// `compact` caller waits for workers that are gone; and every waiter is woken.
 struct ThreadExit<'a> {
     inner: &'a DbInner,
     thread: BackgroundThread,
@@ -142,19 +160,26 @@ struct ThreadExit<'a> {
 
 impl Drop for ThreadExit<'_> {
     fn drop(&mut self) {
-        if std::thread::panicking() {
+        let panicked = std::thread::panicking();
+        if panicked {
             self.inner.set_background_error(&Error::Background(format!(
                 "the {} thread panicked",
                 self.thread.name()
             )));
         }
         let mut background = self.inner.background.lock();
-        if let BackgroundThread::Compaction = self.thread {
-            background.compaction_in_progress = false;
-            let answer = self.inner.background_error().unwrap_or(Error::Closed);
-            background.manual_compactions.close(answer);
-        } else {
-            background.flush_in_progress = false;
+        match self.thread {
+            BackgroundThread::Compaction(worker) => {
+                if background.full_compaction_worker == Some(worker) {
+                    background.full_compaction_worker = None;
+                }
+                background.compaction_workers = background.compaction_workers.saturating_sub(1);
+                if panicked || background.compaction_workers == 0 {
+                    let answer = self.inner.background_error().unwrap_or(Error::Closed);
+                    background.manual_compactions.close(answer);
+                }
+            }
+            BackgroundThread::Flush => background.flush_in_progress = false,
         }
         self.inner.work_available.notify_all();
         self.inner.work_done.notify_all();
@@ -188,33 +213,47 @@ fn flush_loop(inner: &DbInner) {
     }
 }
 
-fn compaction_loop(inner: &DbInner) {
+/// What a compaction worker wakes up to do.
+enum CompactionTask {
+    /// A full compaction for the queued `Db::compact` tickets (runs alone).
+    Full,
+    /// Jobs the policy picks, until it picks none.
+    Policy,
+}
+
+fn compaction_loop(inner: &DbInner, worker: usize) {
     loop {
-        let manual = {
+        let task = {
             let mut background = inner.background.lock();
             loop {
                 if background.shutting_down {
-                    // Queued tickets are answered `Closed` by `ThreadExit`.
+                    // Queued tickets are answered `Closed` by the last `ThreadExit`.
                     return;
                 }
                 // `Db::rewrite_filters` pauses compactions (`db::study`).
-                let paused = background.compaction_pauses > 0;
-                if !paused
-                    && (background.manual_compactions.pending() || background.compaction_requested)
-                {
-                    break;
+                if background.compaction_pauses == 0 {
+                    if background.manual_compactions.pending() {
+                        // A full compaction waits for the running jobs and then runs alone.
+                        if background.compactions_idle() {
+                            background.full_compaction_worker = Some(worker);
+                            // One full compaction serves every ticket queued before it starts.
+                            background.manual_compactions.start();
+                            break CompactionTask::Full;
+                        }
+                    } else if background.compaction_requested
+                        && background.full_compaction_worker.is_none()
+                    {
+                        // A request made during a full compaction waits for it to end.
+                        background.compaction_requested = false;
+                        break CompactionTask::Policy;
+                    }
                 }
                 inner.work_available.wait_for(&mut background, IDLE_WAIT);
             }
-            background.compaction_requested = false;
-            background.compaction_in_progress = true;
-            // One full compaction serves every ticket queued before it starts.
-            background.manual_compactions.start()
         };
-        let result = if manual {
-            inner.run_full_compaction()
-        } else {
-            inner.run_policy_compactions()
+        let result = match task {
+            CompactionTask::Full => inner.run_full_compaction(),
+            CompactionTask::Policy => inner.run_policy_compactions(),
         };
         if let Err(error) = &result {
             // A failed job may have left the manifest or the tree half-written: the same sticky
@@ -224,17 +263,40 @@ fn compaction_loop(inner: &DbInner) {
             }
         }
         let mut background = inner.background.lock();
-        background.compaction_in_progress = false;
-        background.manual_compactions.finish(&result);
+        if let CompactionTask::Full = task {
+            background.full_compaction_worker = None;
+            background.manual_compactions.finish(&result);
+        }
+        inner.work_available.notify_all();
         inner.work_done.notify_all();
     }
 }
 
+/// A policy job registered in `BackgroundState::running`; dropping it (the job finished, failed
+/// or its worker panicked) removes it and wakes the other workers and every waiter.
+struct RunningJob<'a> {
+    inner: &'a DbInner,
+    job: CompactionJob,
+}
+
+impl Drop for RunningJob<'_> {
+    fn drop(&mut self) {
+        let mut background = self.inner.background.lock();
+        background.running.remove(&self.job);
+        // The job's end may let a job that conflicted with it start.
+        background.compaction_requested = true;
+        self.inner.work_available.notify_all();
+        self.inner.work_done.notify_all();
+    }
+}
+
 impl DbInner {
-    fn compaction_context(&self) -> CompactionContext {
+    pub(super) fn compaction_context(&self) -> CompactionContext {
         CompactionContext {
             write_buffer_bytes: self.options.write_buffer_bytes as u64,
             level0_compaction_trigger: self.options.level0_compaction_trigger,
+            level0_slowdown_writes_trigger: self.options.level0_slowdown_writes_trigger,
+            level0_stop_writes_trigger: self.options.level0_stop_writes_trigger,
         }
     }
 
@@ -374,6 +436,8 @@ impl DbInner {
                 (pending.edit(new_files), false, written, install)
             }
         };
+        let mut edit = edit;
+        edit.policy_states.extend(job.state.iter().cloned());
         let outputs = edit.new_files.len();
         self.versions.log_and_apply(edit)?;
         self.install_current_version(None);
@@ -395,28 +459,77 @@ impl DbInner {
         Ok(())
     }
 
+    /// Runs jobs the policy picks until it picks none (or only jobs that conflict with those in
+    /// flight), a pause or a manual compaction is asked for, or the database closes. Several
+    /// workers run this at once; each registers its job before the next one picks.
     fn run_policy_compactions(&self) -> Result<()> {
         loop {
-            if self.background.lock().shutting_down {
-                return Ok(());
-            }
+            let pick = self.pick_lock.lock();
+            let running = {
+                let background = self.background.lock();
+                if !background.policy_jobs_may_start() {
+                    return Ok(());
+                }
+                background.running.clone()
+            };
             if let Some(error) = self.background_error() {
                 return Err(error);
             }
             let version = self.versions.current();
-            let Some(job) = self
-                .options
-                .compaction_policy
-                .pick(&version, &self.compaction_context())
+            let Some(job) =
+                self.options
+                    .compaction_policy
+                    .pick(&version, &self.compaction_context(), &running)
             else {
                 return Ok(());
             };
             drop(version);
-            self.run_job(&job)?;
-            // Writers waiting out a level-0 stall can go on after every job.
-            let _background = self.background.lock();
-            self.work_done.notify_all();
+            if job.is_state_only() {
+                // Logged while the pick lock is held: no worker picks against the old state.
+                self.apply_policy_state(&job)?;
+                continue;
+            }
+            {
+                let mut background = self.background.lock();
+                if !background.policy_jobs_may_start() {
+                    return Ok(());
+                }
+                if let Some(conflict) = background.running.conflict(&job) {
+                    // The policy was shown every job in flight (only this lock's holder adds
+                    // one): it broke the rule. Postpone the job rather than risk the tree.
+                    drop(background);
+                    self.info_log.log(format!(
+                        "postponed a compaction ({}): {conflict}",
+                        job.reason
+                    ));
+                    return Ok(());
+                }
+                background.running.push(job.clone());
+                // Another worker may find a job that does not conflict with this one.
+                background.compaction_requested = true;
+                self.work_available.notify_all();
+            }
+            drop(pick);
+            let running = RunningJob { inner: self, job };
+            self.run_job(&running.job)?;
+            // Writers waiting out a level-0 stall go on after every job (`RunningJob::drop`).
+            drop(running);
         }
+    }
+
+    /// Logs a state-only decision of the policy (see `CompactionJob::state_only`) in the
+    /// manifest and installs the version that carries it.
+    fn apply_policy_state(&self, job: &CompactionJob) -> Result<()> {
+        let _install = self.install_lock.lock();
+        let edit = VersionEdit {
+            policy_states: job.state.iter().cloned().collect(),
+            ..Default::default()
+        };
+        self.versions.log_and_apply(edit)?;
+        self.install_current_version(None);
+        self.info_log
+            .log(format!("compaction policy state changed: {}", job.reason));
+        Ok(())
     }
 
     fn run_full_compaction(&self) -> Result<()> {
@@ -464,10 +577,11 @@ impl DbInner {
     pub(crate) fn wait_for_compactions(&self) -> Result<()> {
         if self.read_only {
             self.check_open()?;
-            let work = self
-                .options
-                .compaction_policy
-                .pick(&self.versions.current(), &self.compaction_context());
+            let work = self.options.compaction_policy.pick(
+                &self.versions.current(),
+                &self.compaction_context(),
+                &RunningCompactions::none(),
+            );
             return match work {
                 Some(_) => Err(Error::ReadOnly),
                 None => Ok(()),
@@ -479,14 +593,18 @@ impl DbInner {
                 return Err(error);
             }
             let mut background = self.background.lock();
-            let idle = !background.compaction_in_progress
+            let idle = background.compactions_idle()
                 && !background.compaction_requested
                 && !background.flush_in_progress
                 && self.view.load().immutable.is_empty()
                 && self
                     .options
                     .compaction_policy
-                    .pick(&self.versions.current(), &self.compaction_context())
+                    .pick(
+                        &self.versions.current(),
+                        &self.compaction_context(),
+                        &RunningCompactions::none(),
+                    )
                     .is_none();
             if idle {
                 return Ok(());

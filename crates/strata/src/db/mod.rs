@@ -155,9 +155,30 @@ pub(crate) struct BackgroundState {
     pub(crate) compaction_requested: bool,
     pub(crate) manual_compactions: manual_compaction::ManualCompactions,
     pub(crate) flush_in_progress: bool,
-    pub(crate) compaction_in_progress: bool,
-    /// While above 0, the compaction thread starts no job (`Db::rewrite_filters`, `study.rs`).
+    /// Policy jobs the compaction workers are running (shown to the policy when it picks).
+    pub(crate) running: crate::compaction::RunningCompactions,
+    /// The worker running a full (manual) compaction; it runs alone.
+    pub(crate) full_compaction_worker: Option<usize>,
+    /// Compaction workers still alive; the last to exit answers the queued tickets.
+    pub(crate) compaction_workers: usize,
+    /// While above 0, no compaction worker starts a job (`Db::rewrite_filters`, `study.rs`).
     pub(crate) compaction_pauses: usize,
+}
+
+impl BackgroundState {
+    /// True if no compaction (policy or full) is running.
+    pub(crate) fn compactions_idle(&self) -> bool {
+        self.running.is_empty() && self.full_compaction_worker.is_none()
+    }
+
+    /// True if a worker may register a policy job: not closing, not paused, and no full
+    /// compaction queued or running (it runs alone).
+    pub(crate) fn policy_jobs_may_start(&self) -> bool {
+        !self.shutting_down
+            && self.compaction_pauses == 0
+            && !self.manual_compactions.pending()
+            && self.full_compaction_worker.is_none()
+    }
 }
 
 /// The shared engine behind every `Db` clone, snapshot and iterator.
@@ -177,6 +198,9 @@ pub(crate) struct DbInner {
     /// Held from a job's filter allocation to its install (flush, compaction, trivial move), so
     /// the allocator always sizes filters against the tree the job joins (`crate::alloc`).
     pub(crate) install_lock: Mutex<()>,
+    /// Held by a compaction worker from reading the jobs in flight to registering the job it
+    /// picked, so two workers never pick against the same picture of what is running.
+    pub(crate) pick_lock: Mutex<()>,
     pub(crate) commit: Mutex<CommitState>,
     pub(crate) pending: Mutex<VecDeque<Arc<PendingWrite>>>,
     pub(crate) snapshots: Mutex<BTreeMap<u64, usize>>,

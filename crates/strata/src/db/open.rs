@@ -322,6 +322,7 @@ fn assemble(
         view: ArcSwap::from_pointee(view),
         view_lock: Mutex::new(()),
         install_lock: Mutex::new(()),
+        pick_lock: Mutex::new(()),
         commit: Mutex::new(commit),
         pending: Mutex::new(VecDeque::new()),
         snapshots: Mutex::new(BTreeMap::new()),

@@ -135,9 +135,9 @@ impl<'a> CompactionPause<'a> {
     fn new(inner: &'a DbInner) -> Self {
         let mut background = inner.background.lock();
         background.compaction_pauses += 1;
-        // The compaction thread sets `compaction_in_progress` under this lock, in the same
-        // critical section where it sees no pause: once this loop exits none can start.
-        while background.compaction_in_progress && !background.shutting_down {
+        // Compaction workers register a job under this lock, in the same critical section where
+        // they see no pause: once this loop exits none can start.
+        while !background.compactions_idle() && !background.shutting_down {
             inner
                 .work_done
                 .wait_for(&mut background, std::time::Duration::from_millis(100));
@@ -273,6 +273,7 @@ impl DbInner {
             output_level: level,
             output_run: OutputRun::Existing(run_id),
             reason: format!("filter rewrite of file {}", file.number()),
+            state: None,
         };
         let _install = self.install_lock.lock();
         let version = self.versions.current();

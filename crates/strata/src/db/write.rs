@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{CommitState, DbInner, PendingWrite, ReadView};
+use crate::compaction::WritePressure;
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
 use crate::memtable::MemTable;
@@ -216,8 +217,13 @@ impl DbInner {
             }
             self.check_open()?;
             let view = self.view.load();
-            let level0_runs = view.version.levels()[0].runs().len();
-            if !slowed && level0_runs >= self.options.level0_slowdown_writes_trigger {
+            // How far compaction is behind is the policy's call (leveling and tiering count
+            // level-0 runs; `CompactionPolicy::write_pressure`).
+            let pressure = self
+                .options
+                .compaction_policy
+                .write_pressure(&view.version, &self.compaction_context());
+            if !slowed && pressure >= WritePressure::Slowdown {
                 drop(view);
                 // Delay this group by 1 ms so compaction gets CPU before the hard stop.
                 let start = Instant::now();
@@ -235,10 +241,10 @@ impl DbInner {
             }
             let memtables_full = !view.immutable.is_empty()
                 && view.immutable.len() + 1 >= self.options.max_write_buffers;
-            let level0_full = level0_runs >= self.options.level0_stop_writes_trigger;
+            let compaction_behind = pressure == WritePressure::Stop;
             drop(view);
-            if memtables_full || level0_full {
-                self.wait_for_background_progress(level0_full);
+            if memtables_full || compaction_behind {
+                self.wait_for_background_progress(compaction_behind);
                 continue;
             }
             self.switch_memtable(commit)?;
@@ -251,7 +257,7 @@ impl DbInner {
         let start = Instant::now();
         add(&self.counters.write_stops, 1);
         let mut background = self.background.lock();
-        // Only a level-0 stall asks for a compaction: asking while a flush is what we wait for
+        // Only a compaction stall asks for a compaction: asking while a flush is what we wait for
         // would wake the compaction thread for nothing and it would wake us back, in a loop.
         if need_compaction {
             background.compaction_requested = true;

@@ -245,6 +245,10 @@ fn version_edit_value() -> impl Strategy<Value = VersionEdit> {
                             number,
                         })
                         .collect(),
+                    policy_states: vec![crate::version::PolicyState {
+                        owner: format!("policy-{}", next_run_id % 3),
+                        bytes: log_number.to_le_bytes()[..(last_sequence % 9) as usize].to_vec(),
+                    }],
                 }
             },
         )

@@ -12,6 +12,10 @@
 //! | 5 | new file: level, run id, number, file bytes, entries, smallest key (length-prefixed), largest key, smallest sequence, largest sequence (varints), bits per key (fixed64 f64 bits), filter bytes (varint) |
 //! | 6 | deleted file: level, run id, number (varints) |
 //! | 7 | format version (varint), first in every manifest |
+//! | 8 | policy state: owner (length-prefixed UTF-8), state (length-prefixed bytes) |
+//!
+//! Format version 2 added tag 8. Version 1 manifests (no policy state) still open; every manifest
+//! this build starts is version 2.
 
 use crate::coding::{put_fixed64, put_length_prefixed, put_varint64, Decoder};
 
@@ -22,9 +26,16 @@ const TAG_NEXT_RUN_ID: u64 = 4;
 const TAG_NEW_FILE: u64 = 5;
 const TAG_DELETED_FILE: u64 = 6;
 const TAG_FORMAT_VERSION: u64 = 7;
+const TAG_POLICY_STATE: u64 = 8;
 
-/// The manifest format version this build writes and reads.
-pub(crate) const MANIFEST_FORMAT_VERSION: u64 = 1;
+/// The manifest format version this build writes.
+pub(crate) const MANIFEST_FORMAT_VERSION: u64 = 2;
+
+/// The oldest manifest format version this build reads (version 1 has no policy state).
+const OLDEST_MANIFEST_FORMAT_VERSION: u64 = 1;
+
+/// Longest policy-state owner name accepted in a manifest.
+const MAX_POLICY_OWNER_BYTES: usize = 256;
 
 /// What the manifest records about a table file.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +56,17 @@ pub(crate) struct NewFile {
     pub(crate) access: Option<super::AccessHandle>,
 }
 
+/// State a policy keeps in the manifest so that it survives a restart (a compaction policy's
+/// logical level count, say): opaque bytes under the owner's name. The policy that wrote them
+/// decodes them; any other ignores them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyState {
+    /// Who the state belongs to, e.g. `"garnering"`.
+    pub owner: String,
+    /// The state, in the owner's own encoding.
+    pub bytes: Vec<u8>,
+}
+
 /// A removed table file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct DeletedFile {
@@ -63,6 +85,8 @@ pub(crate) struct VersionEdit {
     pub(crate) next_run_id: Option<u64>,
     pub(crate) new_files: Vec<NewFile>,
     pub(crate) deleted_files: Vec<DeletedFile>,
+    /// Policy states set by this edit (later records of the same owner replace earlier ones).
+    pub(crate) policy_states: Vec<PolicyState>,
 }
 
 impl VersionEdit {
@@ -98,6 +122,11 @@ impl VersionEdit {
             put_varint64(&mut out, file.largest_sequence);
             put_fixed64(&mut out, file.bits_per_key.to_bits());
             put_varint64(&mut out, file.filter_bytes);
+        }
+        for state in &self.policy_states {
+            put_varint64(&mut out, TAG_POLICY_STATE);
+            put_length_prefixed(&mut out, state.owner.as_bytes());
+            put_length_prefixed(&mut out, &state.bytes);
         }
         out
     }
@@ -161,13 +190,37 @@ impl VersionEdit {
                     }
                     edit.new_files.push(file);
                 }
+                TAG_POLICY_STATE => {
+                    let owner = decoder
+                        .length_prefixed()
+                        .ok_or_else(|| truncated("policy state owner"))?;
+                    if owner.len() > MAX_POLICY_OWNER_BYTES {
+                        return Err(format!(
+                            "policy state owner of {} bytes (at most {MAX_POLICY_OWNER_BYTES})",
+                            owner.len()
+                        ));
+                    }
+                    let owner = std::str::from_utf8(owner)
+                        .map_err(|_| "policy state owner is not UTF-8".to_string())?
+                        .to_string();
+                    let bytes = decoder
+                        .length_prefixed()
+                        .ok_or_else(|| truncated("policy state"))?
+                        .to_vec();
+                    edit.policy_states.push(PolicyState { owner, bytes });
+                }
                 other => return Err(format!("unknown version edit tag {other}")),
             }
         }
         if let Some(version) = edit.format_version {
-            if version != MANIFEST_FORMAT_VERSION {
+            if !(OLDEST_MANIFEST_FORMAT_VERSION..=MANIFEST_FORMAT_VERSION).contains(&version) {
                 return Err(format!(
-                    "manifest format version {version} is not supported (this build reads {MANIFEST_FORMAT_VERSION})"
+                    "manifest format version {version} is not supported (this build reads {OLDEST_MANIFEST_FORMAT_VERSION} to {MANIFEST_FORMAT_VERSION})"
+                ));
+            }
+            if version < 2 && !edit.policy_states.is_empty() {
+                return Err(format!(
+                    "a format version {version} manifest record holds policy state (tag {TAG_POLICY_STATE}, added in version 2)"
                 ));
             }
         }
@@ -205,6 +258,10 @@ mod tests {
                 run_id: 1,
                 number: 5,
             }],
+            policy_states: vec![PolicyState {
+                owner: "garnering".into(),
+                bytes: vec![1, 2, 3],
+            }],
         }
     }
 
@@ -230,5 +287,19 @@ mod tests {
             ..Default::default()
         };
         assert!(VersionEdit::decode(&wrong_version.encode()).is_err());
+        let old_with_state = VersionEdit {
+            format_version: Some(1),
+            ..sample()
+        };
+        assert!(
+            VersionEdit::decode(&old_with_state.encode()).is_err(),
+            "version 1 has no policy state"
+        );
+        let old = VersionEdit {
+            format_version: Some(1),
+            policy_states: Vec::new(),
+            ..sample()
+        };
+        assert_eq!(VersionEdit::decode(&old.encode()), Ok(old));
     }
 }

@@ -14,6 +14,7 @@ pub(crate) mod edit;
 pub(crate) mod set;
 
 use std::cmp::Ordering;
+use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
@@ -21,6 +22,7 @@ use parking_lot::Mutex;
 use crate::key::{compare_internal_keys, user_key};
 use crate::stats::merlin::{AccessEstimate, FileAccess, Merlin};
 use crate::table::TableSlot;
+pub use edit::PolicyState;
 pub(crate) use edit::{DeletedFile, NewFile, VersionEdit};
 
 /// The deepest level Strata addresses (level 0 plus 15 disk levels).
@@ -320,15 +322,21 @@ impl Level {
 
 /// An immutable shape of the tree: `levels()[0]` holds flushed runs, deeper levels hold older
 /// data. Every run of level `i` is newer than every run of level `i + 1`.
+///
+/// A version also carries the state policies keep in the manifest ([`PolicyState`]): it changes
+/// only through version edits, so a policy that reads it from the tree it is shown keeps no state
+/// of its own that a restart could lose.
 #[derive(Debug, Clone)]
 pub struct Version {
     pub(crate) levels: Vec<Level>,
+    pub(crate) policy_states: BTreeMap<String, Vec<u8>>,
 }
 
 impl Default for Version {
     fn default() -> Self {
         Version {
             levels: vec![Level::default(); MAX_LEVELS],
+            policy_states: BTreeMap::new(),
         }
     }
 }
@@ -337,6 +345,19 @@ impl Version {
     /// All levels (always [`MAX_LEVELS`] of them; deep ones are usually empty).
     pub fn levels(&self) -> &[Level] {
         &self.levels
+    }
+
+    /// The state `owner` last logged in the manifest (see [`PolicyState`]), if any.
+    pub fn policy_state(&self, owner: &str) -> Option<&[u8]> {
+        self.policy_states.get(owner).map(Vec::as_slice)
+    }
+
+    /// Every policy state, by owner.
+    pub fn policy_states(&self) -> impl Iterator<Item = PolicyState> + '_ {
+        self.policy_states.iter().map(|(owner, bytes)| PolicyState {
+            owner: owner.clone(),
+            bytes: bytes.clone(),
+        })
     }
 
     /// Index of the deepest non-empty level, if any.
@@ -441,6 +462,10 @@ impl Version {
                     );
                 }
             }
+        }
+        for state in &edit.policy_states {
+            next.policy_states
+                .insert(state.owner.clone(), state.bytes.clone());
         }
         next.check_runs_are_sorted()?;
         Ok(next)

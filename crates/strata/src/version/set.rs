@@ -144,6 +144,7 @@ impl VersionSet {
         for (level, run_id, file) in version.files() {
             snapshot.new_files.push(file.to_new_file(level, run_id));
         }
+        snapshot.policy_states.extend(version.policy_states());
         log.add_record(&snapshot.encode())?;
         log.sync()?;
         let temp = self.dir.join("CURRENT.tmp");
