@@ -24,6 +24,8 @@ fn options(policy: Arc<dyn CompactionPolicy>) -> Options {
         .target_file_bytes(8 * 1024)
         .block_bytes(1024)
         .level0_compaction_trigger(2)
+        // More workers than the default, so jobs run side by side while the calls wait.
+        .max_background_compactions(3)
         .compaction_policy(policy)
 }
 
@@ -234,10 +236,17 @@ fn every_entry_point_returns_across_a_close(policy: Arc<dyn CompactionPolicy>) {
     {
         let (db, in_flight) = (db.clone(), Arc::clone(&in_flight));
         let (closing, calls) = (Arc::clone(&closing), Arc::clone(&calls_before_close));
+        let acknowledged = Arc::clone(&acknowledged);
         bodies.push(Box::new(move || {
-            // Let every entry point run a while before closing under it.
+            // Let every entry point run a while before closing under it: 400 calls, and at least
+            // one acknowledged put (on a loaded machine the calls that find nothing to do can
+            // reach 400 before a writer is first scheduled).
             let start = Instant::now();
-            while calls.load(Ordering::SeqCst) < 400 && start.elapsed() < Duration::from_secs(20) {
+            let ready = || {
+                calls.load(Ordering::SeqCst) >= 400
+                    && !acknowledged.lock().expect("acknowledged").is_empty()
+            };
+            while !ready() && start.elapsed() < Duration::from_secs(20) {
                 std::thread::sleep(Duration::from_millis(5));
             }
             closing.store(true, Ordering::SeqCst);
@@ -437,4 +446,59 @@ fn flush_returns_under_a_steady_write_stream() {
         }));
     }
     run_with_watchdog(&in_flight, bodies);
+}
+
+/// `rewrite_filters` pauses the compaction workers and waits out their running jobs; `compact`
+/// waits for them to drain and then runs alone. Several callers of each, beside writers, with
+/// three workers: every call returns, and nothing written is lost.
+#[test]
+fn filter_rewrites_and_compactions_wait_for_each_other_across_workers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(tiering())).expect("open");
+    let in_flight = Arc::new(InFlight::default());
+    let mut bodies: Vec<Box<dyn FnOnce() + Send>> = Vec::new();
+    for writer in 0..2usize {
+        let (db, in_flight) = (db.clone(), Arc::clone(&in_flight));
+        bodies.push(Box::new(move || {
+            for round in 0..6 {
+                for i in 0..300 {
+                    db.put(format!("w{writer}-k{i:04}"), value(writer, round, i))
+                        .expect("put");
+                }
+                in_flight
+                    .run(&format!("compact (writer {writer})"), || db.compact())
+                    .expect("compact");
+            }
+        }));
+    }
+    for rewriter in 0..2usize {
+        let (db, in_flight) = (db.clone(), Arc::clone(&in_flight));
+        bodies.push(Box::new(move || {
+            for round in 0..6 {
+                let bits = 4.0 + (rewriter * 6 + round) as f64;
+                in_flight
+                    .run(&format!("rewrite_filters (thread {rewriter})"), || {
+                        db.rewrite_filters(&|_| bits)
+                    })
+                    .expect("rewrite_filters");
+                in_flight
+                    .run(&format!("wait_for_compactions (thread {rewriter})"), || {
+                        db.wait_for_compactions()
+                    })
+                    .expect("wait_for_compactions");
+            }
+        }));
+    }
+    run_with_watchdog(&in_flight, bodies);
+    for writer in 0..2usize {
+        for i in 0..300 {
+            assert_eq!(
+                db.get(format!("w{writer}-k{i:04}"))
+                    .expect("get")
+                    .map(|v| v.into_vec()),
+                Some(value(writer, 5, i)),
+                "writer {writer} key {i}"
+            );
+        }
+    }
 }

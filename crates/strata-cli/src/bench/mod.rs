@@ -232,6 +232,11 @@ pub struct BenchArgs {
     /// Strata's own). RocksDB's equivalent stays at its default of 1.
     #[arg(long)]
     pub index_restart_interval: Option<usize>,
+    /// Compaction workers (Strata's `Options::max_background_compactions`; default Strata's
+    /// own). RocksDB gets the same number of compaction threads (`max_background_jobs` = this + 1,
+    /// one of them for flushes); fjall keeps its own worker pool.
+    #[arg(long)]
+    pub max_background_compactions: Option<usize>,
     /// Keep Merlin's per-file access statistics (SPEC §4) in Strata whatever the filter policy
     /// (Mnemosyne+ always keeps them): measures their overhead on the lookup path.
     #[arg(long)]
@@ -352,6 +357,7 @@ pub struct BenchConfig {
     pub pin_index_filter: bool,
     pub peer_config: PeerConfig,
     pub index_restart_interval: Option<usize>,
+    pub max_background_compactions: Option<usize>,
     pub access_statistics: bool,
     pub access_sample_every: u32,
     pub access_recent_weight: f64,
@@ -506,6 +512,7 @@ impl BenchConfig {
             pin_index_filter: args.pin_index_filter,
             peer_config: args.peer_config,
             index_restart_interval: args.index_restart_interval,
+            max_background_compactions: args.max_background_compactions,
             access_statistics: args.access_statistics,
             access_sample_every: args.access_sample_every,
             access_recent_weight: args.access_recent_weight,
@@ -569,6 +576,7 @@ impl BenchConfig {
             pin_index_filter: self.pin_index_filter,
             peer_config: self.peer_config,
             index_restart_interval: self.index_restart_interval,
+            max_background_compactions: self.max_background_compactions,
             access_statistics: self.access_statistics,
             access_sample_every: self.access_sample_every,
             access_recent_weight: self.access_recent_weight,

@@ -85,6 +85,10 @@ pub struct StressArgs {
     /// Memtable size in bytes (small, so that flushes and compactions are frequent).
     #[arg(long, default_value_t = 64 * 1024)]
     pub write_buffer_bytes: usize,
+    /// Compaction workers (`Options::max_background_compactions`): more than the engine's
+    /// default, so that jobs run side by side often.
+    #[arg(long, default_value_t = 3)]
+    pub max_background_compactions: usize,
     /// Crash-test child: the journal of writes (`crash.rs`).
     #[arg(long, hide = true)]
     pub journal: Option<PathBuf>,
@@ -208,6 +212,7 @@ impl Stress {
             .block_bytes(1024)
             .block_cache_bytes(256 * 1024)
             .level0_compaction_trigger(2)
+            .max_background_compactions(args.max_background_compactions)
             .access_statistics(merlin || args.access_statistics)
             .compaction_policy(compaction_policy(args.compaction, size_ratio)?)
             .filter_allocator(allocator)

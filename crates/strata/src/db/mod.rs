@@ -201,6 +201,8 @@ pub(crate) struct DbInner {
     /// Held by a compaction worker from reading the jobs in flight to registering the job it
     /// picked, so two workers never pick against the same picture of what is running.
     pub(crate) pick_lock: Mutex<()>,
+    /// Held for the whole of a `Db::rewrite_filters` (`study.rs`): rewrites run one at a time.
+    pub(crate) filter_rewrite_lock: Mutex<()>,
     pub(crate) commit: Mutex<CommitState>,
     pub(crate) pending: Mutex<VecDeque<Arc<PendingWrite>>>,
     pub(crate) snapshots: Mutex<BTreeMap<u64, usize>>,

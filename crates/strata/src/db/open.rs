@@ -323,6 +323,7 @@ fn assemble(
         view_lock: Mutex::new(()),
         install_lock: Mutex::new(()),
         pick_lock: Mutex::new(()),
+        filter_rewrite_lock: Mutex::new(()),
         commit: Mutex::new(commit),
         pending: Mutex::new(VecDeque::new()),
         snapshots: Mutex::new(BTreeMap::new()),

@@ -95,6 +95,9 @@ impl Db {
         if let Some(error) = self.inner.background_error() {
             return Err(error);
         }
+        // One rewrite at a time: a second one planned against the same tree would name files
+        // the first has replaced.
+        let _rewriting = self.inner.filter_rewrite_lock.lock();
         let _paused = CompactionPause::new(&self.inner);
         let version = self.inner.versions.current();
         let mut plan = Vec::new();

@@ -73,6 +73,8 @@ pub struct EngineConfig {
     pub peer_config: super::PeerConfig,
     /// Strata's index block restart interval (`None`: Strata's default).
     pub index_restart_interval: Option<usize>,
+    /// Compaction workers (`None`: Strata's default); RocksDB gets as many compaction threads.
+    pub max_background_compactions: Option<usize>,
     /// Keep Merlin's access statistics in Strata (SPEC §4).
     pub access_statistics: bool,
     /// Record one lookup in this many in them.
@@ -293,6 +295,7 @@ pub(crate) mod conformance {
             pin_index_filter: false,
             peer_config: super::super::PeerConfig::StrataLike,
             index_restart_interval: None,
+            max_background_compactions: None,
             access_statistics: false,
             access_sample_every: 1,
             access_recent_weight: 0.75,

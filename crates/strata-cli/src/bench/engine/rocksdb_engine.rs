@@ -165,7 +165,17 @@ impl RocksDbEngine {
         options.set_target_file_size_base(config.target_file_bytes);
         options.set_level_zero_file_num_compaction_trigger(4);
         options.set_use_direct_reads(config.direct_reads);
+        // As many compaction threads as Strata's workers: RocksDB gives a quarter of its
+        // background jobs (at least one) to flushes, the rest to compactions.
+        let compactions = config
+            .max_background_compactions
+            .unwrap_or(strata::Options::default().max_background_compactions);
+        let jobs = i32::try_from(compactions + 1).unwrap_or(i32::MAX);
+        options.set_max_background_jobs(jobs);
         let mut settings = vec![
+            format!(
+                "max_background_jobs {jobs} ({compactions} compaction threads, one flush thread, as Strata's)"
+            ),
             format!("write_buffer_size {write_buffer} x max_write_buffer_number 2"),
             format!(
                 "target_file_size_base {} bytes; level0 trigger 4",

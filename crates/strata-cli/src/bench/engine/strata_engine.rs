@@ -62,8 +62,12 @@ impl StrataEngine {
         let index_restart_interval = config
             .index_restart_interval
             .unwrap_or(defaults.index_block_restart_interval);
+        let max_background_compactions = config
+            .max_background_compactions
+            .unwrap_or(defaults.max_background_compactions);
         let options = defaults
             .index_block_restart_interval(index_restart_interval)
+            .max_background_compactions(max_background_compactions)
             .write_buffer_bytes(usize::try_from(config.write_buffer_bytes).unwrap_or(usize::MAX))
             .block_bytes(config.block_bytes)
             .target_file_bytes(config.target_file_bytes)
