@@ -60,6 +60,7 @@ pub mod fuzz_targets;
 pub(crate) mod iterator;
 pub(crate) mod key;
 pub(crate) mod memtable;
+pub mod model;
 mod options;
 pub mod repair;
 pub mod stats;
