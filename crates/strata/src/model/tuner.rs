@@ -1,0 +1,476 @@
+//! Monkey's holistic tuner (SPEC §7; Monkey Algorithm 1 + Algorithm 5, eqs. 41-52): for a data
+//! size, a workload, a device and a memory budget, the merge policy, size ratio and split of
+//! memory between the write buffer and the filters with the most operations per second.
+//!
+//! For `L = 1 ..= ceil(log2(N/B))` the size ratio is `T = max(2, (N/B)^(1/L))`; for each policy
+//! the memory split comes from Newton-Raphson on
+//! `h(x) = x - (1/beta) * ln(alpha*beta/gamma * (M_hat - x))`, `x` the filter bits, started at
+//! `M_hat - one page` and stopped when a step is at most one page ([`split_memory`]). Each
+//! candidate is then evaluated as the engine would build it — the integer number of levels its
+//! buffer gives, Monkey's filters on them ([`evaluate`]) — and candidates are ranked by that
+//! prediction. (Ranking by the discrete design rather than by the continuous-`L` cost the split
+//! optimises is Strata's choice: the discrete design is what a user gets.) SLA bounds discard
+//! candidates.
+//!
+//! Lazy leveling and Garnering have no closed form in the papers; they join the candidates once
+//! Strata's own models for them exist (SPEC §7).
+
+use super::{
+    existing_lookup_cost, last_level_fpr, range_cost, shape, update_cost, zero_result_cost,
+    MergePolicy,
+};
+use crate::alloc::solver::DEFAULT_FPR_CONSTANT as LN2_SQUARED;
+use crate::alloc::solver::{monkey_general_last_level_weight, MergeKind};
+use crate::error::{Error, Result};
+
+/// What the workload does, as proportions of its operations.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Workload {
+    /// Point lookups (`z`).
+    pub point_lookups: f64,
+    /// Fraction of point lookups that find nothing (`f0`), in `[0, 1]`.
+    pub zero_result_fraction: f64,
+    /// Range lookups (`q`).
+    pub range_lookups: f64,
+    /// Fraction of the entries a range lookup returns (`s`).
+    pub selectivity: f64,
+    /// Updates (`w`): inserts, overwrites and deletes.
+    pub updates: f64,
+}
+
+/// The storage device.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Device {
+    /// Seconds per page read (`Omega`).
+    pub seconds_per_read: f64,
+    /// Cost of a page write relative to a page read (`phi`).
+    pub write_read_cost_ratio: f64,
+    /// Bytes per page.
+    pub page_bytes: f64,
+}
+
+/// A tuning problem: the data, the workload, the device, the memory and the SLA bounds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TuningProblem {
+    /// Entries (`N`).
+    pub entries: f64,
+    /// Bytes per entry (`E / 8`).
+    pub entry_bytes: f64,
+    /// Memory for the write buffer and the filters together, in bits (`M_hat`).
+    pub memory_bits: f64,
+    /// The workload.
+    pub workload: Workload,
+    /// The device.
+    pub device: Device,
+    /// Discard designs whose point lookups cost more I/Os than this.
+    pub max_point_lookup_io: Option<f64>,
+    /// Discard designs whose updates cost more I/Os than this.
+    pub max_update_io: Option<f64>,
+}
+
+/// What a design is predicted to cost, per operation of each kind (I/Os) and overall.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prediction {
+    /// A point lookup that finds nothing (`R`).
+    pub zero_result_lookup_io: f64,
+    /// A point lookup that finds its key (`V`).
+    pub existing_lookup_io: f64,
+    /// The workload's mix of point lookups (`Z`).
+    pub point_lookup_io: f64,
+    /// An update (`W`, write I/Os weighted by `phi`).
+    pub update_io: f64,
+    /// A range lookup (`Q`).
+    pub range_io: f64,
+    /// The workload's average I/Os per operation (`theta`).
+    pub io_per_operation: f64,
+    /// Operations per second (`tau = 1 / (theta * Omega)`).
+    pub throughput_ops: f64,
+}
+
+/// A design and its predicted costs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Design {
+    /// The merge policy.
+    pub policy: MergePolicy,
+    /// The size ratio `T`.
+    pub size_ratio: f64,
+    /// Disk levels of the idealised tree this buffer gives.
+    pub levels: usize,
+    /// Write-buffer memory in bits.
+    pub buffer_bits: f64,
+    /// Filter memory in bits (Monkey's allocation over the levels).
+    pub filter_bits: f64,
+    /// What it costs.
+    pub predicted: Prediction,
+}
+
+/// The tuner's answer: the best design and every candidate it evaluated (best first; candidates
+/// an SLA bound discarded are not listed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tuning {
+    /// The design with the most operations per second.
+    pub recommended: Design,
+    /// Every admissible candidate, best first.
+    pub candidates: Vec<Design>,
+}
+
+fn invalid(message: String) -> Error {
+    Error::InvalidArgument(message)
+}
+
+impl TuningProblem {
+    fn validate(&self) -> Result<()> {
+        let positive = |name: &str, value: f64| {
+            if value.is_finite() && value > 0.0 {
+                Ok(())
+            } else {
+                Err(invalid(format!(
+                    "{name} must be finite and > 0, got {value}"
+                )))
+            }
+        };
+        let non_negative = |name: &str, value: f64| {
+            if value.is_finite() && value >= 0.0 {
+                Ok(())
+            } else {
+                Err(invalid(format!(
+                    "{name} must be finite and >= 0, got {value}"
+                )))
+            }
+        };
+        positive("entries", self.entries)?;
+        positive("entry bytes", self.entry_bytes)?;
+        positive("memory bits", self.memory_bits)?;
+        positive("seconds per read", self.device.seconds_per_read)?;
+        positive("page bytes", self.device.page_bytes)?;
+        non_negative("write/read cost ratio", self.device.write_read_cost_ratio)?;
+        let w = &self.workload;
+        non_negative("point lookups", w.point_lookups)?;
+        non_negative("range lookups", w.range_lookups)?;
+        non_negative("updates", w.updates)?;
+        non_negative("selectivity", w.selectivity)?;
+        if w.point_lookups + w.range_lookups + w.updates <= 0.0 {
+            return Err(invalid("the workload has no operations".into()));
+        }
+        if !(0.0..=1.0).contains(&w.zero_result_fraction) || !(0.0..=1.0).contains(&w.selectivity) {
+            return Err(invalid(format!(
+                "zero-result fraction and selectivity must be in [0, 1], got {} and {}",
+                w.zero_result_fraction, w.selectivity
+            )));
+        }
+        if self.memory_bits <= self.page_bits() {
+            return Err(invalid(format!(
+                "memory of {} bits does not hold one page of write buffer ({} bits)",
+                self.memory_bits,
+                self.page_bits()
+            )));
+        }
+        Ok(())
+    }
+
+    fn page_bits(&self) -> f64 {
+        self.device.page_bytes * 8.0
+    }
+
+    /// `B`: entries per page.
+    fn entries_per_page(&self) -> f64 {
+        (self.device.page_bytes / self.entry_bytes).max(1.0)
+    }
+}
+
+/// The costs of `policy` at size ratio `T` with `buffer_bits` of write buffer and the rest of the
+/// memory in Monkey's filters, on the idealised tree (SPEC §7).
+pub fn evaluate(
+    problem: &TuningProblem,
+    policy: MergePolicy,
+    size_ratio: f64,
+    buffer_bits: f64,
+) -> Result<Design> {
+    problem.validate()?;
+    if !(buffer_bits.is_finite() && buffer_bits > 0.0 && buffer_bits <= problem.memory_bits) {
+        return Err(invalid(format!(
+            "buffer bits must be in (0, {}], got {buffer_bits}",
+            problem.memory_bits
+        )));
+    }
+    let n = problem.entries;
+    let filter_bits = problem.memory_bits - buffer_bits;
+    let tree = shape(n, problem.entry_bytes * 8.0, buffer_bits, size_ratio)?;
+    let levels = tree.levels;
+    let w = &problem.workload;
+    let r = zero_result_cost(policy, filter_bits, n, size_ratio, levels)?;
+    let p_last = last_level_fpr(policy, filter_bits, n, size_ratio, levels)?;
+    let v = existing_lookup_cost(policy, r, p_last, size_ratio);
+    // Z = v/(v+1) * V + R/(v+1) [Monkey eq. 13] with f0 = 1/(v+1).
+    let z = (1.0 - w.zero_result_fraction) * v + w.zero_result_fraction * r;
+    let b = problem.entries_per_page();
+    let u = update_cost(
+        policy,
+        levels,
+        b,
+        size_ratio,
+        problem.device.write_read_cost_ratio,
+    );
+    let q = range_cost(policy, w.selectivity, n, b, levels, size_ratio);
+    let total = w.point_lookups + w.range_lookups + w.updates;
+    let theta = (w.point_lookups * z + w.range_lookups * q + w.updates * u) / total;
+    Ok(Design {
+        policy,
+        size_ratio,
+        levels,
+        buffer_bits,
+        filter_bits,
+        predicted: Prediction {
+            zero_result_lookup_io: r,
+            existing_lookup_io: v,
+            point_lookup_io: z,
+            update_io: u,
+            range_io: q,
+            io_per_operation: theta,
+            throughput_ops: 1.0 / (theta * problem.device.seconds_per_read),
+        },
+    })
+}
+
+/// Filter bits `x` of the best split of `total_bits` between buffer and filters for a cost
+/// `alpha * exp(-beta x) + gamma * ln(1 / (total - x))` (up to constants) [Monkey eqs. 41-52]:
+/// Newton-Raphson on `h(x) = x - (1/beta) ln(alpha beta / gamma * (total - x))`, from
+/// `x0 = total - page`, until a step is at most one page. 0 when `total <= gamma/(alpha beta)`
+/// (filters cannot pay), `total - page` when `gamma = 0` (nothing gains from a larger buffer).
+/// `h` is increasing and convex, so the iteration from the right end descends monotonically to
+/// the root.
+pub fn split_memory(alpha: f64, beta: f64, gamma: f64, total_bits: f64, page_bits: f64) -> f64 {
+    let last = (total_bits - page_bits).max(0.0);
+    if alpha <= 0.0 || beta <= 0.0 || last <= 0.0 {
+        return 0.0;
+    }
+    if gamma <= 0.0 {
+        return last;
+    }
+    if total_bits <= gamma / (alpha * beta) {
+        return 0.0;
+    }
+    let h = |x: f64| x - (alpha * beta / gamma * (total_bits - x)).ln() / beta;
+    let slope = |x: f64| 1.0 + 1.0 / (beta * (total_bits - x));
+    let mut x = last;
+    if h(x) <= 0.0 {
+        // The root lies beyond the last page: everything but one page goes to the filters.
+        return last;
+    }
+    for _ in 0..200 {
+        let step = h(x) / slope(x);
+        x = (x - step).clamp(0.0, last);
+        if step.abs() <= page_bits || x == 0.0 {
+            break;
+        }
+    }
+    x
+}
+
+/// Monkey's holistic tuner over leveling and tiering (see the module docs).
+pub fn tune(problem: &TuningProblem) -> Result<Tuning> {
+    problem.validate()?;
+    let n = problem.entries;
+    let b = problem.entries_per_page();
+    let w = &problem.workload;
+    let phi = problem.device.write_read_cost_ratio;
+    let page_bits = problem.page_bits();
+    let beta = LN2_SQUARED / n;
+    let pages = (n / b).max(2.0);
+    let max_levels = pages.log2().ceil().max(1.0) as usize;
+    let mut candidates = Vec::new();
+    for levels in 1..=max_levels {
+        let size_ratio = pages.powf(1.0 / levels as f64).max(2.0);
+        let t = size_ratio;
+        for policy in [MergePolicy::Leveling, MergePolicy::Tiering] {
+            let f0 = w.zero_result_fraction;
+            let (alpha, gamma) = match policy {
+                MergePolicy::Leveling => (
+                    w.point_lookups * t.powf(t / (t - 1.0)) / (t - 1.0) * f0.powf((t - 1.0) / t),
+                    (w.range_lookups + w.updates * (t - 1.0) * (1.0 + phi) / (2.0 * b)) / t.ln(),
+                ),
+                MergePolicy::Tiering => {
+                    let g =
+                        monkey_general_last_level_weight(f0, MergeKind::Tiering { size_ratio })?;
+                    (
+                        w.point_lookups * t.powf(t / (t - 1.0)) * g.powf((t - 1.0) / t),
+                        (w.range_lookups * (t - 1.0)
+                            + w.updates * (t - 1.0) * (1.0 + phi) / (t * b))
+                            / t.ln(),
+                    )
+                }
+            };
+            let filter_bits = split_memory(alpha, beta, gamma, problem.memory_bits, page_bits);
+            let design = evaluate(problem, policy, t, problem.memory_bits - filter_bits)?;
+            let within_sla = problem
+                .max_point_lookup_io
+                .is_none_or(|bound| design.predicted.point_lookup_io <= bound)
+                && problem
+                    .max_update_io
+                    .is_none_or(|bound| design.predicted.update_io <= bound);
+            if within_sla {
+                candidates.push(design);
+            }
+        }
+    }
+    candidates.sort_by(|a, b| {
+        b.predicted
+            .throughput_ops
+            .total_cmp(&a.predicted.throughput_ops)
+    });
+    let recommended = *candidates
+        .first()
+        .ok_or_else(|| invalid("no design meets the SLA bounds".into()))?;
+    Ok(Tuning {
+        recommended,
+        candidates,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(workload: Workload, bits_per_entry: f64) -> TuningProblem {
+        let entries = 1e8;
+        TuningProblem {
+            entries,
+            entry_bytes: 128.0,
+            memory_bits: bits_per_entry * entries,
+            workload,
+            device: Device {
+                seconds_per_read: 1e-4,
+                write_read_cost_ratio: 1.0,
+                page_bytes: 4096.0,
+            },
+            max_point_lookup_io: None,
+            max_update_io: None,
+        }
+    }
+
+    const BALANCED: Workload = Workload {
+        point_lookups: 0.5,
+        zero_result_fraction: 0.5,
+        range_lookups: 0.0,
+        selectivity: 0.0,
+        updates: 0.5,
+    };
+
+    /// The continuous cost whose minimum `split_memory` finds:
+    /// `alpha exp(-beta x) + gamma ln(1 / (total - x))`.
+    fn continuous_cost(alpha: f64, beta: f64, gamma: f64, total: f64, x: f64) -> f64 {
+        alpha * (-beta * x).exp() - gamma * (total - x).ln()
+    }
+
+    #[test]
+    fn newton_split_matches_a_fine_grid_search_within_one_page() {
+        let page = 4096.0 * 8.0;
+        for (alpha, gamma, total) in [
+            (1.0, 0.01, 8e8),
+            (0.3, 0.2, 5e8),
+            (2.0, 0.001, 1e9),
+            (0.05, 0.5, 3e8),
+        ] {
+            let beta = LN2_SQUARED / 1e8;
+            let x = split_memory(alpha, beta, gamma, total, page);
+            // Grid over [0, total - page] in steps of a page.
+            let mut best = (f64::INFINITY, 0.0);
+            let mut g = 0.0;
+            while g <= total - page {
+                let cost = continuous_cost(alpha, beta, gamma, total, g);
+                if cost < best.0 {
+                    best = (cost, g);
+                }
+                g += page;
+            }
+            assert!(
+                (x - best.1).abs() <= page,
+                "alpha {alpha}, gamma {gamma}: newton {x}, grid {}",
+                best.1
+            );
+        }
+        // No point lookups: no filters. No updates or ranges: all but a page to filters.
+        assert_eq!(split_memory(0.0, 1e-8, 1.0, 1e9, page), 0.0);
+        assert_eq!(split_memory(1.0, 1e-8, 0.0, 1e9, page), 1e9 - page);
+    }
+
+    #[test]
+    fn the_tuner_prefers_leveling_for_lookups_and_tiering_for_writes() {
+        let reads = Workload {
+            point_lookups: 0.95,
+            updates: 0.05,
+            ..BALANCED
+        };
+        let writes = Workload {
+            point_lookups: 0.02,
+            updates: 0.98,
+            ..BALANCED
+        };
+        let for_reads = tune(&problem(reads, 10.0)).expect("tune");
+        let for_writes = tune(&problem(writes, 10.0)).expect("tune");
+        assert_eq!(for_reads.recommended.policy, MergePolicy::Leveling);
+        assert_eq!(for_writes.recommended.policy, MergePolicy::Tiering);
+        for tuning in [&for_reads, &for_writes] {
+            let best = tuning.recommended.predicted.throughput_ops;
+            assert!(tuning
+                .candidates
+                .iter()
+                .all(|c| c.predicted.throughput_ops <= best));
+            assert_eq!(tuning.candidates[0], tuning.recommended);
+            assert!(tuning.candidates.len() >= 4, "several L and both policies");
+        }
+        // A read-heavy workload gives most memory to the filters.
+        let r = for_reads.recommended;
+        assert!(r.filter_bits > r.buffer_bits, "{r:?}");
+    }
+
+    #[test]
+    fn sla_bounds_discard_designs_and_bad_input_is_an_error() {
+        let bounded = TuningProblem {
+            max_update_io: Some(0.0),
+            ..problem(BALANCED, 10.0)
+        };
+        assert!(tune(&bounded).is_err(), "no design writes for free");
+        let some = TuningProblem {
+            max_point_lookup_io: Some(1.2),
+            ..problem(BALANCED, 10.0)
+        };
+        let tuning = tune(&some).expect("tune");
+        assert!(tuning
+            .candidates
+            .iter()
+            .all(|c| c.predicted.point_lookup_io <= 1.2));
+        assert!(tune(&TuningProblem {
+            entries: f64::NAN,
+            ..problem(BALANCED, 10.0)
+        })
+        .is_err());
+        assert!(tune(&TuningProblem {
+            memory_bits: 1.0,
+            ..problem(BALANCED, 10.0)
+        })
+        .is_err());
+    }
+
+    #[test]
+    fn evaluate_agrees_with_the_closed_forms() {
+        let p = problem(BALANCED, 10.0);
+        let design = evaluate(&p, MergePolicy::Leveling, 10.0, 64.0 * 8.0 * 1048576.0).expect("ok");
+        let r = zero_result_cost(
+            MergePolicy::Leveling,
+            design.filter_bits,
+            p.entries,
+            10.0,
+            design.levels,
+        )
+        .expect("ok");
+        assert_eq!(design.predicted.zero_result_lookup_io, r);
+        assert!(
+            (design.predicted.point_lookup_io
+                - (0.5 * design.predicted.existing_lookup_io + 0.5 * r))
+                .abs()
+                < 1e-12
+        );
+        assert!(design.predicted.throughput_ops > 0.0);
+    }
+}
