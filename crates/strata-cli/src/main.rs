@@ -7,6 +7,7 @@
 //!   (`check.rs`).
 //! * `bench` — a db_bench-like benchmark (`bench/`).
 //! * `study` — offline experiments reproducing the Mnemosyne paper's analysis figures (`study/`).
+//! * `tune` — the design Monkey's cost models recommend for a workload (`tune.rs`).
 //! * `stress`, `crash-test` — random operations against an expected-state oracle, with faults
 //!   injected, and a crash loop that kills the stress process and checks what survives
 //!   (`stress/`).
@@ -22,6 +23,7 @@ mod error;
 mod inspect;
 mod stress;
 mod study;
+mod tune;
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -179,6 +181,9 @@ enum Command {
     /// Kill `strata stress` children at random moments and named crash points, and check after
     /// each crash that nothing acknowledged was lost.
     CrashTest(Box<stress::crash::CrashTestArgs>),
+    /// Recommend a design (merge policy, size ratio, buffer/filter memory split) for a workload
+    /// from Monkey's cost models (SPEC §7), with the runners-up and their predicted costs.
+    Tune(Box<tune::TuneArgs>),
 }
 
 fn run(command: Command, out: &mut dyn Write) -> CliResult<()> {
@@ -239,6 +244,7 @@ fn run(command: Command, out: &mut dyn Write) -> CliResult<()> {
         Command::Study(command) => study::run(&command, out),
         Command::Stress(args) => stress::run(&args, out),
         Command::CrashTest(args) => stress::crash::run(&args, out),
+        Command::Tune(args) => tune::run(&args, out),
     }
 }
 

@@ -62,6 +62,9 @@ pub struct TuningProblem {
     pub workload: Workload,
     /// The device.
     pub device: Device,
+    /// Fix the write buffer at this many bits instead of choosing the split (the rest of the
+    /// memory goes to the filters).
+    pub fixed_buffer_bits: Option<f64>,
     /// Discard designs whose point lookups cost more I/Os than this.
     pub max_point_lookup_io: Option<f64>,
     /// Discard designs whose updates cost more I/Os than this.
@@ -157,6 +160,14 @@ impl TuningProblem {
                 "zero-result fraction and selectivity must be in [0, 1], got {} and {}",
                 w.zero_result_fraction, w.selectivity
             )));
+        }
+        if let Some(buffer) = self.fixed_buffer_bits {
+            if !(buffer.is_finite() && buffer > 0.0 && buffer <= self.memory_bits) {
+                return Err(invalid(format!(
+                    "a fixed buffer must be in (0, {}] bits, got {buffer}",
+                    self.memory_bits
+                )));
+            }
         }
         if self.memory_bits <= self.page_bits() {
             return Err(invalid(format!(
@@ -300,7 +311,10 @@ pub fn tune(problem: &TuningProblem) -> Result<Tuning> {
                     )
                 }
             };
-            let filter_bits = split_memory(alpha, beta, gamma, problem.memory_bits, page_bits);
+            let filter_bits = match problem.fixed_buffer_bits {
+                Some(buffer) => problem.memory_bits - buffer,
+                None => split_memory(alpha, beta, gamma, problem.memory_bits, page_bits),
+            };
             let design = evaluate(problem, policy, t, problem.memory_bits - filter_bits)?;
             let within_sla = problem
                 .max_point_lookup_io
@@ -343,6 +357,7 @@ mod tests {
                 write_read_cost_ratio: 1.0,
                 page_bytes: 4096.0,
             },
+            fixed_buffer_bits: None,
             max_point_lookup_io: None,
             max_update_io: None,
         }
@@ -447,6 +462,21 @@ mod tests {
         .is_err());
         assert!(tune(&TuningProblem {
             memory_bits: 1.0,
+            ..problem(BALANCED, 10.0)
+        })
+        .is_err());
+        // A fixed buffer is kept by every candidate.
+        let fixed = TuningProblem {
+            fixed_buffer_bits: Some(8.0 * 8.0 * 1048576.0),
+            ..problem(BALANCED, 10.0)
+        };
+        let tuning = tune(&fixed).expect("tune");
+        assert!(tuning
+            .candidates
+            .iter()
+            .all(|c| c.buffer_bits == 8.0 * 8.0 * 1048576.0));
+        assert!(tune(&TuningProblem {
+            fixed_buffer_bits: Some(-1.0),
             ..problem(BALANCED, 10.0)
         })
         .is_err());
