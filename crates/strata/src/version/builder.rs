@@ -86,6 +86,11 @@ impl FileMetadata {
         self
     }
 
+    /// Oldest sequence number in the file.
+    pub fn smallest_sequence(&self) -> u64 {
+        self.smallest_sequence
+    }
+
     fn check(&self, level: usize) -> Result<()> {
         let invalid = |what: String| {
             Err(Error::InvalidArgument(format!(
