@@ -15,11 +15,12 @@
 //!
 //! What is modelled (the data):
 //! * Keys are `u64`s (8 bytes, big-endian) in a key space of `K` keys (`--key-space`, default
-//!   `--num`). A flush holds `B / E` distinct keys (a memtable of `B` bytes holds that many
-//!   entries of `E` bytes, overwrites having replaced older versions in memory), drawn uniformly:
-//!   its file's key range is the smallest and largest of them, drawn from the order statistics of
-//!   `B / E` uniform keys with a seeded RNG (`--seed`). `--num` entries make `ceil(num / (B / E))`
-//!   flushes.
+//!   `--num`). A flush writes `B / E` entries (a memtable of `B` bytes holds that many entries of
+//!   `E` bytes), modelled as distinct uniform keys (a memtable keeps every version of a key, but
+//!   two writes of one key in one memtable are rare when `K` is well above `B / E`; a file's
+//!   density is capped at one entry per key). Its key range is the smallest and largest of them,
+//!   drawn from the order statistics of `B / E` uniform keys with a seeded RNG (`--seed`).
+//!   `--num` entries make `ceil(num / (B / E))` flushes.
 //! * A compaction's output is the merge of its inputs. Overwrite model: each input file holds a
 //!   uniform random subset of the keys in its range, independently of the others, so on a stretch
 //!   of keys covered by files with densities `d_i = entries_i / range_i` the merge keeps
