@@ -218,6 +218,9 @@ impl Simulation {
     /// A simulation with `args`' policies and data model; `Err` for invalid arguments.
     pub fn new(args: &SimulateArgs) -> CliResult<Self> {
         let invalid = |what: &str| Err(CliError::InvalidArgument(what.to_string()));
+        if args.num == 0 {
+            return invalid("--num must be at least 1");
+        }
         if args.entry_bytes == 0 {
             return invalid("--entry-bytes must be at least 1");
         }
@@ -1055,6 +1058,7 @@ mod tests {
     fn invalid_arguments_are_errors() {
         for extra in [
             &["--entry-bytes", "0"][..],
+            &["--num", "0"],
             &["--max-background-compactions", "0"],
             &["--key-space", "0"],
             &["--size-ratio", "1"],
