@@ -19,28 +19,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde::Serialize;
-use strata::alloc::solver::Variant;
-use strata::alloc::{FilterAllocator, Mnemosyne, MnemosynePlus, Uniform};
+use strata::alloc::FilterAllocator;
 use strata::compaction::Manual;
 use strata::version::{FileMetadata, Version};
 use strata::{AccessEstimate, Db, Options, Stats};
 
 use crate::commands::check_is_database;
 use crate::error::{CliError, CliResult};
-
-/// The filter allocator `inspect` opens the database with (SPEC §3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum InspectFilterPolicy {
-    /// The same bits per key for every file.
-    Uniform,
-    /// Mnemosyne (SPEC §3.3): per-run bits per key under a 20% budget guard.
-    Mnemosyne,
-    /// Mnemosyne with the minimum-1-bit solver variant (SPEC §2).
-    MnemosyneMin1,
-    /// Mnemosyne+ (SPEC §3.4): per-file bits per key from Merlin's statistics (implies
-    /// `--access-statistics`).
-    MnemosynePlus,
-}
+use crate::policies::{CompactionKind, FilterPolicyKind, FilterSettings};
 
 /// How `inspect` opens the database.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,20 +35,20 @@ pub struct InspectOptions {
     /// restored and shown.
     pub access_statistics: bool,
     /// The filter allocator named in the header.
-    pub filter_policy: InspectFilterPolicy,
+    pub filter_policy: FilterPolicyKind,
     /// The allocator's budget in bits per key.
     pub bits_per_key: f64,
 }
 
 fn allocator(options: &InspectOptions) -> CliResult<Arc<dyn FilterAllocator>> {
-    let bits = options.bits_per_key;
-    Ok(match options.filter_policy {
-        InspectFilterPolicy::Uniform => Arc::new(Uniform::new(bits)?),
-        InspectFilterPolicy::Mnemosyne => Arc::new(Mnemosyne::new(bits)?),
-        InspectFilterPolicy::MnemosyneMin1 => {
-            Arc::new(Mnemosyne::new(bits)?.with_variant(Variant::MinimumBitsPerKeyOne))
-        }
-        InspectFilterPolicy::MnemosynePlus => Arc::new(MnemosynePlus::new(bits)?),
+    // A read-only open allocates no filter: the allocator only names itself and its budget and
+    // cap in the header. Monkey's tree prediction plays no part, so it gets a minimal one.
+    options.filter_policy.build(&FilterSettings {
+        bits_per_key: options.bits_per_key,
+        compaction: CompactionKind::Leveling,
+        size_ratio: 10.0,
+        expected_entries: 1,
+        buffer_entries: 1,
     })
 }
 

@@ -6,6 +6,7 @@
 //! * `check`, `repair` — verify every file offline; rebuild the manifest from the sound files
 //!   (`check.rs`).
 //! * `bench` — a db_bench-like benchmark (`bench/`).
+//! * `simulate` — the real policies on a synthetic tree, no I/O (`simulate.rs`).
 //! * `study` — offline experiments reproducing the Mnemosyne paper's analysis figures (`study/`).
 //! * `tune` — the design Monkey's cost models recommend for a workload (`tune.rs`).
 //! * `stress`, `crash-test` — random operations against an expected-state oracle, with faults
@@ -21,6 +22,8 @@ mod check;
 mod commands;
 mod error;
 mod inspect;
+mod policies;
+mod simulate;
 mod stress;
 mod study;
 mod tune;
@@ -33,7 +36,8 @@ use clap::{Parser, Subcommand};
 
 use commands::{Encoding, ScanRange};
 use error::{CliError, CliResult};
-use inspect::{InspectFilterPolicy, InspectOptions};
+use inspect::InspectOptions;
+use policies::FilterPolicyKind;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -136,7 +140,7 @@ enum Command {
         access_statistics: bool,
         /// Filter allocator named in the header (SPEC §3).
         #[arg(long, value_enum, default_value = "uniform")]
-        filter_policy: InspectFilterPolicy,
+        filter_policy: FilterPolicyKind,
         /// The allocator's budget in bits per key.
         #[arg(long, default_value_t = 10.0)]
         bits_per_key: f64,
@@ -171,6 +175,10 @@ enum Command {
     /// Run a db_bench-like benchmark.
     #[command(args_override_self = true)]
     Bench(Box<bench::BenchArgs>),
+    /// Run the real compaction policy and filter allocator on a synthetic tree with no I/O,
+    /// printing the tree after every flush and compaction, then write amplification, sorted runs,
+    /// levels and filter bits per key.
+    Simulate(Box<simulate::SimulateArgs>),
     /// Run an offline study (Mnemosyne Fig. 4 headroom, Fig. 10 Merlin accuracy).
     #[command(subcommand)]
     Study(study::StudyCommand),
@@ -241,6 +249,7 @@ fn run(command: Command, out: &mut dyn Write) -> CliResult<()> {
         Command::Check { db, json } => check::check(&db, json, out),
         Command::Repair { db, json, always } => check::repair(&db, json, always, out),
         Command::Bench(args) => bench::run(&args),
+        Command::Simulate(args) => simulate::run(&args, out),
         Command::Study(command) => study::run(&command, out),
         Command::Stress(args) => stress::run(&args, out),
         Command::CrashTest(args) => stress::crash::run(&args, out),
@@ -275,7 +284,6 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bench::FilterPolicyKind;
 
     fn parse(args: &[&str]) -> Command {
         let args = args.iter().map(std::ffi::OsString::from).collect();

@@ -923,3 +923,34 @@ fn a_repeated_phase_is_compared_per_occurrence() {
     assert_eq!(lookups, vec![1, 2]);
     assert!(medians.iter().all(|row| row["runs"] == 2), "{medians:?}");
 }
+
+#[test]
+fn simulate_prints_a_json_object_per_step_and_refuses_bad_arguments() {
+    let text = ok(&[
+        "simulate",
+        "--compaction",
+        "tiering",
+        "--filter-policy",
+        "mnemosyne",
+        "--num",
+        "20000",
+        "--write-buffer-bytes",
+        "116000",
+        "--size-ratio",
+        "3",
+        "--json",
+    ]);
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON object per line"))
+        .collect();
+    let (summary, steps) = lines.split_last().expect("output");
+    let summary = &summary["summary"];
+    assert_eq!(summary["flushes"], 20);
+    assert_eq!(summary["compaction"], "tiering(T=3)");
+    assert!(summary["write_amplification"].as_f64().expect("a number") > 1.0);
+    assert!(steps.iter().any(|step| step["kind"] == "compaction"));
+    let refused = strata(&["simulate", "--entry-bytes", "0"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("--entry-bytes"));
+}

@@ -35,6 +35,8 @@ use std::str::FromStr;
 use strata::CompressionPolicy;
 
 use crate::error::{CliError, CliResult};
+// The names of the policies come from the CLI's one registry; re-exported for the engines.
+pub use crate::policies::{CompactionKind, FilterPolicyKind};
 use report::{Latencies, PhaseCounts, PhaseResult, SeriesPoint};
 use workload::{FillOrder, KeyFormat, Workload};
 
@@ -47,20 +49,6 @@ const QUICK_NUM: u64 = 500_000;
 const QUICK_WRITE_BUFFER_BYTES: u64 = 4 << 20;
 /// Memtable size of a full run (the engine's and RocksDB's default).
 const DEFAULT_WRITE_BUFFER_BYTES: u64 = 64 << 20;
-
-/// Which compaction policy the benchmark's database uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum CompactionKind {
-    /// One run per level (`strata::compaction::Leveling`), level sizes from level 1 down: the
-    /// tree grows top-down.
-    Leveling,
-    /// Leveling with dynamic level bytes (RocksDB's `level_compaction_dynamic_level_bytes`):
-    /// level sizes from the last level up, the tree grows bottom-up.
-    LevelingDynamic,
-    /// Up to `T - 1` runs per level (`strata::compaction::Tiering`).
-    Tiering,
-}
 
 /// How the peers (RocksDB, fjall) are configured where the benchmark's settings leave them a
 /// choice Strata does not have.
@@ -79,54 +67,6 @@ pub enum PeerConfig {
     /// smaller than one index block, which never stays cached: use it only to compare table
     /// layouts, not engines.
     StrataLike,
-}
-
-/// Which filter-allocation policy Strata's files get (SPEC §3). Peers have only uniform filters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum FilterPolicyKind {
-    /// The same bits per key for every file (what RocksDB, LevelDB, Pebble and fjall do).
-    Uniform,
-    /// Monkey (SPEC §3.2): per-level bits per key solved once for the tree predicted from
-    /// `--num`, the write buffer and `--size-ratio`.
-    Monkey,
-    /// Mnemosyne (SPEC §3.3): the budget re-solved over the tree's runs at every flush and
-    /// compaction, pure solver, 20% budget guard.
-    Mnemosyne,
-    /// Mnemosyne with the paper's minimum-1-bit solver variant and rounding (SPEC §2, §3.3).
-    MnemosyneMin1,
-    /// Mnemosyne+ (SPEC §3.4): per-file allocation from Merlin's access statistics (SPEC §4),
-    /// whose memory is taken from the block cache, with Strata's standby filters (filters in use
-    /// chosen by value under the cap; `MnemosynePlus::with_standby_filters`).
-    MnemosynePlus,
-    /// Mnemosyne+ with SPEC §3.4's first-come budget guard instead of standby filters (what
-    /// `mnemosyne-plus` was before session 4), for comparison.
-    MnemosynePlusFirstCome,
-}
-
-impl FilterPolicyKind {
-    /// The name in reports and the JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            FilterPolicyKind::Uniform => "uniform",
-            FilterPolicyKind::Monkey => "monkey",
-            FilterPolicyKind::Mnemosyne => "mnemosyne",
-            FilterPolicyKind::MnemosyneMin1 => "mnemosyne-min1",
-            FilterPolicyKind::MnemosynePlus => "mnemosyne-plus",
-            FilterPolicyKind::MnemosynePlusFirstCome => "mnemosyne-plus-first-come",
-        }
-    }
-}
-
-impl CompactionKind {
-    /// The name in reports and the JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            CompactionKind::Leveling => "leveling",
-            CompactionKind::LevelingDynamic => "leveling-dynamic",
-            CompactionKind::Tiering => "tiering",
-        }
-    }
 }
 
 /// One configuration a benchmark runs: an engine with a filter policy, a merge policy and a

@@ -20,8 +20,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::journal_path;
-use crate::bench::{CompactionKind, FilterPolicyKind};
 use crate::error::{CliError, CliResult};
+use crate::policies::{CompactionKind, FilterPolicyKind};
 
 /// `strata crash-test` flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -264,23 +264,12 @@ fn final_check(args: &CrashTestArgs, pair: &Pair, db: &Path, seed: u64) -> CliRe
 /// Runs `strata crash-test`.
 pub fn run(args: &CrashTestArgs, out: &mut dyn std::io::Write) -> CliResult<()> {
     let compactions = if args.compaction.is_empty() {
-        vec![
-            CompactionKind::Leveling,
-            CompactionKind::LevelingDynamic,
-            CompactionKind::Tiering,
-        ]
+        CompactionKind::all().to_vec()
     } else {
         args.compaction.clone()
     };
     let policies = if args.filter_policy.is_empty() {
-        vec![
-            FilterPolicyKind::Uniform,
-            FilterPolicyKind::Monkey,
-            FilterPolicyKind::Mnemosyne,
-            FilterPolicyKind::MnemosyneMin1,
-            FilterPolicyKind::MnemosynePlus,
-            FilterPolicyKind::MnemosynePlusFirstCome,
-        ]
+        FilterPolicyKind::all().to_vec()
     } else {
         args.filter_policy.clone()
     };

@@ -27,9 +27,8 @@ use rand::{Rng, SeedableRng};
 use strata::env::{FaultInjectionFileSystem, FaultPoint, RandomFaults};
 use strata::{Db, Error, Options, WriteBatch, WriteOptions};
 
-use crate::bench::engine::{compaction_policy, filter_allocator};
-use crate::bench::{CompactionKind, FilterPolicyKind};
 use crate::error::{CliError, CliResult};
+use crate::policies::{CompactionKind, FilterPolicyKind, FilterSettings};
 use journal::Journal;
 use oracle::{decode_value, describe, key_bytes, key_index, value_bytes, ExpectedState, Outcome};
 
@@ -194,18 +193,14 @@ impl Stress {
         let args = &self.args;
         let size_ratio = 4.0;
         let entry_bytes = (args.value_size + 12) as u64;
-        let allocator = filter_allocator(
-            args.filter_policy,
-            args.bits_per_key,
-            args.compaction,
+        let allocator = args.filter_policy.build(&FilterSettings {
+            bits_per_key: args.bits_per_key,
+            compaction: args.compaction,
             size_ratio,
-            args.keys as u64,
-            (args.write_buffer_bytes as u64 / (entry_bytes + 72)).max(1),
-        )?;
-        let merlin = matches!(
-            args.filter_policy,
-            FilterPolicyKind::MnemosynePlus | FilterPolicyKind::MnemosynePlusFirstCome
-        );
+            expected_entries: args.keys as u64,
+            buffer_entries: (args.write_buffer_bytes as u64 / (entry_bytes + 72)).max(1),
+        })?;
+        let merlin = args.filter_policy.needs_access_statistics();
         let options = Options::default()
             .write_buffer_bytes(args.write_buffer_bytes)
             .target_file_bytes(args.write_buffer_bytes as u64)
@@ -214,7 +209,7 @@ impl Stress {
             .level0_compaction_trigger(2)
             .max_background_compactions(args.max_background_compactions)
             .access_statistics(merlin || args.access_statistics)
-            .compaction_policy(compaction_policy(args.compaction, size_ratio)?)
+            .compaction_policy(args.compaction.build(size_ratio)?)
             .filter_allocator(allocator)
             .file_system(Arc::new(self.fs.clone()));
         options.validate()?;

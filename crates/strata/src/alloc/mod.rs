@@ -39,6 +39,18 @@ pub fn max_file_bits_per_key(bits_per_key_budget: f64) -> f64 {
     crate::filter::modular::max_bits_per_key(bits_per_key_budget)
 }
 
+/// The bits per key a file's filter holds when the allocator answers `bits_per_key` and its
+/// budget (the module size, SPEC §1) is `bits_per_key_budget`: the sum of the modules the table
+/// builder writes (0 for no filter; each module at most 64 bits per key). This is what
+/// `FileMetadata::bits_per_key` records; simulators that write no table use it to record the same.
+pub fn built_file_bits_per_key(bits_per_key: f64, bits_per_key_budget: f64) -> f64 {
+    match crate::filter::modular::module_bits_per_key(bits_per_key, bits_per_key_budget).as_slice()
+    {
+        [] => 0.0,
+        modules => modules.iter().sum(),
+    }
+}
+
 /// How often (in recorded lookups) the engine calls [`FilterAllocator::refresh`].
 pub const REFRESH_EVERY_LOOKUPS: u64 = 1024;
 
@@ -156,5 +168,23 @@ pub trait FilterAllocator: Send + Sync + Debug {
     /// keeps them whatever `Options::access_statistics` says.
     fn needs_access_statistics(&self) -> bool {
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_built_filter_records_what_its_modules_hold() {
+        assert_eq!(built_file_bits_per_key(0.0, 10.0), 0.0);
+        assert_eq!(built_file_bits_per_key(f64::NAN, 10.0), 0.0);
+        assert_eq!(built_file_bits_per_key(7.5, 10.0), 7.5);
+        assert_eq!(built_file_bits_per_key(25.0, 10.0), 25.0);
+        // Far past what six modules can hold: capped like the table builder caps it.
+        assert_eq!(
+            built_file_bits_per_key(1e6, 10.0),
+            max_file_bits_per_key(10.0)
+        );
     }
 }

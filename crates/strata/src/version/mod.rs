@@ -8,8 +8,11 @@
 //! deletes it (`db::files`).
 //!
 //! [`Version`], [`Level`], [`Run`] and [`FileMetadata`] are the public, read-only view of the tree
-//! that compaction and filter-allocation policies read: they can look, not touch.
+//! that compaction and filter-allocation policies read: they can look, not touch. Code outside the
+//! crate (simulators, policy tests) makes trees with [`VersionBuilder`], which applies the same
+//! edits the engine applies.
 
+mod builder;
 pub(crate) mod edit;
 pub(crate) mod set;
 
@@ -22,6 +25,7 @@ use parking_lot::Mutex;
 use crate::key::{compare_internal_keys, user_key};
 use crate::stats::merlin::{AccessEstimate, FileAccess, Merlin};
 use crate::table::TableSlot;
+pub use builder::VersionBuilder;
 pub use edit::PolicyState;
 pub(crate) use edit::{DeletedFile, NewFile, VersionEdit};
 

@@ -14,7 +14,6 @@ mod fjall_engine;
 #[cfg(feature = "peer-rocksdb")]
 mod rocksdb_engine;
 mod strata_engine;
-pub use strata_engine::{compaction_policy, filter_allocator};
 
 pub use strata_engine::StrataEngine;
 

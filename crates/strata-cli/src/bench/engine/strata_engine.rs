@@ -3,17 +3,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use strata::alloc::solver::Variant;
-use strata::alloc::{FilterAllocator, Mnemosyne, MnemosynePlus, Monkey, Uniform};
-use strata::compaction::{CompactionPolicy, Leveling, Tiering};
 use strata::{Db, Options, WriteBatch};
 
 use super::{
     BatchOp, CompressionCounters, Engine, EngineConfig, EngineCounters, LevelShape, ScanOutcome,
     TreeShape,
 };
-use crate::bench::{CompactionKind, FilterPolicyKind};
 use crate::error::CliResult;
+use crate::policies::FilterSettings;
 
 /// Memory of one file's access statistics (Merlin's 560 bytes plus its handle), rounded up.
 const ACCESS_BYTES_PER_FILE: u64 = 600;
@@ -27,27 +24,23 @@ pub struct StrataEngine {
 impl StrataEngine {
     /// Opens (or creates) a Strata database in `dir`.
     pub fn open(dir: &Path, config: &EngineConfig) -> CliResult<Self> {
-        let policy = compaction_policy(config.compaction, config.size_ratio)?;
+        let policy = config.compaction.build(config.size_ratio)?;
         // The memtable holds about write_buffer / (entry + 8-byte trailer + ~64 bytes of
         // skiplist bookkeeping) entries when it is flushed (`memtable/mod.rs`).
         let buffer_entries = (config.write_buffer_bytes / (config.entry_bytes + 8 + 64)).max(1);
-        let allocator = filter_allocator(
-            config.filter_policy,
-            config.bits_per_key,
-            config.compaction,
-            config.size_ratio,
-            config.expected_entries,
+        let allocator = config.filter_policy.build(&FilterSettings {
+            bits_per_key: config.bits_per_key,
+            compaction: config.compaction,
+            size_ratio: config.size_ratio,
+            expected_entries: config.expected_entries,
             buffer_entries,
-        )?;
+        })?;
         // Merlin's statistics (Mnemosyne+) are paid for out of the block cache, so that every
         // policy runs with the same memory: about 600 bytes per table file, for the files the
         // loaded data needs at the target file size plus 8 (level 0 and partial files).
         let mut cache_bytes = config.cache_bytes;
         let mut access_note = None;
-        let merlin = matches!(
-            config.filter_policy,
-            FilterPolicyKind::MnemosynePlus | FilterPolicyKind::MnemosynePlusFirstCome
-        );
+        let merlin = config.filter_policy.needs_access_statistics();
         if merlin || config.access_statistics {
             let files = (config.expected_entries * config.entry_bytes)
                 .div_ceil(config.target_file_bytes.max(1))
@@ -120,52 +113,6 @@ impl StrataEngine {
             settings,
         })
     }
-}
-
-/// The merge policy a `--compaction` name stands for (the bench and `strata stress` share it).
-pub fn compaction_policy(
-    kind: CompactionKind,
-    size_ratio: f64,
-) -> CliResult<Arc<dyn CompactionPolicy>> {
-    Ok(match kind {
-        CompactionKind::Leveling => Arc::new(Leveling::new(size_ratio)?),
-        CompactionKind::LevelingDynamic => {
-            Arc::new(Leveling::new(size_ratio)?.with_dynamic_level_bytes(true))
-        }
-        CompactionKind::Tiering => Arc::new(Tiering::new(size_ratio)?),
-    })
-}
-
-/// The filter allocator a `--filter-policy` name stands for, at a budget of `bits_per_key`.
-/// Monkey predicts the tree from the entries expected and the entries one memtable holds.
-pub fn filter_allocator(
-    kind: FilterPolicyKind,
-    bits_per_key: f64,
-    compaction: CompactionKind,
-    size_ratio: f64,
-    expected_entries: u64,
-    buffer_entries: u64,
-) -> CliResult<Arc<dyn FilterAllocator>> {
-    Ok(match kind {
-        FilterPolicyKind::Uniform => Arc::new(Uniform::new(bits_per_key)?),
-        FilterPolicyKind::Monkey => Arc::new(
-            Monkey::new(
-                bits_per_key,
-                expected_entries.max(1),
-                buffer_entries,
-                size_ratio,
-            )?
-            .with_tiering(compaction == CompactionKind::Tiering)?,
-        ),
-        FilterPolicyKind::Mnemosyne => Arc::new(Mnemosyne::new(bits_per_key)?),
-        FilterPolicyKind::MnemosynePlus => Arc::new(MnemosynePlus::new(bits_per_key)?),
-        FilterPolicyKind::MnemosynePlusFirstCome => {
-            Arc::new(MnemosynePlus::new(bits_per_key)?.with_standby_filters(false))
-        }
-        FilterPolicyKind::MnemosyneMin1 => {
-            Arc::new(Mnemosyne::new(bits_per_key)?.with_variant(Variant::MinimumBitsPerKeyOne))
-        }
-    })
 }
 
 impl Engine for StrataEngine {
