@@ -8,8 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use strata::compaction::{
-    decode_level_count, garnering_capacities, CompactionPolicy, Garnering, LazyLeveling,
-    GARNERING_STATE_OWNER,
+    decode_level_count, garnering_capacities, garnering_level_count, CompactionPolicy, Garnering,
+    LazyLeveling, GARNERING_STATE_OWNER,
 };
 use strata::version::Version;
 use strata::{Db, Options};
@@ -155,6 +155,20 @@ fn garnering_keeps_every_write_its_shape_and_its_level_count() {
     let level_count = decode_level_count(&state).expect("decodable state");
     assert!(level_count >= 3, "L grew with the data: L = {level_count}");
     assert_eq!(policy.level_count(&version), level_count);
+    // SPEC §5.4's formula assumes full levels; delayed increments grow L as levels fill, so the
+    // two agree within one level.
+    let base = WRITE_BUFFER_BYTES as f64 * policy.size_ratio();
+    let formula = garnering_level_count(
+        version.bytes() as f64,
+        base,
+        policy.size_ratio(),
+        policy.scaling_factor(),
+    );
+    assert!(
+        level_count.abs_diff(formula) <= 1,
+        "L = {level_count}, the formula gives {formula} for {} bytes",
+        version.bytes()
+    );
     let levels = disk_levels_in_use(&version);
     assert!(
         levels.iter().all(|&level| level <= level_count),
