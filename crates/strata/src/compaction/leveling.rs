@@ -200,101 +200,142 @@ impl CompactionPolicy for Leveling {
         context: &CompactionContext,
         running: &RunningCompactions,
     ) -> Option<CompactionJob> {
-        let levels = tree.levels();
-        let free = |job: CompactionJob| running.conflict(&job).is_none().then_some(job);
-        // A disk level with several runs (a tree written by another policy) is first merged
-        // into one run in place.
-        for (level, l) in levels.iter().enumerate().take(self.last_level + 1).skip(1) {
-            if l.runs().len() > 1 {
-                let job = CompactionJob {
-                    inputs: l.runs().iter().map(|run| whole_run(level, run)).collect(),
-                    output_level: level,
-                    output_run: OutputRun::New,
-                    reason: format!("level {level} has {} runs", l.runs().len()),
-                    state: None,
-                };
-                if let Some(job) = free(job) {
-                    return Some(job);
-                }
+        let (capacity, base_level) = self.level_capacities(tree, context);
+        pick_leveled(
+            tree,
+            context,
+            running,
+            &LeveledShape {
+                capacity: &capacity,
+                base_level,
+                last_level: self.last_level,
+            },
+        )
+    }
+}
+
+/// The sizes a leveled policy gives its levels, from which [`pick_leveled`] decides. Leveling
+/// and Garnering (SPEC §5.4, leveling with other capacities) share the picking rules through it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LeveledShape<'a> {
+    /// Capacity in bytes of every level (index = level; 0 for level 0). A level between
+    /// `base_level` and `last_level` with zero capacity is drained down.
+    pub(crate) capacity: &'a [f64],
+    /// The level that level 0 merges into.
+    pub(crate) base_level: usize,
+    /// The deepest level: it never moves data further down.
+    pub(crate) last_level: usize,
+}
+
+/// Leveling's picking rules for the given level sizes, in order: a disk level holding several
+/// runs is merged in place; level 0 with `level0_compaction_trigger` runs merges into the base
+/// level; then the most over-full level above the last moves its file with the least overlap
+/// below (`kMinOverlappingRatio`) into the next level. A candidate that conflicts with a running
+/// job gives way to the next one.
+pub(crate) fn pick_leveled(
+    tree: &Version,
+    context: &CompactionContext,
+    running: &RunningCompactions,
+    shape: &LeveledShape<'_>,
+) -> Option<CompactionJob> {
+    let LeveledShape {
+        capacity,
+        base_level,
+        last_level,
+    } = *shape;
+    let levels = tree.levels();
+    let free = |job: CompactionJob| running.conflict(&job).is_none().then_some(job);
+    // A disk level with several runs (a tree written by another policy) is first merged
+    // into one run in place.
+    for (level, l) in levels.iter().enumerate().take(last_level + 1).skip(1) {
+        if l.runs().len() > 1 {
+            let job = CompactionJob {
+                inputs: l.runs().iter().map(|run| whole_run(level, run)).collect(),
+                output_level: level,
+                output_run: OutputRun::New,
+                reason: format!("level {level} has {} runs", l.runs().len()),
+                state: None,
+            };
+            if let Some(job) = free(job) {
+                return Some(job);
             }
         }
-        let (capacity, base_level) = self.level_capacities(tree, context);
-        let level0_runs = levels[0].runs();
-        if level0_runs.len() >= context.level0_compaction_trigger.max(1) {
-            let smallest = level0_runs.iter().map(|r| r.smallest_user_key()).min()?;
-            let largest = level0_runs.iter().map(|r| r.largest_user_key()).max()?;
-            let inputs = level0_runs.iter().map(|run| whole_run(0, run)).collect();
+    }
+    let level0_runs = levels[0].runs();
+    if level0_runs.len() >= context.level0_compaction_trigger.max(1) {
+        let smallest = level0_runs.iter().map(|r| r.smallest_user_key()).min()?;
+        let largest = level0_runs.iter().map(|r| r.largest_user_key()).max()?;
+        let inputs = level0_runs.iter().map(|run| whole_run(0, run)).collect();
+        let job = merge_into(
+            tree,
+            inputs,
+            smallest,
+            largest,
+            base_level,
+            format!("level 0 has {} runs", level0_runs.len()),
+        );
+        if let Some(job) = free(job) {
+            return Some(job);
+        }
+    }
+    // Over-full levels (score = bytes / capacity > 1), most over-full first, move one file
+    // down. Levels above the dynamic base level have no capacity: anything left there moves
+    // down first. A level whose every candidate conflicts with a running job gives way to the
+    // next one.
+    let mut over_full: Vec<(usize, f64)> = (1..last_level)
+        .filter_map(|level| {
+            let bytes = levels[level].bytes() as f64;
+            if bytes == 0.0 {
+                return None;
+            }
+            let level_capacity = capacity.get(level).copied().unwrap_or(0.0);
+            let score = if level_capacity > 0.0 {
+                bytes / level_capacity
+            } else {
+                f64::INFINITY
+            };
+            (score > 1.0).then_some((level, score))
+        })
+        .collect();
+    over_full.sort_by(|a, b| b.1.total_cmp(&a.1));
+    for (level, score) in over_full {
+        if running.writes_level(level + 1) {
+            continue;
+        }
+        let Some(run) = levels[level].runs().first() else {
+            continue;
+        };
+        let ratio = |f: &std::sync::Arc<crate::version::FileMetadata>| {
+            overlapping_bytes(tree, level + 1, f.smallest_user_key(), f.largest_user_key()) as f64
+                / f.file_bytes().max(1) as f64
+        };
+        let mut candidates: Vec<_> = run
+            .files()
+            .iter()
+            .filter(|f| !running.holds_file(f.number()))
+            .map(|f| (ratio(f), f))
+            .collect();
+        candidates.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (_, file) in candidates {
+            let inputs = vec![RunInput {
+                level,
+                run_id: run.id(),
+                file_numbers: vec![file.number()],
+            }];
             let job = merge_into(
                 tree,
                 inputs,
-                smallest,
-                largest,
-                base_level,
-                format!("level 0 has {} runs", level0_runs.len()),
+                file.smallest_user_key(),
+                file.largest_user_key(),
+                level + 1,
+                format!("level {level} score {score:.2}"),
             );
             if let Some(job) = free(job) {
                 return Some(job);
             }
         }
-        // Over-full levels (score = bytes / capacity > 1), most over-full first, move one file
-        // down. Levels above the dynamic base level have no capacity: anything left there moves
-        // down first. A level whose every candidate conflicts with a running job gives way to the
-        // next one.
-        let mut over_full: Vec<(usize, f64)> = (1..self.last_level)
-            .filter_map(|level| {
-                let bytes = levels[level].bytes() as f64;
-                if bytes == 0.0 {
-                    return None;
-                }
-                let score = if capacity[level] > 0.0 {
-                    bytes / capacity[level]
-                } else {
-                    f64::INFINITY
-                };
-                (score > 1.0).then_some((level, score))
-            })
-            .collect();
-        over_full.sort_by(|a, b| b.1.total_cmp(&a.1));
-        for (level, score) in over_full {
-            if running.writes_level(level + 1) {
-                continue;
-            }
-            let Some(run) = levels[level].runs().first() else {
-                continue;
-            };
-            let ratio = |f: &std::sync::Arc<crate::version::FileMetadata>| {
-                overlapping_bytes(tree, level + 1, f.smallest_user_key(), f.largest_user_key())
-                    as f64
-                    / f.file_bytes().max(1) as f64
-            };
-            let mut candidates: Vec<_> = run
-                .files()
-                .iter()
-                .filter(|f| !running.holds_file(f.number()))
-                .map(|f| (ratio(f), f))
-                .collect();
-            candidates.sort_by(|a, b| a.0.total_cmp(&b.0));
-            for (_, file) in candidates {
-                let inputs = vec![RunInput {
-                    level,
-                    run_id: run.id(),
-                    file_numbers: vec![file.number()],
-                }];
-                let job = merge_into(
-                    tree,
-                    inputs,
-                    file.smallest_user_key(),
-                    file.largest_user_key(),
-                    level + 1,
-                    format!("level {level} score {score:.2}"),
-                );
-                if let Some(job) = free(job) {
-                    return Some(job);
-                }
-            }
-        }
-        None
     }
+    None
 }
 
 #[cfg(test)]

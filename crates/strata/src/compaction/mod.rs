@@ -20,10 +20,19 @@
 //! means for it.
 
 pub(crate) mod executor;
+mod garnering;
+mod lazy_leveling;
 mod leveling;
 mod manual;
+#[cfg(test)]
+mod picker_tests;
 mod tiering;
 
+pub use garnering::{
+    decode_level_count, encode_level_count, garnering_capacities, garnering_level_count, Garnering,
+    GARNERING_STATE_OWNER,
+};
+pub use lazy_leveling::LazyLeveling;
 pub use leveling::Leveling;
 pub use manual::Manual;
 pub use tiering::Tiering;
@@ -316,6 +325,14 @@ pub(crate) mod test_support {
 
     /// Builds a version from `(level, run_id, number, smallest, largest, bytes)` tuples.
     pub(crate) fn tree(files: &[(usize, u64, u64, &str, &str, u64)]) -> Version {
+        tree_with_states(files, &[])
+    }
+
+    /// [`tree`] with policy states in its manifest.
+    pub(crate) fn tree_with_states(
+        files: &[(usize, u64, u64, &str, &str, u64)],
+        states: &[super::PolicyState],
+    ) -> Version {
         let edit = VersionEdit {
             new_files: files
                 .iter()
@@ -326,6 +343,7 @@ pub(crate) mod test_support {
                     file
                 })
                 .collect(),
+            policy_states: states.to_vec(),
             ..Default::default()
         };
         Version::default()
