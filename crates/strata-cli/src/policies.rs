@@ -14,7 +14,7 @@ use clap::ValueEnum;
 use serde::Serialize;
 use strata::alloc::solver::Variant;
 use strata::alloc::{FilterAllocator, Mnemosyne, MnemosynePlus, Monkey, Uniform};
-use strata::compaction::{CompactionPolicy, Leveling, Tiering};
+use strata::compaction::{CompactionPolicy, Garnering, LazyLeveling, Leveling, Tiering};
 
 use crate::error::CliResult;
 
@@ -30,7 +30,25 @@ pub enum CompactionKind {
     LevelingDynamic,
     /// Up to `T - 1` runs per level (`strata::compaction::Tiering`).
     Tiering,
+    /// Dostoevsky's lazy leveling (`strata::compaction::LazyLeveling`, SPEC §5.3): tiering on
+    /// every level but the last, which holds one run.
+    LazyLeveling,
+    /// Autumn's Garnering (`strata::compaction::Garnering`, SPEC §5.4): leveling whose level
+    /// ratios grow toward the top, with delayed last-level compaction; `--garnering-c` sets `c`.
+    Garnering,
 }
+
+/// What a compaction policy is built from besides its name.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompactionSettings {
+    /// The size ratio `T`.
+    pub size_ratio: f64,
+    /// Garnering's scaling factor `c` (`0 < c <= 1`; 1 is plain leveling).
+    pub garnering_c: f64,
+}
+
+/// Garnering's default `c` (SPEC §5.4, the Autumn paper's recommendation).
+pub const DEFAULT_GARNERING_C: f64 = 0.8;
 
 impl CompactionKind {
     /// Every registered compaction policy.
@@ -44,22 +62,49 @@ impl CompactionKind {
             CompactionKind::Leveling => "leveling",
             CompactionKind::LevelingDynamic => "leveling-dynamic",
             CompactionKind::Tiering => "tiering",
+            CompactionKind::LazyLeveling => "lazy-leveling",
+            CompactionKind::Garnering => "garnering",
         }
     }
 
-    /// True for policies that keep several runs per level (Monkey then predicts a tiered tree).
+    /// True if the bench's peers (RocksDB, fjall) have a counterpart of this policy: leveling
+    /// and tiering (RocksDB's universal compaction). Lazy leveling and Garnering are Strata's
+    /// alone, so the bench runs them on Strata only.
+    pub fn peers_have_it(self) -> bool {
+        matches!(
+            self,
+            CompactionKind::Leveling | CompactionKind::LevelingDynamic | CompactionKind::Tiering
+        )
+    }
+
+    /// True for policies that keep several runs per level on every level (Monkey then predicts a
+    /// tiered tree). Lazy leveling's last level is one run, like leveling's, and its many upper
+    /// runs are small: Monkey predicts it as leveled.
     pub fn is_tiered(self) -> bool {
         self == CompactionKind::Tiering
     }
 
-    /// The policy at size ratio `size_ratio`.
+    /// The policy at size ratio `size_ratio` (Garnering with its default `c`).
     pub fn build(self, size_ratio: f64) -> CliResult<Arc<dyn CompactionPolicy>> {
+        self.build_with(&CompactionSettings {
+            size_ratio,
+            garnering_c: DEFAULT_GARNERING_C,
+        })
+    }
+
+    /// The policy with `settings`.
+    pub fn build_with(self, settings: &CompactionSettings) -> CliResult<Arc<dyn CompactionPolicy>> {
+        let size_ratio = settings.size_ratio;
         Ok(match self {
             CompactionKind::Leveling => Arc::new(Leveling::new(size_ratio)?),
             CompactionKind::LevelingDynamic => {
                 Arc::new(Leveling::new(size_ratio)?.with_dynamic_level_bytes(true))
             }
             CompactionKind::Tiering => Arc::new(Tiering::new(size_ratio)?),
+            CompactionKind::LazyLeveling => Arc::new(LazyLeveling::new(size_ratio)?),
+            CompactionKind::Garnering => {
+                Arc::new(Garnering::new(size_ratio)?.with_scaling_factor(settings.garnering_c)?)
+            }
         })
     }
 }

@@ -76,6 +76,9 @@ pub struct SimulateArgs {
     /// Size ratio `T` between adjacent levels.
     #[arg(long, default_value_t = 10.0)]
     pub size_ratio: f64,
+    /// Garnering's scaling factor `c` (SPEC §5.4).
+    #[arg(long, default_value_t = crate::policies::DEFAULT_GARNERING_C)]
+    pub garnering_c: f64,
     /// Bytes of one entry (key, value and overhead).
     #[arg(long, default_value_t = 116)]
     pub entry_bytes: u64,
@@ -242,7 +245,12 @@ impl Simulation {
             return invalid("--target-file-bytes must be at least 1");
         }
         let flush_entries = args.write_buffer_bytes / args.entry_bytes;
-        let policy = args.compaction.build(args.size_ratio)?;
+        let policy = args
+            .compaction
+            .build_with(&crate::policies::CompactionSettings {
+                size_ratio: args.size_ratio,
+                garnering_c: args.garnering_c,
+            })?;
         let allocator = args.filter_policy.build(&FilterSettings {
             bits_per_key: args.bits_per_key,
             compaction: args.compaction,
@@ -981,7 +989,12 @@ mod tests {
                     assert!(summary.entries <= summary.entries_flushed, "{label}");
                     assert!(summary.compactions > 0, "{label}");
                     assert!(summary.write_amplification >= 1.0, "{label}");
-                    if workers == "2" && compaction != CompactionKind::Tiering {
+                    if workers == "2"
+                        && matches!(
+                            compaction,
+                            CompactionKind::Leveling | CompactionKind::LevelingDynamic
+                        )
+                    {
                         // Level-0 and deeper merges overlap: the policy picked beside a job.
                         assert_eq!(summary.most_jobs_in_flight, 2, "{label}");
                     }
@@ -996,6 +1009,22 @@ mod tests {
                         CompactionKind::Tiering => {
                             for level in disk_levels {
                                 assert!(level.runs().len() <= 2, "{label}: T - 1 = 2 runs");
+                            }
+                        }
+                        CompactionKind::LazyLeveling => {
+                            let last = last_tree.last_non_empty_level().unwrap_or(0);
+                            for (index, level) in last_tree.levels().iter().enumerate().skip(1) {
+                                let most = if index == last { 1 } else { 2 };
+                                assert!(
+                                    level.runs().len() <= most,
+                                    "{label}: level {index} has {} runs",
+                                    level.runs().len()
+                                );
+                            }
+                        }
+                        CompactionKind::Garnering => {
+                            for level in disk_levels {
+                                assert!(level.runs().len() <= 1, "{label}: garnering is leveled");
                             }
                         }
                     }

@@ -209,9 +209,12 @@ pub struct BenchArgs {
     /// Record a time-series point (throughput, average bits per key) every this many operations.
     #[arg(long, default_value_t = 100_000, value_parser = parse_count)]
     pub sample_every: u64,
-    /// Size ratio T of the compaction policy (a whole number for tiering).
+    /// Size ratio T of the compaction policy (a whole number for tiering and lazy leveling).
     #[arg(long, default_value_t = 10.0)]
     pub size_ratio: f64,
+    /// Garnering's scaling factor `c` (SPEC §5.4; `0 < c <= 1`, 1 is plain leveling).
+    #[arg(long, default_value_t = crate::policies::DEFAULT_GARNERING_C)]
+    pub garnering_c: f64,
     /// Memtable size (bytes; KiB/MiB/GiB suffixes accepted) [default: 64MiB, or 4MiB with
     /// --quick].
     #[arg(long, value_parser = parse_bytes)]
@@ -304,6 +307,7 @@ pub struct BenchConfig {
     pub compaction: Vec<CompactionKind>,
     pub filter_policy: Vec<FilterPolicyKind>,
     pub size_ratio: f64,
+    pub garnering_c: f64,
     pub write_buffer_bytes: u64,
     pub target_file_bytes: u64,
     pub seek_nexts: u64,
@@ -464,6 +468,7 @@ impl BenchConfig {
             sample_every: args.sample_every,
             engine_versions: Vec::new(),
             size_ratio: args.size_ratio,
+            garnering_c: args.garnering_c,
             write_buffer_bytes,
             target_file_bytes: args.target_file_bytes,
             seek_nexts: args.seek_nexts,
@@ -477,7 +482,7 @@ impl BenchConfig {
     }
 
     /// Every configuration to run: engines × filter policies × merge policies; a peer runs
-    /// only with uniform filters (it has no other).
+    /// only with uniform filters (it has no other) and with leveling or tiering.
     pub fn variants(&self) -> Vec<Variant> {
         let mut variants = Vec::new();
         for &engine in &self.engines {
@@ -486,6 +491,10 @@ impl BenchConfig {
                     continue;
                 }
                 for &compaction in &self.compaction {
+                    // Lazy leveling and Garnering run on Strata only (no peer has them).
+                    if engine != EngineKind::Strata && !compaction.peers_have_it() {
+                        continue;
+                    }
                     for &bits_per_key in &self.bits_per_key {
                         variants.push(Variant {
                             engine,
@@ -511,6 +520,7 @@ impl BenchConfig {
             write_buffer_bytes: self.write_buffer_bytes,
             target_file_bytes: self.target_file_bytes,
             size_ratio: self.size_ratio,
+            garnering_c: self.garnering_c,
             compaction: variant.compaction,
             direct_reads: self.direct_reads,
             pin_index_filter: self.pin_index_filter,

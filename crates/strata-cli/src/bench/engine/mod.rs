@@ -62,6 +62,8 @@ pub struct EngineConfig {
     pub target_file_bytes: u64,
     /// Size ratio between levels.
     pub size_ratio: f64,
+    /// Garnering's scaling factor `c` (Strata's Garnering only).
+    pub garnering_c: f64,
     /// Merge policy.
     pub compaction: CompactionKind,
     /// Read table files with O_DIRECT.
@@ -289,6 +291,7 @@ pub(crate) mod conformance {
             write_buffer_bytes: 64 << 10,
             target_file_bytes: 64 << 20,
             size_ratio: 4.0,
+            garnering_c: crate::policies::DEFAULT_GARNERING_C,
             compaction: CompactionKind::Leveling,
             direct_reads: false,
             pin_index_filter: false,

@@ -197,6 +197,12 @@ impl RocksDbEngine {
                     config.size_ratio
                 ));
             }
+            CompactionKind::LazyLeveling | CompactionKind::Garnering => {
+                return Err(CliError::InvalidArgument(format!(
+                    "RocksDB has no {} compaction (the bench runs it on Strata only)",
+                    config.compaction.name()
+                )));
+            }
             CompactionKind::Tiering => {
                 options.set_compaction_style(DBCompactionStyle::Universal);
                 let mut universal = UniversalCompactOptions::default();

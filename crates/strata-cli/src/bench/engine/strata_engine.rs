@@ -10,7 +10,7 @@ use super::{
     TreeShape,
 };
 use crate::error::CliResult;
-use crate::policies::FilterSettings;
+use crate::policies::{CompactionSettings, FilterSettings};
 
 /// Memory of one file's access statistics (Merlin's 560 bytes plus its handle), rounded up.
 const ACCESS_BYTES_PER_FILE: u64 = 600;
@@ -24,7 +24,10 @@ pub struct StrataEngine {
 impl StrataEngine {
     /// Opens (or creates) a Strata database in `dir`.
     pub fn open(dir: &Path, config: &EngineConfig) -> CliResult<Self> {
-        let policy = config.compaction.build(config.size_ratio)?;
+        let policy = config.compaction.build_with(&CompactionSettings {
+            size_ratio: config.size_ratio,
+            garnering_c: config.garnering_c,
+        })?;
         // The memtable holds about write_buffer / (entry + 8-byte trailer + ~64 bytes of
         // skiplist bookkeeping) entries when it is flushed (`memtable/mod.rs`).
         let buffer_entries = (config.write_buffer_bytes / (config.entry_bytes + 8 + 64)).max(1);
