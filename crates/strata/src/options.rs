@@ -166,6 +166,34 @@ impl std::fmt::Debug for Options {
     }
 }
 
+/// The default merge policy: leveling with RocksDB's defaults.
+#[cfg(not(feature = "test-policy-override"))]
+fn default_compaction_policy() -> Arc<dyn CompactionPolicy> {
+    Arc::new(Leveling::default())
+}
+
+/// The default merge policy, or the one `STRATA_TEST_COMPACTION` names (the
+/// `test-policy-override` test hook; see `scripts/test_every_policy.sh`). Every policy runs at
+/// its default size ratio of 10 (lazy leveling and Garnering at 4, where 10 would leave the tests'
+/// small trees on one level); an unknown name fails loudly rather than testing the wrong policy.
+#[cfg(feature = "test-policy-override")]
+#[allow(
+    clippy::expect_used,
+    reason = "a test hook: a wrong name must stop the run"
+)]
+fn default_compaction_policy() -> Arc<dyn CompactionPolicy> {
+    use crate::compaction::{Garnering, LazyLeveling, Tiering};
+    let name = std::env::var("STRATA_TEST_COMPACTION").unwrap_or_default();
+    match name.as_str() {
+        "" | "leveling" => Arc::new(Leveling::default()),
+        "leveling-dynamic" => Arc::new(Leveling::default().with_dynamic_level_bytes(true)),
+        "tiering" => Arc::new(Tiering::new(4.0).expect("valid")),
+        "lazy-leveling" => Arc::new(LazyLeveling::new(4.0).expect("valid")),
+        "garnering" => Arc::new(Garnering::new(4.0).expect("valid")),
+        other => panic!("STRATA_TEST_COMPACTION={other}: not a compaction policy"),
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {
@@ -195,7 +223,7 @@ impl Default for Options {
             sync_writes: false,
             disable_wal: false,
             filter_allocator: Arc::new(Uniform::default()),
-            compaction_policy: Arc::new(Leveling::default()),
+            compaction_policy: default_compaction_policy(),
             file_system: Arc::new(RealFileSystem),
         }
     }

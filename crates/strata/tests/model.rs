@@ -1,6 +1,7 @@
 //! Model-based test: random operation sequences run against the store and against a
 //! `BTreeMap` model; every read (point, range scan, seek, held snapshot, held iterator) must agree
-//! with the model. Runs under leveling (static and dynamic level sizing) and tiering, with a 4 KiB
+//! with the model. Runs under every merge policy (leveling with static and dynamic level sizing,
+//! tiering, lazy leveling, Garnering), each with a filter allocator drawn from all of them, with a 4 KiB
 //! write buffer and 4 KiB output files so that flushes, multi-file runs and compactions happen
 //! within a few dozen operations.
 //!
@@ -13,7 +14,8 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestCaseError};
-use strata::compaction::{CompactionPolicy, Leveling, Tiering};
+use strata::alloc::{FilterAllocator, Mnemosyne, MnemosynePlus, Monkey, Uniform};
+use strata::compaction::{CompactionPolicy, Garnering, LazyLeveling, Leveling, Tiering};
 use strata::{Db, DbIterator, Error, Options, Snapshot, WriteBatch};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -121,14 +123,37 @@ enum Op {
 
 #[derive(Debug, Clone, Copy)]
 enum PolicySpec {
-    Leveling { size_ratio: u8, dynamic: bool },
-    Tiering { size_ratio: u8 },
+    Leveling {
+        size_ratio: u8,
+        dynamic: bool,
+    },
+    Tiering {
+        size_ratio: u8,
+    },
+    LazyLeveling {
+        size_ratio: u8,
+    },
+    /// Garnering with `c = c_tenths / 10`.
+    Garnering {
+        size_ratio: u8,
+        c_tenths: u8,
+    },
+}
+
+/// The filter allocator of a run (every one Strata has, SPEC §3).
+#[derive(Debug, Clone, Copy)]
+enum AllocatorSpec {
+    Uniform,
+    Monkey,
+    Mnemosyne,
+    MnemosynePlus,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct TreeConfig {
     policy: PolicySpec,
     level0_compaction_trigger: usize,
+    allocator: AllocatorSpec,
 }
 
 impl TreeConfig {
@@ -145,8 +170,29 @@ impl TreeConfig {
             PolicySpec::Tiering { size_ratio } => {
                 Arc::new(Tiering::new(f64::from(size_ratio)).expect("valid size ratio"))
             }
+            PolicySpec::LazyLeveling { size_ratio } => {
+                Arc::new(LazyLeveling::new(f64::from(size_ratio)).expect("valid size ratio"))
+            }
+            PolicySpec::Garnering {
+                size_ratio,
+                c_tenths,
+            } => Arc::new(
+                Garnering::new(f64::from(size_ratio))
+                    .expect("valid size ratio")
+                    .with_scaling_factor(f64::from(c_tenths) / 10.0)
+                    .expect("valid c"),
+            ),
+        };
+        let bits = 6.0;
+        let allocator: Arc<dyn FilterAllocator> = match self.allocator {
+            AllocatorSpec::Uniform => Arc::new(Uniform::new(bits).expect("valid")),
+            // Predicted for a few hundred 4 KiB memtables of small entries at T = 3.
+            AllocatorSpec::Monkey => Arc::new(Monkey::new(bits, 5000, 100, 3.0).expect("valid")),
+            AllocatorSpec::Mnemosyne => Arc::new(Mnemosyne::new(bits).expect("valid")),
+            AllocatorSpec::MnemosynePlus => Arc::new(MnemosynePlus::new(bits).expect("valid")),
         };
         Options::default()
+            .filter_allocator(allocator)
             .write_buffer_bytes(4096)
             .target_file_bytes(4096)
             .block_bytes(512)
@@ -503,16 +549,58 @@ fn proptest_config() -> ProptestConfig {
     }
 }
 
+fn allocator_strategy() -> impl Strategy<Value = AllocatorSpec> {
+    prop_oneof![
+        Just(AllocatorSpec::Uniform),
+        Just(AllocatorSpec::Monkey),
+        Just(AllocatorSpec::Mnemosyne),
+        Just(AllocatorSpec::MnemosynePlus),
+    ]
+}
+
 proptest! {
     #![proptest_config(proptest_config())]
+
+    #[test]
+    fn lazy_leveling_matches_model(
+        size_ratio in 2u8..=4,
+        level0_compaction_trigger in 1usize..=3,
+        allocator in allocator_strategy(),
+        ops in ops_strategy(),
+    ) {
+        let config = TreeConfig {
+            allocator,
+            policy: PolicySpec::LazyLeveling { size_ratio },
+            level0_compaction_trigger,
+        };
+        run(config, &ops)?;
+    }
+
+    #[test]
+    fn garnering_matches_model(
+        size_ratio in 2u8..=4,
+        c_tenths in prop_oneof![Just(4u8), Just(6), Just(8), Just(10)],
+        level0_compaction_trigger in 1usize..=3,
+        allocator in allocator_strategy(),
+        ops in ops_strategy(),
+    ) {
+        let config = TreeConfig {
+            allocator,
+            policy: PolicySpec::Garnering { size_ratio, c_tenths },
+            level0_compaction_trigger,
+        };
+        run(config, &ops)?;
+    }
 
     #[test]
     fn leveling_matches_model(
         size_ratio in 2u8..=4,
         level0_compaction_trigger in 1usize..=3,
+        allocator in allocator_strategy(),
         ops in ops_strategy(),
     ) {
         let config = TreeConfig {
+            allocator,
             policy: PolicySpec::Leveling { size_ratio, dynamic: false },
             level0_compaction_trigger,
         };
@@ -523,9 +611,11 @@ proptest! {
     fn dynamic_leveling_matches_model(
         size_ratio in 2u8..=4,
         level0_compaction_trigger in 1usize..=3,
+        allocator in allocator_strategy(),
         ops in ops_strategy(),
     ) {
         let config = TreeConfig {
+            allocator,
             policy: PolicySpec::Leveling { size_ratio, dynamic: true },
             level0_compaction_trigger,
         };
@@ -536,9 +626,11 @@ proptest! {
     fn tiering_matches_model(
         size_ratio in 2u8..=4,
         level0_compaction_trigger in 1usize..=3,
+        allocator in allocator_strategy(),
         ops in ops_strategy(),
     ) {
         let config = TreeConfig {
+            allocator,
             policy: PolicySpec::Tiering { size_ratio },
             level0_compaction_trigger,
         };
@@ -561,6 +653,7 @@ fn dynamic_leveling_options() -> Options {
             dynamic: true,
         },
         level0_compaction_trigger: 2,
+        allocator: AllocatorSpec::Uniform,
     }
     .options()
 }
