@@ -29,6 +29,7 @@ pub(crate) mod builder;
 pub(crate) mod compression;
 pub(crate) mod format;
 pub(crate) mod iter;
+pub(crate) mod partition;
 pub(crate) mod properties;
 pub(crate) mod readahead;
 pub(crate) mod reader;
@@ -43,5 +44,7 @@ pub(crate) fn table_file_name(number: u64) -> String {
     format!("{number:06}.sst")
 }
 
+#[cfg(test)]
+mod partition_tests;
 #[cfg(test)]
 mod tests;

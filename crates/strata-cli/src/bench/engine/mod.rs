@@ -73,6 +73,10 @@ pub struct EngineConfig {
     pub peer_config: super::PeerConfig,
     /// Strata's index block restart interval (`None`: Strata's default).
     pub index_restart_interval: Option<usize>,
+    /// Strata's partitioning threshold (`None`: Strata's default; `u64::MAX`: never).
+    pub partition_metadata_above_bytes: Option<u64>,
+    /// Strata's index partition size (`None`: Strata's default).
+    pub metadata_block_bytes: Option<u64>,
     /// Keep Merlin's access statistics in Strata (SPEC §4).
     pub access_statistics: bool,
     /// Record one lookup in this many in them.
@@ -293,6 +297,8 @@ pub(crate) mod conformance {
             pin_index_filter: false,
             peer_config: super::super::PeerConfig::StrataLike,
             index_restart_interval: None,
+            partition_metadata_above_bytes: None,
+            metadata_block_bytes: None,
             access_statistics: false,
             access_sample_every: 1,
             access_recent_weight: 0.75,
