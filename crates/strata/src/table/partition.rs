@@ -63,7 +63,7 @@ use super::block::Block;
 use super::format::BlockHandle;
 use crate::coding::Decoder;
 use crate::filter::modular::MAX_MODULES;
-use crate::key::{compare_internal_keys, parse_internal_key};
+use crate::key::{compare_internal_keys, parse_internal_key, user_key};
 
 /// When the table builder partitions a file's index and filter (`Options::
 /// partition_metadata_above_bytes` and `Options::metadata_block_bytes`).
@@ -104,14 +104,29 @@ pub(crate) fn encode_partition_value(
     }
 }
 
+/// The first 8 bytes of `user_key`, zero-padded, as a big-endian number. For user keys `a` and
+/// `b`, `prefix(a) < prefix(b)` implies `a < b` (bytewise): at the first byte where the padded
+/// prefixes differ, either both keys have a byte and `a`'s is smaller, or `a` has ended there
+/// (its padding 0 below `b`'s byte), making `a` a proper prefix of `b`. Equal prefixes decide
+/// nothing.
+fn user_key_prefix(user_key: &[u8]) -> u64 {
+    let mut bytes = [0u8; 8];
+    let len = user_key.len().min(8);
+    if let (Some(to), Some(from)) = (bytes.get_mut(..len), user_key.get(..len)) {
+        to.copy_from_slice(from);
+    }
+    u64::from_be_bytes(bytes)
+}
+
 /// A decoded top-level index: every partition's last key and the handles of its index and filter
 /// partitions, held by the open reader for the file's life and searched in memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PartitionIndex {
     /// Every partition's last index key, concatenated.
     keys: Vec<u8>,
-    /// Where partition `p`'s key ends in `keys` (it starts where `p - 1`'s ends).
-    key_ends: Vec<usize>,
+    /// Per partition: the first 8 bytes of its key's user key as a big-endian number (zero-padded;
+    /// see [`user_key_prefix`]) and where its key lies in `keys`.
+    key_ranges: Vec<(u64, usize, usize)>,
     index_handles: Vec<BlockHandle>,
     /// `modules` handles per partition, partition-major.
     filter_handles: Vec<BlockHandle>,
@@ -136,7 +151,7 @@ impl PartitionIndex {
         let mut iter = block.iter(compare_internal_keys);
         let mut index = PartitionIndex {
             keys: Vec::new(),
-            key_ends: Vec::new(),
+            key_ranges: Vec::new(),
             index_handles: Vec::new(),
             filter_handles: Vec::new(),
             modules,
@@ -193,8 +208,11 @@ impl PartitionIndex {
                     "top-level index entry of partition {partition} has trailing bytes"
                 ));
             }
+            let start = index.keys.len();
             index.keys.extend_from_slice(key);
-            index.key_ends.push(index.keys.len());
+            index
+                .key_ranges
+                .push((user_key_prefix(user_key(key)), start, index.keys.len()));
             index.index_handles.push(index_handle);
             iter.next();
         }
@@ -205,7 +223,7 @@ impl PartitionIndex {
             return Err("top-level index lists no partitions".to_string());
         }
         index.keys.shrink_to_fit();
-        index.key_ends.shrink_to_fit();
+        index.key_ranges.shrink_to_fit();
         index.index_handles.shrink_to_fit();
         index.filter_handles.shrink_to_fit();
         Ok(index)
@@ -228,12 +246,10 @@ impl PartitionIndex {
 
     /// Partition `partition`'s last index key (empty past the end).
     pub(crate) fn key(&self, partition: usize) -> &[u8] {
-        let start = match partition.checked_sub(1) {
-            Some(previous) => self.key_ends.get(previous).copied().unwrap_or(0),
-            None => 0,
-        };
-        let end = self.key_ends.get(partition).copied().unwrap_or(start);
-        self.keys.get(start..end).unwrap_or_default()
+        self.key_ranges
+            .get(partition)
+            .and_then(|&(_, start, end)| self.keys.get(start..end))
+            .unwrap_or_default()
     }
 
     fn last_key(&self) -> Option<&[u8]> {
@@ -244,16 +260,18 @@ impl PartitionIndex {
     /// whose index partition an unpartitioned index's seek to `target` would land in. `None` when
     /// `target` is above every key of the file.
     pub(crate) fn find(&self, target: &[u8]) -> Option<usize> {
-        let (mut low, mut high) = (0, self.len());
-        while low < high {
-            let middle = low + (high - low) / 2;
-            if compare_internal_keys(self.key(middle), target) == Ordering::Less {
-                low = middle + 1;
-            } else {
-                high = middle;
+        // Most steps of the search are decided by the keys' first 8 bytes, one integer
+        // comparison; only equal prefixes compare whole internal keys.
+        let keys = &self.keys;
+        let target_prefix = user_key_prefix(user_key(target));
+        let partition = self.key_ranges.partition_point(|&(prefix, start, end)| {
+            if prefix != target_prefix {
+                return prefix < target_prefix;
             }
-        }
-        (low < self.len()).then_some(low)
+            compare_internal_keys(keys.get(start..end).unwrap_or_default(), target)
+                == Ordering::Less
+        });
+        (partition < self.len()).then_some(partition)
     }
 
     /// Partition `partition`'s index block.
@@ -293,7 +311,7 @@ impl PartitionIndex {
     pub(crate) fn size_bytes(&self) -> usize {
         std::mem::size_of::<Self>()
             + self.keys.capacity()
-            + self.key_ends.capacity() * std::mem::size_of::<usize>()
+            + self.key_ranges.capacity() * std::mem::size_of::<(u64, usize, usize)>()
             + (self.index_handles.capacity() + self.filter_handles.capacity())
                 * std::mem::size_of::<BlockHandle>()
     }
@@ -377,6 +395,18 @@ mod tests {
         assert_eq!(index.find(&key("f", 9)), Some(2));
         assert_eq!(index.find(&key("f", 8)), None);
         assert_eq!(index.find(&key("g", 100)), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_smaller_prefix_means_a_smaller_user_key(
+            a in proptest::collection::vec(0u8..4, 0..12),
+            b in proptest::collection::vec(0u8..4, 0..12),
+        ) {
+            if user_key_prefix(&a) < user_key_prefix(&b) {
+                proptest::prop_assert!(a < b, "{a:?} {b:?}");
+            }
+        }
     }
 
     #[test]

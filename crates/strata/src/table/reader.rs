@@ -262,8 +262,9 @@ impl TableReader {
         self.file.len()
     }
 
-    /// Reads filter module `handle` from the device, bypassing the cache and the counters, and
-    /// decodes it: `strata::check` verifies every block, including filters lookups may skip.
+    /// Reads filter block `handle` (a module or a filter partition) from the device, bypassing the
+    /// cache and the counters, and decodes it: `strata::check` verifies every block, including
+    /// filters lookups may skip.
     pub(crate) fn verify_filter_module(&self, handle: BlockHandle) -> Result<()> {
         let raw = self.read_raw(handle)?;
         self.decode_filter(raw, handle).map(|_| ())
