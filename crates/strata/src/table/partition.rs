@@ -124,8 +124,11 @@ fn user_key_prefix(user_key: &[u8]) -> u64 {
 pub(crate) struct PartitionIndex {
     /// Every partition's last index key, concatenated.
     keys: Vec<u8>,
-    /// Per partition: the first 8 bytes of its key's user key as a big-endian number (zero-padded;
-    /// see [`user_key_prefix`]) and where its key lies in `keys`.
+    /// Length of the user-key prefix every partition key shares (the first and last keys'
+    /// common prefix, as the keys are sorted): `keys[..shared_len]`.
+    shared_len: usize,
+    /// Per partition: the 8 bytes of its key's user key after the shared prefix as a big-endian
+    /// number (zero-padded; see [`user_key_prefix`]) and where its key lies in `keys`.
     key_ranges: Vec<(u64, usize, usize)>,
     index_handles: Vec<BlockHandle>,
     /// `modules` handles per partition, partition-major.
@@ -151,6 +154,7 @@ impl PartitionIndex {
         let mut iter = block.iter(compare_internal_keys);
         let mut index = PartitionIndex {
             keys: Vec::new(),
+            shared_len: 0,
             key_ranges: Vec::new(),
             index_handles: Vec::new(),
             filter_handles: Vec::new(),
@@ -210,9 +214,7 @@ impl PartitionIndex {
             }
             let start = index.keys.len();
             index.keys.extend_from_slice(key);
-            index
-                .key_ranges
-                .push((user_key_prefix(user_key(key)), start, index.keys.len()));
+            index.key_ranges.push((0, start, index.keys.len()));
             index.index_handles.push(index_handle);
             iter.next();
         }
@@ -221,6 +223,19 @@ impl PartitionIndex {
         }
         if index.is_empty() {
             return Err("top-level index lists no partitions".to_string());
+        }
+        let first = user_key(index.key(0));
+        let last = user_key(index.key(index.len() - 1));
+        index.shared_len = first.iter().zip(last).take_while(|(a, b)| a == b).count();
+        for partition in 0..index.len() {
+            let prefix = user_key_prefix(
+                user_key(index.key(partition))
+                    .get(index.shared_len..)
+                    .unwrap_or_default(),
+            );
+            if let Some(range) = index.key_ranges.get_mut(partition) {
+                range.0 = prefix;
+            }
         }
         index.keys.shrink_to_fit();
         index.key_ranges.shrink_to_fit();
@@ -260,17 +275,30 @@ impl PartitionIndex {
     /// whose index partition an unpartitioned index's seek to `target` would land in. `None` when
     /// `target` is above every key of the file.
     pub(crate) fn find(&self, target: &[u8]) -> Option<usize> {
-        // Most steps of the search are decided by the keys' first 8 bytes, one integer
-        // comparison; only equal prefixes compare whole internal keys.
         let keys = &self.keys;
-        let target_prefix = user_key_prefix(user_key(target));
-        let partition = self.key_ranges.partition_point(|&(prefix, start, end)| {
-            if prefix != target_prefix {
-                return prefix < target_prefix;
-            }
+        let full = |start: usize, end: usize| {
             compare_internal_keys(keys.get(start..end).unwrap_or_default(), target)
                 == Ordering::Less
-        });
+        };
+        let target_user_key = user_key(target);
+        let shared = keys.get(..self.shared_len).unwrap_or_default();
+        let partition = match target_user_key.strip_prefix(shared) {
+            // Keys that share the partition keys' common prefix order by what follows it: most
+            // steps of the search are decided by its next 8 bytes, one integer comparison, and
+            // only equal ones compare whole internal keys.
+            Some(rest) => {
+                let target_prefix = user_key_prefix(rest);
+                self.key_ranges.partition_point(|&(prefix, start, end)| {
+                    if prefix != target_prefix {
+                        return prefix < target_prefix;
+                    }
+                    full(start, end)
+                })
+            }
+            None => self
+                .key_ranges
+                .partition_point(|&(_, start, end)| full(start, end)),
+        };
         (partition < self.len()).then_some(partition)
     }
 
@@ -405,6 +433,33 @@ mod tests {
         ) {
             if user_key_prefix(&a) < user_key_prefix(&b) {
                 proptest::prop_assert!(a < b, "{a:?} {b:?}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn find_agrees_with_a_scan_when_keys_share_a_prefix(
+            suffixes in proptest::collection::btree_set(
+                proptest::collection::vec(0u8..3, 0..11), 1..40),
+            targets in proptest::collection::vec(
+                (proptest::collection::vec(0u8..3, 0..11), proptest::bool::ANY, 0u64..4), 1..40),
+        ) {
+            let entries: Vec<(Vec<u8>, BlockHandle, Vec<BlockHandle>)> = suffixes
+                .iter()
+                .map(|suffix| {
+                    let user = [b"shared/".as_slice(), suffix].concat();
+                    let key = encode_internal_key(&user, 5, ValueKind::Value);
+                    (key, BlockHandle::new(10, 10), Vec::new())
+                })
+                .collect();
+            let index = PartitionIndex::decode(top_level(&entries), 0, 1_000).expect("valid");
+            for (suffix, shared, sequence) in targets {
+                let user = if shared { [b"shared/".as_slice(), &suffix].concat() } else { suffix };
+                let target = encode_internal_key(&user, 3 + sequence, ValueKind::Value);
+                let scan = (0..index.len())
+                    .find(|&p| compare_internal_keys(index.key(p), &target).is_ge());
+                proptest::prop_assert_eq!(index.find(&target), scan);
             }
         }
     }
