@@ -118,18 +118,32 @@ fn user_key_prefix(user_key: &[u8]) -> u64 {
     u64::from_be_bytes(bytes)
 }
 
+/// Where a partition's key lies in [`PartitionIndex`]'s `keys`, and what the search compares
+/// first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PartitionKey {
+    /// The user key starts with the index's shared prefix (so `prefix` orders it).
+    shares_prefix: bool,
+    /// [`user_key_prefix`] of the user key after the shared prefix.
+    prefix: u64,
+    start: usize,
+    end: usize,
+}
+
 /// A decoded top-level index: every partition's last key and the handles of its index and filter
 /// partitions, held by the open reader for the file's life and searched in memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PartitionIndex {
     /// Every partition's last index key, concatenated.
     keys: Vec<u8>,
-    /// Length of the user-key prefix every partition key shares (the first and last keys'
-    /// common prefix, as the keys are sorted): `keys[..shared_len]`.
+    /// Length of the user-key prefix the partition keys share, `keys[..shared_len]`: the common
+    /// prefix of the first and the last but one (the last partition's key is often a short
+    /// successor such as `"1"`, which shares nothing with the others).
     shared_len: usize,
-    /// Per partition: the 8 bytes of its key's user key after the shared prefix as a big-endian
-    /// number (zero-padded; see [`user_key_prefix`]) and where its key lies in `keys`.
-    key_ranges: Vec<(u64, usize, usize)>,
+    /// Per partition: whether its user key starts with the shared prefix, the 8 bytes after it
+    /// as a big-endian number (zero-padded; see [`user_key_prefix`]), and where its key lies in
+    /// `keys`.
+    key_ranges: Vec<PartitionKey>,
     index_handles: Vec<BlockHandle>,
     /// `modules` handles per partition, partition-major.
     filter_handles: Vec<BlockHandle>,
@@ -214,7 +228,12 @@ impl PartitionIndex {
             }
             let start = index.keys.len();
             index.keys.extend_from_slice(key);
-            index.key_ranges.push((0, start, index.keys.len()));
+            index.key_ranges.push(PartitionKey {
+                shares_prefix: false,
+                prefix: 0,
+                start,
+                end: index.keys.len(),
+            });
             index.index_handles.push(index_handle);
             iter.next();
         }
@@ -225,16 +244,21 @@ impl PartitionIndex {
             return Err("top-level index lists no partitions".to_string());
         }
         let first = user_key(index.key(0));
-        let last = user_key(index.key(index.len() - 1));
-        index.shared_len = first.iter().zip(last).take_while(|(a, b)| a == b).count();
+        let last_but_one = user_key(index.key(index.len().saturating_sub(2)));
+        let shared_len = first
+            .iter()
+            .zip(last_but_one)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let shared = first.get(..shared_len).unwrap_or_default().to_vec();
+        index.shared_len = shared_len;
         for partition in 0..index.len() {
-            let prefix = user_key_prefix(
-                user_key(index.key(partition))
-                    .get(index.shared_len..)
-                    .unwrap_or_default(),
-            );
-            if let Some(range) = index.key_ranges.get_mut(partition) {
-                range.0 = prefix;
+            let prefix = user_key(index.key(partition))
+                .strip_prefix(shared.as_slice())
+                .map(user_key_prefix);
+            if let (Some(prefix), Some(key)) = (prefix, index.key_ranges.get_mut(partition)) {
+                key.shares_prefix = true;
+                key.prefix = prefix;
             }
         }
         index.keys.shrink_to_fit();
@@ -263,7 +287,7 @@ impl PartitionIndex {
     pub(crate) fn key(&self, partition: usize) -> &[u8] {
         self.key_ranges
             .get(partition)
-            .and_then(|&(_, start, end)| self.keys.get(start..end))
+            .and_then(|key| self.keys.get(key.start..key.end))
             .unwrap_or_default()
     }
 
@@ -288,16 +312,16 @@ impl PartitionIndex {
             // only equal ones compare whole internal keys.
             Some(rest) => {
                 let target_prefix = user_key_prefix(rest);
-                self.key_ranges.partition_point(|&(prefix, start, end)| {
-                    if prefix != target_prefix {
-                        return prefix < target_prefix;
+                self.key_ranges.partition_point(|key| {
+                    if key.shares_prefix && key.prefix != target_prefix {
+                        return key.prefix < target_prefix;
                     }
-                    full(start, end)
+                    full(key.start, key.end)
                 })
             }
             None => self
                 .key_ranges
-                .partition_point(|&(_, start, end)| full(start, end)),
+                .partition_point(|key| full(key.start, key.end)),
         };
         (partition < self.len()).then_some(partition)
     }
@@ -339,7 +363,7 @@ impl PartitionIndex {
     pub(crate) fn size_bytes(&self) -> usize {
         std::mem::size_of::<Self>()
             + self.keys.capacity()
-            + self.key_ranges.capacity() * std::mem::size_of::<(u64, usize, usize)>()
+            + self.key_ranges.capacity() * std::mem::size_of::<PartitionKey>()
             + (self.index_handles.capacity() + self.filter_handles.capacity())
                 * std::mem::size_of::<BlockHandle>()
     }
@@ -444,6 +468,7 @@ mod tests {
                 proptest::collection::vec(0u8..3, 0..11), 1..40),
             targets in proptest::collection::vec(
                 (proptest::collection::vec(0u8..3, 0..11), proptest::bool::ANY, 0u64..4), 1..40),
+            with_successor in proptest::bool::ANY,
         ) {
             let entries: Vec<(Vec<u8>, BlockHandle, Vec<BlockHandle>)> = suffixes
                 .iter()
@@ -453,6 +478,12 @@ mod tests {
                     (key, BlockHandle::new(10, 10), Vec::new())
                 })
                 .collect();
+            let mut entries = entries;
+            if with_successor {
+                // A last key like the builder's short successor, sharing nothing with the rest.
+                let key = encode_internal_key(b"t", 5, ValueKind::Value);
+                entries.push((key, BlockHandle::new(10, 10), Vec::new()));
+            }
             let index = PartitionIndex::decode(top_level(&entries), 0, 1_000).expect("valid");
             for (suffix, shared, sequence) in targets {
                 let user = if shared { [b"shared/".as_slice(), &suffix].concat() } else { suffix };
