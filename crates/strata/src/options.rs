@@ -58,10 +58,10 @@ pub struct Options {
     /// 64 MiB-file tree, thresholds of 4, 16 and 64 KiB cut index and filter reads per lookup
     /// alike (to 1-2% of the unpartitioned layout's; the tree's shape moves the figure more than
     /// the threshold does), while partitioning small files costs instructions on every cached
-    /// lookup (a top-level search before the index seek: +24% per cached `readmissing` lookup
-    /// over 2 MiB files partitioned at 4 KiB). 64 KiB keeps files up to about 10 MiB (at
-    /// 16-byte keys and 4 KiB blocks) unpartitioned and bounds what one miss reads to 64 KiB
-    /// (docs/BENCHMARKS.md, "Partitioned index and filters").
+    /// lookup and saves no I/O (a top-level search before the filter probe: +19% per cached
+    /// `readmissing` lookup over 1.8-3.2 MiB files partitioned at 4 KiB). 64 KiB keeps files up to
+    /// about 10 MiB (at 16-byte keys and 4 KiB blocks) unpartitioned and bounds what one miss
+    /// reads to 64 KiB (docs/BENCHMARKS.md, "Partitioned index and filters").
     pub partition_metadata_above_bytes: u64,
     /// Target size of an index partition of a partitioned table (RocksDB's
     /// `metadata_block_size`); its filter partitions hold the keys of the same data blocks.
