@@ -559,9 +559,11 @@ pub(crate) fn scan_table(
     };
     scan.file_bytes = reader.file_len();
     let properties = reader.properties().clone();
-    // Footer, properties and (version 2) the modular filter index were verified by `open`.
-    scan.blocks += 1 + u64::from(reader.footer().has_modular_filter());
-    for &handle in reader.filter_module_handles() {
+    // Footer, properties and (version 2) the modular filter index or (version 3) the top-level
+    // partition index were verified by `open`.
+    scan.blocks +=
+        1 + u64::from(reader.footer().has_modular_filter() || reader.footer().is_partitioned());
+    for &handle in reader.filter_block_handles() {
         match reader.verify_filter_module(handle) {
             Ok(()) => scan.blocks += 1,
             Err(error) => scan.problems.push(Problem::from_error(&path, error)),
@@ -576,11 +578,12 @@ pub(crate) fn scan_table(
             return scan;
         }
     };
-    scan.blocks += 1;
+    // The index block, or every index partition (read as the walk below reaches them).
+    scan.blocks += reader.index_block_handles().len() as u64;
     let mut previous_key: Option<Vec<u8>> = None;
     let mut first_key: Option<Vec<u8>> = None;
     let mut data_blocks = 0u64;
-    index.seek_to_first();
+    index.seek_to_first(&reader);
     while index.valid() {
         data_blocks += 1;
         let index_key = index.key().to_vec();
@@ -668,9 +671,9 @@ pub(crate) fn scan_table(
                 previous_key = None;
             }
         }
-        index.next();
+        index.next(&reader);
     }
-    if let Err(error) = reader.block_error(&index, reader.footer().index) {
+    if let Err(error) = index.status(&reader) {
         scan.problems.push(Problem::from_error(&path, error));
     }
     if scan.is_sound() {

@@ -41,6 +41,7 @@ use crate::table::compression::{
 };
 use crate::table::format::{verify_stored_block, BlockHandle, Footer, FOOTER_LEN};
 use crate::table::iter::TableIter;
+use crate::table::partition::PartitionIndex;
 use crate::table::properties::TableProperties;
 use crate::table::reader::{ReadMode, TableReader};
 use crate::version::edit::VersionEdit;
@@ -299,6 +300,43 @@ pub fn filter(data: &[u8]) {
             "modular filter index does not re-encode to its bytes"
         );
     }
+}
+
+/// A partitioned table's top-level index (`table/partition.rs`: `PartitionIndex::decode`). The
+/// first input byte is the properties' filter module count (mod 7), the rest the block's contents.
+/// A decoded index must re-encode to a block that decodes equal; every lookup position it gives
+/// must be the first partition whose last key is at or above the target.
+pub fn partition_index(data: &[u8]) {
+    let Some((&modules, contents)) = data.split_first() else {
+        return;
+    };
+    let modules = usize::from(modules % 7);
+    let Ok(index) = PartitionIndex::decode(contents.to_vec(), modules, u64::MAX) else {
+        return;
+    };
+    assert!(
+        !index.is_empty(),
+        "a decoded top-level index has partitions"
+    );
+    assert_eq!(
+        PartitionIndex::decode(index.encode(), modules, u64::MAX).as_ref(),
+        Ok(&index),
+        "top-level index does not round-trip"
+    );
+    for target in seek_targets(contents) {
+        let found = index.find(target);
+        let first_at_or_above =
+            (0..index.len()).find(|&p| compare_internal_keys(index.key(p), target).is_ge());
+        assert_eq!(
+            found, first_at_or_above,
+            "binary search disagrees with a scan"
+        );
+    }
+    for partition in 0..index.len() {
+        assert!(index.index_handle(partition).is_some());
+        assert_eq!(index.filter_handles(partition).len(), modules);
+    }
+    let _ = (index.first_block_offset(), index.size_bytes());
 }
 
 /// A write batch as logged (`wal/batch.rs`: `WriteBatch::decode`): a decoded batch, rebuilt with

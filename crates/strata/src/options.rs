@@ -7,6 +7,7 @@ use crate::compaction::{CompactionPolicy, Leveling};
 use crate::env::{FileSystem, RealFileSystem};
 use crate::error::{Error, Result};
 use crate::table::compression::CompressionPolicy;
+use crate::table::partition::MetadataPartitioning;
 use crate::wal::WalRecoveryMode;
 
 /// The largest user key Strata accepts, in bytes.
@@ -15,6 +16,9 @@ pub const MAX_KEY_BYTES: usize = 64 * 1024;
 pub const MAX_VALUE_BYTES: usize = 64 * 1024 * 1024;
 /// The largest encoded write batch Strata accepts, in bytes.
 pub const MAX_BATCH_BYTES: usize = 512 * 1024 * 1024;
+
+/// Default [`Options::partition_metadata_above_bytes`].
+pub(crate) const DEFAULT_PARTITION_METADATA_ABOVE_BYTES: u64 = 64 << 10;
 
 /// How a database is opened and run. `Options::default()` is a sensible embedded configuration;
 /// each field documents its default.
@@ -44,6 +48,25 @@ pub struct Options {
     /// it keeps most of interval 16's saving in index bytes at interval 1's instructions per
     /// cached lookup (measured, docs/BENCHMARKS.md "Index restart interval").
     pub index_block_restart_interval: usize,
+    /// Partition the index and filter of a table file whose whole-file index block or largest
+    /// filter module would be larger than this many bytes (RocksDB's partitioned index and
+    /// filters, `table/partition.rs`): such a file's index and filter are written as blocks of
+    /// about [`Options::metadata_block_bytes`] plus a small top-level index the open reader keeps
+    /// in memory, so a block-cache miss reads one small partition instead of a whole index or
+    /// filter. Smaller files keep the unpartitioned layout byte for byte. `u64::MAX` never
+    /// partitions. At least `metadata_block_bytes`. Default 64 KiB: with a 1 MiB cache over a
+    /// 64 MiB-file tree, thresholds of 4, 16 and 64 KiB cut index and filter reads per lookup
+    /// alike (to 1-2% of the unpartitioned layout's; the tree's shape moves the figure more than
+    /// the threshold does), while partitioning small files costs instructions on every cached
+    /// lookup and saves no I/O (a top-level search before the filter probe: +19% per cached
+    /// `readmissing` lookup over 1.8-3.2 MiB files partitioned at 4 KiB). 64 KiB keeps files up to
+    /// about 10 MiB (at 16-byte keys and 4 KiB blocks) unpartitioned and bounds what one miss
+    /// reads to 64 KiB (docs/BENCHMARKS.md, "Partitioned index and filters").
+    pub partition_metadata_above_bytes: u64,
+    /// Target size of an index partition of a partitioned table (RocksDB's
+    /// `metadata_block_size`); its filter partitions hold the keys of the same data blocks.
+    /// Between 256 B and 16 MiB. Default 4 KiB.
+    pub metadata_block_bytes: usize,
     /// Compaction output files are cut at about this size. Default 64 MiB.
     pub target_file_bytes: u64,
     /// Capacity of the shared block cache (data, index and filter blocks). Default 32 MiB;
@@ -125,6 +148,11 @@ impl std::fmt::Debug for Options {
                 &self.index_block_restart_interval,
             )
             .field("compression", &self.compression.to_string())
+            .field(
+                "partition_metadata_above_bytes",
+                &self.partition_metadata_above_bytes,
+            )
+            .field("metadata_block_bytes", &self.metadata_block_bytes)
             .field("target_file_bytes", &self.target_file_bytes)
             .field("block_cache_bytes", &self.block_cache_bytes)
             .field("max_open_files", &self.max_open_files)
@@ -205,6 +233,8 @@ impl Default for Options {
             block_restart_interval: 16,
             index_block_restart_interval: 4,
             compression: CompressionPolicy::none(),
+            partition_metadata_above_bytes: DEFAULT_PARTITION_METADATA_ABOVE_BYTES,
+            metadata_block_bytes: 4096,
             target_file_bytes: 64 << 20,
             block_cache_bytes: 32 << 20,
             max_open_files: 1000,
@@ -260,6 +290,10 @@ setters! {
     index_block_restart_interval: usize,
     /// Sets [`Options::compression`].
     compression: CompressionPolicy,
+    /// Sets [`Options::partition_metadata_above_bytes`].
+    partition_metadata_above_bytes: u64,
+    /// Sets [`Options::metadata_block_bytes`].
+    metadata_block_bytes: usize,
     /// Sets [`Options::target_file_bytes`].
     target_file_bytes: u64,
     /// Sets [`Options::block_cache_bytes`].
@@ -311,6 +345,14 @@ impl Options {
     /// Uniform filters of `bits_per_key` (0..=64) for every file.
     pub fn bits_per_key(self, bits_per_key: f64) -> Result<Self> {
         Ok(self.filter_allocator(Arc::new(Uniform::new(bits_per_key)?)))
+    }
+
+    /// When the table builder partitions a file's index and filter.
+    pub(crate) fn metadata_partitioning(&self) -> MetadataPartitioning {
+        MetadataPartitioning {
+            above_bytes: self.partition_metadata_above_bytes,
+            block_bytes: self.metadata_block_bytes,
+        }
     }
 
     /// True if table files on `level` keep their index and filter blocks pinned.
@@ -372,6 +414,18 @@ impl Options {
             "index_block_restart_interval",
             "between 1 and 1024",
             self.index_block_restart_interval,
+        )?;
+        check(
+            (256..=(16 << 20)).contains(&self.metadata_block_bytes),
+            "metadata_block_bytes",
+            "between 256 B and 16 MiB",
+            self.metadata_block_bytes,
+        )?;
+        check(
+            self.partition_metadata_above_bytes >= self.metadata_block_bytes as u64,
+            "partition_metadata_above_bytes",
+            "at least metadata_block_bytes (a smaller index or filter would make one partition)",
+            self.partition_metadata_above_bytes,
         )?;
         check(
             self.target_file_bytes >= 4096,
@@ -462,6 +516,24 @@ mod tests {
         assert!(
             matches!(&error, Err(Error::InvalidArgument(m)) if m.contains("compaction_readahead_bytes"))
         );
+        for bytes in [0, 255, (16 << 20) + 1] {
+            let error = Options::default().metadata_block_bytes(bytes).validate();
+            assert!(
+                matches!(&error, Err(Error::InvalidArgument(m)) if m.contains("metadata_block_bytes")),
+                "{bytes}"
+            );
+        }
+        let error = Options::default()
+            .metadata_block_bytes(8192)
+            .partition_metadata_above_bytes(4096)
+            .validate();
+        assert!(
+            matches!(&error, Err(Error::InvalidArgument(m)) if m.contains("partition_metadata_above_bytes"))
+        );
+        Options::default()
+            .partition_metadata_above_bytes(u64::MAX)
+            .validate()
+            .expect("never partitioning is valid");
         let error = Options::default().access_sample_every(0).validate();
         assert!(
             matches!(&error, Err(Error::InvalidArgument(m)) if m.contains("access_sample_every"))

@@ -316,6 +316,30 @@ fn configurations() -> Vec<(&'static str, MakeOptions)> {
             }),
         ),
         (
+            "partitioned index and filters (256-byte partitions), Mnemosyne+ modules",
+            Box::new(move || {
+                small(Options::default())
+                    .block_bytes(256)
+                    .metadata_block_bytes(256)
+                    .partition_metadata_above_bytes(256)
+                    .block_cache_bytes(16 * 1024)
+                    .access_statistics(true)
+                    .filter_allocator(allocator(Arc::new(
+                        MnemosynePlus::new(2.0).expect("budget"),
+                    )))
+            }),
+        ),
+        (
+            "partitioned index and filters, pinned",
+            Box::new(|| {
+                small(Options::default())
+                    .block_bytes(256)
+                    .metadata_block_bytes(256)
+                    .partition_metadata_above_bytes(256)
+                    .pin_filter_and_index_blocks(true)
+            }),
+        ),
+        (
             "fault-injecting file system, no fault armed",
             Box::new(move || small(Options::default()).file_system(Arc::new(fault_fs.clone()))),
         ),

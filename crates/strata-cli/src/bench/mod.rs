@@ -177,6 +177,15 @@ pub struct BenchArgs {
     /// one of them for flushes); fjall keeps its own worker pool.
     #[arg(long)]
     pub max_background_compactions: Option<usize>,
+    /// Strata partitions the index and filter of a table whose whole-file index block or largest
+    /// filter module would exceed this many bytes (`Options::partition_metadata_above_bytes`;
+    /// default Strata's own; `never` keeps every table unpartitioned).
+    #[arg(long, value_parser = parse_partition_threshold)]
+    pub partition_metadata_above_bytes: Option<u64>,
+    /// Size of an index partition of Strata's partitioned tables (`Options::metadata_block_bytes`;
+    /// default Strata's own, 4 KiB).
+    #[arg(long, value_parser = parse_bytes)]
+    pub metadata_block_bytes: Option<u64>,
     /// Keep Merlin's per-file access statistics (SPEC §4) in Strata whatever the filter policy
     /// (Mnemosyne+ always keeps them): measures their overhead on the lookup path.
     #[arg(long)]
@@ -301,6 +310,8 @@ pub struct BenchConfig {
     pub peer_config: PeerConfig,
     pub index_restart_interval: Option<usize>,
     pub max_background_compactions: Option<usize>,
+    pub partition_metadata_above_bytes: Option<u64>,
+    pub metadata_block_bytes: Option<u64>,
     pub access_statistics: bool,
     pub access_sample_every: u32,
     pub access_recent_weight: f64,
@@ -457,6 +468,8 @@ impl BenchConfig {
             peer_config: args.peer_config,
             index_restart_interval: args.index_restart_interval,
             max_background_compactions: args.max_background_compactions,
+            partition_metadata_above_bytes: args.partition_metadata_above_bytes,
+            metadata_block_bytes: args.metadata_block_bytes,
             access_statistics: args.access_statistics,
             access_sample_every: args.access_sample_every,
             access_recent_weight: args.access_recent_weight,
@@ -527,6 +540,8 @@ impl BenchConfig {
             peer_config: self.peer_config,
             index_restart_interval: self.index_restart_interval,
             max_background_compactions: self.max_background_compactions,
+            partition_metadata_above_bytes: self.partition_metadata_above_bytes,
+            metadata_block_bytes: self.metadata_block_bytes,
             access_statistics: self.access_statistics,
             access_sample_every: self.access_sample_every,
             access_recent_weight: self.access_recent_weight,
@@ -563,6 +578,14 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
 
 /// Parses a byte size: a count, optionally followed by `K`/`KiB`, `M`/`MiB` or `G`/`GiB`
 /// (binary units, case-insensitive).
+/// `--partition-metadata-above-bytes`: a byte count, or `never` (`u64::MAX`).
+fn parse_partition_threshold(text: &str) -> Result<u64, String> {
+    if text.trim() == "never" {
+        return Ok(u64::MAX);
+    }
+    parse_bytes(text)
+}
+
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
     let trimmed = text.trim();
     let split = trimmed

@@ -30,6 +30,7 @@ use crate::stats::merlin::{
 use crate::stats::AccessObserver;
 use crate::table::compression::{CompressionCounts, CompressionPolicy};
 use crate::table::iter::RunIter;
+use crate::table::partition::MetadataPartitioning;
 use crate::table::reader::ReadMode;
 use crate::table::TableCache;
 use crate::table::{table_file_name, TableBuilder};
@@ -54,6 +55,8 @@ pub(crate) struct ExecutorContext<'a> {
     pub(crate) readahead_bytes: usize,
     /// Bits per key of one filter module (the allocator's budget, SPEC §1).
     pub(crate) filter_module_bits: f64,
+    /// When outputs get a partitioned index and filter (`Options::partition_metadata_above_bytes`).
+    pub(crate) metadata_partitioning: MetadataPartitioning,
     /// Chooses the outputs' block compression from the output level and whether the output is
     /// bottommost (`Options::compression`).
     pub(crate) compression: &'a CompressionPolicy,
@@ -465,6 +468,7 @@ pub(crate) fn run_compaction(
                 builder.set_index_restart_interval(context.index_restart_interval);
                 // Filters above the budget are split into modules of the budget's size (SPEC §1).
                 builder.set_filter_module_bits(context.filter_module_bits);
+                builder.set_metadata_partitioning(context.metadata_partitioning);
                 builder.set_compression(compression);
                 output = Some(PendingTable {
                     inherited: None,

@@ -50,6 +50,7 @@ pub(crate) fn write_level0_entries(
     builder.set_index_restart_interval(options.index_block_restart_interval);
     // Filters above the budget are split into modules of the budget's size (SPEC §1).
     builder.set_filter_module_bits(options.filter_allocator.bits_per_key_budget());
+    builder.set_metadata_partitioning(options.metadata_partitioning());
     // A flush is never bottommost (RocksDB's `GetCompressionFlush`): level 0's choice.
     builder.set_compression(options.compression.for_output(0, false));
     mem.for_each_entry(|key, value| builder.add(key, value))?;
@@ -399,6 +400,7 @@ impl DbInner {
             readahead_bytes: self.options.compaction_readahead_bytes,
             // Filters above the budget are split into modules of the budget's size (SPEC §1).
             filter_module_bits: self.options.filter_allocator.bits_per_key_budget(),
+            metadata_partitioning: self.options.metadata_partitioning(),
             compression: &self.options.compression,
         }
     }

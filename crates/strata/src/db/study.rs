@@ -230,7 +230,7 @@ impl DbInner {
             .tables
             .reader(file, self.options.pins_metadata_on(level))?;
         let mut index = table.index_iter(ReadMode::Compaction)?;
-        index.seek(target);
+        index.seek(&table, target);
         let corrupt = |reason: &str| {
             Error::corruption(
                 self.dir.join(crate::table::table_file_name(file.number())),
@@ -238,9 +238,7 @@ impl DbInner {
                 reason.to_string(),
             )
         };
-        if let Some(reason) = index.error() {
-            return Err(corrupt(reason));
-        }
+        index.status(&table)?;
         if !index.valid() {
             return Ok(false);
         }

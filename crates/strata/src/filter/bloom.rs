@@ -234,6 +234,18 @@ fn block_count(keys: usize, bits_per_key: f64) -> u32 {
         .clamp(1.0, f64::from(u32::MAX)) as u32
 }
 
+/// Bytes [`BloomFilterBuilder::finish`] returns for `keys` distinct keys at `bits_per_key`: 0
+/// without a filter, else the header and `max(1, ceil(keys * bpk / 512))` 64-byte blocks. The table
+/// builder sizes a whole-file filter with it before deciding whether to partition (`table/
+/// partition.rs`).
+pub(crate) fn serialized_len(keys: usize, bits_per_key: f64) -> u64 {
+    let bits_per_key = sanitize_bits_per_key(bits_per_key);
+    if bits_per_key <= 0.0 || keys == 0 {
+        return 0;
+    }
+    HEADER_LEN as u64 + u64::from(block_count(keys, bits_per_key)) * BLOCK_BYTES as u64
+}
+
 /// Collects key hashes for one file and serializes its filter.
 ///
 /// The number of blocks depends on the final key count, so hashes are buffered (8 bytes per key)
@@ -673,6 +685,21 @@ mod tests {
             assert!(
                 (all_maybe / product - 1.0).abs() < 0.1,
                 "{depth} modules: {all_maybe} vs product {product}"
+            );
+        }
+    }
+
+    #[test]
+    fn serialized_len_is_what_finish_returns() {
+        for (keys, bits_per_key) in [(0, 10.0), (5, 0.0), (1, 2.0), (4_500, 2.0), (1_000, 64.5)] {
+            let mut builder = BloomFilterBuilder::new(bits_per_key, 0);
+            for hash in key_hashes(0, keys as u64) {
+                builder.add_hash(hash);
+            }
+            assert_eq!(
+                serialized_len(keys, bits_per_key),
+                builder.finish().len() as u64,
+                "{keys} keys at {bits_per_key}"
             );
         }
     }

@@ -315,6 +315,7 @@ fn build_table(
     bits_per_key: f64,
     module_bits: f64,
     compression: Compression,
+    partitioned: bool,
 ) -> Vec<u8> {
     let bytes = Arc::new(Mutex::new(Vec::new()));
     let mut builder = crate::table::TableBuilder::new(
@@ -325,6 +326,13 @@ fn build_table(
     );
     builder.set_filter_module_bits(module_bits);
     builder.set_compression(compression);
+    if partitioned {
+        // Every table partitioned, in partitions of a few index entries.
+        builder.set_metadata_partitioning(crate::table::partition::MetadataPartitioning {
+            above_bytes: 0,
+            block_bytes: 64,
+        });
+    }
     for (i, user_key) in user_keys.iter().enumerate() {
         for sequence in [2 * i as u64 + 1, 2 * i as u64] {
             let key = encode_internal_key(user_key, sequence, ValueKind::Value);
@@ -436,6 +444,43 @@ proptest! {
     }
 
     #[test]
+    fn partition_index_target_survives_arbitrary_bytes(bytes in arbitrary_bytes()) {
+        partition_index(&bytes);
+    }
+
+    #[test]
+    fn partition_index_target_round_trips_and_survives_damage(
+        keys in index_entries(),
+        handles in prop::collection::vec(
+            (0u64..1 << 40, 1u64..1 << 20).prop_map(|(offset, size)| BlockHandle::new(offset, size)),
+            1..200,
+        ),
+        modules in 0usize..=6,
+        damage in mutations(),
+    ) {
+        // The index entries' keys as partition keys, each with an index partition and
+        // `modules` filter partitions from `handles` (non-empty ones; the rest fail to decode).
+        let mut builder = BlockBuilder::new(1);
+        let mut pool = handles.iter().cycle();
+        for (key, _) in &keys {
+            let mut take = || pool.next().copied().unwrap_or(BlockHandle::new(1, 1));
+            let index = take();
+            let filters: Vec<BlockHandle> = (0..modules).map(|_| take()).collect();
+            let mut value = Vec::new();
+            crate::table::partition::encode_partition_value(&mut value, index, &filters);
+            builder.add(key, &value);
+        }
+        let mut input = vec![modules as u8];
+        input.extend_from_slice(&builder.finish());
+        prop_assert_eq!(
+            PartitionIndex::decode(input[1..].to_vec(), modules, u64::MAX).is_ok(),
+            !keys.is_empty()
+        );
+        partition_index(&input);
+        partition_index(&mutate(input, &damage));
+    }
+
+    #[test]
     fn footer_target_survives_arbitrary_bytes(bytes in arbitrary_bytes()) {
         footer(&bytes);
         table(&bytes);
@@ -476,9 +521,10 @@ proptest! {
             Compression::Lz4,
             Compression::ZSTD,
         ]),
+        partitioned in any::<bool>(),
         damage in mutations(),
     ) {
-        let file = build_table(&user_keys, bits_per_key, module_bits, compression);
+        let file = build_table(&user_keys, bits_per_key, module_bits, compression, partitioned);
         let reader = TableReader::open(
             &OneFileSystem(Arc::new(file.clone())),
             Path::new(""),
@@ -725,7 +771,33 @@ fn write_fuzz_seed_corpora() {
                         Compression::ZSTD,
                     ]),
                 );
-                build_table(&draw(runner, table_keys()), 8.0, module_bits, compression)
+                let partitioned = draw(runner, any::<bool>());
+                build_table(
+                    &draw(runner, table_keys()),
+                    8.0,
+                    module_bits,
+                    compression,
+                    partitioned,
+                )
+            }),
+        ),
+        (
+            "partition_index",
+            sample(&|runner| {
+                // A partitioned table's top-level index, after its module count (1).
+                let file = build_table(
+                    &draw(runner, table_keys()),
+                    8.0,
+                    f64::INFINITY,
+                    Compression::None,
+                    true,
+                );
+                let footer =
+                    Footer::decode(&file[file.len() - FOOTER_LEN..]).expect("a built footer");
+                let start = footer.index.offset as usize;
+                let mut input = vec![1];
+                input.extend_from_slice(&file[start..start + footer.index.size as usize]);
+                input
             }),
         ),
         (

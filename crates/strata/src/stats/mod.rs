@@ -255,9 +255,12 @@ impl IoCounters {
 pub struct IoStats {
     /// Data blocks read from the device (block-cache misses), by level.
     pub data_block_reads: [u64; MAX_LEVELS],
-    /// Index blocks read from the device, by level.
+    /// Index blocks read from the device, by level: whole-file index blocks and, in partitioned
+    /// tables (`Options::partition_metadata_above_bytes`), index partitions (the top-level index
+    /// is read when the table opens and held, and is not counted).
     pub index_block_reads: [u64; MAX_LEVELS],
-    /// Filter blocks read from the device, by level.
+    /// Filter blocks read from the device, by level: filter modules and, in partitioned tables,
+    /// filter partitions (one per module probed).
     pub filter_block_reads: [u64; MAX_LEVELS],
     /// Data-block cache hits.
     pub data_cache_hits: u64,

@@ -11,23 +11,34 @@
 //! block (SPEC §1; the split rule and the index format are in `filter/modular.rs`). With one module
 //! the file is byte for byte what it was before modular filters existed.
 //!
+//! A file whose whole-file index block or largest filter module would exceed the threshold set
+//! with [`TableBuilder::set_metadata_partitioning`] is written with a partitioned index and
+//! filter instead (`partition.rs`, table format version 3). The builder always collects index
+//! entries into partitions of `metadata_block_bytes`, remembering which key hashes each
+//! partition's data blocks hold; at `finish` it either writes them as partitions or joins them
+//! into the one index block the unpartitioned layout has (re-adding the same entries to one block
+//! builder gives exactly the bytes of building it directly).
+//!
 //! Data and index blocks go through the file's compressor ([`TableBuilder::set_compression`],
 //! chosen by the caller from `Options::compression` for the file's level; `compression.rs`), which
 //! stores a block compressed only when that saves an eighth of it. Filter blocks, the modular
 //! filter index and the properties block are always stored raw (see `compression.rs` for why).
 
+use std::ops::Range;
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use super::block::BlockBuilder;
+use super::block::{Block, BlockBuilder, BlockIter};
 use super::compression::{BlockCompressor, Compression, CompressionCounts};
 use super::format::{append_block, append_stored_block, BlockHandle, Footer};
+use super::partition::{encode_partition_value, MetadataPartitioning};
 use super::properties::TableProperties;
 use super::separator::{index_separator, index_successor};
 use crate::env::WritableFile;
 use crate::error::{Error, Result};
-use crate::filter::bloom::{key_hash, BloomFilterBuilder};
+use crate::filter::bloom::{key_hash, serialized_len, BloomFilterBuilder};
 use crate::filter::modular::{encode_index, module_bits_per_key, module_seed};
-use crate::key::{parse_internal_key, user_key};
+use crate::key::{compare_internal_keys, parse_internal_key, user_key};
 
 /// What a finished table file holds.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,13 +49,30 @@ pub(crate) struct TableSummary {
     pub(crate) compression: CompressionCounts,
 }
 
+/// A closed index partition: its block contents, its last index key and the range of
+/// `TableBuilder::key_hashes` its data blocks hold.
+struct IndexPartition {
+    contents: Vec<u8>,
+    last_key: Vec<u8>,
+    hashes: Range<usize>,
+}
+
 /// Streams sorted entries into a new table file.
 pub(crate) struct TableBuilder {
     path: PathBuf,
     file: Box<dyn WritableFile>,
     block_bytes: usize,
     data_block: BlockBuilder,
+    /// The index partition being filled (the whole index when partitioning is off).
     index_block: BlockBuilder,
+    index_restart_interval: usize,
+    /// Index partitions closed so far.
+    index_partitions: Vec<IndexPartition>,
+    /// The open partition's key-hash range, once it has an entry.
+    partition_hashes: Option<Range<usize>>,
+    /// Index of the current data block's first user key's hash in `key_hashes`.
+    block_first_hash: usize,
+    partitioning: MetadataPartitioning,
     scratch: Vec<u8>,
     offset: u64,
     entries: u64,
@@ -54,9 +82,9 @@ pub(crate) struct TableBuilder {
     smallest_sequence: u64,
     largest_sequence: u64,
     key_hashes: Vec<u64>,
-    /// The last flushed data block's last key and handle, waiting for the next block's first key
-    /// to choose the index key between them (`separator.rs`).
-    pending_index_entry: Option<(Vec<u8>, BlockHandle)>,
+    /// The last flushed data block's last key, handle and key-hash range, waiting for the next
+    /// block's first key to choose the index key between them (`separator.rs`).
+    pending_index_entry: Option<(Vec<u8>, BlockHandle, Range<usize>)>,
     /// Bits per key of one filter module; `f64::INFINITY` (the default) never splits.
     filter_module_bits: f64,
     /// Compresses data and index blocks; `Compression::None` unless set.
@@ -78,6 +106,11 @@ impl TableBuilder {
             // Index entries are looked up by binary search over restarts; a restart every entry
             // keeps seeks exact without linear scans.
             index_block: BlockBuilder::new(1),
+            index_restart_interval: 1,
+            index_partitions: Vec::new(),
+            partition_hashes: None,
+            block_first_hash: 0,
+            partitioning: MetadataPartitioning::NEVER,
             scratch: Vec::new(),
             offset: 0,
             entries: 0,
@@ -96,7 +129,15 @@ impl TableBuilder {
     /// Puts a restart point every `interval` entries of the index block (1, the default, stores
     /// every index key whole; `Options::index_block_restart_interval`). Values below 1 mean 1.
     pub(crate) fn set_index_restart_interval(&mut self, interval: usize) {
-        self.index_block = BlockBuilder::new(interval.max(1));
+        self.index_restart_interval = interval.max(1);
+        self.index_block = BlockBuilder::new(self.index_restart_interval);
+    }
+
+    /// Partitions the index and filter of a file whose whole-file index block or largest filter
+    /// module would exceed `partitioning.above_bytes` (`partition.rs`). Default: never. Set before
+    /// the first `add`.
+    pub(crate) fn set_metadata_partitioning(&mut self, partitioning: MetadataPartitioning) {
+        self.partitioning = partitioning;
     }
 
     /// Splits a filter of more than `module_bits_per_key` bits per key into modules of that size
@@ -129,8 +170,13 @@ impl TableBuilder {
         if self.entries == 0 || user_key(&self.largest) != parsed.user_key {
             self.key_hashes.push(key_hash(parsed.user_key));
         }
-        if let Some((last_key, handle)) = self.pending_index_entry.take() {
-            self.add_index_entry(&index_separator(&last_key, key), handle);
+        if self.data_block.is_empty() {
+            // The hash of this key's user key, whether pushed just now or by the previous block
+            // (one user key continuing across the boundary): both blocks' partitions hold it.
+            self.block_first_hash = self.key_hashes.len().saturating_sub(1);
+        }
+        if let Some((last_key, handle, hashes)) = self.pending_index_entry.take() {
+            self.add_index_entry(&index_separator(&last_key, key), handle, hashes);
         }
         self.smallest_sequence = self.smallest_sequence.min(parsed.sequence);
         self.largest_sequence = self.largest_sequence.max(parsed.sequence);
@@ -172,15 +218,100 @@ impl TableBuilder {
         let last_key = self.data_block.last_key().to_vec();
         let contents = self.data_block.finish();
         let handle = self.write_compressible_block(&contents)?;
-        self.pending_index_entry = Some((last_key, handle));
+        let hashes = self.block_first_hash..self.key_hashes.len();
+        self.pending_index_entry = Some((last_key, handle, hashes));
         self.data_blocks += 1;
         Ok(())
     }
 
-    fn add_index_entry(&mut self, key: &[u8], handle: BlockHandle) {
+    /// Adds a data block's index entry to the open index partition, closing the partition once it
+    /// reaches `metadata_block_bytes`.
+    fn add_index_entry(&mut self, key: &[u8], handle: BlockHandle, hashes: Range<usize>) {
         let mut encoded = Vec::with_capacity(BlockHandle::MAX_ENCODED_LEN);
         handle.encode_to(&mut encoded);
         self.index_block.add(key, &encoded);
+        let partition = self
+            .partition_hashes
+            .get_or_insert(hashes.start..hashes.start);
+        partition.end = hashes.end;
+        if !self.partitioning.is_never()
+            && self.index_block.estimated_size() >= self.partitioning.block_bytes
+        {
+            self.close_index_partition(key);
+        }
+    }
+
+    /// Closes the open index partition, whose last key is `last_key`.
+    fn close_index_partition(&mut self, last_key: &[u8]) {
+        let Some(hashes) = self.partition_hashes.take() else {
+            return;
+        };
+        self.index_partitions.push(IndexPartition {
+            contents: self.index_block.finish(),
+            last_key: last_key.to_vec(),
+            hashes,
+        });
+    }
+
+    /// The unpartitioned layout's one index block: the partitions' entries re-added, in order, to
+    /// one builder (a single partition is that block already).
+    fn whole_index_block(&self) -> Result<Vec<u8>> {
+        if let [single] = self.index_partitions.as_slice() {
+            return Ok(single.contents.clone());
+        }
+        let mut whole = BlockBuilder::new(self.index_restart_interval);
+        for partition in &self.index_partitions {
+            let block = Block::decode(partition.contents.clone())
+                .map_err(|reason| Error::corruption(&self.path, self.offset, reason))?;
+            let mut iter = BlockIter::new(Arc::new(block), compare_internal_keys);
+            iter.seek_to_first();
+            while iter.valid() {
+                whole.add(iter.key(), iter.value());
+                iter.next();
+            }
+            if let Some(reason) = iter.error() {
+                return Err(Error::corruption(&self.path, self.offset, reason));
+            }
+        }
+        Ok(whole.finish())
+    }
+
+    /// Decides the layout: `None` when the file is to be partitioned (partitioning is on and the
+    /// whole-file index block or the largest filter module would exceed its threshold), else the
+    /// one index block of the unpartitioned layout.
+    fn whole_index_unless_partitioned(&mut self, plan: &[f64]) -> Result<Option<Vec<u8>>> {
+        if self.partitioning.is_never() || self.index_partitions.is_empty() {
+            if self.index_partitions.len() == 1 {
+                // Partitioning off: the one partition is the whole index; no copy.
+                return Ok(self
+                    .index_partitions
+                    .pop()
+                    .map(|partition| partition.contents));
+            }
+            return self.whole_index_block().map(Some);
+        }
+        let above = self.partitioning.above_bytes;
+        let largest_filter = plan
+            .iter()
+            .map(|&bits| serialized_len(self.key_hashes.len(), bits))
+            .max()
+            .unwrap_or(0);
+        if largest_filter > above {
+            return Ok(None);
+        }
+        // The partitions hold at least the whole block's bytes (each restarts its prefix
+        // compression and has its own restart array), so only a sum above the threshold needs
+        // the whole block built to be sure.
+        let partition_bytes: u64 = self
+            .index_partitions
+            .iter()
+            .map(|partition| partition.contents.len() as u64)
+            .sum();
+        if partition_bytes <= above {
+            return self.whole_index_block().map(Some);
+        }
+        let whole = self.whole_index_block()?;
+        Ok((whole.len() as u64 <= above).then_some(whole))
     }
 
     pub(crate) fn entries(&self) -> u64 {
@@ -194,7 +325,9 @@ impl TableBuilder {
 
     /// Writes the filter modules, one block each (their bits per key summing to `bits_per_key`;
     /// 0 = no filter), the modular filter index if there are two or more modules, then the
-    /// properties, index and footer, and fsyncs.
+    /// properties, index and footer, and fsyncs. A partitioned file (see
+    /// [`TableBuilder::set_metadata_partitioning`]) has each partition's modules instead, then the
+    /// properties, the index partitions, the top-level index and the footer.
     pub(crate) fn finish(
         mut self,
         bits_per_key: f64,
@@ -202,29 +335,65 @@ impl TableBuilder {
         run_id: u64,
     ) -> Result<TableSummary> {
         self.flush_data_block()?;
-        if let Some((last_key, handle)) = self.pending_index_entry.take() {
-            self.add_index_entry(&index_successor(&last_key), handle);
+        if let Some((last_key, handle, hashes)) = self.pending_index_entry.take() {
+            let successor = index_successor(&last_key);
+            self.add_index_entry(&successor, handle, hashes);
+            self.close_index_partition(&successor);
         }
         let plan = if self.key_hashes.is_empty() {
             Vec::new()
         } else {
             module_bits_per_key(bits_per_key, self.filter_module_bits)
         };
+        let whole_index = self.whole_index_unless_partitioned(&plan)?;
+        let partitioned = whole_index.is_none();
         let mut modules = Vec::with_capacity(plan.len());
+        // Per partition, its filter partitions (one per module), when partitioned.
+        let mut filter_partitions: Vec<Vec<BlockHandle>> = Vec::new();
         let mut filter_bytes = 0;
-        for (index, &module_bits) in plan.iter().enumerate() {
-            let mut filter_builder = BloomFilterBuilder::new(module_bits, module_seed(index));
-            for &hash in &self.key_hashes {
-                filter_builder.add_hash(hash);
+        if partitioned {
+            let ranges: Vec<Range<usize>> = self
+                .index_partitions
+                .iter()
+                .map(|partition| partition.hashes.clone())
+                .collect();
+            for hashes in ranges {
+                let mut handles = Vec::with_capacity(plan.len());
+                for (index, &module_bits) in plan.iter().enumerate() {
+                    let mut filter_builder =
+                        BloomFilterBuilder::new(module_bits, module_seed(index));
+                    for &hash in self.key_hashes.get(hashes.clone()).unwrap_or_default() {
+                        filter_builder.add_hash(hash);
+                    }
+                    let filter = filter_builder.finish();
+                    if filter.is_empty() {
+                        // Not reached (every partition holds a key and every planned module has
+                        // bits per key > 0); a partition short of a module would be unreadable.
+                        return Err(Error::InvalidArgument(format!(
+                            "{}: filter partition without keys",
+                            self.path.display()
+                        )));
+                    }
+                    filter_bytes += filter.len() as u64;
+                    handles.push(self.write_block(&filter)?);
+                }
+                filter_partitions.push(handles);
             }
-            let filter = filter_builder.finish();
-            if filter.is_empty() {
-                // Not reached (every planned module has keys and bits per key > 0), but a
-                // zero-size module block would be unreadable, so none is written.
-                continue;
+        } else {
+            for (index, &module_bits) in plan.iter().enumerate() {
+                let mut filter_builder = BloomFilterBuilder::new(module_bits, module_seed(index));
+                for &hash in &self.key_hashes {
+                    filter_builder.add_hash(hash);
+                }
+                let filter = filter_builder.finish();
+                if filter.is_empty() {
+                    // Not reached (every planned module has keys and bits per key > 0), but a
+                    // zero-size module block would be unreadable, so none is written.
+                    continue;
+                }
+                filter_bytes += filter.len() as u64;
+                modules.push(self.write_block(&filter)?);
             }
-            filter_bytes += filter.len() as u64;
-            modules.push(self.write_block(&filter)?);
         }
         let (filter_handle, modular) = match modules.as_slice() {
             [] => (BlockHandle::new(0, 0), false),
@@ -236,6 +405,11 @@ impl TableBuilder {
         let filter_bits_per_key = match plan.as_slice() {
             [] => 0.0,
             modules => modules.iter().sum(),
+        };
+        let filter_modules = if partitioned {
+            plan.len()
+        } else {
+            modules.len()
         };
         let properties = TableProperties {
             entries: self.entries,
@@ -252,15 +426,29 @@ impl TableBuilder {
             filter_bytes,
             level,
             run_id,
-            filter_modules: modules.len() as u64,
+            filter_modules: filter_modules as u64,
         };
         let properties_handle = self.write_block(&properties.encode())?;
-        let index = self.index_block.finish();
-        let index_handle = self.write_compressible_block(&index)?;
-        let footer = if modular {
-            Footer::with_modular_filter(index_handle, filter_handle, properties_handle)
+        let footer = if partitioned {
+            let partitions = std::mem::take(&mut self.index_partitions);
+            let mut top_level = BlockBuilder::new(self.index_restart_interval);
+            let mut value = Vec::new();
+            for (partition, filters) in partitions.iter().zip(&filter_partitions) {
+                let index_handle = self.write_compressible_block(&partition.contents)?;
+                value.clear();
+                encode_partition_value(&mut value, index_handle, filters);
+                top_level.add(&partition.last_key, &value);
+            }
+            let top_level_handle = self.write_block(&top_level.finish())?;
+            Footer::partitioned(top_level_handle, properties_handle)
         } else {
-            Footer::new(index_handle, filter_handle, properties_handle)
+            let index = whole_index.unwrap_or_default();
+            let index_handle = self.write_compressible_block(&index)?;
+            if modular {
+                Footer::with_modular_filter(index_handle, filter_handle, properties_handle)
+            } else {
+                Footer::new(index_handle, filter_handle, properties_handle)
+            }
         }
         .encode();
         self.file.append(&footer)?;

@@ -44,7 +44,7 @@
 //! offset  0: index block handle       offset:fixed64 size:fixed64
 //! offset 16: filter block handle      offset:fixed64 size:fixed64   (size 0: the table has no filter)
 //! offset 32: properties block handle  offset:fixed64 size:fixed64
-//! offset 48: format_version:fixed32   1 or 2
+//! offset 48: format_version:fixed32   1, 2 or 3
 //! offset 52: magic:fixed64            TABLE_MAGIC, the bytes "STRATA01"
 //! ```
 //!
@@ -53,12 +53,16 @@
 //! * **1**: the table's one Bloom filter block (`filter/bloom.rs`), or nothing (size 0);
 //! * **2**: a modular filter index block (`filter/modular.rs`, SPEC §1) that locates the two to
 //!   six Bloom filter blocks ("modules") of the table's filter.
+//! * **3**: a partitioned table (`partition.rs`): the *index* handle names the top-level index,
+//!   which locates every index partition and filter partition; the filter handle is unused and
+//!   must be `(0, 0)` (how many filter modules each partition has is in the properties block).
 //!
 //! A writer uses the lowest version that describes the file: tables with zero or one filter module
 //! are written as version 1, byte for byte as before modular filters existed, so builds from
 //! before them still read those; only tables with a split filter are version 2, which such a
-//! build rejects by its version instead of misreading the index as a filter. This build reads
-//! both.
+//! build rejects by its version instead of misreading the index as a filter; only tables whose
+//! index or filter is large enough to be partitioned are version 3, which older builds likewise
+//! reject instead of reading the top-level index as an index. This build reads all three.
 //!
 //! A reader reads the last 60 bytes, checks the magic (is this a Strata table at all?) and then the
 //! version (can this build read it?), and follows the handles. The footer carries no checksum of
@@ -91,6 +95,9 @@ pub(crate) const TABLE_FORMAT_VERSION: u32 = 1;
 
 /// Table format of files whose filter handle names a modular filter index (SPEC §1).
 pub(crate) const TABLE_FORMAT_VERSION_MODULAR_FILTER: u32 = 2;
+
+/// Table format of partitioned files: the index handle names a top-level partition index.
+pub(crate) const TABLE_FORMAT_VERSION_PARTITIONED: u32 = 3;
 
 /// Where a block's contents lie in a table file; `size` excludes the trailer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -236,6 +243,22 @@ impl Footer {
         }
     }
 
+    /// A version-3 footer: `top_level` names the partitioned table's top-level index
+    /// (`partition.rs`); the filter handle is `(0, 0)`.
+    pub(crate) fn partitioned(top_level: BlockHandle, properties: BlockHandle) -> Self {
+        Footer {
+            index: top_level,
+            filter: BlockHandle::new(0, 0),
+            properties,
+            format_version: TABLE_FORMAT_VERSION_PARTITIONED,
+        }
+    }
+
+    /// True when the index handle names a top-level partition index (version 3).
+    pub(crate) fn is_partitioned(&self) -> bool {
+        self.format_version == TABLE_FORMAT_VERSION_PARTITIONED
+    }
+
     /// The filter block's handle (version 1) or the modular filter index's (version 2), or `None`
     /// if the table was written without a filter.
     pub(crate) fn filter_handle(&self) -> Option<BlockHandle> {
@@ -282,10 +305,16 @@ impl Footer {
         let filter = BlockHandle::decode_fixed_from(&mut decoder).ok_or_else(malformed)?;
         let properties = BlockHandle::decode_fixed_from(&mut decoder).ok_or_else(malformed)?;
         let format_version = decoder.fixed32().ok_or_else(malformed)?;
-        if !(TABLE_FORMAT_VERSION..=TABLE_FORMAT_VERSION_MODULAR_FILTER).contains(&format_version) {
+        if !(TABLE_FORMAT_VERSION..=TABLE_FORMAT_VERSION_PARTITIONED).contains(&format_version) {
             return Err(format!(
                 "unsupported table format version {format_version} (this build reads versions \
-                 {TABLE_FORMAT_VERSION}..={TABLE_FORMAT_VERSION_MODULAR_FILTER})"
+                 {TABLE_FORMAT_VERSION}..={TABLE_FORMAT_VERSION_PARTITIONED})"
+            ));
+        }
+        if format_version == TABLE_FORMAT_VERSION_PARTITIONED && filter != BlockHandle::default() {
+            return Err(format!(
+                "partitioned table footer has a filter handle ({}, {}), expected (0, 0)",
+                filter.offset, filter.size
             ));
         }
         Ok(Footer {
@@ -485,7 +514,7 @@ mod tests {
         let reason = Footer::decode(&[0; FOOTER_LEN]).expect_err("zeros");
         assert!(reason.contains("bad magic"), "{reason}");
 
-        for version in [0u32, 3, u32::MAX] {
+        for version in [0u32, 4, u32::MAX] {
             let mut bytes = encoded.clone();
             bytes[48..52].copy_from_slice(&version.to_le_bytes());
             let reason = Footer::decode(&bytes).expect_err("unknown version");
@@ -494,6 +523,20 @@ mod tests {
                 "{reason}"
             );
         }
+    }
+
+    #[test]
+    fn partitioned_footer_round_trips_and_rejects_a_filter_handle() {
+        let footer = Footer::partitioned(BlockHandle::new(9_000, 300), BlockHandle::new(8_000, 90));
+        let encoded = footer.encode();
+        assert_eq!(&encoded[48..52], &3u32.to_le_bytes());
+        let decoded = Footer::decode(&encoded).expect("valid");
+        assert!(decoded.is_partitioned() && !decoded.has_modular_filter());
+        assert_eq!(decoded.filter_handle(), None);
+        let mut with_filter = encoded.clone();
+        with_filter[16] = 1;
+        let reason = Footer::decode(&with_filter).expect_err("filter handle in version 3");
+        assert!(reason.contains("expected (0, 0)"), "{reason}");
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Owned iterators over a table file and over a sorted run (its files concatenated).
+//! Owned iterators over a table file's index, over a table file and over a sorted run (its files
+//! concatenated).
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -14,11 +15,202 @@ use crate::key::compare_internal_keys;
 use crate::stats::BlockKind;
 use crate::version::FileMetadata;
 
-/// A two-level iterator: the index block picks data blocks, a block iterator walks each.
+/// Walks a table's index entries (separator key → data-block handle) in order, whatever the
+/// layout: the one index block, or a partitioned table's index partitions one after another
+/// (`partition.rs`), each loaded when reached. Movement takes the table reader, which loads the
+/// partitions (through the cache, or uncached for compactions, as `mode` says).
+pub(crate) struct IndexIter {
+    state: IndexState,
+}
+
+enum IndexState {
+    Whole(BlockIter),
+    Partitioned {
+        mode: ReadMode,
+        /// The partition `current` walks; `None` before the first positioning.
+        partition: usize,
+        current: Option<(BlockIter, BlockHandle)>,
+        error: Option<Error>,
+    },
+}
+
+impl IndexIter {
+    pub(crate) fn whole(index: BlockIter) -> Self {
+        IndexIter {
+            state: IndexState::Whole(index),
+        }
+    }
+
+    pub(crate) fn partitioned(mode: ReadMode) -> Self {
+        IndexIter {
+            state: IndexState::Partitioned {
+                mode,
+                partition: 0,
+                current: None,
+                error: None,
+            },
+        }
+    }
+
+    pub(crate) fn valid(&self) -> bool {
+        match &self.state {
+            IndexState::Whole(index) => index.valid(),
+            IndexState::Partitioned { current, error, .. } => {
+                error.is_none() && current.as_ref().is_some_and(|(iter, _)| iter.valid())
+            }
+        }
+    }
+
+    pub(crate) fn key(&self) -> &[u8] {
+        match &self.state {
+            IndexState::Whole(index) => index.key(),
+            IndexState::Partitioned { current, .. } => {
+                current.as_ref().map_or(&[], |(iter, _)| iter.key())
+            }
+        }
+    }
+
+    pub(crate) fn value(&self) -> &[u8] {
+        match &self.state {
+            IndexState::Whole(index) => index.value(),
+            IndexState::Partitioned { current, .. } => {
+                current.as_ref().map_or(&[], |(iter, _)| iter.value())
+            }
+        }
+    }
+
+    /// The damage or I/O error that stopped the iterator, as a `Corruption` naming the file and
+    /// the index block or partition.
+    pub(crate) fn status(&self, table: &TableReader) -> Result<()> {
+        match &self.state {
+            IndexState::Whole(index) => table.block_error(index, table.footer().index),
+            IndexState::Partitioned { current, error, .. } => {
+                if let Some(error) = error {
+                    return Err(error.clone());
+                }
+                match current {
+                    Some((iter, handle)) => table.block_error(iter, *handle),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+
+    pub(crate) fn seek_to_first(&mut self, table: &TableReader) {
+        match &mut self.state {
+            IndexState::Whole(index) => index.seek_to_first(),
+            IndexState::Partitioned { .. } => {
+                if self.load_partition(table, 0) {
+                    if let IndexState::Partitioned {
+                        current: Some((iter, _)),
+                        ..
+                    } = &mut self.state
+                    {
+                        iter.seek_to_first();
+                    }
+                    self.skip_exhausted_partitions(table);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn seek(&mut self, table: &TableReader, target: &[u8]) {
+        match &mut self.state {
+            IndexState::Whole(index) => index.seek(target),
+            IndexState::Partitioned { current, .. } => {
+                let Some(partition) = table.partitions().and_then(|p| p.find(target)) else {
+                    *current = None;
+                    return;
+                };
+                if self.load_partition(table, partition) {
+                    if let IndexState::Partitioned {
+                        current: Some((iter, _)),
+                        ..
+                    } = &mut self.state
+                    {
+                        iter.seek(target);
+                    }
+                    self.skip_exhausted_partitions(table);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn next(&mut self, table: &TableReader) {
+        match &mut self.state {
+            IndexState::Whole(index) => index.next(),
+            IndexState::Partitioned { current, .. } => {
+                if let Some((iter, _)) = current {
+                    iter.next();
+                }
+                self.skip_exhausted_partitions(table);
+            }
+        }
+    }
+
+    /// Points the iterator at partition `partition` (not yet positioned inside it); false, with
+    /// the iterator invalid, past the last partition or on an error.
+    fn load_partition(&mut self, table: &TableReader, partition: usize) -> bool {
+        let IndexState::Partitioned {
+            mode,
+            partition: position,
+            current,
+            error,
+        } = &mut self.state
+        else {
+            return false;
+        };
+        *current = None;
+        *position = partition;
+        if error.is_some() || partition >= table.partitions().map_or(0, |p| p.len()) {
+            return false;
+        }
+        match table.index_partition(partition, *mode) {
+            Ok((block, handle)) => {
+                *current = Some((BlockIter::new(block, compare_internal_keys), handle));
+                true
+            }
+            Err(failure) => {
+                *error = Some(failure);
+                false
+            }
+        }
+    }
+
+    /// While the current partition is exhausted (and undamaged), moves to the next partition's
+    /// first entry.
+    fn skip_exhausted_partitions(&mut self, table: &TableReader) {
+        loop {
+            let IndexState::Partitioned {
+                partition, current, ..
+            } = &self.state
+            else {
+                return;
+            };
+            let Some((iter, _)) = current else { return };
+            if iter.valid() || iter.error().is_some() {
+                return;
+            }
+            let next = *partition + 1;
+            if !self.load_partition(table, next) {
+                return;
+            }
+            if let IndexState::Partitioned {
+                current: Some((iter, _)),
+                ..
+            } = &mut self.state
+            {
+                iter.seek_to_first();
+            }
+        }
+    }
+}
+
+/// A two-level iterator: the index picks data blocks, a block iterator walks each.
 pub(crate) struct TableIter {
     table: Arc<TableReader>,
     mode: ReadMode,
-    index: Option<BlockIter>,
+    index: Option<IndexIter>,
     data: Option<(BlockIter, BlockHandle)>,
     /// Set for a front-to-back walk of a compaction input: data blocks come from large reads.
     readahead: Option<Readahead>,
@@ -67,7 +259,7 @@ impl TableIter {
         self.data = None;
         let Some(index) = &self.index else { return };
         if !index.valid() {
-            if let Err(error) = self.table.block_error(index, BlockHandle::default()) {
+            if let Err(error) = index.status(&self.table) {
                 self.fail(error);
             }
             return;
@@ -104,7 +296,7 @@ impl TableIter {
             let Some(index) = self.index.as_mut() else {
                 return;
             };
-            index.next();
+            index.next(&self.table);
             self.load_block();
             if let Some((data, _)) = self.data.as_mut() {
                 data.seek_to_first();
@@ -123,7 +315,7 @@ impl InternalIterator for TableIter {
             return;
         }
         if let Some(index) = self.index.as_mut() {
-            index.seek_to_first();
+            index.seek_to_first(&self.table);
         }
         self.load_block();
         if let Some((data, _)) = self.data.as_mut() {
@@ -137,7 +329,7 @@ impl InternalIterator for TableIter {
             return;
         }
         if let Some(index) = self.index.as_mut() {
-            index.seek(target);
+            index.seek(&self.table, target);
         }
         self.load_block();
         if let Some((data, _)) = self.data.as_mut() {

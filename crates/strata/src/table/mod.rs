@@ -10,6 +10,14 @@
 //! A filter split into modules (SPEC §1, `filter/modular.rs`) takes one block per module plus a
 //! small modular filter index block in place of the single filter block (table format version 2).
 //!
+//! A large table (its whole-file index or a filter module above
+//! `Options::partition_metadata_above_bytes`) has its index and filter split into partitions
+//! located by a top-level index instead (table format version 3):
+//!
+//! ```text
+//! data block 0 | ... | filter partition* | properties block | index partition* | top-level index | footer
+//! ```
+//!
 //! Readers never assume that order: they read the footer at the end of the file and follow its
 //! handles, so the table builder may place the non-data blocks as it likes.
 //!
@@ -18,6 +26,9 @@
 //! * [`format`](mod@format) owns what surrounds blocks: block handles (offset and size), the 5-byte trailer
 //!   (type and CRC-32C) after every block, and the footer that locates the index, filter and
 //!   properties blocks.
+//!
+//! * [`partition`] owns partitioned index and filters: when a file is partitioned, the top-level
+//!   index's format, and its in-memory search.
 //!
 //! * [`compression`] owns how a block's contents are stored (uncompressed, LZ4 or Zstd, named by
 //!   the trailer's type byte) and the per-level [`CompressionPolicy`](compression::CompressionPolicy).
@@ -29,6 +40,7 @@ pub(crate) mod builder;
 pub(crate) mod compression;
 pub(crate) mod format;
 pub(crate) mod iter;
+pub(crate) mod partition;
 pub(crate) mod properties;
 pub(crate) mod readahead;
 pub(crate) mod reader;
@@ -43,5 +55,7 @@ pub(crate) fn table_file_name(number: u64) -> String {
     format!("{number:06}.sst")
 }
 
+#[cfg(test)]
+mod partition_tests;
 #[cfg(test)]
 mod tests;

@@ -15,6 +15,13 @@
 //! block (and, like it, not counted as a lookup's block read). Each module is then a block of its
 //! own: its own block-cache entry, its own device read on a miss, counted as a filter block read on
 //! the lookup's level. A probe reads module `j + 1` only if modules `1..=j` all said "maybe".
+//!
+//! A partitioned table (version-3 footer, `partition.rs`) has its top-level index read, checked
+//! and decoded at open, and held by the reader for its life (counted in its pinned bytes, not as a
+//! lookup's block read). A lookup searches it in memory for the one partition that can hold its
+//! key, then reads that partition's filter modules and index partition as above: each partition
+//! is its own block-cache entry and, on a miss, one filter or index block read. When index and
+//! filter blocks are pinned, every partition is read at open and held instead.
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -24,6 +31,8 @@ use std::sync::Arc;
 use super::block::{Block, BlockIter};
 use super::compression::{decompress_block, BLOCK_TYPE_UNCOMPRESSED};
 use super::format::{verify_stored_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use super::iter::IndexIter;
+use super::partition::PartitionIndex;
 use super::properties::TableProperties;
 use super::readahead::Readahead;
 use super::table_cache::OpenReaders;
@@ -56,11 +65,19 @@ pub(crate) struct TableReader {
     properties: TableProperties,
     cache: Arc<BlockCache>,
     counters: Arc<IoCounters>,
-    /// The filter modules' blocks in probe order; empty when the table has no filter.
+    /// The filter modules' blocks in probe order; empty when the table has no filter or is
+    /// partitioned.
     filter_modules: Vec<BlockHandle>,
-    /// Index and filter held outside the cache (level-0 pinning).
-    pinned_index: Option<Arc<Block>>,
-    /// Every filter module, in probe order, when pinned; empty otherwise.
+    /// A partitioned table's top-level index (`partition.rs`), always held.
+    partitions: Option<PartitionIndex>,
+    /// Where the data blocks end: the first byte of any other block.
+    data_end: u64,
+    /// True when index and filter blocks are held outside the cache.
+    pinned: bool,
+    /// When pinned: the index block, or every index partition in order; empty otherwise.
+    pinned_index: Vec<Arc<Block>>,
+    /// When pinned: every filter module in probe order, or every filter partition
+    /// (partition-major, as [`PartitionIndex::all_filter_handles`]); empty otherwise.
     pinned_filters: Vec<Arc<BloomFilter>>,
     /// The table cache's count of open readers and pinned bytes, decremented when this reader
     /// closes (`None` for readers opened outside the cache: `strata check`, fuzzing).
@@ -120,8 +137,19 @@ impl TableReader {
         let properties_raw = read_block(file.as_ref(), &path, footer.properties, None)?;
         let properties = TableProperties::decode(&properties_raw)
             .map_err(|reason| Error::corruption(&path, footer.properties.offset, reason))?;
+        let partitions = if footer.is_partitioned() {
+            let raw = read_block(file.as_ref(), &path, footer.index, None)?;
+            let blocks_end = len - FOOTER_LEN as u64;
+            let modules = usize::try_from(properties.filter_modules).unwrap_or(usize::MAX);
+            Some(
+                PartitionIndex::decode(raw, modules, blocks_end)
+                    .map_err(|reason| Error::corruption(&path, footer.index.offset, reason))?,
+            )
+        } else {
+            None
+        };
         let filter_modules = filter_modules(file.as_ref(), &path, &footer)?;
-        if properties.filter_modules != filter_modules.len() as u64 {
+        if partitions.is_none() && properties.filter_modules != filter_modules.len() as u64 {
             return Err(Error::corruption(
                 &path,
                 footer.properties.offset,
@@ -132,6 +160,16 @@ impl TableReader {
                 ),
             ));
         }
+        let mut data_end = footer.index.offset.min(footer.properties.offset);
+        if footer.filter.size > 0 {
+            data_end = data_end.min(footer.filter.offset);
+        }
+        data_end = filter_modules
+            .iter()
+            .fold(data_end, |end, module| end.min(module.offset));
+        if let Some(partitions) = &partitions {
+            data_end = data_end.min(partitions.first_block_offset());
+        }
         let mut reader = TableReader {
             number,
             path,
@@ -141,19 +179,27 @@ impl TableReader {
             cache,
             counters,
             filter_modules,
-            pinned_index: None,
+            partitions,
+            data_end,
+            pinned: false,
+            pinned_index: Vec::new(),
             pinned_filters: Vec::new(),
             open_readers: None,
         };
         if pin {
-            let index = reader.read_raw(reader.footer.index)?;
-            reader.pinned_index = Some(Arc::new(reader.decode_block(index, reader.footer.index)?));
-            let mut pinned_filters = Vec::with_capacity(reader.filter_modules.len());
-            for &handle in &reader.filter_modules {
+            let mut pinned_index = Vec::new();
+            for handle in reader.index_block_handles() {
+                let raw = reader.read_raw(handle)?;
+                pinned_index.push(Arc::new(reader.decode_block(raw, handle)?));
+            }
+            let mut pinned_filters = Vec::new();
+            for &handle in reader.filter_block_handles() {
                 let raw = reader.read_raw(handle)?;
                 pinned_filters.push(Arc::new(reader.decode_filter(raw, handle)?));
             }
+            reader.pinned_index = pinned_index;
             reader.pinned_filters = pinned_filters;
+            reader.pinned = true;
         }
         Ok(reader)
     }
@@ -173,7 +219,7 @@ impl TableReader {
 
     /// True if the index and filter blocks are held outside the block cache.
     pub(crate) fn is_pinned(&self) -> bool {
-        self.pinned_index.is_some()
+        self.pinned
     }
 
     #[allow(
@@ -189,9 +235,26 @@ impl TableReader {
         &self.footer
     }
 
-    /// The filter modules' blocks in probe order (empty without a filter).
-    pub(crate) fn filter_module_handles(&self) -> &[BlockHandle] {
-        &self.filter_modules
+    /// Every filter block: the filter modules in probe order, or every filter partition of a
+    /// partitioned table (empty without a filter).
+    pub(crate) fn filter_block_handles(&self) -> &[BlockHandle] {
+        match &self.partitions {
+            Some(partitions) => partitions.all_filter_handles(),
+            None => &self.filter_modules,
+        }
+    }
+
+    /// Every index block: the one index block, or every index partition in key order.
+    pub(crate) fn index_block_handles(&self) -> Vec<BlockHandle> {
+        match &self.partitions {
+            Some(partitions) => partitions.all_index_handles().to_vec(),
+            None => vec![self.footer.index],
+        }
+    }
+
+    /// A partitioned table's top-level index; `None` for an unpartitioned table.
+    pub(crate) fn partitions(&self) -> Option<&PartitionIndex> {
+        self.partitions.as_ref()
     }
 
     /// The file's length in bytes.
@@ -199,8 +262,9 @@ impl TableReader {
         self.file.len()
     }
 
-    /// Reads filter module `handle` from the device, bypassing the cache and the counters, and
-    /// decodes it: `strata::check` verifies every block, including filters lookups may skip.
+    /// Reads filter block `handle` (a module or a filter partition) from the device, bypassing the
+    /// cache and the counters, and decodes it: `strata::check` verifies every block, including
+    /// filters lookups may skip.
     pub(crate) fn verify_filter_module(&self, handle: BlockHandle) -> Result<()> {
         let raw = self.read_raw(handle)?;
         self.decode_filter(raw, handle).map(|_| ())
@@ -208,9 +272,14 @@ impl TableReader {
 
     /// Bytes of blocks held outside the cache.
     pub(crate) fn pinned_bytes(&self) -> u64 {
-        self.pinned_index
+        self.partitions
             .as_ref()
-            .map_or(0, |b| b.size_bytes() as u64)
+            .map_or(0, |partitions| partitions.size_bytes() as u64)
+            + self
+                .pinned_index
+                .iter()
+                .map(|b| b.size_bytes() as u64)
+                .sum::<u64>()
             + self
                 .pinned_filters
                 .iter()
@@ -259,11 +328,6 @@ impl TableReader {
         kind: BlockKind,
         mode: ReadMode,
     ) -> Result<(Arc<Block>, bool)> {
-        if kind == BlockKind::Index {
-            if let Some(index) = &self.pinned_index {
-                return Ok((Arc::clone(index), false));
-            }
-        }
         if let ReadMode::Cached { .. } = mode {
             if let Some(CachedBlock::Sorted(block)) = self.cache.get(self.number, handle.offset) {
                 self.counters.count_cache_hit(kind);
@@ -301,28 +365,23 @@ impl TableReader {
         Ok(Arc::new(self.decode_block(contents, handle)?))
     }
 
-    /// Where the data blocks end: the first byte of the filter modules, the modular filter
-    /// index, the properties or the index block, whichever the builder placed first.
+    /// Where the data blocks end: the first byte of the filter modules or partitions, the
+    /// modular filter index, the properties, the index block or partitions, or the top-level
+    /// index, whichever the builder placed first.
     fn data_end(&self) -> u64 {
-        let footer = &self.footer;
-        let mut end = footer.index.offset.min(footer.properties.offset);
-        if footer.filter.size > 0 {
-            end = end.min(footer.filter.offset);
-        }
-        self.filter_modules
-            .iter()
-            .fold(end, |end, module| end.min(module.offset))
+        self.data_end
     }
 
-    /// Filter module `module` (0-based, at `handle`): pinned, cached, or read from the device and
-    /// counted as one filter block read on `level`.
-    fn filter_module(
+    /// Filter block `slot` (a module, or a filter partition; its place in
+    /// [`TableReader::filter_block_handles`]) at `handle`: pinned, cached, or read from the device
+    /// and counted as one filter block read on `level`.
+    fn filter_block(
         &self,
-        module: usize,
+        slot: usize,
         handle: BlockHandle,
         level: usize,
     ) -> Result<Arc<BloomFilter>> {
-        if let Some(filter) = self.pinned_filters.get(module) {
+        if let Some(filter) = self.pinned_filters.get(slot) {
             return Ok(Arc::clone(filter));
         }
         if let Some(CachedBlock::Filter(filter)) = self.cache.get(self.number, handle.offset) {
@@ -340,10 +399,52 @@ impl TableReader {
         Ok(filter)
     }
 
-    /// An iterator over the index block.
-    pub(crate) fn index_iter(&self, mode: ReadMode) -> Result<BlockIter> {
-        let index = self.sorted_block(self.footer.index, BlockKind::Index, mode)?;
-        Ok(BlockIter::new(index, compare_internal_keys))
+    /// Index block `slot` (the index block, or an index partition; its place in
+    /// [`TableReader::index_block_handles`]) at `handle`: pinned, cached or read, and whether it
+    /// came from the device.
+    fn index_block_traced(
+        &self,
+        slot: usize,
+        handle: BlockHandle,
+        mode: ReadMode,
+    ) -> Result<(Arc<Block>, bool)> {
+        if let Some(block) = self.pinned_index.get(slot) {
+            return Ok((Arc::clone(block), false));
+        }
+        self.sorted_block_traced(handle, BlockKind::Index, mode)
+    }
+
+    /// Index partition `partition` of a partitioned table, with its handle.
+    pub(crate) fn index_partition(
+        &self,
+        partition: usize,
+        mode: ReadMode,
+    ) -> Result<(Arc<Block>, BlockHandle)> {
+        let handle = self
+            .partitions
+            .as_ref()
+            .and_then(|partitions| partitions.index_handle(partition))
+            .ok_or_else(|| {
+                Error::corruption(
+                    &self.path,
+                    self.footer.index.offset,
+                    format!("no index partition {partition}"),
+                )
+            })?;
+        let (block, _) = self.index_block_traced(partition, handle, mode)?;
+        Ok((block, handle))
+    }
+
+    /// An iterator over the index: the index block, or every index partition in turn.
+    pub(crate) fn index_iter(&self, mode: ReadMode) -> Result<IndexIter> {
+        if self.partitions.is_some() {
+            return Ok(IndexIter::partitioned(mode));
+        }
+        let (index, _) = self.index_block_traced(0, self.footer.index, mode)?;
+        Ok(IndexIter::whole(BlockIter::new(
+            index,
+            compare_internal_keys,
+        )))
     }
 
     /// Decodes a data-block handle stored in the index.
@@ -382,13 +483,37 @@ impl TableReader {
     ) -> Result<FileLookup> {
         let counters = &self.counters;
         let level_slot = level.min(crate::version::MAX_LEVELS - 1);
+        // The index block and filter modules that can answer: the file's, or those of the one
+        // partition whose keys cover the lookup key.
+        let (index_slot, index_handle, filter_slot, filter_handles) = match &self.partitions {
+            None => (0, self.footer.index, 0, self.filter_modules.as_slice()),
+            Some(partitions) => match partitions.find(lookup_key) {
+                Some(partition) => (
+                    partition,
+                    partitions.index_handle(partition).unwrap_or_default(),
+                    partition * partitions.modules(),
+                    partitions.filter_handles(partition),
+                ),
+                None => {
+                    // Above every key of the file: the top-level index answers without a read,
+                    // counted as the filter's negative when there is a filter to ask.
+                    if partitions.modules() > 0 && !skip_filter {
+                        add(&counters.filter_probes[level_slot], 1);
+                        add(&counters.filter_negatives[level_slot], 1);
+                    }
+                    return Ok(FileLookup {
+                        result: Lookup::Absent,
+                    });
+                }
+            },
+        };
         let mut filter_passed = false;
-        if !self.filter_modules.is_empty() && !skip_filter {
+        if !filter_handles.is_empty() && !skip_filter {
             // One probe per file lookup, however many modules it reads (SPEC §1: module j + 1 is
             // read only if modules 1..=j all said "maybe").
             add(&counters.filter_probes[level_slot], 1);
-            for (module, &handle) in self.filter_modules.iter().enumerate() {
-                let filter = self.filter_module(module, handle, level)?;
+            for (module, &handle) in filter_handles.iter().enumerate() {
+                let filter = self.filter_block(filter_slot + module, handle, level)?;
                 if !filter.may_contain_hash(key_hash) {
                     add(&counters.filter_negatives[level_slot], 1);
                     return Ok(FileLookup {
@@ -401,11 +526,11 @@ impl TableReader {
         let mode = ReadMode::Cached { level };
         // A buffer lost to an error below is simply allocated again by the next lookup.
         let (index_key_buffer, mut data_key_buffer) = LOOKUP_KEY_BUFFERS.take();
-        let index_block = self.sorted_block(self.footer.index, BlockKind::Index, mode)?;
+        let (index_block, _) = self.index_block_traced(index_slot, index_handle, mode)?;
         let mut index =
             BlockIter::with_key_buffer(index_block, compare_internal_keys, index_key_buffer);
         index.seek(lookup_key);
-        self.block_error(&index, self.footer.index)?;
+        self.block_error(&index, index_handle)?;
         let result = if index.valid() {
             let handle = self.decode_handle(index.value())?;
             let (block, read_from_device) =

@@ -837,7 +837,7 @@ fn the_cache_holds_uncompressed_blocks_and_read_bytes_are_stored_bytes() {
     assert_eq!(first.blocks_decompressed, 2);
     let index = table.index_iter(ReadMode::Compaction).expect("index");
     let mut index = index;
-    index.seek_to_first();
+    index.seek_to_first(&table);
     let first_data = table.decode_handle(index.value()).expect("handle");
     let filter = footer.filter_handle().expect("filter");
     let stored = |handle: BlockHandle| handle.size + BLOCK_TRAILER_LEN as u64;
@@ -915,7 +915,7 @@ fn a_damaged_compressed_block_is_a_corruption_error_with_file_and_offset() {
             let fixture = compressed_fixture(300, compression, 0);
             let table = fixture.tables.open(7, false).expect("open");
             let mut index = table.index_iter(ReadMode::Compaction).expect("index");
-            index.seek_to_first();
+            index.seek_to_first(&table);
             let handle = table.decode_handle(index.value()).expect("handle");
             drop(table);
             rewrite_block(&fixture.path(), handle, &*rewrite);

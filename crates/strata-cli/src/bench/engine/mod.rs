@@ -76,6 +76,10 @@ pub struct EngineConfig {
     pub index_restart_interval: Option<usize>,
     /// Compaction workers (`None`: Strata's default); RocksDB gets as many compaction threads.
     pub max_background_compactions: Option<usize>,
+    /// Strata's partitioning threshold (`None`: Strata's default; `u64::MAX`: never).
+    pub partition_metadata_above_bytes: Option<u64>,
+    /// Strata's index partition size (`None`: Strata's default).
+    pub metadata_block_bytes: Option<u64>,
     /// Keep Merlin's access statistics in Strata (SPEC §4).
     pub access_statistics: bool,
     /// Record one lookup in this many in them.
@@ -298,6 +302,8 @@ pub(crate) mod conformance {
             peer_config: super::super::PeerConfig::StrataLike,
             index_restart_interval: None,
             max_background_compactions: None,
+            partition_metadata_above_bytes: None,
+            metadata_block_bytes: None,
             access_statistics: false,
             access_sample_every: 1,
             access_recent_weight: 0.75,

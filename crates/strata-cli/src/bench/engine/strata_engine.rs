@@ -61,8 +61,18 @@ impl StrataEngine {
         let max_background_compactions = config
             .max_background_compactions
             .unwrap_or(defaults.max_background_compactions);
+        let partition_above = config
+            .partition_metadata_above_bytes
+            .unwrap_or(defaults.partition_metadata_above_bytes);
+        let metadata_block_bytes = config
+            .metadata_block_bytes
+            .map_or(defaults.metadata_block_bytes, |bytes| {
+                usize::try_from(bytes).unwrap_or(usize::MAX)
+            });
         let options = defaults
             .index_block_restart_interval(index_restart_interval)
+            .partition_metadata_above_bytes(partition_above)
+            .metadata_block_bytes(metadata_block_bytes)
             .max_background_compactions(max_background_compactions)
             .write_buffer_bytes(usize::try_from(config.write_buffer_bytes).unwrap_or(usize::MAX))
             .block_bytes(config.block_bytes)
@@ -82,6 +92,14 @@ impl StrataEngine {
                 "block_bytes {}; index block restart interval {}",
                 options.block_bytes, options.index_block_restart_interval
             ),
+            if options.partition_metadata_above_bytes == u64::MAX {
+                "index and filter never partitioned".to_string()
+            } else {
+                format!(
+                    "index and filter partitioned above {} bytes, partitions of {} bytes",
+                    options.partition_metadata_above_bytes, options.metadata_block_bytes
+                )
+            },
             format!("filter {}", options.filter_allocator.name()),
             format!(
                 "block_cache_bytes {} (data, index and filter blocks)",
