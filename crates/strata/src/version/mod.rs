@@ -260,13 +260,28 @@ pub(crate) struct RunKeyIndex {
     largest_words: Vec<u64>,
 }
 
-/// The first 8 bytes of `bytes` as a big-endian word, zero-padded: `word(a) < word(b)` implies
-/// `a < b` bytewise, and `word(a) > word(b)` implies `a > b`.
+/// The 8 bytes of `key` from `at` as a big-endian word, zero-padded: of two keys with the same
+/// first `at` bytes, `word(a) < word(b)` implies `a < b` bytewise, and `>` implies `>`.
 #[inline]
-fn leading_word(bytes: &[u8]) -> u64 {
+fn word_after(key: &[u8], at: usize) -> u64 {
+    let end = key.len().min(at.saturating_add(8));
+    let taken = end.saturating_sub(at);
+    // The 8 bytes that end at `end`, shifted so the ones before `at` fall off: one load
+    // whatever the length, where copying a short tail would be a `memcpy` call.
+    if let Some(window) = end
+        .checked_sub(8)
+        .and_then(|start| key.get(start..end))
+        .and_then(|window| <[u8; 8]>::try_from(window).ok())
+    {
+        return u64::from_be_bytes(window)
+            .checked_shl(8 * (8 - taken) as u32)
+            .unwrap_or(0);
+    }
+    // A key under 8 bytes.
     let mut array = [0u8; 8];
-    let take = bytes.len().min(8);
-    array[..take].copy_from_slice(&bytes[..take]);
+    for (slot, &byte) in array.iter_mut().zip(key.get(at..).unwrap_or(&[])) {
+        *slot = byte;
+    }
     u64::from_be_bytes(array)
 }
 
@@ -279,7 +294,7 @@ impl RunKeyIndex {
                 prefix = &prefix[..shared];
             }
         }
-        let word_after_prefix = |key: &[u8]| leading_word(key.get(prefix.len()..).unwrap_or(&[]));
+        let word_after_prefix = |key: &[u8]| word_after(key, prefix.len());
         RunKeyIndex {
             prefix: prefix.to_vec(),
             smallest_words: files
@@ -324,8 +339,10 @@ impl Run {
     /// run's [`RunKeyIndex`]).
     pub fn file_for_key(&self, key: &[u8]) -> Option<&Arc<FileMetadata>> {
         let index = self.key_index.get_or_init(|| RunKeyIndex::new(&self.files));
-        let rest = key.strip_prefix(index.prefix.as_slice())?;
-        let word = leading_word(rest);
+        if !key.starts_with(&index.prefix) {
+            return None;
+        }
+        let word = word_after(key, index.prefix.len());
         // The first file whose largest key is at or after `key`: words decide unless they tie.
         let mut at = index.largest_words.partition_point(|&w| w < word);
         while index.largest_words.get(at) == Some(&word)
@@ -556,6 +573,57 @@ pub(crate) mod tests {
             bits_per_key: 10.0,
             filter_bytes: 16,
             access: None,
+        }
+    }
+
+    /// The word after a shared prefix orders keys as bytewise comparison does whenever the
+    /// words differ, for keys shorter and longer than 8 bytes and windows that run off the end.
+    #[test]
+    fn word_after_orders_keys_as_bytes_do() {
+        let keys: Vec<Vec<u8>> = [
+            "",
+            "a",
+            "ab",
+            "ab\0",
+            "abc",
+            "abcdefgh",
+            "abcdefghi",
+            "abcdefgi",
+            "abcdefg",
+            "abd",
+            "b",
+            "abcdefghijklmnop",
+            "abcdefghijklmnoq",
+            "abc\u{ff}",
+        ]
+        .iter()
+        .map(|k| k.as_bytes().to_vec())
+        .collect();
+        assert_eq!(
+            word_after(b"abcdefghij", 0),
+            u64::from_be_bytes(*b"abcdefgh")
+        );
+        assert_eq!(
+            word_after(b"abcdefghij", 3),
+            u64::from_be_bytes(*b"defghij\0")
+        );
+        assert_eq!(
+            word_after(b"abc", 1),
+            u64::from_be_bytes(*b"bc\0\0\0\0\0\0")
+        );
+        assert_eq!(word_after(b"abcdefghij", 10), 0);
+        for a in &keys {
+            for b in &keys {
+                let shared = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+                for at in 0..=shared {
+                    let (wa, wb) = (word_after(a, at), word_after(b, at));
+                    if wa < wb {
+                        assert!(a < b, "{a:?} {b:?} at {at}");
+                    } else if wa > wb {
+                        assert!(a > b, "{a:?} {b:?} at {at}");
+                    }
+                }
+            }
         }
     }
 
