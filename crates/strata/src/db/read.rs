@@ -29,7 +29,13 @@ impl DbInner {
         };
         let result = (|| {
             for mem in std::iter::once(&view.mem).chain(&view.immutable) {
-                let lookup = mem.get(key, sequence);
+                // An empty memtable (the active one just after a switch or a reopen) answers
+                // without a search: one load instead of packing the key and descending the list.
+                let lookup = if mem.is_empty() {
+                    Lookup::Absent
+                } else {
+                    mem.get(key, sequence)
+                };
                 if recording.is_some() {
                     mem.access.record(lookup != Lookup::Absent);
                 }
