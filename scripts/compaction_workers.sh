@@ -43,8 +43,9 @@ for load in ("fill", "load"):
                 rows.append(r)
         rows.sort(key=lambda r: r["ops_per_sec"])
         median = rows[len(rows) // 2]
+        runs_text = ", ".join(f"{r['ops_per_sec']:,.0f}" for r in rows)
         print(f"{load:5} workers {w}: median {statistics.median(r['ops_per_sec'] for r in rows):,.0f} ops/s "
-              f"(runs {', '.join(f'{r['ops_per_sec']:,.0f}' for r in rows)}); median run: "
+              f"(runs {runs_text}); median run: "
               f"p99 {median['latency_us']['p99']:.1f} us, stalls {median['write_stalls']} "
               f"({median['write_stall_ms']:.0f} ms), w-amp {median['write_amp']:.2f}, "
               f"levels {median['levels']}, runs {median['runs']}")

@@ -330,13 +330,15 @@ fn configurations() -> Vec<(&'static str, MakeOptions)> {
             }),
         ),
         (
-            "partitioned index and filters, pinned",
+            // Level 0's partitions pinned, deeper ones in the cache (with every level pinned,
+            // nothing is partitioned: `Options::partition_metadata_above_bytes`).
+            "partitioned index and filters, level 0 pinned",
             Box::new(|| {
                 small(Options::default())
                     .block_bytes(256)
                     .metadata_block_bytes(256)
                     .partition_metadata_above_bytes(256)
-                    .pin_filter_and_index_blocks(true)
+                    .pin_l0_filter_and_index_blocks(true)
             }),
         ),
         (
