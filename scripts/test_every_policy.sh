@@ -13,7 +13,7 @@ failed=()
 log=$(mktemp)
 for policy in "${policies[@]}"; do
   echo "== STRATA_TEST_COMPACTION=$policy"
-  if STRATA_TEST_COMPACTION="$policy" cargo test -q -p strata --features test-policy-override \
+  if STRATA_TEST_COMPACTION="$policy" cargo test -q --no-fail-fast -p strata --features test-policy-override \
       --manifest-path "$root/Cargo.toml" > "$log" 2>&1; then
     grep "test result" "$log" | awk '{p += $4; f += $6} END {print p " passed, " f " failed"}'
   else
