@@ -26,7 +26,7 @@ use strata::{AccessEstimate, Db, Options, Stats};
 
 use crate::commands::check_is_database;
 use crate::error::{CliError, CliResult};
-use crate::policies::{CompactionKind, FilterPolicyKind, FilterSettings};
+use crate::policies::{CompactionKind, FilterAllocatorKind, FilterSettings};
 
 /// How `inspect` opens the database.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -35,7 +35,7 @@ pub struct InspectOptions {
     /// restored and shown.
     pub access_statistics: bool,
     /// The filter allocator named in the header.
-    pub filter_policy: FilterPolicyKind,
+    pub filter_policy: FilterAllocatorKind,
     /// The allocator's budget in bits per key.
     pub bits_per_key: f64,
 }
@@ -43,13 +43,13 @@ pub struct InspectOptions {
 fn allocator(options: &InspectOptions) -> CliResult<Arc<dyn FilterAllocator>> {
     // A read-only open allocates no filter: the allocator only names itself and its budget and
     // cap in the header. Monkey's tree prediction plays no part, so it gets a minimal one.
-    options.filter_policy.build(&FilterSettings {
+    Ok(options.filter_policy.build(&FilterSettings {
         bits_per_key: options.bits_per_key,
         compaction: CompactionKind::Leveling,
         size_ratio: 10.0,
         expected_entries: 1,
         buffer_entries: 1,
-    })
+    })?)
 }
 
 /// Merlin's or the naive baseline's estimate for one file (SPEC §4): `q` probes, `x` of them

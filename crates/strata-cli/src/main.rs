@@ -37,7 +37,7 @@ use clap::{Parser, Subcommand};
 use commands::{Encoding, ScanRange};
 use error::{CliError, CliResult};
 use inspect::InspectOptions;
-use policies::FilterPolicyKind;
+use policies::FilterAllocatorKind;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -140,7 +140,7 @@ enum Command {
         access_statistics: bool,
         /// Filter allocator named in the header (SPEC §3).
         #[arg(long, value_enum, default_value = "uniform")]
-        filter_policy: FilterPolicyKind,
+        filter_policy: FilterAllocatorKind,
         /// The allocator's budget in bits per key.
         #[arg(long, default_value_t = 10.0)]
         bits_per_key: f64,
@@ -264,7 +264,15 @@ fn is_broken_pipe(error: &CliError) -> bool {
 
 fn main() -> ExitCode {
     // Usage errors and --help/--version: clap prints and exits (2 for errors, 0 otherwise).
-    let cli = Cli::parse_from(bench::preset::expand(std::env::args_os().collect()));
+    let args = bench::preset::expand(std::env::args_os().collect());
+    let args = match bench::options_file::expand(args) {
+        Ok(args) => args,
+        Err(error) => {
+            let _ = writeln!(io::stderr(), "strata: {error}");
+            return ExitCode::from(error.exit_code());
+        }
+    };
+    let cli = Cli::parse_from(args);
     let mut out = io::BufWriter::new(io::stdout().lock());
     let outcome = run(cli.command, &mut out).and_then(|()| {
         out.flush()
@@ -315,7 +323,10 @@ mod tests {
         assert_eq!(args.bits_per_key, [3.0, 4.0]);
         assert_eq!(
             args.filter_policy,
-            [FilterPolicyKind::Uniform, FilterPolicyKind::MnemosynePlus]
+            [
+                FilterAllocatorKind::Uniform,
+                FilterAllocatorKind::MnemosynePlus
+            ]
         );
         let Command::Bench(defaults) = parse(&["strata", "bench"]) else {
             panic!("not a bench command");

@@ -50,7 +50,7 @@ use strata::compaction::{
 use strata::version::{FileMetadata, Version};
 
 use crate::error::{CliError, CliResult};
-use crate::policies::{CompactionKind, FilterPolicyKind, FilterSettings};
+use crate::policies::{CompactionKind, FilterAllocatorKind, FilterSettings};
 
 /// Jobs one flush may set off before the simulation calls the policy diverging.
 const MAX_JOBS_PER_FLUSH: usize = 100_000;
@@ -63,7 +63,7 @@ pub struct SimulateArgs {
     pub compaction: CompactionKind,
     /// Filter allocator.
     #[arg(long, value_enum, default_value = "uniform")]
-    pub filter_policy: FilterPolicyKind,
+    pub filter_policy: FilterAllocatorKind,
     /// Filter budget in bits per key.
     #[arg(long, default_value_t = 10.0)]
     pub bits_per_key: f64,
@@ -247,7 +247,7 @@ impl Simulation {
         let flush_entries = args.write_buffer_bytes / args.entry_bytes;
         let policy = args
             .compaction
-            .build_with(&crate::policies::CompactionSettings {
+            .build(&crate::policies::CompactionSettings {
                 size_ratio: args.size_ratio,
                 garnering_c: args.garnering_c,
             })?;
@@ -944,7 +944,7 @@ mod tests {
     #[test]
     fn every_policy_with_every_allocator_keeps_the_tree_valid() {
         for &compaction in CompactionKind::all() {
-            for &filter_policy in FilterPolicyKind::all() {
+            for &filter_policy in FilterAllocatorKind::all() {
                 for workers in ["1", "2"] {
                     let args = args(&[
                         "--compaction",
@@ -1030,7 +1030,7 @@ mod tests {
                     }
                     assert!(last_tree.levels()[0].runs().len() < 4, "{label}: level 0");
                     match filter_policy {
-                        FilterPolicyKind::Uniform => {
+                        FilterAllocatorKind::Uniform => {
                             assert!((summary.bits_per_key - 5.0).abs() < 1e-9, "{label}")
                         }
                         _ => {

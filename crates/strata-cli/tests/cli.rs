@@ -954,3 +954,57 @@ fn simulate_prints_a_json_object_per_step_and_refuses_bad_arguments() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(stderr(&refused).contains("--entry-bytes"));
 }
+
+#[test]
+fn bench_runs_the_design_an_options_file_describes_and_refuses_a_bad_one() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let options = dir.path().join("design.toml");
+    std::fs::write(
+        &options,
+        "write_buffer_bytes = 262144\n\
+         [compaction]\npolicy = \"garnering\"\nsize_ratio = 3.0\ngarnering_c = 0.6\n\
+         [filters]\nallocator = \"mnemosyne\"\nbits_per_key = 4.0\n",
+    )
+    .expect("writes");
+    let json = dir.path().join("out.json");
+    ok(&[
+        "bench",
+        "--num",
+        "3000",
+        "--workloads",
+        "fillrandom,readrandom",
+        "--options",
+        path_str(&options),
+        "--bits-per-key",
+        "5",
+        "--json",
+        path_str(&json),
+    ]);
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON written"))
+            .expect("valid JSON");
+    let config = &report["config"];
+    assert_eq!(config["compaction"][0], "garnering", "{config}");
+    assert_eq!(config["size_ratio"].as_f64(), Some(3.0));
+    assert_eq!(config["garnering_c"].as_f64(), Some(0.6));
+    assert_eq!(config["filter_policy"][0], "mnemosyne");
+    assert_eq!(config["write_buffer_bytes"], 262_144);
+    assert_eq!(
+        config["bits_per_key"][0].as_f64(),
+        Some(5.0),
+        "a flag after --options overrides the file"
+    );
+
+    for bad in [
+        "write_bufer_bytes = 1\n",
+        "[compaction]\npolicy = \"levelling\"\n",
+        "block_bytes = 16384\n",
+    ] {
+        std::fs::write(&options, bad).expect("writes");
+        let output = strata(&["bench", "--num", "100", "--options", path_str(&options)]);
+        assert_eq!(output.status.code(), Some(2), "{bad:?}");
+        let message = stderr(&output);
+        assert!(message.contains("options file"), "{bad:?}: {message}");
+        assert!(!message.contains("panicked"), "{bad:?}: {message}");
+    }
+}

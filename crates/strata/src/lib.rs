@@ -62,6 +62,8 @@ pub(crate) mod key;
 pub(crate) mod memtable;
 pub mod model;
 mod options;
+pub mod options_file;
+pub mod policy;
 pub mod repair;
 pub mod stats;
 pub(crate) mod table;
@@ -72,6 +74,7 @@ pub use check::{check, table_entries, CheckReport, Problem, Severity, TableEntry
 pub use db::{Db, DbIterator, Key, Snapshot, TracedProbe, Value};
 pub use error::{Error, Result};
 pub use options::{Options, WriteOptions, MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_VALUE_BYTES};
+pub use options_file::OptionsFile;
 pub use repair::{repair, RepairMode, RepairReport};
 pub use stats::merlin::AccessEstimate;
 pub use stats::Stats;

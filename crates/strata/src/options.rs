@@ -203,26 +203,31 @@ fn default_compaction_policy() -> Arc<dyn CompactionPolicy> {
     Arc::new(Leveling::default())
 }
 
-/// The default merge policy, or the one `STRATA_TEST_COMPACTION` names (the
-/// `test-policy-override` test hook; see `scripts/test_every_policy.sh`). Every policy runs at
-/// its default size ratio of 10 (lazy leveling and Garnering at 4, where 10 would leave the tests'
-/// small trees on one level); an unknown name fails loudly rather than testing the wrong policy.
+/// The default merge policy, or the one `STRATA_TEST_COMPACTION` names from the registry
+/// (`crate::policy`; the `test-policy-override` test hook, see `scripts/test_every_policy.sh`).
+/// Leveling runs at its default size ratio of 10, every other policy at 4, where 10 would leave
+/// the tests' small trees on one level; an unknown name fails loudly rather than testing the
+/// wrong policy.
 #[cfg(feature = "test-policy-override")]
 #[allow(
     clippy::expect_used,
     reason = "a test hook: a wrong name must stop the run"
 )]
 fn default_compaction_policy() -> Arc<dyn CompactionPolicy> {
-    use crate::compaction::{Garnering, LazyLeveling, Tiering};
+    use crate::policy::{CompactionKind, CompactionSettings};
     let name = std::env::var("STRATA_TEST_COMPACTION").unwrap_or_default();
-    match name.as_str() {
-        "" | "leveling" => Arc::new(Leveling::default()),
-        "leveling-dynamic" => Arc::new(Leveling::default().with_dynamic_level_bytes(true)),
-        "tiering" => Arc::new(Tiering::new(4.0).expect("valid")),
-        "lazy-leveling" => Arc::new(LazyLeveling::new(4.0).expect("valid")),
-        "garnering" => Arc::new(Garnering::new(4.0).expect("valid")),
-        other => panic!("STRATA_TEST_COMPACTION={other}: not a compaction policy"),
+    if name.is_empty() {
+        return Arc::new(Leveling::default());
     }
+    let kind: CompactionKind = name
+        .parse()
+        .expect("STRATA_TEST_COMPACTION names a registered compaction policy");
+    let size_ratio = match kind {
+        CompactionKind::Leveling | CompactionKind::LevelingDynamic => 10.0,
+        _ => 4.0,
+    };
+    kind.build(&CompactionSettings::with_size_ratio(size_ratio))
+        .expect("valid")
 }
 
 impl Default for Options {

@@ -18,6 +18,7 @@ pub mod compare;
 pub mod distribution;
 pub mod engine;
 pub mod ops;
+pub mod options_file;
 pub mod plot;
 pub mod preset;
 pub mod report;
@@ -36,7 +37,7 @@ use strata::CompressionPolicy;
 
 use crate::error::{CliError, CliResult};
 // The names of the policies come from the CLI's one registry; re-exported for the engines.
-pub use crate::policies::{CompactionKind, FilterPolicyKind};
+pub use crate::policies::{CompactionKind, FilterAllocatorKind};
 use report::{Latencies, PhaseCounts, PhaseResult, SeriesPoint};
 use workload::{FillOrder, KeyFormat, Workload};
 
@@ -76,7 +77,7 @@ pub struct Variant {
     /// The engine.
     pub engine: EngineKind,
     /// Strata's filter policy (peers: uniform).
-    pub filter_policy: FilterPolicyKind,
+    pub filter_policy: FilterAllocatorKind,
     /// The merge policy.
     pub compaction: CompactionKind,
     /// Filter bits per key (the budget).
@@ -203,7 +204,7 @@ pub struct BenchArgs {
     pub compaction: Vec<CompactionKind>,
     /// Filter-allocation policies to run on Strata (a comma list compares them).
     #[arg(long, value_enum, value_delimiter = ',', action = clap::ArgAction::Set, default_value = "uniform")]
-    pub filter_policy: Vec<FilterPolicyKind>,
+    pub filter_policy: Vec<FilterAllocatorKind>,
     /// Repeat every configuration this many times (medians are reported).
     #[arg(long, default_value_t = 1)]
     pub runs: usize,
@@ -260,6 +261,12 @@ pub struct BenchArgs {
     /// docs/BENCHMARKS.md).
     #[arg(long, value_enum)]
     pub preset: Option<preset::Preset>,
+    /// An options file (TOML, `strata::options_file`; `strata tune --options-out` writes one):
+    /// its settings become the bench flags that say the same, applied before the flags given
+    /// after it (which override it), so peers run the same settings. A setting the bench has no
+    /// flag for must have its default.
+    #[arg(long, value_name = "FILE")]
+    pub options: Option<PathBuf>,
     /// Size the Mnemosyne workloads as the paper's times this factor: `--num` and `--reads` become
     /// the first Mnemosyne workload's load and operation counts (type I: 20M and 80M, type II:
     /// 21M and 41M) times the factor, unless given.
@@ -316,7 +323,7 @@ pub struct BenchConfig {
     pub access_sample_every: u32,
     pub access_recent_weight: f64,
     pub compaction: Vec<CompactionKind>,
-    pub filter_policy: Vec<FilterPolicyKind>,
+    pub filter_policy: Vec<FilterAllocatorKind>,
     pub size_ratio: f64,
     pub garnering_c: f64,
     pub write_buffer_bytes: u64,
@@ -500,12 +507,12 @@ impl BenchConfig {
         let mut variants = Vec::new();
         for &engine in &self.engines {
             for &filter_policy in &self.filter_policy {
-                if engine != EngineKind::Strata && filter_policy != FilterPolicyKind::Uniform {
+                if engine != EngineKind::Strata && filter_policy != FilterAllocatorKind::Uniform {
                     continue;
                 }
                 for &compaction in &self.compaction {
                     // Lazy leveling and Garnering run on Strata only (no peer has them).
-                    if engine != EngineKind::Strata && !compaction.peers_have_it() {
+                    if engine != EngineKind::Strata && !crate::policies::peers_have(compaction) {
                         continue;
                     }
                     for &bits_per_key in &self.bits_per_key {

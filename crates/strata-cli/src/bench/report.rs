@@ -455,7 +455,7 @@ pub fn write_tree(out: &mut dyn Write, title: &str, shape: &TreeShape) -> io::Re
 mod tests {
     use super::*;
     use crate::bench::engine::EngineKind;
-    use crate::bench::{CompactionKind, FilterPolicyKind};
+    use crate::bench::{CompactionKind, FilterAllocatorKind};
 
     #[test]
     fn latency_summary_is_in_microseconds() {
@@ -486,7 +486,7 @@ mod tests {
         };
         let variant = Variant {
             engine: EngineKind::Strata,
-            filter_policy: FilterPolicyKind::Uniform,
+            filter_policy: FilterAllocatorKind::Uniform,
             compaction: CompactionKind::Leveling,
             bits_per_key: 10.0,
             label_bits_per_key: false,

@@ -21,7 +21,7 @@ use rand::{Rng, SeedableRng};
 
 use super::journal_path;
 use crate::error::{CliError, CliResult};
-use crate::policies::{CompactionKind, FilterPolicyKind};
+use crate::policies::{CompactionKind, FilterAllocatorKind};
 
 /// `strata crash-test` flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -40,7 +40,7 @@ pub struct CrashTestArgs {
     pub compaction: Vec<CompactionKind>,
     /// Filter allocators to cycle through (default: all).
     #[arg(long, value_enum, value_delimiter = ',')]
-    pub filter_policy: Vec<FilterPolicyKind>,
+    pub filter_policy: Vec<FilterAllocatorKind>,
     /// Keys per database.
     #[arg(long, default_value_t = 2_000)]
     pub keys: usize,
@@ -99,7 +99,7 @@ enum ChildEnd {
 
 struct Pair {
     compaction: CompactionKind,
-    filter_policy: FilterPolicyKind,
+    filter_policy: FilterAllocatorKind,
 }
 
 impl Pair {
@@ -269,7 +269,7 @@ pub fn run(args: &CrashTestArgs, out: &mut dyn std::io::Write) -> CliResult<()> 
         args.compaction.clone()
     };
     let policies = if args.filter_policy.is_empty() {
-        FilterPolicyKind::all().to_vec()
+        FilterAllocatorKind::all().to_vec()
     } else {
         args.filter_policy.clone()
     };

@@ -28,7 +28,7 @@ use strata::env::{FaultInjectionFileSystem, FaultPoint, RandomFaults};
 use strata::{Db, Error, Options, WriteBatch, WriteOptions};
 
 use crate::error::{CliError, CliResult};
-use crate::policies::{CompactionKind, FilterPolicyKind, FilterSettings};
+use crate::policies::{CompactionKind, CompactionSettings, FilterAllocatorKind, FilterSettings};
 use journal::Journal;
 use oracle::{decode_value, describe, key_bytes, key_index, value_bytes, ExpectedState, Outcome};
 
@@ -61,7 +61,7 @@ pub struct StressArgs {
     pub compaction: CompactionKind,
     /// Filter allocator (Mnemosyne+ runs with access statistics).
     #[arg(long, value_enum, default_value = "uniform")]
-    pub filter_policy: FilterPolicyKind,
+    pub filter_policy: FilterAllocatorKind,
     /// Filter budget in bits per key.
     #[arg(long, default_value_t = 4.0)]
     pub bits_per_key: f64,
@@ -209,7 +209,10 @@ impl Stress {
             .level0_compaction_trigger(2)
             .max_background_compactions(args.max_background_compactions)
             .access_statistics(merlin || args.access_statistics)
-            .compaction_policy(args.compaction.build(size_ratio)?)
+            .compaction_policy(
+                args.compaction
+                    .build(&CompactionSettings::with_size_ratio(size_ratio))?,
+            )
             .filter_allocator(allocator)
             .file_system(Arc::new(self.fs.clone()));
         options.validate()?;
@@ -691,7 +694,7 @@ impl Stress {
             .fetch_add(resolved.len() as u64, Ordering::Relaxed);
         let stats = db.stats();
         // The min-1 variant rounds each file up to whole bits: its cap holds up to rounding.
-        let tolerance = if self.args.filter_policy == FilterPolicyKind::MnemosyneMin1 {
+        let tolerance = if self.args.filter_policy == FilterAllocatorKind::MnemosyneMin1 {
             0.1
         } else {
             1e-9

@@ -87,7 +87,7 @@ pub struct EngineConfig {
     /// Weight of their recent window.
     pub access_recent_weight: f64,
     /// Strata's filter-allocation policy (peers only have uniform filters).
-    pub filter_policy: super::FilterPolicyKind,
+    pub filter_policy: super::FilterAllocatorKind,
     /// Entries the benchmark loads (`--num`), for allocators that predict the tree (Monkey).
     pub expected_entries: u64,
     /// Bytes of one key and value.
@@ -307,7 +307,7 @@ pub(crate) mod conformance {
             access_statistics: false,
             access_sample_every: 1,
             access_recent_weight: 0.75,
-            filter_policy: super::super::FilterPolicyKind::Uniform,
+            filter_policy: super::super::FilterAllocatorKind::Uniform,
             expected_entries: 3000,
             entry_bytes: 109,
             compression: strata::CompressionPolicy::none(),

@@ -24,7 +24,7 @@ pub struct StrataEngine {
 impl StrataEngine {
     /// Opens (or creates) a Strata database in `dir`.
     pub fn open(dir: &Path, config: &EngineConfig) -> CliResult<Self> {
-        let policy = config.compaction.build_with(&CompactionSettings {
+        let policy = config.compaction.build(&CompactionSettings {
             size_ratio: config.size_ratio,
             garnering_c: config.garnering_c,
         })?;

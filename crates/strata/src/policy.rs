@@ -1,0 +1,335 @@
+//! The engine's one policy registry: every compaction (merge) policy and filter allocator Strata
+//! offers, by name and by the parameters it is built from.
+//!
+//! A policy object is a trait object (`Arc<dyn CompactionPolicy>`, `Arc<dyn FilterAllocator>`),
+//! which cannot be written to a file or read back. Whatever must name a policy outside the
+//! running process — an options file (`crate::options_file`), the CLI's `--compaction` and
+//! `--filter-policy`, the tuner's recommendation, the test hook that runs every test under every
+//! policy — names it here, as a kind plus settings, and builds the object with `build`. Adding a
+//! policy is a variant and an arm in `build`, which the compiler asks for; everything that loops
+//! over "all policies" uses `all()` and picks it up.
+//!
+//! With the `clap` feature the kinds derive `clap::ValueEnum`, so the CLI parses the same names
+//! (the variants' doc comments are its `--help` text).
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::alloc::solver::Variant;
+use crate::alloc::{FilterAllocator, Mnemosyne, MnemosynePlus, Monkey, Uniform};
+use crate::compaction::{CompactionPolicy, Garnering, LazyLeveling, Leveling, Tiering};
+use crate::error::{Error, Result};
+
+/// A compaction (merge) policy by name (SPEC §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum CompactionKind {
+    /// One run per level (`strata::compaction::Leveling`), level sizes from level 1 down: the
+    /// tree grows top-down.
+    Leveling,
+    /// Leveling with dynamic level bytes (RocksDB's `level_compaction_dynamic_level_bytes`):
+    /// level sizes from the last level up, the tree grows bottom-up.
+    LevelingDynamic,
+    /// Up to `T - 1` runs per level (`strata::compaction::Tiering`).
+    Tiering,
+    /// Dostoevsky's lazy leveling (`strata::compaction::LazyLeveling`, SPEC §5.3): tiering on
+    /// every level but the last, which holds one run.
+    LazyLeveling,
+    /// Autumn's Garnering (`strata::compaction::Garnering`, SPEC §5.4): leveling whose level
+    /// ratios grow toward the top, with delayed last-level compaction; `c` sets the growth.
+    Garnering,
+}
+
+/// Garnering's default scaling factor `c` (SPEC §5.4, the Autumn paper's recommendation).
+pub const DEFAULT_GARNERING_C: f64 = 0.8;
+
+/// What a compaction policy is built from besides its kind.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CompactionSettings {
+    /// The size ratio `T`.
+    pub size_ratio: f64,
+    /// Garnering's scaling factor `c` (`0 < c <= 1`; 1 is plain leveling). Ignored by the other
+    /// policies.
+    pub garnering_c: f64,
+}
+
+impl CompactionSettings {
+    /// Settings with size ratio `size_ratio` and Garnering's default `c`.
+    pub fn with_size_ratio(size_ratio: f64) -> Self {
+        CompactionSettings {
+            size_ratio,
+            garnering_c: DEFAULT_GARNERING_C,
+        }
+    }
+}
+
+impl CompactionKind {
+    /// Every registered compaction policy.
+    pub fn all() -> &'static [CompactionKind] {
+        &[
+            CompactionKind::Leveling,
+            CompactionKind::LevelingDynamic,
+            CompactionKind::Tiering,
+            CompactionKind::LazyLeveling,
+            CompactionKind::Garnering,
+        ]
+    }
+
+    /// The name in options files, on the command line, in reports and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            CompactionKind::Leveling => "leveling",
+            CompactionKind::LevelingDynamic => "leveling-dynamic",
+            CompactionKind::Tiering => "tiering",
+            CompactionKind::LazyLeveling => "lazy-leveling",
+            CompactionKind::Garnering => "garnering",
+        }
+    }
+
+    /// True for policies that keep several runs per level on every level (Monkey then predicts a
+    /// tiered tree). Lazy leveling's last level is one run, like leveling's, and its many upper
+    /// runs are small: Monkey predicts it as leveled.
+    pub fn is_tiered(self) -> bool {
+        self == CompactionKind::Tiering
+    }
+
+    /// The policy with `settings`; an invalid setting (a size ratio below 2, `c` outside
+    /// `(0, 1]`) is an [`Error::InvalidArgument`].
+    pub fn build(self, settings: &CompactionSettings) -> Result<Arc<dyn CompactionPolicy>> {
+        let size_ratio = settings.size_ratio;
+        Ok(match self {
+            CompactionKind::Leveling => Arc::new(Leveling::new(size_ratio)?),
+            CompactionKind::LevelingDynamic => {
+                Arc::new(Leveling::new(size_ratio)?.with_dynamic_level_bytes(true))
+            }
+            CompactionKind::Tiering => Arc::new(Tiering::new(size_ratio)?),
+            CompactionKind::LazyLeveling => Arc::new(LazyLeveling::new(size_ratio)?),
+            CompactionKind::Garnering => {
+                Arc::new(Garnering::new(size_ratio)?.with_scaling_factor(settings.garnering_c)?)
+            }
+        })
+    }
+}
+
+/// A filter-allocation policy by name (SPEC §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum FilterAllocatorKind {
+    /// The same bits per key for every file (what RocksDB, LevelDB, Pebble and fjall do).
+    Uniform,
+    /// Monkey (SPEC §3.2): per-level bits per key solved once for the tree predicted from the
+    /// expected entries, the write buffer and the size ratio.
+    Monkey,
+    /// Mnemosyne (SPEC §3.3): the budget re-solved over the tree's runs at every flush and
+    /// compaction, pure solver, 20% budget guard.
+    Mnemosyne,
+    /// Mnemosyne with the paper's minimum-1-bit solver variant and rounding (SPEC §2, §3.3).
+    MnemosyneMin1,
+    /// Mnemosyne+ (SPEC §3.4): per-file allocation from Merlin's access statistics (SPEC §4),
+    /// with Strata's standby filters (filters in use chosen by value under the cap;
+    /// `MnemosynePlus::with_standby_filters`). Runs with access statistics.
+    MnemosynePlus,
+    /// Mnemosyne+ with SPEC §3.4's first-come budget guard instead of standby filters, for
+    /// comparison.
+    MnemosynePlusFirstCome,
+}
+
+/// What a filter allocator is built from besides its kind.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FilterSettings {
+    /// The budget in bits per key.
+    pub bits_per_key: f64,
+    /// The compaction policy the tree runs (Monkey predicts its shape).
+    pub compaction: CompactionKind,
+    /// The size ratio `T` (Monkey's prediction).
+    pub size_ratio: f64,
+    /// Entries the tree is expected to hold (Monkey's prediction; at least 1 is used).
+    pub expected_entries: u64,
+    /// Entries one memtable holds when it is flushed (Monkey's prediction; at least 1 is used).
+    pub buffer_entries: u64,
+}
+
+impl FilterAllocatorKind {
+    /// Every registered filter allocator.
+    pub fn all() -> &'static [FilterAllocatorKind] {
+        &[
+            FilterAllocatorKind::Uniform,
+            FilterAllocatorKind::Monkey,
+            FilterAllocatorKind::Mnemosyne,
+            FilterAllocatorKind::MnemosyneMin1,
+            FilterAllocatorKind::MnemosynePlus,
+            FilterAllocatorKind::MnemosynePlusFirstCome,
+        ]
+    }
+
+    /// The name in options files, on the command line, in reports and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            FilterAllocatorKind::Uniform => "uniform",
+            FilterAllocatorKind::Monkey => "monkey",
+            FilterAllocatorKind::Mnemosyne => "mnemosyne",
+            FilterAllocatorKind::MnemosyneMin1 => "mnemosyne-min1",
+            FilterAllocatorKind::MnemosynePlus => "mnemosyne-plus",
+            FilterAllocatorKind::MnemosynePlusFirstCome => "mnemosyne-plus-first-come",
+        }
+    }
+
+    /// True if the allocator reads Merlin's access statistics (SPEC §4), which the engine then
+    /// keeps (`Options::access_statistics` must be on).
+    pub fn needs_access_statistics(self) -> bool {
+        matches!(
+            self,
+            FilterAllocatorKind::MnemosynePlus | FilterAllocatorKind::MnemosynePlusFirstCome
+        )
+    }
+
+    /// The allocator with `settings`; an invalid budget is an [`Error::InvalidArgument`].
+    pub fn build(self, settings: &FilterSettings) -> Result<Arc<dyn FilterAllocator>> {
+        let bits_per_key = settings.bits_per_key;
+        Ok(match self {
+            FilterAllocatorKind::Uniform => Arc::new(Uniform::new(bits_per_key)?),
+            FilterAllocatorKind::Monkey => Arc::new(
+                Monkey::new(
+                    bits_per_key,
+                    settings.expected_entries.max(1),
+                    settings.buffer_entries.max(1),
+                    settings.size_ratio,
+                )?
+                .with_tiering(settings.compaction.is_tiered())?,
+            ),
+            FilterAllocatorKind::Mnemosyne => Arc::new(Mnemosyne::new(bits_per_key)?),
+            FilterAllocatorKind::MnemosyneMin1 => {
+                Arc::new(Mnemosyne::new(bits_per_key)?.with_variant(Variant::MinimumBitsPerKeyOne))
+            }
+            FilterAllocatorKind::MnemosynePlus => Arc::new(MnemosynePlus::new(bits_per_key)?),
+            FilterAllocatorKind::MnemosynePlusFirstCome => {
+                Arc::new(MnemosynePlus::new(bits_per_key)?.with_standby_filters(false))
+            }
+        })
+    }
+}
+
+/// Parses a registered name; anything else is an [`Error::InvalidArgument`] listing the names.
+fn parse_name<K: Copy>(
+    what: &str,
+    name: &str,
+    all: &[K],
+    name_of: impl Fn(K) -> &'static str,
+) -> Result<K> {
+    all.iter()
+        .copied()
+        .find(|&kind| name_of(kind) == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = all.iter().map(|&kind| name_of(kind)).collect();
+            Error::InvalidArgument(format!(
+                "unknown {what} {name:?}; the registered ones are {}",
+                names.join(", ")
+            ))
+        })
+}
+
+impl FromStr for CompactionKind {
+    type Err = Error;
+
+    fn from_str(name: &str) -> Result<Self> {
+        parse_name(
+            "compaction policy",
+            name,
+            CompactionKind::all(),
+            CompactionKind::name,
+        )
+    }
+}
+
+impl FromStr for FilterAllocatorKind {
+    type Err = Error;
+
+    fn from_str(name: &str) -> Result<Self> {
+        parse_name(
+            "filter allocator",
+            name,
+            FilterAllocatorKind::all(),
+            FilterAllocatorKind::name,
+        )
+    }
+}
+
+impl fmt::Display for CompactionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl fmt::Display for FilterAllocatorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_registered_compaction_policy_parses_builds_and_refuses_bad_settings() {
+        for &kind in CompactionKind::all() {
+            assert_eq!(kind.name().parse::<CompactionKind>().ok(), Some(kind));
+            assert_eq!(kind.to_string(), kind.name());
+            let policy = kind
+                .build(&CompactionSettings::with_size_ratio(4.0))
+                .expect("builds");
+            assert!(!policy.name().is_empty());
+            assert!(
+                kind.build(&CompactionSettings::with_size_ratio(1.0))
+                    .is_err(),
+                "{kind}: a size ratio below 2 is refused"
+            );
+        }
+        let bad_c = CompactionSettings {
+            size_ratio: 4.0,
+            garnering_c: 1.5,
+        };
+        assert!(CompactionKind::Garnering.build(&bad_c).is_err());
+        let error = "levelling"
+            .parse::<CompactionKind>()
+            .expect_err("a misspelt name is refused");
+        assert!(
+            error.to_string().contains("lazy-leveling"),
+            "the error lists the registered names: {error}"
+        );
+    }
+
+    #[test]
+    fn every_registered_filter_allocator_parses_and_builds_under_every_compaction_policy() {
+        for &kind in FilterAllocatorKind::all() {
+            assert_eq!(kind.name().parse::<FilterAllocatorKind>().ok(), Some(kind));
+            for &compaction in CompactionKind::all() {
+                let settings = FilterSettings {
+                    bits_per_key: 5.0,
+                    compaction,
+                    size_ratio: 4.0,
+                    expected_entries: 100_000,
+                    buffer_entries: 1_000,
+                };
+                let allocator = kind.build(&settings).expect("builds");
+                assert_eq!(allocator.bits_per_key_budget(), 5.0, "{kind}");
+                assert_eq!(
+                    allocator.needs_access_statistics(),
+                    kind.needs_access_statistics(),
+                    "{kind}"
+                );
+                let invalid = FilterSettings {
+                    bits_per_key: -1.0,
+                    ..settings
+                };
+                assert!(kind.build(&invalid).is_err(), "{kind}: negative budget");
+            }
+        }
+        assert!("bloom".parse::<FilterAllocatorKind>().is_err());
+    }
+}
