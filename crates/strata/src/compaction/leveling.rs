@@ -245,8 +245,12 @@ pub(crate) fn pick_leveled(
     } = *shape;
     let levels = tree.levels();
     let free = |job: CompactionJob| running.conflict(&job).is_none().then_some(job);
-    // A disk level with several runs (a tree written by another policy) is first merged
-    // into one run in place.
+    // A disk level with several runs (a tree written by another policy, before a reopen or a
+    // `Db::set_compaction_policy`) is first merged into one run in place. Until then nothing
+    // else may move data into or out of it: a file taken from one of its runs, or merged into
+    // one of them, would pass the level's other runs in recency order (the engine refuses such
+    // a job). So while the in-place merge waits for a running job, the level is left alone.
+    let several_runs = |level: usize| levels.get(level).is_some_and(|l| l.runs().len() > 1);
     for (level, l) in levels.iter().enumerate().take(last_level + 1).skip(1) {
         if l.runs().len() > 1 {
             let job = CompactionJob {
@@ -262,7 +266,7 @@ pub(crate) fn pick_leveled(
         }
     }
     let level0_runs = levels[0].runs();
-    if level0_runs.len() >= context.level0_compaction_trigger.max(1) {
+    if level0_runs.len() >= context.level0_compaction_trigger.max(1) && !several_runs(base_level) {
         let smallest = level0_runs.iter().map(|r| r.smallest_user_key()).min()?;
         let largest = level0_runs.iter().map(|r| r.largest_user_key()).max()?;
         let inputs = level0_runs.iter().map(|run| whole_run(0, run)).collect();
@@ -299,7 +303,7 @@ pub(crate) fn pick_leveled(
         .collect();
     over_full.sort_by(|a, b| b.1.total_cmp(&a.1));
     for (level, score) in over_full {
-        if running.writes_level(level + 1) {
+        if running.writes_level(level + 1) || several_runs(level) || several_runs(level + 1) {
             continue;
         }
         let Some(run) = levels[level].runs().first() else {

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::compaction_switch::CompactionSwitch;
 use super::{DbInner, ReadView};
 use crate::alloc::{FilterAllocator, JobKind};
 use crate::compaction::executor::{
@@ -17,6 +18,7 @@ use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::policy::{CompactionKind, CompactionSettings};
 use crate::stats::merlin::Merlin;
 use crate::stats::{add, IoCounters};
 use crate::table::{table_file_name, TableBuilder};
@@ -479,8 +481,7 @@ impl DbInner {
             }
             let version = self.versions.current();
             let Some(job) =
-                self.options
-                    .compaction_policy
+                self.compaction_policy()
                     .pick(&version, &self.compaction_context(), &running)
             else {
                 return Ok(());
@@ -534,14 +535,54 @@ impl DbInner {
         Ok(())
     }
 
+    /// `Db::set_compaction_policy`: logs the switch, then swaps the policy (module docs of
+    /// `compaction_switch`).
+    pub(crate) fn set_compaction_policy(
+        &self,
+        kind: CompactionKind,
+        settings: &CompactionSettings,
+    ) -> Result<()> {
+        self.check_writable()?;
+        let policy = kind.build(settings)?;
+        let state = CompactionSwitch {
+            configured: self.options.compaction_policy.name(),
+            kind,
+            settings: *settings,
+        }
+        .to_state()?;
+        // No worker is between a pick and its registration while the policy changes, so every
+        // registered job was picked by the policy in effect when it was registered.
+        let _pick = self.pick_lock.lock();
+        {
+            let _install = self.install_lock.lock();
+            let edit = VersionEdit {
+                policy_states: vec![state],
+                ..Default::default()
+            };
+            self.versions.log_and_apply(edit)?;
+            self.install_current_version(None);
+        }
+        let previous = self.compaction_policy.swap(Arc::new(Arc::clone(&policy)));
+        self.info_log.log(format!(
+            "compaction policy switched from {} to {}",
+            previous.name(),
+            policy.name()
+        ));
+        let mut background = self.background.lock();
+        background.compaction_requested = true;
+        self.work_available.notify_all();
+        // Writers waiting out a stall re-ask the new policy's write pressure.
+        self.work_done.notify_all();
+        Ok(())
+    }
+
     fn run_full_compaction(&self) -> Result<()> {
         if let Some(error) = self.background_error() {
             return Err(error);
         }
         let version = self.versions.current();
         let job = self
-            .options
-            .compaction_policy
+            .compaction_policy()
             .full_compaction(&version, &self.compaction_context());
         drop(version);
         match job {
@@ -579,7 +620,7 @@ impl DbInner {
     pub(crate) fn wait_for_compactions(&self) -> Result<()> {
         if self.read_only {
             self.check_open()?;
-            let work = self.options.compaction_policy.pick(
+            let work = self.compaction_policy().pick(
                 &self.versions.current(),
                 &self.compaction_context(),
                 &RunningCompactions::none(),
@@ -600,8 +641,7 @@ impl DbInner {
                 && !background.flush_in_progress
                 && self.view.load().immutable.is_empty()
                 && self
-                    .options
-                    .compaction_policy
+                    .compaction_policy()
                     .pick(
                         &self.versions.current(),
                         &self.compaction_context(),

@@ -11,6 +11,7 @@
 
 pub(crate) mod access_file;
 mod background;
+mod compaction_switch;
 mod info_log;
 mod iter;
 mod manual_compaction;
@@ -33,6 +34,7 @@ use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 
 use crate::cache::BlockCache;
+use crate::compaction::CompactionPolicy;
 use crate::env::{FileLock, FileSystem};
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
@@ -185,6 +187,10 @@ impl BackgroundState {
 pub(crate) struct DbInner {
     pub(crate) dir: PathBuf,
     pub(crate) options: Options,
+    /// The merge policy in effect: `options.compaction_policy` at open, or the policy a
+    /// `Db::set_compaction_policy` switched to (`compaction_switch`). Everything that asks the
+    /// policy reads it here, never from `options`.
+    pub(crate) compaction_policy: ArcSwap<Arc<dyn CompactionPolicy>>,
     pub(crate) fs: Arc<dyn FileSystem>,
     pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
     pub(crate) versions: VersionSet,
@@ -412,6 +418,28 @@ impl Db {
         self.inner.wait_for_compactions()
     }
 
+    /// Switches the merge policy of the running database to the registered policy `kind` with
+    /// `settings` (`strata::policy`), without a reopen. Compactions already running finish as
+    /// their policy picked them; every later pick, and the write-stall decision, asks the new
+    /// policy, and the tree reaches its shape through ordinary compactions. The switch is logged
+    /// in the manifest: a reopen with the same `Options` keeps it, a reopen whose options name a
+    /// different policy runs that one instead (`db/compaction_switch.rs`). An invalid setting is
+    /// [`Error::InvalidArgument`] and changes nothing; a read-only database gives
+    /// [`Error::ReadOnly`].
+    pub fn set_compaction_policy(
+        &self,
+        kind: crate::policy::CompactionKind,
+        settings: crate::policy::CompactionSettings,
+    ) -> Result<()> {
+        self.inner.set_compaction_policy(kind, &settings)
+    }
+
+    /// The name of the merge policy in effect (the configured one, or the one
+    /// [`Db::set_compaction_policy`] switched to).
+    pub fn compaction_policy_name(&self) -> String {
+        self.inner.compaction_policy().name()
+    }
+
     /// Engine statistics: I/O counters, tree shape, memory, recovery facts.
     pub fn stats(&self) -> Stats {
         self.inner.stats()
@@ -525,6 +553,12 @@ impl DbInner {
 
     /// [`DbInner::check_open`], then [`Error::ReadOnly`] for a read-only database: the check of
     /// every entry point that writes (a write, a flush, a compaction, a filter rewrite).
+    /// The merge policy in effect (see the field).
+    pub(crate) fn compaction_policy(&self) -> Arc<dyn CompactionPolicy> {
+        let policy = self.compaction_policy.load();
+        Arc::clone(&**policy)
+    }
+
     pub(crate) fn check_writable(&self) -> Result<()> {
         self.check_open()?;
         if self.read_only {
@@ -684,7 +718,7 @@ impl DbInner {
             wal_records_recovered: self.wal_records_recovered,
             wal_bytes_dropped: self.wal_bytes_dropped,
             background_error: self.background_error().map(|e| e.to_string()),
-            compaction_policy: self.options.compaction_policy.name(),
+            compaction_policy: self.compaction_policy().name(),
             filter_allocator: self.options.filter_allocator.name(),
         }
     }

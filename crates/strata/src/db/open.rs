@@ -14,9 +14,11 @@ use parking_lot::{Condvar, Mutex};
 
 use super::access_file;
 use super::background::{finish_level0_table, spawn_threads, write_level0_entries};
+use super::compaction_switch::policy_at_open;
 use super::info_log::InfoLog;
 use super::{BackgroundState, CommitState, DbInner, ReadView};
 use crate::cache::BlockCache;
+use crate::compaction::CompactionPolicy;
 use crate::env::FileLock;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
@@ -228,6 +230,11 @@ pub(crate) fn open(
         ));
         edit.new_files.push(file);
     }
+    let policy_at_open = policy_at_open(&options.compaction_policy, &versions.current())?;
+    if let Some(note) = &policy_at_open.note {
+        info_log.log(note.clone());
+    }
+    edit.policy_states.extend(policy_at_open.clear);
     versions.log_and_apply(edit)?;
     // Which filters lookups skip is not persisted: the allocator re-derives it from the recovered
     // tree and statistics before the first lookup, within its cap.
@@ -249,6 +256,7 @@ pub(crate) fn open(
             replay,
             counters,
             mem,
+            compaction_policy: policy_at_open.policy,
         },
         Mode::ReadWrite {
             lock,
@@ -272,6 +280,9 @@ struct RecoveredState {
     /// The memtable readers start with: a new, empty one after a normal open (what was replayed
     /// is in a level-0 table by then), the replayed one after a read-only open.
     mem: Arc<MemTable>,
+    /// The merge policy to run: the configured one or a switch the manifest keeps
+    /// (`compaction_switch::policy_at_open`).
+    compaction_policy: Arc<dyn CompactionPolicy>,
 }
 
 /// What only a normal open has.
@@ -315,6 +326,7 @@ fn assemble(
         fs,
         lock: Mutex::new(lock),
         versions: recovered.versions,
+        compaction_policy: ArcSwap::from_pointee(recovered.compaction_policy),
         tables,
         block_cache,
         counters: recovered.counters,
@@ -387,6 +399,8 @@ pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<Arc<DbInner
     let replay = replay_wals(dir, &options, &wal_numbers, &mem, &info_log)?;
     versions.set_last_sequence(versions.last_sequence().max(replay.max_sequence));
     options.filter_allocator.restore(&versions.current());
+    // A read-only open cannot clear an overridden switch; it only ignores it.
+    let compaction_policy = policy_at_open(&options.compaction_policy, &versions.current())?.policy;
     Ok(assemble(
         dir,
         options,
@@ -398,6 +412,7 @@ pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<Arc<DbInner
             replay,
             counters: Arc::new(IoCounters::default()),
             mem,
+            compaction_policy,
         },
         Mode::ReadOnly,
     ))

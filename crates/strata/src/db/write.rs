@@ -220,8 +220,7 @@ impl DbInner {
             // How far compaction is behind is the policy's call (leveling and tiering count
             // level-0 runs; `CompactionPolicy::write_pressure`).
             let pressure = self
-                .options
-                .compaction_policy
+                .compaction_policy()
                 .write_pressure(&view.version, &self.compaction_context());
             if !slowed && pressure >= WritePressure::Slowdown {
                 drop(view);
