@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::compaction_switch::CompactionSwitch;
+use super::policy_switch::Switch;
 use super::{DbInner, ReadView};
 use crate::alloc::{FilterAllocator, JobKind};
 use crate::compaction::executor::{
@@ -18,7 +18,7 @@ use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::Options;
-use crate::policy::{CompactionKind, CompactionSettings};
+use crate::policy::{CompactionKind, CompactionSettings, FilterAllocatorKind, FilterSettings};
 use crate::stats::merlin::Merlin;
 use crate::stats::{add, IoCounters};
 use crate::table::{table_file_name, TableBuilder};
@@ -34,6 +34,7 @@ pub(crate) fn write_level0_entries(
     fs: &dyn FileSystem,
     versions: &VersionSet,
     options: &Options,
+    filter_module_bits: f64,
     merlin: Option<&Arc<Merlin>>,
     mem: &Arc<MemTable>,
 ) -> Result<Option<(PendingTable, u64)>> {
@@ -51,7 +52,7 @@ pub(crate) fn write_level0_entries(
     );
     builder.set_index_restart_interval(options.index_block_restart_interval);
     // Filters above the budget are split into modules of the budget's size (SPEC §1).
-    builder.set_filter_module_bits(options.filter_allocator.bits_per_key_budget());
+    builder.set_filter_module_bits(filter_module_bits);
     builder.set_metadata_partitioning(options.metadata_partitioning());
     // A flush is never bottommost (RocksDB's `GetCompressionFlush`): level 0's choice.
     builder.set_compression(options.compression.for_output(0, false));
@@ -317,6 +318,7 @@ impl DbInner {
             mem: Arc::clone(&view.mem),
             immutable,
             version: self.versions.current(),
+            filter_allocator: Arc::clone(&view.filter_allocator),
         }));
     }
 
@@ -339,6 +341,7 @@ impl DbInner {
             self.fs.as_ref(),
             &self.versions,
             &self.options,
+            self.filter_allocator().bits_per_key_budget(),
             self.merlin.as_ref(),
             &mem,
         )?;
@@ -346,7 +349,7 @@ impl DbInner {
         let _install = self.install_lock.lock();
         let file = match pending {
             Some((pending, run_id)) => Some(finish_level0_table(
-                self.options.filter_allocator.as_ref(),
+                self.filter_allocator().as_ref(),
                 self.merlin.as_ref(),
                 &self.counters,
                 &self.versions.current(),
@@ -401,7 +404,7 @@ impl DbInner {
             target_file_bytes,
             readahead_bytes: self.options.compaction_readahead_bytes,
             // Filters above the budget are split into modules of the budget's size (SPEC §1).
-            filter_module_bits: self.options.filter_allocator.bits_per_key_budget(),
+            filter_module_bits: self.filter_allocator().bits_per_key_budget(),
             metadata_partitioning: self.options.metadata_partitioning(),
             compression: &self.options.compression,
         }
@@ -425,7 +428,7 @@ impl DbInner {
                 // From the allocation to the install, no other job may change the tree.
                 let install = self.install_lock.lock();
                 let (new_files, written, compression) = finish_outputs(
-                    self.options.filter_allocator.as_ref(),
+                    self.filter_allocator().as_ref(),
                     self.merlin.as_ref(),
                     &self.versions.current(),
                     JobKind::Compaction,
@@ -544,7 +547,7 @@ impl DbInner {
     ) -> Result<()> {
         self.check_writable()?;
         let policy = kind.build(settings)?;
-        let state = CompactionSwitch {
+        let state = Switch::<CompactionKind> {
             configured: self.options.compaction_policy.name(),
             kind,
             settings: *settings,
@@ -573,6 +576,57 @@ impl DbInner {
         self.work_available.notify_all();
         // Writers waiting out a stall re-ask the new policy's write pressure.
         self.work_done.notify_all();
+        Ok(())
+    }
+
+    /// `Db::set_filter_allocator`: logs the switch and installs a read view with the new
+    /// allocator (module docs of `policy_switch`).
+    pub(crate) fn set_filter_allocator(
+        &self,
+        kind: FilterAllocatorKind,
+        settings: &FilterSettings,
+    ) -> Result<()> {
+        self.check_writable()?;
+        if kind.needs_access_statistics() && self.merlin.is_none() {
+            return Err(Error::InvalidArgument(format!(
+                "filter allocator {kind} needs per-file access statistics, which this database \
+                 does not keep: open it with Options::access_statistics"
+            )));
+        }
+        let allocator = kind.build(settings)?;
+        let state = Switch::<FilterAllocatorKind> {
+            configured: self.options.filter_allocator.name(),
+            kind,
+            settings: *settings,
+        }
+        .to_state()?;
+        // Every flush and compaction allocates and installs under this lock: none sizes its
+        // filters with one allocator and installs after the switch to the other.
+        let _install = self.install_lock.lock();
+        let edit = VersionEdit {
+            policy_states: vec![state],
+            ..Default::default()
+        };
+        self.versions.log_and_apply(edit)?;
+        let version = self.versions.current();
+        // Which filters lookups skip is the new allocator's call from the first lookup on.
+        allocator.restore(&version);
+        let previous = {
+            let _view = self.view_lock.lock();
+            let view = self.view.load_full();
+            self.view.store(Arc::new(ReadView {
+                mem: Arc::clone(&view.mem),
+                immutable: view.immutable.clone(),
+                version,
+                filter_allocator: Arc::clone(&allocator),
+            }));
+            Arc::clone(&view.filter_allocator)
+        };
+        self.info_log.log(format!(
+            "filter allocator switched from {} to {}",
+            previous.name(),
+            allocator.name()
+        ));
         Ok(())
     }
 

@@ -11,11 +11,11 @@
 
 pub(crate) mod access_file;
 mod background;
-mod compaction_switch;
 mod info_log;
 mod iter;
 mod manual_compaction;
 mod open;
+mod policy_switch;
 mod read;
 mod study;
 mod write;
@@ -33,6 +33,7 @@ use std::thread::JoinHandle;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 
+use crate::alloc::FilterAllocator;
 use crate::cache::BlockCache;
 use crate::compaction::CompactionPolicy;
 use crate::env::{FileLock, FileSystem};
@@ -111,6 +112,11 @@ pub(crate) struct ReadView {
     /// Immutable memtables waiting for flush, newest first.
     pub(crate) immutable: Vec<Arc<MemTable>>,
     pub(crate) version: Arc<Version>,
+    /// The filter allocator in effect: `options.filter_allocator` at open, or the one a
+    /// `Db::set_filter_allocator` switched to (`policy_switch`). In the view because lookups ask
+    /// it which filters to skip and already load the view; everything else that asks the
+    /// allocator reads it here too (`DbInner::filter_allocator`), never from `options`.
+    pub(crate) filter_allocator: Arc<dyn FilterAllocator>,
 }
 
 /// State guarded by the commit lock: the active WAL, memtable switching, and the buffers a
@@ -188,7 +194,7 @@ pub(crate) struct DbInner {
     pub(crate) dir: PathBuf,
     pub(crate) options: Options,
     /// The merge policy in effect: `options.compaction_policy` at open, or the policy a
-    /// `Db::set_compaction_policy` switched to (`compaction_switch`). Everything that asks the
+    /// `Db::set_compaction_policy` switched to (`policy_switch`). Everything that asks the
     /// policy reads it here, never from `options`.
     pub(crate) compaction_policy: ArcSwap<Arc<dyn CompactionPolicy>>,
     pub(crate) fs: Arc<dyn FileSystem>,
@@ -423,7 +429,7 @@ impl Db {
     /// their policy picked them; every later pick, and the write-stall decision, asks the new
     /// policy, and the tree reaches its shape through ordinary compactions. The switch is logged
     /// in the manifest: a reopen with the same `Options` keeps it, a reopen whose options name a
-    /// different policy runs that one instead (`db/compaction_switch.rs`). An invalid setting is
+    /// different policy runs that one instead (`db/policy_switch.rs`). An invalid setting is
     /// [`Error::InvalidArgument`] and changes nothing; a read-only database gives
     /// [`Error::ReadOnly`].
     pub fn set_compaction_policy(
@@ -432,6 +438,29 @@ impl Db {
         settings: crate::policy::CompactionSettings,
     ) -> Result<()> {
         self.inner.set_compaction_policy(kind, &settings)
+    }
+
+    /// Switches the filter allocator of the running database to the registered allocator `kind`
+    /// with `settings` (`strata::policy`), without a reopen: every file flushed or compacted from
+    /// then on gets the filter it decides, and which filters lookups skip is its call at once.
+    /// Existing filters stay as built until compaction rewrites them (or
+    /// [`Db::rewrite_filters`] does). Logged in the manifest like
+    /// [`Db::set_compaction_policy`], with the same rule on reopen. An allocator that needs
+    /// access statistics (Mnemosyne+) on a database that keeps none, or an invalid setting, is
+    /// [`Error::InvalidArgument`] and changes nothing; a read-only database gives
+    /// [`Error::ReadOnly`].
+    pub fn set_filter_allocator(
+        &self,
+        kind: crate::policy::FilterAllocatorKind,
+        settings: crate::policy::FilterSettings,
+    ) -> Result<()> {
+        self.inner.set_filter_allocator(kind, &settings)
+    }
+
+    /// The name of the filter allocator in effect (the configured one, or the one
+    /// [`Db::set_filter_allocator`] switched to).
+    pub fn filter_allocator_name(&self) -> String {
+        self.inner.filter_allocator().name()
     }
 
     /// The name of the merge policy in effect (the configured one, or the one
@@ -553,6 +582,11 @@ impl DbInner {
 
     /// [`DbInner::check_open`], then [`Error::ReadOnly`] for a read-only database: the check of
     /// every entry point that writes (a write, a flush, a compaction, a filter rewrite).
+    /// The filter allocator in effect (see `ReadView::filter_allocator`).
+    pub(crate) fn filter_allocator(&self) -> Arc<dyn FilterAllocator> {
+        Arc::clone(&self.view.load().filter_allocator)
+    }
+
     /// The merge policy in effect (see the field).
     pub(crate) fn compaction_policy(&self) -> Arc<dyn CompactionPolicy> {
         let policy = self.compaction_policy.load();
@@ -633,7 +667,7 @@ impl DbInner {
         let mut filter_bits = 0.0;
         let mut skipped_bits = 0.0;
         let mut entries_total = 0u64;
-        let allocator = &self.options.filter_allocator;
+        let allocator = &view.filter_allocator;
         for (index, level) in version.levels().iter().enumerate() {
             if level.is_empty() {
                 continue;
@@ -719,7 +753,7 @@ impl DbInner {
             wal_bytes_dropped: self.wal_bytes_dropped,
             background_error: self.background_error().map(|e| e.to_string()),
             compaction_policy: self.compaction_policy().name(),
-            filter_allocator: self.options.filter_allocator.name(),
+            filter_allocator: view.filter_allocator.name(),
         }
     }
 }

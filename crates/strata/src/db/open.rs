@@ -14,11 +14,11 @@ use parking_lot::{Condvar, Mutex};
 
 use super::access_file;
 use super::background::{finish_level0_table, spawn_threads, write_level0_entries};
-use super::compaction_switch::policy_at_open;
 use super::info_log::InfoLog;
+use super::policy_switch::{policies_at_open, PoliciesAtOpen};
 use super::{BackgroundState, CommitState, DbInner, ReadView};
+use crate::alloc::FilterAllocator;
 use crate::cache::BlockCache;
-use crate::compaction::CompactionPolicy;
 use crate::env::FileLock;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
@@ -126,10 +126,13 @@ fn wal_numbers_and_highest_file_number(names: &[String]) -> (Vec<u64>, u64) {
 fn restore_access_statistics(
     dir: &Path,
     options: &Options,
+    filter_allocator: &dyn FilterAllocator,
     versions: &VersionSet,
     info_log: &InfoLog,
 ) -> Result<Option<Arc<Merlin>>> {
-    if !options.keeps_access_statistics() {
+    // The allocator in effect may be a switched one that needs the statistics the configured one
+    // did not.
+    if !(options.keeps_access_statistics() || filter_allocator.needs_access_statistics()) {
         return Ok(None);
     }
     let restored = match access_file::load(options.file_system.as_ref(), dir) {
@@ -188,7 +191,17 @@ pub(crate) fn open(
 
     let versions = VersionSet::open(dir, Arc::clone(&fs), exists, highest_number)?;
     wal_numbers.retain(|&n| n >= versions.log_number());
-    let merlin = restore_access_statistics(dir, &options, &versions, &info_log)?;
+    let policies = policies_at_open(&options, &versions.current())?;
+    for note in &policies.notes {
+        info_log.log(note.clone());
+    }
+    let merlin = restore_access_statistics(
+        dir,
+        &options,
+        policies.filter_allocator.as_ref(),
+        &versions,
+        &info_log,
+    )?;
 
     let recovered = Arc::new(MemTable::new(0, merlin.as_ref().map_or(0, |m| m.lookups())));
     let replay = replay_wals(dir, &options, &wal_numbers, &recovered, &info_log)?;
@@ -213,11 +226,12 @@ pub(crate) fn open(
         fs.as_ref(),
         &versions,
         &options,
+        policies.filter_allocator.bits_per_key_budget(),
         merlin.as_ref(),
         &recovered,
     )? {
         let file = finish_level0_table(
-            options.filter_allocator.as_ref(),
+            policies.filter_allocator.as_ref(),
             merlin.as_ref(),
             &counters,
             &versions.current(),
@@ -230,15 +244,11 @@ pub(crate) fn open(
         ));
         edit.new_files.push(file);
     }
-    let policy_at_open = policy_at_open(&options.compaction_policy, &versions.current())?;
-    if let Some(note) = &policy_at_open.note {
-        info_log.log(note.clone());
-    }
-    edit.policy_states.extend(policy_at_open.clear);
+    edit.policy_states.extend(policies.clear.iter().cloned());
     versions.log_and_apply(edit)?;
     // Which filters lookups skip is not persisted: the allocator re-derives it from the recovered
     // tree and statistics before the first lookup, within its cap.
-    options.filter_allocator.restore(&versions.current());
+    policies.filter_allocator.restore(&versions.current());
     counters.reset();
 
     let mem = Arc::new(MemTable::new(
@@ -256,7 +266,7 @@ pub(crate) fn open(
             replay,
             counters,
             mem,
-            compaction_policy: policy_at_open.policy,
+            policies,
         },
         Mode::ReadWrite {
             lock,
@@ -280,9 +290,9 @@ struct RecoveredState {
     /// The memtable readers start with: a new, empty one after a normal open (what was replayed
     /// is in a level-0 table by then), the replayed one after a read-only open.
     mem: Arc<MemTable>,
-    /// The merge policy to run: the configured one or a switch the manifest keeps
-    /// (`compaction_switch::policy_at_open`).
-    compaction_policy: Arc<dyn CompactionPolicy>,
+    /// The merge policy and filter allocator to run: the configured ones or switches the
+    /// manifest keeps (`policy_switch`).
+    policies: PoliciesAtOpen,
 }
 
 /// What only a normal open has.
@@ -316,6 +326,7 @@ fn assemble(
         mem: recovered.mem,
         immutable: Vec::new(),
         version: recovered.versions.current(),
+        filter_allocator: Arc::clone(&recovered.policies.filter_allocator),
     };
     let (lock, commit, read_only) = match mode {
         Mode::ReadWrite { lock, commit } => (Some(lock), commit, false),
@@ -326,7 +337,7 @@ fn assemble(
         fs,
         lock: Mutex::new(lock),
         versions: recovered.versions,
-        compaction_policy: ArcSwap::from_pointee(recovered.compaction_policy),
+        compaction_policy: ArcSwap::from_pointee(recovered.policies.compaction_policy),
         tables,
         block_cache,
         counters: recovered.counters,
@@ -394,13 +405,19 @@ pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<Arc<DbInner
     let versions = VersionSet::load_read_only(dir, Arc::clone(&fs))?;
     let (mut wal_numbers, _) = wal_numbers_and_highest_file_number(&fs.list_dir(dir)?);
     wal_numbers.retain(|&n| n >= versions.log_number());
-    let merlin = restore_access_statistics(dir, &options, &versions, &info_log)?;
+    // A read-only open cannot clear an overridden switch; it only ignores it.
+    let policies = policies_at_open(&options, &versions.current())?;
+    let merlin = restore_access_statistics(
+        dir,
+        &options,
+        policies.filter_allocator.as_ref(),
+        &versions,
+        &info_log,
+    )?;
     let mem = Arc::new(MemTable::new(0, merlin.as_ref().map_or(0, |m| m.lookups())));
     let replay = replay_wals(dir, &options, &wal_numbers, &mem, &info_log)?;
     versions.set_last_sequence(versions.last_sequence().max(replay.max_sequence));
-    options.filter_allocator.restore(&versions.current());
-    // A read-only open cannot clear an overridden switch; it only ignores it.
-    let compaction_policy = policy_at_open(&options.compaction_policy, &versions.current())?.policy;
+    policies.filter_allocator.restore(&versions.current());
     Ok(assemble(
         dir,
         options,
@@ -412,7 +429,7 @@ pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<Arc<DbInner
             replay,
             counters: Arc::new(IoCounters::default()),
             mem,
-            compaction_policy,
+            policies,
         },
         Mode::ReadOnly,
     ))

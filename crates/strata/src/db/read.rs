@@ -46,7 +46,7 @@ impl DbInner {
             let target = LookupKey::new(key, sequence);
             let hash = key_hash(key);
             let mut probes = self.observer.as_ref().map(|_| Vec::new());
-            let allocator = &self.options.filter_allocator;
+            let allocator = &view.filter_allocator;
             for (level_index, level) in view.version.levels().iter().enumerate() {
                 for run in level.runs() {
                     let Some(file) = run.file_for_key(key) else {
@@ -94,7 +94,7 @@ impl DbInner {
                     .lookup_number
                     .is_multiple_of(crate::alloc::REFRESH_EVERY_LOOKUPS)
             {
-                self.options.filter_allocator.refresh(&view.version);
+                view.filter_allocator.refresh(&view.version);
             }
             merlin.end_lookup(ticket);
         }

@@ -116,7 +116,7 @@ impl Db {
         drop(version);
         let allocator = RewriteAllocator {
             bits_by_input,
-            budget: self.inner.options.filter_allocator.bits_per_key_budget(),
+            budget: self.inner.filter_allocator().bits_per_key_budget(),
         };
         let result = plan.iter().try_for_each(|(level, run_id, file)| {
             self.inner

@@ -309,6 +309,7 @@ impl DbInner {
                 mem: Arc::new(MemTable::new(wal_number, self.lookup_count())),
                 immutable,
                 version: Arc::clone(&current.version),
+                filter_allocator: Arc::clone(&current.filter_allocator),
             }));
         }
         let _background = self.background.lock();
