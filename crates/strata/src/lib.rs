@@ -77,6 +77,6 @@ pub use options::{Options, WriteOptions, MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_VAL
 pub use options_file::OptionsFile;
 pub use repair::{repair, RepairMode, RepairReport};
 pub use stats::merlin::AccessEstimate;
-pub use stats::Stats;
+pub use stats::{Stats, WorkloadTotals};
 pub use table::compression::{Compression, CompressionPolicy, DEFAULT_ZSTD_LEVEL};
 pub use wal::{WalRecoveryMode, WriteBatch};

@@ -374,6 +374,7 @@ impl DbInner {
             None => "flushed an empty memtable".to_string(),
         };
         edit.new_files.extend(file);
+        edit.policy_states.push(self.workload_state());
         self.versions.log_and_apply(edit)?;
         self.install_current_version(Some(&mem));
         drop(_install);
@@ -777,6 +778,18 @@ impl DbInner {
             result
         };
         self.save_access_statistics(true);
+        if !self.read_only && self.background_error().is_none() {
+            // The workload since the last flush (a read-mostly database may never flush).
+            let edit = VersionEdit {
+                policy_states: vec![self.workload_state()],
+                ..Default::default()
+            };
+            if let Err(error) = self.versions.log_and_apply(edit) {
+                self.info_log.log(format!(
+                    "could not record the workload totals at close: {error}"
+                ));
+            }
+        }
         self.versions.close();
         self.delete_obsolete_files();
         self.info_log.log("closed");

@@ -24,6 +24,9 @@ pub struct DbIterator {
     /// Set once positioned; `next` lazily positions on first use.
     positioned: bool,
     finished: bool,
+    /// Entries returned so far, added to the engine's `scan_entries` counter on drop (one
+    /// atomic add per iterator rather than per entry).
+    returned: u64,
     /// Keeps the read view's memtables and version alive.
     _view: Arc<ReadView>,
 }
@@ -68,6 +71,7 @@ impl DbIterator {
             upper: bounds.1,
             positioned: false,
             finished: false,
+            returned: 0,
             _view: view,
         }
     }
@@ -93,6 +97,7 @@ impl DbIterator {
     fn position_at_start(&mut self) {
         match self.lower.clone() {
             Bound::Unbounded => {
+                add(&self.inner.counters.seeks, 1);
                 self.merged.seek_to_first();
                 self.positioned = true;
             }
@@ -146,6 +151,7 @@ impl DbIterator {
                 self.merged.next();
             }
             if let Some(value) = entry {
+                self.returned += 1;
                 return Some(Ok((user_key, Value(value))));
             }
         }
@@ -154,6 +160,14 @@ impl DbIterator {
             return Some(Err(error));
         }
         None
+    }
+}
+
+impl Drop for DbIterator {
+    fn drop(&mut self) {
+        if self.returned > 0 {
+            add(&self.inner.counters.scan_entries, self.returned);
+        }
     }
 }
 

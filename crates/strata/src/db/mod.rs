@@ -42,7 +42,7 @@ use crate::key::ValueKind;
 use crate::memtable::MemTable;
 use crate::options::{Options, WriteOptions};
 use crate::stats::merlin::Merlin;
-use crate::stats::{AccessObserver, IoCounters, LevelStats, Stats};
+use crate::stats::{AccessObserver, IoCounters, LevelStats, Stats, WorkloadTotals};
 use crate::table::TableCache;
 use crate::version::set::VersionSet;
 use crate::version::Version;
@@ -235,6 +235,9 @@ pub(crate) struct DbInner {
     /// When access statistics were last saved (`db::access_file`).
     pub(crate) access_saved_at: Mutex<Option<std::time::Instant>>,
     pub(crate) info_log: InfoLog,
+    /// The workload totals up to the last reset of the counters (restored from the manifest on
+    /// open); the live counters are added to it (`stats::workload`).
+    pub(crate) workload_base: Mutex<WorkloadTotals>,
     pub(crate) wal_records_recovered: u64,
     pub(crate) wal_bytes_dropped: u64,
     /// Opened by [`Db::open_read_only`]: no lock, no WAL, no background threads, and every entry
@@ -474,9 +477,20 @@ impl Db {
         self.inner.stats()
     }
 
-    /// Zeroes the I/O counters (between benchmark phases).
+    /// Zeroes the I/O counters (between benchmark phases). The lifetime workload totals
+    /// ([`Db::workload`]) keep what the counters held.
     pub fn reset_stats(&self) {
+        let mut base = self.inner.workload_base.lock();
+        *base = base.plus_counts(&self.inner.counters.workload_counts());
         self.inner.counters.reset();
+    }
+
+    /// What the database has served since it was created, across restarts: point lookups (and
+    /// how many found their key), range lookups and the entries they returned, and entries
+    /// written. Kept in the manifest at every flush and at close, so what a crash loses is what
+    /// was counted after the last flush. `strata tune --from-db` tunes for this mix.
+    pub fn workload(&self) -> WorkloadTotals {
+        self.inner.workload()
     }
 
     /// The current tree shape (read-only).
@@ -582,6 +596,21 @@ impl DbInner {
 
     /// [`DbInner::check_open`], then [`Error::ReadOnly`] for a read-only database: the check of
     /// every entry point that writes (a write, a flush, a compaction, a filter rewrite).
+    /// Lifetime workload totals (`Db::workload`).
+    pub(crate) fn workload(&self) -> WorkloadTotals {
+        let mut totals = self.counters.workload_counts();
+        totals.writes = self.versions.last_sequence();
+        self.workload_base.lock().plus_counts(&totals)
+    }
+
+    /// The manifest record of [`DbInner::workload`].
+    pub(crate) fn workload_state(&self) -> crate::version::PolicyState {
+        crate::version::PolicyState {
+            owner: crate::stats::workload::WORKLOAD_OWNER.to_string(),
+            bytes: self.workload().encode(),
+        }
+    }
+
     /// The filter allocator in effect (see `ReadView::filter_allocator`).
     pub(crate) fn filter_allocator(&self) -> Arc<dyn FilterAllocator> {
         Arc::clone(&self.view.load().filter_allocator)

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::stats::merlin::Merlin;
-use crate::stats::{AccessObserver, IoCounters};
+use crate::stats::{AccessObserver, IoCounters, WorkloadTotals};
 use crate::table::TableCache;
 use crate::version::set::{VersionSet, CURRENT_FILE};
 use crate::version::{AccessHandle, VersionEdit};
@@ -332,6 +332,7 @@ fn assemble(
         Mode::ReadWrite { lock, commit } => (Some(lock), commit, false),
         Mode::ReadOnly => (None, CommitState::new(None, 0), true),
     };
+    let workload_base = workload_at_open(&recovered.versions.current(), &recovered.info_log);
     Arc::new(DbInner {
         dir: dir.to_path_buf(),
         fs,
@@ -359,6 +360,7 @@ fn assemble(
         close_lock: Mutex::new(()),
         merlin: recovered.merlin,
         access_saved_at: Mutex::new(None),
+        workload_base: Mutex::new(workload_base),
         info_log: recovered.info_log,
         wal_records_recovered: recovered.replay.records,
         wal_bytes_dropped: recovered.replay.dropped_bytes,
@@ -453,4 +455,16 @@ fn remove_orphan_tables(inner: &DbInner) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The lifetime workload totals the manifest recorded (`stats::workload`); zero for a new
+/// database, one written before the record existed, or a record this build cannot read.
+fn workload_at_open(tree: &crate::version::Version, info_log: &InfoLog) -> WorkloadTotals {
+    let Some(bytes) = tree.policy_state(crate::stats::workload::WORKLOAD_OWNER) else {
+        return WorkloadTotals::default();
+    };
+    WorkloadTotals::decode(bytes).unwrap_or_else(|| {
+        info_log.log("the recorded workload totals are unreadable; they start afresh");
+        WorkloadTotals::default()
+    })
 }

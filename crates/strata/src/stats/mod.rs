@@ -7,8 +7,10 @@
 
 pub(crate) mod merlin;
 mod report;
+pub(crate) mod workload;
 
 pub use report::{LevelStats, Stats};
+pub use workload::WorkloadTotals;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -60,6 +62,8 @@ pub(crate) struct IoCounters {
     pub(crate) point_lookups: AtomicU64,
     pub(crate) point_lookups_found: AtomicU64,
     pub(crate) seeks: AtomicU64,
+    /// Entries iterators returned (added when an iterator is dropped).
+    pub(crate) scan_entries: AtomicU64,
     pub(crate) flushes: AtomicU64,
     pub(crate) compactions: AtomicU64,
     pub(crate) compaction_micros: AtomicU64,
@@ -101,6 +105,7 @@ impl Default for IoCounters {
             point_lookups: AtomicU64::new(0),
             point_lookups_found: AtomicU64::new(0),
             seeks: AtomicU64::new(0),
+            scan_entries: AtomicU64::new(0),
             flushes: AtomicU64::new(0),
             compactions: AtomicU64::new(0),
             compaction_micros: AtomicU64::new(0),
@@ -163,6 +168,17 @@ impl IoCounters {
         add(&self.block_cache_hits[kind as usize], 1);
     }
 
+    /// The counters of the workload mix (`workload::WorkloadTotals`; `writes` is left 0).
+    pub(crate) fn workload_counts(&self) -> WorkloadTotals {
+        WorkloadTotals {
+            point_lookups: load(&self.point_lookups),
+            point_lookups_found: load(&self.point_lookups_found),
+            seeks: load(&self.seeks),
+            scan_entries: load(&self.scan_entries),
+            writes: 0,
+        }
+    }
+
     /// Sets every counter to zero (between benchmark phases).
     pub(crate) fn reset(&self) {
         let all_levels = self.block_reads.iter().chain([
@@ -191,6 +207,7 @@ impl IoCounters {
             &self.point_lookups,
             &self.point_lookups_found,
             &self.seeks,
+            &self.scan_entries,
             &self.flushes,
             &self.compactions,
             &self.compaction_micros,
@@ -232,6 +249,7 @@ impl IoCounters {
             point_lookups: load(&self.point_lookups),
             point_lookups_found: load(&self.point_lookups_found),
             seeks: load(&self.seeks),
+            scan_entries: load(&self.scan_entries),
             flushes: load(&self.flushes),
             compactions: load(&self.compactions),
             compaction_micros: load(&self.compaction_micros),
@@ -298,8 +316,10 @@ pub struct IoStats {
     pub point_lookups: u64,
     /// Point lookups that found a value.
     pub point_lookups_found: u64,
-    /// Iterator seeks.
+    /// Iterator seeks (a scan from the start of the key space counts as one).
     pub seeks: u64,
+    /// Entries iterators returned (counted when each iterator is dropped).
+    pub scan_entries: u64,
     /// Memtable flushes completed.
     pub flushes: u64,
     /// Compactions completed.
