@@ -882,6 +882,7 @@ impl Bench<'_> {
                 .then(|| shape.table_bytes as f64 / logical_bytes);
             report::write_row(self.out, &result, &counts).map_err(report_error)?;
             report::write_compression(self.out, &result).map_err(report_error)?;
+            report::write_prediction(self.out, &result).map_err(report_error)?;
             self.out.flush().map_err(report_error)?;
             self.results.push(result);
             self.counts.push(counts);

@@ -161,6 +161,10 @@ pub struct PhaseResult {
     pub levels: usize,
     /// Sorted runs at the end of the phase.
     pub runs: usize,
+    /// Data-block reads per lookup the cost model predicts on the tree the phase read
+    /// (`strata::model::tree`: `R` for readmissing, `V` for readrandom), beside the measured
+    /// `io_per_op.data`. Strata only.
+    pub predicted_data_reads_per_lookup: Option<f64>,
 }
 
 /// One point of a phase's time series (JSON `series`): throughput over the last interval and the
@@ -292,6 +296,13 @@ impl PhaseResult {
             blocks_decompressed: None,
             levels: shape.levels.len(),
             runs: shape.runs(),
+            predicted_data_reads_per_lookup: shape.predicted_lookup_io.and_then(|predicted| {
+                match phase {
+                    Workload::Readmissing => Some(predicted.zero_result),
+                    Workload::Mix(crate::bench::Mix::ReadRandom) => Some(predicted.existing),
+                    _ => None,
+                }
+            }),
         }
         .with_compression(io, shape)
     }
@@ -388,6 +399,24 @@ pub fn write_row(
 
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// A line under a point-read phase's row with the cost model's prediction for the tree it read
+/// (Strata only), beside what the engine counted.
+pub fn write_prediction(out: &mut dyn Write, result: &PhaseResult) -> io::Result<()> {
+    let Some(predicted) = result.predicted_data_reads_per_lookup else {
+        return Ok(());
+    };
+    let measured = result.io_per_op.data;
+    let ratio = measured
+        .filter(|_| predicted > 0.0)
+        .map(|measured| measured / predicted);
+    writeln!(
+        out,
+        "  model (strata::model::tree): {predicted:.4} data-block reads per lookup predicted on this tree, {} measured (measured/predicted {})",
+        optional(measured, 4),
+        optional(ratio, 2)
+    )
 }
 
 /// A line under a phase's row saying what block compression did in it, when the engine counts

@@ -12,6 +12,7 @@
 //! in the papers; Strata's models for them (SPEC §7, last paragraph) are built on the per-run form
 //! ([`zero_result_cost_exact`] and the allocation solver) once those policies exist.
 
+pub mod tree;
 pub mod tuner;
 
 use crate::alloc::solver::DEFAULT_FPR_CONSTANT as LN2_SQUARED;

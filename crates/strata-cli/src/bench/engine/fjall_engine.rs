@@ -662,6 +662,7 @@ impl Engine for FjallEngine {
             bits_per_key_cap: None,
             // fjall gives every table the configured bits per key; it has no budget of its own.
             bits_per_key_budget: None,
+            predicted_lookup_io: None,
         }
     }
 

@@ -219,6 +219,18 @@ pub struct TreeShape {
     pub effective_bits_per_key: Option<f64>,
     /// The budget guard's cap in bits per key (Strata's Mnemosyne policies), where there is one.
     pub bits_per_key_cap: Option<f64>,
+    /// What the cost model predicts a point lookup costs on this tree (Strata's per-file form,
+    /// `strata::model::tree`), where the engine has the model.
+    pub predicted_lookup_io: Option<PredictedLookupIo>,
+}
+
+/// Data-block reads per point lookup, as the model predicts them for a tree.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct PredictedLookupIo {
+    /// A lookup of a missing key (`R`).
+    pub zero_result: f64,
+    /// A lookup of an existing key (`V`).
+    pub existing: f64,
 }
 
 impl TreeShape {

@@ -469,6 +469,7 @@ impl Engine for RocksDbEngine {
             effective_bits_per_key: None,
             bits_per_key_cap: None,
             bits_per_key_budget: None,
+            predicted_lookup_io: None,
         }
     }
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use strata::{Db, Options, WriteBatch};
 
 use super::{
-    BatchOp, CompressionCounters, Engine, EngineConfig, EngineCounters, LevelShape, ScanOutcome,
-    TreeShape,
+    BatchOp, CompressionCounters, Engine, EngineConfig, EngineCounters, LevelShape,
+    PredictedLookupIo, ScanOutcome, TreeShape,
 };
 use crate::error::CliResult;
 use crate::policies::{CompactionSettings, FilterSettings};
@@ -252,6 +252,13 @@ impl Engine for StrataEngine {
             effective_bits_per_key: Some(stats.effective_bits_per_key),
             bits_per_key_cap: stats.bits_per_key_cap,
             bits_per_key_budget: Some(stats.bits_per_key_budget),
+            predicted_lookup_io: {
+                let predicted = self.db.predicted_lookup_cost();
+                Some(PredictedLookupIo {
+                    zero_result: predicted.zero_result_io,
+                    existing: predicted.existing_io,
+                })
+            },
         }
     }
 
