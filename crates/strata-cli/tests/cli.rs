@@ -1008,3 +1008,43 @@ fn bench_runs_the_design_an_options_file_describes_and_refuses_a_bad_one() {
         assert!(!message.contains("panicked"), "{bad:?}: {message}");
     }
 }
+
+#[test]
+fn bench_prints_the_models_prediction_beside_each_point_read_phase() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("out.json");
+    let output = ok(&[
+        "bench",
+        "--num",
+        "20000",
+        "--reads",
+        "2000",
+        "--write-buffer-bytes",
+        "256KiB",
+        "--target-file-bytes",
+        "256KiB",
+        "--bits-per-key",
+        "3",
+        "--settle",
+        "--json",
+        path_str(&json),
+    ]);
+    assert_eq!(
+        output.matches("model (strata::model::tree)").count(),
+        2,
+        "readrandom and readmissing: {output}"
+    );
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON written"))
+            .expect("valid JSON");
+    for result in report["results"].as_array().expect("results") {
+        let predicted = result["predicted_data_reads_per_lookup"].as_f64();
+        match result["phase"].as_str().expect("phase") {
+            // An existing key costs its own block plus the false positives before it.
+            "readrandom" => assert!(predicted.is_some_and(|p| p >= 1.0), "{result}"),
+            // At 3 bits/key every run's filter lets about 12% of lookups through.
+            "readmissing" => assert!(predicted.is_some_and(|p| p > 0.0 && p < 1.0), "{result}"),
+            _ => assert_eq!(predicted, None, "{result}"),
+        }
+    }
+}
