@@ -27,6 +27,7 @@ mod simulate;
 mod stress;
 mod study;
 mod tune;
+mod tune_inputs;
 
 use std::io::{self, Write};
 use std::path::PathBuf;

@@ -2,29 +2,37 @@
 //! device and a memory budget (`strata::model::tuner`, SPEC §7), with the runners-up and their
 //! predicted costs.
 //!
-//! What is not here yet (issue 16): tuning from a live database (`--from-db`), the device probe,
-//! options files, and candidates for lazy leveling and Garnering (they need Strata's own models).
+//! The data size, entry size, memory and workload mix can come from an existing database instead
+//! (`--from-db`, `tune_inputs.rs`), the device from a short probe (`--measure-device`), and the
+//! recommendation can be written as an options file (`--options-out`, `strata::options_file`)
+//! that `strata bench --options` and `Options::from_file` take.
 
 use std::io::Write;
+use std::path::PathBuf;
 
 use serde::Serialize;
 use strata::model::tuner::{tune, Design, Device, TuningProblem, Workload};
 use strata::model::MergePolicy;
 
+use strata::options_file::{CompactionSection, FilterSection, OptionsFile};
+use strata::policy::{CompactionKind, FilterAllocatorKind};
+
 use crate::error::{CliError, CliResult};
+use crate::tune_inputs::{measure_database, measure_device, MeasuredDatabase, DEFAULT_PROBE};
 
 /// Arguments of `strata tune`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct TuneArgs {
-    /// Entries in the database.
+    /// Entries in the database (with `--from-db`: the database's, unless given).
     #[arg(long)]
-    pub entries: f64,
-    /// Bytes per entry (key + value).
+    pub entries: Option<f64>,
+    /// Bytes per entry, key + value (with `--from-db`: as stored, unless given).
     #[arg(long)]
-    pub entry_size: f64,
-    /// Memory for the write buffer and the filters together, in bits per entry.
+    pub entry_size: Option<f64>,
+    /// Memory for the write buffer and the filters together, in bits per entry (with
+    /// `--from-db`: the filters' current bits per key plus `--buffer-bytes`, unless given).
     #[arg(long)]
-    pub memory_bits_per_key: f64,
+    pub memory_bits_per_key: Option<f64>,
     /// Fix the write buffer at this many bytes (the rest goes to the filters) instead of letting
     /// the tuner split the memory.
     #[arg(long)]
@@ -32,12 +40,26 @@ pub struct TuneArgs {
     /// The workload: `lookups=P,empty=F,updates=U,ranges=Q,selectivity=S` (proportions of point
     /// lookups, updates and range lookups; `empty` the fraction of point lookups that find
     /// nothing; `selectivity` the fraction of entries a range returns). Missing parts are 0,
-    /// `empty` 0.5.
-    #[arg(long, default_value = "lookups=0.5,empty=0.5,updates=0.5")]
-    pub workload: String,
+    /// `empty` 0.5. Default `lookups=0.5,empty=0.5,updates=0.5`, or with `--from-db` the mix the
+    /// database has served.
+    #[arg(long)]
+    pub workload: Option<String>,
     /// The device: `read-us=R,write-us=W,page-bytes=P` (microseconds per page read and write).
-    #[arg(long, default_value = "read-us=100,write-us=100,page-bytes=4096")]
-    pub device: String,
+    /// Default `read-us=100,write-us=100,page-bytes=4096`, or what `--measure-device` measures.
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Tune for an existing database: its entries, entry size and filter memory from its tree,
+    /// the workload mix from its lifetime totals (`Db::workload`). Flags given explicitly win.
+    #[arg(long, value_name = "DB")]
+    pub from_db: Option<PathBuf>,
+    /// Measure the device in this directory (a 64 MiB file written and synced, then 2,000 random
+    /// page reads with direct I/O; the file is removed) instead of assuming `--device`'s default.
+    #[arg(long, value_name = "DIR")]
+    pub measure_device: Option<PathBuf>,
+    /// Write the recommended design as an options file (TOML) for `strata bench --options` and
+    /// `Options::from_file`.
+    #[arg(long, value_name = "FILE")]
+    pub options_out: Option<PathBuf>,
     /// Discard designs whose point lookups cost more I/Os than this.
     #[arg(long)]
     pub max_lookup_io: Option<f64>,
@@ -130,18 +152,161 @@ fn to_json(design: &Design, entries: f64) -> DesignJson {
     }
 }
 
-/// The tuning problem `args` describe.
-fn problem(args: &TuneArgs) -> CliResult<TuningProblem> {
+/// Where each input of the tuning problem came from, for the report.
+struct Inputs {
+    problem: TuningProblem,
+    lines: Vec<String>,
+}
+
+/// The tuning problem `args` describe (measuring what they ask to be measured).
+fn problem(args: &TuneArgs) -> CliResult<Inputs> {
+    let mut lines = Vec::new();
+    let measured: Option<MeasuredDatabase> = match &args.from_db {
+        Some(path) => {
+            let measured = measure_database(path)?;
+            let totals = measured.totals;
+            lines.push(format!(
+                "from {}: {} entries of {:.1} bytes as stored, filters {:.2} bits/key; served {} point lookups ({} found), {} range lookups returning {} entries, {} writes",
+                path.display(),
+                measured.entries,
+                measured.entry_bytes,
+                measured.filter_bits_per_key,
+                totals.point_lookups,
+                totals.point_lookups_found,
+                totals.seeks,
+                totals.scan_entries,
+                totals.writes
+            ));
+            Some(measured)
+        }
+        None => None,
+    };
+    let required = |value: Option<f64>, from_db: Option<f64>, flag: &str| {
+        value.or(from_db).ok_or_else(|| {
+            CliError::InvalidArgument(format!("--{flag} is required (or give --from-db)"))
+        })
+    };
+    let entries = required(
+        args.entries,
+        measured.as_ref().map(|m| m.entries as f64),
+        "entries",
+    )?;
+    let entry_size = required(
+        args.entry_size,
+        measured.as_ref().map(|m| m.entry_bytes),
+        "entry-size",
+    )?;
+    let memory_bits_per_key = required(
+        args.memory_bits_per_key,
+        measured
+            .as_ref()
+            .map(|m| {
+                m.filter_bits_per_key + args.buffer_bytes.unwrap_or(0.0) * 8.0 / m.entries as f64
+            })
+            // A database whose entries are all still in its memtable has no filters to measure.
+            .filter(|&bits| bits > 0.0),
+        "memory-bits-per-key",
+    )?;
+    if args.memory_bits_per_key.is_none() {
+        lines.push(format!(
+            "memory: the database's filters{} ({memory_bits_per_key:.2} bits per entry); give --memory-bits-per-key for another budget",
+            if args.buffer_bytes.is_some() {
+                " plus --buffer-bytes"
+            } else {
+                ""
+            }
+        ));
+    }
+    if !(entries.is_finite() && entries >= 1.0 && entry_size.is_finite() && entry_size > 0.0) {
+        return Err(CliError::InvalidArgument(format!(
+            "--entries must be at least 1 and --entry-size above 0, got {entries} and {entry_size}"
+        )));
+    }
+    let workload = match (&args.workload, measured.as_ref().and_then(|m| m.workload)) {
+        (Some(text), _) => parse_workload(text)?,
+        (None, Some(mix)) => {
+            lines.push(format!(
+                "workload from the database: lookups={:.4},empty={:.4},updates={:.4},ranges={:.4},selectivity={:.3e}",
+                mix.point_lookups,
+                mix.zero_result_fraction,
+                mix.updates,
+                mix.range_lookups,
+                mix.selectivity
+            ));
+            mix
+        }
+        (None, None) => {
+            if measured.is_some() {
+                lines.push(
+                    "the database has served no operation yet: the default workload is assumed"
+                        .to_string(),
+                );
+            }
+            parse_workload("lookups=0.5,empty=0.5,updates=0.5")?
+        }
+    };
+    let device = match (&args.device, &args.measure_device) {
+        (Some(text), _) => parse_device(text)?,
+        (None, Some(dir)) => {
+            let measured = measure_device(dir, DEFAULT_PROBE)?;
+            lines.push(format!(
+                "device measured in {}: {:.1} us per random 4 KiB read (direct I/O), {:.2} us per page written and synced: read-us={:.1},write-us={:.2}",
+                dir.display(),
+                measured.seconds_per_read * 1e6,
+                measured.seconds_per_write * 1e6,
+                measured.seconds_per_read * 1e6,
+                measured.seconds_per_write * 1e6
+            ));
+            measured.device
+        }
+        (None, None) => parse_device("read-us=100,write-us=100,page-bytes=4096")?,
+    };
+    lines.insert(
+        0,
+        format!(
+            "{entries} entries of {entry_size} bytes, {memory_bits_per_key} bits per entry of memory; workload lookups={},empty={},updates={},ranges={},selectivity={}; device {:.1} us per read, write/read cost {:.3}, {} byte pages",
+            workload.point_lookups,
+            workload.zero_result_fraction,
+            workload.updates,
+            workload.range_lookups,
+            workload.selectivity,
+            device.seconds_per_read * 1e6,
+            device.write_read_cost_ratio,
+            device.page_bytes
+        ),
+    );
+    Ok(Inputs {
+        problem: TuningProblem {
+            entries,
+            entry_bytes: entry_size,
+            memory_bits: memory_bits_per_key * entries,
+            workload,
+            device,
+            fixed_buffer_bits: args.buffer_bytes.map(|bytes| bytes * 8.0),
+            max_point_lookup_io: args.max_lookup_io,
+            max_update_io: args.max_update_io,
+        },
+        lines,
+    })
+}
+
+fn parse_workload(text: &str) -> CliResult<Workload> {
     let workload = parse_pairs(
         "workload",
-        &args.workload,
+        text,
         &["lookups", "empty", "updates", "ranges", "selectivity"],
     )?;
-    let device = parse_pairs(
-        "device",
-        &args.device,
-        &["read-us", "write-us", "page-bytes"],
-    )?;
+    Ok(Workload {
+        point_lookups: workload[0].unwrap_or(0.0),
+        zero_result_fraction: workload[1].unwrap_or(0.5),
+        updates: workload[2].unwrap_or(0.0),
+        range_lookups: workload[3].unwrap_or(0.0),
+        selectivity: workload[4].unwrap_or(0.0),
+    })
+}
+
+fn parse_device(text: &str) -> CliResult<Device> {
+    let device = parse_pairs("device", text, &["read-us", "write-us", "page-bytes"])?;
     let read_us = device[0].unwrap_or(100.0);
     let write_us = device[1].unwrap_or(read_us);
     if !(read_us.is_finite() && read_us > 0.0 && write_us.is_finite() && write_us >= 0.0) {
@@ -149,26 +314,36 @@ fn problem(args: &TuneArgs) -> CliResult<TuningProblem> {
             "--device: read-us must be > 0 and write-us >= 0, got {read_us} and {write_us}"
         )));
     }
-    Ok(TuningProblem {
-        entries: args.entries,
-        entry_bytes: args.entry_size,
-        memory_bits: args.memory_bits_per_key * args.entries,
-        workload: Workload {
-            point_lookups: workload[0].unwrap_or(0.0),
-            zero_result_fraction: workload[1].unwrap_or(0.5),
-            updates: workload[2].unwrap_or(0.0),
-            range_lookups: workload[3].unwrap_or(0.0),
-            selectivity: workload[4].unwrap_or(0.0),
-        },
-        device: Device {
-            seconds_per_read: read_us * 1e-6,
-            write_read_cost_ratio: write_us / read_us,
-            page_bytes: device[2].unwrap_or(4096.0),
-        },
-        fixed_buffer_bits: args.buffer_bytes.map(|bytes| bytes * 8.0),
-        max_point_lookup_io: args.max_lookup_io,
-        max_update_io: args.max_update_io,
+    Ok(Device {
+        seconds_per_read: read_us * 1e-6,
+        write_read_cost_ratio: write_us / read_us,
+        page_bytes: device[2].unwrap_or(4096.0),
     })
+}
+
+/// The recommended design as an options file: the merge policy and size ratio, the write
+/// buffer, and Monkey's filters at the design's bits per key with the tree it predicts.
+fn options_file(design: &Design, problem: &TuningProblem) -> OptionsFile {
+    let policy = match design.policy {
+        MergePolicy::Leveling => CompactionKind::Leveling,
+        MergePolicy::Tiering => CompactionKind::Tiering,
+    };
+    let buffer_bytes = (design.buffer_bits / 8.0).max(1.0);
+    OptionsFile {
+        write_buffer_bytes: Some(buffer_bytes.round() as usize),
+        compaction: Some(CompactionSection {
+            policy,
+            size_ratio: Some(design.size_ratio),
+            garnering_c: None,
+        }),
+        filters: Some(FilterSection {
+            allocator: FilterAllocatorKind::Monkey,
+            bits_per_key: design.filter_bits / problem.entries,
+            expected_entries: Some(problem.entries.round() as u64),
+            buffer_entries: Some((buffer_bytes / problem.entry_bytes).round().max(1.0) as u64),
+        }),
+        ..OptionsFile::default()
+    }
 }
 
 fn write_error(error: std::io::Error) -> CliError {
@@ -177,8 +352,12 @@ fn write_error(error: std::io::Error) -> CliError {
 
 /// Runs `strata tune`.
 pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
-    let problem = problem(args)?;
+    let inputs = problem(args)?;
+    let problem = inputs.problem;
     let tuning = tune(&problem)?;
+    if let Some(path) = &args.options_out {
+        options_file(&tuning.recommended, &problem).write(path)?;
+    }
     if args.json {
         #[derive(Serialize)]
         struct Output {
@@ -199,12 +378,17 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
         writeln!(out, "{text}").map_err(write_error)?;
         return Ok(());
     }
-    writeln!(
-        out,
-        "{} entries of {} bytes, {} bits per entry of memory; workload {}; device {}",
-        args.entries, args.entry_size, args.memory_bits_per_key, args.workload, args.device
-    )
-    .map_err(write_error)?;
+    for line in &inputs.lines {
+        writeln!(out, "{line}").map_err(write_error)?;
+    }
+    if let Some(path) = &args.options_out {
+        writeln!(
+            out,
+            "recommended design written to {} (strata bench --options, Options::from_file)",
+            path.display()
+        )
+        .map_err(write_error)?;
+    }
     writeln!(
         out,
         "model: Monkey's closed forms (SPEC §7), filters allocated by Monkey; leveling and tiering only"
@@ -328,5 +512,100 @@ mod tests {
             .filter(|l| matches!(l.split_whitespace().nth(1), Some("leveling" | "tiering")))
             .count();
         assert_eq!(rows, 3, "{text}");
+    }
+
+    fn bare_args(argv: &[&str]) -> TuneArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            args: TuneArgs,
+        }
+        let mut all = vec!["tune"];
+        all.extend_from_slice(argv);
+        Wrapper::try_parse_from(all).expect("valid arguments").args
+    }
+
+    #[test]
+    fn a_database_supplies_the_data_and_the_mix_and_explicit_flags_win() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = strata::Db::open(dir.path(), strata::Options::default()).expect("open");
+        for i in 0..2_000u32 {
+            db.put(format!("key{i:06}"), [1u8; 100]).expect("put");
+        }
+        // 6,000 lookups (a third find nothing) against 2,000 writes: a read-mostly mix.
+        for i in 0..3_000u32 {
+            db.get(format!("key{i:06}")).expect("get");
+            db.get(format!("key{:06}", i % 2_000)).expect("get");
+        }
+        db.flush().expect("flush");
+        db.close().expect("close");
+        let db_path = dir.path().to_str().expect("UTF-8 path");
+        let inputs = problem(&bare_args(&["--from-db", db_path])).expect("measures");
+        let p = inputs.problem;
+        assert_eq!(p.entries, 2_000.0);
+        assert!(p.entry_bytes > 100.0);
+        assert!(
+            (p.workload.point_lookups - 0.75).abs() < 1e-9,
+            "{:?}",
+            p.workload
+        );
+        assert!((p.workload.updates - 0.25).abs() < 1e-9);
+        assert!((p.workload.zero_result_fraction - 1_000.0 / 6_000.0).abs() < 1e-9);
+        assert!(
+            (p.memory_bits / p.entries - 10.0).abs() < 0.5,
+            "the filters' bits per key: {}",
+            p.memory_bits / p.entries
+        );
+        assert!(inputs
+            .lines
+            .iter()
+            .any(|l| l.contains("6000 point lookups")));
+        let explicit = problem(&bare_args(&[
+            "--from-db",
+            db_path,
+            "--entries",
+            "1000000",
+            "--workload",
+            "lookups=0.1,updates=0.9",
+        ]))
+        .expect("measures")
+        .problem;
+        assert_eq!(explicit.entries, 1_000_000.0);
+        assert_eq!(explicit.workload.point_lookups, 0.1);
+        // Without a database the sizes are required.
+        assert!(problem(&bare_args(&["--entries", "1000"])).is_err());
+    }
+
+    #[test]
+    fn the_recommendation_written_as_an_options_file_opens_and_benches() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("design.toml");
+        let mut out = Vec::new();
+        let path_text = path.to_str().expect("UTF-8 path");
+        run(
+            &args(&[
+                "--workload",
+                "lookups=0.9,empty=0.5,updates=0.1",
+                "--options-out",
+                path_text,
+            ]),
+            &mut out,
+        )
+        .expect("tune");
+        let file = OptionsFile::read(&path).expect("written");
+        let compaction = file.compaction.as_ref().expect("a policy");
+        let filters = file.filters.as_ref().expect("filters");
+        assert_eq!(filters.allocator, FilterAllocatorKind::Monkey);
+        assert_eq!(filters.expected_entries, Some(100_000_000));
+        assert!(compaction.size_ratio.is_some_and(|t| t >= 2.0));
+        let options = strata::Options::from_file(&path).expect("a valid design");
+        assert_eq!(
+            Some(options.write_buffer_bytes),
+            file.write_buffer_bytes,
+            "the buffer the tuner chose"
+        );
+        let flags = crate::bench::options_file::flags(&file).expect("the bench can run it");
+        assert!(flags.iter().any(|f| f == "--compaction"));
     }
 }

@@ -768,6 +768,8 @@ impl DbInner {
             runs: version.run_count(),
             levels,
             memtable_bytes,
+            memtable_entries: view.mem.entries()
+                + view.immutable.iter().map(|m| m.entries()).sum::<u64>(),
             immutable_memtables: view.immutable.len(),
             block_cache_bytes,
             block_cache_capacity_bytes: self.block_cache.capacity_bytes(),

@@ -100,7 +100,6 @@ impl MemTable {
     }
 
     /// Number of entries (all versions and tombstones).
-    #[cfg(test)]
     pub(crate) fn entries(&self) -> u64 {
         self.entries.load(AtomicOrdering::Relaxed)
     }

@@ -34,6 +34,8 @@ pub struct Stats {
     pub runs: usize,
     /// Bytes in the active and immutable memtables.
     pub memtable_bytes: u64,
+    /// Entries in the active and immutable memtables (not yet in any table file).
+    pub memtable_entries: u64,
     /// Memtables waiting to be flushed.
     pub immutable_memtables: usize,
     /// Bytes held by the block cache.
