@@ -26,6 +26,7 @@
 
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::check::{check, parse_number, scan_table, CheckReport};
 use crate::db::access_file;
@@ -37,7 +38,7 @@ use crate::options::Options;
 use crate::table::{table_file_name, TableBuilder};
 use crate::version::edit::MANIFEST_FORMAT_VERSION;
 use crate::version::set::{manifest_name, CURRENT_FILE};
-use crate::version::{NewFile, Version, VersionEdit};
+use crate::version::{AddedFile, FileMetadata, Version, VersionEdit};
 use crate::wal::{read_log, wal_path, LogWriter, WriteBatch};
 
 /// The subdirectory damaged and superseded files are moved into.
@@ -210,7 +211,7 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
     // Every table read in full; the damaged ones set aside.
     struct Candidate {
         number: u64,
-        file: NewFile,
+        file: Arc<FileMetadata>,
     }
     let mut candidates: Vec<Candidate> = Vec::new();
     // Per user key: (candidate index, the key's newest sequence number in that table).
@@ -253,20 +254,12 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
         }
         candidates.push(Candidate {
             number,
-            file: NewFile {
-                level: 0,
-                run_id: 0,
+            file: Arc::new(FileMetadata::from_properties(
                 number,
-                file_bytes: scan.file_bytes,
-                entries: properties.entries,
-                smallest: properties.smallest.clone(),
-                largest: properties.largest.clone(),
-                smallest_sequence: properties.smallest_sequence,
-                largest_sequence: properties.largest_sequence,
-                bits_per_key: properties.bits_per_key,
-                filter_bytes: properties.filter_bytes,
-                access: None,
-            },
+                scan.file_bytes,
+                properties,
+                None,
+            )),
         });
     }
 
@@ -289,7 +282,10 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
     }
     drop(holders);
     let order = newest_first(
-        &candidates.iter().map(|c| &c.file).collect::<Vec<_>>(),
+        &candidates
+            .iter()
+            .map(|c| c.file.as_ref())
+            .collect::<Vec<_>>(),
         &edges,
     );
     report.ordering_conflicts = order.conflicts;
@@ -301,9 +297,7 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
     };
     for (position, &index) in order.order.iter().enumerate() {
         let candidate = &candidates[index];
-        let mut file = candidate.file.clone();
-        // Higher run ids are newer runs: the first in search order gets the highest.
-        file.run_id = runs - position as u64;
+        let file = &candidate.file;
         report.kept_entries += file.entries;
         report.kept_tables.push(KeptTable {
             number: candidate.number,
@@ -311,7 +305,12 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
             smallest_sequence: file.smallest_sequence,
             largest_sequence: file.largest_sequence,
         });
-        edit.new_files.push(file);
+        edit.new_files.push(AddedFile {
+            level: 0,
+            // Higher run ids are newer runs: the first in search order gets the highest.
+            run_id: runs - position as u64,
+            file: Arc::clone(file),
+        });
     }
     let manifest_number = next_file_number;
     next_file_number += 1;
@@ -412,7 +411,7 @@ struct Order {
 /// A topological order of `files` under `edges` (`(a, b)`: `a` before `b`), choosing among the
 /// files free to go next the one with the largest sequence number (then the higher number).
 /// Files left on a cycle follow in that same order, counted as conflicts.
-fn newest_first(files: &[&NewFile], edges: &HashSet<(usize, usize)>) -> Order {
+fn newest_first(files: &[&FileMetadata], edges: &HashSet<(usize, usize)>) -> Order {
     let mut successors: Vec<Vec<usize>> = vec![Vec::new(); files.len()];
     let mut predecessors = vec![0usize; files.len()];
     for &(before, after) in edges {
@@ -448,7 +447,7 @@ mod tests {
     use super::*;
     use crate::env::RealFileSystem;
     use crate::key::{encode_internal_key, ValueKind};
-    use crate::version::tests::new_file;
+    use crate::version::tests::file_metadata;
     use crate::Db;
 
     /// Writes table `number` holding `entries` (user key, sequence, value), given in internal-key
@@ -489,12 +488,12 @@ mod tests {
 
     #[test]
     fn newest_first_follows_the_edges_before_the_sequence_numbers() {
-        let mut files: Vec<NewFile> = (1..=3).map(|n| new_file(0, n, n, "a", "z")).collect();
         // File 0 has the largest sequence number but holds an older version than file 2.
-        files[0].largest_sequence = 300;
-        files[1].largest_sequence = 100;
-        files[2].largest_sequence = 50;
-        let refs: Vec<&NewFile> = files.iter().collect();
+        let files: Vec<FileMetadata> = [(1, 300), (2, 100), (3, 50)]
+            .into_iter()
+            .map(|(n, largest)| file_metadata(n, "a", "z").with_sequences(1, largest))
+            .collect();
+        let refs: Vec<&FileMetadata> = files.iter().collect();
         let plain = newest_first(&refs, &HashSet::new());
         assert_eq!(plain.order, [0, 1, 2]);
         let edges: HashSet<(usize, usize)> = [(2, 0)].into_iter().collect();

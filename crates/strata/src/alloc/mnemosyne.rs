@@ -439,9 +439,10 @@ mod tests {
                 .iter()
                 .map(|&(level, run, number, lo, hi, entries)| {
                     let mut file = new_file(level, run, number, lo, hi);
-                    file.entries = entries;
-                    file.file_bytes = entries * 100;
-                    file.bits_per_key = bits;
+                    let metadata = file.file_mut();
+                    metadata.entries = entries;
+                    metadata.file_bytes = entries * 100;
+                    metadata.bits_per_key = bits;
                     file
                 })
                 .collect(),

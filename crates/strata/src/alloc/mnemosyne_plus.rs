@@ -639,9 +639,10 @@ mod tests {
         use crate::version::tests::new_file;
         use crate::version::{AccessHandle, VersionEdit};
         let mut file = new_file(1, 1, 7, "a", "z");
-        file.entries = entries;
-        file.file_bytes = entries * 100;
-        file.bits_per_key = bits;
+        let metadata = file.file_mut();
+        metadata.entries = entries;
+        metadata.file_bytes = entries * 100;
+        metadata.bits_per_key = bits;
         let edit = VersionEdit {
             new_files: vec![file],
             ..Default::default()
@@ -714,9 +715,9 @@ mod tests {
         // File 7: 4 bits per key, probed rarely. File 8: 2 bits per key, skipped, probed by
         // every lookup lately (a full window of misses).
         let mut cold = new_file(1, 1, 7, "a", "m");
-        (cold.entries, cold.bits_per_key) = (1000, 4.0);
+        (cold.file_mut().entries, cold.file_mut().bits_per_key) = (1000, 4.0);
         let mut hot = new_file(2, 2, 8, "a", "z");
-        (hot.entries, hot.bits_per_key) = (1000, 2.0);
+        (hot.file_mut().entries, hot.file_mut().bits_per_key) = (1000, 2.0);
         let edit = VersionEdit {
             new_files: vec![cold, hot],
             ..Default::default()
@@ -805,7 +806,9 @@ mod tests {
                 .iter()
                 .map(|&(number, level, lo, hi, _)| {
                     let mut file = new_file(level, level as u64, number, lo, hi);
-                    (file.entries, file.file_bytes, file.bits_per_key) = (2_000, 200_000, 4.0);
+                    let metadata = file.file_mut();
+                    (metadata.entries, metadata.file_bytes, metadata.bits_per_key) =
+                        (2_000, 200_000, 4.0);
                     file
                 })
                 .collect(),

@@ -104,7 +104,9 @@ impl FilterJob<'_> {
     }
 }
 
-/// The file about to get a filter.
+/// The file about to get a filter: what is known of a job's output before its filter exists (its
+/// size and filter are what the allocator's answer decides, so it has no
+/// [`FileMetadata`](crate::version::FileMetadata) yet).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NewFile {
     /// Number of the new file.

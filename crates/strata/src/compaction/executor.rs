@@ -35,7 +35,7 @@ use crate::table::reader::ReadMode;
 use crate::table::TableCache;
 use crate::table::{table_file_name, TableBuilder};
 use crate::version::set::VersionSet;
-use crate::version::{AccessHandle, DeletedFile, FileMetadata, NewFile, Version, VersionEdit};
+use crate::version::{AccessHandle, AddedFile, DeletedFile, FileMetadata, Version, VersionEdit};
 
 /// What the executor needs from the engine.
 pub(crate) struct ExecutorContext<'a> {
@@ -243,7 +243,7 @@ pub(crate) struct PendingCompaction {
 
 impl PendingCompaction {
     /// The version edit that replaces the inputs with `new_files` (from [`finish_outputs`]).
-    pub(crate) fn edit(&self, new_files: Vec<NewFile>) -> VersionEdit {
+    pub(crate) fn edit(&self, new_files: Vec<AddedFile>) -> VersionEdit {
         VersionEdit {
             new_files,
             deleted_files: self
@@ -274,7 +274,7 @@ pub(crate) fn finish_outputs(
     output_level: usize,
     output_run_id: u64,
     outputs: Vec<PendingTable>,
-) -> Result<(Vec<NewFile>, u64, CompressionCounts)> {
+) -> Result<(Vec<AddedFile>, u64, CompressionCounts)> {
     let handles: Vec<Option<AccessHandle>> = outputs
         .iter()
         .map(|output| {
@@ -320,20 +320,15 @@ pub(crate) fn finish_outputs(
             .finish(bits_per_key, output_level as u64, output_run_id)?;
         written += summary.file_bytes;
         compression.add(&summary.compression);
-        let properties = summary.properties;
-        new_files.push(NewFile {
+        new_files.push(AddedFile {
             level: output_level,
             run_id: output_run_id,
-            number: output.number,
-            file_bytes: summary.file_bytes,
-            entries: properties.entries,
-            smallest: properties.smallest,
-            largest: properties.largest,
-            smallest_sequence: properties.smallest_sequence,
-            largest_sequence: properties.largest_sequence,
-            bits_per_key: properties.bits_per_key,
-            filter_bytes: properties.filter_bytes,
-            access,
+            file: Arc::new(FileMetadata::from_properties(
+                output.number,
+                summary.file_bytes,
+                &summary.properties,
+                access,
+            )),
         });
     }
     Ok((new_files, written, compression))
@@ -565,7 +560,11 @@ pub(crate) fn trivial_move(
             run_id: input.run_id,
             number: *number,
         }],
-        new_files: vec![file.to_new_file(job.output_level, run_id)],
+        new_files: vec![AddedFile {
+            level: job.output_level,
+            run_id,
+            file: Arc::clone(file),
+        }],
         ..Default::default()
     })
 }
@@ -694,7 +693,7 @@ mod tests {
         )
         .expect("a move");
         assert_eq!(edit.deleted_files.len(), 1);
-        assert_eq!(edit.new_files[0].number, 2);
+        assert_eq!(edit.new_files[0].file.number, 2);
         assert_eq!((edit.new_files[0].level, edit.new_files[0].run_id), (2, 6));
         let moved = shape.apply(&edit, None).expect("applies");
         assert_eq!(moved.levels()[2].runs()[0].files().len(), 2);

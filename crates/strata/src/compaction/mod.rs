@@ -312,7 +312,9 @@ pub(crate) fn whole_run(level: usize, run: &crate::version::Run) -> RunInput {
 #[cfg(test)]
 pub(crate) mod test_support {
     use super::CompactionContext;
-    use crate::version::tests::new_file;
+    use std::sync::Arc;
+
+    use crate::version::tests::{file_metadata, new_file};
     use crate::version::{Version, VersionEdit};
 
     /// The engine settings policy tests run with: a 1,000-byte write buffer, level-0 trigger 2.
@@ -337,10 +339,13 @@ pub(crate) mod test_support {
             new_files: files
                 .iter()
                 .map(|&(level, run, number, lo, hi, bytes)| {
-                    let mut file = new_file(level, run, number, lo, hi);
-                    file.file_bytes = bytes;
-                    file.entries = bytes / 100;
-                    file
+                    let mut added = new_file(level, run, number, lo, hi);
+                    added.file = Arc::new(
+                        file_metadata(number, lo, hi)
+                            .with_file_bytes(bytes)
+                            .with_entries(bytes / 100),
+                    );
+                    added
                 })
                 .collect(),
             policy_states: states.to_vec(),

@@ -137,14 +137,14 @@ mod tests {
         let merlin = Arc::new(Merlin::default());
         let mut files = Vec::new();
         for number in 1..=3u64 {
-            let mut file = new_file(1, 5, number, &format!("k{number}0"), &format!("k{number}9"));
+            let file = new_file(1, 5, number, &format!("k{number}0"), &format!("k{number}9"));
             let access = FileAccess::from_inherited(Inherited {
                 q_prime: 10.0 * number as f64,
                 x_prime: number as f64,
                 naive_q: 0.0,
                 naive_x: 0.0,
             });
-            file.access = Some(AccessHandle {
+            file.file.attach_access(AccessHandle {
                 file: Arc::new(access),
                 merlin: Arc::clone(&merlin),
             });

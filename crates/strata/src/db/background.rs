@@ -23,7 +23,7 @@ use crate::stats::merlin::Merlin;
 use crate::stats::{add, IoCounters};
 use crate::table::{table_file_name, TableBuilder};
 use crate::version::set::VersionSet;
-use crate::version::{NewFile, Version, VersionEdit};
+use crate::version::{AddedFile, Version, VersionEdit};
 
 const IDLE_WAIT: Duration = Duration::from_millis(100);
 
@@ -77,7 +77,7 @@ pub(crate) fn finish_level0_table(
     tree: &Version,
     pending: PendingTable,
     run_id: u64,
-) -> Result<NewFile> {
+) -> Result<AddedFile> {
     let (mut files, written, compression) = finish_outputs(
         allocator,
         merlin,
@@ -362,7 +362,7 @@ impl DbInner {
             log_number: Some(next_log),
             ..Default::default()
         };
-        let description = match &file {
+        let description = match file.as_ref().map(|added| &added.file) {
             Some(file) => format!(
                 "flushed {} entries to {} ({} bytes, {:.2} bits/key) in {:.1} ms",
                 file.entries,

@@ -240,7 +240,7 @@ pub(crate) fn open(
         )?;
         info_log.log(format!(
             "recovered {} WAL records ({} entries) into table {}",
-            replay.records, file.entries, file.number
+            replay.records, file.file.entries, file.file.number
         ));
         edit.new_files.push(file);
     }

@@ -303,7 +303,7 @@ impl DbInner {
             run_id,
             std::mem::take(&mut pending.outputs),
         )?;
-        let entries: u64 = new_files.iter().map(|f| f.entries).sum();
+        let entries: u64 = new_files.iter().map(|added| added.file.entries).sum();
         if new_files.len() != 1 || entries != file.entries() {
             return Err(Error::InvalidArgument(format!(
                 "{}: wrote {} files with {entries} entries, expected one with {}",

@@ -13,7 +13,8 @@ use crate::coding::{put_fixed64, put_varint64};
 use crate::filter::bloom::BloomFilterBuilder;
 use crate::key::{encode_internal_key, ValueKind};
 use crate::table::format::{append_block, verify_block};
-use crate::version::edit::{DeletedFile, NewFile, MANIFEST_FORMAT_VERSION};
+use crate::version::edit::{AddedFile, DeletedFile, MANIFEST_FORMAT_VERSION};
+use crate::version::FileMetadata;
 use crate::version::MAX_LEVELS;
 
 /// Cases per proptest unless `PROPTEST_CASES` says otherwise: each case runs a decoder over a
@@ -197,20 +198,17 @@ fn encode_batch(ops: &[BatchOp], sequence: u64) -> Vec<u8> {
     batch.encode_with_sequence(sequence).to_vec()
 }
 
-fn new_file(level: usize, run_id: u64, number: u64, bits_per_key: f64) -> NewFile {
-    NewFile {
+fn new_file(level: usize, run_id: u64, number: u64, bits_per_key: f64) -> AddedFile {
+    AddedFile {
         level,
         run_id,
-        number,
-        file_bytes: 4096,
-        entries: 10,
-        smallest: encode_internal_key(b"a", 1, ValueKind::Value),
-        largest: encode_internal_key(b"z", 1, ValueKind::Value),
-        smallest_sequence: 1,
-        largest_sequence: 10,
-        bits_per_key,
-        filter_bytes: 64,
-        access: None,
+        file: Arc::new(
+            FileMetadata::new(number, b"a", b"z")
+                .with_file_bytes(4096)
+                .with_entries(10)
+                .with_sequences(1, 10)
+                .with_filter(bits_per_key, 64),
+        ),
     }
 }
 

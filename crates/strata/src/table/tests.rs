@@ -687,7 +687,7 @@ fn modules_are_cached_and_pinned_one_by_one() {
 /// fails to open fills nothing and is retried.
 #[test]
 fn held_readers_are_bounded_and_follow_their_metadata() {
-    use crate::version::tests::new_file;
+    use crate::version::tests::file_metadata;
     use crate::version::FileMetadata;
 
     let fixture = fixture(200, 10.0, 1 << 20);
@@ -700,9 +700,7 @@ fn held_readers_are_bounded_and_follow_their_metadata() {
         false,
     );
     // Three metadata entries for table 7, each with a slot of its own (as three files would be).
-    let files: Vec<FileMetadata> = (0..3)
-        .map(|_| FileMetadata::from_new_file(&new_file(1, 1, 7, "a", "z"), None))
-        .collect();
+    let files: Vec<FileMetadata> = (0..3).map(|_| file_metadata(7, "a", "z")).collect();
     let lookup = |file: &FileMetadata, i: u64| {
         tables
             .with_reader(file, false, |table| Ok(newest(table, &key(2 * i))))
@@ -730,7 +728,7 @@ fn held_readers_are_bounded_and_follow_their_metadata() {
     drop(shared);
     assert_eq!(tables.open_readers(), 0);
     // A file that does not open fills no slot and is tried again.
-    let file = FileMetadata::from_new_file(&new_file(1, 1, 7, "a", "z"), None);
+    let file = file_metadata(7, "a", "z");
     let path = fixture.path();
     let saved = std::fs::read(&path).expect("read");
     std::fs::write(&path, b"short").expect("damage");

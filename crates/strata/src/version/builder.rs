@@ -22,7 +22,7 @@ use crate::compaction::{CompactionJob, OutputRun};
 use crate::error::{Error, Result};
 use crate::key::{encode_internal_key, ValueKind, MAX_SEQUENCE};
 use crate::table::TableSlot;
-use crate::version::edit::{DeletedFile, VersionEdit};
+use crate::version::edit::{AddedFile, DeletedFile, VersionEdit};
 
 impl FileMetadata {
     /// A file `number` holding user keys `smallest_user_key..=largest_user_key`, with no entries,
@@ -40,11 +40,7 @@ impl FileMetadata {
             bits_per_key: 0.0,
             filter_bytes: 0,
             table: Arc::new(TableSlot::default()),
-            liveness: Arc::new(FileLiveness {
-                number,
-                sink: None,
-                access: Default::default(),
-            }),
+            liveness: FileLiveness::new(number, None),
         }
     }
 
@@ -210,7 +206,11 @@ impl VersionBuilder {
             self.error.get_or_insert(error);
             return self;
         }
-        self.edit.new_files.push(file.to_new_file(level, run_id));
+        self.edit.new_files.push(AddedFile {
+            level,
+            run_id,
+            file: Arc::new(file),
+        });
         self
     }
 

@@ -17,7 +17,11 @@
 //! Format version 2 added tag 8. Version 1 manifests (no policy state) still open; every manifest
 //! this build starts is version 2.
 
+use std::sync::Arc;
+
+use super::{FileLiveness, FileMetadata};
 use crate::coding::{put_fixed64, put_length_prefixed, put_varint64, Decoder};
+use crate::table::TableSlot;
 
 const TAG_LOG_NUMBER: u64 = 1;
 const TAG_NEXT_FILE_NUMBER: u64 = 2;
@@ -37,23 +41,14 @@ const OLDEST_MANIFEST_FORMAT_VERSION: u64 = 1;
 /// Longest policy-state owner name accepted in a manifest.
 const MAX_POLICY_OWNER_BYTES: usize = 256;
 
-/// What the manifest records about a table file.
+/// A table file an edit adds: the file's metadata and where it goes. The manifest's new-file
+/// record is this, field for field (see [`VersionEdit::encode`]); a file's access statistics
+/// travel in its metadata but are persisted separately (`db::access_file`).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct NewFile {
+pub(crate) struct AddedFile {
     pub(crate) level: usize,
     pub(crate) run_id: u64,
-    pub(crate) number: u64,
-    pub(crate) file_bytes: u64,
-    pub(crate) entries: u64,
-    pub(crate) smallest: Vec<u8>,
-    pub(crate) largest: Vec<u8>,
-    pub(crate) smallest_sequence: u64,
-    pub(crate) largest_sequence: u64,
-    pub(crate) bits_per_key: f64,
-    pub(crate) filter_bytes: u64,
-    /// The new file's access statistics (inherited at flush or compaction, SPEC §4). Not part of
-    /// the manifest record: statistics are persisted separately (`db::access_file`).
-    pub(crate) access: Option<super::AccessHandle>,
+    pub(crate) file: Arc<FileMetadata>,
 }
 
 /// State a policy keeps in the manifest so that it survives a restart (a compaction policy's
@@ -83,7 +78,7 @@ pub(crate) struct VersionEdit {
     pub(crate) next_file_number: Option<u64>,
     pub(crate) last_sequence: Option<u64>,
     pub(crate) next_run_id: Option<u64>,
-    pub(crate) new_files: Vec<NewFile>,
+    pub(crate) new_files: Vec<AddedFile>,
     pub(crate) deleted_files: Vec<DeletedFile>,
     /// Policy states set by this edit (later records of the same owner replace earlier ones).
     pub(crate) policy_states: Vec<PolicyState>,
@@ -109,10 +104,15 @@ impl VersionEdit {
             put_varint64(&mut out, file.run_id);
             put_varint64(&mut out, file.number);
         }
-        for file in &self.new_files {
+        for AddedFile {
+            level,
+            run_id,
+            file,
+        } in &self.new_files
+        {
             put_varint64(&mut out, TAG_NEW_FILE);
-            put_varint64(&mut out, file.level as u64);
-            put_varint64(&mut out, file.run_id);
+            put_varint64(&mut out, *level as u64);
+            put_varint64(&mut out, *run_id);
             put_varint64(&mut out, file.number);
             put_varint64(&mut out, file.file_bytes);
             put_varint64(&mut out, file.entries);
@@ -163,11 +163,12 @@ impl VersionEdit {
                     });
                 }
                 TAG_NEW_FILE => {
-                    let file = (|| {
-                        Some(NewFile {
-                            level: decoder.varint64()? as usize,
-                            run_id: decoder.varint64()?,
-                            number: decoder.varint64()?,
+                    let (level, run_id, file) = (|| {
+                        let level = decoder.varint64()? as usize;
+                        let run_id = decoder.varint64()?;
+                        let number = decoder.varint64()?;
+                        let file = FileMetadata {
+                            number,
                             file_bytes: decoder.varint64()?,
                             entries: decoder.varint64()?,
                             smallest: decoder.length_prefixed()?.to_vec(),
@@ -176,19 +177,24 @@ impl VersionEdit {
                             largest_sequence: decoder.varint64()?,
                             bits_per_key: f64::from_bits(decoder.fixed64()?),
                             filter_bytes: decoder.varint64()?,
-                            access: None,
-                        })
+                            table: Arc::new(TableSlot::default()),
+                            liveness: FileLiveness::new(number, None),
+                        };
+                        Some((level, run_id, file))
                     })()
                     .ok_or_else(|| truncated("new file"))?;
-                    if file.level >= crate::version::MAX_LEVELS {
+                    if level >= crate::version::MAX_LEVELS {
                         return Err(format!(
-                            "file {} is on level {}, beyond the {} levels Strata supports",
+                            "file {} is on level {level}, beyond the {} levels Strata supports",
                             file.number,
-                            file.level,
                             crate::version::MAX_LEVELS
                         ));
                     }
-                    edit.new_files.push(file);
+                    edit.new_files.push(AddedFile {
+                        level,
+                        run_id,
+                        file: Arc::new(file),
+                    });
                 }
                 TAG_POLICY_STATE => {
                     let owner = decoder
@@ -239,19 +245,16 @@ mod tests {
             next_file_number: Some(9),
             last_sequence: Some(1234),
             next_run_id: Some(3),
-            new_files: vec![NewFile {
+            new_files: vec![AddedFile {
                 level: 1,
                 run_id: 2,
-                number: 7,
-                file_bytes: 4096,
-                entries: 100,
-                smallest: b"a\0\0\0\0\0\0\0\x01".to_vec(),
-                largest: b"z\0\0\0\0\0\0\0\x01".to_vec(),
-                smallest_sequence: 1,
-                largest_sequence: 100,
-                bits_per_key: 2.75,
-                filter_bytes: 64,
-                access: None,
+                file: Arc::new(
+                    FileMetadata::new(7, b"a", b"z")
+                        .with_file_bytes(4096)
+                        .with_entries(100)
+                        .with_sequences(1, 100)
+                        .with_filter(2.75, 64),
+                ),
             }],
             deleted_files: vec![DeletedFile {
                 level: 0,

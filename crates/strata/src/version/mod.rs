@@ -24,10 +24,11 @@ use parking_lot::Mutex;
 
 use crate::key::{compare_internal_keys, user_key};
 use crate::stats::merlin::{AccessEstimate, FileAccess, Merlin};
+use crate::table::properties::TableProperties;
 use crate::table::TableSlot;
 pub use builder::VersionBuilder;
 pub use edit::PolicyState;
-pub(crate) use edit::{DeletedFile, NewFile, VersionEdit};
+pub(crate) use edit::{AddedFile, DeletedFile, VersionEdit};
 
 /// The deepest level Strata addresses (level 0 plus 15 disk levels).
 pub const MAX_LEVELS: usize = 16;
@@ -44,7 +45,15 @@ impl ObsoleteFiles {
     }
 }
 
-/// A table file as the tree sees it.
+/// A table file as the engine knows it: the one shape of a file's metadata, shared by the
+/// versions (the tree), the version edits that add files (logged in the manifest, `edit.rs`) and
+/// the table builder's result (`FileMetadata::from_properties`). Where a file sits (level, run)
+/// is not part of it: that is the tree's business, so a trivial move re-places the same
+/// `Arc<FileMetadata>` instead of copying it.
+///
+/// A file's properties block (`table::properties`) records a few facts only the table reader
+/// needs (its data-block count, filter modules, and the level and run it was first written to);
+/// everything else it holds is this type's.
 pub struct FileMetadata {
     pub(crate) number: u64,
     pub(crate) file_bytes: u64,
@@ -60,8 +69,8 @@ pub struct FileMetadata {
     /// by every `FileMetadata` of this file; declared first so that the reader (and its file
     /// descriptor) is dropped before `liveness` reports the file obsolete and it is deleted.
     table: Arc<TableSlot>,
-    /// Shared by every `FileMetadata` of this file (a trivial move creates a second one on the
-    /// new level): the file is obsolete only when the last of them is gone.
+    /// Shared by every `FileMetadata` of this file (an edit that re-adds a removed file with
+    /// changed facts makes a second one): the file is obsolete only when the last is gone.
     liveness: Arc<FileLiveness>,
 }
 
@@ -69,7 +78,9 @@ pub struct FileMetadata {
 /// holds the file's access statistics (SPEC §4), which follow the file through trivial moves.
 struct FileLiveness {
     number: u64,
-    sink: Option<Arc<ObsoleteFiles>>,
+    /// Set when the file joins a version the engine installs (`Version::apply` with a sink):
+    /// a file whose edit never applied is not reported, the next open's cleanup finds it.
+    sink: OnceLock<Arc<ObsoleteFiles>>,
     access: OnceLock<AccessHandle>,
 }
 
@@ -102,9 +113,19 @@ impl PartialEq for AccessHandle {
     }
 }
 
+impl FileLiveness {
+    fn new(number: u64, access: Option<AccessHandle>) -> Arc<Self> {
+        Arc::new(FileLiveness {
+            number,
+            sink: OnceLock::new(),
+            access: access.map(OnceLock::from).unwrap_or_default(),
+        })
+    }
+}
+
 impl Drop for FileLiveness {
     fn drop(&mut self) {
-        if let Some(sink) = &self.sink {
+        if let Some(sink) = self.sink.get() {
             sink.numbers.lock().push(self.number);
         }
     }
@@ -121,17 +142,62 @@ impl std::fmt::Debug for FileMetadata {
     }
 }
 
+/// Two `FileMetadata` are equal when they describe the same file with the same facts (their
+/// open readers and access statistics are not compared).
+impl PartialEq for FileMetadata {
+    fn eq(&self, other: &Self) -> bool {
+        self.number == other.number
+            && self.file_bytes == other.file_bytes
+            && self.entries == other.entries
+            && self.smallest == other.smallest
+            && self.largest == other.largest
+            && self.smallest_sequence == other.smallest_sequence
+            && self.largest_sequence == other.largest_sequence
+            && self.bits_per_key.to_bits() == other.bits_per_key.to_bits()
+            && self.filter_bytes == other.filter_bytes
+    }
+}
+
 impl FileMetadata {
-    pub(crate) fn from_new_file(file: &NewFile, sink: Option<Arc<ObsoleteFiles>>) -> Self {
-        Self::with_shared(
-            file,
-            Arc::new(TableSlot::default()),
-            Arc::new(FileLiveness {
-                number: file.number,
-                sink,
-                access: file.access.clone().map(OnceLock::from).unwrap_or_default(),
-            }),
-        )
+    /// The metadata of file `number`, `file_bytes` long, from the properties its table builder
+    /// wrote (or a reader read back), with the access statistics it starts with.
+    pub(crate) fn from_properties(
+        number: u64,
+        file_bytes: u64,
+        properties: &TableProperties,
+        access: Option<AccessHandle>,
+    ) -> Self {
+        FileMetadata {
+            number,
+            file_bytes,
+            entries: properties.entries,
+            smallest: properties.smallest.clone(),
+            largest: properties.largest.clone(),
+            smallest_sequence: properties.smallest_sequence,
+            largest_sequence: properties.largest_sequence,
+            bits_per_key: properties.bits_per_key,
+            filter_bytes: properties.filter_bytes,
+            table: Arc::new(TableSlot::default()),
+            liveness: FileLiveness::new(number, access),
+        }
+    }
+
+    /// The same facts as `facts`, sharing `self`'s open reader and liveness: `facts` re-adds
+    /// the file `self` describes.
+    fn with_facts_of(&self, facts: &FileMetadata) -> Self {
+        FileMetadata {
+            number: facts.number,
+            file_bytes: facts.file_bytes,
+            entries: facts.entries,
+            smallest: facts.smallest.clone(),
+            largest: facts.largest.clone(),
+            smallest_sequence: facts.smallest_sequence,
+            largest_sequence: facts.largest_sequence,
+            bits_per_key: facts.bits_per_key,
+            filter_bytes: facts.filter_bytes,
+            table: Arc::clone(&self.table),
+            liveness: Arc::clone(&self.liveness),
+        }
     }
 
     /// Attaches access statistics to a file that has none (files recovered from the manifest).
@@ -162,39 +228,6 @@ impl FileMetadata {
     /// The slot that holds the file's open reader.
     pub(crate) fn table_slot(&self) -> &Arc<TableSlot> {
         &self.table
-    }
-
-    fn with_shared(file: &NewFile, table: Arc<TableSlot>, liveness: Arc<FileLiveness>) -> Self {
-        FileMetadata {
-            number: file.number,
-            file_bytes: file.file_bytes,
-            entries: file.entries,
-            smallest: file.smallest.clone(),
-            largest: file.largest.clone(),
-            smallest_sequence: file.smallest_sequence,
-            largest_sequence: file.largest_sequence,
-            bits_per_key: file.bits_per_key,
-            filter_bytes: file.filter_bytes,
-            table,
-            liveness,
-        }
-    }
-
-    pub(crate) fn to_new_file(&self, level: usize, run_id: u64) -> NewFile {
-        NewFile {
-            level,
-            run_id,
-            number: self.number,
-            file_bytes: self.file_bytes,
-            entries: self.entries,
-            smallest: self.smallest.clone(),
-            largest: self.largest.clone(),
-            smallest_sequence: self.smallest_sequence,
-            largest_sequence: self.largest_sequence,
-            bits_per_key: self.bits_per_key,
-            filter_bytes: self.filter_bytes,
-            access: self.access().cloned(),
-        }
     }
 
     /// The file number (its name is `{number:06}.sst`).
@@ -484,7 +517,7 @@ impl Version {
     ) -> Result<Version, String> {
         let mut next = self.clone();
         // Files deleted and re-added by the same edit (a trivial move) keep their liveness and
-        // their open reader.
+        // their open reader: the removed `Arc` itself goes to the new place.
         let mut removed: Vec<Arc<FileMetadata>> = Vec::new();
         for deleted in &edit.deleted_files {
             let level = next
@@ -517,38 +550,37 @@ impl Version {
             }
             level.runs.retain(|r| !r.files.is_empty());
         }
-        for file in &edit.new_files {
+        let mut added = Vec::with_capacity(edit.new_files.len());
+        for new in &edit.new_files {
             let level = next
                 .levels
-                .get_mut(file.level)
-                .ok_or_else(|| format!("new file on level {} out of range", file.level))?;
-            let metadata = Arc::new(match removed.iter().find(|old| old.number == file.number) {
-                Some(old) => FileMetadata::with_shared(
-                    file,
-                    Arc::clone(&old.table),
-                    Arc::clone(&old.liveness),
-                ),
-                None => FileMetadata::from_new_file(file, sink.cloned()),
-            });
-            match level.runs.iter_mut().find(|r| r.id == file.run_id) {
+                .get_mut(new.level)
+                .ok_or_else(|| format!("new file on level {} out of range", new.level))?;
+            let metadata = match removed.iter().find(|old| old.number == new.file.number) {
+                Some(old) if **old == *new.file => Arc::clone(old),
+                Some(old) => Arc::new(old.with_facts_of(&new.file)),
+                None => Arc::clone(&new.file),
+            };
+            match level.runs.iter_mut().find(|r| r.id == new.run_id) {
                 Some(run) => {
                     let index = run.files.partition_point(|f| {
                         compare_internal_keys(&f.smallest, &metadata.smallest) == Ordering::Less
                     });
-                    run.files.insert(index, metadata);
+                    run.files.insert(index, Arc::clone(&metadata));
                 }
                 None => {
-                    let index = level.runs.partition_point(|r| r.id > file.run_id);
+                    let index = level.runs.partition_point(|r| r.id > new.run_id);
                     level.runs.insert(
                         index,
                         Run {
-                            id: file.run_id,
-                            files: vec![metadata],
+                            id: new.run_id,
+                            files: vec![Arc::clone(&metadata)],
                             key_index: OnceLock::new(),
                         },
                     );
                 }
             }
+            added.push(metadata);
         }
         for state in &edit.policy_states {
             next.policy_states
@@ -563,6 +595,12 @@ impl Version {
             run.key_index = OnceLock::new();
         }
         next.check_runs_are_sorted()?;
+        // Only now, with the edit known to fit, do the new files report their obsolescence.
+        if let Some(sink) = sink {
+            for file in added {
+                let _ = file.liveness.sink.set(Arc::clone(sink));
+            }
+        }
         Ok(next)
     }
 
@@ -586,23 +624,37 @@ impl Version {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::key::{encode_internal_key, ValueKind};
 
-    pub(crate) fn new_file(level: usize, run_id: u64, number: u64, lo: &str, hi: &str) -> NewFile {
-        NewFile {
+    /// File `number` with user keys `lo..=hi` (sequence 1, 10 entries, 1,000 bytes, a 10
+    /// bits-per-key filter of 16 bytes), added to run `run_id` of `level`.
+    pub(crate) fn new_file(
+        level: usize,
+        run_id: u64,
+        number: u64,
+        lo: &str,
+        hi: &str,
+    ) -> AddedFile {
+        AddedFile {
             level,
             run_id,
-            number,
-            file_bytes: 1000,
-            entries: 10,
-            smallest: encode_internal_key(lo.as_bytes(), 1, ValueKind::Value),
-            largest: encode_internal_key(hi.as_bytes(), 1, ValueKind::Value),
-            smallest_sequence: 1,
-            largest_sequence: 1,
-            bits_per_key: 10.0,
-            filter_bytes: 16,
-            access: None,
+            file: Arc::new(file_metadata(number, lo, hi)),
         }
+    }
+
+    impl AddedFile {
+        /// The added file's metadata, to change before the edit is applied.
+        pub(crate) fn file_mut(&mut self) -> &mut FileMetadata {
+            Arc::get_mut(&mut self.file).expect("a test file not yet shared")
+        }
+    }
+
+    /// The metadata [`new_file`] adds.
+    pub(crate) fn file_metadata(number: u64, lo: &str, hi: &str) -> FileMetadata {
+        FileMetadata::new(number, lo.as_bytes(), hi.as_bytes())
+            .with_entries(10)
+            .with_file_bytes(1000)
+            .with_sequences(1, 1)
+            .with_filter(10.0, 16)
     }
 
     /// The word after a shared prefix orders keys as bytewise comparison does whenever the
@@ -808,6 +860,8 @@ pub(crate) mod tests {
             ..Default::default()
         };
         let v3 = v2.apply(&removal, Some(&sink)).expect("remove");
+        // An edit holds the files it adds, as a version does.
+        drop((add, moved));
         drop(v2);
         assert!(
             sink.take().is_empty(),
@@ -816,6 +870,72 @@ pub(crate) mod tests {
         drop(v1);
         assert_eq!(sink.take(), vec![7]);
         drop(v3);
+    }
+
+    /// A trivial move re-places the removed file's own `Arc` (same reader slot, same
+    /// statistics); a re-add with other facts gets them, still sharing the file's liveness.
+    #[test]
+    fn a_re_added_file_keeps_its_reader_and_liveness_and_takes_new_facts() {
+        let sink = Arc::new(ObsoleteFiles::default());
+        let v1 = Version::default()
+            .apply(
+                &VersionEdit {
+                    new_files: vec![new_file(1, 1, 7, "a", "b")],
+                    ..Default::default()
+                },
+                Some(&sink),
+            )
+            .expect("apply");
+        let original = Arc::clone(&v1.levels[1].runs[0].files[0]);
+        let removal = DeletedFile {
+            level: 1,
+            run_id: 1,
+            number: 7,
+        };
+        let moved = v1
+            .apply(
+                &VersionEdit {
+                    deleted_files: vec![removal],
+                    new_files: vec![new_file(2, 2, 7, "a", "b")],
+                    ..Default::default()
+                },
+                Some(&sink),
+            )
+            .expect("move");
+        assert!(Arc::ptr_eq(&moved.levels[2].runs[0].files[0], &original));
+        let mut changed = new_file(1, 1, 7, "a", "b");
+        changed.file_mut().bits_per_key = 3.0;
+        let rewritten = v1
+            .apply(
+                &VersionEdit {
+                    deleted_files: vec![removal],
+                    new_files: vec![changed],
+                    ..Default::default()
+                },
+                Some(&sink),
+            )
+            .expect("re-add");
+        let file = &rewritten.levels[1].runs[0].files[0];
+        assert_eq!(file.bits_per_key(), 3.0);
+        assert!(Arc::ptr_eq(file.table_slot(), original.table_slot()));
+        drop((v1, moved, original));
+        assert!(sink.take().is_empty(), "the re-added file is still live");
+        drop(rewritten);
+        assert_eq!(sink.take(), vec![7]);
+    }
+
+    /// The files of an edit that does not apply never report themselves obsolete: no version
+    /// ever held them, so the engine must not delete them on their account.
+    #[test]
+    fn files_of_an_edit_that_does_not_apply_are_not_reported() {
+        let sink = Arc::new(ObsoleteFiles::default());
+        let overlapping = VersionEdit {
+            new_files: vec![new_file(1, 1, 1, "a", "m"), new_file(1, 1, 2, "k", "z")],
+            ..Default::default()
+        };
+        assert!(Version::default().apply(&overlapping, Some(&sink)).is_err());
+        drop(overlapping);
+        assert!(sink.take().is_empty());
     }
 
     #[test]
@@ -835,6 +955,7 @@ pub(crate) mod tests {
             ..Default::default()
         };
         let version = Version::default().apply(&edit, Some(&sink)).expect("apply");
+        drop(edit);
         let removal = VersionEdit {
             deleted_files: vec![DeletedFile {
                 level: 0,

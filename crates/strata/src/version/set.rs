@@ -16,7 +16,7 @@ use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
 use super::edit::MANIFEST_FORMAT_VERSION;
-use super::{ObsoleteFiles, Version, VersionEdit};
+use super::{AddedFile, ObsoleteFiles, Version, VersionEdit};
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::wal::{read_log, LogDamageKind, LogWriter};
@@ -142,7 +142,11 @@ impl VersionSet {
         self.fill_counters(&mut snapshot);
         let version = self.current();
         for (level, run_id, file) in version.files() {
-            snapshot.new_files.push(file.to_new_file(level, run_id));
+            snapshot.new_files.push(AddedFile {
+                level,
+                run_id,
+                file: Arc::clone(file),
+            });
         }
         snapshot.policy_states.extend(version.policy_states());
         log.add_record(&snapshot.encode())?;
@@ -434,7 +438,7 @@ mod tests {
         // The reopened manifest holds exactly what was acknowledged.
         let set = VersionSet::open(dir.path(), fs, true, 0).expect("reopen");
         let numbers: Vec<u64> = set.current().files().map(|(_, _, f)| f.number()).collect();
-        assert_eq!(numbers, vec![acked.number]);
+        assert_eq!(numbers, vec![acked.file.number]);
     }
 
     #[test]
