@@ -103,6 +103,9 @@ fn parse_pairs(flag: &str, text: &str, names: &[&str]) -> CliResult<Vec<Option<f
 #[derive(Debug, Serialize)]
 struct DesignJson {
     policy: &'static str,
+    /// Garnering's `c` (absent for the other policies).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    garnering_c: Option<f64>,
     size_ratio: f64,
     levels: usize,
     buffer_bytes: f64,
@@ -123,23 +126,28 @@ struct PredictedJson {
     throughput_ops: f64,
 }
 
-fn policy_name(policy: MergePolicy) -> &'static str {
+/// `garnering(c=0.8)` for Garnering, the registry name otherwise.
+fn policy_label(policy: MergePolicy) -> String {
     match policy {
-        MergePolicy::Leveling => "leveling",
-        MergePolicy::Tiering => "tiering",
+        MergePolicy::Garnering { scaling_factor } => format!("garnering(c={scaling_factor})"),
+        _ => policy.name().to_string(),
     }
 }
 
 fn to_json(design: &Design, entries: f64) -> DesignJson {
     let p = design.predicted;
     DesignJson {
-        policy: policy_name(design.policy),
+        policy: design.policy.name(),
+        garnering_c: match design.policy {
+            MergePolicy::Garnering { scaling_factor } => Some(scaling_factor),
+            _ => None,
+        },
         size_ratio: design.size_ratio,
         levels: design.levels,
         buffer_bytes: design.buffer_bits / 8.0,
         filter_bits_per_key: design.filter_bits / entries,
         filter_allocation: "monkey",
-        model: "monkey closed form (SPEC §7)",
+        model: design.policy.model(),
         predicted: PredictedJson {
             zero_result_lookup_io: p.zero_result_lookup_io,
             existing_lookup_io: p.existing_lookup_io,
@@ -321,20 +329,35 @@ fn parse_device(text: &str) -> CliResult<Device> {
     })
 }
 
-/// The recommended design as an options file: the merge policy and size ratio, the write
-/// buffer, and Monkey's filters at the design's bits per key with the tree it predicts.
+/// The size ratio the engine builds `design` with: tiering and lazy leveling hold whole runs per
+/// level, so their `T` is rounded to the nearest whole number (at least 2); leveling and
+/// Garnering take a real `T`.
+fn engine_size_ratio(design: &Design) -> f64 {
+    match design.policy {
+        MergePolicy::Tiering | MergePolicy::LazyLeveling => design.size_ratio.round().max(2.0),
+        _ => design.size_ratio,
+    }
+}
+
+/// The recommended design as an options file: the merge policy and size ratio (see
+/// [`engine_size_ratio`]), the write buffer, and Monkey's filters at the design's bits per key
+/// with the tree it predicts.
 fn options_file(design: &Design, problem: &TuningProblem) -> OptionsFile {
-    let policy = match design.policy {
-        MergePolicy::Leveling => CompactionKind::Leveling,
-        MergePolicy::Tiering => CompactionKind::Tiering,
+    let (policy, garnering_c) = match design.policy {
+        MergePolicy::Leveling => (CompactionKind::Leveling, None),
+        MergePolicy::Tiering => (CompactionKind::Tiering, None),
+        MergePolicy::LazyLeveling => (CompactionKind::LazyLeveling, None),
+        MergePolicy::Garnering { scaling_factor } => {
+            (CompactionKind::Garnering, Some(scaling_factor))
+        }
     };
     let buffer_bytes = (design.buffer_bits / 8.0).max(1.0);
     OptionsFile {
         write_buffer_bytes: Some(buffer_bytes.round() as usize),
         compaction: Some(CompactionSection {
             policy,
-            size_ratio: Some(design.size_ratio),
-            garnering_c: None,
+            size_ratio: Some(engine_size_ratio(design)),
+            garnering_c,
         }),
         filters: Some(FilterSection {
             allocator: FilterAllocatorKind::Monkey,
@@ -388,15 +411,25 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
             path.display()
         )
         .map_err(write_error)?;
+        let written = engine_size_ratio(&tuning.recommended);
+        if written != tuning.recommended.size_ratio {
+            writeln!(
+                out,
+                "its size ratio {:.2} is written as {written}: the engine's {} holds whole runs per level",
+                tuning.recommended.size_ratio,
+                tuning.recommended.policy.name()
+            )
+            .map_err(write_error)?;
+        }
     }
     writeln!(
         out,
-        "model: Monkey's closed forms (SPEC §7), filters allocated by Monkey; leveling and tiering only"
+        "filters allocated by Monkey; model: Monkey's closed forms (SPEC §7) for leveling and tiering, Strata's per-run model (SPEC §7, `strata::model::per_run`) for lazy leveling and Garnering"
     )
     .map_err(write_error)?;
     writeln!(
         out,
-        "{:<4} {:<9} {:>8} {:>6} {:>12} {:>9} {:>8} {:>8} {:>8} {:>8} {:>12}",
+        "{:<4} {:<18} {:>8} {:>6} {:>12} {:>9} {:>8} {:>8} {:>8} {:>8} {:>12}",
         "rank",
         "policy",
         "T",
@@ -414,9 +447,9 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
         let p = design.predicted;
         writeln!(
             out,
-            "{:<4} {:<9} {:>8.2} {:>6} {:>12.2} {:>9.2} {:>8.4} {:>8.4} {:>8.4} {:>8.2} {:>12.0}",
+            "{:<4} {:<18} {:>8.2} {:>6} {:>12.2} {:>9.2} {:>8.4} {:>8.4} {:>8.4} {:>8.2} {:>12.0}",
             rank + 1,
-            policy_name(design.policy),
+            policy_label(design.policy),
             design.size_ratio,
             design.levels,
             design.buffer_bits / 8.0 / 1048576.0,
@@ -490,7 +523,24 @@ mod tests {
             );
         }
         assert_eq!(&value["candidates"][0], recommended);
-        assert_eq!(recommended["policy"], "leveling");
+        // The balanced default mix: lazy leveling (Strata's per-run model) is predicted best.
+        assert_eq!(recommended["policy"], "lazy-leveling");
+        assert_eq!(recommended["model"], "strata per-run model (SPEC §7)");
+        let candidates = value["candidates"].as_array().expect("candidates");
+        let leveling = candidates
+            .iter()
+            .find(|c| c["policy"] == "leveling")
+            .expect("leveling is a candidate");
+        assert_eq!(leveling["model"], "monkey closed form (SPEC §7)");
+        assert!(leveling.get("garnering_c").is_none());
+        let garnering: Vec<f64> = candidates
+            .iter()
+            .filter(|c| c["policy"] == "garnering")
+            .filter_map(|c| c["garnering_c"].as_f64())
+            .collect();
+        for c in [0.4, 0.6, 0.8, 1.0] {
+            assert!(garnering.contains(&c), "Garnering at c = {c}");
+        }
     }
 
     #[test]
@@ -509,7 +559,13 @@ mod tests {
         let text = String::from_utf8(out).expect("UTF-8");
         let rows = text
             .lines()
-            .filter(|l| matches!(l.split_whitespace().nth(1), Some("leveling" | "tiering")))
+            .filter(|l| {
+                l.split_whitespace().nth(1).is_some_and(|policy| {
+                    ["leveling", "tiering", "lazy-leveling", "garnering(c="]
+                        .iter()
+                        .any(|name| policy.starts_with(name))
+                })
+            })
             .count();
         assert_eq!(rows, 3, "{text}");
     }
@@ -607,5 +663,24 @@ mod tests {
         );
         let flags = crate::bench::options_file::flags(&file).expect("the bench can run it");
         assert!(flags.iter().any(|f| f == "--compaction"));
+        // A write-heavy mix recommends tiering, whose real T is written as a whole number.
+        run(
+            &args(&[
+                "--workload",
+                "lookups=0.02,updates=0.98",
+                "--options-out",
+                path_text,
+            ]),
+            &mut out,
+        )
+        .expect("tune");
+        let file = OptionsFile::read(&path).expect("written");
+        let compaction = file.compaction.as_ref().expect("a policy");
+        assert_eq!(compaction.policy, CompactionKind::Tiering);
+        let t = compaction.size_ratio.expect("T");
+        assert_eq!(t, t.round());
+        strata::Options::from_file(&path).expect("a valid design");
+        let text = String::from_utf8(out).expect("UTF-8");
+        assert!(text.contains("holds whole runs per level"), "{text}");
     }
 }

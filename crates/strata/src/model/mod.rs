@@ -9,22 +9,58 @@
 //! in I/Os (page reads; a write counts `phi`).
 //!
 //! The closed forms are Monkey's, for leveling and tiering. Lazy leveling and Garnering have none
-//! in the papers; Strata's models for them (SPEC §7, last paragraph) are built on the per-run form
-//! ([`zero_result_cost_exact`] and the allocation solver) once those policies exist.
+//! in the papers; for them every function here uses Strata's own per-run model ([`per_run`],
+//! SPEC §7, last paragraph): the policy's idealised tree as sorted runs, costed with the §2
+//! allocation solver. [`MergePolicy::model`] names which model a policy's figures come from.
 
+pub mod per_run;
 pub mod tree;
 pub mod tuner;
 
 use crate::alloc::solver::DEFAULT_FPR_CONSTANT as LN2_SQUARED;
 use crate::error::{Error, Result};
 
-/// The merge policies with Monkey closed forms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The merge policies the models cover.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum MergePolicy {
-    /// One run per level.
+    /// One run per level (Monkey's closed forms).
     Leveling,
-    /// Up to `T - 1` runs per level.
+    /// Up to `T - 1` runs per level (Monkey's closed forms).
     Tiering,
+    /// Dostoevsky's lazy leveling: tiered levels above a leveled last level (Strata's per-run
+    /// model).
+    LazyLeveling,
+    /// Autumn's Garnering with scaling factor `c` in `(0, 1]` (Strata's per-run model).
+    Garnering {
+        /// `c`: level ratios grow by `1/c` per level toward the top.
+        scaling_factor: f64,
+    },
+}
+
+impl MergePolicy {
+    /// The policy's name as the registry spells it (`strata::policy::CompactionKind`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            MergePolicy::Leveling => "leveling",
+            MergePolicy::Tiering => "tiering",
+            MergePolicy::LazyLeveling => "lazy-leveling",
+            MergePolicy::Garnering { .. } => "garnering",
+        }
+    }
+
+    /// Which model the figures of this policy come from.
+    pub fn model(&self) -> &'static str {
+        match self {
+            MergePolicy::Leveling | MergePolicy::Tiering => "monkey closed form (SPEC §7)",
+            MergePolicy::LazyLeveling | MergePolicy::Garnering { .. } => {
+                "strata per-run model (SPEC §7)"
+            }
+        }
+    }
+
+    fn has_closed_form(&self) -> bool {
+        matches!(self, MergePolicy::Leveling | MergePolicy::Tiering)
+    }
 }
 
 /// The idealised shape of a tree of `N` entries (SPEC §7, "Shape").
@@ -130,19 +166,23 @@ pub fn zero_result_cost(
     levels: usize,
 ) -> Result<f64> {
     check("entries", entries, entries > 0.0, "finite and > 0")?;
+    if !policy.has_closed_form() {
+        let tree = per_run::run_tree(policy, entries, size_ratio, levels)?;
+        return Ok(per_run::zero_result_cost(&tree, filter_bits)?.0);
+    }
     let t = size_ratio;
     let unfiltered = unfiltered_levels(filter_bits, entries, t, levels)?;
     let runs_per_level = match policy {
-        MergePolicy::Leveling => 1.0,
         MergePolicy::Tiering => t - 1.0,
+        _ => 1.0,
     };
     let unfiltered_cost = unfiltered as f64 * runs_per_level;
     if unfiltered == levels {
         return Ok(unfiltered_cost);
     }
     let coefficient = match policy {
-        MergePolicy::Leveling => t.powf(t / (t - 1.0)) / (t - 1.0),
         MergePolicy::Tiering => t.powf(t / (t - 1.0)),
+        _ => t.powf(t / (t - 1.0)) / (t - 1.0),
     };
     let filtered =
         coefficient * (-filter_bits / entries * LN2_SQUARED * t.powi(unfiltered as i32)).exp();
@@ -190,10 +230,7 @@ pub fn zero_result_cost_uniform(
         "finite and >= 0",
     )?;
     check_size_ratio(size_ratio)?;
-    let runs = match policy {
-        MergePolicy::Leveling => levels as f64,
-        MergePolicy::Tiering => levels as f64 * (size_ratio - 1.0),
-    };
+    let runs = per_run::run_tree(policy, entries, size_ratio, levels)?.runs();
     Ok(runs * (-filter_bits / entries * LN2_SQUARED).exp())
 }
 
@@ -210,20 +247,25 @@ pub fn last_level_fpr(
     levels: usize,
 ) -> Result<f64> {
     let t = size_ratio;
+    if !policy.has_closed_form() {
+        let tree = per_run::run_tree(policy, entries, t, levels)?;
+        return Ok(per_run::zero_result_cost(&tree, filter_bits)?.1);
+    }
     if unfiltered_levels(filter_bits, entries, t, levels)? > 0 {
         return Ok(1.0);
     }
     let r = zero_result_cost(policy, filter_bits, entries, t, levels)?;
     Ok(match policy {
-        MergePolicy::Leveling => r * (t - 1.0) / t,
         MergePolicy::Tiering => r / t,
+        _ => r * (t - 1.0) / t,
     }
     .min(1.0))
 }
 
 /// Non-zero-result point lookup cost [Monkey eq. 9, §4.4]: `V = R - p_L + 1` (leveling, the key
 /// on the last level: the worst case), `V = 1 + R - p_L * T/2` (tiering, on average half the last
-/// level's runs are probed before the one holding the key).
+/// level's runs are probed before the one holding the key). Lazy leveling and Garnering have a
+/// leveled last level: leveling's form.
 pub fn existing_lookup_cost(
     policy: MergePolicy,
     zero_result_cost: f64,
@@ -231,8 +273,8 @@ pub fn existing_lookup_cost(
     size_ratio: f64,
 ) -> f64 {
     match policy {
-        MergePolicy::Leveling => zero_result_cost - last_level_fpr + 1.0,
         MergePolicy::Tiering => 1.0 + zero_result_cost - last_level_fpr * size_ratio / 2.0,
+        _ => zero_result_cost - last_level_fpr + 1.0,
     }
 }
 
@@ -252,7 +294,8 @@ pub fn mixed_lookup_cost(
 
 /// Update cost [Monkey eq. 10]: `W = L/B * (T-1)/2 * (1+phi)` (leveling: each entry is rewritten
 /// `(T-1)/2` times per level on average), `L/B * (T-1)/T * (1+phi)` (tiering: about once per
-/// level).
+/// level). Lazy leveling: `((L-1)(T-1)/T + (T-1)/2) / B * (1+phi)`; Garnering:
+/// `sum_i (r_i - 1)/2 / B * (1+phi)` with `r_i = T / c^(L-i)` ([`per_run`]).
 pub fn update_cost(
     policy: MergePolicy,
     levels: usize,
@@ -269,11 +312,21 @@ pub fn update_cost(
     match policy {
         MergePolicy::Leveling => l / b * (t - 1.0) / 2.0 * (1.0 + phi),
         MergePolicy::Tiering => l / b * (t - 1.0) / t * (1.0 + phi),
+        MergePolicy::LazyLeveling => {
+            ((l - 1.0).max(0.0) * (t - 1.0) / t + (t - 1.0) / 2.0) / b * (1.0 + phi)
+        }
+        MergePolicy::Garnering { scaling_factor } => {
+            let merges: f64 = (1..=levels.max(1))
+                .map(|i| (t / scaling_factor.powi((levels.max(1) - i) as i32) - 1.0) / 2.0)
+                .sum();
+            merges / b * (1.0 + phi)
+        }
     }
 }
 
 /// Range lookup cost [Monkey eq. 11]: `Q = s*N/B + L` (leveling, one seek per run),
-/// `s*N/B + L*(T-1)` (tiering).
+/// `s*N/B + L*(T-1)` (tiering), `s*N/B + (L-1)(T-1) + 1` (lazy leveling), `s*N/B + L`
+/// (Garnering).
 pub fn range_cost(
     policy: MergePolicy,
     selectivity: f64,
@@ -282,9 +335,11 @@ pub fn range_cost(
     levels: usize,
     size_ratio: f64,
 ) -> f64 {
+    let l = levels as f64;
     let runs = match policy {
-        MergePolicy::Leveling => levels as f64,
-        MergePolicy::Tiering => levels as f64 * (size_ratio - 1.0),
+        MergePolicy::Leveling | MergePolicy::Garnering { .. } => l,
+        MergePolicy::Tiering => l * (size_ratio - 1.0),
+        MergePolicy::LazyLeveling => (l - 1.0).max(0.0) * (size_ratio - 1.0) + 1.0,
     };
     selectivity * entries / entries_per_page.max(1.0) + runs
 }
