@@ -4,18 +4,18 @@
 # scans (seekrandom: a seek and 10 nexts) run against a block cache of 5% of the data, with
 # buffered and with direct reads. Small level base: 2 MiB write buffers and files, so level 1 holds
 # 2 MiB x T (the authors' script: T = 3, a 10 MB base). For each T in SIZE_RATIOS, leveling, lazy
-# leveling, tiering and Garnering (c = 0.8) run alternately in one invocation (medians of RUNS),
-# then Garnering with each other c in C_VALUES. The harness prints the tree (levels, runs) beside
-# every read figure, and the load's write amplification.
+# leveling, tiering and Garnering at every c in C_VALUES run alternately in one invocation
+# (medians of RUNS). The harness prints the tree (levels, runs) beside every read figure, and the
+# load's write amplification.
 #
 #   scripts/autumn.sh [RUNS] [SIZE_RATIOS] [C_VALUES] [IO]
-#   defaults:          3      "2 3"         "0.4 0.6 1.0" "buffered direct"
+#   defaults:          3      "2 3"         "0.4 0.6 0.8 1.0" "buffered direct"
 #
 # Strata only (no peer has Garnering or lazy leveling). Set CARGO_TARGET_DIR to reuse a build.
 set -euo pipefail
 runs=${1:-3}
 ratios=${2:-"2 3"}
-cs=${3:-"0.4 0.6 1.0"}
+cs=${3:-"0.4 0.6 0.8 1.0"}
 ios=${4:-"buffered direct"}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp -d)
@@ -26,26 +26,19 @@ common=(--workloads load,readrandom,seekrandom --num 2000000 --reads 200000 --ke
         --bits-per-key 10 --settle --engines strata --runs "$runs")
 # The tree each run read from (printed by --settle before the first read phase).
 shapes() {
-  grep -E "^[a-z/-]+ \(run [0-9]+/[0-9]+\)|^tree strata before readrandom" "$1" |
+  grep -E "^[^ ]+ \(run [0-9]+/[0-9]+\)|^tree strata before readrandom" "$1" |
     sed -E 's/ bench: db .*//; s/^tree strata before readrandom: /    tree: /'
 }
 for t in $ratios; do
   for io in $ios; do
     flags=()
     [ "$io" = direct ] && flags=(--direct-reads)
-    echo "== T = $t, $io reads: leveling vs lazy leveling, tiering, Garnering c = 0.8"
+    echo "== T = $t, $io reads: leveling, lazy leveling, tiering and Garnering at c = $cs, alternating"
     "$strata" bench "${common[@]}" "${flags[@]}" --size-ratio "$t" --compare \
-      --compaction leveling,lazy-leveling,tiering,garnering --garnering-c 0.8 \
+      --compaction leveling,lazy-leveling,tiering,garnering --garnering-c "${cs// /,}" \
       --json "$out/T$t-$io.json" > "$out/T$t-$io.txt"
     sed -n '/^medians/,$p' "$out/T$t-$io.txt"
     shapes "$out/T$t-$io.txt"
-    for c in $cs; do
-      echo "== T = $t, $io reads: Garnering c = $c"
-      "$strata" bench "${common[@]}" "${flags[@]}" --size-ratio "$t" --compaction garnering \
-        --garnering-c "$c" --json "$out/T$t-$io-c$c.json" > "$out/T$t-$io-c$c.txt"
-      sed -n '/^medians/,$p' "$out/T$t-$io-c$c.txt"
-      shapes "$out/T$t-$io-c$c.txt"
-    done
   done
 done
 echo "(JSON and full reports in $out)"

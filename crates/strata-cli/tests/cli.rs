@@ -955,6 +955,53 @@ fn simulate_prints_a_json_object_per_step_and_refuses_bad_arguments() {
     assert!(stderr(&refused).contains("--entry-bytes"));
 }
 
+/// `--garnering-c` takes a list: Garnering runs once per `c`, beside the other policies, each
+/// labelled with its `c`; a `c` outside (0, 1] is refused before anything runs.
+#[test]
+fn bench_runs_garnering_once_per_c_and_refuses_a_bad_c() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("out.json");
+    ok(&[
+        "bench",
+        "--num",
+        "3000",
+        "--workloads",
+        "fillrandom,readrandom",
+        "--compaction",
+        "leveling,garnering",
+        "--garnering-c",
+        "0.4,0.8",
+        "--size-ratio",
+        "3",
+        "--json",
+        path_str(&json),
+    ]);
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON written"))
+            .expect("valid JSON");
+    let mut configurations: Vec<String> = report["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["configuration"].as_str().expect("a label").to_string())
+        .collect();
+    configurations.sort();
+    configurations.dedup();
+    assert_eq!(
+        configurations,
+        [
+            "strata/uniform/garnering@c0.4",
+            "strata/uniform/garnering@c0.8",
+            "strata/uniform/leveling"
+        ]
+    );
+    for bad in ["0", "1.5", "0.4,nan"] {
+        let refused = strata(&["bench", "--num", "1000", "--garnering-c", bad]);
+        assert_eq!(refused.status.code(), Some(2), "{bad}");
+        assert!(stderr(&refused).contains("--garnering-c"), "{bad}");
+    }
+}
+
 #[test]
 fn bench_runs_the_design_an_options_file_describes_and_refuses_a_bad_one() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -986,7 +1033,7 @@ fn bench_runs_the_design_an_options_file_describes_and_refuses_a_bad_one() {
     let config = &report["config"];
     assert_eq!(config["compaction"][0], "garnering", "{config}");
     assert_eq!(config["size_ratio"].as_f64(), Some(3.0));
-    assert_eq!(config["garnering_c"].as_f64(), Some(0.6));
+    assert_eq!(config["garnering_c"][0].as_f64(), Some(0.6));
     assert_eq!(config["filter_policy"][0], "mnemosyne");
     assert_eq!(config["write_buffer_bytes"], 262_144);
     assert_eq!(

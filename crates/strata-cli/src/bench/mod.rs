@@ -85,10 +85,16 @@ pub struct Variant {
     /// True when several budgets run, so labels name theirs.
     #[serde(skip)]
     pub label_bits_per_key: bool,
+    /// Garnering's `c` (SPEC §5.4) for a Garnering configuration, `None` for the other policies.
+    pub garnering_c: Option<f64>,
+    /// True when several `c` run, so Garnering labels name theirs.
+    #[serde(skip)]
+    pub label_garnering_c: bool,
 }
 
 impl Variant {
-    /// `strata/uniform/leveling`, with `@2bpk` when several budgets are compared.
+    /// `strata/uniform/leveling`, with `@2bpk` when several budgets are compared and `@c0.6`
+    /// when several Garnering `c` are.
     pub fn label(&self) -> String {
         let mut label = format!(
             "{}/{}/{}",
@@ -96,6 +102,9 @@ impl Variant {
             self.filter_policy.name(),
             self.compaction.name()
         );
+        if let Some(c) = self.garnering_c.filter(|_| self.label_garnering_c) {
+            label.push_str(&format!("@c{c}"));
+        }
         if self.label_bits_per_key {
             label.push_str(&format!("@{}bpk", self.bits_per_key));
         }
@@ -222,9 +231,10 @@ pub struct BenchArgs {
     /// Size ratio T of the compaction policy (a whole number for tiering and lazy leveling).
     #[arg(long, default_value_t = 10.0)]
     pub size_ratio: f64,
-    /// Garnering's scaling factor `c` (SPEC §5.4; `0 < c <= 1`, 1 is plain leveling).
-    #[arg(long, default_value_t = crate::policies::DEFAULT_GARNERING_C)]
-    pub garnering_c: f64,
+    /// Garnering's scaling factor `c` (SPEC §5.4; `0 < c <= 1`, 1 is plain leveling); a comma
+    /// list runs Garnering once per `c`, alternating with the other configurations.
+    #[arg(long, value_delimiter = ',', action = clap::ArgAction::Set, default_value = "0.8")]
+    pub garnering_c: Vec<f64>,
     /// Memtable size (bytes; KiB/MiB/GiB suffixes accepted) [default: 64MiB, or 4MiB with
     /// --quick].
     #[arg(long, value_parser = parse_bytes)]
@@ -325,7 +335,7 @@ pub struct BenchConfig {
     pub compaction: Vec<CompactionKind>,
     pub filter_policy: Vec<FilterAllocatorKind>,
     pub size_ratio: f64,
-    pub garnering_c: f64,
+    pub garnering_c: Vec<f64>,
     pub write_buffer_bytes: u64,
     pub target_file_bytes: u64,
     pub seek_nexts: u64,
@@ -441,6 +451,20 @@ impl BenchConfig {
                     .into(),
             ));
         }
+        if let Some(&c) = args
+            .garnering_c
+            .iter()
+            .find(|&&c| !(c.is_finite() && c > 0.0 && c <= 1.0))
+        {
+            return Err(CliError::InvalidArgument(format!(
+                "--garnering-c: every c must be in (0, 1], got {c}"
+            )));
+        }
+        if args.garnering_c.is_empty() {
+            return Err(CliError::InvalidArgument(
+                "--garnering-c needs at least one value".into(),
+            ));
+        }
         if let Some(distribution) = &args.distribution {
             distribution.validate().map_err(CliError::InvalidArgument)?;
         }
@@ -488,7 +512,7 @@ impl BenchConfig {
             sample_every: args.sample_every,
             engine_versions: Vec::new(),
             size_ratio: args.size_ratio,
-            garnering_c: args.garnering_c,
+            garnering_c: args.garnering_c.clone(),
             write_buffer_bytes,
             target_file_bytes: args.target_file_bytes,
             seek_nexts: args.seek_nexts,
@@ -515,14 +539,24 @@ impl BenchConfig {
                     if engine != EngineKind::Strata && !crate::policies::peers_have(compaction) {
                         continue;
                     }
-                    for &bits_per_key in &self.bits_per_key {
-                        variants.push(Variant {
-                            engine,
-                            filter_policy,
-                            compaction,
-                            bits_per_key,
-                            label_bits_per_key: self.bits_per_key.len() > 1,
-                        });
+                    let garnering_cs: Vec<Option<f64>> = match compaction {
+                        CompactionKind::Garnering => {
+                            self.garnering_c.iter().copied().map(Some).collect()
+                        }
+                        _ => vec![None],
+                    };
+                    for &garnering_c in &garnering_cs {
+                        for &bits_per_key in &self.bits_per_key {
+                            variants.push(Variant {
+                                engine,
+                                filter_policy,
+                                compaction,
+                                bits_per_key,
+                                label_bits_per_key: self.bits_per_key.len() > 1,
+                                garnering_c,
+                                label_garnering_c: self.garnering_c.len() > 1,
+                            });
+                        }
                     }
                 }
             }
@@ -540,7 +574,9 @@ impl BenchConfig {
             write_buffer_bytes: self.write_buffer_bytes,
             target_file_bytes: self.target_file_bytes,
             size_ratio: self.size_ratio,
-            garnering_c: self.garnering_c,
+            garnering_c: variant
+                .garnering_c
+                .unwrap_or(crate::policies::DEFAULT_GARNERING_C),
             compaction: variant.compaction,
             direct_reads: self.direct_reads,
             pin_index_filter: self.pin_index_filter,

@@ -519,6 +519,8 @@ mod tests {
             compaction: CompactionKind::Leveling,
             bits_per_key: 10.0,
             label_bits_per_key: false,
+            garnering_c: None,
+            label_garnering_c: false,
         };
         let result = PhaseResult::new(
             &variant,
