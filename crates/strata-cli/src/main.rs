@@ -28,6 +28,7 @@ mod stress;
 mod study;
 mod tune;
 mod tune_inputs;
+mod whatif;
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -193,6 +194,11 @@ enum Command {
     /// Recommend a design (merge policy, size ratio, buffer/filter memory split) for a workload
     /// from Monkey's cost models (SPEC §7), with the runners-up and their predicted costs.
     Tune(Box<tune::TuneArgs>),
+    /// Sweep one parameter (filter memory, size ratio, data size, entry size, workload mix)
+    /// through the cost models (SPEC §7) and draw the trade-off curves as SVG: uniform vs
+    /// Monkey's filters, lookup vs update cost per policy, Garnering's levels, the tuner's best
+    /// design per policy.
+    Whatif(Box<whatif::WhatifArgs>),
 }
 
 fn run(command: Command, out: &mut dyn Write) -> CliResult<()> {
@@ -255,6 +261,7 @@ fn run(command: Command, out: &mut dyn Write) -> CliResult<()> {
         Command::Stress(args) => stress::run(&args, out),
         Command::CrashTest(args) => stress::crash::run(&args, out),
         Command::Tune(args) => tune::run(&args, out),
+        Command::Whatif(args) => whatif::run(&args, out),
     }
 }
 

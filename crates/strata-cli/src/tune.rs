@@ -127,7 +127,7 @@ struct PredictedJson {
 }
 
 /// `garnering(c=0.8)` for Garnering, the registry name otherwise.
-fn policy_label(policy: MergePolicy) -> String {
+pub(crate) fn policy_label(policy: MergePolicy) -> String {
     match policy {
         MergePolicy::Garnering { scaling_factor } => format!("garnering(c={scaling_factor})"),
         _ => policy.name().to_string(),
@@ -146,7 +146,7 @@ fn to_json(design: &Design, entries: f64) -> DesignJson {
         levels: design.levels,
         buffer_bytes: design.buffer_bits / 8.0,
         filter_bits_per_key: design.filter_bits / entries,
-        filter_allocation: "monkey",
+        filter_allocation: design.filters.name(),
         model: design.policy.model(),
         predicted: PredictedJson {
             zero_result_lookup_io: p.zero_result_lookup_io,
@@ -298,7 +298,7 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
     })
 }
 
-fn parse_workload(text: &str) -> CliResult<Workload> {
+pub(crate) fn parse_workload(text: &str) -> CliResult<Workload> {
     let workload = parse_pairs(
         "workload",
         text,
@@ -313,7 +313,7 @@ fn parse_workload(text: &str) -> CliResult<Workload> {
     })
 }
 
-fn parse_device(text: &str) -> CliResult<Device> {
+pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
     let device = parse_pairs("device", text, &["read-us", "write-us", "page-bytes"])?;
     let read_us = device[0].unwrap_or(100.0);
     let write_us = device[1].unwrap_or(read_us);

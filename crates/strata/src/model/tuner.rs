@@ -23,7 +23,7 @@
 
 use super::{
     existing_lookup_cost, last_level_fpr, per_run, range_cost, update_cost, zero_result_cost,
-    MergePolicy,
+    zero_result_cost_uniform, MergePolicy,
 };
 use crate::alloc::solver::DEFAULT_FPR_CONSTANT as LN2_SQUARED;
 use crate::alloc::solver::{monkey_general_last_level_weight, MergeKind};
@@ -99,11 +99,34 @@ pub struct Prediction {
     pub throughput_ops: f64,
 }
 
+/// How a design's filter memory is spread over its runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterAllocation {
+    /// Monkey's: every run's false-positive rate proportional to its size (SPEC §2, §7). What
+    /// the tuner recommends.
+    Monkey,
+    /// The same bits per key on every run: the state of the art Monkey measures itself against
+    /// [Monkey eqs. 55-56], for `strata whatif`'s comparisons.
+    Uniform,
+}
+
+impl FilterAllocation {
+    /// `monkey` or `uniform`, as the filter-allocator registry spells them.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FilterAllocation::Monkey => "monkey",
+            FilterAllocation::Uniform => "uniform",
+        }
+    }
+}
+
 /// A design and its predicted costs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Design {
     /// The merge policy.
     pub policy: MergePolicy,
+    /// How the filter memory is spread.
+    pub filters: FilterAllocation,
     /// The size ratio `T`.
     pub size_ratio: f64,
     /// Disk levels of the idealised tree this buffer gives.
@@ -206,6 +229,25 @@ pub fn evaluate(
     size_ratio: f64,
     buffer_bits: f64,
 ) -> Result<Design> {
+    evaluate_with(
+        problem,
+        policy,
+        size_ratio,
+        buffer_bits,
+        FilterAllocation::Monkey,
+    )
+}
+
+/// [`evaluate`] with the filter memory spread as `filters` says: with uniform filters every run
+/// has the false-positive rate `exp(-M/N * ln2sq)`, so `R` is the runs times that rate
+/// [Monkey eqs. 55-56] and `p_L` is that rate.
+pub fn evaluate_with(
+    problem: &TuningProblem,
+    policy: MergePolicy,
+    size_ratio: f64,
+    buffer_bits: f64,
+    filters: FilterAllocation,
+) -> Result<Design> {
     problem.validate()?;
     if !(buffer_bits.is_finite() && buffer_bits > 0.0 && buffer_bits <= problem.memory_bits) {
         return Err(invalid(format!(
@@ -223,8 +265,16 @@ pub fn evaluate(
         size_ratio,
     )?;
     let w = &problem.workload;
-    let r = zero_result_cost(policy, filter_bits, n, size_ratio, levels)?;
-    let p_last = last_level_fpr(policy, filter_bits, n, size_ratio, levels)?;
+    let (r, p_last) = match filters {
+        FilterAllocation::Monkey => (
+            zero_result_cost(policy, filter_bits, n, size_ratio, levels)?,
+            last_level_fpr(policy, filter_bits, n, size_ratio, levels)?,
+        ),
+        FilterAllocation::Uniform => (
+            zero_result_cost_uniform(policy, filter_bits, n, size_ratio, levels)?,
+            (-filter_bits / n * LN2_SQUARED).exp().min(1.0),
+        ),
+    };
     let v = existing_lookup_cost(policy, r, p_last, size_ratio);
     // Z = v/(v+1) * V + R/(v+1) [Monkey eq. 13] with f0 = 1/(v+1).
     let z = (1.0 - w.zero_result_fraction) * v + w.zero_result_fraction * r;
@@ -241,6 +291,7 @@ pub fn evaluate(
     let theta = (w.point_lookups * z + w.range_lookups * q + w.updates * u) / total;
     Ok(Design {
         policy,
+        filters,
         size_ratio,
         levels,
         buffer_bits,
@@ -570,6 +621,31 @@ mod tests {
         let lazy = evaluate(&p, MergePolicy::LazyLeveling, 4.0, buffer).expect("ok");
         assert!(lazy.predicted.update_io < leveling.predicted.update_io);
         assert!(lazy.predicted.range_io > leveling.predicted.range_io);
+    }
+
+    /// Uniform filters cost every run the same rate: more than Monkey's on a deep tree, the same
+    /// on a single run.
+    #[test]
+    fn uniform_filters_cost_the_runs_times_one_rate() {
+        let p = problem(BALANCED, 10.0);
+        let buffer = 8.0 * 8.0 * 1048576.0;
+        let monkey = evaluate(&p, MergePolicy::Leveling, 4.0, buffer).expect("ok");
+        let uniform = evaluate_with(
+            &p,
+            MergePolicy::Leveling,
+            4.0,
+            buffer,
+            FilterAllocation::Uniform,
+        )
+        .expect("ok");
+        assert_eq!(monkey.filters, FilterAllocation::Monkey);
+        assert_eq!(uniform.filters, FilterAllocation::Uniform);
+        let rate = (-uniform.filter_bits / p.entries * LN2_SQUARED).exp();
+        let r = uniform.predicted.zero_result_lookup_io;
+        assert!((r - uniform.levels as f64 * rate).abs() < 1e-12);
+        assert!(r > monkey.predicted.zero_result_lookup_io);
+        assert!((uniform.predicted.existing_lookup_io - (r - rate + 1.0)).abs() < 1e-12);
+        assert_eq!(uniform.predicted.update_io, monkey.predicted.update_io);
     }
 
     #[test]
