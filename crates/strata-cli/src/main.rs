@@ -18,6 +18,7 @@
 #![deny(clippy::unwrap_used)]
 
 mod bench;
+mod chart;
 mod check;
 mod commands;
 mod error;

@@ -692,6 +692,59 @@ fn compare_runs_alternate_configurations_and_write_medians_and_plots() {
     }
 }
 
+/// Without `--sample-every` every phase gets 100 points; the comparison plot shows each phase's
+/// throughput beside its write amplification or block reads, with ratios, and the series plot
+/// names every phase.
+#[test]
+fn plots_show_every_phase_with_the_figure_that_matters_and_enough_points() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("plots.json");
+    let plot = dir.path().join("plots.svg");
+    ok(&[
+        "bench",
+        "--num",
+        "2000",
+        "--workloads",
+        "fillrandom,readrandom,readmissing",
+        "--filter-policy",
+        "uniform,monkey",
+        "--bits-per-key",
+        "4",
+        "--json",
+        path_str(&json),
+        "--plot",
+        path_str(&plot),
+    ]);
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON written"))
+            .expect("valid JSON");
+    let series = report["series"].as_array().expect("series");
+    for configuration in ["strata/uniform/leveling", "strata/monkey/leveling"] {
+        for phase in ["fillrandom", "readrandom", "readmissing"] {
+            let points = series
+                .iter()
+                .filter(|p| p["configuration"] == configuration && p["phase"] == phase)
+                .count();
+            assert!(points >= 50, "{configuration} {phase}: {points} points");
+        }
+    }
+    let comparison = std::fs::read_to_string(&plot).expect("plot written");
+    for text in [
+        "fillrandom: throughput",
+        "fillrandom: write amplification",
+        "readmissing: data-block reads per op",
+        "(1.00x)",
+        "strata/monkey/leveling",
+    ] {
+        assert!(comparison.contains(text), "comparison plot lacks {text}");
+    }
+    let timeline =
+        std::fs::read_to_string(dir.path().join("plots-series.svg")).expect("series written");
+    for phase in ["fillrandom", "readrandom", "readmissing"] {
+        assert!(timeline.contains(phase), "series plot lacks {phase}");
+    }
+}
+
 #[test]
 fn mixed_workloads_and_distributions_run_and_check_their_reads() {
     let dir = tempfile::tempdir().expect("temp dir");

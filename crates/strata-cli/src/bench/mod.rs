@@ -112,6 +112,9 @@ impl Variant {
     }
 }
 
+/// Time-series points per phase when `--sample-every` is not given.
+const SERIES_POINTS_PER_PHASE: u64 = 100;
+
 /// The flags of `strata bench`. Scripts depend on these names: add, never rename.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
@@ -225,9 +228,10 @@ pub struct BenchArgs {
     /// name ending in `-series.svg` beside it, the throughput and bits-per-key time series.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
-    /// Record a time-series point (throughput, average bits per key) every this many operations.
-    #[arg(long, default_value_t = 100_000, value_parser = parse_count)]
-    pub sample_every: u64,
+    /// Record a time-series point (throughput, average bits per key) every this many operations
+    /// [default: a hundredth of each phase, so every phase has 100 points].
+    #[arg(long, value_parser = parse_count)]
+    pub sample_every: Option<u64>,
     /// Size ratio T of the compaction policy (a whole number for tiering and lazy leveling).
     #[arg(long, default_value_t = 10.0)]
     pub size_ratio: f64,
@@ -342,7 +346,7 @@ pub struct BenchConfig {
     pub runs: usize,
     pub compare: bool,
     pub plot: Option<PathBuf>,
-    pub sample_every: u64,
+    pub sample_every: Option<u64>,
     /// Engine versions, filled in as engines open.
     pub engine_versions: Vec<(String, String)>,
     /// `null` when the benchmark ran in a temporary directory.
@@ -436,7 +440,7 @@ impl BenchConfig {
                 "--runs must be at least 1".into(),
             ));
         }
-        if args.sample_every == 0 {
+        if args.sample_every == Some(0) {
             return Err(CliError::InvalidArgument(
                 "--sample-every must be at least 1".into(),
             ));
@@ -723,6 +727,7 @@ pub fn run(args: &BenchArgs) -> CliResult<()> {
                 live_keys: 0,
                 phase_started: Instant::now(),
                 last_sample: (0, Instant::now()),
+                sample_interval: 1,
             };
             let outcome = bench.run_all(&dir);
             results.append(&mut bench.results);
@@ -809,6 +814,8 @@ struct Bench<'a> {
     /// When the current phase began, and the last time-series point `(ops, time)`.
     phase_started: Instant,
     last_sample: (u64, Instant),
+    /// Operations between time-series points in the current phase.
+    sample_interval: u64,
     format: KeyFormat,
     out: &'a mut dyn Write,
     /// Show a percentage while a phase runs (stdout is a terminal and carries no JSON).
@@ -884,6 +891,15 @@ impl Bench<'_> {
             engine.reset_counters();
             self.phase_started = Instant::now();
             self.last_sample = (0, self.phase_started);
+            let phase_ops = if workload.fills() {
+                self.config.num
+            } else {
+                self.config.reads
+            };
+            self.sample_interval = self
+                .config
+                .sample_every
+                .unwrap_or((phase_ops / SERIES_POINTS_PER_PHASE).max(1));
             let mut latencies = Latencies::new();
             let started = Instant::now();
             let counts = match workload {
@@ -961,9 +977,10 @@ impl Bench<'_> {
         .map_err(report_error)
     }
 
-    /// Records a time-series point every `--sample-every` operations of a phase.
+    /// Records a time-series point every `--sample-every` operations of a phase (by default a
+    /// hundredth of the phase).
     fn sample(&mut self, engine: &dyn Engine, workload: Workload, done: u64) {
-        if !done.is_multiple_of(self.config.sample_every) {
+        if !done.is_multiple_of(self.sample_interval) {
             return;
         }
         let now = Instant::now();
