@@ -60,6 +60,11 @@ pub struct TuneArgs {
     /// `Options::from_file`.
     #[arg(long, value_name = "FILE")]
     pub options_out: Option<PathBuf>,
+    /// Write every design the table shows (`--show` of them, best first) as an options file in
+    /// this directory: `1.toml` is the recommendation, `2.toml` the first runner-up, and so on
+    /// (to run the runners-up beside the recommendation).
+    #[arg(long, value_name = "DIR")]
+    pub candidates_out: Option<PathBuf>,
     /// Discard designs whose point lookups cost more I/Os than this.
     #[arg(long)]
     pub max_lookup_io: Option<f64>,
@@ -381,6 +386,13 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
     if let Some(path) = &args.options_out {
         options_file(&tuning.recommended, &problem).write(path)?;
     }
+    if let Some(dir) = &args.candidates_out {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::io(format!("creating {}", dir.display()), e))?;
+        for (rank, design) in tuning.candidates.iter().take(args.show.max(1)).enumerate() {
+            options_file(design, &problem).write(&dir.join(format!("{}.toml", rank + 1)))?;
+        }
+    }
     if args.json {
         #[derive(Serialize)]
         struct Output {
@@ -663,6 +675,19 @@ mod tests {
         );
         let flags = crate::bench::options_file::flags(&file).expect("the bench can run it");
         assert!(flags.iter().any(|f| f == "--compaction"));
+        // The runners-up as options files, ranked.
+        let ranked = dir.path().join("ranked");
+        let ranked_text = ranked.to_str().expect("UTF-8 path");
+        run(
+            &args(&["--show", "3", "--candidates-out", ranked_text]),
+            &mut Vec::new(),
+        )
+        .expect("tune");
+        for rank in 1..=3 {
+            let path = ranked.join(format!("{rank}.toml"));
+            strata::Options::from_file(&path).expect("a valid design");
+        }
+        assert!(!ranked.join("4.toml").exists());
         // A write-heavy mix recommends tiering, whose real T is written as a whole number.
         run(
             &args(&[

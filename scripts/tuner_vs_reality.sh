@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Issue 16's tuner-vs-reality check: for three workload mixes, `strata tune` recommends a design
+# (merge policy, size ratio, buffer/filter split) for this machine's device, and the
+# recommendation and its two runners-up are run through `strata bench` with that mix. Each design
+# runs RUNS times, the three designs in rotating order (run 1: 1 2 3, run 2: 2 3 1, ...); the
+# table gives each design's median ops/s of the mix phase, the tree it ran on, and whether the
+# recommendation was the fastest.
+#
+#   scripts/tuner_vs_reality.sh [RUNS] [NUM] [OPS] [MEMORY_BITS_PER_KEY]
+#   defaults:                    3      1000000 200000 16
+#
+# Mixes (Mnemosyne's workload types, 32-byte keys and 96-byte values, the tuner told the same
+# proportions): mnemosyne-i (25% inserts, 50% empty lookups, 25% updates: lookups=0.5, empty=1,
+# updates=0.5), mnemosyne-ii:0 and mnemosyne-ii:1 (31 lookups, all existing or all empty, to 10
+# updates: lookups=0.756, updates=0.244). Direct reads, a 1 MiB block cache. Set
+# CARGO_TARGET_DIR to reuse a build.
+set -euo pipefail
+runs=${1:-3}
+num=${2:-1000000}
+ops=${3:-200000}
+memory=${4:-16}
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$(mktemp -d)
+cargo build --release -p strata-cli --manifest-path "$root/Cargo.toml" >&2
+strata="${CARGO_TARGET_DIR:-$root/target}/release/strata"
+declare -A tuner_mix=(
+  [mnemosyne-i]="lookups=0.5,empty=1,updates=0.5"
+  [mnemosyne-ii:0]="lookups=0.756,empty=0,updates=0.244"
+  [mnemosyne-ii:1]="lookups=0.756,empty=1,updates=0.244"
+)
+echo "| mix | rank | design (tuner) | predicted ops/s | measured ops/s (median of $runs) | runs | tree before the mix |"
+echo "|---|---|---|---|---|---|---|"
+for mix in mnemosyne-i mnemosyne-ii:0 mnemosyne-ii:1; do
+  dir="$out/${mix/:/-}"
+  mkdir -p "$dir"
+  "$strata" tune --entries "$num" --entry-size 128 --memory-bits-per-key "$memory" \
+    --workload "${tuner_mix[$mix]}" --measure-device "$dir" --show 3 \
+    --candidates-out "$dir" > "$dir/tune.txt"
+  for run in $(seq 1 "$runs"); do
+    for offset in 0 1 2; do
+      rank=$(( (run - 1 + offset) % 3 + 1 ))
+      "$strata" bench --options "$dir/$rank.toml" --engines strata --workloads "load,$mix" \
+        --num "$num" --reads "$ops" --key-size 32 --value-size 96 --direct-reads \
+        --cache-bytes 1MiB > "$dir/rank$rank-run$run.txt"
+    done
+  done
+  for rank in 1 2 3; do
+    design=$(awk -v r="$rank" '$1 == r && NF > 10 { printf "%s T=%s, %s levels, %s MiB buffer, %s bits/key", $2, $3, $4, $5, $6 }' "$dir/tune.txt")
+    predicted=$(awk -v r="$rank" '$1 == r && NF > 10 { print $NF }' "$dir/tune.txt")
+    measured=$(for run in $(seq 1 "$runs"); do
+      awk -v m="$mix" '$1 == "strata" && $2 == m { print $4; exit }' "$dir/rank$rank-run$run.txt"
+    done | sort -n | tr '\n' ' ')
+    median=$(echo "$measured" | awk '{ print $(int((NF + 1) / 2)) }')
+    tree=$(grep -E "^tree strata before" "$dir/rank$rank-run1.txt" | tail -1 |
+      sed -E 's/^tree strata before [^ ]+: //; s/, [0-9]+ files.*//')
+    echo "| $mix | $rank | $design | $predicted | $median | $measured | $tree |"
+  done
+done
+echo "(tuner output, options files and reports in $out)"
