@@ -45,7 +45,7 @@ for mix in mnemosyne-i mnemosyne-ii:0 mnemosyne-ii:1; do
     done
   done
   for rank in 1 2 3; do
-    design=$(awk -v r="$rank" '$1 == r && NF > 10 { printf "%s T=%s, %s levels, %s MiB buffer, %s bits/key", $2, $3, $4, $5, $6 }' "$dir/tune.txt")
+    design=$(awk -v r="$rank" '$1 == r && NF > 10 { printf "%s, %s filters, T=%s, %s levels, %s MiB buffer, %s bits/key", $2, $3, $4, $5, $6, $7 }' "$dir/tune.txt")
     predicted=$(awk -v r="$rank" '$1 == r && NF > 10 { print $NF }' "$dir/tune.txt")
     measured=$(for run in $(seq 1 "$runs"); do
       awk -v m="$mix" '$1 == "strata" && $2 == m { print $4; exit }' "$dir/rank$rank-run$run.txt"

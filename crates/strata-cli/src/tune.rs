@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use serde::Serialize;
-use strata::model::tuner::{tune, Design, Device, TuningProblem, Workload};
+use strata::model::tuner::{tune, Design, Device, FilterAllocation, TuningProblem, Workload};
 use strata::model::MergePolicy;
 
 use strata::options_file::{CompactionSection, FilterSection, OptionsFile};
@@ -344,9 +344,9 @@ fn engine_size_ratio(design: &Design) -> f64 {
     }
 }
 
-/// The recommended design as an options file: the merge policy and size ratio (see
-/// [`engine_size_ratio`]), the write buffer, and Monkey's filters at the design's bits per key
-/// with the tree it predicts.
+/// A design as an options file: the merge policy and size ratio (see [`engine_size_ratio`]), the
+/// write buffer, and its filters at the design's bits per key (Monkey's with the tree it
+/// predicts, or uniform).
 fn options_file(design: &Design, problem: &TuningProblem) -> OptionsFile {
     let (policy, garnering_c) = match design.policy {
         MergePolicy::Leveling => (CompactionKind::Leveling, None),
@@ -364,11 +364,19 @@ fn options_file(design: &Design, problem: &TuningProblem) -> OptionsFile {
             size_ratio: Some(engine_size_ratio(design)),
             garnering_c,
         }),
-        filters: Some(FilterSection {
-            allocator: FilterAllocatorKind::Monkey,
-            bits_per_key: design.filter_bits / problem.entries,
-            expected_entries: Some(problem.entries.round() as u64),
-            buffer_entries: Some((buffer_bytes / problem.entry_bytes).round().max(1.0) as u64),
+        filters: Some(match design.filters {
+            FilterAllocation::Monkey => FilterSection {
+                allocator: FilterAllocatorKind::Monkey,
+                bits_per_key: design.filter_bits / problem.entries,
+                expected_entries: Some(problem.entries.round() as u64),
+                buffer_entries: Some((buffer_bytes / problem.entry_bytes).round().max(1.0) as u64),
+            },
+            FilterAllocation::Uniform => FilterSection {
+                allocator: FilterAllocatorKind::Uniform,
+                bits_per_key: design.filter_bits / problem.entries,
+                expected_entries: None,
+                buffer_entries: None,
+            },
         }),
         ..OptionsFile::default()
     }
@@ -436,14 +444,15 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
     }
     writeln!(
         out,
-        "filters allocated by Monkey; model: Monkey's closed forms (SPEC §7) for leveling and tiering, Strata's per-run model (SPEC §7, `strata::model::per_run`) for lazy leveling and Garnering"
+        "filters: Monkey's allocation (recommended) or uniform (for comparison); every design costed on its own runs (SPEC §7): Monkey's model for leveling and tiering, Strata's per-run model (`strata::model::per_run`) for lazy leveling and Garnering"
     )
     .map_err(write_error)?;
     writeln!(
         out,
-        "{:<4} {:<18} {:>8} {:>6} {:>12} {:>9} {:>8} {:>8} {:>8} {:>8} {:>12}",
+        "{:<4} {:<18} {:<8} {:>8} {:>6} {:>12} {:>9} {:>8} {:>8} {:>8} {:>8} {:>12}",
         "rank",
         "policy",
+        "filters",
         "T",
         "levels",
         "buffer MiB",
@@ -459,9 +468,10 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
         let p = design.predicted;
         writeln!(
             out,
-            "{:<4} {:<18} {:>8.2} {:>6} {:>12.2} {:>9.2} {:>8.4} {:>8.4} {:>8.4} {:>8.2} {:>12.0}",
+            "{:<4} {:<18} {:<8} {:>8.2} {:>6} {:>12.2} {:>9.2} {:>8.4} {:>8.4} {:>8.4} {:>8.2} {:>12.0}",
             rank + 1,
             policy_label(design.policy),
+            design.filters.name(),
             design.size_ratio,
             design.levels,
             design.buffer_bits / 8.0 / 1048576.0,
@@ -543,7 +553,10 @@ mod tests {
             .iter()
             .find(|c| c["policy"] == "leveling")
             .expect("leveling is a candidate");
-        assert_eq!(leveling["model"], "monkey closed form (SPEC §7)");
+        assert_eq!(
+            leveling["model"],
+            "monkey, exact on the design's runs (SPEC §7)"
+        );
         assert!(leveling.get("garnering_c").is_none());
         let garnering: Vec<f64> = candidates
             .iter()

@@ -402,11 +402,9 @@ fn panels(args: &WhatifArgs) -> [Panel; 2] {
             )),
             legend(
                 SeriesLabelPosition::LowerRight,
-                simple(
-                    "throughput of each optimisation step",
-                    "ops/s",
-                    |r| r.throughput_ops,
-                ),
+                simple("throughput of each optimisation step", "ops/s", |r| {
+                    r.throughput_ops
+                }),
             ),
         ],
         Sweep::SizeRatio => [
@@ -433,19 +431,15 @@ fn panels(args: &WhatifArgs) -> [Panel; 2] {
         Sweep::Entries => [
             legend(
                 SeriesLabelPosition::UpperLeft,
-                simple(
-                    &format!("levels, T = {}", args.size_ratio),
-                    "levels",
-                    |r| r.levels as f64,
-                ),
+                simple(&format!("levels, T = {}", args.size_ratio), "levels", |r| {
+                    r.levels as f64
+                }),
             ),
             legend(
                 SeriesLabelPosition::UpperLeft,
-                simple(
-                    "zero-result lookup cost (leveling, monkey: Monkey's L -> infinity form; garnering(c=1): leveling's runs, exact)",
-                    "I/O per lookup",
-                    |r| r.zero_result_lookup_io,
-                ),
+                simple("zero-result lookup cost", "I/O per lookup", |r| {
+                    r.zero_result_lookup_io
+                }),
             ),
         ],
         Sweep::EntrySize | Sweep::Lookups => [
@@ -625,7 +619,7 @@ pub fn run(args: &WhatifArgs, out: &mut dyn Write) -> CliResult<()> {
     }
     writeln!(
         out,
-        "sweep {} ({}); models: Monkey's closed forms for leveling and tiering, Strata's per-run model for lazy leveling and Garnering (SPEC §7)",
+        "sweep {} ({}); every design costed on its own runs (SPEC §7): Monkey's model for leveling and tiering, Strata's per-run model for lazy leveling and Garnering",
         sweep_name(args.sweep),
         args.sweep.axis()
     )

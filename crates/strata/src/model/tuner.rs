@@ -7,24 +7,24 @@
 //! `h(x) = x - (1/beta) * ln(alpha*beta/gamma * (M_hat - x))`, `x` the filter bits, started at
 //! `M_hat - one page` and stopped when a step is at most one page ([`split_memory`]). Each
 //! candidate is then evaluated as the engine would build it — the integer number of levels its
-//! buffer gives, Monkey's filters on them ([`evaluate`]) — and candidates are ranked by that
-//! prediction. (Ranking by the discrete design rather than by the continuous-`L` cost the split
-//! optimises is Strata's choice: the discrete design is what a user gets.) SLA bounds discard
-//! candidates.
+//! buffer gives, Monkey's filters on those runs costed exactly by the §2 solver, of which eq. 7
+//! is the `L -> infinity` limit ([`evaluate`]) — and candidates are ranked by that prediction.
+//! (Ranking by the discrete design and its exact cost rather than by the continuous-`L`
+//! asymptotic cost the split optimises is Strata's choice: the discrete design is what a user
+//! gets, and on one- or two-level trees eq. 7 can even rank uniform filters above Monkey's.)
+//! SLA bounds discard candidates.
+//!
+//! Every design is also evaluated with uniform filters at the same split (listed, never better
+//! than Monkey's filters in the model).
 //!
 //! Lazy leveling and Garnering (`c` in [`GARNERING_SCALING_FACTORS`]) join the candidates with
 //! Strata's own per-run models ([`super::per_run`], SPEC §7); each design says which model its
 //! figures come from ([`MergePolicy::model`]). Monkey's split derivation has no coefficients for
 //! them, so each is evaluated at both the leveling split and the tiering split of its `T` and
-//! keeps the better (Strata's choice; a fixed buffer is kept as given). Leveling and tiering use
-//! Monkey's asymptotic eq. 7, which is a little above the exact per-run cost on shallow trees (13%
-//! at `T = 2, L = 5`, within 5% once `T^L >= 100`): where they are close, the comparison slightly
-//! favours the per-run policies.
+//! keeps the better (Strata's choice; a fixed buffer is kept as given). Every policy is costed
+//! on its own runs the same way, so the comparison between policies is even.
 
-use super::{
-    existing_lookup_cost, last_level_fpr, per_run, range_cost, update_cost, zero_result_cost,
-    zero_result_cost_uniform, MergePolicy,
-};
+use super::{existing_lookup_cost, per_run, range_cost, update_cost, MergePolicy};
 use crate::alloc::solver::DEFAULT_FPR_CONSTANT as LN2_SQUARED;
 use crate::alloc::solver::{monkey_general_last_level_weight, MergeKind};
 use crate::error::{Error, Result};
@@ -265,14 +265,15 @@ pub fn evaluate_with(
         size_ratio,
     )?;
     let w = &problem.workload;
+    // The discrete design's own runs: Monkey's allocation costed exactly on them (the §2 solver;
+    // eq. 7 is its L -> infinity limit), uniform filters spreading the same memory over the
+    // runs' entries (SPEC §7: "N the actual sum of level sizes").
+    let runs = per_run::run_tree(policy, n, size_ratio, levels)?;
     let (r, p_last) = match filters {
-        FilterAllocation::Monkey => (
-            zero_result_cost(policy, filter_bits, n, size_ratio, levels)?,
-            last_level_fpr(policy, filter_bits, n, size_ratio, levels)?,
-        ),
+        FilterAllocation::Monkey => per_run::zero_result_cost(&runs, filter_bits)?,
         FilterAllocation::Uniform => (
-            zero_result_cost_uniform(policy, filter_bits, n, size_ratio, levels)?,
-            (-filter_bits / n * LN2_SQUARED).exp().min(1.0),
+            per_run::zero_result_cost_uniform(&runs, filter_bits, runs.entries())?,
+            (-filter_bits / runs.entries() * LN2_SQUARED).exp().min(1.0),
         ),
     };
     let v = existing_lookup_cost(policy, r, p_last, size_ratio);
@@ -397,6 +398,23 @@ pub fn tune(problem: &TuningProblem) -> Result<Tuning> {
                 },
             );
         }
+        // Every design also with uniform filters at the same split: the allocation Monkey improves
+        // on, listed so the candidates show what the allocation is worth. (Mnemosyne and
+        // Mnemosyne+ solve Monkey's problem from measured statistics; on the model's uniform
+        // lookups their allocation is Monkey's, so the model has no separate figure for them.)
+        let uniform: Vec<Design> = designs
+            .iter()
+            .map(|d| {
+                evaluate_with(
+                    problem,
+                    d.policy,
+                    d.size_ratio,
+                    d.buffer_bits,
+                    FilterAllocation::Uniform,
+                )
+            })
+            .collect::<Result<_>>()?;
+        designs.extend(uniform);
         for design in designs {
             let within_sla = problem
                 .max_point_lookup_io
@@ -541,7 +559,32 @@ mod tests {
                 .iter()
                 .all(|c| c.predicted.throughput_ops <= best));
             assert_eq!(tuning.candidates[0], tuning.recommended);
-            assert!(tuning.candidates.len() >= 14, "several L and every policy");
+            assert!(
+                tuning.candidates.len() >= 28,
+                "several L, every policy, both allocations"
+            );
+            assert_eq!(tuning.recommended.filters, FilterAllocation::Monkey);
+            // A uniform-filter candidate never beats Monkey's filters on the same design.
+            for uniform in tuning
+                .candidates
+                .iter()
+                .filter(|c| c.filters == FilterAllocation::Uniform)
+            {
+                let monkey = tuning
+                    .candidates
+                    .iter()
+                    .find(|c| {
+                        c.filters == FilterAllocation::Monkey
+                            && c.policy == uniform.policy
+                            && c.size_ratio == uniform.size_ratio
+                            && c.buffer_bits == uniform.buffer_bits
+                    })
+                    .expect("the same design with Monkey's filters");
+                assert!(
+                    monkey.predicted.throughput_ops >= uniform.predicted.throughput_ops,
+                    "{uniform:?}"
+                );
+            }
         }
         // A read-heavy workload gives most memory to the filters.
         let r = for_reads.recommended;
@@ -640,7 +683,10 @@ mod tests {
         .expect("ok");
         assert_eq!(monkey.filters, FilterAllocation::Monkey);
         assert_eq!(uniform.filters, FilterAllocation::Uniform);
-        let rate = (-uniform.filter_bits / p.entries * LN2_SQUARED).exp();
+        // The memory spread over the runs' entries (N the actual sum of level sizes).
+        let runs =
+            per_run::run_tree(MergePolicy::Leveling, p.entries, 4.0, uniform.levels).expect("runs");
+        let rate = (-uniform.filter_bits / runs.entries() * LN2_SQUARED).exp();
         let r = uniform.predicted.zero_result_lookup_io;
         assert!((r - uniform.levels as f64 * rate).abs() < 1e-12);
         assert!(r > monkey.predicted.zero_result_lookup_io);
@@ -649,10 +695,14 @@ mod tests {
     }
 
     #[test]
-    fn evaluate_agrees_with_the_closed_forms() {
+    fn evaluate_agrees_with_the_exact_form_and_approaches_the_closed_form() {
         let p = problem(BALANCED, 10.0);
         let design = evaluate(&p, MergePolicy::Leveling, 10.0, 64.0 * 8.0 * 1048576.0).expect("ok");
-        let r = zero_result_cost(
+        let runs = per_run::run_tree(MergePolicy::Leveling, p.entries, 10.0, design.levels)
+            .expect("runs")
+            .run_entries();
+        let r = super::super::zero_result_cost_exact(design.filter_bits, &runs).expect("ok");
+        let closed = super::super::zero_result_cost(
             MergePolicy::Leveling,
             design.filter_bits,
             p.entries,
@@ -660,7 +710,13 @@ mod tests {
             design.levels,
         )
         .expect("ok");
-        assert_eq!(design.predicted.zero_result_lookup_io, r);
+        assert!(design.levels >= 2, "{design:?}");
+        assert!((design.predicted.zero_result_lookup_io - r).abs() <= 1e-6 * r);
+        assert!(
+            (r - closed).abs() / closed < 0.05,
+            "T^L >= 100: {r} vs {closed}"
+        );
+        let r = design.predicted.zero_result_lookup_io;
         assert!(
             (design.predicted.point_lookup_io
                 - (0.5 * design.predicted.existing_lookup_io + 0.5 * r))
