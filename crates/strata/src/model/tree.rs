@@ -14,7 +14,9 @@
 //!   covers, with keys taken as spread evenly over that range (keys are read as numbers from
 //!   their first 8 bytes after the prefix every key shares; a run that covers a narrow range,
 //!   such as a file moved down alone, is probed only that often);
-//! - a file's filter answers "maybe" with `exp(-ln2sq * b)` at `b` bits per key (SPEC §1), and
+//! - a file's filter answers "maybe" with the rate its layout gives `b` bits per key for its
+//!   entries (`filter::bloom::expected_false_positive_rate`: SPEC §1's `exp(-ln2sq * b)` but for
+//!   the rounding of a small filter up to whole 64-byte blocks and the blocks' uneven loads), and
 //!   always when it has no filter or the allocator skips it;
 //! - every "maybe" costs one data-block read and the block holding an existing key costs one more
 //!   (index and filter blocks are taken as cached or pinned; what the block cache serves is not
@@ -25,7 +27,7 @@
 //! So `R = sum_r p_r` and `V = 1 + sum_r (n_r / N) * sum_{r' before r} p_r'`, with
 //! `p_r = sum_{f in r} c_f * fpr_f` the chance that run `r` costs a lookup a wasted read.
 
-use crate::alloc::solver::DEFAULT_FPR_CONSTANT as LN2_SQUARED;
+use crate::filter::bloom::expected_false_positive_rate;
 use crate::version::{FileMetadata, Version};
 
 /// What one point lookup is predicted to cost on a tree, in data-block reads.
@@ -37,15 +39,6 @@ pub struct TreeLookupCost {
     pub existing_io: f64,
     /// Runs a lookup probes.
     pub runs: usize,
-}
-
-/// The false-positive rate of a filter of `bits_per_key` (1 without one; SPEC §1).
-fn false_positive_rate(bits_per_key: f64) -> f64 {
-    if bits_per_key > 0.0 {
-        (-LN2_SQUARED * bits_per_key).exp()
-    } else {
-        1.0
-    }
 }
 
 /// Bytes of a key (after the shared prefix) read as a number.
@@ -148,7 +141,7 @@ pub fn lookup_cost(tree: &Version, skipped: &dyn Fn(u64, &FileMetadata) -> bool)
                     let rate = if skipped(run.id(), file) {
                         1.0
                     } else {
-                        false_positive_rate(file.bits_per_key())
+                        expected_false_positive_rate(file.entries(), file.bits_per_key())
                     };
                     space.coverage(file.smallest_user_key(), file.largest_user_key()) * rate
                 })
@@ -195,13 +188,13 @@ mod tests {
             .add_file(3, 3, file(3, "a", "z", 10_000, 10.0))
             .build()
             .expect("builds");
-        let p = (-LN2_SQUARED * 10.0).exp();
+        let p = |entries| expected_false_positive_rate(entries, 10.0);
         let cost = lookup_cost(&tree, &never);
         assert_eq!(cost.runs, 3);
-        assert!((cost.zero_result_io - 3.0 * p).abs() < 1e-12);
-        // An existing key is in run 2 with probability 1000/11100 (one run probed before it) and
-        // in run 3 with 10000/11100 (two before it).
-        let expected = 1.0 + (1_000.0 * p + 10_000.0 * 2.0 * p) / 11_100.0;
+        assert!((cost.zero_result_io - (p(100) + p(1_000) + p(10_000))).abs() < 1e-12);
+        // An existing key is in run 2 with probability 1000/11100 (run 1 probed before it) and
+        // in run 3 with 10000/11100 (runs 1 and 2 before it).
+        let expected = 1.0 + (1_000.0 * p(100) + 10_000.0 * (p(100) + p(1_000))) / 11_100.0;
         assert!((cost.existing_io - expected).abs() < 1e-12);
     }
 
@@ -214,8 +207,8 @@ mod tests {
             .add_file(1, 4, file(3, "a", "z", 1_000, 8.0))
             .build()
             .expect("builds");
-        let p5 = (-LN2_SQUARED * 5.0).exp();
-        let p8 = (-LN2_SQUARED * 8.0).exp();
+        let p5 = expected_false_positive_rate(100, 5.0);
+        let p8 = expected_false_positive_rate(1_000, 8.0);
         let share = 12.0 / 25.0;
         let cost = lookup_cost(&tree, &never);
         assert!((cost.zero_result_io - (share + share * p5 + p8)).abs() < 1e-12);
