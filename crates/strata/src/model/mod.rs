@@ -86,6 +86,15 @@ fn check(name: &str, value: f64, ok: bool, what: &str) -> Result<()> {
     }
 }
 
+fn check_filter_bits(filter_bits: f64) -> Result<()> {
+    check(
+        "filter bits",
+        filter_bits,
+        filter_bits >= 0.0,
+        "finite and >= 0",
+    )
+}
+
 fn check_size_ratio(size_ratio: f64) -> Result<()> {
     check(
         "size ratio",
@@ -141,12 +150,7 @@ pub fn unfiltered_levels(
     size_ratio: f64,
     levels: usize,
 ) -> Result<usize> {
-    check(
-        "filter bits",
-        filter_bits,
-        filter_bits >= 0.0,
-        "finite and >= 0",
-    )?;
+    check_filter_bits(filter_bits)?;
     let threshold = memory_threshold_bits(entries, size_ratio)?;
     if filter_bits >= threshold {
         return Ok(0);
@@ -198,12 +202,7 @@ pub fn zero_result_cost(
 /// (SPEC §7). It is what the allocation solver's optimum costs on the same runs, and tends to the
 /// leveling coefficient `T^(T/(T-1))/(T-1)` of [`zero_result_cost`] as the number of levels grows.
 pub fn zero_result_cost_exact(filter_bits: f64, run_entries: &[f64]) -> Result<f64> {
-    check(
-        "filter bits",
-        filter_bits,
-        filter_bits >= 0.0,
-        "finite and >= 0",
-    )?;
+    check_filter_bits(filter_bits)?;
     let total: f64 = run_entries.iter().sum();
     check("total entries", total, total > 0.0, "finite and > 0")?;
     let entropy: f64 = run_entries
@@ -227,12 +226,7 @@ pub fn zero_result_cost_uniform(
     levels: usize,
 ) -> Result<f64> {
     check("entries", entries, entries > 0.0, "finite and > 0")?;
-    check(
-        "filter bits",
-        filter_bits,
-        filter_bits >= 0.0,
-        "finite and >= 0",
-    )?;
+    check_filter_bits(filter_bits)?;
     check_size_ratio(size_ratio)?;
     let runs = per_run::run_tree(policy, entries, size_ratio, levels)?.runs();
     Ok(runs * (-filter_bits / entries * LN2_SQUARED).exp())

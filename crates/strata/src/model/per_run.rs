@@ -17,7 +17,7 @@
 //!   `C_i = base * T^(i-1) / c^((2L-1-i) i / 2)`, so `r_i = T / c^(L-i)` (level 1 against the
 //!   buffer: `T / c^(L-1)`). At `c = 1` this is leveling's tree exactly.
 
-use super::{check, check_size_ratio, MergePolicy};
+use super::{check, check_filter_bits, check_size_ratio, MergePolicy};
 use crate::alloc::solver::{Item, Problem};
 use crate::compaction::{garnering_capacities, garnering_level_count};
 use crate::error::Result;
@@ -162,12 +162,7 @@ pub fn run_tree(
 /// rule (the §2 solver, every run weighted 1): `(R, p_last)`, the expected runs read and the
 /// false-positive rate of the last run (1 when the solver leaves it unfiltered).
 pub fn zero_result_cost(tree: &RunTree, filter_bits: f64) -> Result<(f64, f64)> {
-    check(
-        "filter bits",
-        filter_bits,
-        filter_bits >= 0.0,
-        "finite and >= 0",
-    )?;
+    check_filter_bits(filter_bits)?;
     // One item per level: `k` equal runs of `n/k` entries, each weighted 1, get the same
     // false-positive rate `(n/k) e^C` as one item of `n` entries weighted `k`, and cost as much.
     // The solver counts entries in whole keys; a level below one entry is counted as one.
@@ -185,12 +180,7 @@ pub fn zero_result_cost(tree: &RunTree, filter_bits: f64) -> Result<(f64, f64)> 
 /// `runs * exp(-M/N * ln2sq)`.
 pub fn zero_result_cost_uniform(tree: &RunTree, filter_bits: f64, entries: f64) -> Result<f64> {
     check("entries", entries, entries > 0.0, "finite and > 0")?;
-    check(
-        "filter bits",
-        filter_bits,
-        filter_bits >= 0.0,
-        "finite and >= 0",
-    )?;
+    check_filter_bits(filter_bits)?;
     let per_run = (-filter_bits / entries * crate::alloc::solver::DEFAULT_FPR_CONSTANT).exp();
     Ok(tree.runs() * per_run)
 }
