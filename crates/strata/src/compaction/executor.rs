@@ -65,6 +65,11 @@ pub(crate) struct ExecutorContext<'a> {
 /// One input run resolved against the version: level, run id and the files taken from it.
 type ResolvedRun = (usize, u64, Vec<Arc<FileMetadata>>);
 
+/// True if every input run and file `job` names is in `version`.
+pub(crate) fn inputs_exist(job: &CompactionJob, version: &Version) -> bool {
+    resolve_inputs(job, version).is_ok()
+}
+
 /// The job's input files, resolved against the version, newest run first.
 fn resolve_inputs(job: &CompactionJob, version: &Version) -> Result<Vec<ResolvedRun>> {
     let mut resolved = Vec::new();

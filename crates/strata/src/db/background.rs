@@ -10,8 +10,8 @@ use super::policy_switch::Switch;
 use super::{DbInner, ReadView};
 use crate::alloc::{FilterAllocator, JobKind};
 use crate::compaction::executor::{
-    check_recency_order, finish_outputs, run_compaction, trivial_move, ExecutorContext,
-    PendingTable,
+    check_recency_order, finish_outputs, inputs_exist, run_compaction, trivial_move,
+    ExecutorContext, PendingTable,
 };
 use crate::compaction::{CompactionContext, CompactionJob, RunningCompactions};
 use crate::env::FileSystem;
@@ -510,6 +510,20 @@ impl DbInner {
                         job.reason
                     ));
                     return Ok(());
+                }
+                // A full compaction or a filter rewrite waits for the registered jobs, not for
+                // a worker between its pick and this registration: one may have started and
+                // finished in between and removed the job's inputs. Pick again on the tree as
+                // it is (once registered, the job's inputs are safe: neither starts while a job
+                // is registered).
+                if !inputs_exist(&job, &self.versions.current()) {
+                    drop(background);
+                    self.info_log.log(format!(
+                        "picked again: the inputs of a compaction ({}) left the tree before it \
+                         started",
+                        job.reason
+                    ));
+                    continue;
                 }
                 background.running.push(job.clone());
                 // Another worker may find a job that does not conflict with this one.
