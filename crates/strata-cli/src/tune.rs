@@ -11,14 +11,19 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use serde::Serialize;
-use strata::model::tuner::{tune, Design, Device, FilterAllocation, TuningProblem, Workload};
+use strata::model::tuner::{
+    tune, CpuCosts, Design, Device, FilterAllocation, TuningProblem, Workload,
+};
 use strata::model::MergePolicy;
 
 use strata::options_file::{CompactionSection, FilterSection, OptionsFile};
 use strata::policy::{CompactionKind, FilterAllocatorKind};
 
 use crate::error::{CliError, CliResult};
-use crate::tune_inputs::{measure_database, measure_device, MeasuredDatabase, DEFAULT_PROBE};
+use crate::tune_inputs::{
+    measure_database, measure_device, measure_processor, MeasuredDatabase, DEFAULT_PROBE,
+    DEFAULT_PROCESSOR_PROBE,
+};
 
 /// Arguments of `strata tune`.
 #[derive(Debug, Clone, clap::Args)]
@@ -44,8 +49,12 @@ pub struct TuneArgs {
     /// database has served.
     #[arg(long)]
     pub workload: Option<String>,
-    /// The device: `read-us=R,write-us=W,page-bytes=P` (microseconds per page read and write).
-    /// Default `read-us=100,write-us=100,page-bytes=4096`, or what `--measure-device` measures.
+    /// The device: `read-us=R,write-us=W,page-bytes=P` (microseconds per page read and write),
+    /// and the processor's share of each operation, in microseconds: `cpu-lookup-us` per
+    /// lookup, `cpu-run-us` per run a lookup probes, `cpu-update-us` per update, `cpu-merge-us`
+    /// per entry a merge rewrites (Strata's addition to Monkey's I/O-only model; 0 when not
+    /// given). Default `read-us=100,write-us=100,page-bytes=4096` with no processor costs, or
+    /// what `--measure-device` measures.
     #[arg(long)]
     pub device: Option<String>,
     /// Tune for an existing database: its entries, entry size and filter memory from its tree,
@@ -53,7 +62,9 @@ pub struct TuneArgs {
     #[arg(long, value_name = "DB")]
     pub from_db: Option<PathBuf>,
     /// Measure the device in this directory (a 64 MiB file written and synced, then 2,000 random
-    /// page reads with direct I/O; the file is removed) instead of assuming `--device`'s default.
+    /// page reads with direct I/O; the file is removed) and the processor's costs on the engine
+    /// itself (a scratch database of 16 runs: timed updates, empty lookups on one run and on 16,
+    /// a full compaction; removed) instead of assuming `--device`'s default.
     #[arg(long, value_name = "DIR")]
     pub measure_device: Option<PathBuf>,
     /// Write the recommended design as an options file (TOML) for `strata bench --options` and
@@ -128,6 +139,7 @@ struct PredictedJson {
     update_io: f64,
     range_io: f64,
     io_per_operation: f64,
+    cpu_us_per_operation: f64,
     throughput_ops: f64,
 }
 
@@ -160,6 +172,7 @@ fn to_json(design: &Design, entries: f64) -> DesignJson {
             update_io: p.update_io,
             range_io: p.range_io,
             io_per_operation: p.io_per_operation,
+            cpu_us_per_operation: p.cpu_seconds_per_operation * 1e6,
             throughput_ops: p.throughput_ops,
         },
     }
@@ -270,14 +283,34 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
                 measured.seconds_per_read * 1e6,
                 measured.seconds_per_write * 1e6
             ));
-            measured.device
+            let cpu = measure_processor(
+                dir,
+                entry_size,
+                measured.seconds_per_write,
+                DEFAULT_PROCESSOR_PROBE,
+            )?;
+            lines.push(format!(
+                "processor measured on the engine: {:.3} us per lookup, {:.3} us per run probed, {:.3} us per update, {:.3} us per entry merged: cpu-lookup-us={:.3},cpu-run-us={:.3},cpu-update-us={:.3},cpu-merge-us={:.3}",
+                cpu.seconds_per_lookup * 1e6,
+                cpu.seconds_per_run_probed * 1e6,
+                cpu.seconds_per_update * 1e6,
+                cpu.seconds_per_entry_merged * 1e6,
+                cpu.seconds_per_lookup * 1e6,
+                cpu.seconds_per_run_probed * 1e6,
+                cpu.seconds_per_update * 1e6,
+                cpu.seconds_per_entry_merged * 1e6
+            ));
+            Device {
+                cpu,
+                ..measured.device
+            }
         }
         (None, None) => parse_device("read-us=100,write-us=100,page-bytes=4096")?,
     };
     lines.insert(
         0,
         format!(
-            "{entries} entries of {entry_size} bytes, {memory_bits_per_key} bits per entry of memory; workload lookups={},empty={},updates={},ranges={},selectivity={}; device {:.1} us per read, write/read cost {:.3}, {} byte pages",
+            "{entries} entries of {entry_size} bytes, {memory_bits_per_key} bits per entry of memory; workload lookups={},empty={},updates={},ranges={},selectivity={}; device {:.1} us per read, write/read cost {:.3}, {} byte pages; processor {:.3} us per lookup, {:.3} per run probed, {:.3} per update, {:.3} per entry merged",
             workload.point_lookups,
             workload.zero_result_fraction,
             workload.updates,
@@ -285,7 +318,11 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
             workload.selectivity,
             device.seconds_per_read * 1e6,
             device.write_read_cost_ratio,
-            device.page_bytes
+            device.page_bytes,
+            device.cpu.seconds_per_lookup * 1e6,
+            device.cpu.seconds_per_run_probed * 1e6,
+            device.cpu.seconds_per_update * 1e6,
+            device.cpu.seconds_per_entry_merged * 1e6
         ),
     );
     Ok(Inputs {
@@ -319,7 +356,19 @@ pub(crate) fn parse_workload(text: &str) -> CliResult<Workload> {
 }
 
 pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
-    let device = parse_pairs("device", text, &["read-us", "write-us", "page-bytes"])?;
+    let device = parse_pairs(
+        "device",
+        text,
+        &[
+            "read-us",
+            "write-us",
+            "page-bytes",
+            "cpu-lookup-us",
+            "cpu-run-us",
+            "cpu-update-us",
+            "cpu-merge-us",
+        ],
+    )?;
     let read_us = device[0].unwrap_or(100.0);
     let write_us = device[1].unwrap_or(read_us);
     if !(read_us.is_finite() && read_us > 0.0 && write_us.is_finite() && write_us >= 0.0) {
@@ -327,10 +376,26 @@ pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
             "--device: read-us must be > 0 and write-us >= 0, got {read_us} and {write_us}"
         )));
     }
+    if let Some(bad) = device[3..]
+        .iter()
+        .flatten()
+        .find(|v| !(v.is_finite() && **v >= 0.0))
+    {
+        return Err(CliError::InvalidArgument(format!(
+            "--device: processor costs (cpu-*-us) must be >= 0, got {bad}"
+        )));
+    }
+    let cpu = CpuCosts {
+        seconds_per_lookup: device[3].unwrap_or(0.0) * 1e-6,
+        seconds_per_run_probed: device[4].unwrap_or(0.0) * 1e-6,
+        seconds_per_update: device[5].unwrap_or(0.0) * 1e-6,
+        seconds_per_entry_merged: device[6].unwrap_or(0.0) * 1e-6,
+    };
     Ok(Device {
         seconds_per_read: read_us * 1e-6,
         write_read_cost_ratio: write_us / read_us,
         page_bytes: device[2].unwrap_or(4096.0),
+        cpu,
     })
 }
 
@@ -449,7 +514,7 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
     .map_err(write_error)?;
     writeln!(
         out,
-        "{:<4} {:<18} {:<8} {:>8} {:>6} {:>12} {:>9} {:>8} {:>8} {:>8} {:>8} {:>12}",
+        "{:<4} {:<18} {:<8} {:>8} {:>6} {:>12} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>12}",
         "rank",
         "policy",
         "filters",
@@ -461,6 +526,7 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
         "V io",
         "W io",
         "Q io",
+        "cpu us",
         "ops/s"
     )
     .map_err(write_error)?;
@@ -468,7 +534,7 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
         let p = design.predicted;
         writeln!(
             out,
-            "{:<4} {:<18} {:<8} {:>8.2} {:>6} {:>12.2} {:>9.2} {:>8.4} {:>8.4} {:>8.4} {:>8.2} {:>12.0}",
+            "{:<4} {:<18} {:<8} {:>8.2} {:>6} {:>12.2} {:>9.2} {:>8.4} {:>8.4} {:>8.4} {:>8.2} {:>8.3} {:>12.0}",
             rank + 1,
             policy_label(design.policy),
             design.filters.name(),
@@ -480,6 +546,7 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
             p.existing_lookup_io,
             p.update_io,
             p.range_io,
+            p.cpu_seconds_per_operation * 1e6,
             p.throughput_ops
         )
         .map_err(write_error)?;
@@ -568,6 +635,36 @@ mod tests {
         }
     }
 
+    /// Processor costs given with `--device` reach the prediction: each design's processor
+    /// microseconds per operation are in the JSON and lower its throughput; without them the
+    /// figure is 0 and the prediction is Monkey's.
+    #[test]
+    fn processor_costs_on_the_device_reach_the_prediction() {
+        let tuned = |device: &str| {
+            let mut out = Vec::new();
+            let workload = "lookups=0.9,empty=1,updates=0.1";
+            run(
+                &args(&["--workload", workload, "--device", device, "--json"]),
+                &mut out,
+            )
+            .expect("tune");
+            serde_json::from_slice::<serde_json::Value>(&out).expect("JSON")
+        };
+        let io_only = tuned("read-us=100");
+        let with_cpu =
+            tuned("read-us=100,cpu-lookup-us=1,cpu-run-us=0.5,cpu-update-us=2,cpu-merge-us=0.1");
+        let io = &io_only["recommended"]["predicted"];
+        assert_eq!(io["cpu_us_per_operation"], 0.0);
+        let cpu = &with_cpu["recommended"]["predicted"];
+        // At least the lookups' fixed microsecond and one probed run each.
+        let per_op = cpu["cpu_us_per_operation"].as_f64().expect("number");
+        assert!(per_op >= 0.9 * 1.5 + 0.1 * 2.0, "{cpu}");
+        let throughput = |v: &serde_json::Value| v["throughput_ops"].as_f64().expect("number");
+        assert!(throughput(cpu) < throughput(io), "{cpu} vs {io}");
+        let seconds = cpu["io_per_operation"].as_f64().expect("number") * 100e-6 + per_op * 1e-6;
+        assert!((throughput(cpu) - 1.0 / seconds).abs() <= 1e-6 * throughput(cpu));
+    }
+
     #[test]
     fn bad_workloads_and_devices_are_usage_errors() {
         let mut out = Vec::new();
@@ -576,6 +673,8 @@ mod tests {
             ["--workload", "reads=0.5"],
             ["--workload", "lookups"],
             ["--device", "read-us=0"],
+            ["--device", "cpu-run-us=-1"],
+            ["--device", "cpu-merge-us=inf"],
         ] {
             assert!(run(&args(&extra), &mut out).is_err(), "{extra:?}");
         }

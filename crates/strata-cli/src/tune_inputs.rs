@@ -10,13 +10,19 @@
 //! The device probe writes a file sequentially and syncs it (the cost of the pages a flush or a
 //! merge writes), then reads random pages of it with direct I/O (the cost of a lookup's page read
 //! that misses every cache); SPEC §7's `Omega` is the mean read, `phi` the write/read ratio.
+//!
+//! The processor probe measures Strata's addition to the model ([`CpuCosts`]) on the engine
+//! itself, in a scratch database with buffered reads whose blocks are all cached: updates timed
+//! as they go into the memtable and WAL; empty lookups timed on one run and on many (the
+//! difference per run is the cost of probing a run, the rest the cost of a lookup); a full
+//! compaction of the runs timed, less the page writes the device probe charges, per entry.
 
 use std::path::Path;
 use std::time::Instant;
 
 use rand::{Rng, SeedableRng};
 use strata::env::{FileSystem, RealFileSystem};
-use strata::model::tuner::{Device, Workload};
+use strata::model::tuner::{CpuCosts, Device, Workload};
 use strata::{Db, Options, WorkloadTotals};
 
 use crate::error::{CliError, CliResult};
@@ -153,7 +159,153 @@ pub fn measure_device(dir: &Path, size: ProbeSize) -> CliResult<MeasuredDevice> 
             seconds_per_read,
             write_read_cost_ratio: seconds_per_write / seconds_per_read,
             page_bytes: PAGE_BYTES as f64,
+            cpu: CpuCosts::default(),
         },
+    })
+}
+
+/// How much work the processor probe does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessorProbeSize {
+    /// Runs of the many-run tree (the one-run tree is its first run).
+    pub runs: usize,
+    /// Entries per run.
+    pub entries_per_run: usize,
+    /// Empty lookups timed on each tree.
+    pub lookups: usize,
+}
+
+/// The probe `strata tune --measure-device` runs: 16 runs of 20,000 entries and 100,000 empty
+/// lookups on each tree (a few seconds).
+pub const DEFAULT_PROCESSOR_PROBE: ProcessorProbeSize = ProcessorProbeSize {
+    runs: 16,
+    entries_per_run: 20_000,
+    lookups: 100_000,
+};
+
+/// Key bytes of the processor probe's entries (the rest of an entry is value).
+const PROBE_KEY_BYTES: usize = 16;
+
+/// The probe's `i`-th key: 16 hex digits of a 64-bit mix of `i`, so keys spread over the whole
+/// key space and every run's key range holds every lookup (each probe reaches the run's filter).
+fn probe_key(i: u64) -> [u8; PROBE_KEY_BYTES] {
+    let mut z = i.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    let mut key = [0u8; PROBE_KEY_BYTES];
+    for (slot, digit) in key.iter_mut().zip(format!("{z:016x}").bytes()) {
+        *slot = digit;
+    }
+    key
+}
+
+/// Runs the processor probe in a scratch database `dir/strata-processor-probe` (an error if it
+/// exists; removed afterwards) with entries of `entry_bytes` bytes and 10 bits per key of
+/// filters. `seconds_per_page_written` (the device probe's) is taken off the compaction's time
+/// for the pages it writes, which the model already charges as I/O.
+pub fn measure_processor(
+    dir: &Path,
+    entry_bytes: f64,
+    seconds_per_page_written: f64,
+    size: ProcessorProbeSize,
+) -> CliResult<CpuCosts> {
+    let path = dir.join("strata-processor-probe");
+    if path.exists() {
+        return Err(CliError::InvalidArgument(format!(
+            "{}: exists; the processor probe needs a new scratch directory there (remove it)",
+            path.display()
+        )));
+    }
+    let result = processor_probe(&path, entry_bytes, seconds_per_page_written, size);
+    // The scratch database goes whatever the probe did.
+    let removed = std::fs::remove_dir_all(&path)
+        .map_err(|e| CliError::io(format!("removing {}", path.display()), e));
+    let costs = result?;
+    removed?;
+    Ok(costs)
+}
+
+fn processor_probe(
+    path: &Path,
+    entry_bytes: f64,
+    seconds_per_page_written: f64,
+    size: ProcessorProbeSize,
+) -> CliResult<CpuCosts> {
+    let runs = size.runs.max(2);
+    let per_run = size.entries_per_run.max(1);
+    let lookups = size.lookups.max(1);
+    let value = vec![
+        0x61u8;
+        (entry_bytes as usize)
+            .saturating_sub(PROBE_KEY_BYTES)
+            .min(4096)
+    ];
+    let options = Options::default()
+        .error_if_exists(true)
+        .level0_compaction_trigger(runs + 1)
+        .level0_slowdown_writes_trigger(runs + 1)
+        .level0_stop_writes_trigger(runs + 1)
+        .pin_filter_and_index_blocks(true)
+        .block_cache_bytes(256 << 20)
+        .bits_per_key(10.0)?;
+    let db = Db::open(path, options)?;
+    let mut put_seconds = 0.0;
+    let mut write_run = |run: usize| -> CliResult<()> {
+        let started = Instant::now();
+        for i in 0..per_run {
+            db.put(probe_key((run * per_run + i) as u64), &value)?;
+        }
+        put_seconds += started.elapsed().as_secs_f64();
+        db.flush()?;
+        Ok(())
+    };
+    // Keys past the written ones: every lookup finds nothing.
+    let missing = (runs * per_run) as u64;
+    let time_lookups = |db: &Db| -> CliResult<f64> {
+        // Median of five rounds: one slow round (a page fault, another process) does not count.
+        let mut rounds = Vec::new();
+        for round in 0..5u64 {
+            let started = Instant::now();
+            let count = (lookups / 5).max(1) as u64;
+            for i in 0..count {
+                if db.get(probe_key(missing + round * count + i))?.is_some() {
+                    return Err(CliError::InvalidArgument(
+                        "the processor probe found a key it never wrote".into(),
+                    ));
+                }
+            }
+            rounds.push(started.elapsed().as_secs_f64() / count as f64);
+        }
+        rounds.sort_by(f64::total_cmp);
+        Ok(rounds[rounds.len() / 2])
+    };
+    write_run(0)?;
+    let one_run = time_lookups(&db)?;
+    for run in 1..runs {
+        write_run(run)?;
+    }
+    let held = db.version().run_count();
+    let many_runs = time_lookups(&db)?;
+    let started = Instant::now();
+    db.compact()?;
+    let compaction = started.elapsed().as_secs_f64();
+    let written_pages = db.version().bytes() as f64 / PAGE_BYTES as f64;
+    db.close()?;
+    if held < 2 {
+        return Err(CliError::InvalidArgument(format!(
+            "the processor probe's tree held {held} run(s) where it wrote {runs}"
+        )));
+    }
+    let per_run_probed = ((many_runs - one_run) / (held - 1) as f64).max(0.0);
+    let entries = (runs * per_run) as f64;
+    Ok(CpuCosts {
+        seconds_per_lookup: (one_run - per_run_probed).max(0.0),
+        seconds_per_run_probed: per_run_probed,
+        seconds_per_update: put_seconds / entries,
+        seconds_per_entry_merged: ((compaction - written_pages * seconds_per_page_written)
+            / entries)
+            .max(0.0),
     })
 }
 
@@ -233,6 +385,41 @@ mod tests {
             .expect("close");
         assert!(measure_database(empty.path()).is_err());
         assert!(measure_database(&empty.path().join("missing")).is_err());
+    }
+
+    #[test]
+    fn the_processor_probe_measures_the_engine_and_cleans_up() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let size = ProcessorProbeSize {
+            runs: 4,
+            entries_per_run: 2_000,
+            lookups: 5_000,
+        };
+        let costs = measure_processor(dir.path(), 128.0, 0.0, size).expect("probe");
+        for value in [
+            costs.seconds_per_lookup,
+            costs.seconds_per_run_probed,
+            costs.seconds_per_update,
+            costs.seconds_per_entry_merged,
+        ] {
+            assert!(value.is_finite() && value >= 0.0, "{costs:?}");
+        }
+        // An update and a merge do real work; they cannot be free.
+        assert!(costs.seconds_per_update > 0.0, "{costs:?}");
+        assert!(costs.seconds_per_entry_merged > 0.0, "{costs:?}");
+        assert!(costs.seconds_per_lookup + costs.seconds_per_run_probed > 0.0);
+        assert_eq!(
+            std::fs::read_dir(dir.path()).expect("list").count(),
+            0,
+            "the scratch database is removed"
+        );
+        // A directory already there is not touched.
+        let existing = dir.path().join("strata-processor-probe");
+        std::fs::create_dir(&existing).expect("mkdir");
+        std::fs::write(existing.join("keep"), b"data").expect("write");
+        let error = measure_processor(dir.path(), 128.0, 0.0, size).expect_err("exists");
+        assert!(error.to_string().contains("exists"), "{error}");
+        assert!(existing.join("keep").exists());
     }
 
     #[test]

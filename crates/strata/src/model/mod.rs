@@ -293,7 +293,8 @@ pub fn mixed_lookup_cost(
 /// Update cost [Monkey eq. 10]: `W = L/B * (T-1)/2 * (1+phi)` (leveling: each entry is rewritten
 /// `(T-1)/2` times per level on average), `L/B * (T-1)/T * (1+phi)` (tiering: about once per
 /// level). Lazy leveling: `((L-1)(T-1)/T + (T-1)/2) / B * (1+phi)`; Garnering:
-/// `sum_i (r_i - 1)/2 / B * (1+phi)` with `r_i = T / c^(L-i)` ([`per_run`]).
+/// `sum_i (r_i - 1)/2 / B * (1+phi)` with `r_i = T / c^(L-i)` ([`per_run`]). That is
+/// [`merges_per_update`] times `(1+phi)/B`.
 pub fn update_cost(
     policy: MergePolicy,
     levels: usize,
@@ -301,24 +302,21 @@ pub fn update_cost(
     size_ratio: f64,
     write_read_cost_ratio: f64,
 ) -> f64 {
-    let (l, b, t, phi) = (
-        levels as f64,
-        entries_per_page.max(1.0),
-        size_ratio,
-        write_read_cost_ratio,
-    );
+    merges_per_update(policy, levels, size_ratio) * (1.0 + write_read_cost_ratio)
+        / entries_per_page.max(1.0)
+}
+
+/// How many times merges rewrite an entry on its way to the last level (`sum_i w_i`, the
+/// per-entry factor of [`update_cost`]).
+pub fn merges_per_update(policy: MergePolicy, levels: usize, size_ratio: f64) -> f64 {
+    let (l, t) = (levels as f64, size_ratio);
     match policy {
-        MergePolicy::Leveling => l / b * (t - 1.0) / 2.0 * (1.0 + phi),
-        MergePolicy::Tiering => l / b * (t - 1.0) / t * (1.0 + phi),
-        MergePolicy::LazyLeveling => {
-            ((l - 1.0).max(0.0) * (t - 1.0) / t + (t - 1.0) / 2.0) / b * (1.0 + phi)
-        }
-        MergePolicy::Garnering { scaling_factor } => {
-            let merges: f64 = (1..=levels.max(1))
-                .map(|i| (t / scaling_factor.powi((levels.max(1) - i) as i32) - 1.0) / 2.0)
-                .sum();
-            merges / b * (1.0 + phi)
-        }
+        MergePolicy::Leveling => l * (t - 1.0) / 2.0,
+        MergePolicy::Tiering => l * (t - 1.0) / t,
+        MergePolicy::LazyLeveling => (l - 1.0).max(0.0) * (t - 1.0) / t + (t - 1.0) / 2.0,
+        MergePolicy::Garnering { scaling_factor } => (1..=levels.max(1))
+            .map(|i| (t / scaling_factor.powi((levels.max(1) - i) as i32) - 1.0) / 2.0)
+            .sum(),
     }
 }
 

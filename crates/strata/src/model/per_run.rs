@@ -48,6 +48,18 @@ impl RunTree {
         self.levels.iter().map(|level| level.runs).sum()
     }
 
+    /// Runs a lookup for a key on the last level probes: every run above that level, then on
+    /// average half of the last level's runs and the one holding the key (`(k+1)/2` of `k`
+    /// runs, newest first). The key's position is the one Monkey's `V` assumes (SPEC §7).
+    pub fn runs_probed_for_existing_key(&self) -> f64 {
+        match self.levels.split_last() {
+            Some((last, above)) => {
+                above.iter().map(|level| level.runs).sum::<f64>() + (last.runs + 1.0) / 2.0
+            }
+            None => 0.0,
+        }
+    }
+
     /// Entries in the tree.
     pub fn entries(&self) -> f64 {
         self.levels.iter().map(|level| level.entries).sum()

@@ -24,7 +24,7 @@
 //! keeps the better (Strata's choice; a fixed buffer is kept as given). Every policy is costed
 //! on its own runs the same way, so the comparison between policies is even.
 
-use super::{existing_lookup_cost, per_run, range_cost, update_cost, MergePolicy};
+use super::{existing_lookup_cost, merges_per_update, per_run, range_cost, MergePolicy};
 use crate::alloc::solver::DEFAULT_FPR_CONSTANT as LN2_SQUARED;
 use crate::alloc::solver::{monkey_general_last_level_weight, MergeKind};
 use crate::error::{Error, Result};
@@ -53,6 +53,59 @@ pub struct Device {
     pub write_read_cost_ratio: f64,
     /// Bytes per page.
     pub page_bytes: f64,
+    /// The processor's share of each operation (all zero: Monkey's I/O-only model).
+    pub cpu: CpuCosts,
+}
+
+/// Processor time per unit of work: Strata's addition to Monkey's model, which counts only I/Os
+/// (SPEC §7's `tau = 1/(theta * Omega)`). When the filters leave almost nothing to read, as on a
+/// workload of empty lookups, an I/O-only model ranks designs by false positives alone, while
+/// what a lookup really costs is a probe of every run: finding the run's file, hashing into its
+/// filter. A design with fewer runs is then faster, which I/Os cannot show. With these figures
+/// an operation costs `theta * Omega + cpu` seconds, where `cpu` is
+/// - a point lookup: `per_lookup + per_run_probed * runs probed` (every run for an empty
+///   lookup; for a key that exists, the runs above the last level and half the last level's,
+///   the position [`super::existing_lookup_cost`] assumes),
+/// - a range lookup: `per_lookup + per_run_probed * runs` (one seek per run),
+/// - an update: `per_update + per_entry_merged * merges`, `merges` the times a merge rewrites
+///   the entry on its way down (the `sum_i w_i` of `W`), charged in the foreground as `W`'s
+///   I/Os are.
+///
+/// `strata tune --measure-device` measures them on the engine itself.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct CpuCosts {
+    /// Seconds every point or range lookup costs whatever the tree: the memtables, the version.
+    pub seconds_per_lookup: f64,
+    /// Seconds per sorted run a lookup probes: the run's file, its filter probe.
+    pub seconds_per_run_probed: f64,
+    /// Seconds per update in the foreground: its WAL record and memtable insert.
+    pub seconds_per_update: f64,
+    /// Seconds per entry a merge reads and writes again.
+    pub seconds_per_entry_merged: f64,
+}
+
+impl CpuCosts {
+    fn validate(&self) -> Result<()> {
+        for (name, value) in [
+            ("processor seconds per lookup", self.seconds_per_lookup),
+            (
+                "processor seconds per run probed",
+                self.seconds_per_run_probed,
+            ),
+            ("processor seconds per update", self.seconds_per_update),
+            (
+                "processor seconds per entry merged",
+                self.seconds_per_entry_merged,
+            ),
+        ] {
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(invalid(format!(
+                    "{name} must be finite and >= 0, got {value}"
+                )));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Garnering's scaling factors the tuner tries (SPEC §7).
@@ -95,7 +148,10 @@ pub struct Prediction {
     pub range_io: f64,
     /// The workload's average I/Os per operation (`theta`).
     pub io_per_operation: f64,
-    /// Operations per second (`tau = 1 / (theta * Omega)`).
+    /// The workload's average processor seconds per operation ([`CpuCosts`]; 0 without them).
+    pub cpu_seconds_per_operation: f64,
+    /// Operations per second: `tau = 1 / (theta * Omega + cpu)`, Monkey's `1 / (theta * Omega)`
+    /// when the device has no processor costs.
     pub throughput_ops: f64,
 }
 
@@ -179,6 +235,7 @@ impl TuningProblem {
         positive("seconds per read", self.device.seconds_per_read)?;
         positive("page bytes", self.device.page_bytes)?;
         non_negative("write/read cost ratio", self.device.write_read_cost_ratio)?;
+        self.device.cpu.validate()?;
         let w = &self.workload;
         non_negative("point lookups", w.point_lookups)?;
         non_negative("range lookups", w.range_lookups)?;
@@ -280,16 +337,20 @@ pub fn evaluate_with(
     // Z = v/(v+1) * V + R/(v+1) [Monkey eq. 13] with f0 = 1/(v+1).
     let z = (1.0 - w.zero_result_fraction) * v + w.zero_result_fraction * r;
     let b = problem.entries_per_page();
-    let u = update_cost(
-        policy,
-        levels,
-        b,
-        size_ratio,
-        problem.device.write_read_cost_ratio,
-    );
+    let phi = problem.device.write_read_cost_ratio;
+    let merges = merges_per_update(policy, levels, size_ratio);
+    let u = merges * (1.0 + phi) / b;
     let q = range_cost(policy, w.selectivity, n, b, levels, size_ratio);
     let total = w.point_lookups + w.range_lookups + w.updates;
     let theta = (w.point_lookups * z + w.range_lookups * q + w.updates * u) / total;
+    let cpu = &problem.device.cpu;
+    let probed = (1.0 - w.zero_result_fraction) * runs.runs_probed_for_existing_key()
+        + w.zero_result_fraction * runs.runs();
+    let cpu_seconds = (w.point_lookups
+        * (cpu.seconds_per_lookup + cpu.seconds_per_run_probed * probed)
+        + w.range_lookups * (cpu.seconds_per_lookup + cpu.seconds_per_run_probed * runs.runs())
+        + w.updates * (cpu.seconds_per_update + cpu.seconds_per_entry_merged * merges))
+        / total;
     Ok(Design {
         policy,
         filters,
@@ -304,7 +365,8 @@ pub fn evaluate_with(
             update_io: u,
             range_io: q,
             io_per_operation: theta,
-            throughput_ops: 1.0 / (theta * problem.device.seconds_per_read),
+            cpu_seconds_per_operation: cpu_seconds,
+            throughput_ops: 1.0 / (theta * problem.device.seconds_per_read + cpu_seconds),
         },
     })
 }
@@ -456,6 +518,7 @@ mod tests {
                 seconds_per_read: 1e-4,
                 write_read_cost_ratio: 1.0,
                 page_bytes: 4096.0,
+                cpu: CpuCosts::default(),
             },
             fixed_buffer_bits: None,
             max_point_lookup_io: None,
@@ -724,5 +787,152 @@ mod tests {
                 < 1e-12
         );
         assert!(design.predicted.throughput_ops > 0.0);
+    }
+
+    /// The processor term: an operation's seconds are its I/Os times `Omega` plus its processor
+    /// time, computed from the design's runs and merges as [`CpuCosts`] says; without processor
+    /// costs the prediction is Monkey's I/O-only one.
+    #[test]
+    fn processor_costs_follow_the_runs_probed_and_the_merges() {
+        let cpu = CpuCosts {
+            seconds_per_lookup: 1e-6,
+            seconds_per_run_probed: 2e-7,
+            seconds_per_update: 3e-6,
+            seconds_per_entry_merged: 5e-7,
+        };
+        let with_cpu = |workload: Workload| TuningProblem {
+            device: Device {
+                cpu,
+                ..problem(workload, 10.0).device
+            },
+            ..problem(workload, 10.0)
+        };
+        let buffer = 8.0 * 8.0 * 1048576.0;
+        let empty = Workload {
+            point_lookups: 1.0,
+            zero_result_fraction: 1.0,
+            range_lookups: 0.0,
+            selectivity: 0.0,
+            updates: 0.0,
+        };
+        let existing = Workload {
+            zero_result_fraction: 0.0,
+            ..empty
+        };
+        let updates = Workload {
+            point_lookups: 0.0,
+            updates: 1.0,
+            ..empty
+        };
+        for (policy, t) in [
+            (MergePolicy::Leveling, 4.0),
+            (MergePolicy::Tiering, 4.0),
+            (MergePolicy::LazyLeveling, 5.0),
+            (
+                MergePolicy::Garnering {
+                    scaling_factor: 0.6,
+                },
+                4.0,
+            ),
+        ] {
+            let io_only = evaluate(&problem(empty, 10.0), policy, t, buffer).expect("ok");
+            assert_eq!(io_only.predicted.cpu_seconds_per_operation, 0.0);
+            let design = evaluate(&with_cpu(empty), policy, t, buffer).expect("ok");
+            let runs = per_run::run_tree(policy, 1e8, t, design.levels).expect("tree");
+            let cpu_seconds = 1e-6 + 2e-7 * runs.runs();
+            let p = design.predicted;
+            assert!(
+                (p.cpu_seconds_per_operation - cpu_seconds).abs() < 1e-15,
+                "{p:?}"
+            );
+            assert_eq!(p.io_per_operation, io_only.predicted.io_per_operation);
+            let expected = 1.0 / (p.io_per_operation * 1e-4 + cpu_seconds);
+            assert!(
+                (p.throughput_ops - expected).abs() <= 1e-9 * expected,
+                "{p:?}"
+            );
+            // A key that exists stops at its run: no more probes than an empty lookup (fewer
+            // when the last level holds several runs).
+            let found = evaluate(&with_cpu(existing), policy, t, buffer).expect("ok");
+            let probed = runs.runs_probed_for_existing_key();
+            assert!(probed <= runs.runs());
+            let cpu_seconds = 1e-6 + 2e-7 * probed;
+            assert!((found.predicted.cpu_seconds_per_operation - cpu_seconds).abs() < 1e-15);
+            // An update pays its insert and every merge that rewrites it.
+            let update = evaluate(&with_cpu(updates), policy, t, buffer).expect("ok");
+            let merges = merges_per_update(policy, update.levels, t);
+            let cpu_seconds = 3e-6 + 5e-7 * merges;
+            assert!((update.predicted.cpu_seconds_per_operation - cpu_seconds).abs() < 1e-15);
+            let u = update.predicted.update_io;
+            assert!(
+                (u - merges * 2.0 / (4096.0 / 128.0)).abs() < 1e-12,
+                "{u} {merges}"
+            );
+        }
+        // Tiering at T = 4 on three levels: 3 runs a level, a key on the last level found after
+        // the six above it and two of the last level's three on average.
+        let tiering = per_run::run_tree(MergePolicy::Tiering, 1e8, 4.0, 3).expect("tree");
+        assert_eq!(tiering.runs(), 9.0);
+        assert_eq!(tiering.runs_probed_for_existing_key(), 8.0);
+        assert_eq!(merges_per_update(MergePolicy::Tiering, 3, 4.0), 2.25);
+        assert_eq!(merges_per_update(MergePolicy::Leveling, 3, 4.0), 4.5);
+        // Negative or non-finite processor costs are refused.
+        let bad = TuningProblem {
+            device: Device {
+                cpu: CpuCosts {
+                    seconds_per_run_probed: -1.0,
+                    ..cpu
+                },
+                ..problem(empty, 10.0).device
+            },
+            ..problem(empty, 10.0)
+        };
+        assert!(tune(&bad).is_err());
+    }
+
+    /// On empty lookups with plenty of filter memory an I/O-only model barely separates the
+    /// designs; once a probed run costs processor time, the tuner prefers fewer runs.
+    #[test]
+    fn a_processor_cost_per_run_moves_the_tuner_to_fewer_runs() {
+        let empty = Workload {
+            point_lookups: 0.9,
+            zero_result_fraction: 1.0,
+            range_lookups: 0.0,
+            selectivity: 0.0,
+            updates: 0.1,
+        };
+        let runs = |design: &Design| {
+            per_run::run_tree(design.policy, 1e8, design.size_ratio, design.levels)
+                .expect("tree")
+                .runs()
+        };
+        let io_only = tune(&problem(empty, 16.0)).expect("tune").recommended;
+        let with_cpu = TuningProblem {
+            device: Device {
+                cpu: CpuCosts {
+                    seconds_per_lookup: 1e-6,
+                    seconds_per_run_probed: 1e-7,
+                    seconds_per_update: 2e-6,
+                    seconds_per_entry_merged: 1e-8,
+                },
+                seconds_per_read: 1e-6,
+                ..problem(empty, 16.0).device
+            },
+            ..problem(empty, 16.0)
+        };
+        let io_only_fast = TuningProblem {
+            device: Device {
+                seconds_per_read: 1e-6,
+                ..problem(empty, 16.0).device
+            },
+            ..problem(empty, 16.0)
+        };
+        let fast = tune(&io_only_fast).expect("tune").recommended;
+        assert_eq!(
+            fast.policy, io_only.policy,
+            "Omega alone scales an I/O-only model"
+        );
+        let cpu = tune(&with_cpu).expect("tune").recommended;
+        assert!(runs(&cpu) < runs(&io_only), "{cpu:?} vs {io_only:?}");
     }
 }
