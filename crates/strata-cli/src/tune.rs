@@ -50,7 +50,8 @@ pub struct TuneArgs {
     #[arg(long)]
     pub workload: Option<String>,
     /// The device: `read-us=R,write-us=W,page-bytes=P` (microseconds per page read and write),
-    /// and the processor's share of each operation, in microseconds: `cpu-lookup-us` per
+    /// `merge-read-us` (per page a merge reads in order; default `read-us`, as Monkey charges
+    /// it), and the processor's share of each operation, in microseconds: `cpu-lookup-us` per
     /// lookup, `cpu-run-us` per run a lookup probes, `cpu-update-us` per update, `cpu-merge-us`
     /// per entry a merge rewrites (Strata's addition to Monkey's I/O-only model; 0 when not
     /// given). Default `read-us=100,write-us=100,page-bytes=4096` with no processor costs, or
@@ -276,11 +277,13 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
         (None, Some(dir)) => {
             let measured = measure_device(dir, DEFAULT_PROBE)?;
             lines.push(format!(
-                "device measured in {}: {:.1} us per random 4 KiB read (direct I/O), {:.2} us per page written and synced: read-us={:.1},write-us={:.2}",
+                "device measured in {}: {:.1} us per random 4 KiB read (direct I/O), {:.2} us per page read in order (2 MiB direct reads), {:.2} us per page written and synced: read-us={:.1},merge-read-us={:.2},write-us={:.2}",
                 dir.display(),
                 measured.seconds_per_read * 1e6,
+                measured.seconds_per_merge_read * 1e6,
                 measured.seconds_per_write * 1e6,
                 measured.seconds_per_read * 1e6,
+                measured.seconds_per_merge_read * 1e6,
                 measured.seconds_per_write * 1e6
             ));
             let cpu = measure_processor(
@@ -310,7 +313,7 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
     lines.insert(
         0,
         format!(
-            "{entries} entries of {entry_size} bytes, {memory_bits_per_key} bits per entry of memory; workload lookups={},empty={},updates={},ranges={},selectivity={}; device {:.1} us per read, write/read cost {:.3}, {} byte pages; processor {:.3} us per lookup, {:.3} per run probed, {:.3} per update, {:.3} per entry merged",
+            "{entries} entries of {entry_size} bytes, {memory_bits_per_key} bits per entry of memory; workload lookups={},empty={},updates={},ranges={},selectivity={}; device {:.1} us per read, write/read cost {:.3}, merge-read/read cost {:.3}, {} byte pages; processor {:.3} us per lookup, {:.3} per run probed, {:.3} per update, {:.3} per entry merged",
             workload.point_lookups,
             workload.zero_result_fraction,
             workload.updates,
@@ -318,6 +321,7 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
             workload.selectivity,
             device.seconds_per_read * 1e6,
             device.write_read_cost_ratio,
+            device.merge_read_cost_ratio,
             device.page_bytes,
             device.cpu.seconds_per_lookup * 1e6,
             device.cpu.seconds_per_run_probed * 1e6,
@@ -363,6 +367,7 @@ pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
             "read-us",
             "write-us",
             "page-bytes",
+            "merge-read-us",
             "cpu-lookup-us",
             "cpu-run-us",
             "cpu-update-us",
@@ -376,24 +381,26 @@ pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
             "--device: read-us must be > 0 and write-us >= 0, got {read_us} and {write_us}"
         )));
     }
+    let merge_read_us = device[3].unwrap_or(read_us);
     if let Some(bad) = device[3..]
         .iter()
         .flatten()
         .find(|v| !(v.is_finite() && **v >= 0.0))
     {
         return Err(CliError::InvalidArgument(format!(
-            "--device: processor costs (cpu-*-us) must be >= 0, got {bad}"
+            "--device: merge-read-us and the processor costs (cpu-*-us) must be >= 0, got {bad}"
         )));
     }
     let cpu = CpuCosts {
-        seconds_per_lookup: device[3].unwrap_or(0.0) * 1e-6,
-        seconds_per_run_probed: device[4].unwrap_or(0.0) * 1e-6,
-        seconds_per_update: device[5].unwrap_or(0.0) * 1e-6,
-        seconds_per_entry_merged: device[6].unwrap_or(0.0) * 1e-6,
+        seconds_per_lookup: device[4].unwrap_or(0.0) * 1e-6,
+        seconds_per_run_probed: device[5].unwrap_or(0.0) * 1e-6,
+        seconds_per_update: device[6].unwrap_or(0.0) * 1e-6,
+        seconds_per_entry_merged: device[7].unwrap_or(0.0) * 1e-6,
     };
     Ok(Device {
         seconds_per_read: read_us * 1e-6,
         write_read_cost_ratio: write_us / read_us,
+        merge_read_cost_ratio: merge_read_us / read_us,
         page_bytes: device[2].unwrap_or(4096.0),
         cpu,
     })
@@ -674,6 +681,7 @@ mod tests {
             ["--workload", "lookups"],
             ["--device", "read-us=0"],
             ["--device", "cpu-run-us=-1"],
+            ["--device", "merge-read-us=-2"],
             ["--device", "cpu-merge-us=inf"],
         ] {
             assert!(run(&args(&extra), &mut out).is_err(), "{extra:?}");

@@ -8,8 +8,11 @@
 //! load as updates, which is what it cost.
 //!
 //! The device probe writes a file sequentially and syncs it (the cost of the pages a flush or a
-//! merge writes), then reads random pages of it with direct I/O (the cost of a lookup's page read
-//! that misses every cache); SPEC §7's `Omega` is the mean read, `phi` the write/read ratio.
+//! merge writes), reads it in order in 2 MiB direct reads (the cost of a page a merge reads with
+//! the engine's default compaction readahead), then reads random pages of it with direct I/O
+//! (the cost of a lookup's page read that misses every cache); SPEC §7's `Omega` is the mean
+//! random read, `phi` the write/read ratio, `rho` ([`Device::merge_read_cost_ratio`]) the
+//! in-order/random read ratio.
 //!
 //! The processor probe measures Strata's addition to the model ([`CpuCosts`]) on the engine
 //! itself, in a scratch database with buffered reads whose blocks are all cached: updates timed
@@ -123,6 +126,8 @@ pub const PAGE_BYTES: u64 = 4096;
 pub struct MeasuredDevice {
     /// Seconds per page written sequentially and synced.
     pub seconds_per_write: f64,
+    /// Seconds per page read in order, 2 MiB a read, with direct I/O.
+    pub seconds_per_merge_read: f64,
     /// Mean seconds per random page read with direct I/O.
     pub seconds_per_read: f64,
     /// The device as the tuner takes it.
@@ -147,17 +152,20 @@ pub fn measure_device(dir: &Path, size: ProbeSize) -> CliResult<MeasuredDevice> 
     file.sync()?;
     drop(file);
     let seconds_per_write = started.elapsed().as_secs_f64() / pages as f64;
-    let result = read_pages(&fs, &path, pages, size.reads);
+    let result = read_in_order(&fs, &path, pages)
+        .and_then(|in_order| Ok((in_order, read_pages(&fs, &path, pages, size.reads)?)));
     // The probe's file goes whatever the reads did.
     let removed = fs.remove_file(&path);
-    let seconds_per_read = result?;
+    let (seconds_per_merge_read, seconds_per_read) = result?;
     removed?;
     Ok(MeasuredDevice {
         seconds_per_write,
+        seconds_per_merge_read,
         seconds_per_read,
         device: Device {
             seconds_per_read,
             write_read_cost_ratio: seconds_per_write / seconds_per_read,
+            merge_read_cost_ratio: seconds_per_merge_read / seconds_per_read,
             page_bytes: PAGE_BYTES as f64,
             cpu: CpuCosts::default(),
         },
@@ -309,14 +317,45 @@ fn processor_probe(
     })
 }
 
-fn read_pages(fs: &RealFileSystem, path: &Path, pages: u64, reads: usize) -> CliResult<f64> {
-    let file = fs.open_random_access(path, true).map_err(|error| {
+/// The in-order reads' size: the engine's default compaction readahead.
+const MERGE_READ_BYTES: u64 = 2 << 20;
+
+fn open_direct(
+    fs: &RealFileSystem,
+    path: &Path,
+) -> CliResult<std::sync::Arc<dyn strata::env::RandomAccessFile>> {
+    fs.open_random_access(path, true).map_err(|error| {
         CliError::InvalidArgument(format!(
             "{}: direct reads are not available here ({error}); measure on the device the \
              database will use",
             path.display()
         ))
-    })?;
+    })
+}
+
+/// Seconds per page of the whole file read in order, [`MERGE_READ_BYTES`] a read.
+fn read_in_order(fs: &RealFileSystem, path: &Path, pages: u64) -> CliResult<f64> {
+    let file = open_direct(fs, path)?;
+    let total = pages * PAGE_BYTES;
+    let started = Instant::now();
+    let mut offset = 0;
+    while offset < total {
+        let n = MERGE_READ_BYTES.min(total - offset);
+        let bytes = file.read_at(offset, n as usize)?;
+        if bytes.len() as u64 != n {
+            return Err(CliError::InvalidArgument(format!(
+                "{}: the probe read {} bytes of {n} at offset {offset}",
+                path.display(),
+                bytes.len()
+            )));
+        }
+        offset += n;
+    }
+    Ok(started.elapsed().as_secs_f64() / pages as f64)
+}
+
+fn read_pages(fs: &RealFileSystem, path: &Path, pages: u64, reads: usize) -> CliResult<f64> {
+    let file = open_direct(fs, path)?;
     // Fixed seed: the same probe reads the same pages.
     let mut rng = rand::rngs::StdRng::seed_from_u64(42);
     let started = Instant::now();
@@ -433,6 +472,8 @@ mod tests {
             Ok(measured) => {
                 assert!(measured.seconds_per_read > 0.0 && measured.seconds_per_write > 0.0);
                 assert!(measured.device.write_read_cost_ratio > 0.0);
+                assert!(measured.seconds_per_merge_read > 0.0);
+                assert!(measured.device.merge_read_cost_ratio > 0.0);
                 assert_eq!(measured.device.page_bytes, 4096.0);
             }
             // A temporary directory on tmpfs has no direct I/O: the probe must say so.

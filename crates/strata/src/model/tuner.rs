@@ -51,6 +51,11 @@ pub struct Device {
     pub seconds_per_read: f64,
     /// Cost of a page write relative to a page read (`phi`).
     pub write_read_cost_ratio: f64,
+    /// Cost of a page a merge reads relative to a page a lookup reads (`rho`). Monkey's `W`
+    /// charges a merge's reads as lookups' reads (`rho = 1`); a merge reads its inputs in
+    /// order with readahead, which on a solid-state drive costs a fraction of a random read, so
+    /// `W = merges * (rho + phi) / B` (Strata's departure when `rho != 1`; SPEC §7).
+    pub merge_read_cost_ratio: f64,
     /// Bytes per page.
     pub page_bytes: f64,
     /// The processor's share of each operation (all zero: Monkey's I/O-only model).
@@ -142,7 +147,7 @@ pub struct Prediction {
     pub existing_lookup_io: f64,
     /// The workload's mix of point lookups (`Z`).
     pub point_lookup_io: f64,
-    /// An update (`W`, write I/Os weighted by `phi`).
+    /// An update (`W`: a merge's page reads weighted by `rho`, its writes by `phi`).
     pub update_io: f64,
     /// A range lookup (`Q`).
     pub range_io: f64,
@@ -235,6 +240,10 @@ impl TuningProblem {
         positive("seconds per read", self.device.seconds_per_read)?;
         positive("page bytes", self.device.page_bytes)?;
         non_negative("write/read cost ratio", self.device.write_read_cost_ratio)?;
+        non_negative(
+            "merge-read/read cost ratio",
+            self.device.merge_read_cost_ratio,
+        )?;
         self.device.cpu.validate()?;
         let w = &self.workload;
         non_negative("point lookups", w.point_lookups)?;
@@ -337,9 +346,9 @@ pub fn evaluate_with(
     // Z = v/(v+1) * V + R/(v+1) [Monkey eq. 13] with f0 = 1/(v+1).
     let z = (1.0 - w.zero_result_fraction) * v + w.zero_result_fraction * r;
     let b = problem.entries_per_page();
-    let phi = problem.device.write_read_cost_ratio;
+    let rho_phi = problem.device.merge_read_cost_ratio + problem.device.write_read_cost_ratio;
     let merges = merges_per_update(policy, levels, size_ratio);
-    let u = merges * (1.0 + phi) / b;
+    let u = merges * rho_phi / b;
     let q = range_cost(policy, w.selectivity, n, b, levels, size_ratio);
     let total = w.point_lookups + w.range_lookups + w.updates;
     let theta = (w.point_lookups * z + w.range_lookups * q + w.updates * u) / total;
@@ -412,7 +421,8 @@ pub fn tune(problem: &TuningProblem) -> Result<Tuning> {
     let n = problem.entries;
     let b = problem.entries_per_page();
     let w = &problem.workload;
-    let phi = problem.device.write_read_cost_ratio;
+    // `1 + phi` in Monkey's eqs. 41-52: a merge's page read and write, with `rho` for the read.
+    let rho_phi = problem.device.merge_read_cost_ratio + problem.device.write_read_cost_ratio;
     let page_bits = problem.page_bits();
     let beta = LN2_SQUARED / n;
     let pages = (n / b).max(2.0);
@@ -425,12 +435,12 @@ pub fn tune(problem: &TuningProblem) -> Result<Tuning> {
         let f0 = w.zero_result_fraction;
         let leveling = (
             w.point_lookups * t.powf(t / (t - 1.0)) / (t - 1.0) * f0.powf((t - 1.0) / t),
-            (w.range_lookups + w.updates * (t - 1.0) * (1.0 + phi) / (2.0 * b)) / t.ln(),
+            (w.range_lookups + w.updates * (t - 1.0) * rho_phi / (2.0 * b)) / t.ln(),
         );
         let g = monkey_general_last_level_weight(f0, MergeKind::Tiering { size_ratio })?;
         let tiering = (
             w.point_lookups * t.powf(t / (t - 1.0)) * g.powf((t - 1.0) / t),
-            (w.range_lookups * (t - 1.0) + w.updates * (t - 1.0) * (1.0 + phi) / (t * b)) / t.ln(),
+            (w.range_lookups * (t - 1.0) + w.updates * (t - 1.0) * rho_phi / (t * b)) / t.ln(),
         );
         let buffer = |(alpha, gamma): (f64, f64)| {
             problem.memory_bits
@@ -517,6 +527,7 @@ mod tests {
             device: Device {
                 seconds_per_read: 1e-4,
                 write_read_cost_ratio: 1.0,
+                merge_read_cost_ratio: 1.0,
                 page_bytes: 4096.0,
                 cpu: CpuCosts::default(),
             },
@@ -866,6 +877,20 @@ mod tests {
             let u = update.predicted.update_io;
             assert!(
                 (u - merges * 2.0 / (4096.0 / 128.0)).abs() < 1e-12,
+                "{u} {merges}"
+            );
+            // A merge's in-order page reads at a tenth of a lookup's random read.
+            let cheap_reads = TuningProblem {
+                device: Device {
+                    merge_read_cost_ratio: 0.1,
+                    ..with_cpu(updates).device
+                },
+                ..with_cpu(updates)
+            };
+            let cheap = evaluate(&cheap_reads, policy, t, buffer).expect("ok");
+            let u = cheap.predicted.update_io;
+            assert!(
+                (u - merges * 1.1 / (4096.0 / 128.0)).abs() < 1e-12,
                 "{u} {merges}"
             );
         }
