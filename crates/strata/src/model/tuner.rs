@@ -210,6 +210,25 @@ pub struct Tuning {
     pub candidates: Vec<Design>,
 }
 
+impl Design {
+    /// True if `other` builds the same tree with the same filters: the same size ratio, levels,
+    /// split and filter allocation, and predicted costs equal to rounding (the policy may differ
+    /// where two policies coincide).
+    pub fn is_same_design_as(&self, other: &Design) -> bool {
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * a.abs().max(b.abs());
+        let (p, q) = (&self.predicted, &other.predicted);
+        self.filters == other.filters
+            && self.levels == other.levels
+            && close(self.size_ratio, other.size_ratio)
+            && close(self.buffer_bits, other.buffer_bits)
+            && close(p.zero_result_lookup_io, q.zero_result_lookup_io)
+            && close(p.existing_lookup_io, q.existing_lookup_io)
+            && close(p.update_io, q.update_io)
+            && close(p.range_io, q.range_io)
+            && close(p.throughput_ops, q.throughput_ops)
+    }
+}
+
 fn invalid(message: String) -> Error {
     Error::InvalidArgument(message)
 }
@@ -504,6 +523,17 @@ pub fn tune(problem: &TuningProblem) -> Result<Tuning> {
             .throughput_ops
             .total_cmp(&a.predicted.throughput_ops)
     });
+    // One entry per distinct design: Garnering at `c = 1` builds leveling's tree, and at `T = 2`
+    // tiering and lazy leveling hold one run a level as leveling does; such a design costs
+    // exactly what the one listed first does (the sort is stable, so the policy evaluated first
+    // — leveling before tiering before the per-run policies — is the one kept).
+    let mut distinct: Vec<Design> = Vec::with_capacity(candidates.len());
+    for design in candidates {
+        if !distinct.iter().any(|kept| kept.is_same_design_as(&design)) {
+            distinct.push(design);
+        }
+    }
+    let candidates = distinct;
     let recommended = *candidates
         .first()
         .ok_or_else(|| invalid("no design meets the SLA bounds".into()))?;
@@ -959,5 +989,56 @@ mod tests {
         );
         let cpu = tune(&with_cpu).expect("tune").recommended;
         assert!(runs(&cpu) < runs(&io_only), "{cpu:?} vs {io_only:?}");
+    }
+
+    /// Designs that coincide are listed once: Garnering at `c = 1` is leveling, and at `T = 2`
+    /// tiering and lazy leveling are too.
+    #[test]
+    fn coinciding_designs_are_listed_once() {
+        let p = problem(BALANCED, 10.0);
+        let buffer = 8.0 * 8.0 * 1048576.0;
+        let leveling = evaluate(&p, MergePolicy::Leveling, 4.0, buffer).expect("ok");
+        let garnering_1 = evaluate(
+            &p,
+            MergePolicy::Garnering {
+                scaling_factor: 1.0,
+            },
+            4.0,
+            buffer,
+        )
+        .expect("ok");
+        assert!(garnering_1.is_same_design_as(&leveling));
+        let tiering = evaluate(&p, MergePolicy::Tiering, 4.0, buffer).expect("ok");
+        assert!(!tiering.is_same_design_as(&leveling));
+        let uniform = evaluate_with(
+            &p,
+            MergePolicy::Leveling,
+            4.0,
+            buffer,
+            FilterAllocation::Uniform,
+        )
+        .expect("ok");
+        assert!(!uniform.is_same_design_as(&leveling));
+        for workload in [
+            BALANCED,
+            Workload {
+                updates: 0.0,
+                ..BALANCED
+            },
+        ] {
+            let tuning = tune(&problem(workload, 10.0)).expect("tune");
+            for (i, a) in tuning.candidates.iter().enumerate() {
+                for b in &tuning.candidates[i + 1..] {
+                    assert!(!a.is_same_design_as(b), "{a:?} listed twice");
+                }
+            }
+            // No Garnering at c = 1 is left where leveling at the same split is listed.
+            assert!(!tuning.candidates.iter().any(|d| {
+                matches!(d.policy, MergePolicy::Garnering { scaling_factor } if scaling_factor == 1.0)
+                    && tuning.candidates.iter().any(|l| {
+                        l.policy == MergePolicy::Leveling && l.is_same_design_as(d)
+                    })
+            }));
+        }
     }
 }
