@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 use strata::model::tuner::{
-    tune, CpuCosts, Design, Device, FilterAllocation, TuningProblem, Workload,
+    buildable_size_ratio, tune, CpuCosts, Design, Device, FilterAllocation, TuningProblem, Workload,
 };
 use strata::model::MergePolicy;
 
@@ -406,17 +406,8 @@ pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
     })
 }
 
-/// The size ratio the engine builds `design` with: tiering and lazy leveling hold whole runs per
-/// level, so their `T` is rounded to the nearest whole number (at least 2); leveling and
-/// Garnering take a real `T`.
-fn engine_size_ratio(design: &Design) -> f64 {
-    match design.policy {
-        MergePolicy::Tiering | MergePolicy::LazyLeveling => design.size_ratio.round().max(2.0),
-        _ => design.size_ratio,
-    }
-}
-
-/// A design as an options file: the merge policy and size ratio (see [`engine_size_ratio`]), the
+/// A design as an options file: the merge policy and size ratio (the tuner costs tiering and
+/// lazy leveling at a whole `T`, [`buildable_size_ratio`]; rounding again is a no-op), the
 /// write buffer, and its filters at the design's bits per key (Monkey's with the tree it
 /// predicts, or uniform).
 fn options_file(design: &Design, problem: &TuningProblem) -> OptionsFile {
@@ -433,7 +424,7 @@ fn options_file(design: &Design, problem: &TuningProblem) -> OptionsFile {
         write_buffer_bytes: Some(buffer_bytes.round() as usize),
         compaction: Some(CompactionSection {
             policy,
-            size_ratio: Some(engine_size_ratio(design)),
+            size_ratio: Some(buildable_size_ratio(design.policy, design.size_ratio)),
             garnering_c,
         }),
         filters: Some(match design.filters {
@@ -503,16 +494,6 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
             path.display()
         )
         .map_err(write_error)?;
-        let written = engine_size_ratio(&tuning.recommended);
-        if written != tuning.recommended.size_ratio {
-            writeln!(
-                out,
-                "its size ratio {:.2} is written as {written}: the engine's {} holds whole runs per level",
-                tuning.recommended.size_ratio,
-                tuning.recommended.policy.name()
-            )
-            .map_err(write_error)?;
-        }
     }
     writeln!(
         out,
@@ -808,7 +789,7 @@ mod tests {
             strata::Options::from_file(&path).expect("a valid design");
         }
         assert!(!ranked.join("4.toml").exists());
-        // A write-heavy mix recommends tiering, whose real T is written as a whole number.
+        // A write-heavy mix recommends tiering, costed and written at a whole T.
         run(
             &args(&[
                 "--workload",
@@ -826,6 +807,16 @@ mod tests {
         assert_eq!(t, t.round());
         strata::Options::from_file(&path).expect("a valid design");
         let text = String::from_utf8(out).expect("UTF-8");
-        assert!(text.contains("holds whole runs per level"), "{text}");
+        // `out` holds the earlier runs' tables too: this run's is the last.
+        let row = text
+            .lines()
+            .rfind(|l| l.starts_with("1 "))
+            .expect("the recommendation's row");
+        let table_t: f64 = row
+            .split_whitespace()
+            .nth(3)
+            .and_then(|t| t.parse().ok())
+            .expect("T");
+        assert_eq!(table_t, t, "the table shows the T that is written: {row}");
     }
 }

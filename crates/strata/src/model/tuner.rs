@@ -22,7 +22,9 @@
 //! figures come from ([`MergePolicy::model`]). Monkey's split derivation has no coefficients for
 //! them, so each is evaluated at both the leveling split and the tiering split of its `T` and
 //! keeps the better (Strata's choice; a fixed buffer is kept as given). Every policy is costed
-//! on its own runs the same way, so the comparison between policies is even.
+//! on its own runs the same way, so the comparison between policies is even, and at the size
+//! ratio the engine builds it with ([`buildable_size_ratio`]: whole runs per level for tiering
+//! and lazy leveling).
 
 use super::{existing_lookup_cost, merges_per_update, per_run, range_cost, MergePolicy};
 use crate::alloc::solver::DEFAULT_FPR_CONSTANT as LN2_SQUARED;
@@ -434,6 +436,18 @@ pub fn split_memory(alpha: f64, beta: f64, gamma: f64, total_bits: f64, page_bit
     x
 }
 
+/// The size ratio the engine builds `policy` with when asked for `size_ratio`: tiering and lazy
+/// leveling hold whole runs per level, so theirs is the nearest whole number (at least 2);
+/// leveling and Garnering take a real `T`. The tuner costs every candidate at this ratio, so
+/// the design it predicts is the one an options file builds (Monkey's Algorithm 1 takes the
+/// real `T = (N/B)^(1/L)` for every policy).
+pub fn buildable_size_ratio(policy: MergePolicy, size_ratio: f64) -> f64 {
+    match policy {
+        MergePolicy::Tiering | MergePolicy::LazyLeveling => size_ratio.round().max(2.0),
+        MergePolicy::Leveling | MergePolicy::Garnering { .. } => size_ratio,
+    }
+}
+
 /// Monkey's holistic tuner over every merge policy the models cover (see the module docs).
 pub fn tune(problem: &TuningProblem) -> Result<Tuning> {
     problem.validate()?;
@@ -474,11 +488,18 @@ pub fn tune(problem: &TuningProblem) -> Result<Tuning> {
                 .iter()
                 .map(|&scaling_factor| MergePolicy::Garnering { scaling_factor }),
         );
+        // Each design at the size ratio the engine builds it with.
         let mut designs = vec![
             evaluate(problem, MergePolicy::Leveling, t, leveling_buffer)?,
-            evaluate(problem, MergePolicy::Tiering, t, tiering_buffer)?,
+            evaluate(
+                problem,
+                MergePolicy::Tiering,
+                buildable_size_ratio(MergePolicy::Tiering, t),
+                tiering_buffer,
+            )?,
         ];
         for policy in per_run_policies {
+            let t = buildable_size_ratio(policy, t);
             let at_leveling = evaluate(problem, policy, t, leveling_buffer)?;
             let at_tiering = evaluate(problem, policy, t, tiering_buffer)?;
             designs.push(
@@ -1039,6 +1060,39 @@ mod tests {
                         l.policy == MergePolicy::Leveling && l.is_same_design_as(d)
                     })
             }));
+        }
+    }
+
+    /// Tiering and lazy leveling hold whole runs per level: the tuner costs them at the whole
+    /// size ratio the engine builds, not at Monkey's real `T`.
+    #[test]
+    fn whole_run_policies_are_costed_at_a_buildable_size_ratio() {
+        assert_eq!(buildable_size_ratio(MergePolicy::Tiering, 2.56), 3.0);
+        assert_eq!(buildable_size_ratio(MergePolicy::LazyLeveling, 1.2), 2.0);
+        assert_eq!(buildable_size_ratio(MergePolicy::Leveling, 2.56), 2.56);
+        let garnering = MergePolicy::Garnering {
+            scaling_factor: 0.8,
+        };
+        assert_eq!(buildable_size_ratio(garnering, 2.56), 2.56);
+        for workload in [
+            BALANCED,
+            Workload {
+                updates: 0.9,
+                ..BALANCED
+            },
+        ] {
+            let tuning = tune(&problem(workload, 10.0)).expect("tune");
+            for design in &tuning.candidates {
+                assert_eq!(
+                    design.size_ratio,
+                    buildable_size_ratio(design.policy, design.size_ratio),
+                    "{design:?}"
+                );
+            }
+            assert!(tuning
+                .candidates
+                .iter()
+                .any(|d| d.policy == MergePolicy::Tiering));
         }
     }
 }
