@@ -544,13 +544,23 @@ pub fn tune(problem: &TuningProblem) -> Result<Tuning> {
             .throughput_ops
             .total_cmp(&a.predicted.throughput_ops)
     });
-    // One entry per distinct design: Garnering at `c = 1` builds leveling's tree, and at `T = 2`
-    // tiering and lazy leveling hold one run a level as leveling does; such a design costs
-    // exactly what the one listed first does (the sort is stable, so the policy evaluated first
-    // — leveling before tiering before the per-run policies — is the one kept).
+    // One entry per distinct design, the best of each:
+    // - one split per policy, filters and size ratio: tiering and lazy leveling round several
+    //   level counts' `T` to the same whole number, each with the split its real `T` gave; those
+    //   are one design at several splits, and the best split is the design's;
+    // - Garnering at `c = 1` builds leveling's tree, and at `T = 2` tiering and lazy leveling
+    //   hold one run a level as leveling does; such a design costs exactly what the one listed
+    //   first does (the sort is stable, so the policy evaluated first — leveling before tiering
+    //   before the per-run policies — is the one kept).
     let mut distinct: Vec<Design> = Vec::with_capacity(candidates.len());
     for design in candidates {
-        if !distinct.iter().any(|kept| kept.is_same_design_as(&design)) {
+        let listed = distinct.iter().any(|kept| {
+            (kept.policy == design.policy
+                && kept.filters == design.filters
+                && kept.size_ratio == design.size_ratio)
+                || kept.is_same_design_as(&design)
+        });
+        if !listed {
             distinct.push(design);
         }
     }
@@ -1012,8 +1022,9 @@ mod tests {
         assert!(runs(&cpu) < runs(&io_only), "{cpu:?} vs {io_only:?}");
     }
 
-    /// Designs that coincide are listed once: Garnering at `c = 1` is leveling, and at `T = 2`
-    /// tiering and lazy leveling are too.
+    /// Designs that coincide are listed once: Garnering at `c = 1` is leveling, at `T = 2`
+    /// tiering and lazy leveling are too, and a whole-run policy at one `T` is listed at its
+    /// best split only.
     #[test]
     fn coinciding_designs_are_listed_once() {
         let p = problem(BALANCED, 10.0);
@@ -1051,6 +1062,13 @@ mod tests {
             for (i, a) in tuning.candidates.iter().enumerate() {
                 for b in &tuning.candidates[i + 1..] {
                     assert!(!a.is_same_design_as(b), "{a:?} listed twice");
+                    assert!(
+                        !(a.policy == b.policy
+                            && a.filters == b.filters
+                            && a.size_ratio == b.size_ratio),
+                        "{a:?} and {b:?}: one design at two splits"
+                    );
+                    assert!(a.predicted.throughput_ops >= b.predicted.throughput_ops);
                 }
             }
             // No Garnering at c = 1 is left where leveling at the same split is listed.
