@@ -39,6 +39,7 @@ use crate::key::{compare_internal_keys, parse_internal_key, ValueKind};
 use crate::options::Options;
 use crate::stats::{BlockKind, IoCounters};
 use crate::table::block::BlockIter;
+use crate::table::format::IndexKeys;
 use crate::table::properties::TableProperties;
 use crate::table::reader::{ReadMode, TableReader};
 use crate::table::table_file_name;
@@ -583,17 +584,19 @@ pub(crate) fn scan_table(
     let mut previous_key: Option<Vec<u8>> = None;
     let mut first_key: Option<Vec<u8>> = None;
     let mut data_blocks = 0u64;
+    // A key above index key `index_key` in the index's order (`table/format.rs`): a user-key
+    // index orders user keys bytewise.
+    let index_keys = reader.index_keys();
+    let above_index = |key: &[u8], index_key: &[u8]| match index_keys {
+        IndexKeys::Internal => compare_internal_keys(key, index_key).is_gt(),
+        IndexKeys::User => crate::key::user_key(key) > index_key,
+    };
+    let mut previous_index_key: Option<Vec<u8>> = None;
     index.seek_to_first(&reader);
     while index.valid() {
         data_blocks += 1;
         let index_key = index.key().to_vec();
-        let handle = match reader.decode_handle(index.value()) {
-            Ok(handle) => handle,
-            Err(error) => {
-                scan.problems.push(Problem::from_error(&path, error));
-                break;
-            }
-        };
+        let handle = index.handle();
         match reader.sorted_block(handle, BlockKind::Data, ReadMode::Compaction) {
             Ok(block) => {
                 scan.blocks += 1;
@@ -636,6 +639,25 @@ pub(crate) fn scan_table(
                     if first_key.is_none() {
                         first_key = Some(key.to_vec());
                     }
+                    // A user-key index is sound only if no user key continues from the block
+                    // before: this block's first key must be above the previous index entry.
+                    if let (true, IndexKeys::User, Some(previous_index)) =
+                        (last_in_block.is_none(), index_keys, &previous_index_key)
+                    {
+                        if !above_index(key, previous_index) {
+                            scan.problems.push(Problem::error(
+                                &path,
+                                Some(handle.offset),
+                                format!(
+                                    "the user-key index entry {:?} before the data block at \
+                                     offset {} is not below its first key {}",
+                                    String::from_utf8_lossy(previous_index),
+                                    handle.offset,
+                                    describe_key(key)
+                                ),
+                            ));
+                        }
+                    }
                     previous_key = Some(key.to_vec());
                     last_in_block = Some(key.to_vec());
                     iter.next();
@@ -649,14 +671,18 @@ pub(crate) fn scan_table(
                         Some(handle.offset),
                         "empty data block",
                     )),
-                    Some(last) if compare_internal_keys(last, &index_key).is_gt() => {
+                    Some(last) if above_index(last, &index_key) => {
                         scan.problems.push(Problem::error(
                             &path,
                             Some(index_offset),
                             format!(
                                 "index entry {} is below the last key {} of its data block at \
                                  offset {}",
-                                describe_key(&index_key),
+                                match index_keys {
+                                    IndexKeys::Internal => describe_key(&index_key),
+                                    IndexKeys::User =>
+                                        format!("{:?}", String::from_utf8_lossy(&index_key)),
+                                },
                                 describe_key(last),
                                 handle.offset
                             ),
@@ -671,6 +697,7 @@ pub(crate) fn scan_table(
                 previous_key = None;
             }
         }
+        previous_index_key = Some(index_key);
         index.next(&reader);
     }
     if let Err(error) = index.status(&reader) {

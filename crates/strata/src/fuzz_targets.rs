@@ -35,11 +35,11 @@ use crate::iterator::InternalIterator;
 use crate::key::compare_internal_keys;
 use crate::stats::merlin::{FileAccess, MerlinState};
 use crate::stats::IoCounters;
-use crate::table::block::{Block, BlockBuilder, BlockIter, DEFAULT_RESTART_INTERVAL};
+use crate::table::block::{Block, BlockBuilder, BlockIter, HandleCoding, DEFAULT_RESTART_INTERVAL};
 use crate::table::compression::{
     decompress_block, BlockCompressor, Compression, MAX_UNCOMPRESSED_BLOCK_BYTES,
 };
-use crate::table::format::{verify_stored_block, BlockHandle, Footer, FOOTER_LEN};
+use crate::table::format::{verify_stored_block, BlockHandle, Footer, IndexKeys, FOOTER_LEN};
 use crate::table::iter::TableIter;
 use crate::table::partition::PartitionIndex;
 use crate::table::properties::TableProperties;
@@ -168,26 +168,51 @@ pub fn block(data: &[u8]) {
     );
 }
 
-/// An index block (`table/block.rs` with internal-key order, `format.rs`:
-/// `BlockHandle::decode_from`): every value decoded as a block handle, the way a table iterator
-/// and a point lookup do, and every handle re-encoded.
+/// An index block (`table/block.rs` with internal-key or user-key order, `format.rs`: whole
+/// and delta-coded block handles): every value decoded as a block handle, the way a table
+/// iterator and a point lookup do, forwards, backwards and by seeks, and every handle re-encoded.
 pub fn index_block(data: &[u8]) {
     let Ok(block) = Block::decode(data.to_vec()) else {
         return;
     };
     let block = Arc::new(block);
     exercise_block(&block, compare_internal_keys, data);
-    let mut iter = block.iter(compare_internal_keys);
-    iter.seek_to_first();
-    while iter.valid() {
-        block_handle(iter.value());
-        iter.next();
-    }
-    for target in seek_targets(data) {
-        iter.seek(target);
-        if iter.valid() {
-            block_handle(iter.value());
+    for keys in [IndexKeys::Internal, IndexKeys::User] {
+        for coding in [HandleCoding::Whole, HandleCoding::Delta] {
+            let mut iter = block.iter(keys.comparator()).decoding_handles(coding);
+            iter.seek_to_first();
+            while iter.valid() {
+                index_entry(&iter, coding);
+                iter.next();
+            }
+            iter.seek_to_last();
+            while iter.valid() {
+                index_entry(&iter, coding);
+                iter.prev();
+            }
+            for target in seek_targets(data) {
+                iter.seek(keys.seek_key(target));
+                if iter.valid() {
+                    index_entry(&iter, coding);
+                }
+            }
         }
+    }
+}
+
+/// One decoded index entry: its handle re-encodes, and with whole handles it is the value's.
+fn index_entry(iter: &BlockIter, coding: HandleCoding) {
+    block_handle(iter.value());
+    let handle = iter.handle();
+    let mut encoded = Vec::new();
+    handle.encode_to(&mut encoded);
+    block_handle(&encoded);
+    if coding == HandleCoding::Whole {
+        assert_eq!(
+            BlockHandle::decode_from(&mut Decoder::new(iter.value())),
+            Some(handle),
+            "a whole handle is the value's"
+        );
     }
 }
 
@@ -303,15 +328,21 @@ pub fn filter(data: &[u8]) {
 }
 
 /// A partitioned table's top-level index (`table/partition.rs`: `PartitionIndex::decode`). The
-/// first input byte is the properties' filter module count (mod 7), the rest the block's contents.
+/// first input byte picks the key order (bit 7 set: user keys) and the properties' filter module count (the low bits mod 7), the rest the block's contents.
 /// A decoded index must re-encode to a block that decodes equal; every lookup position it gives
 /// must be the first partition whose last key is at or above the target.
 pub fn partition_index(data: &[u8]) {
     let Some((&modules, contents)) = data.split_first() else {
         return;
     };
-    let modules = usize::from(modules % 7);
-    let Ok(index) = PartitionIndex::decode(contents.to_vec(), modules, u64::MAX) else {
+    // The top bit picks the key order (a user-key index's partition keys are user keys).
+    let keys = if modules & 0x80 != 0 {
+        IndexKeys::User
+    } else {
+        IndexKeys::Internal
+    };
+    let modules = usize::from((modules & 0x7f) % 7);
+    let Ok(index) = PartitionIndex::decode(contents.to_vec(), modules, u64::MAX, keys) else {
         return;
     };
     assert!(
@@ -319,14 +350,15 @@ pub fn partition_index(data: &[u8]) {
         "a decoded top-level index has partitions"
     );
     assert_eq!(
-        PartitionIndex::decode(index.encode(), modules, u64::MAX).as_ref(),
+        PartitionIndex::decode(index.encode(), modules, u64::MAX, keys).as_ref(),
         Ok(&index),
         "top-level index does not round-trip"
     );
+    let compare = keys.comparator();
     for target in seek_targets(contents) {
         let found = index.find(target);
         let first_at_or_above =
-            (0..index.len()).find(|&p| compare_internal_keys(index.key(p), target).is_ge());
+            (0..index.len()).find(|&p| compare(index.key(p), keys.seek_key(target)).is_ge());
         assert_eq!(
             found, first_at_or_above,
             "binary search disagrees with a scan"

@@ -20,7 +20,8 @@ fn options(partitioned: bool) -> Options {
     }
 }
 
-/// Table format versions of the database's table files (the footer's bytes 48..52).
+/// Table layouts of the database's table files (the low byte of the footer's format version,
+/// bytes 48..52; the bits above it are the index format).
 fn format_versions(dir: &std::path::Path) -> Vec<u32> {
     let mut versions = Vec::new();
     for entry in std::fs::read_dir(dir).expect("list") {
@@ -28,9 +29,7 @@ fn format_versions(dir: &std::path::Path) -> Vec<u32> {
         if path.extension().is_some_and(|e| e == "sst") {
             let bytes = std::fs::read(&path).expect("read table");
             let footer = &bytes[bytes.len() - 60..];
-            versions.push(u32::from_le_bytes(
-                footer[48..52].try_into().expect("4 bytes"),
-            ));
+            versions.push(u32::from_le_bytes(footer[48..52].try_into().expect("4 bytes")) & 0xff);
         }
     }
     versions

@@ -242,7 +242,7 @@ impl DbInner {
         if !index.valid() {
             return Ok(false);
         }
-        let handle = table.decode_handle(index.value())?;
+        let handle = index.handle();
         let block = table.sorted_block(handle, BlockKind::Data, ReadMode::Compaction)?;
         let mut entries = BlockIter::new(block, compare_internal_keys);
         entries.seek(target);

@@ -471,7 +471,7 @@ proptest! {
         let mut input = vec![modules as u8];
         input.extend_from_slice(&builder.finish());
         prop_assert_eq!(
-            PartitionIndex::decode(input[1..].to_vec(), modules, u64::MAX).is_ok(),
+            PartitionIndex::decode(input[1..].to_vec(), modules, u64::MAX, IndexKeys::Internal).is_ok(),
             !keys.is_empty()
         );
         partition_index(&input);

@@ -53,7 +53,8 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::coding::{get_fixed32, get_varint32, put_fixed32, put_varint32};
+use super::format::BlockHandle;
+use crate::coding::{get_fixed32, get_varint32, put_fixed32, put_varint32, Decoder};
 
 /// Entries between two restart points when the caller has no reason to choose otherwise
 /// (LevelDB's default).
@@ -127,6 +128,11 @@ impl BlockBuilder {
         self.entries_since_restart += 1;
     }
 
+    /// True if the next entry added will be a restart entry (stores its whole key).
+    pub(crate) fn next_is_restart(&self) -> bool {
+        self.entries == 0 || self.entries_since_restart == self.restart_interval
+    }
+
     /// The length `finish` would return now.
     pub(crate) fn estimated_size(&self) -> usize {
         self.buffer.len() + self.restarts.len() * FIXED32_LEN + FIXED32_LEN
@@ -162,6 +168,61 @@ impl BlockBuilder {
         self.entries_since_restart = 0;
         self.last_key.clear();
         contents
+    }
+}
+
+/// Builds an index block: keys mapped to data-block handles, coded as [`HandleCoding`] says (a
+/// delta-coded entry that is not a restart entry stores only its block's size when the block
+/// follows the previous entry's; `format.rs`).
+#[derive(Debug)]
+pub(crate) struct IndexBlockBuilder {
+    block: BlockBuilder,
+    coding: HandleCoding,
+    /// The last entry's handle (`None` after `finish`).
+    previous: Option<BlockHandle>,
+    value: Vec<u8>,
+}
+
+impl IndexBlockBuilder {
+    pub(crate) fn new(restart_interval: usize, coding: HandleCoding) -> Self {
+        IndexBlockBuilder {
+            block: BlockBuilder::new(restart_interval),
+            coding,
+            previous: None,
+            value: Vec::with_capacity(BlockHandle::MAX_ENCODED_LEN),
+        }
+    }
+
+    /// Appends an entry; `key` sorts after the previous one in the index's order.
+    pub(crate) fn add(&mut self, key: &[u8], handle: BlockHandle) {
+        self.value.clear();
+        let follows = self.previous.and_then(|p| {
+            p.len_with_trailer()
+                .and_then(|len| p.offset.checked_add(len))
+        }) == Some(handle.offset);
+        if self.coding == HandleCoding::Delta && follows && !self.block.next_is_restart() {
+            crate::coding::put_varint64(&mut self.value, handle.size);
+        } else {
+            handle.encode_to(&mut self.value);
+        }
+        self.block.add(key, &self.value);
+        self.previous = Some(handle);
+    }
+
+    /// The length `finish` would return now.
+    pub(crate) fn estimated_size(&self) -> usize {
+        self.block.estimated_size()
+    }
+
+    /// True when no entry was added since the last `finish`.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.block.is_empty()
+    }
+
+    /// The block's contents; the builder is then empty.
+    pub(crate) fn finish(&mut self) -> Vec<u8> {
+        self.previous = None;
+        self.block.finish()
     }
 }
 
@@ -372,7 +433,59 @@ pub(crate) struct BlockIter {
     key: Vec<u8>,
     /// The current value's range in the block.
     value: Range<usize>,
+    /// For an index block: how its values hold data-block handles, and the current entry's
+    /// handle decoded (a delta-encoded value needs the previous entry's).
+    handles: Option<HandleCoding>,
+    handle: BlockHandle,
     error: Option<String>,
+}
+
+/// How an index block's values hold data-block handles (table footer version bit 8,
+/// `format.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HandleCoding {
+    /// Every value is `offset:varint64 size:varint64`.
+    Whole,
+    /// A restart entry's value is the whole handle; any other entry's is either the whole handle
+    /// or `size:varint64` alone, the block starting right after the previous entry's block and
+    /// its trailer.
+    Delta,
+}
+
+impl HandleCoding {
+    /// The coding of an index written with delta-encoded handles or without.
+    pub(crate) fn of(delta_handles: bool) -> HandleCoding {
+        if delta_handles {
+            HandleCoding::Delta
+        } else {
+            HandleCoding::Whole
+        }
+    }
+
+    /// Decodes the handle in index value `value`; `previous` is the handle of the entry before
+    /// (`None` at a restart entry, which must hold a whole handle).
+    fn decode(
+        self,
+        value: &[u8],
+        previous: Option<BlockHandle>,
+    ) -> Result<BlockHandle, &'static str> {
+        let mut decoder = Decoder::new(value);
+        let first = decoder.varint64().ok_or("malformed block handle")?;
+        if self == HandleCoding::Whole || !decoder.is_empty() {
+            let size = decoder.varint64().ok_or("malformed block handle")?;
+            if self == HandleCoding::Delta && !decoder.is_empty() {
+                return Err("block handle with trailing bytes");
+            }
+            return Ok(BlockHandle::new(first, size));
+        }
+        // `size:varint64` alone: the block after the previous one.
+        let previous = previous.ok_or("a restart entry holds a delta-encoded block handle")?;
+        let offset = previous
+            .len_with_trailer()
+            .and_then(|len| previous.offset.checked_add(len))
+            .ok_or("delta-encoded block handle past the largest offset")?;
+        Ok(BlockHandle::new(offset, first))
+    }
 }
 
 impl BlockIter {
@@ -399,8 +512,23 @@ impl BlockIter {
             restart_index: num_restarts,
             key: key_buffer,
             value: 0..0,
+            handles: None,
+            handle: BlockHandle::default(),
             error: None,
         }
+    }
+
+    /// The same iterator decoding each entry's value as a data-block handle coded as `coding`
+    /// ([`BlockIter::handle`]); a value that does not decode is corruption. For index blocks.
+    pub(crate) fn decoding_handles(mut self, coding: HandleCoding) -> Self {
+        self.handles = Some(coding);
+        self
+    }
+
+    /// The current index entry's data-block handle (see [`BlockIter::decoding_handles`];
+    /// `(0, 0)` when not valid or not decoding handles).
+    pub(crate) fn handle(&self) -> BlockHandle {
+        self.handle
     }
 
     /// The key buffer, for the next [`BlockIter::with_key_buffer`].
@@ -529,6 +657,7 @@ impl BlockIter {
         self.restart_index = self.block.num_restarts;
         self.key.clear();
         self.value = 0..0;
+        self.handle = BlockHandle::default();
     }
 
     /// Records the first corruption found and leaves the iterator invalid for good.
@@ -586,6 +715,23 @@ impl BlockIter {
                 "restart point at offset {next_restart} falls inside the entry at offset {offset}"
             ));
             return false;
+        }
+        if let Some(coding) = self.handles {
+            // Entries are decoded in order from a restart entry, so `self.handle` is the
+            // previous entry's unless this is a restart entry.
+            let previous = (restart_offset != offset).then_some(self.handle);
+            let value = self
+                .block
+                .contents
+                .get(layout.value.clone())
+                .unwrap_or_default();
+            match coding.decode(value, previous) {
+                Ok(handle) => self.handle = handle,
+                Err(reason) => {
+                    self.corrupt(format!("index entry at offset {offset}: {reason}"));
+                    return false;
+                }
+            }
         }
         self.key.truncate(layout.shared);
         self.key.extend_from_slice(
@@ -1144,5 +1290,168 @@ mod tests {
         assert!(iter
             .error()
             .is_some_and(|reason| reason.contains("offset 4")));
+    }
+
+    /// `count` data-block handles laid back to back from offset 0 (sizes vary), with `gaps`
+    /// listing the entries whose block does not follow the previous one.
+    fn handles(count: usize, gaps: &[usize]) -> Vec<BlockHandle> {
+        let mut offset = 0u64;
+        (0..count)
+            .map(|i| {
+                if gaps.contains(&i) {
+                    offset += 1_000;
+                }
+                let handle = BlockHandle::new(offset, 3_000 + (i as u64 * 37) % 2_000);
+                offset += handle.size + super::super::format::BLOCK_TRAILER_LEN as u64;
+                handle
+            })
+            .collect()
+    }
+
+    fn index_block(
+        keys: &[Vec<u8>],
+        handles: &[BlockHandle],
+        restart_interval: usize,
+        coding: HandleCoding,
+    ) -> Arc<Block> {
+        let mut builder = IndexBlockBuilder::new(restart_interval, coding);
+        for (key, &handle) in keys.iter().zip(handles) {
+            builder.add(key, handle);
+        }
+        decode(builder.finish())
+    }
+
+    /// Every way of reaching an index entry (scan forward and back, seek to each key and between
+    /// keys) decodes its handle, with whole or delta-coded values, whatever the restart interval,
+    /// and also where a block does not follow the previous one.
+    #[test]
+    fn index_blocks_decode_their_handles_however_they_are_reached() {
+        let keys: Vec<Vec<u8>> = (0..40).map(|i| format!("k{i:03}").into_bytes()).collect();
+        for gaps in [&[][..], &[5, 6, 17]] {
+            let handles = handles(keys.len(), gaps);
+            for interval in [1, 2, 3, 4, 16] {
+                for coding in [HandleCoding::Whole, HandleCoding::Delta] {
+                    let block = index_block(&keys, &handles, interval, coding);
+                    let mut iter =
+                        BlockIter::new(Arc::clone(&block), bytewise).decoding_handles(coding);
+                    iter.seek_to_first();
+                    for (key, handle) in keys.iter().zip(&handles) {
+                        assert!(iter.valid());
+                        assert_eq!((iter.key(), iter.handle()), (&key[..], *handle));
+                        iter.next();
+                    }
+                    assert!(!iter.valid() && iter.error().is_none());
+                    iter.seek_to_last();
+                    for (key, handle) in keys.iter().zip(&handles).rev() {
+                        assert_eq!((iter.key(), iter.handle()), (&key[..], *handle));
+                        iter.prev();
+                    }
+                    assert!(!iter.valid() && iter.error().is_none());
+                    for (i, (key, handle)) in keys.iter().zip(&handles).enumerate() {
+                        iter.seek(key);
+                        assert_eq!(iter.handle(), *handle, "seek {i}");
+                        // Just above key i - 1: lands on key i.
+                        if let Some(previous) = i.checked_sub(1) {
+                            let mut between = keys[previous].clone();
+                            between.push(0);
+                            iter.seek(&between);
+                            assert_eq!(iter.handle(), *handle, "seek above {previous}");
+                        }
+                    }
+                    iter.seek(b"z");
+                    assert!(!iter.valid());
+                    assert_eq!(iter.handle(), BlockHandle::default());
+                }
+            }
+        }
+    }
+
+    /// Delta coding stores a non-restart entry's size alone: the block is smaller than with whole
+    /// handles, by the offsets it leaves out.
+    #[test]
+    fn delta_coded_index_blocks_are_smaller() {
+        let keys: Vec<Vec<u8>> = (0..64).map(|i| format!("k{i:03}").into_bytes()).collect();
+        let handles: Vec<BlockHandle> = handles(keys.len(), &[])
+            .into_iter()
+            .map(|h| BlockHandle::new(h.offset + (1 << 20), h.size))
+            .collect();
+        let whole = index_block(&keys, &handles, 4, HandleCoding::Whole);
+        let delta = index_block(&keys, &handles, 4, HandleCoding::Delta);
+        // 48 of 64 entries drop a 3-byte offset (offsets above 1 MiB take 3 varint bytes).
+        assert_eq!(whole.size_bytes() - delta.size_bytes(), 48 * 3);
+    }
+
+    #[test]
+    fn damaged_index_values_are_corruption_not_panics() {
+        let read = |contents: Vec<u8>, coding: HandleCoding| {
+            let block = decode(contents);
+            let mut iter = block.iter(bytewise).decoding_handles(coding);
+            iter.seek_to_first();
+            while iter.valid() {
+                iter.next();
+            }
+            iter.error().map(str::to_string)
+        };
+        // A restart entry holding a size alone.
+        let size_only = with_restarts(b"\x00\x01\x01a\x05", &[0]);
+        let reason = read(size_only.clone(), HandleCoding::Delta).expect("error");
+        assert!(reason.contains("restart entry holds a delta"), "{reason}");
+        assert!(read(size_only, HandleCoding::Whole).is_some());
+        // An empty value, and a truncated varint.
+        for value in [&b""[..], b"\x80"] {
+            let mut entry = vec![0, 1, value.len() as u8, b'a'];
+            entry.extend_from_slice(value);
+            for coding in [HandleCoding::Whole, HandleCoding::Delta] {
+                let reason = read(with_restarts(&entry, &[0]), coding).expect("error");
+                assert!(reason.contains("malformed block handle"), "{reason}");
+            }
+        }
+        // Three varints where a handle has two.
+        let reason = read(
+            with_restarts(b"\x00\x01\x03a\x01\x02\x03", &[0]),
+            HandleCoding::Delta,
+        )
+        .expect("error");
+        assert!(reason.contains("trailing"), "{reason}");
+        // A delta after a handle at the largest offset overflows instead of wrapping.
+        let mut entries = vec![0u8, 1, 0, b'a'];
+        let mut whole = Vec::new();
+        BlockHandle::new(u64::MAX - 3, 1).encode_to(&mut whole);
+        entries[2] = whole.len() as u8;
+        entries.extend_from_slice(&whole);
+        entries.extend_from_slice(&[1, 1, 1, b'b', 7]);
+        let reason = read(with_restarts(&entries, &[0]), HandleCoding::Delta).expect("error");
+        assert!(reason.contains("past the largest offset"), "{reason}");
+    }
+
+    proptest! {
+        /// Any keys, contiguous handles and restart interval: a delta-coded index answers every
+        /// seek with the handle a whole-coded one gives.
+        #[test]
+        fn delta_and_whole_index_blocks_agree(
+            keys in prop::collection::btree_set(prop::collection::vec(any::<u8>(), 0..12), 1..80),
+            interval in 1usize..8,
+            probes in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..12), 0..20),
+        ) {
+            let keys: Vec<Vec<u8>> = keys.into_iter().collect();
+            let handles = handles(keys.len(), &[]);
+            let whole = index_block(&keys, &handles, interval, HandleCoding::Whole);
+            let delta = index_block(&keys, &handles, interval, HandleCoding::Delta);
+            let mut a = BlockIter::new(whole, bytewise).decoding_handles(HandleCoding::Whole);
+            let mut b = BlockIter::new(delta, bytewise).decoding_handles(HandleCoding::Delta);
+            for target in keys.iter().chain(&probes) {
+                a.seek(target);
+                b.seek(target);
+                prop_assert_eq!(a.valid(), b.valid());
+                prop_assert_eq!(a.handle(), b.handle());
+                prop_assert_eq!(a.key(), b.key());
+                if b.valid() {
+                    b.prev();
+                    a.prev();
+                    prop_assert_eq!(a.handle(), b.handle());
+                }
+            }
+            prop_assert!(a.error().is_none() && b.error().is_none());
+        }
     }
 }

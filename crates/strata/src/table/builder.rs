@@ -11,13 +11,15 @@
 //! block (SPEC §1; the split rule and the index format are in `filter/modular.rs`). With one module
 //! the file is byte for byte what it was before modular filters existed.
 //!
+//! The index is built at `finish`, from one entry per data block (its separator, handle and the
+//! range of key hashes it holds) kept until then, because its encoding depends on the whole file
+//! (`format.rs`): its keys are user keys unless some user key continues from one data block
+//! into the next, and its handles are delta-encoded.
+//!
 //! A file whose whole-file index block or largest filter module would exceed the threshold set
 //! with [`TableBuilder::set_metadata_partitioning`] is written with a partitioned index and
-//! filter instead (`partition.rs`, table format version 3). The builder always collects index
-//! entries into partitions of `metadata_block_bytes`, remembering which key hashes each
-//! partition's data blocks hold; at `finish` it either writes them as partitions or joins them
-//! into the one index block the unpartitioned layout has (re-adding the same entries to one block
-//! builder gives exactly the bytes of building it directly).
+//! filter instead (`partition.rs`, layout 3): the entries are cut into partitions of
+//! `metadata_block_bytes`, each remembering which key hashes its data blocks hold.
 //!
 //! Data and index blocks go through the file's compressor ([`TableBuilder::set_compression`],
 //! chosen by the caller from `Options::compression` for the file's level; `compression.rs`), which
@@ -26,11 +28,12 @@
 
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use super::block::{Block, BlockBuilder, BlockIter};
+use super::block::{BlockBuilder, HandleCoding, IndexBlockBuilder};
 use super::compression::{BlockCompressor, Compression, CompressionCounts};
-use super::format::{append_block, append_stored_block, BlockHandle, Footer};
+use super::format::{
+    append_block, append_stored_block, BlockHandle, Footer, IndexFormat, IndexKeys,
+};
 use super::partition::{encode_partition_value, MetadataPartitioning};
 use super::properties::TableProperties;
 use super::separator::{index_separator, index_successor};
@@ -38,7 +41,7 @@ use crate::env::WritableFile;
 use crate::error::{Error, Result};
 use crate::filter::bloom::{key_hash, serialized_len, BloomFilterBuilder};
 use crate::filter::modular::{encode_index, module_bits_per_key, module_seed};
-use crate::key::{compare_internal_keys, parse_internal_key, user_key};
+use crate::key::{parse_internal_key, user_key};
 
 /// What a finished table file holds.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,11 +52,19 @@ pub(crate) struct TableSummary {
     pub(crate) compression: CompressionCounts,
 }
 
-/// A closed index partition: its block contents, its last index key and the range of
-/// `TableBuilder::key_hashes` its data blocks hold.
+/// A closed index partition: its block contents, its last index key (as stored) and the range
+/// of `TableBuilder::key_hashes` its data blocks hold.
 struct IndexPartition {
     contents: Vec<u8>,
     last_key: Vec<u8>,
+    hashes: Range<usize>,
+}
+
+/// One data block's index entry, kept until `finish`: its separator (an internal key), its
+/// handle and the range of `TableBuilder::key_hashes` the block holds.
+struct IndexEntry {
+    separator: Vec<u8>,
+    handle: BlockHandle,
     hashes: Range<usize>,
 }
 
@@ -63,13 +74,14 @@ pub(crate) struct TableBuilder {
     file: Box<dyn WritableFile>,
     block_bytes: usize,
     data_block: BlockBuilder,
-    /// The index partition being filled (the whole index when partitioning is off).
-    index_block: BlockBuilder,
     index_restart_interval: usize,
-    /// Index partitions closed so far.
+    /// Every data block's index entry so far.
+    index_entries: Vec<IndexEntry>,
+    /// True once a user key continued from one data block into the next: the index then keeps
+    /// internal keys.
+    user_key_spans_blocks: bool,
+    /// The index partitions `finish` cut (the whole index when partitioning is off).
     index_partitions: Vec<IndexPartition>,
-    /// The open partition's key-hash range, once it has an entry.
-    partition_hashes: Option<Range<usize>>,
     /// Index of the current data block's first user key's hash in `key_hashes`.
     block_first_hash: usize,
     partitioning: MetadataPartitioning,
@@ -105,10 +117,10 @@ impl TableBuilder {
             data_block: BlockBuilder::new(restart_interval),
             // Index entries are looked up by binary search over restarts; a restart every entry
             // keeps seeks exact without linear scans.
-            index_block: BlockBuilder::new(1),
             index_restart_interval: 1,
+            index_entries: Vec::new(),
+            user_key_spans_blocks: false,
             index_partitions: Vec::new(),
-            partition_hashes: None,
             block_first_hash: 0,
             partitioning: MetadataPartitioning::NEVER,
             scratch: Vec::new(),
@@ -130,7 +142,6 @@ impl TableBuilder {
     /// every index key whole; `Options::index_block_restart_interval`). Values below 1 mean 1.
     pub(crate) fn set_index_restart_interval(&mut self, interval: usize) {
         self.index_restart_interval = interval.max(1);
-        self.index_block = BlockBuilder::new(self.index_restart_interval);
     }
 
     /// Partitions the index and filter of a file whose whole-file index block or largest filter
@@ -176,7 +187,14 @@ impl TableBuilder {
             self.block_first_hash = self.key_hashes.len().saturating_sub(1);
         }
         if let Some((last_key, handle, hashes)) = self.pending_index_entry.take() {
-            self.add_index_entry(&index_separator(&last_key, key), handle, hashes);
+            if user_key(&last_key) == parsed.user_key {
+                self.user_key_spans_blocks = true;
+            }
+            self.index_entries.push(IndexEntry {
+                separator: index_separator(&last_key, key),
+                handle,
+                hashes,
+            });
         }
         self.smallest_sequence = self.smallest_sequence.min(parsed.sequence);
         self.largest_sequence = self.largest_sequence.max(parsed.sequence);
@@ -224,71 +242,73 @@ impl TableBuilder {
         Ok(())
     }
 
-    /// Adds a data block's index entry to the open index partition, closing the partition once it
-    /// reaches `metadata_block_bytes`.
-    fn add_index_entry(&mut self, key: &[u8], handle: BlockHandle, hashes: Range<usize>) {
-        let mut encoded = Vec::with_capacity(BlockHandle::MAX_ENCODED_LEN);
-        handle.encode_to(&mut encoded);
-        self.index_block.add(key, &encoded);
-        let partition = self
-            .partition_hashes
-            .get_or_insert(hashes.start..hashes.start);
-        partition.end = hashes.end;
-        if !self.partitioning.is_never()
-            && self.index_block.estimated_size() >= self.partitioning.block_bytes
-        {
-            self.close_index_partition(key);
+    /// How the index is encoded: user keys unless a user key spans two data blocks; handles
+    /// delta-encoded (`format.rs`).
+    fn index_format(&self) -> IndexFormat {
+        IndexFormat {
+            keys: if self.user_key_spans_blocks {
+                IndexKeys::Internal
+            } else {
+                IndexKeys::User
+            },
+            delta_handles: true,
         }
     }
 
-    /// Closes the open index partition, whose last key is `last_key`.
-    fn close_index_partition(&mut self, last_key: &[u8]) {
-        let Some(hashes) = self.partition_hashes.take() else {
-            return;
-        };
-        self.index_partitions.push(IndexPartition {
-            contents: self.index_block.finish(),
-            last_key: last_key.to_vec(),
-            hashes,
-        });
+    /// Cuts the index entries into partitions of `metadata_block_bytes` (one partition holding
+    /// them all when partitioning is off), encoded as `format` says.
+    fn cut_index_partitions(&mut self, format: IndexFormat) {
+        let coding = HandleCoding::of(format.delta_handles);
+        let mut block = IndexBlockBuilder::new(self.index_restart_interval, coding);
+        let mut hashes: Option<Range<usize>> = None;
+        let count = self.index_entries.len();
+        for (position, entry) in self.index_entries.iter().enumerate() {
+            let key = format.keys.stored(&entry.separator);
+            block.add(key, entry.handle);
+            let range = hashes.get_or_insert(entry.hashes.start..entry.hashes.start);
+            range.end = entry.hashes.end;
+            let full = !self.partitioning.is_never()
+                && block.estimated_size() >= self.partitioning.block_bytes;
+            if full || position + 1 == count {
+                self.index_partitions.push(IndexPartition {
+                    contents: block.finish(),
+                    last_key: key.to_vec(),
+                    hashes: hashes.take().unwrap_or_default(),
+                });
+            }
+        }
     }
 
-    /// The unpartitioned layout's one index block: the partitions' entries re-added, in order, to
-    /// one builder (a single partition is that block already).
-    fn whole_index_block(&self) -> Result<Vec<u8>> {
+    /// The unpartitioned layout's one index block, from every entry.
+    fn whole_index_block(&self, format: IndexFormat) -> Vec<u8> {
         if let [single] = self.index_partitions.as_slice() {
-            return Ok(single.contents.clone());
+            return single.contents.clone();
         }
-        let mut whole = BlockBuilder::new(self.index_restart_interval);
-        for partition in &self.index_partitions {
-            let block = Block::decode(partition.contents.clone())
-                .map_err(|reason| Error::corruption(&self.path, self.offset, reason))?;
-            let mut iter = BlockIter::new(Arc::new(block), compare_internal_keys);
-            iter.seek_to_first();
-            while iter.valid() {
-                whole.add(iter.key(), iter.value());
-                iter.next();
-            }
-            if let Some(reason) = iter.error() {
-                return Err(Error::corruption(&self.path, self.offset, reason));
-            }
+        let coding = HandleCoding::of(format.delta_handles);
+        let mut whole = IndexBlockBuilder::new(self.index_restart_interval, coding);
+        for entry in &self.index_entries {
+            whole.add(format.keys.stored(&entry.separator), entry.handle);
         }
-        Ok(whole.finish())
+        whole.finish()
     }
 
     /// Decides the layout: `None` when the file is to be partitioned (partitioning is on and the
     /// whole-file index block or the largest filter module would exceed its threshold), else the
     /// one index block of the unpartitioned layout.
-    fn whole_index_unless_partitioned(&mut self, plan: &[f64]) -> Result<Option<Vec<u8>>> {
+    fn whole_index_unless_partitioned(
+        &mut self,
+        plan: &[f64],
+        format: IndexFormat,
+    ) -> Option<Vec<u8>> {
         if self.partitioning.is_never() || self.index_partitions.is_empty() {
             if self.index_partitions.len() == 1 {
                 // Partitioning off: the one partition is the whole index; no copy.
-                return Ok(self
+                return self
                     .index_partitions
                     .pop()
-                    .map(|partition| partition.contents));
+                    .map(|partition| partition.contents);
             }
-            return self.whole_index_block().map(Some);
+            return Some(self.whole_index_block(format));
         }
         let above = self.partitioning.above_bytes;
         let largest_filter = plan
@@ -297,7 +317,7 @@ impl TableBuilder {
             .max()
             .unwrap_or(0);
         if largest_filter > above {
-            return Ok(None);
+            return None;
         }
         // The partitions hold at least the whole block's bytes (each restarts its prefix
         // compression and has its own restart array), so only a sum above the threshold needs
@@ -308,10 +328,10 @@ impl TableBuilder {
             .map(|partition| partition.contents.len() as u64)
             .sum();
         if partition_bytes <= above {
-            return self.whole_index_block().map(Some);
+            return Some(self.whole_index_block(format));
         }
-        let whole = self.whole_index_block()?;
-        Ok((whole.len() as u64 <= above).then_some(whole))
+        let whole = self.whole_index_block(format);
+        (whole.len() as u64 <= above).then_some(whole)
     }
 
     pub(crate) fn entries(&self) -> u64 {
@@ -336,16 +356,20 @@ impl TableBuilder {
     ) -> Result<TableSummary> {
         self.flush_data_block()?;
         if let Some((last_key, handle, hashes)) = self.pending_index_entry.take() {
-            let successor = index_successor(&last_key);
-            self.add_index_entry(&successor, handle, hashes);
-            self.close_index_partition(&successor);
+            self.index_entries.push(IndexEntry {
+                separator: index_successor(&last_key),
+                handle,
+                hashes,
+            });
         }
+        let index_format = self.index_format();
+        self.cut_index_partitions(index_format);
         let plan = if self.key_hashes.is_empty() {
             Vec::new()
         } else {
             module_bits_per_key(bits_per_key, self.filter_module_bits)
         };
-        let whole_index = self.whole_index_unless_partitioned(&plan)?;
+        let whole_index = self.whole_index_unless_partitioned(&plan, index_format);
         let partitioned = whole_index.is_none();
         let mut modules = Vec::with_capacity(plan.len());
         // Per partition, its filter partitions (one per module), when partitioned.
@@ -450,6 +474,7 @@ impl TableBuilder {
                 Footer::new(index_handle, filter_handle, properties_handle)
             }
         }
+        .with_index_format(index_format)
         .encode();
         self.file.append(&footer)?;
         self.offset += footer.len() as u64;

@@ -44,11 +44,11 @@
 //! offset  0: index block handle       offset:fixed64 size:fixed64
 //! offset 16: filter block handle      offset:fixed64 size:fixed64   (size 0: the table has no filter)
 //! offset 32: properties block handle  offset:fixed64 size:fixed64
-//! offset 48: format_version:fixed32   1, 2 or 3
+//! offset 48: format_version:fixed32   layout (1, 2 or 3) | index format flags (bits 8, 9)
 //! offset 52: magic:fixed64            TABLE_MAGIC, the bytes "STRATA01"
 //! ```
 //!
-//! The format version says what the filter handle names:
+//! The format version's low byte is the file's *layout*; it says what the filter handle names:
 //!
 //! * **1**: the table's one Bloom filter block (`filter/bloom.rs`), or nothing (size 0);
 //! * **2**: a modular filter index block (`filter/modular.rs`, SPEC §1) that locates the two to
@@ -57,7 +57,27 @@
 //!   which locates every index partition and filter partition; the filter handle is unused and
 //!   must be `(0, 0)` (how many filter modules each partition has is in the properties block).
 //!
-//! A writer uses the lowest version that describes the file: tables with zero or one filter module
+//! Bits 8 and 9 say how the index is encoded ([`IndexFormat`]; files written before them have
+//! neither and keep reading as they did):
+//!
+//! * **bit 8, delta-encoded handles** ([`INDEX_DELTA_HANDLES`]): in every index block (the one
+//!   index block, or each index partition) a restart entry's value is the data block's handle
+//!   `offset:varint64 size:varint64`, and every other entry's value is its `size:varint64` alone:
+//!   data blocks are written back to back, so its offset is the previous entry's offset + size +
+//!   the 5-byte trailer (RocksDB's `format_version = 4`). Every file this build writes has it.
+//! * **bit 9, user-key index** ([`INDEX_USER_KEYS`]): index keys, and a partitioned file's
+//!   partition keys in the top-level index, are user keys ordered bytewise, not internal keys
+//!   (RocksDB's `format_version = 3`). The writer sets it when no user key continues from one data
+//!   block into the next, which is what makes a user key enough to pick the block; otherwise the
+//!   file keeps internal keys (the separator then carries the sequence number that splits the
+//!   user key's versions between the two blocks).
+//!
+//! Together they halve an index entry (a shortened user key of a few bytes and a 2-byte size
+//! instead of the key, its 8-byte trailer and a 5- to 6-byte handle), so an index block or
+//! partition covers about twice the data. A build from before them rejects such files by their
+//! version instead of misreading the index.
+//!
+//! A writer uses the lowest layout that describes the file: tables with zero or one filter module
 //! are written as version 1, byte for byte as before modular filters existed, so builds from
 //! before them still read those; only tables with a split filter are version 2, which such a
 //! build rejects by its version instead of misreading the index as a filter; only tables whose
@@ -73,7 +93,10 @@
 //! A change to any layout in this file or in `block.rs` bumps the table format version, so that a
 //! build meeting a file it cannot read fails loudly instead of misreading it.
 
+use std::cmp::Ordering;
+
 use crate::coding::{put_fixed32, put_fixed64, put_varint64, Decoder};
+use crate::key::{compare_internal_keys, user_key};
 
 /// Length of the trailer after every block's contents: type byte and CRC-32C.
 pub(crate) const BLOCK_TRAILER_LEN: usize = 5;
@@ -98,6 +121,89 @@ pub(crate) const TABLE_FORMAT_VERSION_MODULAR_FILTER: u32 = 2;
 
 /// Table format of partitioned files: the index handle names a top-level partition index.
 pub(crate) const TABLE_FORMAT_VERSION_PARTITIONED: u32 = 3;
+
+/// Footer version bit: index blocks store delta-encoded block handles (see the module docs).
+pub(crate) const INDEX_DELTA_HANDLES: u32 = 1 << 8;
+
+/// Footer version bit: index keys are user keys (see the module docs).
+pub(crate) const INDEX_USER_KEYS: u32 = 1 << 9;
+
+/// The footer version's low byte: the file's layout.
+const LAYOUT_MASK: u32 = 0xff;
+
+/// How index keys are stored and ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IndexKeys {
+    /// Internal keys (user key and trailer), ordered by `compare_internal_keys`.
+    Internal,
+    /// User keys, ordered bytewise (no user key spans two data blocks of the file).
+    User,
+}
+
+impl IndexKeys {
+    /// The order of the index's keys.
+    pub(crate) fn comparator(self) -> fn(&[u8], &[u8]) -> Ordering {
+        match self {
+            IndexKeys::Internal => compare_internal_keys,
+            IndexKeys::User => bytewise,
+        }
+    }
+
+    /// What to seek the index for to find the block that may hold internal key `target`.
+    pub(crate) fn seek_key(self, target: &[u8]) -> &[u8] {
+        match self {
+            IndexKeys::Internal => target,
+            IndexKeys::User => user_key(target),
+        }
+    }
+
+    /// The user key of an index key.
+    pub(crate) fn user_key(self, index_key: &[u8]) -> &[u8] {
+        match self {
+            IndexKeys::Internal => user_key(index_key),
+            IndexKeys::User => index_key,
+        }
+    }
+
+    /// The index key stored for internal-key separator `separator`.
+    pub(crate) fn stored(self, separator: &[u8]) -> &[u8] {
+        self.seek_key(separator)
+    }
+}
+
+fn bytewise(a: &[u8], b: &[u8]) -> Ordering {
+    a.cmp(b)
+}
+
+/// How a table's index is encoded: its keys and its block handles (footer version bits 8-9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IndexFormat {
+    pub(crate) keys: IndexKeys,
+    /// Non-restart index entries store only the block's size (see the module docs).
+    pub(crate) delta_handles: bool,
+}
+
+impl IndexFormat {
+    /// The index of files written before bits 8-9: internal keys, whole handles.
+    #[cfg(test)]
+    pub(crate) const LEGACY: IndexFormat = IndexFormat {
+        keys: IndexKeys::Internal,
+        delta_handles: false,
+    };
+
+    /// The footer version bits of this format.
+    fn flags(self) -> u32 {
+        let keys = match self.keys {
+            IndexKeys::Internal => 0,
+            IndexKeys::User => INDEX_USER_KEYS,
+        };
+        keys | if self.delta_handles {
+            INDEX_DELTA_HANDLES
+        } else {
+            0
+        }
+    }
+}
 
 /// Where a block's contents lie in a table file; `size` excludes the trailer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -254,9 +360,32 @@ impl Footer {
         }
     }
 
-    /// True when the index handle names a top-level partition index (version 3).
+    /// The same footer with its index encoded as `format` says (version bits 8-9).
+    pub(crate) fn with_index_format(mut self, format: IndexFormat) -> Self {
+        self.format_version = (self.format_version & LAYOUT_MASK) | format.flags();
+        self
+    }
+
+    /// The file's layout: 1, 2 or 3 (the version's low byte).
+    pub(crate) fn layout(&self) -> u32 {
+        self.format_version & LAYOUT_MASK
+    }
+
+    /// How the file's index is encoded.
+    pub(crate) fn index_format(&self) -> IndexFormat {
+        IndexFormat {
+            keys: if self.format_version & INDEX_USER_KEYS != 0 {
+                IndexKeys::User
+            } else {
+                IndexKeys::Internal
+            },
+            delta_handles: self.format_version & INDEX_DELTA_HANDLES != 0,
+        }
+    }
+
+    /// True when the index handle names a top-level partition index (layout 3).
     pub(crate) fn is_partitioned(&self) -> bool {
-        self.format_version == TABLE_FORMAT_VERSION_PARTITIONED
+        self.layout() == TABLE_FORMAT_VERSION_PARTITIONED
     }
 
     /// The filter block's handle (version 1) or the modular filter index's (version 2), or `None`
@@ -267,7 +396,7 @@ impl Footer {
 
     /// True when the filter handle names a modular filter index rather than a Bloom filter.
     pub(crate) fn has_modular_filter(&self) -> bool {
-        self.format_version == TABLE_FORMAT_VERSION_MODULAR_FILTER
+        self.layout() == TABLE_FORMAT_VERSION_MODULAR_FILTER
     }
 
     /// The footer's [`FOOTER_LEN`] bytes.
@@ -305,13 +434,18 @@ impl Footer {
         let filter = BlockHandle::decode_fixed_from(&mut decoder).ok_or_else(malformed)?;
         let properties = BlockHandle::decode_fixed_from(&mut decoder).ok_or_else(malformed)?;
         let format_version = decoder.fixed32().ok_or_else(malformed)?;
-        if !(TABLE_FORMAT_VERSION..=TABLE_FORMAT_VERSION_PARTITIONED).contains(&format_version) {
+        let layout = format_version & LAYOUT_MASK;
+        let flags = format_version & !LAYOUT_MASK;
+        if !(TABLE_FORMAT_VERSION..=TABLE_FORMAT_VERSION_PARTITIONED).contains(&layout)
+            || flags & !(INDEX_DELTA_HANDLES | INDEX_USER_KEYS) != 0
+        {
             return Err(format!(
-                "unsupported table format version {format_version} (this build reads versions \
-                 {TABLE_FORMAT_VERSION}..={TABLE_FORMAT_VERSION_PARTITIONED})"
+                "unsupported table format version {format_version:#x} (this build reads layouts \
+                 {TABLE_FORMAT_VERSION}..={TABLE_FORMAT_VERSION_PARTITIONED} with index flags \
+                 {INDEX_DELTA_HANDLES:#x} and {INDEX_USER_KEYS:#x})"
             ));
         }
-        if format_version == TABLE_FORMAT_VERSION_PARTITIONED && filter != BlockHandle::default() {
+        if layout == TABLE_FORMAT_VERSION_PARTITIONED && filter != BlockHandle::default() {
             return Err(format!(
                 "partitioned table footer has a filter handle ({}, {}), expected (0, 0)",
                 filter.offset, filter.size
@@ -514,15 +648,63 @@ mod tests {
         let reason = Footer::decode(&[0; FOOTER_LEN]).expect_err("zeros");
         assert!(reason.contains("bad magic"), "{reason}");
 
-        for version in [0u32, 4, u32::MAX] {
+        // Unknown layouts, and unknown flag bits beside a known layout.
+        for version in [0u32, 4, u32::MAX, 1 << 10 | 1, 0x301 | 1 << 16, 0x104] {
             let mut bytes = encoded.clone();
             bytes[48..52].copy_from_slice(&version.to_le_bytes());
             let reason = Footer::decode(&bytes).expect_err("unknown version");
             assert!(
-                reason.contains(&format!("unsupported table format version {version}")),
+                reason.contains(&format!("unsupported table format version {version:#x}")),
                 "{reason}"
             );
         }
+    }
+
+    /// The index format rides in bits 8-9 of the version beside every layout, and a footer
+    /// without them (every file written before them) reads as the legacy index.
+    #[test]
+    fn index_format_flags_round_trip_beside_every_layout() {
+        let handles = (BlockHandle::new(9_000, 300), BlockHandle::new(8_900, 52));
+        let properties = BlockHandle::new(9_305, 120);
+        let layouts = [
+            Footer::new(handles.0, handles.1, properties),
+            Footer::with_modular_filter(handles.0, handles.1, properties),
+            Footer::partitioned(handles.0, properties),
+        ];
+        for footer in layouts {
+            assert_eq!(footer.index_format(), IndexFormat::LEGACY);
+            let layout = footer.layout();
+            for (keys, delta_handles) in [
+                (IndexKeys::Internal, false),
+                (IndexKeys::Internal, true),
+                (IndexKeys::User, false),
+                (IndexKeys::User, true),
+            ] {
+                let format = IndexFormat {
+                    keys,
+                    delta_handles,
+                };
+                let flagged = footer.with_index_format(format);
+                let encoded = flagged.encode();
+                let version = u32::from_le_bytes(encoded[48..52].try_into().expect("4 bytes"));
+                assert_eq!(version & 0xff, layout);
+                assert_eq!(version & INDEX_DELTA_HANDLES != 0, delta_handles);
+                assert_eq!(version & INDEX_USER_KEYS != 0, keys == IndexKeys::User);
+                let decoded = Footer::decode(&encoded).expect("valid");
+                assert_eq!(decoded, flagged);
+                assert_eq!(decoded.layout(), layout);
+                assert_eq!(decoded.index_format(), format);
+                assert_eq!(decoded.is_partitioned(), footer.is_partitioned());
+                assert_eq!(decoded.has_modular_filter(), footer.has_modular_filter());
+            }
+        }
+        // The key order and seek key of each form.
+        let internal = crate::key::encode_internal_key(b"apple", 7, crate::key::ValueKind::Value);
+        assert_eq!(IndexKeys::User.seek_key(&internal), b"apple");
+        assert_eq!(IndexKeys::Internal.seek_key(&internal), internal.as_slice());
+        assert_eq!(IndexKeys::User.user_key(b"apple"), b"apple");
+        assert_eq!(IndexKeys::Internal.user_key(&internal), b"apple");
+        assert_eq!((IndexKeys::User.comparator())(b"ab", b"b"), Ordering::Less);
     }
 
     #[test]

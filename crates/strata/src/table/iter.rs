@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::block::BlockIter;
-use super::format::BlockHandle;
+use super::format::{BlockHandle, IndexFormat, IndexKeys};
 use super::readahead::Readahead;
 use super::reader::{ReadMode, TableReader};
 use super::TableCache;
@@ -21,6 +21,8 @@ use crate::version::FileMetadata;
 /// partitions (through the cache, or uncached for compactions, as `mode` says).
 pub(crate) struct IndexIter {
     state: IndexState,
+    /// How the table's index keys are stored and ordered.
+    keys: IndexKeys,
 }
 
 enum IndexState {
@@ -35,13 +37,15 @@ enum IndexState {
 }
 
 impl IndexIter {
-    pub(crate) fn whole(index: BlockIter) -> Self {
+    /// Walks `index`, an iterator over the table's one index block that decodes its handles.
+    pub(crate) fn whole(index: BlockIter, keys: IndexKeys) -> Self {
         IndexIter {
             state: IndexState::Whole(index),
+            keys,
         }
     }
 
-    pub(crate) fn partitioned(mode: ReadMode) -> Self {
+    pub(crate) fn partitioned(mode: ReadMode, format: IndexFormat) -> Self {
         IndexIter {
             state: IndexState::Partitioned {
                 mode,
@@ -49,6 +53,7 @@ impl IndexIter {
                 current: None,
                 error: None,
             },
+            keys: format.keys,
         }
     }
 
@@ -70,12 +75,13 @@ impl IndexIter {
         }
     }
 
-    pub(crate) fn value(&self) -> &[u8] {
+    /// The current entry's data-block handle (`(0, 0)` when not valid).
+    pub(crate) fn handle(&self) -> BlockHandle {
         match &self.state {
-            IndexState::Whole(index) => index.value(),
-            IndexState::Partitioned { current, .. } => {
-                current.as_ref().map_or(&[], |(iter, _)| iter.value())
-            }
+            IndexState::Whole(index) => index.handle(),
+            IndexState::Partitioned { current, .. } => current
+                .as_ref()
+                .map_or_else(BlockHandle::default, |(iter, _)| iter.handle()),
         }
     }
 
@@ -114,9 +120,11 @@ impl IndexIter {
         }
     }
 
+    /// Positions at the first entry at or above internal key `target` in the index's order.
     pub(crate) fn seek(&mut self, table: &TableReader, target: &[u8]) {
+        let seek_key = self.keys.seek_key(target);
         match &mut self.state {
-            IndexState::Whole(index) => index.seek(target),
+            IndexState::Whole(index) => index.seek(seek_key),
             IndexState::Partitioned { current, .. } => {
                 let Some(partition) = table.partitions().and_then(|p| p.find(target)) else {
                     *current = None;
@@ -128,7 +136,7 @@ impl IndexIter {
                         ..
                     } = &mut self.state
                     {
-                        iter.seek(target);
+                        iter.seek(self.keys.seek_key(target));
                     }
                     self.skip_exhausted_partitions(table);
                 }
@@ -167,7 +175,7 @@ impl IndexIter {
         }
         match table.index_partition(partition, *mode) {
             Ok((block, handle)) => {
-                *current = Some((BlockIter::new(block, compare_internal_keys), handle));
+                *current = Some((table.index_block_iter(block, Vec::new()), handle));
                 true
             }
             Err(failure) => {
@@ -267,13 +275,14 @@ impl TableIter {
         let table = &self.table;
         let mode = self.mode;
         let readahead = &mut self.readahead;
-        let loaded = table.decode_handle(index.value()).and_then(|handle| {
+        let handle = index.handle();
+        let loaded = (|| {
             let block = match readahead {
                 Some(readahead) => table.sequential_block(handle, readahead)?,
                 None => table.sorted_block(handle, BlockKind::Data, mode)?,
             };
             Ok((BlockIter::new(block, compare_internal_keys), handle))
-        });
+        })();
         match loaded {
             Ok(data) => self.data = Some(data),
             Err(error) => self.fail(error),

@@ -36,13 +36,14 @@
 //! * **Top-level index**: a block in the format of `block.rs`, one entry per partition in order:
 //!
 //!   ```text
-//!   key   = partition p's last index key (an internal key at or above every key of its data blocks)
+//!   key   = partition p's last index key (at or above every key of its data blocks: an internal
+//!           key, or a user key when the file's index holds user keys, `format.rs`)
 //!   value = index partition handle: offset:varint64 size:varint64
 //!           module count M: u8
 //!           M filter partition handles: offset:varint64 size:varint64
 //!   ```
 //!
-//!   Stored raw. Keys strictly increase (internal-key order); `M` equals the properties block's
+//!   Stored raw. Keys strictly increase (in the index's order); `M` equals the properties block's
 //!   module count in every entry; every handle lies before the footer and names a non-empty block;
 //!   at least one entry. Anything else is corruption.
 //!
@@ -60,10 +61,10 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::block::Block;
-use super::format::BlockHandle;
+use super::format::{BlockHandle, IndexKeys};
 use crate::coding::Decoder;
 use crate::filter::modular::MAX_MODULES;
-use crate::key::{compare_internal_keys, parse_internal_key, user_key};
+use crate::key::{parse_internal_key, user_key};
 
 /// When the table builder partitions a file's index and filter (`Options::
 /// partition_metadata_above_bytes` and `Options::metadata_block_bytes`).
@@ -148,6 +149,8 @@ pub(crate) struct PartitionIndex {
     /// `modules` handles per partition, partition-major.
     filter_handles: Vec<BlockHandle>,
     modules: usize,
+    /// Whether the partition keys are internal keys or user keys (the file's index format).
+    key_order: IndexKeys,
 }
 
 impl PartitionIndex {
@@ -158,6 +161,7 @@ impl PartitionIndex {
         contents: Vec<u8>,
         modules: usize,
         blocks_end: u64,
+        key_order: IndexKeys,
     ) -> Result<PartitionIndex, String> {
         if modules > MAX_MODULES {
             return Err(format!(
@@ -165,7 +169,8 @@ impl PartitionIndex {
             ));
         }
         let block = Arc::new(Block::decode(contents)?);
-        let mut iter = block.iter(compare_internal_keys);
+        let compare = key_order.comparator();
+        let mut iter = block.iter(compare);
         let mut index = PartitionIndex {
             keys: Vec::new(),
             shared_len: 0,
@@ -173,6 +178,7 @@ impl PartitionIndex {
             index_handles: Vec::new(),
             filter_handles: Vec::new(),
             modules,
+            key_order,
         };
         let check = |what: &str, partition: usize, handle: BlockHandle| -> Result<(), String> {
             let end = handle
@@ -191,13 +197,13 @@ impl PartitionIndex {
         while iter.valid() {
             let partition = index.len();
             let key = iter.key();
-            if parse_internal_key(key).is_none() {
+            if key_order == IndexKeys::Internal && parse_internal_key(key).is_none() {
                 return Err(format!(
                     "top-level index key of partition {partition} is not an internal key"
                 ));
             }
             if let Some(previous) = index.last_key() {
-                if compare_internal_keys(previous, key) != Ordering::Less {
+                if compare(previous, key) != Ordering::Less {
                     return Err(format!(
                         "top-level index key of partition {partition} does not follow the \
                          previous partition's"
@@ -243,8 +249,8 @@ impl PartitionIndex {
         if index.is_empty() {
             return Err("top-level index lists no partitions".to_string());
         }
-        let first = user_key(index.key(0));
-        let last_but_one = user_key(index.key(index.len().saturating_sub(2)));
+        let first = key_order.user_key(index.key(0));
+        let last_but_one = key_order.user_key(index.key(index.len().saturating_sub(2)));
         let shared_len = first
             .iter()
             .zip(last_but_one)
@@ -253,7 +259,8 @@ impl PartitionIndex {
         let shared = first.get(..shared_len).unwrap_or_default().to_vec();
         index.shared_len = shared_len;
         for partition in 0..index.len() {
-            let prefix = user_key(index.key(partition))
+            let prefix = key_order
+                .user_key(index.key(partition))
                 .strip_prefix(shared.as_slice())
                 .map(user_key_prefix);
             if let (Some(prefix), Some(key)) = (prefix, index.key_ranges.get_mut(partition)) {
@@ -295,14 +302,16 @@ impl PartitionIndex {
         self.len().checked_sub(1).map(|last| self.key(last))
     }
 
-    /// The first partition whose last key is at or above `target` (internal-key order): the one
+    /// The first partition whose last key is at or above internal key `target` (in the index's
+    /// order: internal-key order, or bytewise on `target`'s user key for a user-key index): the one
     /// whose index partition an unpartitioned index's seek to `target` would land in. `None` when
     /// `target` is above every key of the file.
     pub(crate) fn find(&self, target: &[u8]) -> Option<usize> {
         let keys = &self.keys;
+        let compare = self.key_order.comparator();
+        let seek_key = self.key_order.seek_key(target);
         let full = |start: usize, end: usize| {
-            compare_internal_keys(keys.get(start..end).unwrap_or_default(), target)
-                == Ordering::Less
+            compare(keys.get(start..end).unwrap_or_default(), seek_key) == Ordering::Less
         };
         let target_user_key = user_key(target);
         let shared = keys.get(..self.shared_len).unwrap_or_default();
@@ -386,7 +395,7 @@ impl PartitionIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::{encode_internal_key, ValueKind};
+    use crate::key::{compare_internal_keys, encode_internal_key, ValueKind};
     use crate::table::block::BlockBuilder;
 
     fn key(user: &str, sequence: u64) -> Vec<u8> {
@@ -426,7 +435,8 @@ mod tests {
     #[test]
     fn decodes_finds_and_re_encodes() {
         let bytes = top_level(&sample());
-        let index = PartitionIndex::decode(bytes.clone(), 2, 2_000).expect("valid");
+        let index =
+            PartitionIndex::decode(bytes.clone(), 2, 2_000, IndexKeys::Internal).expect("valid");
         assert_eq!(index.len(), 3);
         assert_eq!(index.modules(), 2);
         assert_eq!(index.key(1), key("b", 2).as_slice());
@@ -484,7 +494,7 @@ mod tests {
                 let key = encode_internal_key(b"t", 5, ValueKind::Value);
                 entries.push((key, BlockHandle::new(10, 10), Vec::new()));
             }
-            let index = PartitionIndex::decode(top_level(&entries), 0, 1_000).expect("valid");
+            let index = PartitionIndex::decode(top_level(&entries), 0, 1_000, IndexKeys::Internal).expect("valid");
             for (suffix, shared, sequence) in targets {
                 let user = if shared { [b"shared/".as_slice(), &suffix].concat() } else { suffix };
                 let target = encode_internal_key(&user, 3 + sequence, ValueKind::Value);
@@ -498,22 +508,32 @@ mod tests {
     #[test]
     fn decode_names_what_is_wrong() {
         let mut entries = sample();
-        let wrong_modules = PartitionIndex::decode(top_level(&entries), 1, 2_000);
+        let wrong_modules =
+            PartitionIndex::decode(top_level(&entries), 1, 2_000, IndexKeys::Internal);
         assert!(matches!(&wrong_modules, Err(m) if m.contains("lists 2 filter partitions")));
-        let past_end = PartitionIndex::decode(top_level(&entries), 2, 1_250);
+        let past_end = PartitionIndex::decode(top_level(&entries), 2, 1_250, IndexKeys::Internal);
         assert!(matches!(&past_end, Err(m) if m.contains("partition 2's index partition")));
-        assert!(PartitionIndex::decode(top_level(&[]), 0, 2_000)
-            .is_err_and(|m| m.contains("no partitions")));
+        assert!(
+            PartitionIndex::decode(top_level(&[]), 0, 2_000, IndexKeys::Internal)
+                .is_err_and(|m| m.contains("no partitions"))
+        );
         entries.swap(0, 1);
-        assert!(PartitionIndex::decode(top_level(&entries), 2, 2_000)
-            .is_err_and(|m| m.contains("does not follow")));
+        assert!(
+            PartitionIndex::decode(top_level(&entries), 2, 2_000, IndexKeys::Internal)
+                .is_err_and(|m| m.contains("does not follow"))
+        );
         entries.swap(0, 1);
         entries[1].2[0].size = 0;
-        assert!(PartitionIndex::decode(top_level(&entries), 2, 2_000)
-            .is_err_and(|m| m.contains("partition 1's filter partition")));
+        assert!(
+            PartitionIndex::decode(top_level(&entries), 2, 2_000, IndexKeys::Internal)
+                .is_err_and(|m| m.contains("partition 1's filter partition"))
+        );
         let valid = top_level(&sample());
         for cut in 0..valid.len() {
-            assert!(PartitionIndex::decode(valid[..cut].to_vec(), 2, 2_000).is_err());
+            assert!(
+                PartitionIndex::decode(valid[..cut].to_vec(), 2, 2_000, IndexKeys::Internal)
+                    .is_err()
+            );
         }
     }
 }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::compression::Compression;
-use super::format::{Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use super::format::{Footer, IndexKeys, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use super::iter::TableIter;
 use super::partition::MetadataPartitioning;
 use super::reader::{ReadMode, TableReader};
@@ -258,6 +258,119 @@ fn partitioned_tables_answer_like_unpartitioned_ones() {
     }
     let tables = both_compressed(10.0, f64::INFINITY, 0, Compression::Lz4);
     assert_alike(&tables, false);
+}
+
+/// A file in which no user key continues from one data block into the next gets a user-key index
+/// (`format.rs`), partitioned or not: every lookup, seek and scan answers as its entries say. A
+/// file where one does (the fixture's key 500, 300 versions) keeps internal keys. Both have
+/// delta-encoded handles.
+#[test]
+fn user_key_indexes_answer_as_the_entries_say() {
+    let spanning = both(10.0, f64::INFINITY, 1 << 20);
+    for number in [WHOLE, PARTITIONED] {
+        let format = footer_of(spanning.dir.path(), number).index_format();
+        assert_eq!(format.keys, IndexKeys::Internal, "table {number}");
+        assert!(format.delta_handles);
+    }
+    // One version per user key: key 2i at sequence 100 + i, a tombstone on every 10th.
+    let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..2_000u64)
+        .map(|i| {
+            let kind = if i % 10 == 0 {
+                ValueKind::Deletion
+            } else {
+                ValueKind::Value
+            };
+            (
+                encode_internal_key(&user_key(2 * i), 100 + i, kind),
+                format!("v{i}").into_bytes(),
+            )
+        })
+        .collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (number, partitioning) in [(WHOLE, MetadataPartitioning::NEVER), (PARTITIONED, ALWAYS)] {
+        write_table(
+            dir.path(),
+            number,
+            &entries,
+            10.0,
+            f64::INFINITY,
+            partitioning,
+            Compression::None,
+        );
+        let format = footer_of(dir.path(), number).index_format();
+        assert_eq!(format.keys, IndexKeys::User, "table {number}");
+        assert!(format.delta_handles);
+    }
+    let tables = TableCache::new(
+        dir.path().to_path_buf(),
+        Arc::new(RealFileSystem),
+        16,
+        Arc::new(BlockCache::new(1 << 20)),
+        Arc::new(IoCounters::default()),
+        false,
+    );
+    for pin in [false, true] {
+        let whole = tables.open(WHOLE, pin).expect("open");
+        let partitioned = tables.open(PARTITIONED, pin).expect("open");
+        assert!(partitioned.partitions().expect("partitioned").len() > 4);
+        for i in 0..4_002u64 {
+            let user = user_key(i);
+            for sequence in [u64::MAX >> 8, 100 + i / 2, 99 + i / 2, 0] {
+                let expected = if i % 2 == 1 || i / 2 >= 2_000 || sequence < 100 + i / 2 {
+                    Lookup::Absent
+                } else if (i / 2) % 10 == 0 {
+                    Lookup::Deleted
+                } else {
+                    Lookup::Found(format!("v{}", i / 2).into_bytes())
+                };
+                for table in [&whole, &partitioned] {
+                    for skip_filter in [false, true] {
+                        assert_eq!(
+                            get(table, &user, sequence, skip_filter),
+                            expected,
+                            "key {i} at {sequence}"
+                        );
+                    }
+                }
+            }
+        }
+        let mode = ReadMode::Cached { level: 1 };
+        let all: Vec<Vec<u8>> = entries
+            .iter()
+            .map(|(k, v)| [&k[..], &v[..]].concat())
+            .collect();
+        assert_eq!(scan(&whole, mode, None), all);
+        assert_eq!(scan(&partitioned, mode, None), all);
+        assert_eq!(scan(&partitioned, ReadMode::Compaction, Some(4096)), all);
+        // Seeks: to every key's newest version and past its oldest, and past the end.
+        let mut iters = [
+            TableIter::new(Arc::clone(&whole), mode),
+            TableIter::new(Arc::clone(&partitioned), mode),
+        ];
+        for (position, (key, _)) in entries.iter().enumerate() {
+            let user = crate::key::user_key(key);
+            for (target, expected) in [
+                (lookup_key(user, u64::MAX >> 8), Some(position)),
+                (lookup_key(user, 0), Some(position + 1)),
+            ] {
+                for iter in &mut iters {
+                    iter.seek(&target);
+                    match expected.and_then(|p| entries.get(p)) {
+                        Some((expected_key, _)) => {
+                            assert!(iter.valid(), "seek {position}");
+                            assert_eq!(iter.key(), &expected_key[..], "seek {position}");
+                        }
+                        None => assert!(!iter.valid(), "seek {position} runs off the end"),
+                    }
+                }
+            }
+        }
+        for iter in &mut iters {
+            iter.seek(&lookup_key(b"zzz", 0));
+            assert!(!iter.valid());
+            iter.status().expect("seeks");
+        }
+    }
 }
 
 #[test]
@@ -631,8 +744,8 @@ fn check_walks_every_partition() {
     assert_eq!(scan.blocks, expected as u64);
 }
 
-/// The entries and settings of `testdata/v3_partitioned.sst`: 150 user keys (the usual versions
-/// and tombstones), 6.5 bits per key in modules of 2, partitions of 64 bytes.
+/// The entries and settings of the version-3 fixtures: 150 user keys (the usual versions and
+/// tombstones), 6.5 bits per key in modules of 2, partitions of 64 bytes.
 fn write_v3_fixture(dir: &std::path::Path, number: u64) {
     let partitioning = MetadataPartitioning {
         above_bytes: 0,
@@ -649,28 +762,33 @@ fn write_v3_fixture(dir: &std::path::Path, number: u64) {
     );
 }
 
-/// Writes `testdata/v3_partitioned.sst` (run with `-- --ignored` after a deliberate format
-/// change, together with a format version bump).
+/// Today's version-3 fixture: layout 3 with the index flags of `format.rs`.
+const V3_FIXTURE: &str = "src/table/testdata/v3_partitioned_index_flags.sst";
+
+/// Writes [`V3_FIXTURE`] (run with `-- --ignored` after a deliberate format change, together
+/// with a format version bump). `testdata/v3_partitioned.sst`, written before the index flags
+/// existed, is kept as it is: the old format must still open.
 #[test]
 #[ignore = "rewrites the version-3 fixture; not a check"]
 fn write_version_3_fixture() {
     let dir = tempfile::tempdir().expect("tempdir");
     write_v3_fixture(dir.path(), 1);
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("src/table/testdata/v3_partitioned.sst");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(V3_FIXTURE);
     std::fs::copy(dir.path().join(table_file_name(1)), fixture).expect("write fixture");
 }
 
-/// The version-3 layout is pinned: today's builder writes `testdata/v3_partitioned.sst` byte for
-/// byte, and the file opens and answers lookups.
+/// The version-3 layout is pinned: today's builder writes `testdata/v3_partitioned_index_flags.sst`
+/// byte for byte, and that file and `testdata/v3_partitioned.sst` (written before the index flags:
+/// internal-key index, whole handles) both open, pass `check` and answer every lookup alike.
 #[test]
 fn version_3_files_are_pinned_and_read() {
-    let fixture = include_bytes!("testdata/v3_partitioned.sst");
+    let fixture = include_bytes!("testdata/v3_partitioned_index_flags.sst");
+    let legacy = include_bytes!("testdata/v3_partitioned.sst");
     let dir = tempfile::tempdir().expect("tempdir");
     write_v3_fixture(dir.path(), 1);
     let written = std::fs::read(dir.path().join(table_file_name(1))).expect("read");
     assert!(written == fixture, "the version-3 layout changed");
-    std::fs::write(dir.path().join(table_file_name(2)), fixture).expect("write");
+    std::fs::write(dir.path().join(table_file_name(2)), legacy).expect("write");
     let tables = TableCache::new(
         dir.path().to_path_buf(),
         Arc::new(RealFileSystem),
@@ -679,8 +797,32 @@ fn version_3_files_are_pinned_and_read() {
         Arc::new(IoCounters::default()),
         false,
     );
-    let table = tables.open(2, false).expect("open the fixture");
+    let current = tables.open(1, false).expect("open today's fixture");
+    assert_eq!(footer_of(dir.path(), 1).layout(), 3);
+    assert!(footer_of(dir.path(), 1).index_format().delta_handles);
     assert_eq!(footer_of(dir.path(), 2).format_version, 3);
+    assert_eq!(
+        footer_of(dir.path(), 2).index_format(),
+        super::format::IndexFormat::LEGACY
+    );
+    for number in [1, 2] {
+        let scan = crate::check::scan_table(&RealFileSystem, dir.path(), number, &mut |_, _| {});
+        assert!(scan.is_sound(), "table {number}: {:?}", scan.problems);
+    }
+    let table = tables.open(2, false).expect("open the legacy fixture");
+    for i in 0..302 {
+        for sequence in [u64::MAX >> 8, 100 + i / 2, i / 2, 0] {
+            assert_eq!(
+                get(&table, &user_key(i), sequence, false),
+                get(&current, &user_key(i), sequence, false),
+                "key {i} at {sequence}"
+            );
+        }
+    }
+    assert_eq!(
+        scan(&table, ReadMode::Compaction, None),
+        scan(&current, ReadMode::Compaction, None)
+    );
     assert_eq!(table.properties().filter_modules, 4);
     assert!(table.partitions().expect("partitioned").len() > 3);
     assert_eq!(

@@ -28,9 +28,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering as AtomicOrdering;
 use std::sync::Arc;
 
-use super::block::{Block, BlockIter};
+use super::block::{Block, BlockIter, HandleCoding};
 use super::compression::{decompress_block, BLOCK_TYPE_UNCOMPRESSED};
-use super::format::{verify_stored_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use super::format::{
+    verify_stored_block, BlockHandle, Footer, IndexKeys, BLOCK_TRAILER_LEN, FOOTER_LEN,
+};
 use super::iter::IndexIter;
 use super::partition::PartitionIndex;
 use super::properties::TableProperties;
@@ -38,7 +40,6 @@ use super::readahead::Readahead;
 use super::table_cache::OpenReaders;
 use super::table_file_name;
 use crate::cache::{BlockCache, CachedBlock};
-use crate::coding::Decoder;
 use crate::env::{FileSystem, RandomAccessFile};
 use crate::error::{Error, Result};
 use crate::filter::bloom::BloomFilter;
@@ -142,7 +143,7 @@ impl TableReader {
             let blocks_end = len - FOOTER_LEN as u64;
             let modules = usize::try_from(properties.filter_modules).unwrap_or(usize::MAX);
             Some(
-                PartitionIndex::decode(raw, modules, blocks_end)
+                PartitionIndex::decode(raw, modules, blocks_end, footer.index_format().keys)
                     .map_err(|reason| Error::corruption(&path, footer.index.offset, reason))?,
             )
         } else {
@@ -438,24 +439,26 @@ impl TableReader {
     /// An iterator over the index: the index block, or every index partition in turn.
     pub(crate) fn index_iter(&self, mode: ReadMode) -> Result<IndexIter> {
         if self.partitions.is_some() {
-            return Ok(IndexIter::partitioned(mode));
+            return Ok(IndexIter::partitioned(mode, self.footer.index_format()));
         }
         let (index, _) = self.index_block_traced(0, self.footer.index, mode)?;
-        Ok(IndexIter::whole(BlockIter::new(
-            index,
-            compare_internal_keys,
-        )))
+        Ok(IndexIter::whole(
+            self.index_block_iter(index, Vec::new()),
+            self.footer.index_format().keys,
+        ))
     }
 
-    /// Decodes a data-block handle stored in the index.
-    pub(crate) fn decode_handle(&self, value: &[u8]) -> Result<BlockHandle> {
-        BlockHandle::decode_from(&mut Decoder::new(value)).ok_or_else(|| {
-            Error::corruption(
-                &self.path,
-                self.footer.index.offset,
-                "malformed block handle in index",
-            )
-        })
+    /// An iterator over index block (or partition) `block` in the file's index order, decoding
+    /// its handles; keys are rebuilt in `key_buffer`.
+    pub(crate) fn index_block_iter(&self, block: Arc<Block>, key_buffer: Vec<u8>) -> BlockIter {
+        let format = self.footer.index_format();
+        BlockIter::with_key_buffer(block, format.keys.comparator(), key_buffer)
+            .decoding_handles(HandleCoding::of(format.delta_handles))
+    }
+
+    /// How the file's index keys are stored and ordered.
+    pub(crate) fn index_keys(&self) -> IndexKeys {
+        self.footer.index_format().keys
     }
 
     pub(crate) fn block_error(&self, iter: &BlockIter, handle: BlockHandle) -> Result<()> {
@@ -527,12 +530,11 @@ impl TableReader {
         // A buffer lost to an error below is simply allocated again by the next lookup.
         let (index_key_buffer, mut data_key_buffer) = LOOKUP_KEY_BUFFERS.take();
         let (index_block, _) = self.index_block_traced(index_slot, index_handle, mode)?;
-        let mut index =
-            BlockIter::with_key_buffer(index_block, compare_internal_keys, index_key_buffer);
-        index.seek(lookup_key);
+        let mut index = self.index_block_iter(index_block, index_key_buffer);
+        index.seek(self.index_keys().seek_key(lookup_key));
         self.block_error(&index, index_handle)?;
         let result = if index.valid() {
-            let handle = self.decode_handle(index.value())?;
+            let handle = index.handle();
             let (block, read_from_device) =
                 self.sorted_block_traced(handle, BlockKind::Data, mode)?;
             let mut iter =

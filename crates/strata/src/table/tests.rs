@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::block::{Block, BlockIter};
+use super::block::{Block, BlockIter, HandleCoding};
 use super::compression::{Compression, BLOCK_TYPE_UNCOMPRESSED};
 use super::format::{verify_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use super::iter::TableIter;
@@ -427,7 +427,7 @@ fn flip_every_byte(fixture: &Fixture, filter_start: usize) {
 fn multi_module_round_trip_has_no_false_negatives() {
     let fixture = modular_fixture(2000, 6.5, 2.0, 1 << 20);
     let (footer, handles, modules) = decode_modules(&fixture.bytes());
-    assert_eq!(footer.format_version, 2);
+    assert_eq!(footer.layout(), 2);
     let module_bits: Vec<f64> = modules.iter().map(BloomFilter::bits_per_key).collect();
     assert_eq!(module_bits, [2.0, 2.0, 2.0, 0.5]);
     let seeds: Vec<u32> = modules.iter().map(BloomFilter::seed).collect();
@@ -468,8 +468,9 @@ fn multi_module_round_trip_has_no_false_negatives() {
 /// A file whose bits per key fit one module has the blocks Strata wrote before modular filters
 /// existed: `testdata/v1_single_filter.sst` was written by the single-filter builder (commit
 /// 5daed5e) with `fixture(100, 10.0, _)`. Its data, filter and properties blocks are unchanged
-/// byte for byte; its index block differs only where shortened index keys (`separator.rs`)
-/// replaced whole ones, and both files answer every lookup alike.
+/// byte for byte; its index block differs where shortened index keys (`separator.rs`) replaced
+/// whole ones and where the index flags (`format.rs`: user keys, delta-encoded handles) made it
+/// smaller, and both files answer every lookup alike.
 #[test]
 fn single_module_files_are_unchanged() {
     let before = include_bytes!("testdata/v1_single_filter.sst");
@@ -480,7 +481,11 @@ fn single_module_files_are_unchanged() {
         let fixture = modular_fixture(100, 10.0, module_bits, 0);
         let bytes = fixture.bytes();
         let (footer, _, _) = decode_modules(&bytes);
-        assert_eq!(footer.format_version, old_footer.format_version);
+        assert_eq!(footer.layout(), old_footer.layout());
+        assert_eq!(
+            old_footer.index_format(),
+            super::format::IndexFormat::LEGACY
+        );
         assert_eq!(
             bytes[..blocks_end],
             before[..blocks_end],
@@ -498,7 +503,7 @@ fn single_module_files_are_unchanged() {
     // Between 10 and 10.5 bits per key with 10-bit modules the remainder is folded: one module.
     let folded = modular_fixture(100, 10.4, 10.0, 0);
     let (footer, _, modules) = decode_modules(&folded.bytes());
-    assert_eq!(footer.format_version, 1);
+    assert_eq!(footer.layout(), 1);
     assert_eq!(modules.len(), 1);
 }
 
@@ -753,15 +758,16 @@ pub(crate) fn block_types(bytes: &[u8]) -> (Vec<u8>, u8) {
     let end = start + footer.index.size as usize + BLOCK_TRAILER_LEN;
     let index = Block::decode(verify_block(bytes[start..end].to_vec()).expect("index block"))
         .expect("index decodes");
-    let mut iter = BlockIter::new(Arc::new(index), crate::key::compare_internal_keys);
+    let format = footer.index_format();
+    let mut iter = BlockIter::new(Arc::new(index), format.keys.comparator())
+        .decoding_handles(HandleCoding::of(format.delta_handles));
     iter.seek_to_first();
     let mut data_types = Vec::new();
     while iter.valid() {
-        let handle = BlockHandle::decode_from(&mut crate::coding::Decoder::new(iter.value()))
-            .expect("handle");
-        data_types.push(trailer_type(handle));
+        data_types.push(trailer_type(iter.handle()));
         iter.next();
     }
+    assert_eq!(iter.error(), None);
     (data_types, trailer_type(footer.index))
 }
 
@@ -836,7 +842,7 @@ fn the_cache_holds_uncompressed_blocks_and_read_bytes_are_stored_bytes() {
     let index = table.index_iter(ReadMode::Compaction).expect("index");
     let mut index = index;
     index.seek_to_first(&table);
-    let first_data = table.decode_handle(index.value()).expect("handle");
+    let first_data = index.handle();
     let filter = footer.filter_handle().expect("filter");
     let stored = |handle: BlockHandle| handle.size + BLOCK_TRAILER_LEN as u64;
     assert_eq!(
@@ -914,7 +920,7 @@ fn a_damaged_compressed_block_is_a_corruption_error_with_file_and_offset() {
             let table = fixture.tables.open(7, false).expect("open");
             let mut index = table.index_iter(ReadMode::Compaction).expect("index");
             index.seek_to_first(&table);
-            let handle = table.decode_handle(index.value()).expect("handle");
+            let handle = index.handle();
             drop(table);
             rewrite_block(&fixture.path(), handle, &*rewrite);
             let table = fixture.tables.open(7, false).expect("open");
