@@ -20,8 +20,12 @@ out=$(mktemp -d)
 target="${CARGO_TARGET_DIR:-$root/target}"
 git -C "$root" worktree add --detach "$out/before-src" "$before" > /dev/null 2>&1
 trap 'git -C "$root" worktree remove --force "$out/before-src"' EXIT
-cargo build --release -p strata-cli --manifest-path "$out/before-src/Cargo.toml" >&2
-cp "$target/release/strata" "$out/strata-before"
+# The old revision builds in its own target directory: in a shared one, cargo does not copy a
+# binary it finds up to date back over the one the other build left.
+CARGO_TARGET_DIR="$out/before-target" cargo build --release -p strata-cli \
+  --manifest-path "$out/before-src/Cargo.toml" >&2
+cp "$out/before-target/release/strata" "$out/strata-before"
+rm -rf "$out/before-target"
 cargo build --release -p strata-cli --manifest-path "$root/Cargo.toml" >&2
 cp "$target/release/strata" "$out/strata-after"
 declare -A sizes=([typeII]="--num 210000 --key-size 128 --value-size 384"
