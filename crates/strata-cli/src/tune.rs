@@ -54,7 +54,8 @@ pub struct TuneArgs {
     /// it), and the processor's share of each operation, in microseconds: `cpu-lookup-us` per
     /// lookup, `cpu-run-us` per run a lookup probes, `cpu-update-us` per update, `cpu-merge-us`
     /// per entry a merge rewrites (Strata's addition to Monkey's I/O-only model; 0 when not
-    /// given). Default `read-us=100,write-us=100,page-bytes=4096` with no processor costs, or
+    /// given), and `merge-threads` (threads merges run on beside the operations; 0, the default,
+    /// charges merges to the operations as Monkey does). Default `read-us=100,write-us=100,page-bytes=4096` with no processor costs, or
     /// what `--measure-device` measures.
     #[arg(long)]
     pub device: Option<String>,
@@ -293,15 +294,17 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
                 DEFAULT_PROCESSOR_PROBE,
             )?;
             lines.push(format!(
-                "processor measured on the engine: {:.3} us per lookup, {:.3} us per run probed, {:.3} us per update, {:.3} us per entry merged: cpu-lookup-us={:.3},cpu-run-us={:.3},cpu-update-us={:.3},cpu-merge-us={:.3}",
+                "processor measured on the engine: {:.3} us per lookup, {:.3} us per run probed, {:.3} us per update, {:.3} us per entry merged, {} merge threads beside the operations: cpu-lookup-us={:.3},cpu-run-us={:.3},cpu-update-us={:.3},cpu-merge-us={:.3},merge-threads={}",
                 cpu.seconds_per_lookup * 1e6,
                 cpu.seconds_per_run_probed * 1e6,
                 cpu.seconds_per_update * 1e6,
                 cpu.seconds_per_entry_merged * 1e6,
+                cpu.merge_threads,
                 cpu.seconds_per_lookup * 1e6,
                 cpu.seconds_per_run_probed * 1e6,
                 cpu.seconds_per_update * 1e6,
-                cpu.seconds_per_entry_merged * 1e6
+                cpu.seconds_per_entry_merged * 1e6,
+                cpu.merge_threads
             ));
             Device {
                 cpu,
@@ -372,6 +375,7 @@ pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
             "cpu-run-us",
             "cpu-update-us",
             "cpu-merge-us",
+            "merge-threads",
         ],
     )?;
     let read_us = device[0].unwrap_or(100.0);
@@ -388,7 +392,7 @@ pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
         .find(|v| !(v.is_finite() && **v >= 0.0))
     {
         return Err(CliError::InvalidArgument(format!(
-            "--device: merge-read-us and the processor costs (cpu-*-us) must be >= 0, got {bad}"
+            "--device: merge-read-us, the processor costs (cpu-*-us) and merge-threads must be >= 0, got {bad}"
         )));
     }
     let cpu = CpuCosts {
@@ -396,6 +400,7 @@ pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
         seconds_per_run_probed: device[5].unwrap_or(0.0) * 1e-6,
         seconds_per_update: device[6].unwrap_or(0.0) * 1e-6,
         seconds_per_entry_merged: device[7].unwrap_or(0.0) * 1e-6,
+        merge_threads: device[8].unwrap_or(0.0),
     };
     Ok(Device {
         seconds_per_read: read_us * 1e-6,
@@ -663,6 +668,7 @@ mod tests {
             ["--device", "read-us=0"],
             ["--device", "cpu-run-us=-1"],
             ["--device", "merge-read-us=-2"],
+            ["--device", "merge-threads=-1"],
             ["--device", "cpu-merge-us=inf"],
         ] {
             assert!(run(&args(&extra), &mut out).is_err(), "{extra:?}");

@@ -18,7 +18,9 @@
 //! itself, in a scratch database with buffered reads whose blocks are all cached: updates timed
 //! as they go into the memtable and WAL; empty lookups timed on one run and on many (the
 //! difference per run is the cost of probing a run, the rest the cost of a lookup); a full
-//! compaction of the runs timed, less the page writes the device probe charges, per entry.
+//! compaction of the runs timed, less the page writes the device probe charges, per entry; and
+//! the threads merges run on beside one client thread (the processors after it, at most the
+//! default `Options::max_background_compactions`).
 
 use std::path::Path;
 use std::time::Instant;
@@ -314,7 +316,18 @@ fn processor_probe(
         seconds_per_entry_merged: ((compaction - written_pages * seconds_per_page_written)
             / entries)
             .max(0.0),
+        merge_threads: merge_threads(),
     })
+}
+
+/// Threads the engine's merges run on beside one client thread: the processors left after it,
+/// at most the default `Options::max_background_compactions` (0 on one processor: merges then
+/// take the client's).
+fn merge_threads() -> f64 {
+    let processors = std::thread::available_parallelism().map_or(1, usize::from);
+    processors
+        .saturating_sub(1)
+        .min(Options::default().max_background_compactions) as f64
 }
 
 /// The in-order reads' size: the engine's default compaction readahead.

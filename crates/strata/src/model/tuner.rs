@@ -75,8 +75,15 @@ pub struct Device {
 ///   the position [`super::existing_lookup_cost`] assumes),
 /// - a range lookup: `per_lookup + per_run_probed * runs` (one seek per run),
 /// - an update: `per_update + per_entry_merged * merges`, `merges` the times a merge rewrites
-///   the entry on its way down (the `sum_i w_i` of `W`), charged in the foreground as `W`'s
-///   I/Os are.
+///   the entry on its way down (the `sum_i w_i` of `W`).
+///
+/// With `merge_threads = 0` every cost is charged to the operation as Monkey charges `W`'s I/Os:
+/// merges slow the operations down one for one. An engine that merges on background threads
+/// (Strata, RocksDB) runs them beside the operations instead: with `merge_threads = k > 0`, an
+/// operation costs `max(foreground, background / k)` seconds, the foreground being its lookups'
+/// I/Os and processor time and its updates' insert, the background its merges' page reads and
+/// writes (`W * Omega`) and their processor time. Merges then cost throughput only once they
+/// cannot keep up.
 ///
 /// `strata tune --measure-device` measures them on the engine itself.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -89,6 +96,9 @@ pub struct CpuCosts {
     pub seconds_per_update: f64,
     /// Seconds per entry a merge reads and writes again.
     pub seconds_per_entry_merged: f64,
+    /// Threads merges run on beside the operations; 0 charges merges to the operations
+    /// (Monkey's model).
+    pub merge_threads: f64,
 }
 
 impl CpuCosts {
@@ -104,6 +114,7 @@ impl CpuCosts {
                 "processor seconds per entry merged",
                 self.seconds_per_entry_merged,
             ),
+            ("merge threads", self.merge_threads),
         ] {
             if !(value.is_finite() && value >= 0.0) {
                 return Err(invalid(format!(
@@ -158,7 +169,8 @@ pub struct Prediction {
     /// The workload's average processor seconds per operation ([`CpuCosts`]; 0 without them).
     pub cpu_seconds_per_operation: f64,
     /// Operations per second: `tau = 1 / (theta * Omega + cpu)`, Monkey's `1 / (theta * Omega)`
-    /// when the device has no processor costs.
+    /// when the device has no processor costs; with merges on background threads, one over the
+    /// larger of the foreground and background seconds ([`CpuCosts`]).
     pub throughput_ops: f64,
 }
 
@@ -376,11 +388,22 @@ pub fn evaluate_with(
     let cpu = &problem.device.cpu;
     let probed = (1.0 - w.zero_result_fraction) * runs.runs_probed_for_existing_key()
         + w.zero_result_fraction * runs.runs();
-    let cpu_seconds = (w.point_lookups
+    let omega = problem.device.seconds_per_read;
+    let foreground_cpu = (w.point_lookups
         * (cpu.seconds_per_lookup + cpu.seconds_per_run_probed * probed)
         + w.range_lookups * (cpu.seconds_per_lookup + cpu.seconds_per_run_probed * runs.runs())
-        + w.updates * (cpu.seconds_per_update + cpu.seconds_per_entry_merged * merges))
+        + w.updates * cpu.seconds_per_update)
         / total;
+    let merge_cpu = w.updates * cpu.seconds_per_entry_merged * merges / total;
+    let cpu_seconds = foreground_cpu + merge_cpu;
+    let seconds = if cpu.merge_threads > 0.0 {
+        let merge_io = w.updates * u / total;
+        let foreground = (theta - merge_io) * omega + foreground_cpu;
+        let background = (merge_io * omega + merge_cpu) / cpu.merge_threads;
+        foreground.max(background)
+    } else {
+        theta * omega + cpu_seconds
+    };
     Ok(Design {
         policy,
         filters,
@@ -396,7 +419,7 @@ pub fn evaluate_with(
             range_io: q,
             io_per_operation: theta,
             cpu_seconds_per_operation: cpu_seconds,
-            throughput_ops: 1.0 / (theta * problem.device.seconds_per_read + cpu_seconds),
+            throughput_ops: 1.0 / seconds,
         },
     })
 }
@@ -871,6 +894,7 @@ mod tests {
             seconds_per_run_probed: 2e-7,
             seconds_per_update: 3e-6,
             seconds_per_entry_merged: 5e-7,
+            merge_threads: 0.0,
         };
         let with_cpu = |workload: Workload| TuningProblem {
             device: Device {
@@ -955,6 +979,44 @@ mod tests {
                 "{u} {merges}"
             );
         }
+        // Merges beside the operations: an update-only workload costs the larger of its insert
+        // and its merges over the threads; a lookup-only one is unchanged.
+        let threads = |k: f64, workload: Workload| TuningProblem {
+            device: Device {
+                cpu: CpuCosts {
+                    merge_threads: k,
+                    ..cpu
+                },
+                ..with_cpu(workload).device
+            },
+            ..with_cpu(workload)
+        };
+        for (policy, t) in [(MergePolicy::Leveling, 4.0), (MergePolicy::Tiering, 4.0)] {
+            let serial = evaluate(&with_cpu(updates), policy, t, buffer).expect("ok");
+            let p = serial.predicted;
+            let merges = merges_per_update(policy, serial.levels, t);
+            let background = p.update_io * 1e-4 + 5e-7 * merges;
+            for k in [1.0, 2.0] {
+                let beside = evaluate(&threads(k, updates), policy, t, buffer).expect("ok");
+                let expected = 1.0 / f64::max(3e-6, background / k);
+                let got = beside.predicted.throughput_ops;
+                assert!(
+                    (got - expected).abs() <= 1e-9 * expected,
+                    "{got} {expected}"
+                );
+                assert!(got > p.throughput_ops);
+                assert_eq!(
+                    beside.predicted.cpu_seconds_per_operation,
+                    p.cpu_seconds_per_operation
+                );
+            }
+            let lookups = evaluate(&with_cpu(empty), policy, t, buffer).expect("ok");
+            let beside = evaluate(&threads(1.0, empty), policy, t, buffer).expect("ok");
+            assert_eq!(
+                beside.predicted.throughput_ops,
+                lookups.predicted.throughput_ops
+            );
+        }
         // Tiering at T = 4 on three levels: 3 runs a level, a key on the last level found after
         // the six above it and two of the last level's three on average.
         let tiering = per_run::run_tree(MergePolicy::Tiering, 1e8, 4.0, 3).expect("tree");
@@ -1000,6 +1062,7 @@ mod tests {
                     seconds_per_run_probed: 1e-7,
                     seconds_per_update: 2e-6,
                     seconds_per_entry_merged: 1e-8,
+                    merge_threads: 0.0,
                 },
                 seconds_per_read: 1e-6,
                 ..problem(empty, 16.0).device
