@@ -84,6 +84,11 @@ pub struct TuneArgs {
     /// Discard designs whose updates cost more I/Os than this.
     #[arg(long)]
     pub max_update_io: Option<f64>,
+    /// Runs of one write buffer waiting on level 0 on average, which every lookup probes too.
+    /// Default `(level0_compaction_trigger - 1) / 2` of Strata's default options (1.5); 0 gives
+    /// Monkey's tree, where flushes merge straight into level 1.
+    #[arg(long, value_name = "RUNS")]
+    pub level0_runs: Option<f64>,
     /// Runners-up to print (text output).
     #[arg(long, default_value_t = 5)]
     pub show: usize,
@@ -313,10 +318,11 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
         }
         (None, None) => parse_device("read-us=100,write-us=100,page-bytes=4096")?,
     };
+    let level0_runs = args.level0_runs.unwrap_or_else(default_level0_runs);
     lines.insert(
         0,
         format!(
-            "{entries} entries of {entry_size} bytes, {memory_bits_per_key} bits per entry of memory; workload lookups={},empty={},updates={},ranges={},selectivity={}; device {:.1} us per read, write/read cost {:.3}, merge-read/read cost {:.3}, {} byte pages; processor {:.3} us per lookup, {:.3} per run probed, {:.3} per update, {:.3} per entry merged",
+            "{entries} entries of {entry_size} bytes, {memory_bits_per_key} bits per entry of memory; workload lookups={},empty={},updates={},ranges={},selectivity={}; device {:.1} us per read, write/read cost {:.3}, merge-read/read cost {:.3}, {} byte pages; processor {:.3} us per lookup, {:.3} per run probed, {:.3} per update, {:.3} per entry merged; {} level-0 runs",
             workload.point_lookups,
             workload.zero_result_fraction,
             workload.updates,
@@ -329,7 +335,8 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
             device.cpu.seconds_per_lookup * 1e6,
             device.cpu.seconds_per_run_probed * 1e6,
             device.cpu.seconds_per_update * 1e6,
-            device.cpu.seconds_per_entry_merged * 1e6
+            device.cpu.seconds_per_entry_merged * 1e6,
+            level0_runs
         ),
     );
     Ok(Inputs {
@@ -342,9 +349,16 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
             fixed_buffer_bits: args.buffer_bytes.map(|bytes| bytes * 8.0),
             max_point_lookup_io: args.max_lookup_io,
             max_update_io: args.max_update_io,
+            level0_runs,
         },
         lines,
     })
+}
+
+/// Level 0's average waiting runs under Strata's default options: a flush adds one, and at
+/// `level0_compaction_trigger` they merge into level 1, so `(trigger - 1) / 2` wait on average.
+fn default_level0_runs() -> f64 {
+    (strata::Options::default().level0_compaction_trigger.max(1) - 1) as f64 / 2.0
 }
 
 pub(crate) fn parse_workload(text: &str) -> CliResult<Workload> {

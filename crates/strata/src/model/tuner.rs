@@ -149,6 +149,13 @@ pub struct TuningProblem {
     pub max_point_lookup_io: Option<f64>,
     /// Discard designs whose updates cost more I/Os than this.
     pub max_update_io: Option<f64>,
+    /// Runs of one write buffer each that flushes leave above level 1 on average (0: Monkey's
+    /// tree, where a flush merges straight into level 1). Strata, like RocksDB, merges level 0
+    /// into level 1 once it holds `level0_compaction_trigger` runs, so a lookup also probes
+    /// the runs waiting there: `(trigger - 1) / 2` on average, 1.5 at the default of 4 (Strata's
+    /// addition, SPEC §7). They weigh most where filter memory is short: a design that gives
+    /// its filters nothing leaves them unfiltered too.
+    pub level0_runs: f64,
 }
 
 /// What a design is predicted to cost, per operation of each kind (I/Os) and overall.
@@ -272,6 +279,7 @@ impl TuningProblem {
         positive("memory bits", self.memory_bits)?;
         positive("seconds per read", self.device.seconds_per_read)?;
         positive("page bytes", self.device.page_bytes)?;
+        non_negative("level-0 runs", self.level0_runs)?;
         non_negative("write/read cost ratio", self.device.write_read_cost_ratio)?;
         non_negative(
             "merge-read/read cost ratio",
@@ -367,7 +375,18 @@ pub fn evaluate_with(
     // The discrete design's own runs: Monkey's allocation costed exactly on them (the §2 solver;
     // eq. 7 is its L -> infinity limit), uniform filters spreading the same memory over the
     // runs' entries (SPEC §7: "N the actual sum of level sizes").
-    let runs = per_run::run_tree(policy, n, size_ratio, levels)?;
+    let mut runs = per_run::run_tree(policy, n, size_ratio, levels)?;
+    if problem.level0_runs > 0.0 {
+        let buffer_entries = buffer_bits / (problem.entry_bytes * 8.0);
+        runs.levels.insert(
+            0,
+            per_run::ModelLevel {
+                entries: buffer_entries * problem.level0_runs,
+                runs: problem.level0_runs,
+                ratio: 1.0,
+            },
+        );
+    }
     let (r, p_last) = match filters {
         FilterAllocation::Monkey => per_run::zero_result_cost(&runs, filter_bits)?,
         FilterAllocation::Uniform => (
@@ -382,7 +401,7 @@ pub fn evaluate_with(
     let rho_phi = problem.device.merge_read_cost_ratio + problem.device.write_read_cost_ratio;
     let merges = merges_per_update(policy, levels, size_ratio);
     let u = merges * rho_phi / b;
-    let q = range_cost(policy, w.selectivity, n, b, levels, size_ratio);
+    let q = range_cost(policy, w.selectivity, n, b, levels, size_ratio) + problem.level0_runs;
     let total = w.point_lookups + w.range_lookups + w.updates;
     let theta = (w.point_lookups * z + w.range_lookups * q + w.updates * u) / total;
     let cpu = &problem.device.cpu;
@@ -618,6 +637,7 @@ mod tests {
             fixed_buffer_bits: None,
             max_point_lookup_io: None,
             max_update_io: None,
+            level0_runs: 0.0,
         }
     }
 
@@ -1175,5 +1195,60 @@ mod tests {
                 .iter()
                 .any(|d| d.policy == MergePolicy::Tiering));
         }
+    }
+
+    /// Level 0's waiting runs join every design's tree: they take filter memory, add runs to
+    /// probe, and keep a design that gives its filters nothing from looking free.
+    #[test]
+    fn level_zero_runs_are_probed_and_filtered_like_the_others() {
+        let empty = Workload {
+            point_lookups: 1.0,
+            zero_result_fraction: 1.0,
+            range_lookups: 0.0,
+            selectivity: 0.0,
+            updates: 0.0,
+        };
+        let cpu = CpuCosts {
+            seconds_per_run_probed: 1e-7,
+            ..CpuCosts::default()
+        };
+        let base = TuningProblem {
+            device: Device {
+                cpu,
+                ..problem(empty, 10.0).device
+            },
+            ..problem(empty, 10.0)
+        };
+        let with_level0 = TuningProblem {
+            level0_runs: 1.5,
+            ..base
+        };
+        let buffer = 8.0 * 8.0 * 1048576.0;
+        for policy in [MergePolicy::Leveling, MergePolicy::Tiering] {
+            let without = evaluate(&base, policy, 4.0, buffer).expect("ok").predicted;
+            let with = evaluate(&with_level0, policy, 4.0, buffer)
+                .expect("ok")
+                .predicted;
+            assert!(with.zero_result_lookup_io > without.zero_result_lookup_io);
+            assert!(
+                (with.cpu_seconds_per_operation - without.cpu_seconds_per_operation - 1.5e-7).abs()
+                    < 1e-15
+            );
+            assert_eq!(with.range_io, without.range_io + 1.5);
+        }
+        // With no filter memory, level 0's runs are read on every lookup: a design cannot get
+        // its filters for free.
+        let starved = TuningProblem {
+            memory_bits: 8.0 * 8.0 * 1048576.0 + 1.0,
+            ..with_level0
+        };
+        let design =
+            evaluate(&starved, MergePolicy::Leveling, 4.0, 8.0 * 8.0 * 1048576.0).expect("ok");
+        assert!(design.predicted.zero_result_lookup_io > 1.5 + design.levels as f64 - 0.01);
+        assert!(tune(&TuningProblem {
+            level0_runs: -1.0,
+            ..base
+        })
+        .is_err());
     }
 }
