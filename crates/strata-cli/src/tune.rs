@@ -54,8 +54,9 @@ pub struct TuneArgs {
     /// it), and the processor's share of each operation, in microseconds: `cpu-lookup-us` per
     /// lookup, `cpu-run-us` per run a lookup probes, `cpu-update-us` per update, `cpu-merge-us`
     /// per entry a merge rewrites (Strata's addition to Monkey's I/O-only model; 0 when not
-    /// given), and `merge-threads` (threads merges run on beside the operations; 0, the default,
-    /// charges merges to the operations as Monkey does). Default `read-us=100,write-us=100,page-bytes=4096` with no processor costs, or
+    /// given), `merge-threads` (threads merges run on beside the operations; 0, the default,
+    /// charges merges to the operations as Monkey does) and `flush-us` (a flush's fixed cost:
+    /// creating, syncing and installing its file; 0 when not given). Default `read-us=100,write-us=100,page-bytes=4096` with no processor costs, or
     /// what `--measure-device` measures.
     #[arg(long)]
     pub device: Option<String>,
@@ -299,17 +300,19 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
                 DEFAULT_PROCESSOR_PROBE,
             )?;
             lines.push(format!(
-                "processor measured on the engine: {:.3} us per lookup, {:.3} us per run probed, {:.3} us per update, {:.3} us per entry merged, {} merge threads beside the operations: cpu-lookup-us={:.3},cpu-run-us={:.3},cpu-update-us={:.3},cpu-merge-us={:.3},merge-threads={}",
+                "processor measured on the engine: {:.3} us per lookup, {:.3} us per run probed, {:.3} us per update, {:.3} us per entry merged, {} merge threads beside the operations, {:.0} us per flush: cpu-lookup-us={:.3},cpu-run-us={:.3},cpu-update-us={:.3},cpu-merge-us={:.3},merge-threads={},flush-us={:.0}",
                 cpu.seconds_per_lookup * 1e6,
                 cpu.seconds_per_run_probed * 1e6,
                 cpu.seconds_per_update * 1e6,
                 cpu.seconds_per_entry_merged * 1e6,
                 cpu.merge_threads,
+                cpu.seconds_per_flush * 1e6,
                 cpu.seconds_per_lookup * 1e6,
                 cpu.seconds_per_run_probed * 1e6,
                 cpu.seconds_per_update * 1e6,
                 cpu.seconds_per_entry_merged * 1e6,
-                cpu.merge_threads
+                cpu.merge_threads,
+                cpu.seconds_per_flush * 1e6
             ));
             Device {
                 cpu,
@@ -390,6 +393,7 @@ pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
             "cpu-update-us",
             "cpu-merge-us",
             "merge-threads",
+            "flush-us",
         ],
     )?;
     let read_us = device[0].unwrap_or(100.0);
@@ -406,7 +410,7 @@ pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
         .find(|v| !(v.is_finite() && **v >= 0.0))
     {
         return Err(CliError::InvalidArgument(format!(
-            "--device: merge-read-us, the processor costs (cpu-*-us) and merge-threads must be >= 0, got {bad}"
+            "--device: merge-read-us, the processor costs (cpu-*-us), merge-threads and flush-us must be >= 0, got {bad}"
         )));
     }
     let cpu = CpuCosts {
@@ -415,6 +419,7 @@ pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
         seconds_per_update: device[6].unwrap_or(0.0) * 1e-6,
         seconds_per_entry_merged: device[7].unwrap_or(0.0) * 1e-6,
         merge_threads: device[8].unwrap_or(0.0),
+        seconds_per_flush: device[9].unwrap_or(0.0) * 1e-6,
     };
     Ok(Device {
         seconds_per_read: read_us * 1e-6,

@@ -18,7 +18,9 @@
 //! itself, in a scratch database with buffered reads whose blocks are all cached: updates timed
 //! as they go into the memtable and WAL; empty lookups timed on one run and on many (the
 //! difference per run is the cost of probing a run, the rest the cost of a lookup); a full
-//! compaction of the runs timed, less the page writes the device probe charges, per entry; and
+//! compaction of the runs timed, less the page writes the device probe charges, per entry;
+//! flushes of a single entry timed (a flush's fixed cost: its file created, synced and
+//! installed); and
 //! the threads merges run on beside one client thread (the processors after it, at most the
 //! default `Options::max_background_compactions`).
 
@@ -301,6 +303,15 @@ fn processor_probe(
     db.compact()?;
     let compaction = started.elapsed().as_secs_f64();
     let written_pages = db.version().bytes() as f64 / PAGE_BYTES as f64;
+    // A flush's fixed cost: flushes of one entry, timed (median of five).
+    let mut flushes = Vec::new();
+    for i in 0..5u64 {
+        db.put(probe_key(missing + lookups as u64 + i), &value)?;
+        let started = Instant::now();
+        db.flush()?;
+        flushes.push(started.elapsed().as_secs_f64());
+    }
+    flushes.sort_by(f64::total_cmp);
     db.close()?;
     if held < 2 {
         return Err(CliError::InvalidArgument(format!(
@@ -317,6 +328,7 @@ fn processor_probe(
             / entries)
             .max(0.0),
         merge_threads: merge_threads(),
+        seconds_per_flush: flushes[flushes.len() / 2],
     })
 }
 
@@ -459,6 +471,7 @@ mod tests {
         // An update and a merge do real work; they cannot be free.
         assert!(costs.seconds_per_update > 0.0, "{costs:?}");
         assert!(costs.seconds_per_entry_merged > 0.0, "{costs:?}");
+        assert!(costs.seconds_per_flush > 0.0, "{costs:?}");
         assert!(costs.seconds_per_lookup + costs.seconds_per_run_probed > 0.0);
         assert_eq!(
             std::fs::read_dir(dir.path()).expect("list").count(),

@@ -74,8 +74,8 @@ pub struct Device {
 ///   lookup; for a key that exists, the runs above the last level and half the last level's,
 ///   the position [`super::existing_lookup_cost`] assumes),
 /// - a range lookup: `per_lookup + per_run_probed * runs` (one seek per run),
-/// - an update: `per_update + per_entry_merged * merges`, `merges` the times a merge rewrites
-///   the entry on its way down (the `sum_i w_i` of `W`).
+/// - an update: `per_update + per_entry_merged * merges + per_flush / buffer entries`,
+///   `merges` the times a merge rewrites the entry on its way down (the `sum_i w_i` of `W`).
 ///
 /// With `merge_threads = 0` every cost is charged to the operation as Monkey charges `W`'s I/Os:
 /// merges slow the operations down one for one. An engine that merges on background threads
@@ -99,6 +99,10 @@ pub struct CpuCosts {
     /// Threads merges run on beside the operations; 0 charges merges to the operations
     /// (Monkey's model).
     pub merge_threads: f64,
+    /// Seconds a flush costs beyond its pages: creating, syncing and installing its file. An
+    /// update pays `1 / buffer entries` of it, background work like its merges: what keeps a
+    /// tiny write buffer from looking free.
+    pub seconds_per_flush: f64,
 }
 
 impl CpuCosts {
@@ -115,6 +119,7 @@ impl CpuCosts {
                 self.seconds_per_entry_merged,
             ),
             ("merge threads", self.merge_threads),
+            ("seconds per flush", self.seconds_per_flush),
         ] {
             if !(value.is_finite() && value >= 0.0) {
                 return Err(invalid(format!(
@@ -413,7 +418,10 @@ pub fn evaluate_with(
         + w.range_lookups * (cpu.seconds_per_lookup + cpu.seconds_per_run_probed * runs.runs())
         + w.updates * cpu.seconds_per_update)
         / total;
-    let merge_cpu = w.updates * cpu.seconds_per_entry_merged * merges / total;
+    let buffer_entries = (buffer_bits / (problem.entry_bytes * 8.0)).max(1.0);
+    let merge_cpu = w.updates
+        * (cpu.seconds_per_entry_merged * merges + cpu.seconds_per_flush / buffer_entries)
+        / total;
     let cpu_seconds = foreground_cpu + merge_cpu;
     let seconds = if cpu.merge_threads > 0.0 {
         let merge_io = w.updates * u / total;
@@ -915,6 +923,7 @@ mod tests {
             seconds_per_update: 3e-6,
             seconds_per_entry_merged: 5e-7,
             merge_threads: 0.0,
+            seconds_per_flush: 0.0,
         };
         let with_cpu = |workload: Workload| TuningProblem {
             device: Device {
@@ -1037,6 +1046,26 @@ mod tests {
                 lookups.predicted.throughput_ops
             );
         }
+        // A flush's fixed cost is shared by the buffer's entries: a smaller buffer pays more.
+        let flushing = |buffer_bits: f64| {
+            let problem = TuningProblem {
+                device: Device {
+                    cpu: CpuCosts {
+                        seconds_per_flush: 1e-3,
+                        ..cpu
+                    },
+                    ..with_cpu(updates).device
+                },
+                ..with_cpu(updates)
+            };
+            let design = evaluate(&problem, MergePolicy::Leveling, 4.0, buffer_bits).expect("ok");
+            let plain =
+                evaluate(&with_cpu(updates), MergePolicy::Leveling, 4.0, buffer_bits).expect("ok");
+            design.predicted.cpu_seconds_per_operation - plain.predicted.cpu_seconds_per_operation
+        };
+        let entries = buffer / (128.0 * 8.0);
+        assert!((flushing(buffer) - 1e-3 / entries).abs() < 1e-15);
+        assert!(flushing(buffer / 64.0) > 60.0 * flushing(buffer));
         // Tiering at T = 4 on three levels: 3 runs a level, a key on the last level found after
         // the six above it and two of the last level's three on average.
         let tiering = per_run::run_tree(MergePolicy::Tiering, 1e8, 4.0, 3).expect("tree");
@@ -1083,6 +1112,7 @@ mod tests {
                     seconds_per_update: 2e-6,
                     seconds_per_entry_merged: 1e-8,
                     merge_threads: 0.0,
+                    seconds_per_flush: 0.0,
                 },
                 seconds_per_read: 1e-6,
                 ..problem(empty, 16.0).device
