@@ -300,18 +300,16 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
                 DEFAULT_PROCESSOR_PROBE,
             )?;
             lines.push(format!(
-                "processor measured on the engine: {:.3} us per lookup, {:.3} us per run probed, {:.3} us per update, {:.3} us per entry merged, {} merge threads beside the operations, {:.0} us per flush: cpu-lookup-us={:.3},cpu-run-us={:.3},cpu-update-us={:.3},cpu-merge-us={:.3},merge-threads={},flush-us={:.0}",
+                "processor measured on the engine: {:.3} us per lookup, {:.3} us per run probed, {:.3} us per update, {:.3} us per entry merged, {:.0} us per flush, merges charged to the operations: cpu-lookup-us={:.3},cpu-run-us={:.3},cpu-update-us={:.3},cpu-merge-us={:.3},flush-us={:.0}",
                 cpu.seconds_per_lookup * 1e6,
                 cpu.seconds_per_run_probed * 1e6,
                 cpu.seconds_per_update * 1e6,
                 cpu.seconds_per_entry_merged * 1e6,
-                cpu.merge_threads,
                 cpu.seconds_per_flush * 1e6,
                 cpu.seconds_per_lookup * 1e6,
                 cpu.seconds_per_run_probed * 1e6,
                 cpu.seconds_per_update * 1e6,
                 cpu.seconds_per_entry_merged * 1e6,
-                cpu.merge_threads,
                 cpu.seconds_per_flush * 1e6
             ));
             Device {

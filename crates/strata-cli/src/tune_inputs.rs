@@ -20,9 +20,8 @@
 //! difference per run is the cost of probing a run, the rest the cost of a lookup); a full
 //! compaction of the runs timed, less the page writes the device probe charges, per entry;
 //! flushes of a single entry timed (a flush's fixed cost: its file created, synced and
-//! installed); and
-//! the threads merges run on beside one client thread (the processors after it, at most the
-//! default `Options::max_background_compactions`).
+//! installed). Merges stay charged to the operations (`merge_threads` 0, Monkey's serial
+//! model): see `measure_processor`.
 
 use std::path::Path;
 use std::time::Instant;
@@ -327,19 +326,13 @@ fn processor_probe(
         seconds_per_entry_merged: ((compaction - written_pages * seconds_per_page_written)
             / entries)
             .max(0.0),
-        merge_threads: merge_threads(),
+        // Merges are charged to the operations (Monkey's serial model): on this 2-processor
+        // machine the model with merges beside the operations (one thread) predicted 1.8x the
+        // measured throughput of an update-heavy mix (docs/BENCHMARKS.md, "The tuner's
+        // recommendation against its runners-up"); `--device merge-threads=K` sets it.
+        merge_threads: 0.0,
         seconds_per_flush: flushes[flushes.len() / 2],
     })
-}
-
-/// Threads the engine's merges run on beside one client thread: the processors left after it,
-/// at most the default `Options::max_background_compactions` (0 on one processor: merges then
-/// take the client's).
-fn merge_threads() -> f64 {
-    let processors = std::thread::available_parallelism().map_or(1, usize::from);
-    processors
-        .saturating_sub(1)
-        .min(Options::default().max_background_compactions) as f64
 }
 
 /// The in-order reads' size: the engine's default compaction readahead.
