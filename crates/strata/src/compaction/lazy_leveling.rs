@@ -50,7 +50,7 @@ impl LazyLeveling {
         Ok(LazyLeveling {
             size_ratio: size_ratio as usize,
             base_level_bytes: None,
-            last_level: 6,
+            last_level: super::DEFAULT_LAST_LEVEL,
         })
     }
 

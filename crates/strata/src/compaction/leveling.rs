@@ -36,7 +36,7 @@ impl Leveling {
             size_ratio,
             base_level_bytes: None,
             dynamic_level_bytes: false,
-            last_level: 6,
+            last_level: super::DEFAULT_LAST_LEVEL,
         })
     }
 
@@ -119,7 +119,7 @@ impl Default for Leveling {
             size_ratio: 10.0,
             base_level_bytes: None,
             dynamic_level_bytes: false,
-            last_level: 6,
+            last_level: super::DEFAULT_LAST_LEVEL,
         }
     }
 }

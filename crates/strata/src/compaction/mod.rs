@@ -290,6 +290,10 @@ pub fn default_full_compaction(
 }
 
 /// Validates a policy's deepest level (`1..MAX_LEVELS`).
+/// The deepest level leveling, tiering and lazy leveling use unless told otherwise (RocksDB's
+/// `num_levels = 7`: levels 0 to 6). Garnering computes its own level count.
+pub const DEFAULT_LAST_LEVEL: usize = 6;
+
 pub(crate) fn check_last_level(last_level: usize) -> crate::Result<usize> {
     if !(1..crate::version::MAX_LEVELS).contains(&last_level) {
         return Err(crate::Error::InvalidArgument(format!(

@@ -29,7 +29,7 @@ impl Tiering {
         }
         Ok(Tiering {
             size_ratio: size_ratio as usize,
-            last_level: 6,
+            last_level: super::DEFAULT_LAST_LEVEL,
         })
     }
 

@@ -12,7 +12,8 @@
 //! (Ranking by the discrete design and its exact cost rather than by the continuous-`L`
 //! asymptotic cost the split optimises is Strata's choice: the discrete design is what a user
 //! gets, and on one- or two-level trees eq. 7 can even rank uniform filters above Monkey's.)
-//! SLA bounds discard candidates.
+//! SLA bounds discard candidates, and so does a depth the engine's policy does not build
+//! (leveling, tiering and lazy leveling stop at level 6 by default).
 //!
 //! Every design is also evaluated with uniform filters at the same split (listed, never better
 //! than Monkey's filters in the model).
@@ -578,6 +579,16 @@ pub fn tune(problem: &TuningProblem) -> Result<Tuning> {
             .collect::<Result<_>>()?;
         designs.extend(uniform);
         for design in designs {
+            // A design deeper than the engine's policy goes is not what the engine builds (its
+            // last level would take the rest): Strata's leveling, tiering and lazy leveling stop
+            // at level 6 by default, Garnering at its own count.
+            let deepest = match design.policy {
+                MergePolicy::Garnering { .. } => crate::version::MAX_LEVELS - 1,
+                _ => crate::compaction::DEFAULT_LAST_LEVEL,
+            };
+            if design.levels > deepest {
+                continue;
+            }
             let within_sla = problem
                 .max_point_lookup_io
                 .is_none_or(|bound| design.predicted.point_lookup_io <= bound)
@@ -1280,5 +1291,40 @@ mod tests {
             ..base
         })
         .is_err());
+    }
+
+    /// The tuner proposes only trees the engine builds as modelled: no leveling, tiering or lazy
+    /// leveling design deeper than the policies' default last level.
+    #[test]
+    fn no_design_is_deeper_than_the_engine_builds() {
+        // Small pages and a large tree: Monkey's loop reaches far more than six levels.
+        for workload in [
+            BALANCED,
+            Workload {
+                updates: 0.9,
+                ..BALANCED
+            },
+        ] {
+            let tuning = tune(&problem(workload, 10.0)).expect("tune");
+            for design in &tuning.candidates {
+                if !matches!(design.policy, MergePolicy::Garnering { .. }) {
+                    assert!(
+                        design.levels <= crate::compaction::DEFAULT_LAST_LEVEL,
+                        "{design:?}"
+                    );
+                }
+            }
+        }
+        let deepest = evaluate(
+            &problem(BALANCED, 10.0),
+            MergePolicy::Leveling,
+            2.0,
+            8.0 * 4096.0,
+        )
+        .expect("ok");
+        assert!(
+            deepest.levels > crate::compaction::DEFAULT_LAST_LEVEL,
+            "the loop reaches it"
+        );
     }
 }
