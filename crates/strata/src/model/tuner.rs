@@ -660,6 +660,20 @@ mod tests {
         }
     }
 
+    /// The tuner's answers for the balanced mix and a write-heavy one (10 bits per entry).
+    fn balanced_and_write_heavy() -> Vec<Tuning> {
+        [
+            BALANCED,
+            Workload {
+                updates: 0.9,
+                ..BALANCED
+            },
+        ]
+        .into_iter()
+        .map(|workload| tune(&problem(workload, 10.0)).expect("tune"))
+        .collect()
+    }
+
     const BALANCED: Workload = Workload {
         point_lookups: 0.5,
         zero_result_fraction: 0.5,
@@ -1216,14 +1230,7 @@ mod tests {
             scaling_factor: 0.8,
         };
         assert_eq!(buildable_size_ratio(garnering, 2.56), 2.56);
-        for workload in [
-            BALANCED,
-            Workload {
-                updates: 0.9,
-                ..BALANCED
-            },
-        ] {
-            let tuning = tune(&problem(workload, 10.0)).expect("tune");
+        for tuning in balanced_and_write_heavy() {
             for design in &tuning.candidates {
                 assert_eq!(
                     design.size_ratio,
@@ -1298,14 +1305,7 @@ mod tests {
     #[test]
     fn no_design_is_deeper_than_the_engine_builds() {
         // Small pages and a large tree: Monkey's loop reaches far more than six levels.
-        for workload in [
-            BALANCED,
-            Workload {
-                updates: 0.9,
-                ..BALANCED
-            },
-        ] {
-            let tuning = tune(&problem(workload, 10.0)).expect("tune");
+        for tuning in balanced_and_write_heavy() {
             for design in &tuning.candidates {
                 if !matches!(design.policy, MergePolicy::Garnering { .. }) {
                     assert!(
