@@ -538,6 +538,20 @@ fn check_results(report: &Value, phases: &[&str]) {
             assert!(result["io_per_op"][field].as_f64().expect("number") >= 0.0);
         }
         assert_eq!(result["bits_per_key_budget"].as_f64(), Some(10.0));
+        // The filter memory in use over the phase brackets its end.
+        let in_use = |field: &str| result[field].as_f64();
+        if let (Some(min), Some(end), Some(max)) = (
+            in_use("effective_bits_per_key_min"),
+            in_use("effective_bits_per_key"),
+            in_use("effective_bits_per_key_max"),
+        ) {
+            assert!(min <= end && end <= max, "{phase}: {min} {end} {max}");
+        } else {
+            assert!(
+                result["effective_bits_per_key"].is_null(),
+                "{phase}: a phase with filters in use records their range"
+            );
+        }
     }
 }
 

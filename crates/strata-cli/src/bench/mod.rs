@@ -901,6 +901,7 @@ impl Bench<'_> {
                 .sample_every
                 .unwrap_or((phase_ops / SERIES_POINTS_PER_PHASE).max(1));
             let mut latencies = Latencies::new();
+            let series_start = self.series.len();
             let started = Instant::now();
             let counts = match workload {
                 Workload::Fillseq | Workload::Fillrandom | Workload::Load => {
@@ -928,6 +929,8 @@ impl Bench<'_> {
                 &engine.counters(),
                 &shape,
             );
+            // The filter memory in use over the phase, not only at its end (issue 15).
+            result.include_filter_samples(self.series.get(series_start..).unwrap_or_default());
             // Live table bytes over the bytes of the newest version of each key; only what is
             // in table files counts, so the figure is meaningful once the tree is settled.
             result.space_amp = (logical_bytes > 0.0 && shape.table_bytes > 0)

@@ -123,6 +123,11 @@ pub struct PhaseResult {
     pub avg_bits_per_key: Option<f64>,
     /// The same with filters the allocator skips counted as 0 bits (Strata only).
     pub effective_bits_per_key: Option<f64>,
+    /// The least `effective_bits_per_key` over the phase: its time-series samples and its end
+    /// (the filter memory in use, against the budget, at its lowest).
+    pub effective_bits_per_key_min: Option<f64>,
+    /// The most over the same samples.
+    pub effective_bits_per_key_max: Option<f64>,
     /// The filter budget in bits per key.
     pub bits_per_key_budget: Option<f64>,
     /// The budget guard's cap (Strata's Mnemosyne policies only).
@@ -225,6 +230,24 @@ fn per(count: u64, ops: u64) -> f64 {
 }
 
 impl PhaseResult {
+    /// Widens the phase's filter-memory range to take in `samples` (the phase's time-series
+    /// points); the result starts with the phase's end alone.
+    pub fn include_filter_samples<'a>(
+        &mut self,
+        samples: impl IntoIterator<Item = &'a SeriesPoint>,
+    ) {
+        for value in samples.into_iter().filter_map(|p| p.effective_bits_per_key) {
+            self.effective_bits_per_key_min = Some(
+                self.effective_bits_per_key_min
+                    .map_or(value, |m| m.min(value)),
+            );
+            self.effective_bits_per_key_max = Some(
+                self.effective_bits_per_key_max
+                    .map_or(value, |m| m.max(value)),
+            );
+        }
+    }
+
     /// Builds a phase's result from its counts, latencies, wall time and the engine's counters
     /// and tree taken at the end of the phase (counters zeroed at its start).
     #[allow(clippy::too_many_arguments)]
@@ -282,6 +305,8 @@ impl PhaseResult {
             space_amp: None,
             avg_bits_per_key: shape.avg_bits_per_key,
             effective_bits_per_key: shape.effective_bits_per_key,
+            effective_bits_per_key_min: shape.effective_bits_per_key,
+            effective_bits_per_key_max: shape.effective_bits_per_key,
             bits_per_key_budget: shape.bits_per_key_budget,
             bits_per_key_cap: shape.bits_per_key_cap,
             write_amp: io.write_amplification(),
@@ -540,5 +565,72 @@ mod tests {
         assert_eq!(result.write_amp, None);
         assert_eq!(optional(None, 2), "-");
         assert_eq!(optional(Some(1.23456), 2), "1.23");
+    }
+
+    /// The phase's filter-memory range takes in its samples and its end: a dip mid-phase shows
+    /// in the minimum though the phase ends at the budget; samples without filters are skipped.
+    #[test]
+    fn the_filter_range_covers_every_sample_and_the_end() {
+        let variant = Variant {
+            engine: EngineKind::Strata,
+            filter_policy: FilterAllocatorKind::Mnemosyne,
+            compaction: CompactionKind::Leveling,
+            bits_per_key: 2.0,
+            label_bits_per_key: false,
+            garnering_c: None,
+            label_garnering_c: false,
+        };
+        let shape = TreeShape {
+            effective_bits_per_key: Some(2.0),
+            ..TreeShape::default()
+        };
+        let mut result = PhaseResult::new(
+            &variant,
+            1,
+            Workload::Fillrandom,
+            &PhaseCounts::default(),
+            &Latencies::new(),
+            Duration::from_millis(10),
+            &EngineCounters::default(),
+            &shape,
+        );
+        assert_eq!(result.effective_bits_per_key_min, Some(2.0));
+        assert_eq!(result.effective_bits_per_key_max, Some(2.0));
+        let point = |bits: Option<f64>| SeriesPoint {
+            configuration: variant.label(),
+            engine: "strata",
+            filter_policy: "mnemosyne",
+            compaction: "leveling",
+            run: 1,
+            phase: Workload::Fillrandom,
+            ops_done: 0,
+            seconds: 0.0,
+            ops_per_sec: 0.0,
+            avg_bits_per_key: bits,
+            effective_bits_per_key: bits,
+        };
+        let samples = [
+            point(None),
+            point(Some(1.58)),
+            point(Some(2.04)),
+            point(Some(1.9)),
+        ];
+        result.include_filter_samples(&samples);
+        assert_eq!(result.effective_bits_per_key_min, Some(1.58));
+        assert_eq!(result.effective_bits_per_key_max, Some(2.04));
+        assert_eq!(result.effective_bits_per_key, Some(2.0));
+        // A peer that reports no filter memory has no range.
+        let mut peer = PhaseResult::new(
+            &variant,
+            1,
+            Workload::Fillrandom,
+            &PhaseCounts::default(),
+            &Latencies::new(),
+            Duration::from_millis(10),
+            &EngineCounters::default(),
+            &TreeShape::default(),
+        );
+        peer.include_filter_samples(&samples[..1]);
+        assert_eq!(peer.effective_bits_per_key_min, None);
     }
 }
