@@ -26,6 +26,12 @@
 //! on its own runs the same way, so the comparison between policies is even, and at the size
 //! ratio the engine builds it with ([`buildable_size_ratio`]: whole runs per level for tiering
 //! and lazy leveling).
+//!
+//! Strata's departures from Monkey's throughput `1/(theta * Omega)`, each off by default so the
+//! published model is what a problem without them gets: a processor term ([`CpuCosts`]), a
+//! merge's in-order page reads priced apart ([`Device::merge_read_cost_ratio`]) and level 0's
+//! waiting runs ([`TuningProblem::level0_runs`]). `strata tune --measure-device` measures the
+//! first two on the machine and the engine; docs/BENCHMARKS.md holds what each changed.
 
 use super::{existing_lookup_cost, merges_per_update, per_run, range_cost, MergePolicy};
 use crate::alloc::solver::DEFAULT_FPR_CONSTANT as LN2_SQUARED;
