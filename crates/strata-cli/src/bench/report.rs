@@ -580,20 +580,22 @@ mod tests {
             garnering_c: None,
             label_garnering_c: false,
         };
-        let shape = TreeShape {
+        let ended_with = |shape: &TreeShape| {
+            PhaseResult::new(
+                &variant,
+                1,
+                Workload::Fillrandom,
+                &PhaseCounts::default(),
+                &Latencies::new(),
+                Duration::from_millis(10),
+                &EngineCounters::default(),
+                shape,
+            )
+        };
+        let mut result = ended_with(&TreeShape {
             effective_bits_per_key: Some(2.0),
             ..TreeShape::default()
-        };
-        let mut result = PhaseResult::new(
-            &variant,
-            1,
-            Workload::Fillrandom,
-            &PhaseCounts::default(),
-            &Latencies::new(),
-            Duration::from_millis(10),
-            &EngineCounters::default(),
-            &shape,
-        );
+        });
         assert_eq!(result.effective_bits_per_key_min, Some(2.0));
         assert_eq!(result.effective_bits_per_key_max, Some(2.0));
         let point = |bits: Option<f64>| SeriesPoint {
@@ -620,16 +622,7 @@ mod tests {
         assert_eq!(result.effective_bits_per_key_max, Some(2.04));
         assert_eq!(result.effective_bits_per_key, Some(2.0));
         // A peer that reports no filter memory has no range.
-        let mut peer = PhaseResult::new(
-            &variant,
-            1,
-            Workload::Fillrandom,
-            &PhaseCounts::default(),
-            &Latencies::new(),
-            Duration::from_millis(10),
-            &EngineCounters::default(),
-            &TreeShape::default(),
-        );
+        let mut peer = ended_with(&TreeShape::default());
         peer.include_filter_samples(&samples[..1]);
         assert_eq!(peer.effective_bits_per_key_min, None);
     }

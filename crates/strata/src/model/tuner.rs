@@ -666,6 +666,20 @@ mod tests {
         }
     }
 
+    /// Leveling at `T = 4` with Monkey's filters and with uniform ones.
+    fn leveling_at_4(p: &TuningProblem, buffer_bits: f64) -> (Design, Design) {
+        let monkey = evaluate(p, MergePolicy::Leveling, 4.0, buffer_bits).expect("ok");
+        let uniform = evaluate_with(
+            p,
+            MergePolicy::Leveling,
+            4.0,
+            buffer_bits,
+            FilterAllocation::Uniform,
+        )
+        .expect("ok");
+        (monkey, uniform)
+    }
+
     /// The tuner's answers for the balanced mix and a write-heavy one (10 bits per entry).
     fn balanced_and_write_heavy() -> Vec<Tuning> {
         [
@@ -679,6 +693,15 @@ mod tests {
         .map(|workload| tune(&problem(workload, 10.0)).expect("tune"))
         .collect()
     }
+
+    /// Point lookups only, every one empty.
+    const EMPTY_LOOKUPS: Workload = Workload {
+        point_lookups: 1.0,
+        zero_result_fraction: 1.0,
+        range_lookups: 0.0,
+        selectivity: 0.0,
+        updates: 0.0,
+    };
 
     const BALANCED: Workload = Workload {
         point_lookups: 0.5,
@@ -889,15 +912,7 @@ mod tests {
     fn uniform_filters_cost_the_runs_times_one_rate() {
         let p = problem(BALANCED, 10.0);
         let buffer = 8.0 * 8.0 * 1048576.0;
-        let monkey = evaluate(&p, MergePolicy::Leveling, 4.0, buffer).expect("ok");
-        let uniform = evaluate_with(
-            &p,
-            MergePolicy::Leveling,
-            4.0,
-            buffer,
-            FilterAllocation::Uniform,
-        )
-        .expect("ok");
+        let (monkey, uniform) = leveling_at_4(&p, buffer);
         assert_eq!(monkey.filters, FilterAllocation::Monkey);
         assert_eq!(uniform.filters, FilterAllocation::Uniform);
         // The memory spread over the runs' entries (N the actual sum of level sizes).
@@ -964,13 +979,7 @@ mod tests {
             ..problem(workload, 10.0)
         };
         let buffer = 8.0 * 8.0 * 1048576.0;
-        let empty = Workload {
-            point_lookups: 1.0,
-            zero_result_fraction: 1.0,
-            range_lookups: 0.0,
-            selectivity: 0.0,
-            updates: 0.0,
-        };
+        let empty = EMPTY_LOOKUPS;
         let existing = Workload {
             zero_result_fraction: 0.0,
             ..empty
@@ -1186,14 +1195,7 @@ mod tests {
         assert!(garnering_1.is_same_design_as(&leveling));
         let tiering = evaluate(&p, MergePolicy::Tiering, 4.0, buffer).expect("ok");
         assert!(!tiering.is_same_design_as(&leveling));
-        let uniform = evaluate_with(
-            &p,
-            MergePolicy::Leveling,
-            4.0,
-            buffer,
-            FilterAllocation::Uniform,
-        )
-        .expect("ok");
+        let (_, uniform) = leveling_at_4(&p, buffer);
         assert!(!uniform.is_same_design_as(&leveling));
         for workload in [
             BALANCED,
@@ -1255,13 +1257,7 @@ mod tests {
     /// probe, and keep a design that gives its filters nothing from looking free.
     #[test]
     fn level_zero_runs_are_probed_and_filtered_like_the_others() {
-        let empty = Workload {
-            point_lookups: 1.0,
-            zero_result_fraction: 1.0,
-            range_lookups: 0.0,
-            selectivity: 0.0,
-            updates: 0.0,
-        };
+        let empty = EMPTY_LOOKUPS;
         let cpu = CpuCosts {
             seconds_per_run_probed: 1e-7,
             ..CpuCosts::default()
