@@ -7,7 +7,9 @@
 #   2. multi-threaded stress: six runs of STRESS_SECONDS each (default 330, 33 minutes in all)
 #      over different policy pairs, three of them with random write and read faults;
 #   3. the fuzz targets, FUZZ_SECONDS each (default 600), two at a time (needs cargo-fuzz and a
-#      nightly toolchain: `cargo install cargo-fuzz`; skipped with a message if absent).
+#      nightly toolchain: `cargo install cargo-fuzz`; skipped with a message if absent);
+#   4. the memtable's tests (the skiplist's `unsafe` node access) under valgrind's memcheck, which
+#      fails on any read or write outside the arena (skipped with a message if valgrind is absent).
 #
 #   scripts/reliability_long.sh [ITERATIONS] [STRESS_SECONDS] [FUZZ_SECONDS]
 #
@@ -45,8 +47,11 @@ done
 echo "== fuzz: $fuzz_seconds s per target"
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
   echo "cargo-fuzz or the nightly toolchain is missing: fuzzing skipped"
-  exit 0
+else
+  run_fuzz=1
 fi
+if [ -n "${run_fuzz:-}" ]; then
+(
 cd "$root/fuzz"
 targets=$(cargo +nightly fuzz list)
 set -- $targets
@@ -67,3 +72,14 @@ while [ $# -gt 0 ]; do
   done
   shift; [ $# -gt 0 ] && shift
 done
+)
+fi
+
+echo "== memcheck: the memtable's tests"
+if ! command -v valgrind >/dev/null 2>&1; then
+  echo "valgrind is missing: memcheck skipped"
+  exit 0
+fi
+tests=$(cargo test -p strata --lib --no-run --manifest-path "$root/Cargo.toml" --message-format=json 2>/dev/null |
+  sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | head -1)
+valgrind --error-exitcode=9 -q "$tests" memtable | tee "$out/memcheck.log"

@@ -8,7 +8,7 @@
 //! an insert makes no heap allocation of its own (one per chunk, megabytes apart), and freeing
 //! a memtable frees its chunks, not its entries one by one. The memtable's size is the arena
 //! bytes its entries use (nodes, keys, values): the heap it holds is that plus at most one
-//! partly used chunk and the chunk directory, and a test checks both bounds.
+//! partly used chunk and the list of chunks, and a test checks both bounds.
 
 mod skiplist;
 
@@ -94,7 +94,7 @@ impl MemTable {
     }
 
     /// Bytes of the memtable's entries as stored (nodes, keys, values in the arena). The heap
-    /// holds at most one partly used arena chunk and the chunk directory more.
+    /// holds at most one partly used arena chunk and the list of chunks more.
     pub(crate) fn approximate_bytes(&self) -> usize {
         self.list.used_bytes()
     }
@@ -252,7 +252,7 @@ mod tests {
 
     /// An insert allocates nothing of its own: the arena makes one allocation per chunk. The
     /// memtable's size (the arena bytes its entries use) is never more than the heap it holds,
-    /// and less by at most one partly used chunk, the chunk directory and the allocator's
+    /// and less by at most one partly used chunk, the list of chunks and the allocator's
     /// rounding of chunks it maps from the OS to whole pages.
     #[test]
     fn inserts_allocate_only_arena_chunks_and_the_accounting_bounds_the_heap() {

@@ -1,13 +1,11 @@
 //! The memtable's skiplist: nodes laid out in an arena of 64-bit atomic words, one writer at a
-//! time, readers without locks. RocksDB's `InlineSkipList` over its `Arena` is the model; this
-//! one is written in safe Rust.
+//! time, readers without locks. RocksDB's `InlineSkipList` over its `Arena` is the model.
 //!
 //! Every byte the skiplist shares between threads lives in an `AtomicU64`. A writer fills a new
 //! node with relaxed stores while no reader can reach it, then links it into each level with a
 //! release store; a reader follows links with acquire loads, so it sees every word of any node it
-//! reaches. There is no unsafe code and no data race by construction: a stale read can only be
-//! an older link, which a skiplist tolerates (the reader misses a node inserted after it passed).
-//! Nodes are never removed; the arena is freed with the memtable.
+//! reaches. A stale read can only be an older link, which a skiplist tolerates (the reader misses
+//! a node inserted after it passed). Nodes are never removed; the arena is freed with the list.
 //!
 //! A node, in words around its address `a` (the tower below it, as in RocksDB):
 //!
@@ -23,7 +21,16 @@
 //! their words do (the zero padding sorts a key before every longer key it prefixes), then by
 //! length. A search packs its key into words once and then compares words. Only the writer
 //! needs a node's height; a reader follows level `l` only of nodes it reached through a level-`l`
-//! link, which are that tall.
+//! link, which are that tall ([`Node::levels`] carries that knowledge, so a link outside the
+//! tower cannot be named).
+//!
+//! A node's address is the memory address of its meta word. Until session 11 it was a chunk
+//! number and an offset, translated through a chunk directory at every step of a search; that
+//! translation and its bounds checks were a third of an insert's instructions (docs/BENCHMARKS.md,
+//! "Write path"). The price is `unsafe` in one place, [`Node::at_address`], whose contract the
+//! callers meet: an address is only ever the head, a link loaded from a node of the same list,
+//! or a [`Position`] the list checks is its own. Chunks never move or shrink (boxed slices) and
+//! live as long as the list, so such an address stays valid for as long as the list is borrowed.
 //!
 //! Allocation in the arena is a bump of an offset; chunks grow from 4 KiB to 1 MiB, so small
 //! memtables stay small and large ones make one allocation per megabyte, not one per entry. An
@@ -32,13 +39,14 @@
 //! empty memtable is not full because its first chunk is allocated.
 
 use std::cmp::Ordering;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
-use std::sync::OnceLock;
 
 use parking_lot::Mutex;
 use zerocopy::FromZeros;
 
 use crate::key::{SequenceNumber, ValueKind, TRAILER_LEN};
+use crate::options::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
 
 /// Tallest tower. With a branching factor of 4 this indexes 4^12 (16 million) entries at full
 /// speed and stays correct (only slower) beyond.
@@ -56,16 +64,18 @@ const FIRST_CHUNK_WORDS: usize = 512;
 /// 1 MiB chunks once the memtable is past 2 MiB.
 const MAX_CHUNK_WORDS: usize = 1 << 17;
 
-/// The directory of chunks: segment `s` holds `FIRST_SEGMENT_SLOTS << s` chunk slots, so the
-/// directory starts at a few hundred bytes and never runs out (2^32 chunks).
-const FIRST_SEGMENT_SLOTS: usize = 64;
-const SEGMENTS: usize = 26;
+// A node's meta word holds both lengths in 32 bits each; the engine's limits fit.
+const _: () = assert!(MAX_KEY_BYTES <= u32::MAX as usize);
+const _: () = assert!(MAX_VALUE_BYTES <= u32::MAX as usize);
 
-/// Address of a node: chunk number in the high 32 bits, word offset in the chunk in the low 32.
-/// 0 is "no node": word 0 of chunk 0 is never handed out.
-type NodeAddress = u64;
+/// Address of a node: the memory address of its meta word (exposed provenance), 0 = no node.
+type NodeAddress = usize;
 const NONE: NodeAddress = 0;
 
+/// Distinguishes lists, so that a [`Position`] is only ever read through the list it came from.
+static NEXT_LIST_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Words needed for `bytes` bytes.
 #[inline]
 fn words_for(bytes: usize) -> usize {
     bytes / 8 + usize::from(!bytes.is_multiple_of(8))
@@ -90,137 +100,75 @@ fn word_of(bytes: &[u8], index: usize) -> u64 {
     }
 }
 
-/// Where chunk `chunk` sits in the directory: (segment, slot).
-#[inline]
-fn locate(chunk: usize) -> (usize, usize) {
-    if chunk < FIRST_SEGMENT_SLOTS {
-        // The first 64 chunks (over 50 MiB) all sit in segment 0.
-        return (0, chunk);
-    }
-    let group = chunk / FIRST_SEGMENT_SLOTS + 1;
-    let segment = (usize::BITS - 1 - group.leading_zeros()) as usize;
-    let first_of_segment = FIRST_SEGMENT_SLOTS * ((1 << segment) - 1);
-    (segment, chunk - first_of_segment)
-}
-
-/// A chunk of the arena, set once by the writer.
-type ChunkSlot = OnceLock<Box<[AtomicU64]>>;
-
-/// Chunks of atomic words behind a directory that readers walk without locks.
-struct Arena {
-    /// Segment 0 of the directory, held inline: the chunks of a memtable under about 50 MiB
-    /// are found with one bounds check and one load, the hot step of every search.
-    first_segment: [ChunkSlot; FIRST_SEGMENT_SLOTS],
-    /// Segments 1 and up (index `segment - 1`), allocated when first needed.
-    later_segments: [OnceLock<Box<[ChunkSlot]>>; SEGMENTS - 1],
-    /// Bytes of the words handed out so far (nodes with their keys and values).
-    used_bytes: AtomicUsize,
-    /// Heap bytes of every chunk and directory segment allocated so far.
-    allocated_bytes: AtomicUsize,
-}
-
-/// What only the writer touches: the bump pointer and the height generator.
+/// What only the writer touches: the arena's chunks, the bump pointer and the height generator.
+/// Readers never see the chunk list; they reach nodes through links.
 struct WriterState {
     /// The key being inserted, packed into words (kept for its capacity).
     key_words: Vec<u64>,
-    chunk: usize,
-    /// Next free word in `chunk`.
+    /// Every chunk of the arena. A boxed slice never moves, so addresses into it stay valid
+    /// while the list lives, however this vector grows.
+    chunks: Vec<Box<[AtomicU64]>>,
+    /// Address of the last chunk's first word (0 before the first chunk).
+    chunk_base: usize,
+    /// Words in the last chunk.
+    chunk_words: usize,
+    /// Next free word in the last chunk.
     offset: usize,
     /// Xorshift state for tower heights (any fixed seed: heights only affect speed).
     random: u64,
 }
 
-impl Arena {
-    fn new() -> Self {
-        Arena {
-            first_segment: std::array::from_fn(|_| OnceLock::new()),
-            later_segments: std::array::from_fn(|_| OnceLock::new()),
-            used_bytes: AtomicUsize::new(0),
-            allocated_bytes: AtomicUsize::new(0),
-        }
-    }
-
-    /// The words of chunk `chunk` (empty if it was never allocated, which no published address
-    /// can name).
-    #[inline]
-    fn chunk(&self, chunk: usize) -> &[AtomicU64] {
-        let slot = match self.first_segment.get(chunk) {
-            Some(slot) => Some(slot),
-            None => self.later_slot(chunk),
-        };
-        slot.and_then(OnceLock::get).map_or(&[], |words| &words[..])
-    }
-
-    /// The directory slot of a chunk past segment 0 (`None` if its segment was never allocated).
-    #[cold]
-    fn later_slot(&self, chunk: usize) -> Option<&ChunkSlot> {
-        let (segment, slot) = locate(chunk);
-        self.later_segments
-            .get(segment.checked_sub(1)?)
-            .and_then(OnceLock::get)
-            .and_then(|slots| slots.get(slot))
-    }
-
-    /// Hands out `words` consecutive words in one chunk (writer only).
-    fn allocate(&self, writer: &mut WriterState, words: usize) -> NodeAddress {
-        if writer.offset + words > self.chunk(writer.chunk).len() {
-            let next = if self.chunk(writer.chunk).is_empty() {
-                writer.chunk
-            } else {
-                writer.chunk + 1
-            };
-            let size = (FIRST_CHUNK_WORDS << next.min(20))
+impl WriterState {
+    /// Hands out `words` consecutive zeroed words in one chunk: the address of the first.
+    fn allocate(&mut self, words: usize, counters: &Counters) -> usize {
+        if self.offset + words > self.chunk_words {
+            let size = (FIRST_CHUNK_WORDS << self.chunks.len().min(20))
                 .min(MAX_CHUNK_WORDS)
                 .max(words);
-            self.install_chunk(next, size);
-            writer.chunk = next;
-            writer.offset = 0;
+            let chunk = <[AtomicU64] as FromZeros>::new_box_zeroed_with_elems(size)
+                .unwrap_or_else(|_| (0..size).map(|_| AtomicU64::new(0)).collect());
+            self.chunk_base = chunk.as_ptr().expose_provenance();
+            self.chunk_words = chunk.len();
+            self.offset = 0;
+            let grows = self.chunks.len() == self.chunks.capacity();
+            let before = self.chunks.capacity();
+            self.chunks.push(chunk);
+            let directory = if grows {
+                (self.chunks.capacity() - before) * std::mem::size_of::<Box<[AtomicU64]>>()
+            } else {
+                0
+            };
+            counters
+                .allocated_bytes
+                .fetch_add(size * 8 + directory, AtomicOrdering::Relaxed);
         }
-        let address = ((writer.chunk as u64) << 32) | writer.offset as u64;
-        writer.offset += words;
-        self.used_bytes
+        let address = self.chunk_base + self.offset * std::mem::size_of::<AtomicU64>();
+        self.offset += words;
+        counters
+            .used_bytes
             .fetch_add(words * 8, AtomicOrdering::Relaxed);
         address
     }
-
-    fn install_chunk(&self, chunk: usize, words: usize) {
-        let (segment, slot) = locate(chunk);
-        let slot = if segment == 0 {
-            self.first_segment.get(slot)
-        } else {
-            let Some(segment_slots) = self.later_segments.get(segment - 1) else {
-                return;
-            };
-            let slots = segment_slots.get_or_init(|| {
-                let slots = FIRST_SEGMENT_SLOTS << segment;
-                self.allocated_bytes.fetch_add(
-                    slots * std::mem::size_of::<ChunkSlot>(),
-                    AtomicOrdering::Relaxed,
-                );
-                (0..slots).map(|_| OnceLock::new()).collect()
-            });
-            slots.get(slot)
-        };
-        if let Some(slot) = slot {
-            slot.get_or_init(|| {
-                // Zeroed memory from the allocator (calloc: fresh pages are zero already), not
-                // a loop that writes every word of a megabyte.
-                <[AtomicU64] as FromZeros>::new_box_zeroed_with_elems(words)
-                    .unwrap_or_else(|_| (0..words).map(|_| AtomicU64::new(0)).collect())
-            });
-            self.allocated_bytes
-                .fetch_add(words * 8, AtomicOrdering::Relaxed);
-        }
-    }
 }
 
-/// A skiplist of internal-key entries, ordered by user key ascending, then trailer descending
-/// (`crate::key::compare_internal_keys`).
+/// The arena's sizes, readable by anyone.
+struct Counters {
+    /// Bytes of the words handed out so far (nodes with their keys and values).
+    used_bytes: AtomicUsize,
+    /// Heap bytes of every chunk and of the chunk list allocated so far.
+    allocated_bytes: AtomicUsize,
+}
+
+/// A sorted list of (user key, trailer) → value entries; see the module documentation.
 pub(crate) struct SkipList {
-    arena: Arena,
+    /// Address of the head node: a full-height tower with an empty key that no entry is ever
+    /// compared with.
     head: NodeAddress,
-    /// Height of the tallest tower; readers start their descent there.
+    /// Tallest tower so far (at least 1).
     height: AtomicUsize,
+    /// This list's identity, carried by every [`Position`] it hands out.
+    id: u64,
+    counters: Counters,
     writer: Mutex<WriterState>,
 }
 
@@ -323,62 +271,114 @@ impl SearchKey<'_> {
     }
 }
 
-/// A node seen through its chunk: `at` indexes its meta word, its tower lies just below.
+/// A node of a list borrowed for `'a`: `at` is its meta word; `levels` is how many of its links
+/// the way it was reached proves it has (its level-`l` link was followed, so it has `l + 1`).
 #[derive(Clone, Copy)]
 struct Node<'a> {
-    words: &'a [AtomicU64],
-    at: usize,
+    at: *const AtomicU64,
+    levels: usize,
+    _list: PhantomData<&'a SkipList>,
 }
 
 impl<'a> Node<'a> {
+    /// The node at `address`, known to have at least `levels` links.
+    ///
+    /// # Safety
+    /// `address` must be the address of a node of a list that outlives `'a` (the head, a link
+    /// loaded from one of its nodes, or a position it handed out), that node's words published
+    /// to this thread (its meta and body written before the release store that linked it, read
+    /// after an acquire load of that link or under the writer's lock), and the node must have at
+    /// least `levels` links below its meta word.
     #[inline]
-    fn word(self, index: usize) -> u64 {
-        self.words
-            .get(index)
-            .map_or(0, |word| word.load(AtomicOrdering::Relaxed))
+    unsafe fn at_address(address: NodeAddress, levels: usize) -> Node<'a> {
+        Node {
+            at: std::ptr::with_exposed_provenance(address),
+            levels,
+            _list: PhantomData,
+        }
     }
 
-    /// (user-key length, value length).
+    /// Word `index` of the node's body (0 = meta, 1 = trailer, then key and value words), or
+    /// 0 past the body's end.
+    #[inline]
+    fn body_word(self, index: usize) -> u64 {
+        if index >= HEADER_WORDS && index >= self.body_words() {
+            return 0;
+        }
+        // SAFETY: `at_address`'s contract: `at` is the meta word of a whole, published node of a
+        // list alive for `'a`, whose body holds the meta, the trailer and the words its meta
+        // counts; `index` is below `body_words()` (or names the meta or trailer).
+        unsafe { (*self.at.add(index)).load(AtomicOrdering::Relaxed) }
+    }
+
+    /// Words of the body: header, key and value.
+    #[inline]
+    fn body_words(self) -> usize {
+        let (key_len, value_len) = self.lengths();
+        HEADER_WORDS + words_for(key_len) + words_for(value_len)
+    }
+
     #[inline]
     fn lengths(self) -> (usize, usize) {
-        let meta = self.word(self.at);
+        // SAFETY: as in `body_word`; the meta word is the body's first.
+        let meta = unsafe { (*self.at).load(AtomicOrdering::Relaxed) };
         ((meta & 0xffff_ffff) as usize, (meta >> 32) as usize)
     }
 
     #[inline]
     fn trailer(self) -> u64 {
-        self.word(self.at + 1)
+        self.body_word(1)
     }
 
-    /// The level-`level` link (only valid for a node at least `level + 1` tall).
+    /// The link of `level`, if the node is known to have it.
     #[inline]
     fn link(self, level: usize) -> Option<&'a AtomicU64> {
-        self.at
-            .checked_sub(1 + level)
-            .and_then(|index| self.words.get(index))
+        if level >= self.levels {
+            return None;
+        }
+        // SAFETY: `at_address`'s contract: the node has at least `levels` links, the one of level
+        // `l` at `at - 1 - l`, inside the same chunk, alive for `'a`.
+        Some(unsafe { &*self.at.sub(1 + level) })
     }
 
+    /// Address of the next node on `level` (acquire: its words are visible once this returns).
     #[inline]
     fn next(self, level: usize) -> NodeAddress {
-        self.link(level)
-            .map_or(NONE, |link| link.load(AtomicOrdering::Acquire))
+        self.link(level).map_or(NONE, |link| {
+            link.load(AtomicOrdering::Acquire) as NodeAddress
+        })
     }
 
-    /// The words of the user key.
+    /// The node `next(level)` names (`None` at the end of the level).
     #[inline]
-    fn key_words(self, key_len: usize) -> &'a [AtomicU64] {
-        let first = self.at + HEADER_WORDS;
-        self.words
-            .get(first..first + words_for(key_len))
-            .unwrap_or(&[])
+    fn successor(self, level: usize) -> Option<Node<'a>> {
+        let address = self.next(level);
+        // SAFETY: a non-zero link of a node of this list is the address of another node of the
+        // list, published by the release store that wrote the link and seen by the acquire load
+        // in `next`; a node linked on `level` is at least `level + 1` tall.
+        (address != NONE).then(|| unsafe { Node::at_address(address, level + 1) })
     }
 
-    /// Orders this node against `key`.
+    /// Calls `visit` with each of `count` body words from `first` (stops at the body's end).
+    #[inline]
+    fn for_each_body_word(self, first: usize, count: usize, mut visit: impl FnMut(u64)) {
+        let end = (first + count).min(self.body_words());
+        for index in first..end {
+            // SAFETY: as in `body_word`; `index < body_words()`.
+            visit(unsafe { (*self.at.add(index)).load(AtomicOrdering::Relaxed) });
+        }
+    }
+
+    /// Orders the node against a search key: user key (bytewise), then trailer descending.
     #[inline]
     fn compare(self, key: &SearchKey) -> Ordering {
         let (key_len, _) = self.lengths();
-        for (stored, &wanted) in self.key_words(key_len).iter().zip(key.words()) {
-            let stored = stored.load(AtomicOrdering::Relaxed);
+        let stored_words = words_for(key_len);
+        let wanted = key.words();
+        for (index, &wanted) in wanted.iter().enumerate().take(stored_words) {
+            // SAFETY: as in `body_word`; `HEADER_WORDS + index` is a key word of the body.
+            let stored =
+                unsafe { (*self.at.add(HEADER_WORDS + index)).load(AtomicOrdering::Relaxed) };
             if stored != wanted {
                 return stored.cmp(&wanted);
             }
@@ -391,88 +391,107 @@ impl<'a> Node<'a> {
 
 impl SkipList {
     pub(crate) fn new() -> Self {
-        let arena = Arena::new();
+        let counters = Counters {
+            used_bytes: AtomicUsize::new(0),
+            allocated_bytes: AtomicUsize::new(0),
+        };
         let mut writer = WriterState {
             key_words: Vec::new(),
-            chunk: 0,
+            chunks: Vec::new(),
+            chunk_base: 0,
+            chunk_words: 0,
             offset: 0,
             random: 0x2545_f491_4f6c_dd1d,
         };
-        // Word 0 stays unused so that address 0 means "no node"; the head is a node with a full
-        // tower and an empty key, never compared.
-        arena.allocate(&mut writer, 1);
-        let head = arena.allocate(&mut writer, MAX_HEIGHT + HEADER_WORDS) + MAX_HEIGHT as u64;
+        // The head: a full tower, meta 0 (empty key and value), trailer 0; zeroed links are
+        // "none".
+        let head =
+            writer.allocate(MAX_HEIGHT + HEADER_WORDS, &counters) + MAX_HEIGHT * size_of::<u64>();
         SkipList {
-            arena,
             head,
             height: AtomicUsize::new(1),
+            id: NEXT_LIST_ID.fetch_add(1, AtomicOrdering::Relaxed),
+            counters,
             writer: Mutex::new(writer),
         }
     }
 
-    /// Bytes of the arena's words in use: the nodes, keys and values inserted (and the head).
-    /// The heap holds more by at most the unused rest of the current chunk (under 1 MiB, or
-    /// under the used bytes while chunks still double) and the chunk directory.
+    /// Bytes of the entries as stored (nodes, keys, values): the write-buffer size.
     pub(crate) fn used_bytes(&self) -> usize {
-        self.arena.used_bytes.load(AtomicOrdering::Relaxed)
+        self.counters.used_bytes.load(AtomicOrdering::Relaxed)
     }
 
-    /// Heap bytes the arena holds (chunks and directory), which is all the list allocates.
+    /// Heap bytes of the arena's chunks and chunk list.
     #[cfg(test)]
     pub(crate) fn allocated_bytes(&self) -> usize {
-        self.arena.allocated_bytes.load(AtomicOrdering::Relaxed)
+        self.counters.allocated_bytes.load(AtomicOrdering::Relaxed)
     }
 
     #[inline]
-    fn node(&self, address: NodeAddress) -> Node<'_> {
-        Node {
-            words: self.arena.chunk((address >> 32) as usize),
-            at: (address & 0xffff_ffff) as usize,
-        }
+    fn head(&self) -> Node<'_> {
+        // SAFETY: the head was allocated by `new` with `MAX_HEIGHT` links below its meta word,
+        // in a chunk the list owns; it is published to every thread that can borrow the list.
+        unsafe { Node::at_address(self.head, MAX_HEIGHT) }
     }
 
-    /// The first node at or after `key`, and (when `predecessors` is given) the last node
-    /// before it on every level.
-    fn find(
-        &self,
+    /// The node of a position, if the position is this list's.
+    #[inline]
+    fn node_of(&self, position: Position) -> Option<Node<'_>> {
+        // SAFETY: positions are made only from nodes reached on level 0 (so with one link) of the
+        // list whose id they carry; ids are unique, so this is that list, borrowed for the
+        // node's lifetime, and its nodes were published to the thread that made the position
+        // (a position crossing threads carries the happens-before of its transfer).
+        (position.list == self.id).then(|| unsafe { Node::at_address(position.address, 1) })
+    }
+
+    fn position(&self, node: Option<Node<'_>>) -> Option<Position> {
+        node.map(|node| Position {
+            list: self.id,
+            address: node.at.expose_provenance(),
+        })
+    }
+
+    /// The first node whose key is `>= key` (`None` past the end). With `predecessors`, records
+    /// the last node `< key` on every level (the head where none is).
+    fn find<'a>(
+        &'a self,
         key: &SearchKey,
-        mut predecessors: Option<&mut [NodeAddress; MAX_HEIGHT]>,
-    ) -> NodeAddress {
-        let mut address = self.head;
-        let mut node = self.node(address);
+        mut predecessors: Option<&mut [Node<'a>; MAX_HEIGHT]>,
+    ) -> Option<Node<'a>> {
+        let mut node = self.head();
         let mut level = self
             .height
             .load(AtomicOrdering::Relaxed)
             .clamp(1, MAX_HEIGHT)
             - 1;
-        // The node that ended the search on the level above: known to be at or after `key`, so
-        // meeting it again one level down needs no comparison (RocksDB's `last_bigger`). About
-        // one level in two ends on it with a branching factor of 4.
+        // The node that ended the level above: already known not to be `< key` (RocksDB's
+        // `last_bigger`), so it is not compared again.
         let mut last_bigger = NONE;
         loop {
             let next_address = node.next(level);
-            if next_address != NONE && next_address != last_bigger {
-                let next = self.node(next_address);
-                if next.compare(key) == Ordering::Less {
-                    address = next_address;
-                    node = next;
+            let mut next = None;
+            if next_address != NONE {
+                // SAFETY: as in `Node::successor`.
+                let candidate = unsafe { Node::at_address(next_address, level + 1) };
+                if next_address != last_bigger && candidate.compare(key) == Ordering::Less {
+                    node = candidate;
                     continue;
                 }
                 last_bigger = next_address;
+                next = Some(candidate);
             }
             if let Some(predecessors) = predecessors.as_deref_mut() {
-                predecessors[level] = address;
+                predecessors[level] = node;
             }
             if level == 0 {
-                return next_address;
+                return next;
             }
             level -= 1;
         }
     }
 
-    /// Inserts an entry; an entry with the same user key and trailer is left as it is (sequence
-    /// numbers are unique, so this only happens to a replayed write). Inserts are serialized by
-    /// the writer lock; readers run alongside.
+    /// Inserts an entry. An entry with the same user key and trailer is kept as it is (the
+    /// engine never writes one twice: sequence numbers are unique).
     pub(crate) fn insert(
         &self,
         user_key: &[u8],
@@ -480,6 +499,11 @@ impl SkipList {
         kind: ValueKind,
         value: &[u8],
     ) {
+        // Longer inputs cannot reach here (the engine and the log decoder enforce the limits,
+        // and the assertion at the top ties the limits to the meta word); were one to, its
+        // lengths are cut to fit, consistently with the words written.
+        let user_key = user_key.get(..MAX_KEY_BYTES).unwrap_or(user_key);
+        let value = value.get(..u32::MAX as usize).unwrap_or(value);
         let trailer = crate::key::pack_trailer(sequence, kind);
         let mut writer = self.writer.lock();
         let mut key_words = std::mem::take(&mut writer.key_words);
@@ -490,27 +514,28 @@ impl SkipList {
             len: user_key.len(),
             trailer,
         };
-        let mut predecessors = [self.head; MAX_HEIGHT];
+        let mut predecessors = [self.head(); MAX_HEIGHT];
         let found = self.find(&key, Some(&mut predecessors));
-        if found != NONE && self.node(found).compare(&key) == Ordering::Equal {
+        if found.is_some_and(|node| node.compare(&key) == Ordering::Equal) {
             writer.key_words = key_words;
             return;
         }
         let height = random_height(&mut writer.random);
         let value_words = words_for(value.len());
         let words = height + HEADER_WORDS + key.words().len() + value_words;
-        let address = self.arena.allocate(&mut writer, words) + height as u64;
-        let node = self.node(address);
-        // Not reachable yet: relaxed stores are enough; the release stores below publish them.
-        // Keys are at most 64 KiB and values at most 64 MiB (checked by the write path; a log
-        // record, and so a replayed entry, is under 4 GiB): both lengths fit their 32 bits.
-        let meta = (user_key.len() as u64 & 0xffff_ffff) | ((value.len() as u64) << 32);
-        let body = node.words.get(node.at..).unwrap_or(&[]);
-        let mut slots = body.iter();
+        let first = writer.allocate(words, &self.counters);
+        let address = first + height * size_of::<u64>();
+        // SAFETY: `allocate` handed out `words` zeroed words of a chunk the list owns: `height`
+        // links, then the body written below before any link to the node is published; only
+        // this thread (holding the writer's lock) can reach it until then.
+        let node = unsafe { Node::at_address(address, height) };
+        let meta = user_key.len() as u64 | ((value.len() as u64) << 32);
+        let mut index = 0;
         let mut store = |word: u64| {
-            if let Some(slot) = slots.next() {
-                slot.store(word, AtomicOrdering::Relaxed);
-            }
+            // SAFETY: the node's body has `HEADER_WORDS + key words + value words` words, and
+            // exactly that many are stored, in order, by the calls below.
+            unsafe { (*node.at.add(index)).store(word, AtomicOrdering::Relaxed) };
+            index += 1;
         };
         store(meta);
         store(trailer);
@@ -519,12 +544,11 @@ impl SkipList {
         }
         for_each_word(value, &mut store);
         if height > self.height.load(AtomicOrdering::Relaxed) {
-            // Levels above the old height start at the head (already in `predecessors`).
             self.height.store(height, AtomicOrdering::Relaxed);
         }
-        for (level, &predecessor) in predecessors.iter().enumerate().take(height) {
+        for (level, predecessor) in predecessors.iter().enumerate().take(height) {
             let (Some(predecessor_link), Some(own_link)) =
-                (self.node(predecessor).link(level), node.link(level))
+                (predecessor.link(level), node.link(level))
             else {
                 continue;
             };
@@ -532,16 +556,13 @@ impl SkipList {
                 predecessor_link.load(AtomicOrdering::Relaxed),
                 AtomicOrdering::Relaxed,
             );
-            // Publishes the node on this level: a reader that loads this link (acquire) sees
-            // every word stored above.
-            predecessor_link.store(address, AtomicOrdering::Release);
+            predecessor_link.store(address as u64, AtomicOrdering::Release);
         }
-        // The writer lock is held to here: linking is the part that must not interleave.
         writer.key_words = key_words;
         drop(writer);
     }
 
-    /// The first entry at or after `target` (`None` past the end).
+    /// The first entry `>= target` in internal-key order.
     pub(crate) fn seek(&self, target: Target<'_>) -> Option<Position> {
         let packed = PackedKey::new(target.user_key);
         let key = SearchKey {
@@ -549,73 +570,71 @@ impl SkipList {
             len: target.user_key.len(),
             trailer: target.trailer,
         };
-        Position::at(self.find(&key, None))
+        self.position(self.find(&key, None))
     }
 
     /// The first entry.
     pub(crate) fn first(&self) -> Option<Position> {
-        Position::at(self.node(self.head).next(0))
+        self.position(self.head().successor(0))
     }
 
     /// The entry after `position`.
     pub(crate) fn after(&self, position: Position) -> Option<Position> {
-        Position::at(self.node(position.0).next(0))
+        self.position(self.node_of(position).and_then(|node| node.successor(0)))
     }
 
     pub(crate) fn is_empty(&self) -> bool {
         self.first().is_none()
     }
 
-    /// The entry's trailer: `(sequence << 8) | kind`.
+    /// The trailer of the entry at `position`.
     pub(crate) fn trailer(&self, position: Position) -> u64 {
-        self.node(position.0).trailer()
+        self.node_of(position).map_or(0, Node::trailer)
     }
 
-    /// True when the entry's user key is `user_key`.
+    /// Whether the entry at `position` has user key `user_key`.
     pub(crate) fn user_key_is(&self, position: Position, user_key: &[u8]) -> bool {
-        let node = self.node(position.0);
+        let Some(node) = self.node_of(position) else {
+            return false;
+        };
         let (key_len, _) = node.lengths();
         key_len == user_key.len()
-            && node
-                .key_words(key_len)
-                .iter()
-                .enumerate()
-                .all(|(index, word)| word.load(AtomicOrdering::Relaxed) == word_of(user_key, index))
+            && (0..words_for(key_len))
+                .all(|index| node.body_word(HEADER_WORDS + index) == word_of(user_key, index))
     }
 
-    /// Replaces `internal_key` with the entry's internal key (user key, then trailer).
+    /// Copies the internal key (user key, then trailer) of the entry at `position`.
     pub(crate) fn read_internal_key(&self, position: Position, internal_key: &mut Vec<u8>) {
-        let node = self.node(position.0);
-        let (key_len, _) = node.lengths();
         internal_key.clear();
-        read_words(node.words, node.at + HEADER_WORDS, key_len, internal_key);
+        let Some(node) = self.node_of(position) else {
+            return;
+        };
+        let (key_len, _) = node.lengths();
+        read_words(node, HEADER_WORDS, key_len, internal_key);
         internal_key.extend_from_slice(&node.trailer().to_le_bytes());
     }
 
-    /// Replaces `value` with the entry's value.
+    /// Copies the value of the entry at `position`.
     pub(crate) fn read_value(&self, position: Position, value: &mut Vec<u8>) {
-        let node = self.node(position.0);
-        let (key_len, value_len) = node.lengths();
         value.clear();
-        read_words(
-            node.words,
-            node.at + HEADER_WORDS + words_for(key_len),
-            value_len,
-            value,
-        );
+        let Some(node) = self.node_of(position) else {
+            return;
+        };
+        let (key_len, value_len) = node.lengths();
+        read_words(node, HEADER_WORDS + words_for(key_len), value_len, value);
     }
 }
 
-/// Appends `len` bytes packed in big-endian words from `node[first..]` to `out`.
-fn read_words(node: &[AtomicU64], first: usize, len: usize, out: &mut Vec<u8>) {
+/// Appends `len` bytes packed in the node's body words from `first`.
+fn read_words(node: Node<'_>, first: usize, len: usize, out: &mut Vec<u8>) {
     out.reserve(len);
     let mut left = len;
-    for word in node.iter().skip(first).take(words_for(len)) {
-        let bytes = word.load(AtomicOrdering::Relaxed).to_be_bytes();
+    node.for_each_body_word(first, words_for(len), |word| {
+        let bytes = word.to_be_bytes();
         let take = left.min(8);
         out.extend_from_slice(&bytes[..take]);
         left -= take;
-    }
+    });
 }
 
 /// The height of a new tower: 1, then one more with probability 1/`BRANCHING` each time.
@@ -634,14 +653,12 @@ fn random_height(state: &mut u64) -> usize {
     height
 }
 
-/// An entry of the list (a node address; never "none").
+/// An entry of a list: the list's id and the node's address. Only the list it came from reads
+/// it; any other list treats it as no entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Position(NodeAddress);
-
-impl Position {
-    fn at(address: NodeAddress) -> Option<Position> {
-        (address != NONE).then_some(Position(address))
-    }
+pub(crate) struct Position {
+    list: u64,
+    address: NodeAddress,
 }
 
 #[cfg(test)]
@@ -651,22 +668,6 @@ mod tests {
     use std::sync::Arc;
 
     #[test]
-    fn the_directory_maps_every_chunk_to_its_own_slot() {
-        let mut seen = std::collections::HashSet::new();
-        for chunk in 0..100_000 {
-            let (segment, slot) = locate(chunk);
-            assert!(segment < SEGMENTS);
-            assert!(slot < FIRST_SEGMENT_SLOTS << segment, "chunk {chunk}");
-            assert!(seen.insert((segment, slot)), "chunk {chunk} shares a slot");
-        }
-        assert_eq!(locate(0), (0, 0));
-        assert_eq!(locate(63), (0, 63));
-        assert_eq!(locate(64), (1, 0));
-        assert_eq!(locate(64 + 127), (1, 127));
-        assert_eq!(locate(64 + 128), (2, 0));
-    }
-
-    #[test]
     fn words_pack_bytes_big_endian_with_zero_padding() {
         assert_eq!(word_of(b"", 0), 0);
         assert_eq!(word_of(b"\x01", 0), 1 << 56);
@@ -674,12 +675,57 @@ mod tests {
             word_of(b"abcdefghij", 1),
             u64::from_be_bytes(*b"ij\0\0\0\0\0\0")
         );
-        let node: Vec<AtomicU64> = (0..2)
-            .map(|i| AtomicU64::new(word_of(b"abcdefghij", i)))
-            .collect();
-        let mut out = Vec::new();
-        read_words(&node, 0, 10, &mut out);
-        assert_eq!(out, b"abcdefghij");
+        // Through a node: key and value of every length from 0 to 17 bytes come back whole.
+        let list = SkipList::new();
+        let bytes = b"abcdefghijklmnopq";
+        for len in 0..=bytes.len() {
+            list.insert(
+                &bytes[..len],
+                len as u64 + 1,
+                ValueKind::Value,
+                &bytes[..len],
+            );
+        }
+        let (mut key, mut value) = (Vec::new(), Vec::new());
+        let mut position = list.first();
+        for len in 0..=bytes.len() {
+            let at = position.expect("entry");
+            list.read_internal_key(at, &mut key);
+            list.read_value(at, &mut value);
+            assert_eq!(&key[..len], &bytes[..len]);
+            assert_eq!(key.len(), len + TRAILER_LEN);
+            assert_eq!(value, &bytes[..len]);
+            assert!(list.user_key_is(at, &bytes[..len]));
+            if len < bytes.len() {
+                assert!(!list.user_key_is(at, &bytes[..len + 1]));
+            }
+            assert!(!list.user_key_is(at, b"z"));
+            position = list.after(at);
+        }
+        assert!(position.is_none());
+    }
+
+    /// A position names an entry of the list that made it; another list treats it as no entry
+    /// instead of reading another arena's memory.
+    #[test]
+    fn a_position_is_read_only_by_its_own_list() {
+        let (one, other) = (SkipList::new(), SkipList::new());
+        one.insert(b"key", 1, ValueKind::Value, b"value");
+        other.insert(b"key", 1, ValueKind::Value, b"value");
+        let position = one.first().expect("entry");
+        let (mut key, mut value) = (Vec::new(), Vec::new());
+        other.read_internal_key(position, &mut key);
+        other.read_value(position, &mut value);
+        assert!(key.is_empty() && value.is_empty());
+        assert_eq!(other.trailer(position), 0);
+        assert!(!other.user_key_is(position, b"key"));
+        assert!(other.after(position).is_none());
+        one.read_value(position, &mut value);
+        assert_eq!(value, b"value");
+        assert_eq!(
+            one.trailer(position),
+            crate::key::pack_trailer(1, ValueKind::Value)
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 use crate::coding::{put_length_prefixed, Decoder};
 use crate::key::{SequenceNumber, ValueKind};
+use crate::options::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
 
 /// Bytes of the batch header (sequence + count).
 pub(crate) const BATCH_HEADER_LEN: usize = 12;
@@ -132,6 +133,19 @@ impl WriteBatch {
         let sequence = decoder.fixed64().ok_or("batch header truncated")?;
         let count = decoder.fixed32().ok_or("batch header truncated")?;
         let entries = decode_entries(&bytes[BATCH_HEADER_LEN..]).collect::<Result<Vec<_>, _>>()?;
+        // A log record passed its checksum, so it was written by the engine, which enforces
+        // the limits; an entry over them is malformed, not something to insert (the memtable's
+        // node layout relies on the limits).
+        if let Some(entry) = entries
+            .iter()
+            .find(|entry| entry.key.len() > MAX_KEY_BYTES || entry.value.len() > MAX_VALUE_BYTES)
+        {
+            return Err(format!(
+                "batch entry of a {}-byte key and a {}-byte value exceeds the limits ({MAX_KEY_BYTES} and {MAX_VALUE_BYTES} bytes)",
+                entry.key.len(),
+                entry.value.len()
+            ));
+        }
         if entries.len() != count as usize {
             return Err(format!(
                 "batch header says {count} entries but {} were decoded",
@@ -193,6 +207,24 @@ mod tests {
             presized.encode_with_sequence(9),
             grown.encode_with_sequence(9)
         );
+    }
+
+    #[test]
+    fn entries_over_the_limits_are_malformed() {
+        for (key, value) in [
+            (vec![1u8; MAX_KEY_BYTES + 1], Vec::new()),
+            (b"k".to_vec(), vec![2u8; MAX_VALUE_BYTES + 1]),
+        ] {
+            let mut batch = WriteBatch::new();
+            batch.put(&key, &value);
+            let encoded = batch.encode_with_sequence(5).to_vec();
+            let error = WriteBatch::decode(&encoded).expect_err("over the limits");
+            assert!(error.contains("exceeds the limits"), "{error}");
+        }
+        let mut batch = WriteBatch::new();
+        batch.put(vec![1u8; MAX_KEY_BYTES], b"v");
+        let encoded = batch.encode_with_sequence(5).to_vec();
+        assert!(WriteBatch::decode(&encoded).is_ok());
     }
 
     #[test]
