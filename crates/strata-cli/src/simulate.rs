@@ -189,8 +189,11 @@ pub struct Summary {
     pub sorted_runs: usize,
     /// Non-empty levels at the end.
     pub levels: usize,
-    /// Filter bits per key over the whole tree (entry-weighted).
+    /// Filter bits per key in use over the whole tree (entry-weighted; skipped filters and
+    /// modules not in use count 0): what the budget caps.
     pub bits_per_key: f64,
+    /// Filter bits per key on disk over the whole tree (entry-weighted).
+    pub bits_per_key_on_disk: f64,
     /// The allocator's budget.
     pub bits_per_key_budget: f64,
     /// Filter bytes of the tree.
@@ -277,6 +280,7 @@ impl Simulation {
             sorted_runs: 0,
             levels: 0,
             bits_per_key: 0.0,
+            bits_per_key_on_disk: 0.0,
             bits_per_key_budget: allocator.bits_per_key_budget(),
             filter_bytes: 0,
         };
@@ -322,7 +326,20 @@ impl Simulation {
         };
         summary.sorted_runs = tree.run_count();
         summary.levels = tree.levels().iter().filter(|l| !l.is_empty()).count();
-        summary.bits_per_key = weighted_bits_per_key(tree.files().map(|(_, _, f)| f));
+        summary.bits_per_key_on_disk = weighted_bits_per_key(tree.files().map(|(_, _, f)| f));
+        let (in_use, entries) = tree
+            .files()
+            .fold((0.0, 0u64), |(bits, entries), (_, run, f)| {
+                (
+                    bits + self.allocator.bits_per_key_in_use(run, f) * f.entries() as f64,
+                    entries + f.entries(),
+                )
+            });
+        summary.bits_per_key = if entries == 0 {
+            0.0
+        } else {
+            in_use / entries as f64
+        };
         summary.filter_bytes = tree.files().map(|(_, _, f)| f.filter_bytes()).sum();
         Ok(self.summary)
     }
@@ -567,8 +584,8 @@ impl Simulation {
         entries: u64,
         bits: Option<f64>,
     ) -> FileMetadata {
-        let budget = self.allocator.bits_per_key_budget();
-        let bits_per_key = built_file_bits_per_key(bits.unwrap_or(0.0), budget);
+        let module_bits = self.allocator.filter_module_bits_per_key();
+        let bits_per_key = built_file_bits_per_key(bits.unwrap_or(0.0), module_bits);
         let filter_bytes = (bits_per_key * entries as f64 / 8.0).ceil() as u64;
         FileMetadata::new(number, &smallest.to_be_bytes(), &largest.to_be_bytes())
             .with_entries(entries)
@@ -852,8 +869,9 @@ fn write_summary(out: &mut dyn Write, summary: &Summary, json: bool) -> CliResul
             s.sorted_runs, s.levels, s.entries, s.entries_flushed
         ),
         format!(
-            "filters {:.3} bits/key over the tree (budget {}), {}",
+            "filters {:.3} bits/key in use over the tree ({:.3} on disk, budget {}), {}",
             s.bits_per_key,
+            s.bits_per_key_on_disk,
             s.bits_per_key_budget,
             bytes_text(s.filter_bytes)
         ),

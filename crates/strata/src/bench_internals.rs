@@ -303,7 +303,13 @@ impl TableReader {
         skip_filter: bool,
     ) -> Result<Lookup> {
         self.0
-            .get(lookup_key, user_key, key_hash, level, skip_filter)
+            .get(
+                lookup_key,
+                user_key,
+                key_hash,
+                level,
+                if skip_filter { 0 } else { usize::MAX },
+            )
             .map(|found| found.result.into())
     }
 }

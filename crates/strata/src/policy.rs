@@ -19,7 +19,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::alloc::solver::Variant;
-use crate::alloc::{FilterAllocator, Mnemosyne, MnemosynePlus, Monkey, Uniform};
+use crate::alloc::{Elastic, FilterAllocator, Mnemosyne, MnemosynePlus, Monkey, Uniform};
 use crate::compaction::{CompactionPolicy, Garnering, LazyLeveling, Leveling, Tiering};
 use crate::error::{Error, Result};
 
@@ -137,6 +137,10 @@ pub enum FilterAllocatorKind {
     /// Mnemosyne+ with SPEC §3.4's first-come budget guard instead of standby filters, for
     /// comparison.
     MnemosynePlusFirstCome,
+    /// Elastic filters, Strata's own allocation (SPEC §3.5; `strata::alloc::elastic`): filters
+    /// written as modules with more bits on disk than their share, the modules in use chosen
+    /// again at every flush and compaction so the budget is a hard cap and spent in full.
+    Elastic,
 }
 
 /// What a filter allocator is built from besides its kind.
@@ -164,6 +168,7 @@ impl FilterAllocatorKind {
             FilterAllocatorKind::MnemosyneMin1,
             FilterAllocatorKind::MnemosynePlus,
             FilterAllocatorKind::MnemosynePlusFirstCome,
+            FilterAllocatorKind::Elastic,
         ]
     }
 
@@ -176,6 +181,7 @@ impl FilterAllocatorKind {
             FilterAllocatorKind::MnemosyneMin1 => "mnemosyne-min1",
             FilterAllocatorKind::MnemosynePlus => "mnemosyne-plus",
             FilterAllocatorKind::MnemosynePlusFirstCome => "mnemosyne-plus-first-come",
+            FilterAllocatorKind::Elastic => "elastic",
         }
     }
 
@@ -210,6 +216,7 @@ impl FilterAllocatorKind {
             FilterAllocatorKind::MnemosynePlusFirstCome => {
                 Arc::new(MnemosynePlus::new(bits_per_key)?.with_standby_filters(false))
             }
+            FilterAllocatorKind::Elastic => Arc::new(Elastic::new(bits_per_key)?),
         })
     }
 }

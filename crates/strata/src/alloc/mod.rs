@@ -15,12 +15,14 @@
 //! sized its files against a different tree. (Strata's rule; the paper's RocksDB fork allocates per
 //! file against whatever version is current and ends 19-74% over its budget.)
 
+pub mod elastic;
 mod mnemosyne;
 mod mnemosyne_plus;
 mod monkey;
 pub mod solver;
 mod uniform;
 
+pub use elastic::Elastic;
 pub use mnemosyne::{Mnemosyne, Overuse};
 pub use mnemosyne_plus::MnemosynePlus;
 pub use monkey::Monkey;
@@ -152,6 +154,43 @@ pub trait FilterAllocator: Send + Sync + Debug {
     /// on the lookup path: must not block. Uniform never skips.
     fn skip_filter(&self, _run_id: u64, _file: &FileMetadata) -> bool {
         false
+    }
+
+    /// How many of `file`'s filter modules lookups probe, in probe order: 0 skips the filter,
+    /// `usize::MAX` (the default unless [`FilterAllocator::skip_filter`]) probes them all. Called
+    /// on the lookup path: must not block. Elastic filters (SPEC §3.5) answer a prefix.
+    fn filter_modules_in_use(&self, run_id: u64, file: &FileMetadata) -> usize {
+        if self.skip_filter(run_id, file) {
+            0
+        } else {
+            usize::MAX
+        }
+    }
+
+    /// Bits per key of `file`'s filter that lookups use: 0 when the filter is skipped, the
+    /// modules in use when only a prefix is. What `Stats::effective_bits_per_key` and the
+    /// per-file cost model count.
+    fn bits_per_key_in_use(&self, run_id: u64, file: &FileMetadata) -> f64 {
+        if self.skip_filter(run_id, file) {
+            0.0
+        } else {
+            file.bits_per_key()
+        }
+    }
+
+    /// Bits per key of one filter module (SPEC §1): the table builder splits a filter with more
+    /// bits per key than this into modules of this size. The default is the budget (the paper's
+    /// modular filter).
+    fn filter_module_bits_per_key(&self) -> f64 {
+        self.bits_per_key_budget()
+    }
+
+    /// State the allocator keeps in the manifest, logged with every flush's and compaction's
+    /// version edit after [`FilterAllocator::allocate`] (which filter modules are in use, for
+    /// elastic filters), so that it survives a restart as it was. `None` (the default): nothing
+    /// to keep.
+    fn policy_state(&self) -> Option<crate::version::PolicyState> {
+        None
     }
 
     /// Called on the lookup path every [`REFRESH_EVERY_LOOKUPS`] recorded lookups, by the thread

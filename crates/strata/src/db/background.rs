@@ -336,12 +336,15 @@ impl DbInner {
             .unwrap_or(&view.mem)
             .wal_number();
         let start = Instant::now();
+        // One allocator for the whole flush: the module size its filter is built with and the
+        // allocation that sizes it must agree (a policy switch takes effect at the next job).
+        let allocator = self.filter_allocator();
         let pending = write_level0_entries(
             &self.dir,
             self.fs.as_ref(),
             &self.versions,
             &self.options,
-            self.filter_allocator().bits_per_key_budget(),
+            allocator.filter_module_bits_per_key(),
             self.merlin.as_ref(),
             &mem,
         )?;
@@ -349,7 +352,7 @@ impl DbInner {
         let _install = self.install_lock.lock();
         let file = match pending {
             Some((pending, run_id)) => Some(finish_level0_table(
-                self.filter_allocator().as_ref(),
+                allocator.as_ref(),
                 self.merlin.as_ref(),
                 &self.counters,
                 &self.versions.current(),
@@ -375,6 +378,7 @@ impl DbInner {
         };
         edit.new_files.extend(file);
         edit.policy_states.push(self.workload_state());
+        edit.policy_states.extend(allocator.policy_state());
         self.versions.log_and_apply(edit)?;
         self.install_current_version(Some(&mem));
         drop(_install);
@@ -405,7 +409,7 @@ impl DbInner {
             target_file_bytes,
             readahead_bytes: self.options.compaction_readahead_bytes,
             // Filters above the budget are split into modules of the budget's size (SPEC §1).
-            filter_module_bits: self.filter_allocator().bits_per_key_budget(),
+            filter_module_bits: self.filter_allocator().filter_module_bits_per_key(),
             metadata_partitioning: self.options.metadata_partitioning(),
             compression: &self.options.compression,
         }
@@ -428,8 +432,9 @@ impl DbInner {
                     run_compaction(&context, job, &version, self.smallest_snapshot())?;
                 // From the allocation to the install, no other job may change the tree.
                 let install = self.install_lock.lock();
+                let allocator = self.filter_allocator();
                 let (new_files, written, compression) = finish_outputs(
-                    self.filter_allocator().as_ref(),
+                    allocator.as_ref(),
                     self.merlin.as_ref(),
                     &self.versions.current(),
                     JobKind::Compaction,
@@ -441,7 +446,9 @@ impl DbInner {
                 add(&self.counters.compaction_write_bytes, written);
                 self.counters
                     .count_compression(pending.output_level, &compression);
-                (pending.edit(new_files), false, written, install)
+                let mut edit = pending.edit(new_files);
+                edit.policy_states.extend(allocator.policy_state());
+                (edit, false, written, install)
             }
         };
         let mut edit = edit;

@@ -474,7 +474,7 @@ impl Db {
         let view = self.inner.view.load_full();
         let allocator = &view.filter_allocator;
         crate::model::tree::lookup_cost(&view.version, &|run, file| {
-            allocator.skip_filter(run, file)
+            allocator.bits_per_key_in_use(run, file)
         })
     }
 
@@ -720,9 +720,9 @@ impl DbInner {
                     let bits = file.bits_per_key() * file.entries() as f64;
                     level_bits += bits;
                     filter_bytes += file.filter_bytes();
-                    if allocator.skip_filter(run.id(), file) {
-                        skipped_bits += bits;
-                    }
+                    // Skipped filters and modules not in use (elastic filters) count 0.
+                    skipped_bits += bits
+                        - allocator.bits_per_key_in_use(run.id(), file) * file.entries() as f64;
                 }
             }
             let entries = level.entries();

@@ -220,13 +220,16 @@ pub(crate) fn open(
         log_number: Some(wal_number),
         ..Default::default()
     };
+    // The allocator learns the recovered tree (and its own state in the manifest) before it
+    // sizes the recovered table's filter.
+    policies.filter_allocator.restore(&versions.current());
     // Recovery runs before any background thread: the current version is the tree the file joins.
     if let Some((pending, run_id)) = write_level0_entries(
         dir,
         fs.as_ref(),
         &versions,
         &options,
-        policies.filter_allocator.bits_per_key_budget(),
+        policies.filter_allocator.filter_module_bits_per_key(),
         merlin.as_ref(),
         &recovered,
     )? {
@@ -243,6 +246,8 @@ pub(crate) fn open(
             replay.records, file.file.entries, file.file.number
         ));
         edit.new_files.push(file);
+        edit.policy_states
+            .extend(policies.filter_allocator.policy_state());
     }
     edit.policy_states.extend(policies.clear.iter().cloned());
     versions.log_and_apply(edit)?;

@@ -54,14 +54,14 @@ impl DbInner {
                     };
                     add(&self.counters.files_probed[level_index], 1);
                     let pin = self.options.pins_metadata_on(level_index);
-                    let skip_filter = allocator.skip_filter(run.id(), file);
-                    if skip_filter && file.bits_per_key() > 0.0 {
+                    let filter_modules = allocator.filter_modules_in_use(run.id(), file);
+                    if filter_modules == 0 && file.bits_per_key() > 0.0 {
                         add(&self.counters.filter_skips[level_index], 1);
                     }
                     let lookup = self
                         .tables
                         .with_reader(file, pin, |table| {
-                            table.get(target.as_bytes(), key, hash, level_index, skip_filter)
+                            table.get(target.as_bytes(), key, hash, level_index, filter_modules)
                         })?
                         .result;
                     if let (Some(ticket), Some(access)) = (recording, file.access()) {

@@ -49,7 +49,7 @@ const POSITION_BYTES: usize = 8;
 /// use at that position (decimal digits for keys written as numbers, all 256 values for binary
 /// ones). Reading plain big-endian bytes instead would make a range of decimal keys look 25
 /// times narrower per digit than it is.
-struct KeySpace {
+pub(crate) struct KeySpace {
     prefix: usize,
     /// Per byte position after the prefix: the smallest byte seen and the digit's weight.
     digits: Vec<(u8, u8, f64)>,
@@ -58,6 +58,15 @@ struct KeySpace {
 }
 
 impl KeySpace {
+    /// The key space of `tree`'s files (their boundary keys); `None` for an empty tree.
+    pub(crate) fn of_tree(tree: &Version) -> Option<KeySpace> {
+        let boundaries: Vec<&[u8]> = tree
+            .files()
+            .flat_map(|(_, _, file)| [file.smallest_user_key(), file.largest_user_key()])
+            .collect();
+        KeySpace::new(&boundaries)
+    }
+
     fn new(boundaries: &[&[u8]]) -> Option<KeySpace> {
         let smallest = *boundaries.iter().min()?;
         let largest = *boundaries.iter().max()?;
@@ -105,7 +114,7 @@ impl KeySpace {
     }
 
     /// The share of the key range `[smallest, largest]` covers (1 for a tree of one key).
-    fn coverage(&self, smallest: &[u8], largest: &[u8]) -> f64 {
+    pub(crate) fn coverage(&self, smallest: &[u8], largest: &[u8]) -> f64 {
         if self.width <= 0.0 {
             return 1.0;
         }
@@ -113,14 +122,15 @@ impl KeySpace {
     }
 }
 
-/// The predicted cost of a point lookup on `tree` (module documentation). `skipped(run_id,
-/// file)` says whether lookups skip the file's filter (`FilterAllocator::skip_filter`).
-pub fn lookup_cost(tree: &Version, skipped: &dyn Fn(u64, &FileMetadata) -> bool) -> TreeLookupCost {
-    let boundaries: Vec<&[u8]> = tree
-        .files()
-        .flat_map(|(_, _, file)| [file.smallest_user_key(), file.largest_user_key()])
-        .collect();
-    let Some(space) = KeySpace::new(&boundaries) else {
+/// The predicted cost of a point lookup on `tree` (module documentation). `bits_in_use(run_id,
+/// file)` is the bits per key of the file's filter lookups use
+/// (`FilterAllocator::bits_per_key_in_use`: 0 when skipped, a prefix of modules for elastic
+/// filters; the modules' combined rate is taken as one filter of their summed bits, SPEC §1).
+pub fn lookup_cost(
+    tree: &Version,
+    bits_in_use: &dyn Fn(u64, &FileMetadata) -> f64,
+) -> TreeLookupCost {
+    let Some(space) = KeySpace::of_tree(tree) else {
         return TreeLookupCost {
             zero_result_io: 0.0,
             existing_io: 1.0,
@@ -138,11 +148,8 @@ pub fn lookup_cost(tree: &Version, skipped: &dyn Fn(u64, &FileMetadata) -> bool)
                 .files()
                 .iter()
                 .map(|file| {
-                    let rate = if skipped(run.id(), file) {
-                        1.0
-                    } else {
-                        expected_false_positive_rate(file.entries(), file.bits_per_key())
-                    };
+                    let rate =
+                        expected_false_positive_rate(file.entries(), bits_in_use(run.id(), file));
                     space.coverage(file.smallest_user_key(), file.largest_user_key()) * rate
                 })
                 .sum::<f64>();
@@ -175,8 +182,18 @@ mod tests {
             .with_filter(bits, (entries as f64 * bits / 8.0) as u64)
     }
 
-    fn never(_: u64, _: &FileMetadata) -> bool {
-        false
+    /// Every filter in use, whole.
+    fn never(_: u64, file: &FileMetadata) -> f64 {
+        file.bits_per_key()
+    }
+
+    /// The file's filter in use unless `skipped`.
+    fn in_use_unless(skipped: bool, file: &FileMetadata) -> f64 {
+        if skipped {
+            0.0
+        } else {
+            file.bits_per_key()
+        }
     }
 
     #[test]
@@ -212,12 +229,12 @@ mod tests {
         let share = 12.0 / 25.0;
         let cost = lookup_cost(&tree, &never);
         assert!((cost.zero_result_io - (share + share * p5 + p8)).abs() < 1e-12);
-        let skip_level_one = |run: u64, _: &FileMetadata| run == 4;
+        let skip_level_one = |run: u64, file: &FileMetadata| in_use_unless(run == 4, file);
         let skipped = lookup_cost(&tree, &skip_level_one);
         assert!((skipped.zero_result_io - (share + share * p5 + 1.0)).abs() < 1e-12);
         // No lookup of an existing key probes past the last run: its filter does not matter.
         assert!((skipped.existing_io - cost.existing_io).abs() < 1e-12);
-        let skip_level_zero = |run: u64, _: &FileMetadata| run == 9;
+        let skip_level_zero = |run: u64, file: &FileMetadata| in_use_unless(run == 9, file);
         let skipped = lookup_cost(&tree, &skip_level_zero);
         let expected = 1.0 + 1_000.0 / 1_400.0 * (2.0 * share);
         assert!((skipped.existing_io - expected).abs() < 1e-12);

@@ -148,7 +148,7 @@ fn get(table: &TableReader, user: &[u8], sequence: u64, skip_filter: bool) -> Lo
             user,
             key_hash(user),
             1,
-            skip_filter,
+            if skip_filter { 0 } else { usize::MAX },
         )
         .expect("get")
         .result
@@ -676,15 +676,8 @@ fn damaged_partitions_are_typed_corruption() {
         let last = top.key(partition);
         last[..last.len() - 8].to_vec()
     };
-    let lookup = |user: &[u8]| {
-        table.get(
-            &lookup_key(user, u64::MAX >> 8),
-            user,
-            key_hash(user),
-            1,
-            true,
-        )
-    };
+    let lookup =
+        |user: &[u8]| table.get(&lookup_key(user, u64::MAX >> 8), user, key_hash(user), 1, 0);
     let error = lookup(&in_partition(3))
         .err()
         .expect("damaged index partition");
@@ -696,7 +689,7 @@ fn damaged_partitions_are_typed_corruption() {
             &user,
             key_hash(&user),
             1,
-            false,
+            usize::MAX,
         )
         .err()
         .expect("damaged filter partition");

@@ -473,17 +473,19 @@ impl TableReader {
     }
 
     /// Looks up the newest version of `user_key` visible at the sequence encoded in `lookup_key`.
-    /// `key_hash` is the key's filter hash; `skip_filter` bypasses the filter (the allocator says
-    /// it is not worth probing). Counts filter probes, negatives, false positives and unnecessary
-    /// data-block reads on `level`.
+    /// `key_hash` is the key's filter hash; `filter_modules` is how many of the filter's modules
+    /// to probe, in order (0 bypasses the filter: the allocator says it is not worth probing;
+    /// `usize::MAX` probes every module; elastic filters, SPEC §3.5, probe a prefix). Counts
+    /// filter probes, negatives, false positives and unnecessary data-block reads on `level`.
     pub(crate) fn get(
         &self,
         lookup_key: &[u8],
         user_key: &[u8],
         key_hash: u64,
         level: usize,
-        skip_filter: bool,
+        filter_modules: usize,
     ) -> Result<FileLookup> {
+        let skip_filter = filter_modules == 0;
         let counters = &self.counters;
         let level_slot = level.min(crate::version::MAX_LEVELS - 1);
         // The index block and filter modules that can answer: the file's, or those of the one
@@ -515,7 +517,7 @@ impl TableReader {
             // One probe per file lookup, however many modules it reads (SPEC §1: module j + 1 is
             // read only if modules 1..=j all said "maybe").
             add(&counters.filter_probes[level_slot], 1);
-            for (module, &handle) in filter_handles.iter().enumerate() {
+            for (module, &handle) in filter_handles.iter().enumerate().take(filter_modules) {
                 let filter = self.filter_block(filter_slot + module, handle, level)?;
                 if !filter.may_contain_hash(key_hash) {
                     add(&counters.filter_negatives[level_slot], 1);

@@ -139,7 +139,7 @@ fn newest(table: &super::reader::TableReader, user_key: &[u8]) -> Lookup {
             user_key,
             key_hash(user_key),
             1,
-            false,
+            usize::MAX,
         )
         .expect("get")
         .result
@@ -179,7 +179,7 @@ fn point_lookups_see_the_newest_visible_version() {
                 user_key,
                 key_hash(user_key),
                 1,
-                false,
+                usize::MAX,
             )
             .expect("get")
             .result
@@ -408,7 +408,7 @@ fn flip_every_byte(fixture: &Fixture, filter_start: usize) {
                     &user_key,
                     key_hash(&user_key),
                     0,
-                    false,
+                    usize::MAX,
                 )?;
             }
             Ok(())
@@ -463,6 +463,64 @@ fn multi_module_round_trip_has_no_false_negatives() {
         2 * 2 * 2000,
         "one probe per file lookup"
     );
+}
+
+/// Elastic filters (SPEC §3.5) probe a prefix of a file's modules: with only the first of the
+/// four modules in use, absent keys pass at the first module's rate (2 bits per key), with all
+/// four at the whole filter's (6.5), with none every lookup goes to the index; present keys are
+/// found in every case.
+#[test]
+fn a_prefix_of_the_modules_answers_at_its_own_rate() {
+    let fixture = modular_fixture(2000, 6.5, 2.0, 1 << 20);
+    let table = fixture.tables.open(7, false).expect("open");
+    let mut rates = Vec::new();
+    for modules in [1usize, 4, usize::MAX, 0] {
+        let before = fixture.counters.snapshot();
+        for i in 0..2000 {
+            let present = table
+                .get(
+                    &lookup_key(&key(2 * i), u64::MAX >> 8),
+                    &key(2 * i),
+                    key_hash(&key(2 * i)),
+                    1,
+                    modules,
+                )
+                .expect("get")
+                .result;
+            assert_ne!(
+                present,
+                Lookup::Absent,
+                "key {} with {modules} modules",
+                2 * i
+            );
+            let absent = table
+                .get(
+                    &lookup_key(&key(2 * i + 1), u64::MAX >> 8),
+                    &key(2 * i + 1),
+                    key_hash(&key(2 * i + 1)),
+                    1,
+                    modules,
+                )
+                .expect("get")
+                .result;
+            assert_eq!(absent, Lookup::Absent);
+        }
+        let after = fixture.counters.snapshot();
+        let probes = after.filter_probes[1] - before.filter_probes[1];
+        let negatives = after.filter_negatives[1] - before.filter_negatives[1];
+        if modules == 0 {
+            assert_eq!(probes, 0, "no module in use: no probe");
+            continue;
+        }
+        assert_eq!(probes, 4000, "one probe per lookup");
+        // Absent keys that passed every module in use.
+        rates.push((2000 - negatives) as f64 / 2000.0);
+    }
+    let (one, four, all) = (rates[0], rates[1], rates[2]);
+    assert_eq!(four, all, "all four modules are the whole filter");
+    // exp(-ln2sq * 2) = 0.38 and exp(-ln2sq * 6.5) = 0.044, within the blocked layout's spread.
+    assert!((0.25..0.5).contains(&one), "first module only: {one}");
+    assert!(all < 0.1 && all < one / 3.0, "every module: {all}");
 }
 
 /// A file whose bits per key fit one module has the blocks Strata wrote before modular filters
@@ -930,7 +988,7 @@ fn a_damaged_compressed_block_is_a_corruption_error_with_file_and_offset() {
                 &user_key,
                 key_hash(&user_key),
                 1,
-                true,
+                0,
             );
             match outcome {
                 Err(Error::Corruption {

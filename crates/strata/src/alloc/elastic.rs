@@ -1,0 +1,597 @@
+//! Elastic filters: Strata's own allocation (SPEC §3.5; not in the papers). The filter budget is
+//! a hard cap that is spent in full, re-divided between existing files at every flush and
+//! compaction without rewriting any of them.
+//!
+//! # Why
+//!
+//! The papers' allocators size a file's filter once, when the file is written, and never change
+//! it. The budget they divide is the tree's *after* the job, but the tree keeps changing: files
+//! that were sized for a small tree hold too few bits once it grows, and the bits of a file that
+//! left are not handed back to the files that stay. Measured on this machine (issue 15): after a
+//! 600,000-key fill at 2 bits per key, Mnemosyne's filters in use held 1.58-1.82 bits per key.
+//!
+//! # How
+//!
+//! Every filter this allocator sizes is written as modules of `m` bits per key each (SPEC §1's
+//! modular layout, independent seeds, probed in order), with more modules on disk than the file's
+//! share of the budget: at least [`Elastic::with_disk_modules`] modules (default 3, so 1.5 times
+//! the budget with the default `m` of half the budget), more if the file's optimum needs more (at
+//! most six). Which modules are *in use* — probed by lookups and counted in the budget — is the
+//! allocator's decision, a prefix `j_i` of each file's modules, re-made at every flush and
+//! compaction (and, with access statistics, at every refresh):
+//!
+//! * the budget is `B = budget * sum_i n_i` over every file of the tree after the job (files
+//!   without a filter included), and the modules in use never hold more;
+//! * modules are taken greedily by avoided false positives per bit: the next module of file `i`
+//!   is worth `w_i * (eps(b_before) - eps(b_before + m)) / (n_i * m)`, with
+//!   `eps(b) = exp(-ln2sq * b)` (SPEC §1); a module that does not fit ends that file's prefix
+//!   (its later modules cost as much and avoid less). With the same module size for every
+//!   file, the marginal value of a file's modules falls along the prefix, so the greedy choice
+//!   is the optimum of the divided problem up to one module per file;
+//! * `w_i` is the share of lookups that can reach file `i` and find nothing there. With access
+//!   statistics (Merlin, SPEC §4) it is the file's estimated zero-result probes `z_i`; without
+//!   them, the share of the tree's key range the file covers (`model::tree`'s key space):
+//!   leveled trees after random fills are partitioned by key range, so a file of a 20-file run
+//!   is reached by about a twentieth of the lookups, not by all of them as `z = 1` per run
+//!   assumes. A flush's output covers the whole range (weight 1); a compaction's outputs share
+//!   the range their inputs covered, in proportion to their entries.
+//!
+//! Filters written by another allocator (before a switch to this one) are taken as one opaque
+//! module of their whole bits per key, in use or not.
+//!
+//! # State
+//!
+//! The modules every file has on disk, their size and how many are in use are this allocator's
+//! state, logged in the manifest with every flush's and compaction's edit (owner
+//! [`OWNER`]), so a restart resumes with the same filters in use. A refresh (access statistics
+//! only) changes the choice in memory; the next job logs it.
+//!
+//! # Not yet built (issue 15)
+//!
+//! Weights by the chance that a file's data blocks miss the block cache, the priced background
+//! rebuild of a filter whose optimum exceeds what it holds on disk, and Ribbon modules.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+use super::mnemosyne::validated_target;
+use super::{FilterAllocator, FilterJob, NewFile};
+use crate::coding::{put_fixed64, put_varint64, Decoder};
+use crate::error::{Error, Result};
+use crate::filter::bloom::false_positive_rate;
+use crate::filter::modular::{MAX_MODULES, MIN_MODULE_BITS_PER_KEY};
+use crate::model::tree::KeySpace;
+use crate::version::{FileMetadata, PolicyState, Version};
+
+/// The owner of the allocator's state in the manifest.
+pub const OWNER: &str = "elastic-filters";
+
+/// Version byte of the state's encoding.
+const STATE_VERSION: u8 = 1;
+
+/// Default modules a new file gets on disk at least.
+pub const DEFAULT_DISK_MODULES: usize = 3;
+
+/// A file's filter as the allocator sees it: `modules` modules of `module_bits` bits per key on
+/// disk, the first `in_use` of them probed. `module_bits == 0` marks an opaque filter (written
+/// by another allocator): one module of the file's whole bits per key.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Layout {
+    module_bits: f64,
+    modules: u8,
+    in_use: u8,
+}
+
+impl Layout {
+    /// An opaque filter of `file`'s whole bits per key, in use.
+    fn opaque(file: &FileMetadata) -> Layout {
+        let modules = u8::from(file.bits_per_key() > 0.0);
+        Layout {
+            module_bits: 0.0,
+            modules,
+            in_use: modules,
+        }
+    }
+
+    fn is_opaque(&self) -> bool {
+        self.module_bits <= 0.0
+    }
+
+    /// Bits per key of module `index` (0-based) of a file of `file_bits` bits per key.
+    fn module(&self, file_bits: f64) -> f64 {
+        if self.is_opaque() {
+            file_bits
+        } else {
+            self.module_bits
+        }
+    }
+
+    /// Bits per key in use.
+    fn bits_in_use(&self, file_bits: f64) -> f64 {
+        if self.is_opaque() {
+            if self.in_use > 0 {
+                file_bits
+            } else {
+                0.0
+            }
+        } else {
+            f64::from(self.in_use.min(self.modules)) * self.module_bits
+        }
+    }
+}
+
+/// Every file's layout, by file number.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Selection {
+    files: HashMap<u64, Layout>,
+}
+
+impl Selection {
+    fn encode(&self) -> Vec<u8> {
+        let mut numbers: Vec<&u64> = self.files.keys().collect();
+        numbers.sort_unstable();
+        let mut out = vec![STATE_VERSION];
+        put_varint64(&mut out, numbers.len() as u64);
+        for number in numbers {
+            let layout = &self.files[number];
+            put_varint64(&mut out, *number);
+            put_fixed64(&mut out, layout.module_bits.to_bits());
+            out.push(layout.modules);
+            out.push(layout.in_use);
+        }
+        out
+    }
+
+    /// `None` if the bytes are not a state this version wrote (the caller then re-derives).
+    fn decode(bytes: &[u8]) -> Option<Selection> {
+        let mut decoder = Decoder::new(bytes);
+        if decoder.u8()? != STATE_VERSION {
+            return None;
+        }
+        let count = decoder.varint64()?;
+        let mut files = HashMap::new();
+        for _ in 0..count {
+            let number = decoder.varint64()?;
+            let module_bits = f64::from_bits(decoder.fixed64()?);
+            let modules = decoder.u8()?;
+            let in_use = decoder.u8()?;
+            let valid = module_bits.is_finite()
+                && module_bits >= 0.0
+                && usize::from(modules) <= MAX_MODULES
+                && in_use <= modules;
+            if !valid {
+                return None;
+            }
+            files.insert(
+                number,
+                Layout {
+                    module_bits,
+                    modules,
+                    in_use,
+                },
+            );
+        }
+        decoder.is_empty().then_some(Selection { files })
+    }
+}
+
+/// One file in a selection: its entries, its weight and its modules.
+struct Candidate {
+    number: u64,
+    entries: f64,
+    weight: f64,
+    /// Bits per key of the file (opaque layouts) or of one module.
+    module_bits: f64,
+    /// Modules that can be put in use (on disk, or up to six for a job's output).
+    modules: usize,
+}
+
+/// A candidate's next module in the greedy heap.
+struct Next {
+    value_per_bit: f64,
+    candidate: usize,
+}
+
+impl PartialEq for Next {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Next {}
+impl PartialOrd for Next {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Next {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.value_per_bit
+            .total_cmp(&other.value_per_bit)
+            // Ties: the lower index first (a max-heap pops the greater).
+            .then_with(|| other.candidate.cmp(&self.candidate))
+    }
+}
+
+/// Avoided false positives per bit of module `index` of `candidate` (SPEC §3.5).
+fn value_per_bit(candidate: &Candidate, index: usize) -> f64 {
+    let before = index as f64 * candidate.module_bits;
+    let gain = false_positive_rate(before) - false_positive_rate(before + candidate.module_bits);
+    let bits = candidate.entries * candidate.module_bits;
+    if bits > 0.0 {
+        candidate.weight.max(0.0) * gain / bits
+    } else {
+        0.0
+    }
+}
+
+/// The modules in use of every candidate (same order) when at most `budget_bits` bits may be:
+/// greedy by value per bit, a module that does not fit ending its file's prefix.
+fn select(candidates: &[Candidate], budget_bits: f64) -> Vec<usize> {
+    let mut in_use = vec![0usize; candidates.len()];
+    let mut heap: BinaryHeap<Next> = candidates
+        .iter()
+        .enumerate()
+        .filter(|(_, candidate)| {
+            candidate.modules > 0 && candidate.module_bits > 0.0 && candidate.entries > 0.0
+        })
+        .map(|(index, candidate)| Next {
+            value_per_bit: value_per_bit(candidate, 0),
+            candidate: index,
+        })
+        .collect();
+    let mut used = 0.0;
+    while let Some(next) = heap.pop() {
+        let candidate = &candidates[next.candidate];
+        let cost = candidate.entries * candidate.module_bits;
+        // A relative tolerance so that a budget spent exactly is not refused by rounding.
+        if used + cost > budget_bits * (1.0 + 1e-12) {
+            continue;
+        }
+        used += cost;
+        let taken = &mut in_use[next.candidate];
+        *taken += 1;
+        if *taken < candidate.modules {
+            heap.push(Next {
+                value_per_bit: value_per_bit(candidate, *taken),
+                candidate: next.candidate,
+            });
+        }
+    }
+    in_use
+}
+
+/// Elastic filters (module documentation).
+#[derive(Debug)]
+pub struct Elastic {
+    bits_per_key_target: f64,
+    module_bits: f64,
+    disk_modules: usize,
+    selection: ArcSwap<Selection>,
+}
+
+impl Elastic {
+    /// Elastic filters with a budget of `bits_per_key_target` bits per key (finite, in
+    /// `0..=64`), modules of half the budget (at least 0.5 bit, SPEC §1's smallest module) and
+    /// [`DEFAULT_DISK_MODULES`] modules on disk per file at least.
+    pub fn new(bits_per_key_target: f64) -> Result<Self> {
+        let target = validated_target(bits_per_key_target)?;
+        Ok(Elastic {
+            bits_per_key_target: target,
+            module_bits: (target / 2.0).max(MIN_MODULE_BITS_PER_KEY),
+            disk_modules: DEFAULT_DISK_MODULES,
+            selection: ArcSwap::from_pointee(Selection::default()),
+        })
+    }
+
+    /// Modules of `bits` bits per key (at least 0.5; at most the Bloom filter's 64).
+    pub fn with_module_bits(mut self, bits: f64) -> Result<Self> {
+        if !bits.is_finite() || !(MIN_MODULE_BITS_PER_KEY..=64.0).contains(&bits) {
+            return Err(Error::InvalidArgument(format!(
+                "elastic filter modules must hold between {MIN_MODULE_BITS_PER_KEY} and 64 bits \
+                 per key, got {bits}"
+            )));
+        }
+        self.module_bits = bits;
+        Ok(self)
+    }
+
+    /// At least `modules` modules on disk per new file (1 to 6).
+    pub fn with_disk_modules(mut self, modules: usize) -> Result<Self> {
+        if !(1..=MAX_MODULES).contains(&modules) {
+            return Err(Error::InvalidArgument(format!(
+                "elastic filters keep 1 to {MAX_MODULES} modules on disk, got {modules}"
+            )));
+        }
+        self.disk_modules = modules;
+        Ok(self)
+    }
+
+    /// The budget in bits for `entries` entries.
+    fn budget_bits(&self, entries: f64) -> f64 {
+        self.bits_per_key_target * entries
+    }
+
+    /// The candidates for the tree's `files` (after any job), with `known` layouts.
+    fn existing_candidates<'a>(
+        &self,
+        files: impl Iterator<Item = &'a Arc<FileMetadata>>,
+        known: &Selection,
+        weight: &dyn Fn(&FileMetadata) -> f64,
+    ) -> Vec<(Candidate, Layout)> {
+        files
+            .map(|file| {
+                let layout = known
+                    .files
+                    .get(&file.number())
+                    .copied()
+                    .unwrap_or_else(|| Layout::opaque(file));
+                (
+                    Candidate {
+                        number: file.number(),
+                        entries: file.entries() as f64,
+                        weight: weight(file),
+                        module_bits: layout.module(file.bits_per_key()),
+                        modules: usize::from(layout.modules),
+                    },
+                    layout,
+                )
+            })
+            .collect()
+    }
+
+    /// The selection over `existing` files and a job's `outputs` (with their weights), and the
+    /// bits per key to build for each output.
+    fn solve(
+        &self,
+        existing: Vec<(Candidate, Layout)>,
+        outputs: &[(&NewFile, f64)],
+    ) -> (Selection, Vec<f64>) {
+        let entries: f64 = existing.iter().map(|(c, _)| c.entries).sum::<f64>()
+            + outputs
+                .iter()
+                .map(|(file, _)| file.entries as f64)
+                .sum::<f64>();
+        let budget_bits = self.budget_bits(entries);
+        let mut candidates = Vec::with_capacity(existing.len() + outputs.len());
+        let mut layouts = Vec::with_capacity(existing.len());
+        for (candidate, layout) in existing {
+            candidates.push(candidate);
+            layouts.push(layout);
+        }
+        let filters = self.bits_per_key_target > 0.0;
+        for (file, weight) in outputs {
+            candidates.push(Candidate {
+                number: file.file_number,
+                entries: file.entries as f64,
+                weight: *weight,
+                module_bits: self.module_bits,
+                modules: if filters { MAX_MODULES } else { 0 },
+            });
+        }
+        let in_use = select(&candidates, budget_bits);
+        let mut selection = Selection::default();
+        for ((candidate, layout), &used) in candidates.iter().zip(&layouts).zip(&in_use) {
+            selection.files.insert(
+                candidate.number,
+                Layout {
+                    in_use: u8::try_from(used).unwrap_or(u8::MAX),
+                    ..*layout
+                },
+            );
+        }
+        let mut bits = Vec::with_capacity(outputs.len());
+        for (candidate, &used) in candidates.iter().zip(&in_use).skip(layouts.len()) {
+            let modules = if filters {
+                used.max(self.disk_modules).min(MAX_MODULES)
+            } else {
+                0
+            };
+            // `modules` is at most 6.
+            let modules_u8 = modules as u8;
+            selection.files.insert(
+                candidate.number,
+                Layout {
+                    module_bits: self.module_bits,
+                    modules: modules_u8,
+                    in_use: u8::try_from(used.min(modules)).unwrap_or(modules_u8),
+                },
+            );
+            bits.push(modules as f64 * self.module_bits);
+        }
+        (selection, bits)
+    }
+
+    /// The weight of every file: Merlin's zero-result probes when any lookup has been recorded,
+    /// else the share of the key range the file covers.
+    fn weights(tree: &Version, job: Option<&FilterJob<'_>>) -> Weights {
+        let recorded = tree.files().any(|(_, _, file)| {
+            file.access_estimate()
+                .is_some_and(|estimate| estimate.q > 0.0)
+        }) || job.is_some_and(|job| {
+            job.outputs
+                .iter()
+                .any(|file| file.access.is_some_and(|estimate| estimate.q > 0.0))
+        });
+        if recorded {
+            Weights::Statistics
+        } else {
+            Weights::Coverage(KeySpace::of_tree(tree))
+        }
+    }
+
+    /// Solves the selection for the tree after `job` without storing it.
+    fn plan(&self, tree: &Version, job: &FilterJob<'_>) -> (Selection, Vec<f64>) {
+        let weights = Elastic::weights(tree, Some(job));
+        let known = self.selection.load();
+        let staying = tree
+            .files()
+            .map(|(_, _, file)| file)
+            .filter(|file| !job.is_input(file.number()));
+        let existing = self.existing_candidates(staying, &known, &|file| weights.of_file(file));
+        let output_entries = job.output_entries().max(1) as f64;
+        let job_coverage = match &weights {
+            Weights::Coverage(Some(space)) if !job.inputs.is_empty() => {
+                let inputs: HashSet<u64> = job.inputs.iter().map(|i| i.file_number).collect();
+                let ranges: Vec<(&[u8], &[u8])> = tree
+                    .files()
+                    .filter(|(_, _, file)| inputs.contains(&file.number()))
+                    .map(|(_, _, file)| (file.smallest_user_key(), file.largest_user_key()))
+                    .collect();
+                match (
+                    ranges.iter().map(|r| r.0).min(),
+                    ranges.iter().map(|r| r.1).max(),
+                ) {
+                    (Some(smallest), Some(largest)) => space.coverage(smallest, largest),
+                    _ => 1.0,
+                }
+            }
+            // A flush's output spans the memtable's keys: taken as the whole range.
+            _ => 1.0,
+        };
+        let outputs: Vec<(&NewFile, f64)> = job
+            .outputs
+            .iter()
+            .map(|file| {
+                let weight = match &weights {
+                    Weights::Statistics => file.access.map_or(0.0, |estimate| estimate.z),
+                    Weights::Coverage(_) => job_coverage * file.entries as f64 / output_entries,
+                };
+                (file, weight)
+            })
+            .collect();
+        self.solve(existing, &outputs)
+    }
+
+    /// The selection over `tree`'s files as they are, with `known` layouts.
+    fn reselect(&self, tree: &Version, known: &Selection) -> Selection {
+        let weights = Elastic::weights(tree, None);
+        let files = tree.files().map(|(_, _, file)| file);
+        let existing = self.existing_candidates(files, known, &|file| weights.of_file(file));
+        self.solve(existing, &[]).0
+    }
+
+    fn layout(&self, file: &FileMetadata) -> Option<Layout> {
+        self.selection.load().files.get(&file.number()).copied()
+    }
+}
+
+/// How files are weighted in one selection.
+enum Weights {
+    /// Merlin's zero-result probes.
+    Statistics,
+    /// The share of the tree's key range (1 without a key space).
+    Coverage(Option<KeySpace>),
+}
+
+impl Weights {
+    fn of_file(&self, file: &FileMetadata) -> f64 {
+        match self {
+            Weights::Statistics => file
+                .access_estimate()
+                .map_or(0.0, |estimate| estimate.z.max(0.0)),
+            Weights::Coverage(Some(space)) => {
+                space.coverage(file.smallest_user_key(), file.largest_user_key())
+            }
+            Weights::Coverage(None) => 1.0,
+        }
+    }
+}
+
+impl FilterAllocator for Elastic {
+    fn name(&self) -> String {
+        format!("elastic({})", self.bits_per_key_target)
+    }
+
+    fn bits_per_key_budget(&self) -> f64 {
+        self.bits_per_key_target
+    }
+
+    /// The budget itself: the modules in use never hold more (SPEC §3.5's hard cap).
+    fn bits_per_key_cap(&self) -> Option<f64> {
+        Some(self.bits_per_key_target)
+    }
+
+    fn bits_per_key(&self, tree: &Version, job: &FilterJob<'_>, file: &NewFile) -> f64 {
+        let (_, bits) = self.plan(tree, job);
+        job.outputs
+            .iter()
+            .zip(bits)
+            .find(|(output, _)| output.file_number == file.file_number)
+            .map_or(0.0, |(_, bits)| bits)
+    }
+
+    fn allocate(&self, tree: &Version, job: &FilterJob<'_>) -> Vec<f64> {
+        let (selection, bits) = self.plan(tree, job);
+        self.selection.store(Arc::new(selection));
+        bits
+    }
+
+    fn skip_filter(&self, _run_id: u64, file: &FileMetadata) -> bool {
+        self.filter_modules_in_use(_run_id, file) == 0
+    }
+
+    fn filter_modules_in_use(&self, _run_id: u64, file: &FileMetadata) -> usize {
+        match self.layout(file) {
+            Some(layout) if layout.is_opaque() && layout.in_use > 0 => usize::MAX,
+            Some(layout) => usize::from(layout.in_use),
+            // A file the allocator has not placed yet (none should be) uses no filter: the cap
+            // holds.
+            None => 0,
+        }
+    }
+
+    fn bits_per_key_in_use(&self, _run_id: u64, file: &FileMetadata) -> f64 {
+        self.layout(file)
+            .map_or(0.0, |layout| layout.bits_in_use(file.bits_per_key()))
+    }
+
+    fn filter_module_bits_per_key(&self) -> f64 {
+        self.module_bits
+    }
+
+    fn policy_state(&self) -> Option<PolicyState> {
+        Some(PolicyState {
+            owner: OWNER.to_string(),
+            bytes: self.selection.load().encode(),
+        })
+    }
+
+    /// With access statistics, re-divides the budget by the current estimates (in memory; the
+    /// next job logs it). A job that stored a selection meanwhile wins.
+    fn refresh(&self, tree: &Version) {
+        let known = self.selection.load_full();
+        let selection = Arc::new(self.reselect(tree, &known));
+        if *selection != *known {
+            self.selection.compare_and_swap(&known, selection);
+        }
+    }
+
+    /// Resumes with the state the manifest holds. If the tree holds files the state does not
+    /// name (a switch from another allocator, or no state at all), they join as opaque filters
+    /// and the budget is divided again.
+    fn restore(&self, tree: &Version) {
+        let stored = tree
+            .policy_state(OWNER)
+            .and_then(Selection::decode)
+            .unwrap_or_default();
+        let live: Vec<u64> = tree.files().map(|(_, _, file)| file.number()).collect();
+        let complete = live.iter().all(|number| stored.files.contains_key(number));
+        let mut selection = Selection {
+            files: live
+                .iter()
+                .filter_map(|number| stored.files.get(number).map(|layout| (*number, *layout)))
+                .collect(),
+        };
+        if !complete {
+            selection = self.reselect(tree, &selection);
+        }
+        self.selection.store(Arc::new(selection));
+    }
+}
+
+#[cfg(test)]
+#[path = "elastic_tests.rs"]
+mod tests;

@@ -1,0 +1,357 @@
+use super::*;
+use crate::alloc::{JobInput, JobKind};
+
+fn file(number: u64, lo: &str, hi: &str, entries: u64, bits: f64) -> FileMetadata {
+    FileMetadata::new(number, lo.as_bytes(), hi.as_bytes())
+        .with_entries(entries)
+        .with_file_bytes(entries * 100)
+        .with_filter(bits, (entries as f64 * bits / 8.0) as u64)
+}
+
+/// A copy of `file`'s facts (metadata is shared, not cloned, in the engine).
+fn copy(file: &FileMetadata) -> FileMetadata {
+    FileMetadata::new(
+        file.number(),
+        file.smallest_user_key(),
+        file.largest_user_key(),
+    )
+    .with_entries(file.entries())
+    .with_file_bytes(file.file_bytes())
+    .with_filter(file.bits_per_key(), file.filter_bytes())
+}
+
+fn outputs(entries: &[u64]) -> Vec<NewFile> {
+    entries
+        .iter()
+        .enumerate()
+        .map(|(index, &entries)| NewFile {
+            file_number: 1000 + index as u64,
+            entries,
+            access: None,
+        })
+        .collect()
+}
+
+fn flush(outputs: &[NewFile]) -> FilterJob<'_> {
+    FilterJob {
+        kind: JobKind::Flush,
+        inputs: &[],
+        output_level: 0,
+        output_run_id: 99,
+        outputs,
+    }
+}
+
+/// Bits in use over the tree's entries, and the budget's bits.
+fn in_use_and_budget(allocator: &Elastic, tree: &Version) -> (f64, f64) {
+    let mut bits = 0.0;
+    let mut entries = 0.0;
+    for (_, run, file) in tree.files() {
+        bits += allocator.bits_per_key_in_use(run, file) * file.entries() as f64;
+        entries += file.entries() as f64;
+    }
+    (bits, allocator.bits_per_key_budget() * entries)
+}
+
+/// Runs `job` on `tree` and returns the tree after it (each output a run of its own on level
+/// `level`, over `range`), as the engine would install it.
+fn apply(
+    allocator: &Elastic,
+    tree: &Version,
+    job: &FilterJob<'_>,
+    level: usize,
+    range: (&str, &str),
+) -> Version {
+    let bits = allocator.allocate(tree, job);
+    assert_eq!(bits.len(), job.outputs.len());
+    let mut builder = Version::builder();
+    for (file_level, run, existing) in tree.files() {
+        if !job.is_input(existing.number()) {
+            builder = builder.add_file(file_level, run, copy(existing));
+        }
+    }
+    for (output, bits) in job.outputs.iter().zip(bits) {
+        let built = crate::alloc::built_file_bits_per_key(bits, allocator.module_bits);
+        // Each output a run of its own (flushes: one file each).
+        builder = builder.add_file(
+            level,
+            output.file_number,
+            file(output.file_number, range.0, range.1, output.entries, built),
+        );
+    }
+    builder.build().expect("builds")
+}
+
+#[test]
+fn the_greedy_choice_never_exceeds_the_budget_and_prefers_value_per_bit() {
+    let candidate = |number, entries: f64, weight, modules| Candidate {
+        number,
+        entries,
+        weight,
+        module_bits: 1.0,
+        modules,
+    };
+    // Two files of 1,000 entries, one reached by every lookup, one by a tenth of them.
+    let candidates = [candidate(1, 1000.0, 1.0, 6), candidate(2, 1000.0, 0.1, 6)];
+    for budget in [0.0, 500.0, 1000.0, 2500.0, 4000.0, 12_000.0, 20_000.0] {
+        let in_use = select(&candidates, budget);
+        let used: f64 = in_use.iter().map(|&modules| modules as f64 * 1000.0).sum();
+        assert!(used <= budget, "{used} over {budget}");
+        // Spent to within one module, or everything on disk is in use.
+        assert!(
+            used > budget - 1000.0 || in_use == [6, 6],
+            "{used} of {budget}: {in_use:?}"
+        );
+        assert!(in_use[0] >= in_use[1], "the hot file first: {in_use:?}");
+    }
+    // With 4 modules' worth, the hot file's third module (gain 1 * e^-0.96 * (1 - e^-0.48))
+    // is still worth more than the cold file's first (0.1 * (1 - e^-0.48)).
+    assert_eq!(select(&candidates, 4000.0), vec![4, 0]);
+    // No module of a zero-entry or zero-module candidate.
+    let odd = [candidate(1, 0.0, 1.0, 6), candidate(2, 10.0, 1.0, 0)];
+    assert_eq!(select(&odd, 1e9), vec![0, 0]);
+}
+
+#[test]
+fn a_flush_into_an_empty_tree_gets_its_share_in_use_and_more_on_disk() {
+    let allocator = Elastic::new(2.0).expect("valid");
+    let files = outputs(&[1000]);
+    let tree = apply(
+        &allocator,
+        &Version::default(),
+        &flush(&files),
+        0,
+        ("a", "z"),
+    );
+    let (_, _, only) = tree.files().next().expect("one file");
+    // Modules of 1 bit per key, three on disk, two in use: exactly the budget.
+    assert_eq!(allocator.filter_module_bits_per_key(), 1.0);
+    assert!((only.bits_per_key() - 3.0).abs() < 1e-9);
+    assert_eq!(allocator.filter_modules_in_use(99, only), 2);
+    assert!((allocator.bits_per_key_in_use(99, only) - 2.0).abs() < 1e-9);
+    assert_eq!(allocator.bits_per_key_cap(), Some(2.0));
+}
+
+#[test]
+fn the_budget_is_a_hard_cap_and_spent_as_the_tree_changes() {
+    // A tree that grows by flushes and then merges them: the modules in use never exceed the
+    // budget and never fall below 0.95 of it, although no file is rewritten.
+    let allocator = Elastic::new(2.0).expect("valid");
+    let mut tree = Version::default();
+    let mut next = 1u64;
+    for round in 0..6 {
+        for _ in 0..3 {
+            let files = vec![NewFile {
+                file_number: next,
+                entries: 1000,
+                access: None,
+            }];
+            next += 1;
+            tree = apply(&allocator, &tree, &flush(&files), 0, ("k00a", "k15z"));
+            let (used, budget) = in_use_and_budget(&allocator, &tree);
+            assert!(
+                used <= budget * (1.0 + 1e-9),
+                "round {round}: {used} > {budget}"
+            );
+            assert!(
+                used >= 0.95 * budget,
+                "round {round}: {used} < 0.95 x {budget}"
+            );
+        }
+        // Merge everything into the last level as 16 key-range-partitioned files.
+        let inputs: Vec<JobInput> = tree
+            .files()
+            .map(|(level, run_id, file)| JobInput {
+                level,
+                run_id,
+                file_number: file.number(),
+            })
+            .collect();
+        let total: u64 = tree.files().map(|(_, _, file)| file.entries()).sum();
+        let merged: Vec<NewFile> = (0..16)
+            .map(|i| NewFile {
+                file_number: next + i,
+                entries: total / 16,
+                access: None,
+            })
+            .collect();
+        next += 16;
+        let job = FilterJob {
+            kind: JobKind::Compaction,
+            inputs: &inputs,
+            output_level: 2,
+            output_run_id: 99,
+            outputs: &merged,
+        };
+        let bits = allocator.allocate(&tree, &job);
+        let mut builder = Version::builder();
+        for (index, (output, bits)) in merged.iter().zip(bits).enumerate() {
+            let (lo, hi) = (format!("k{index:02}a"), format!("k{index:02}z"));
+            builder = builder.add_file(
+                2,
+                99,
+                file(output.file_number, &lo, &hi, output.entries, bits),
+            );
+        }
+        tree = builder.build().expect("builds");
+        let (used, budget) = in_use_and_budget(&allocator, &tree);
+        assert!(
+            used <= budget * (1.0 + 1e-9),
+            "merge {round}: {used} > {budget}"
+        );
+        assert!(
+            used >= 0.95 * budget,
+            "merge {round}: {used} < 0.95 x {budget}"
+        );
+    }
+}
+
+#[test]
+fn files_reached_by_fewer_lookups_get_fewer_bits() {
+    // Two level-1 files of the same size: one covers "a".."y", the other only "y".."z". Without
+    // statistics the weights are the key-range shares, so the narrow file gets fewer modules.
+    let tree = Version::builder()
+        .add_file(1, 1, file(1, "a", "y", 10_000, 0.0))
+        .add_file(2, 2, file(2, "y", "z", 10_000, 0.0))
+        .build()
+        .expect("builds");
+    let allocator = Elastic::new(4.0).expect("valid");
+    let files = outputs(&[2_000]);
+    let after = apply(&allocator, &tree, &flush(&files), 0, ("a", "z"));
+    let bits_of = |number: u64| {
+        after
+            .files()
+            .find(|(_, _, file)| file.number() == number)
+            .map(|(_, run, file)| allocator.bits_per_key_in_use(run, file))
+            .expect("file")
+    };
+    // The existing files were written by no elastic allocator: opaque, without a filter.
+    assert_eq!(bits_of(1), 0.0);
+    // The flushed file, reached by every lookup, gets all six modules.
+    assert!((bits_of(1000) - 12.0).abs() < 1e-9, "{}", bits_of(1000));
+
+    // Two files with elastic layouts (three 1-bit modules each) and equal entries, one over
+    // "a".."y" (24/25 of the range), one over "ya".."z" (1/25), and a third file the state does
+    // not name, so the restart divides the budget again: 2 bits per key over 20,000 entries is
+    // 40,000 bits, four modules. The wide file's third module still avoids more per bit than
+    // the narrow file's first.
+    let layouts = Selection {
+        files: [1u64, 2]
+            .into_iter()
+            .map(|number| {
+                (
+                    number,
+                    Layout {
+                        module_bits: 1.0,
+                        modules: 3,
+                        in_use: 0,
+                    },
+                )
+            })
+            .collect(),
+    };
+    let tree = Version::builder()
+        .add_file(1, 1, file(1, "a", "y", 10_000, 3.0))
+        .add_file(1, 1, file(2, "ya", "z", 10_000, 3.0))
+        .add_file(2, 2, file(3, "a", "z", 1, 0.0))
+        .policy_state(PolicyState {
+            owner: OWNER.to_string(),
+            bytes: layouts.encode(),
+        })
+        .build()
+        .expect("builds");
+    let allocator = Elastic::new(2.0).expect("valid");
+    allocator.restore(&tree);
+    let modules_of = |number: u64| {
+        tree.files()
+            .find(|(_, _, file)| file.number() == number)
+            .map(|(_, run, file)| allocator.filter_modules_in_use(run, file))
+            .expect("file")
+    };
+    assert_eq!((modules_of(1), modules_of(2), modules_of(3)), (3, 1, 0));
+}
+
+#[test]
+fn the_state_round_trips_and_a_restart_resumes_it_exactly() {
+    let allocator = Elastic::new(2.0).expect("valid");
+    let mut tree = Version::default();
+    for number in 1..=5u64 {
+        let files = vec![NewFile {
+            file_number: number,
+            entries: 1000 * number,
+            access: None,
+        }];
+        tree = apply(&allocator, &tree, &flush(&files), 0, ("a", "z"));
+    }
+    let state = allocator.policy_state().expect("state");
+    assert_eq!(state.owner, OWNER);
+    let decoded = Selection::decode(&state.bytes).expect("decodes");
+    assert_eq!(decoded, **allocator.selection.load());
+
+    // A new process: the same tree with the state in its manifest.
+    let mut builder = Version::builder();
+    for (level, run, file) in tree.files() {
+        builder = builder.add_file(level, run, copy(file));
+    }
+    let recovered = builder.policy_state(state.clone()).build().expect("builds");
+    let restarted = Elastic::new(2.0).expect("valid");
+    restarted.restore(&recovered);
+    for (_, run, file) in recovered.files() {
+        assert_eq!(
+            restarted.filter_modules_in_use(run, file),
+            allocator.filter_modules_in_use(run, file),
+            "file {}",
+            file.number()
+        );
+    }
+
+    // Bytes that are not a state: ignored, the budget divided again within the cap.
+    for bad in [
+        &b""[..],
+        &[9u8][..],
+        &state.bytes[..state.bytes.len() - 1],
+        &[state.bytes.clone(), vec![0]].concat()[..],
+    ] {
+        assert!(Selection::decode(bad).is_none());
+        let mut builder = Version::builder();
+        for (level, run, file) in tree.files() {
+            builder = builder.add_file(level, run, copy(file));
+        }
+        let recovered = builder
+            .policy_state(PolicyState {
+                owner: OWNER.to_string(),
+                bytes: bad.to_vec(),
+            })
+            .build()
+            .expect("builds");
+        let restarted = Elastic::new(2.0).expect("valid");
+        restarted.restore(&recovered);
+        let (used, budget) = in_use_and_budget(&restarted, &recovered);
+        assert!(used <= budget + 1e-9, "{used} > {budget}");
+    }
+}
+
+#[test]
+fn invalid_settings_are_refused() {
+    assert!(Elastic::new(-1.0).is_err());
+    assert!(Elastic::new(f64::NAN).is_err());
+    assert!(Elastic::new(2.0)
+        .expect("valid")
+        .with_module_bits(0.1)
+        .is_err());
+    assert!(Elastic::new(2.0)
+        .expect("valid")
+        .with_disk_modules(7)
+        .is_err());
+    assert!(Elastic::new(2.0)
+        .expect("valid")
+        .with_disk_modules(0)
+        .is_err());
+    // A zero budget builds no filter and uses none.
+    let allocator = Elastic::new(0.0).expect("valid");
+    let files = outputs(&[100]);
+    assert_eq!(
+        allocator.allocate(&Version::default(), &flush(&files)),
+        vec![0.0]
+    );
+}

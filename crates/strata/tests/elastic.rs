@@ -1,0 +1,116 @@
+//! End to end: elastic filters (SPEC §3.5, `strata::alloc::elastic`) keep the filters in use at
+//! or under the budget at every moment of a write-heavy run with concurrent flushes and
+//! compactions, spend at least 0.95 of it once the tree has a last level, find every key, and
+//! resume after a restart with the same filters in use.
+
+use std::sync::Arc;
+
+use strata::alloc::Elastic;
+use strata::compaction::CompactionPolicy;
+use strata::compaction::{Leveling, Tiering};
+use strata::{Db, Options};
+
+const KEYS: u32 = 30_000;
+const BUDGET: f64 = 2.0;
+
+fn options(policy: Arc<dyn CompactionPolicy>) -> Options {
+    Options::default()
+        .write_buffer_bytes(32 * 1024)
+        .target_file_bytes(32 * 1024)
+        .level0_compaction_trigger(2)
+        .compaction_policy(policy)
+        .filter_allocator(Arc::new(Elastic::new(BUDGET).expect("valid")))
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:08}").into_bytes()
+}
+
+/// Writes `KEYS` keys in a scattered order, checking the filters in use every 250 puts; returns
+/// the least (once the tree had two levels and a dozen files) and the most seen.
+fn fill(db: &Db) -> (f64, f64) {
+    let (mut least, mut most) = (f64::INFINITY, 0.0f64);
+    for n in 0..KEYS {
+        let i = (n * 7919) % KEYS;
+        db.put(key(i), format!("value-{i}-padding").into_bytes())
+            .expect("put");
+        if n % 250 == 0 {
+            let stats = db.stats();
+            most = most.max(stats.effective_bits_per_key);
+            // Fully spent up to one module: on a tree of a few files one module is a large
+            // share of the budget, so the 0.95 floor is checked once the tree has a last level
+            // and at least a dozen files.
+            let files: usize = stats.levels.iter().map(|level| level.files).sum();
+            if stats.levels.len() >= 2 && files >= 12 {
+                least = least.min(stats.effective_bits_per_key);
+            }
+        }
+    }
+    db.wait_for_compactions().expect("settle");
+    let stats = db.stats();
+    (
+        least.min(stats.effective_bits_per_key),
+        most.max(stats.effective_bits_per_key),
+    )
+}
+
+fn check(policy: Arc<dyn CompactionPolicy>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(Arc::clone(&policy))).expect("open");
+    let (least, most) = fill(&db);
+    let stats = db.stats();
+    assert_eq!(stats.bits_per_key_cap, Some(BUDGET));
+    assert!(stats.levels.len() >= 2, "a multi-level tree: {stats}");
+    assert!(
+        most <= BUDGET + 1e-9,
+        "in use {most} over the budget\n{stats}"
+    );
+    assert!(
+        least >= 0.95 * BUDGET,
+        "in use {least} under 0.95 of the budget\n{stats}"
+    );
+    // More on disk than in use: the room the allocator moves bits into.
+    assert!(
+        stats.average_bits_per_key > stats.effective_bits_per_key,
+        "{stats}"
+    );
+    for i in (0..KEYS).step_by(7) {
+        assert!(db.get(key(i)).expect("get").is_some(), "key {i}");
+    }
+    let missing_before = db.stats().io.filter_negatives.iter().sum::<u64>();
+    for i in 0..2_000u32 {
+        assert!(db.get(format!("key{i:08}x")).expect("get").is_none());
+    }
+    let negatives = db.stats().io.filter_negatives.iter().sum::<u64>() - missing_before;
+    assert!(negatives > 0, "the filters in use answer");
+    // Everything in tables, so the reopen replays no log into a new file (which would divide
+    // the budget again).
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("settle");
+    let effective = db.stats().effective_bits_per_key;
+    drop(db);
+
+    let db = Db::open(dir.path(), options(policy)).expect("reopen");
+    let reopened = db.stats();
+    assert!(
+        (reopened.effective_bits_per_key - effective).abs() < 1e-9,
+        "the restart resumes the same filters in use: {effective} then {}",
+        reopened.effective_bits_per_key
+    );
+    for i in (0..KEYS).step_by(11) {
+        assert!(
+            db.get(key(i)).expect("get").is_some(),
+            "key {i} after reopen"
+        );
+    }
+}
+
+#[test]
+fn the_budget_is_a_hard_cap_and_spent_under_leveling() {
+    check(Arc::new(Leveling::new(4.0).expect("valid")));
+}
+
+#[test]
+fn the_budget_is_a_hard_cap_and_spent_under_tiering() {
+    check(Arc::new(Tiering::new(4.0).expect("valid")));
+}
