@@ -18,7 +18,8 @@
 //! the budget with the default `m` of half the budget), more if the file's optimum needs more (at
 //! most six). Which modules are *in use* — probed by lookups and counted in the budget — is the
 //! allocator's decision, a prefix `j_i` of each file's modules, re-made at every flush and
-//! compaction (and, with access statistics, at every refresh):
+//! compaction and refresh (every [`REFRESH_EVERY_LOOKUPS`](super::REFRESH_EVERY_LOOKUPS)
+//! lookups, with or without access statistics):
 //!
 //! * the budget is `B = budget * sum_i n_i` over every file of the tree after the job (files
 //!   without a filter included), and the modules in use never hold more;
@@ -28,7 +29,13 @@
 //!   (its later modules cost as much and avoid less). With the same module size for every
 //!   file, the marginal value of a file's modules falls along the prefix, so the greedy choice
 //!   is the optimum of the divided problem up to one module per file;
-//! * `w_i` is the share of lookups that can reach file `i` and find nothing there. With access
+//! * `w_i = z_i * c_i`. `c_i` is the chance that a false positive in file `i` costs a device
+//!   read: the share of the data blocks lookups read in the file that the block cache did not
+//!   hold (counted per file since the process opened it, smoothed toward 1 by a prior of
+//!   [`MISS_PRIOR_READS`] misses; 1 for a new file). A file whose data blocks stay cached gains
+//!   little from a filter, however often it is probed (issue 15 measured Mnemosyne giving 9.8
+//!   bits per key to level-0 runs whose data fit the cache).
+//! * `z_i` is the share of lookups that can reach file `i` and find nothing there. With access
 //!   statistics (Merlin, SPEC §4) it is the file's estimated zero-result probes `z_i`; without
 //!   them, the share of the tree's key range the file covers (`model::tree`'s key space):
 //!   leveled trees after random fills are partitioned by key range, so a file of a 20-file run
@@ -43,13 +50,16 @@
 //!
 //! The modules every file has on disk, their size and how many are in use are this allocator's
 //! state, logged in the manifest with every flush's and compaction's edit (owner
-//! [`OWNER`]), so a restart resumes with the same filters in use. A refresh (access statistics
-//! only) changes the choice in memory; the next job logs it.
+//! [`OWNER`]), so a restart resumes with the same filters in use. A refresh changes the choice
+//! in memory; the next job logs it. The cache-miss counts are not persisted: after a restart
+//! every file starts again at `c = 1`.
 //!
 //! # Not yet built (issue 15)
 //!
-//! Weights by the chance that a file's data blocks miss the block cache, the priced background
-//! rebuild of a filter whose optimum exceeds what it holds on disk, and Ribbon modules.
+//! The priced background rebuild of a filter whose optimum exceeds what it holds on disk, Ribbon
+//! modules, and in-use decisions per partition of a partitioned filter (a file holding most of
+//! the tree's keys makes one module a large share of the budget, so the 0.95 floor cannot be
+//! met with whole-file modules; see docs/BENCHMARKS.md).
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -486,8 +496,25 @@ enum Weights {
     Coverage(Option<KeySpace>),
 }
 
+/// Reads that a file's cache-miss weight counts as prior evidence of "every read misses": the
+/// weight starts at 1 and follows the measured share as reads accumulate.
+const MISS_PRIOR_READS: f64 = 4.0;
+
+/// The chance that a false positive in `file` costs a device read: the share of its data-block
+/// reads the block cache missed, smoothed toward 1 (SPEC §3.5's `c_i`; 1 when unknown).
+fn miss_weight(file: &FileMetadata) -> f64 {
+    let (reads, misses) = file.data_block_reads();
+    (misses as f64 + MISS_PRIOR_READS) / (reads as f64 + MISS_PRIOR_READS)
+}
+
 impl Weights {
+    /// `w_i = z_i * c_i` (SPEC §3.5).
     fn of_file(&self, file: &FileMetadata) -> f64 {
+        self.reach(file) * miss_weight(file)
+    }
+
+    /// `z_i`: the lookups that reach the file and find nothing, as a share or a count.
+    fn reach(&self, file: &FileMetadata) -> f64 {
         match self {
             Weights::Statistics => file
                 .access_estimate()
@@ -552,6 +579,11 @@ impl FilterAllocator for Elastic {
         self.module_bits
     }
 
+    /// The cache-miss weights change with the reads, statistics or not.
+    fn refreshes_without_statistics(&self) -> bool {
+        true
+    }
+
     fn policy_state(&self) -> Option<PolicyState> {
         Some(PolicyState {
             owner: OWNER.to_string(),
@@ -559,10 +591,23 @@ impl FilterAllocator for Elastic {
         })
     }
 
-    /// With access statistics, re-divides the budget by the current estimates (in memory; the
-    /// next job logs it). A job that stored a selection meanwhile wins.
+    /// Re-divides the budget by the current weights (access estimates and cache misses; in
+    /// memory, the next job logs it). A job that stored a selection meanwhile wins.
     fn refresh(&self, tree: &Version) {
         let known = self.selection.load_full();
+        // Only a selection of exactly this tree's files is re-divided: a lookup may hold an
+        // older tree than the job that stored the selection (its outputs not yet in `tree`, or
+        // its inputs still there), and re-dividing that tree would drop the outputs' modules.
+        let mut files = 0;
+        for (_, _, file) in tree.files() {
+            if !known.files.contains_key(&file.number()) {
+                return;
+            }
+            files += 1;
+        }
+        if files != known.files.len() {
+            return;
+        }
         let selection = Arc::new(self.reselect(tree, &known));
         if *selection != *known {
             self.selection.compare_and_swap(&known, selection);

@@ -355,3 +355,93 @@ fn invalid_settings_are_refused() {
         vec![0.0]
     );
 }
+
+#[test]
+fn a_refresh_moves_bits_from_files_whose_data_stays_cached() {
+    // Two files over the two halves of the range, equal in size, three 1-bit modules each; a
+    // budget of three modules. Lookups read 1,000 data blocks in each: all of file 1's came
+    // from the block cache, all of file 2's from the device. A false positive in file 1 costs
+    // no I/O, so after a refresh the budget goes to file 2.
+    let layouts = Selection {
+        files: [(1u64, 2u8), (2, 1)]
+            .into_iter()
+            .map(|(number, in_use)| {
+                (
+                    number,
+                    Layout {
+                        module_bits: 1.0,
+                        modules: 3,
+                        in_use,
+                    },
+                )
+            })
+            .collect(),
+    };
+    let tree = Version::builder()
+        .add_file(1, 1, file(1, "a", "m", 10_000, 3.0))
+        .add_file(1, 1, file(2, "n", "z", 10_000, 3.0))
+        .policy_state(PolicyState {
+            owner: OWNER.to_string(),
+            bytes: layouts.encode(),
+        })
+        .build()
+        .expect("builds");
+    let allocator = Elastic::new(1.5).expect("valid");
+    assert!(allocator.refreshes_without_statistics());
+    allocator.restore(&tree);
+    let modules = |number: u64| {
+        tree.files()
+            .find(|(_, _, file)| file.number() == number)
+            .map(|(_, run, file)| allocator.filter_modules_in_use(run, file))
+            .expect("file")
+    };
+    assert_eq!(
+        (modules(1), modules(2)),
+        (2, 1),
+        "the restart keeps the state"
+    );
+    for (_, _, file) in tree.files() {
+        for _ in 0..1_000 {
+            file.record_data_block_read(file.number() == 2);
+        }
+    }
+    assert_eq!(
+        tree.files()
+            .map(|(_, _, f)| f.data_block_reads())
+            .collect::<Vec<_>>(),
+        vec![(1_000, 0), (1_000, 1_000)]
+    );
+    allocator.refresh(&tree);
+    assert_eq!((modules(1), modules(2)), (0, 3));
+    let (used, budget) = in_use_and_budget(&allocator, &tree);
+    assert!(used <= budget + 1e-9, "{used} > {budget}");
+}
+
+#[test]
+fn a_refresh_on_an_older_tree_than_the_last_job_changes_nothing() {
+    // A lookup that loaded the tree before a flush installed calls refresh with that tree after
+    // the flush stored its selection: the flushed file must keep its modules.
+    let allocator = Elastic::new(2.0).expect("valid");
+    let first = outputs(&[1000]);
+    let before = apply(
+        &allocator,
+        &Version::default(),
+        &flush(&first),
+        0,
+        ("a", "z"),
+    );
+    let second = vec![NewFile {
+        file_number: 2000,
+        entries: 1000,
+        access: None,
+    }];
+    let after = apply(&allocator, &before, &flush(&second), 0, ("a", "z"));
+    let stored = (**allocator.selection.load()).clone();
+    allocator.refresh(&before);
+    assert_eq!(**allocator.selection.load(), stored);
+    let (used, budget) = in_use_and_budget(&allocator, &after);
+    assert!(
+        used >= 0.95 * budget && used <= budget + 1e-9,
+        "{used} of {budget}"
+    );
+}

@@ -199,6 +199,13 @@ pub trait FilterAllocator: Send + Sync + Debug {
     /// block; may take as long as one solve. The default does nothing.
     fn refresh(&self, _tree: &Version) {}
 
+    /// True if [`FilterAllocator::refresh`] should also be called when the engine keeps no
+    /// access statistics (elastic filters re-divide by the measured cache misses). Default
+    /// false.
+    fn refreshes_without_statistics(&self) -> bool {
+        false
+    }
+
     /// Called once when a database opens, with the recovered tree (Merlin's statistics restored,
     /// before any lookup): a policy whose query-time decisions live only in memory (which filters
     /// are skipped) re-derives them here, and must leave the filters in use within its cap. The

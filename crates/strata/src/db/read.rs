@@ -58,12 +58,13 @@ impl DbInner {
                     if filter_modules == 0 && file.bits_per_key() > 0.0 {
                         add(&self.counters.filter_skips[level_index], 1);
                     }
-                    let lookup = self
-                        .tables
-                        .with_reader(file, pin, |table| {
-                            table.get(target.as_bytes(), key, hash, level_index, filter_modules)
-                        })?
-                        .result;
+                    let probe = self.tables.with_reader(file, pin, |table| {
+                        table.get(target.as_bytes(), key, hash, level_index, filter_modules)
+                    })?;
+                    if let Some(from_device) = probe.data_block {
+                        file.record_data_block_read(from_device);
+                    }
+                    let lookup = probe.result;
                     if let (Some(ticket), Some(access)) = (recording, file.access()) {
                         access
                             .file
@@ -88,6 +89,18 @@ impl DbInner {
             }
             Ok(None)
         })();
+        // An allocator that re-divides by what lookups see without access statistics (elastic
+        // filters' cache-miss weights) refreshes on the same schedule, counted in lookups.
+        if self.merlin.is_none()
+            && view.filter_allocator.refreshes_without_statistics()
+            && self
+                .counters
+                .point_lookups
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .is_multiple_of(crate::alloc::REFRESH_EVERY_LOOKUPS)
+        {
+            view.filter_allocator.refresh(&view.version);
+        }
         if let (Some(merlin), Some(ticket)) = (&self.merlin, ticket) {
             if ticket.record
                 && ticket

@@ -105,6 +105,9 @@ thread_local! {
 /// The result of looking a key up in one file.
 pub(crate) struct FileLookup {
     pub(crate) result: Lookup,
+    /// `Some(from_device)` when the lookup read a data block (from the device when the block
+    /// cache did not hold it); `None` when the filter or the index answered.
+    pub(crate) data_block: Option<bool>,
 }
 
 impl TableReader {
@@ -508,11 +511,13 @@ impl TableReader {
                     }
                     return Ok(FileLookup {
                         result: Lookup::Absent,
+                        data_block: None,
                     });
                 }
             },
         };
         let mut filter_passed = false;
+        let mut data_block = None;
         if !filter_handles.is_empty() && !skip_filter {
             // One probe per file lookup, however many modules it reads (SPEC §1: module j + 1 is
             // read only if modules 1..=j all said "maybe").
@@ -523,6 +528,7 @@ impl TableReader {
                     add(&counters.filter_negatives[level_slot], 1);
                     return Ok(FileLookup {
                         result: Lookup::Absent,
+                        data_block: None,
                     });
                 }
             }
@@ -539,6 +545,7 @@ impl TableReader {
             let handle = index.handle();
             let (block, read_from_device) =
                 self.sorted_block_traced(handle, BlockKind::Data, mode)?;
+            data_block = Some(read_from_device);
             let mut iter =
                 BlockIter::with_key_buffer(block, compare_internal_keys, data_key_buffer);
             iter.seek(lookup_key);
@@ -570,7 +577,7 @@ impl TableReader {
         if filter_passed && result == Lookup::Absent {
             add(&counters.filter_false_positives[level_slot], 1);
         }
-        Ok(FileLookup { result })
+        Ok(FileLookup { result, data_block })
     }
 }
 

@@ -18,6 +18,7 @@ pub(crate) mod set;
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
@@ -82,6 +83,10 @@ struct FileLiveness {
     /// a file whose edit never applied is not reported, the next open's cleanup finds it.
     sink: OnceLock<Arc<ObsoleteFiles>>,
     access: OnceLock<AccessHandle>,
+    /// Data blocks point lookups read in this file since it was opened in this process, and how
+    /// many of them the block cache did not hold (SPEC §3.5's cache-miss weight; in memory only).
+    data_block_reads: AtomicU64,
+    data_block_misses: AtomicU64,
 }
 
 /// A file's Merlin statistics and the engine-wide lookup clock they are read against.
@@ -119,6 +124,8 @@ impl FileLiveness {
             number,
             sink: OnceLock::new(),
             access: access.map(OnceLock::from).unwrap_or_default(),
+            data_block_reads: AtomicU64::new(0),
+            data_block_misses: AtomicU64::new(0),
         })
     }
 }
@@ -228,6 +235,31 @@ impl FileMetadata {
     /// The slot that holds the file's open reader.
     pub(crate) fn table_slot(&self) -> &Arc<TableSlot> {
         &self.table
+    }
+
+    /// Counts a data block a point lookup read in this file, `from_device` if the block cache
+    /// did not hold it.
+    pub(crate) fn record_data_block_read(&self, from_device: bool) {
+        self.liveness
+            .data_block_reads
+            .fetch_add(1, AtomicOrdering::Relaxed);
+        if from_device {
+            self.liveness
+                .data_block_misses
+                .fetch_add(1, AtomicOrdering::Relaxed);
+        }
+    }
+
+    /// (data blocks point lookups read in this file, of which from the device) since the file
+    /// was opened in this process: how often a false positive here costs a device read
+    /// (SPEC §3.5). Shared by every metadata of the file (trivial moves keep it).
+    pub fn data_block_reads(&self) -> (u64, u64) {
+        (
+            self.liveness.data_block_reads.load(AtomicOrdering::Relaxed),
+            self.liveness
+                .data_block_misses
+                .load(AtomicOrdering::Relaxed),
+        )
     }
 
     /// The file number (its name is `{number:06}.sst`).
