@@ -214,6 +214,47 @@ impl CompactionPolicy for Leveling {
     }
 }
 
+/// While a running job merges level 0 into the base level, the runs flushed since it started
+/// pile up on level 0 and the next merge into the base level grows with them, until writers are
+/// slowed down (`level0_slowdown_writes_trigger`). RocksDB's intra-L0 compaction: once at least
+/// `level0_compaction_trigger` runs (and at least 2) newer than every run the running job holds
+/// have gathered, merge them into one level-0 run. The output keeps the newest input's run id, so
+/// it stays newer than the runs the running job holds and older than every run flushed while it
+/// merges (run ids order level 0 by recency).
+fn merge_within_level0(
+    tree: &Version,
+    context: &CompactionContext,
+    running: &RunningCompactions,
+) -> Option<CompactionJob> {
+    let level0_is_merging = running
+        .jobs()
+        .iter()
+        .any(|job| job.inputs.iter().any(|input| input.level == 0));
+    if !level0_is_merging || running.writes_level(0) {
+        return None;
+    }
+    // Level 0's runs, newest first: the ones newer than every run a running job holds.
+    let free: Vec<&crate::version::Run> = tree.levels()[0]
+        .runs()
+        .iter()
+        .take_while(|run| !running.holds_run(0, run.id()))
+        .collect();
+    if free.len() < context.level0_compaction_trigger.max(2) {
+        return None;
+    }
+    let newest = free.first()?.id();
+    Some(CompactionJob {
+        inputs: free.iter().map(|run| whole_run(0, run)).collect(),
+        output_level: 0,
+        output_run: OutputRun::Existing(newest),
+        reason: format!(
+            "{} level-0 runs flushed while level 0 merges into the base level",
+            free.len()
+        ),
+        state: None,
+    })
+}
+
 /// The sizes a leveled policy gives its levels, from which [`pick_leveled`] decides. Leveling
 /// and Garnering (SPEC §5.4, leveling with other capacities) share the picking rules through it.
 #[derive(Debug, Clone, Copy)]
@@ -279,6 +320,9 @@ pub(crate) fn pick_leveled(
             format!("level 0 has {} runs", level0_runs.len()),
         );
         if let Some(job) = free(job) {
+            return Some(job);
+        }
+        if let Some(job) = merge_within_level0(tree, context, running).and_then(free) {
             return Some(job);
         }
     }
@@ -368,6 +412,68 @@ mod tests {
             job.inputs[2].file_numbers,
             vec![4],
             "only the overlapping level-1 file"
+        );
+    }
+
+    #[test]
+    fn runs_flushed_while_level0_merges_down_are_merged_into_one_level0_run() {
+        let policy = Leveling::new(10.0).expect("valid");
+        // Level 0: runs 10-13 (held by the running merge into level 1), then 14-18 flushed since.
+        let mut files = Vec::new();
+        for (index, run) in (10..=18u64).enumerate() {
+            files.push((0, run, 100 + index as u64, "c", "f", 1000));
+        }
+        files.push((1, 5, 3, "a", "z", 9000));
+        let shape = tree(&files);
+        let running_down = policy
+            .pick(&shape, &CONTEXT, &RunningCompactions::none())
+            .expect("a job");
+        assert_eq!(running_down.output_level, 1);
+        assert_eq!(
+            running_down.inputs.len(),
+            10,
+            "nine level-0 runs and level 1's file"
+        );
+        // Pretend the merge down took only runs 10-13 (the ones there when it started).
+        let held = CompactionJob {
+            inputs: running_down
+                .inputs
+                .iter()
+                .filter(|input| input.level == 1 || input.run_id <= 13)
+                .cloned()
+                .collect(),
+            ..running_down
+        };
+        let running = RunningCompactions::new(vec![held.clone()]);
+        let job = policy.pick(&shape, &CONTEXT, &running).expect("a job");
+        assert_eq!(job.output_level, 0);
+        assert_eq!(
+            job.output_run,
+            OutputRun::Existing(18),
+            "the newest input's id"
+        );
+        let runs: Vec<u64> = job.inputs.iter().map(|input| input.run_id).collect();
+        assert_eq!(runs, vec![18, 17, 16, 15, 14], "newest first, none held");
+        assert!(running.conflict(&job).is_none());
+        // Another such merge may not start beside it (both write level 0), and with fewer
+        // free runs than the trigger there is none.
+        let both = RunningCompactions::new(vec![held.clone(), job]);
+        assert!(policy.pick(&shape, &CONTEXT, &both).is_none());
+        // Runs 12 and 13 held, only run 14 free: under the trigger (2 in the test context).
+        let few = tree(&[files[2], files[3], files[4], files[9]]);
+        let held_few = CompactionJob {
+            inputs: held
+                .inputs
+                .iter()
+                .filter(|input| input.level == 1 || input.run_id >= 12)
+                .cloned()
+                .collect(),
+            ..held
+        };
+        let job = policy.pick(&few, &CONTEXT, &RunningCompactions::new(vec![held_few]));
+        assert!(
+            job.as_ref().is_none_or(|job| job.output_level != 0),
+            "{job:?}: too few free runs"
         );
     }
 
