@@ -139,6 +139,10 @@ pub struct PhaseResult {
     /// Write groups delayed or stopped by the engine's write stalls during the phase; `null`
     /// where the engine does not count them (fjall).
     pub write_stalls: Option<u64>,
+    /// Of `write_stalls`, the delays and the stops (`null` where the engine does not tell them
+    /// apart: RocksDB, fjall).
+    pub write_slowdowns: Option<u64>,
+    pub write_stops: Option<u64>,
     /// Time writers spent stalled during the phase, milliseconds.
     pub write_stall_ms: Option<f64>,
     /// Live table bytes / bytes of the newest version of each key (`key_size + value_size` per
@@ -311,6 +315,8 @@ impl PhaseResult {
             bits_per_key_cap: shape.bits_per_key_cap,
             write_amp: io.write_amplification(),
             write_stalls: io.write_stalls,
+            write_slowdowns: io.write_slowdowns,
+            write_stops: io.write_stops,
             write_stall_ms: io.write_stall_micros.map(|micros| micros as f64 / 1e3),
             table_bytes: 0,
             block_bytes_uncompressed: None,

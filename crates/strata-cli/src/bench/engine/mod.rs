@@ -151,6 +151,11 @@ pub struct EngineCounters {
     /// catch up (Strata: slowdowns + stops; RocksDB: the `rocksdb.db.write.stall` histogram's
     /// count, one per delayed write group).
     pub write_stalls: Option<u64>,
+    /// Of `write_stalls`, the delays (Strata: 1 ms each while level 0 is at its slowdown
+    /// trigger) and the stops (until a flush or compaction finishes); `None` where the engine
+    /// does not tell them apart.
+    pub write_slowdowns: Option<u64>,
+    pub write_stops: Option<u64>,
     /// Time writers spent in those stalls, microseconds (RocksDB: `rocksdb.stall.micros`).
     pub write_stall_micros: Option<u64>,
     /// What block compression did in flushes and compactions (Strata and RocksDB; fjall does not

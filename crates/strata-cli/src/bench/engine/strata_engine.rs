@@ -216,6 +216,8 @@ impl Engine for StrataEngine {
             user_write_bytes: Some(io.user_write_bytes),
             table_write_bytes: Some(io.flush_write_bytes + io.compaction_write_bytes),
             write_stalls: Some(io.write_slowdowns + io.write_stops),
+            write_slowdowns: Some(io.write_slowdowns),
+            write_stops: Some(io.write_stops),
             write_stall_micros: Some(io.write_stall_micros),
             compression: Some(CompressionCounters {
                 uncompressed_bytes: io.block_bytes_uncompressed_total(),
