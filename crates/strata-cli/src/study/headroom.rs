@@ -131,9 +131,9 @@ impl Policy {
 
 /// Where a file sits in the tree: level, run id, index in the run. Stable across filter
 /// rewrites, which change file numbers but nothing else.
-type Position = (usize, u64, usize);
+pub(super) type Position = (usize, u64, usize);
 
-fn positions(version: &Version) -> HashMap<u64, Position> {
+pub(super) fn positions(version: &Version) -> HashMap<u64, Position> {
     let mut positions = HashMap::new();
     for (level_index, level) in version.levels().iter().enumerate() {
         for run in level.runs() {
@@ -146,23 +146,23 @@ fn positions(version: &Version) -> HashMap<u64, Position> {
 }
 
 /// One workload: its parameters, its lookup keys, and what the traces found.
-struct Workload {
+pub(super) struct Workload {
     distribution: KeyDistribution,
     empty_fraction: f64,
-    keys: Vec<Vec<u8>>,
+    pub(super) keys: Vec<Vec<u8>>,
     /// Lookups of existing keys (each must find its key).
-    existing: u64,
+    pub(super) existing: u64,
     /// Exact zero-result probes per file position.
     z: HashMap<Position, f64>,
     /// Mean files probed per lookup.
-    probes_per_lookup: f64,
+    pub(super) probes_per_lookup: f64,
 }
 
 impl Workload {
     /// Draws the lookups: lookup `i` is zero-result iff `floor((i + 1) * f0) > floor(i * f0)`,
     /// so exactly `floor(lookups * f0)` are, spread evenly; keys come from the distribution over
     /// the existing keys or over the gaps between them (as `strata bench`'s Mnemosyne mixes).
-    fn draw(
+    pub(super) fn draw(
         format: &KeyFormat,
         distribution: KeyDistribution,
         empty_fraction: f64,
@@ -204,7 +204,7 @@ impl Workload {
     }
 
     /// Traces every lookup against the tree and keeps the zero-result probes per file position.
-    fn trace(&mut self, db: &Db) -> CliResult<()> {
+    pub(super) fn trace(&mut self, db: &Db) -> CliResult<()> {
         let mut by_number: HashMap<u64, f64> = HashMap::new();
         let mut probes = 0u64;
         let version = db.trace_lookups(&self.keys, |traced| {
@@ -224,7 +224,7 @@ impl Workload {
         Ok(())
     }
 
-    fn z_of(&self, position: Position) -> f64 {
+    pub(super) fn z_of(&self, position: Position) -> f64 {
         self.z.get(&position).copied().unwrap_or(0.0)
     }
 }
@@ -436,7 +436,7 @@ pub fn run(args: &HeadroomArgs, out: &mut dyn Write) -> CliResult<()> {
 }
 
 /// Every file's (position, key range, entries): what a filter rewrite must leave unchanged.
-fn shape_signature(version: &Version) -> Vec<(Position, Vec<u8>, Vec<u8>, u64)> {
+pub(super) fn shape_signature(version: &Version) -> Vec<(Position, Vec<u8>, Vec<u8>, u64)> {
     let positions = positions(version);
     version
         .files()
@@ -493,7 +493,7 @@ fn shared_bits(
 
 /// The per-file optimum of Mnemosyne eq. 3 (SPEC §2 solver, one item per file weighted by the
 /// workload's exact `z_i`); files no lookup probed in vain get no filter.
-fn optimal_bits(
+pub(super) fn optimal_bits(
     version: &Version,
     workload: &Workload,
     budget: f64,
@@ -522,7 +522,7 @@ fn optimal_bits(
 /// Rewrites every filter with `bits` (by position) and checks that only the filters changed and
 /// that every file got the bits asked, up to the most a file holds at this budget's module size
 /// (the per-file optimum can exceed it for a tiny file on level 0 that every lookup probes).
-fn rewrite(
+pub(super) fn rewrite(
     db: &Db,
     bits: &HashMap<Position, f64>,
     budget: f64,

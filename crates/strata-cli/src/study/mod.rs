@@ -6,13 +6,16 @@
 //!   exact per-file zero-result counts, on one static tree;
 //! * `merlin-accuracy` (`merlin_accuracy.rs`, Mnemosyne §5.2, Fig. 10; SPEC §4 "Accuracy
 //!   check"): Euclidean distance and cosine similarity of Merlin's and the naive baseline's
-//!   per-file `z` estimates against the truth, at checkpoints of a mixed workload.
+//!   per-file `z` estimates against the truth, at checkpoints of a mixed workload;
+//! * `regret` (`regret.rs`, issue 15): each filter allocator's unnecessary reads divided by the
+//!   per-file optimum's on the tree that allocator built (the shape-independent figure).
 //!
 //! Each prints a table on stdout (progress on stderr) and, with `--json FILE`, writes the
 //! configuration and every measured row. Numbers come from the engine's own counters and traces.
 
 mod headroom;
 mod merlin_accuracy;
+mod regret;
 pub mod vectors;
 
 use std::io::Write;
@@ -31,6 +34,7 @@ use crate::error::{CliError, CliResult};
 
 pub use headroom::HeadroomArgs;
 pub use merlin_accuracy::MerlinAccuracyArgs;
+pub use regret::RegretArgs;
 
 /// The studies.
 #[derive(Debug, clap::Subcommand)]
@@ -41,6 +45,9 @@ pub enum StudyCommand {
     /// Mnemosyne Fig. 10: accuracy of Merlin's per-file zero-result estimates (and the naive
     /// baseline's) against replayed ground truth, at checkpoints of a mixed workload.
     MerlinAccuracy(MerlinAccuracyArgs),
+    /// Issue 15: each filter allocator's unnecessary reads against the per-file optimum (exact
+    /// per-file counts, same budget) on the tree that allocator built.
+    Regret(RegretArgs),
 }
 
 /// Runs a study, printing its table on `out`.
@@ -48,6 +55,7 @@ pub fn run(command: &StudyCommand, out: &mut dyn Write) -> CliResult<()> {
     match command {
         StudyCommand::Headroom(args) => headroom::run(args, out),
         StudyCommand::MerlinAccuracy(args) => merlin_accuracy::run(args, out),
+        StudyCommand::Regret(args) => regret::run(args, out),
     }
 }
 
