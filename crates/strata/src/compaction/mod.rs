@@ -19,6 +19,7 @@
 //! and tiering count level-0 runs, a policy with another top level (EcoTune) says what "behind"
 //! means for it.
 
+pub mod ecotune;
 pub(crate) mod executor;
 mod garnering;
 mod lazy_leveling;

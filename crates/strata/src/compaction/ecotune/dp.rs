@@ -1,0 +1,243 @@
+//! EcoTune's dynamic programs (SPEC §6; EcoTune §4.3, Algorithms 1 and 2), as pure functions.
+//!
+//! A round of EcoTune receives `R` unit runs, one every `T_w`, into the main level; the DP decides
+//! which main-level runs to merge and when, to maximise the queries served over the round (the
+//! integral of query speed over time). Query speed with `e` main-level runs is
+//! `q(e) = 1 / ((e + 2) * r + (1 - r) * (1 + f))`, and `beta_q * q(e)` while a merge runs.
+//!
+//! Three programs, as SPEC §6 states them:
+//!
+//! * [`Dp::simple`], `f(e, c)` (§4.3.1): merges finish within one arrival interval and do not
+//!   slow queries;
+//! * [`Dp::algorithm1`], `f(e, c, m)` (Algorithm 1, with SPEC's correction of the last merge's
+//!   run count, `q'(e + 1)`);
+//! * [`Dp::algorithm2`], `f(e, b, c, m)` (Algorithm 2): merges that span several arrivals, with
+//!   the units that arrive meanwhile pending (`b`). This is the one the policy follows; the other
+//!   two validate it (SPEC §6's exact checks, in the tests).
+//!
+//! The ceilings of `x * T_c / T_w` are taken with a relative tolerance (SPEC §6: `T_c / T_w = 1/3`
+//! with `x = 3` must count one arrival, however the floating-point product rounds).
+
+use std::collections::HashMap;
+
+/// Relative tolerance of the arrival counts' ceilings.
+const CEIL_TOLERANCE: f64 = 1e-9;
+
+/// The parameters of one round (SPEC §6).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RoundParameters {
+    /// `r`: the fraction of queries that are long range scans, in `[0, 1]`.
+    pub long_scan_ratio: f64,
+    /// `f`: the filters' false-positive rate, in `[0, 1]`.
+    pub false_positive_rate: f64,
+    /// `beta_q`: query speed while a main-level merge runs, as a fraction of `q(e)`, in `[0, 1]`.
+    pub beta_q: f64,
+    /// `T_w`: time between two unit runs (any unit, the same as `T_c`'s), positive.
+    pub t_w: f64,
+    /// `T_c`: time to rewrite one unit run, positive.
+    pub t_c: f64,
+    /// `R`: unit runs in a round (main-level capacity over the unit size), at least 1.
+    pub units: u32,
+    /// `Ccap`: last-level size over main-level capacity.
+    pub ccap: u32,
+}
+
+impl RoundParameters {
+    /// Query speed with `e` main-level runs.
+    pub fn q(&self, e: u32) -> f64 {
+        let r = self.long_scan_ratio;
+        1.0 / ((f64::from(e) + 2.0) * r + (1.0 - r) * (1.0 + self.false_positive_rate))
+    }
+
+    /// Query speed with `e` main-level runs while a merge runs.
+    pub fn q_merging(&self, e: u32) -> f64 {
+        self.beta_q * self.q(e)
+    }
+
+    /// `ceil(units * T_c / T_w)`: arrivals up to and including the first one at or after a merge
+    /// of `units` units that starts at an arrival ends.
+    pub fn arrivals_until_merged(&self, units: u32) -> u32 {
+        let ratio = f64::from(units) * self.t_c / self.t_w;
+        // The tolerance keeps an exact multiple (1/3 * 3) from rounding up to the next arrival.
+        let arrivals = (ratio * (1.0 - CEIL_TOLERANCE)).ceil();
+        // Units and times are finite and positive (`validate`); `as` saturates.
+        arrivals.max(0.0) as u32
+    }
+
+    /// Queries served while a main-level merge of `units` units runs with `e` main-level runs at
+    /// its start (SPEC §6 `MergeScore`).
+    pub fn merge_score(&self, e: u32, units: u32) -> f64 {
+        let during = self.arrivals_until_merged(units).saturating_sub(1);
+        let mut score = 0.0;
+        for i in 0..during {
+            score += self.t_w * self.q_merging(e + i);
+        }
+        let merge_time = f64::from(units) * self.t_c;
+        score + self.q_merging(e + during) * (merge_time - f64::from(during) * self.t_w)
+    }
+
+    /// `None` if every parameter is in range, else what is not.
+    pub fn validate(&self) -> Option<String> {
+        let unit = |value: f64| (0.0..=1.0).contains(&value);
+        if !unit(self.long_scan_ratio) || !unit(self.false_positive_rate) || !unit(self.beta_q) {
+            return Some(format!(
+                "r, f and beta_q must lie in [0, 1], got {}, {}, {}",
+                self.long_scan_ratio, self.false_positive_rate, self.beta_q
+            ));
+        }
+        if !(self.t_w.is_finite() && self.t_w > 0.0 && self.t_c.is_finite() && self.t_c > 0.0) {
+            return Some(format!(
+                "T_w and T_c must be positive, got {} and {}",
+                self.t_w, self.t_c
+            ));
+        }
+        if self.units == 0 {
+            return Some("a round needs at least one unit run".into());
+        }
+        None
+    }
+}
+
+/// The memoised programs over one round's parameters. Each table keeps, with every value, the
+/// size `x` of the first final run that achieves it (the schedule walks those).
+#[derive(Debug)]
+pub struct Dp {
+    parameters: RoundParameters,
+    simple: HashMap<(u32, u32), f64>,
+    algorithm1: HashMap<(u32, u32, u32), f64>,
+    algorithm2: HashMap<(u32, u32, u32, u32), (f64, u32)>,
+}
+
+impl Dp {
+    /// The programs for `parameters` (checked by [`RoundParameters::validate`]).
+    pub fn new(parameters: RoundParameters) -> Result<Dp, String> {
+        if let Some(problem) = parameters.validate() {
+            return Err(problem);
+        }
+        Ok(Dp {
+            parameters,
+            simple: HashMap::new(),
+            algorithm1: HashMap::new(),
+            algorithm2: HashMap::new(),
+        })
+    }
+
+    /// The round's parameters.
+    pub fn parameters(&self) -> &RoundParameters {
+        &self.parameters
+    }
+
+    /// §4.3.1's program at the root: `T_w * q(0) + f(0, R)`.
+    pub fn simple_score(&mut self) -> f64 {
+        let p = self.parameters;
+        p.t_w * p.q(0) + self.simple(0, p.units)
+    }
+
+    /// `f(e, c)`: merges finish within one arrival interval (`x * T_c <= T_w`) at full speed.
+    pub fn simple(&mut self, e: u32, c: u32) -> f64 {
+        if c <= 1 {
+            return 0.0;
+        }
+        if let Some(&value) = self.simple.get(&(e, c)) {
+            return value;
+        }
+        let p = self.parameters;
+        let mut best = p.t_w * p.q(e + 1) + self.simple(e + 1, c - 1);
+        for x in 2..c {
+            let merge_time = f64::from(x) * p.t_c;
+            if merge_time > p.t_w {
+                break;
+            }
+            let score =
+                self.simple(e, x) + (p.t_w - merge_time) * p.q(e + 1) + self.simple(e + 1, c - x);
+            if score > best {
+                best = score;
+            }
+        }
+        self.simple.insert((e, c), best);
+        best
+    }
+
+    /// Algorithm 1 at the root: `T_w * q(0) + f(0, R, Ccap * R)`.
+    pub fn algorithm1_score(&mut self) -> f64 {
+        let p = self.parameters;
+        p.t_w * p.q(0) + self.algorithm1(0, p.units, p.ccap * p.units)
+    }
+
+    /// `f(e, c, m)` (Algorithm 1 with SPEC §6's `q'(e + 1)` for the ending merge).
+    pub fn algorithm1(&mut self, e: u32, c: u32, m: u32) -> f64 {
+        let p = self.parameters;
+        if c <= 1 {
+            return f64::from(m + c) * p.t_c * p.q_merging(e + 1);
+        }
+        if let Some(&value) = self.algorithm1.get(&(e, c, m)) {
+            return value;
+        }
+        let mut best = p.t_w * p.q(e + 1) + self.algorithm1(e + 1, c - 1, m + 1);
+        for x in 2..c {
+            let score = self.algorithm1(e, x, 0)
+                + (p.t_w - f64::from(x) * p.t_c) * p.q(e + 1)
+                + self.algorithm1(e + 1, c - x, m + x);
+            if score > best {
+                best = score;
+            }
+        }
+        self.algorithm1.insert((e, c, m), best);
+        best
+    }
+
+    /// Algorithm 2 at the root: `f(0, 0, R, Ccap * R)` (it includes the first `T_w`).
+    pub fn algorithm2_score(&mut self) -> f64 {
+        let p = self.parameters;
+        self.algorithm2(0, 0, p.units, p.ccap * p.units)
+    }
+
+    /// `f(e, b, c, m)` (Algorithm 2): `e` final runs, `b` pending units already created, `c`
+    /// units still to come, `m` units from outside that join the merge ending this sub-problem.
+    pub fn algorithm2(&mut self, e: u32, b: u32, c: u32, m: u32) -> f64 {
+        self.algorithm2_with_choice(e, b, c, m).0
+    }
+
+    /// [`Dp::algorithm2`] and the size of the first final run that achieves it (0 when `c == 0`:
+    /// the sub-problem ends with its merge).
+    pub fn algorithm2_with_choice(&mut self, e: u32, b: u32, c: u32, m: u32) -> (f64, u32) {
+        let p = self.parameters;
+        if c == 0 {
+            return (p.merge_score(e + b, m + b), 0);
+        }
+        if let Some(&value) = self.algorithm2.get(&(e, b, c, m)) {
+            return value;
+        }
+        let mut best = if b > 0 {
+            self.algorithm2(e + 1, b - 1, c, m + 1)
+        } else {
+            p.t_w * p.q(e) + self.algorithm2(e + 1, 0, c - 1, m + 1)
+        };
+        let mut choice = 1;
+        for x in 2..b + c {
+            let arrivals = p.arrivals_until_merged(x);
+            let (mut score, pending) = if x <= b {
+                (p.merge_score(e + b, x), b - x + arrivals)
+            } else {
+                (self.algorithm2(e, b, x - b, 0), arrivals)
+            };
+            let available = b + c - x;
+            if pending > available {
+                continue;
+            }
+            score += (f64::from(arrivals) * p.t_w - f64::from(x) * p.t_c) * p.q(e + pending);
+            score += self.algorithm2(e + 1, pending, available - pending, m + x);
+            // Ties: the smaller x wins, as in the paper.
+            if score > best {
+                best = score;
+                choice = x;
+            }
+        }
+        self.algorithm2.insert((e, b, c, m), (best, choice));
+        (best, choice)
+    }
+}
+
+#[cfg(test)]
+#[path = "dp_tests.rs"]
+mod tests;
