@@ -238,6 +238,288 @@ impl Dp {
     }
 }
 
+/// One merge of a round's schedule: it starts at arrival `start_arrival` (unit `k` arrives at
+/// `k * T_w`), rewrites `units` units (so it takes `units * T_c`), and merges `runs` main-level
+/// runs, the ones at positions `first_run..first_run + runs` in age order (oldest first), into
+/// one. The last merge of a schedule is the round's global compaction (its `units` include the
+/// last level's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Merge {
+    /// The arrival it starts at (1 = the first unit's).
+    pub start_arrival: u32,
+    /// Units rewritten.
+    pub units: u32,
+    /// Main-level runs merged into one.
+    pub runs: u32,
+    /// Age position (0 = oldest) of the first run merged.
+    pub first_run: u32,
+}
+
+/// SPEC §6's event simulator: the queries `merges` serve, by the time model alone. Unit `k`
+/// arrives at `k * T_w` (every `k >= 1`, during the global compaction too) and adds a run; a
+/// merge starts at an arrival, counts its runs until it ends, and replaces them with one; one
+/// merge at a time. Speed is `q(runs)`, `beta_q * q(runs)` while a merge runs; the score is its
+/// integral from 0 to the end of the last merge. `Err` names a schedule the model forbids.
+pub fn simulate(parameters: &RoundParameters, merges: &[Merge]) -> Result<f64, String> {
+    let p = parameters;
+    let tolerance = CEIL_TOLERANCE * p.t_w.max(p.t_c);
+    let mut state = Timeline {
+        score: 0.0,
+        time: 0.0,
+        runs: 0,
+        next_arrival: 1,
+    };
+    for merge in merges {
+        let start = f64::from(merge.start_arrival) * p.t_w;
+        if merge.start_arrival == 0 || start < state.time - tolerance {
+            return Err(format!(
+                "a merge at arrival {} starts before the previous one ended ({})",
+                merge.start_arrival, state.time
+            ));
+        }
+        // Up to the arrival the merge starts at, that arrival included.
+        state.advance(p, start, false, true, tolerance);
+        if merge.runs == 0 || merge.first_run + merge.runs > state.runs {
+            return Err(format!(
+                "a merge of runs {}..{} at arrival {} with {} runs",
+                merge.first_run,
+                merge.first_run + merge.runs,
+                merge.start_arrival,
+                state.runs
+            ));
+        }
+        let end = start + f64::from(merge.units) * p.t_c;
+        // Arrivals strictly during the merge add runs at the slowed speed.
+        state.advance(p, end, true, false, tolerance);
+        state.runs -= merge.runs - 1;
+    }
+    Ok(state.score)
+}
+
+/// The simulator's clock: the score so far, the time, the main level's runs and the next arrival.
+struct Timeline {
+    score: f64,
+    time: f64,
+    runs: u32,
+    next_arrival: u32,
+}
+
+impl Timeline {
+    /// Integrates the speed up to `until`, adding each arrival on the way (and one at `until`
+    /// itself if `inclusive`).
+    fn advance(
+        &mut self,
+        p: &RoundParameters,
+        until: f64,
+        merging: bool,
+        inclusive: bool,
+        tolerance: f64,
+    ) {
+        loop {
+            let arrival = f64::from(self.next_arrival) * p.t_w;
+            let arrives = if inclusive {
+                arrival <= until + tolerance
+            } else {
+                arrival < until - tolerance
+            };
+            let step_end = if arrives { arrival.min(until) } else { until };
+            let speed = if merging {
+                p.q_merging(self.runs)
+            } else {
+                p.q(self.runs)
+            };
+            self.score += (step_end - self.time).max(0.0) * speed;
+            self.time = self.time.max(step_end);
+            if !arrives {
+                break;
+            }
+            self.runs += 1;
+            self.next_arrival += 1;
+        }
+    }
+}
+
+/// The main-level layout after each of the round's `units` arrivals once the merges started at
+/// it are done, in the paper's Table 4 notation: run sizes in units, oldest first, concatenated
+/// (`321` = runs of 3, 2 and 1 units). The round's last merge (the global compaction) is not
+/// applied.
+pub fn layouts(units: u32, merges: &[Merge]) -> Vec<String> {
+    let ml_merges = &merges[..merges.len().saturating_sub(1)];
+    let mut runs: Vec<u32> = Vec::new();
+    let mut out = Vec::new();
+    for arrival in 1..=units {
+        runs.push(1);
+        for merge in ml_merges.iter().filter(|m| m.start_arrival == arrival) {
+            let first = merge.first_run as usize;
+            let last = (first + merge.runs as usize).min(runs.len());
+            if first < last {
+                let size: u32 = runs.drain(first..last).sum();
+                runs.insert(first, size);
+            }
+        }
+        out.push(runs.iter().map(u32::to_string).collect::<String>());
+    }
+    out
+}
+
+impl Dp {
+    /// The schedule Algorithm 2 chooses for the round (SPEC §6 "Schedule"), its global
+    /// compaction last.
+    pub fn schedule(&mut self) -> Vec<Merge> {
+        let p = self.parameters;
+        let mut merges = Vec::new();
+        self.walk(0, 0, p.units, p.ccap * p.units, 0, 0, &mut merges);
+        merges
+    }
+
+    /// Walks the argmax from state `(e, b, c, m)` at arrival `arrival`, the sub-problem having
+    /// started with `e0` final runs; returns the arrival at which its ending merge starts.
+    #[allow(clippy::too_many_arguments)]
+    fn walk(
+        &mut self,
+        e: u32,
+        b: u32,
+        c: u32,
+        m: u32,
+        arrival: u32,
+        e0: u32,
+        merges: &mut Vec<Merge>,
+    ) -> u32 {
+        if c == 0 {
+            merges.push(Merge {
+                start_arrival: arrival,
+                units: m + b,
+                runs: e - e0 + b,
+                first_run: e0,
+            });
+            return arrival;
+        }
+        let (_, x) = self.algorithm2_with_choice(e, b, c, m);
+        let p = self.parameters;
+        if x <= 1 {
+            return if b > 0 {
+                self.walk(e + 1, b - 1, c, m + 1, arrival, e0, merges)
+            } else {
+                self.walk(e + 1, 0, c - 1, m + 1, arrival + 1, e0, merges)
+            };
+        }
+        let arrivals = p.arrivals_until_merged(x);
+        let available = b + c - x;
+        let (pending, next) = if x <= b {
+            merges.push(Merge {
+                start_arrival: arrival,
+                units: x,
+                runs: x,
+                first_run: e,
+            });
+            (b - x + arrivals, arrival + arrivals)
+        } else {
+            let end = self.walk(e, b, x - b, 0, arrival, e, merges);
+            (arrivals, end + arrivals)
+        };
+        self.walk(
+            e + 1,
+            pending,
+            available.saturating_sub(pending),
+            m + x,
+            next,
+            e0,
+            merges,
+        )
+    }
+}
+
+/// Every schedule in Algorithm 2's space (nested first-final-run choices, with its feasibility
+/// rule) for the round, scored by [`simulate`]: (the best score, schedules scored). For tests
+/// and small `R` only (the count grows exponentially).
+pub fn brute_force(parameters: &RoundParameters) -> (f64, u64) {
+    fn all(
+        p: &RoundParameters,
+        e: u32,
+        b: u32,
+        c: u32,
+        m: u32,
+        arrival: u32,
+        e0: u32,
+    ) -> Vec<(Vec<Merge>, u32)> {
+        if c == 0 {
+            let ending = Merge {
+                start_arrival: arrival,
+                units: m + b,
+                runs: e - e0 + b,
+                first_run: e0,
+            };
+            return vec![(vec![ending], arrival)];
+        }
+        let mut out = Vec::new();
+        let firsts = if b > 0 {
+            all(p, e + 1, b - 1, c, m + 1, arrival, e0)
+        } else {
+            all(p, e + 1, 0, c - 1, m + 1, arrival + 1, e0)
+        };
+        out.extend(firsts);
+        for x in 2..b + c {
+            let arrivals = p.arrivals_until_merged(x);
+            let available = b + c - x;
+            if x <= b {
+                let pending = b - x + arrivals;
+                if pending > available {
+                    continue;
+                }
+                let merge = Merge {
+                    start_arrival: arrival,
+                    units: x,
+                    runs: x,
+                    first_run: e,
+                };
+                for (rest, end) in all(
+                    p,
+                    e + 1,
+                    pending,
+                    available - pending,
+                    m + x,
+                    arrival + arrivals,
+                    e0,
+                ) {
+                    let mut merges = vec![merge];
+                    merges.extend(rest);
+                    out.push((merges, end));
+                }
+            } else {
+                let pending = arrivals;
+                if pending > available {
+                    continue;
+                }
+                for (left, left_end) in all(p, e, b, x - b, 0, arrival, e) {
+                    for (rest, end) in all(
+                        p,
+                        e + 1,
+                        pending,
+                        available - pending,
+                        m + x,
+                        left_end + arrivals,
+                        e0,
+                    ) {
+                        let mut merges = left.clone();
+                        merges.extend(rest);
+                        out.push((merges, end));
+                    }
+                }
+            }
+        }
+        out
+    }
+    let p = parameters;
+    let schedules = all(p, 0, 0, p.units, p.ccap * p.units, 0, 0);
+    let mut best = f64::NEG_INFINITY;
+    for (merges, _) in &schedules {
+        if let Ok(score) = simulate(p, merges) {
+            best = best.max(score);
+        }
+    }
+    (best, schedules.len() as u64)
+}
+
 #[cfg(test)]
 #[path = "dp_tests.rs"]
 mod tests;

@@ -142,3 +142,111 @@ fn invalid_parameters_are_refused() {
     assert!(Dp::new(parameters(5, f64::NAN, 0.5, 0.3, 0.01)).is_err());
     assert!(Dp::new(parameters(5, 0.1, 0.5, -0.1, 0.01)).is_err());
 }
+
+/// SPEC §6: the simulator's score of the DP's schedule equals the DP's score.
+#[test]
+fn the_simulator_scores_the_dp_schedule_as_the_dp_does() {
+    for units in 1..=14u32 {
+        for t_c in [0.05, 0.2, 0.34, 0.5, 0.9, 1.6] {
+            for beta_q in [0.0, 0.5, 1.0] {
+                for r in [0.1, 0.5, 1.0] {
+                    let p = parameters(units, t_c, beta_q, r, 0.02);
+                    let mut dp = Dp::new(p).expect("valid");
+                    let score = dp.algorithm2_score();
+                    let schedule = dp.schedule();
+                    let simulated = simulate(&p, &schedule).unwrap_or_else(|e| {
+                        panic!("R {units} T_c {t_c} beta_q {beta_q} r {r}: {e}: {schedule:?}")
+                    });
+                    assert!(
+                        close(score, simulated),
+                        "R {units} T_c {t_c} beta_q {beta_q} r {r}: DP {score}, simulated \
+                         {simulated}: {schedule:?}"
+                    );
+                    let global = schedule.last().expect("a global compaction");
+                    assert_eq!(global.start_arrival, units);
+                    assert_eq!(global.units, (p.ccap + 1) * units);
+                }
+            }
+        }
+    }
+}
+
+/// SPEC §6: for every R <= 8, the DP's score is the best of every schedule in its space.
+#[test]
+fn the_dp_finds_the_best_schedule_of_its_space() {
+    for units in 1..=8u32 {
+        for t_c in [0.1, 0.34, 0.5, 1.2] {
+            for beta_q in [0.0, 0.5, 1.0] {
+                for r in [0.1, 0.3, 1.0] {
+                    let p = parameters(units, t_c, beta_q, r, 0.02);
+                    let mut dp = Dp::new(p).expect("valid");
+                    let score = dp.algorithm2_score();
+                    let (best, schedules) = brute_force(&p);
+                    assert!(schedules >= 1);
+                    assert!(
+                        close(score, best),
+                        "R {units} T_c {t_c} beta_q {beta_q} r {r}: DP {score}, best of \
+                         {schedules} schedules {best}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The paper's Table 4 notation (R = 7, Ccap = 3, 1/3 < T_c/T_w <= 1/2): one layout per
+/// arrival, its run sizes adding up to the units arrived, oldest first.
+#[test]
+fn layouts_are_written_in_table_4_notation() {
+    let p = parameters(7, 0.4, 0.5, 0.5, 0.01);
+    let mut dp = Dp::new(p).expect("valid");
+    let schedule = dp.schedule();
+    let chosen = layouts(7, &schedule);
+    assert_eq!(chosen.len(), 7);
+    for (arrival, layout) in chosen.iter().enumerate() {
+        let units: u32 = layout.chars().filter_map(|c| c.to_digit(10)).sum();
+        assert_eq!(units as usize, arrival + 1, "{chosen:?}");
+    }
+    assert_eq!(chosen[0], "1");
+    // Qualitatively the paper's: with r = 0.3 the last four layouts are Table 4's (the paper's
+    // second is "2" where this DP keeps "11" and merges three units at the third arrival).
+    let mut dp = Dp::new(parameters(7, 0.4, 0.5, 0.3, 0.01)).expect("valid");
+    let table = layouts(7, &dp.schedule());
+    assert_eq!(table, ["1", "11", "3", "31", "32", "321", "3211"]);
+    // A hand-made schedule: merge the two pending units at arrival 2, then three at arrival 5.
+    let merges = [
+        Merge {
+            start_arrival: 2,
+            units: 2,
+            runs: 2,
+            first_run: 0,
+        },
+        Merge {
+            start_arrival: 5,
+            units: 3,
+            runs: 3,
+            first_run: 1,
+        },
+        Merge {
+            start_arrival: 7,
+            units: 28,
+            runs: 4,
+            first_run: 0,
+        },
+    ];
+    assert_eq!(
+        layouts(7, &merges),
+        ["1", "2", "21", "211", "23", "231", "2311"]
+    );
+    assert!(simulate(&p, &merges).is_ok());
+    // Merges that overlap, or name runs that do not exist, are not schedules.
+    let overlapping = [merges[1], merges[0]];
+    assert!(simulate(&p, &overlapping).is_err());
+    let too_many = [Merge {
+        start_arrival: 1,
+        units: 2,
+        runs: 2,
+        first_run: 0,
+    }];
+    assert!(simulate(&p, &too_many).is_err());
+}
