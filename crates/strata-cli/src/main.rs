@@ -21,6 +21,7 @@ mod bench;
 mod chart;
 mod check;
 mod commands;
+mod ecotune;
 mod error;
 mod inspect;
 mod policies;
@@ -200,6 +201,9 @@ enum Command {
     /// Monkey's filters, lookup vs update cost per policy, Garnering's levels, the tuner's best
     /// design per policy.
     Whatif(Box<whatif::WhatifArgs>),
+    /// Solve one round of EcoTune's dynamic program (SPEC §6) and print the schedule in the
+    /// paper's Table 4 notation, its score, the event simulator's score and the solve time.
+    Ecotune(Box<ecotune::EcotuneArgs>),
 }
 
 fn run(command: Command, out: &mut dyn Write) -> CliResult<()> {
@@ -263,6 +267,7 @@ fn run(command: Command, out: &mut dyn Write) -> CliResult<()> {
         Command::CrashTest(args) => stress::crash::run(&args, out),
         Command::Tune(args) => tune::run(&args, out),
         Command::Whatif(args) => whatif::run(&args, out),
+        Command::Ecotune(args) => ecotune::run(&args, out),
     }
 }
 

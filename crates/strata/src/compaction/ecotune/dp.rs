@@ -341,8 +341,8 @@ impl Timeline {
 
 /// The main-level layout after each of the round's `units` arrivals once the merges started at
 /// it are done, in the paper's Table 4 notation: run sizes in units, oldest first, concatenated
-/// (`321` = runs of 3, 2 and 1 units). The round's last merge (the global compaction) is not
-/// applied.
+/// (`321` = runs of 3, 2 and 1 units; `17+3+1` once a run has ten units or more). The round's
+/// last merge (the global compaction) is not applied.
 pub fn layouts(units: u32, merges: &[Merge]) -> Vec<String> {
     let ml_merges = &merges[..merges.len().saturating_sub(1)];
     let mut runs: Vec<u32> = Vec::new();
@@ -357,7 +357,18 @@ pub fn layouts(units: u32, merges: &[Merge]) -> Vec<String> {
                 runs.insert(first, size);
             }
         }
-        out.push(runs.iter().map(u32::to_string).collect::<String>());
+        // Table 4's digits, or sizes joined by `+` once one has two digits (unambiguous).
+        let separator = if runs.iter().any(|&size| size >= 10) {
+            "+"
+        } else {
+            ""
+        };
+        out.push(
+            runs.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(separator),
+        );
     }
     out
 }

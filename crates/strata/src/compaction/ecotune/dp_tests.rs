@@ -250,3 +250,25 @@ fn layouts_are_written_in_table_4_notation() {
     }];
     assert!(simulate(&p, &too_many).is_err());
 }
+
+#[test]
+fn layouts_with_runs_of_ten_units_or_more_separate_the_sizes() {
+    let merges = [
+        Merge {
+            start_arrival: 12,
+            units: 12,
+            runs: 12,
+            first_run: 0,
+        },
+        Merge {
+            start_arrival: 13,
+            units: 52,
+            runs: 2,
+            first_run: 0,
+        },
+    ];
+    let shown = layouts(13, &merges);
+    assert_eq!(shown[8], "111111111");
+    assert_eq!(shown[11], "12");
+    assert_eq!(shown[12], "12+1");
+}
