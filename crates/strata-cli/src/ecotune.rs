@@ -144,17 +144,11 @@ pub fn run(args: &EcotuneArgs, out: &mut dyn Write) -> CliResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: EcotuneArgs,
-    }
+    use crate::parse_args;
 
     #[test]
     fn prints_the_schedule_its_score_and_the_simulators() {
-        let cli = Cli::parse_from([
+        let args: EcotuneArgs = parse_args(&[
             "ecotune",
             "--rounds-units",
             "7",
@@ -164,7 +158,7 @@ mod tests {
             "0.3",
         ]);
         let mut out = Vec::new();
-        run(&cli.args, &mut out).expect("runs");
+        run(&args, &mut out).expect("runs");
         let text = String::from_utf8(out).expect("utf8");
         assert!(
             text.contains("layouts (Table 4): 1, 11, 3, 31, 32, 321, 3211"),
@@ -177,7 +171,7 @@ mod tests {
         let mut json = Vec::new();
         let args = EcotuneArgs {
             json: true,
-            ..cli.args.clone()
+            ..args.clone()
         };
         run(&args, &mut json).expect("runs");
         let value: serde_json::Value = serde_json::from_slice(&json).expect("json");
@@ -191,7 +185,7 @@ mod tests {
         );
         let bad = EcotuneArgs {
             beta_q: 2.0,
-            ..cli.args
+            ..args
         };
         assert!(run(&bad, &mut Vec::new()).is_err());
     }

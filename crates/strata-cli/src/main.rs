@@ -303,6 +303,17 @@ fn main() -> ExitCode {
     }
 }
 
+/// One subcommand's arguments parsed alone, for its unit tests.
+#[cfg(test)]
+pub(crate) fn parse_args<T: clap::Args>(argv: &[&str]) -> T {
+    #[derive(Parser)]
+    struct Alone<T: clap::Args> {
+        #[command(flatten)]
+        args: T,
+    }
+    Alone::<T>::parse_from(argv).args
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

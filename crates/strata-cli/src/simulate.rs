@@ -548,17 +548,7 @@ impl Simulation {
                 return None;
             }
         }
-        Some(
-            FileMetadata::new(
-                file.number(),
-                file.smallest_user_key(),
-                file.largest_user_key(),
-            )
-            .with_entries(file.entries())
-            .with_file_bytes(file.file_bytes())
-            .with_filter(file.bits_per_key(), file.filter_bytes())
-            .with_sequences(file.smallest_sequence(), file.largest_sequence()),
-        )
+        Some(file.copy_facts())
     }
 
     fn allocate(&self, job: &FilterJob<'_>) -> CliResult<Vec<f64>> {

@@ -33,7 +33,6 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -42,14 +41,16 @@ use rand::SeedableRng;
 use serde::Serialize;
 use strata::alloc::solver::{Item, Problem};
 use strata::alloc::Uniform;
-use strata::compaction::{CompactionPolicy, Leveling, Manual};
 use strata::version::{FileMetadata, Version};
 use strata::{Db, Options};
 
-use super::{load, report_error, shape_summary, tree_shape, write_json, LevelShape, ScratchDir};
+use super::RunArgs;
+use super::{
+    load, report_error, shape_summary, tree_shape, write_json, LevelShape, ScratchDir, TreeArgs,
+};
 use crate::bench::distribution::{KeyChooser, KeyDistribution};
+use crate::bench::parse_count;
 use crate::bench::workload::KeyFormat;
-use crate::bench::{parse_bytes, parse_count};
 use crate::error::{CliError, CliResult};
 
 /// `ln(2)^2`, the Bloom filter's FPR constant (SPEC §1).
@@ -68,21 +69,9 @@ pub struct HeadroomArgs {
     /// Keys loaded (the paper: 4M 512-byte entries; 1M 116-byte entries runs in a few minutes).
     #[arg(long, default_value = "1000000", value_parser = parse_count)]
     pub num: u64,
-    /// Key size in bytes.
-    #[arg(long, default_value_t = 16)]
-    pub key_size: usize,
-    /// Value size in bytes.
-    #[arg(long, default_value_t = 100)]
-    pub value_size: usize,
-    /// Leveling size ratio T.
-    #[arg(long, default_value_t = 4.0)]
-    pub size_ratio: f64,
-    /// Memtable size (level 1 holds T times this): small, so the tree has several levels.
-    #[arg(long, default_value = "1MiB", value_parser = parse_bytes)]
-    pub write_buffer_bytes: u64,
-    /// Compaction output files are cut at about this size (per-file allocation needs files).
-    #[arg(long, default_value = "1MiB", value_parser = parse_bytes)]
-    pub target_file_bytes: u64,
+    /// The tree: entry sizes, size ratio, buffer and file sizes.
+    #[command(flatten)]
+    pub tree: TreeArgs,
     /// Point lookups per workload.
     #[arg(long, default_value = "200000", value_parser = parse_count)]
     pub lookups: u64,
@@ -97,15 +86,9 @@ pub struct HeadroomArgs {
     /// σ = 5.0, i.e. `normal:0.5:0.0806`.
     #[arg(long, value_delimiter = ',', default_value = "uniform,normal")]
     pub distributions: Vec<String>,
-    /// Seed of the load order, the values and the lookups.
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-    /// Database directory (must not exist; kept afterwards). Default: a temporary directory.
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
-    /// Also write the configuration and every row as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    /// The seed, the directory and the JSON report.
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 /// The three allocations compared.
@@ -224,6 +207,23 @@ impl Workload {
         Ok(())
     }
 
+    /// Runs every lookup on `db` with its statistics reset first, and checks that every lookup
+    /// of an existing key found it.
+    pub(super) fn replay(&self, db: &Db) -> CliResult<()> {
+        db.reset_stats();
+        let mut found = 0u64;
+        for key in &self.keys {
+            found += u64::from(db.get(key)?.is_some());
+        }
+        if found != self.existing {
+            return Err(CliError::CheckFailed(format!(
+                "{} lookups of existing keys found {found}",
+                self.existing
+            )));
+        }
+        Ok(())
+    }
+
     pub(super) fn z_of(&self, position: Position) -> f64 {
         self.z.get(&position).copied().unwrap_or(0.0)
     }
@@ -261,11 +261,9 @@ struct Row {
 struct Report<'a> {
     study: &'static str,
     num: u64,
-    key_size: usize,
-    value_size: usize,
-    size_ratio: f64,
-    write_buffer_bytes: u64,
-    target_file_bytes: u64,
+    /// Key and value sizes, size ratio, buffer and file sizes.
+    #[serde(flatten)]
+    tree: &'a TreeArgs,
     lookups: u64,
     seed: u64,
     measure: &'static str,
@@ -279,21 +277,10 @@ const MEASURE: &str = "unnecessary data-block reads per point lookup (engine cou
      unnecessary_data_reads: data blocks read that did not hold the key); block cache off, \
      index and filter blocks pinned, so every data-block read is counted";
 
-/// Options of the load (`frozen = false`: leveling) and of the measurement phase (`true`).
+/// Options of the load (`frozen = false`) and of the measurements (`true`), uniform filters.
 fn options(args: &HeadroomArgs, budget: f64, frozen: bool) -> CliResult<Options> {
-    let policy: Arc<dyn CompactionPolicy> = if frozen {
-        Arc::new(Manual)
-    } else {
-        Arc::new(Leveling::new(args.size_ratio)?)
-    };
-    Ok(Options::default()
-        .write_buffer_bytes(usize::try_from(args.write_buffer_bytes).unwrap_or(usize::MAX))
-        .target_file_bytes(args.target_file_bytes)
-        .block_cache_bytes(0)
-        .pin_filter_and_index_blocks(true)
-        .disable_wal(true)
-        .compaction_policy(policy)
-        .filter_allocator(Arc::new(Uniform::new(budget)?)))
+    args.tree
+        .measured_options(Arc::new(Uniform::new(budget)?), frozen)
 }
 
 fn validate(args: &HeadroomArgs) -> CliResult<()> {
@@ -339,15 +326,15 @@ fn parse_distributions(args: &HeadroomArgs) -> CliResult<Vec<KeyDistribution>> {
 pub fn run(args: &HeadroomArgs, out: &mut dyn Write) -> CliResult<()> {
     validate(args)?;
     let distributions = parse_distributions(args)?;
-    let format = KeyFormat::new(args.num, args.key_size).map_err(CliError::InvalidArgument)?;
-    let dir = ScratchDir::new(args.dir.as_deref(), "headroom")?;
+    let format = KeyFormat::new(args.num, args.tree.key_size).map_err(CliError::InvalidArgument)?;
+    let dir = ScratchDir::new(args.run.dir.as_deref(), "headroom")?;
     let started = Instant::now();
 
     // 1. Load and settle.
     let first_budget = args.budgets.first().copied().unwrap_or(10.0);
     let db = Db::open(&dir.path, options(args, first_budget, false)?)?;
     eprintln!("headroom: loading {} keys", args.num);
-    load(&db, &format, args.value_size, args.seed)?;
+    load(&db, &format, args.tree.value_size, args.run.seed)?;
     db.flush()?;
     db.wait_for_compactions()?;
     db.close()?;
@@ -369,7 +356,7 @@ pub fn run(args: &HeadroomArgs, out: &mut dyn Write) -> CliResult<()> {
     let mut workloads = Vec::new();
     for (d, &distribution) in distributions.iter().enumerate() {
         for (f, &empty_fraction) in args.empty_fractions.iter().enumerate() {
-            let seed = args.seed ^ ((d as u64) << 32 | f as u64).wrapping_mul(0x9e37_79b9);
+            let seed = args.run.seed ^ ((d as u64) << 32 | f as u64).wrapping_mul(0x9e37_79b9);
             let mut workload =
                 Workload::draw(&format, distribution, empty_fraction, args.lookups, seed)?;
             workload.trace(&db)?;
@@ -411,19 +398,15 @@ pub fn run(args: &HeadroomArgs, out: &mut dyn Write) -> CliResult<()> {
     }
 
     print_table(out, args, &shape, files, runs, &workloads, &rows).map_err(report_error)?;
-    if let Some(path) = &args.json {
+    if let Some(path) = &args.run.json {
         write_json(
             path,
             &Report {
                 study: "headroom",
                 num: args.num,
-                key_size: args.key_size,
-                value_size: args.value_size,
-                size_ratio: args.size_ratio,
-                write_buffer_bytes: args.write_buffer_bytes,
-                target_file_bytes: args.target_file_bytes,
+                tree: &args.tree,
                 lookups: args.lookups,
-                seed: args.seed,
+                seed: args.run.seed,
                 measure: MEASURE,
                 shape: &shape,
                 files,
@@ -582,17 +565,7 @@ fn measure(db: &Db, workload: &Workload, budget: f64, policy: Policy) -> CliResu
         }
     }
     drop(version);
-    db.reset_stats();
-    let mut found = 0u64;
-    for key in &workload.keys {
-        found += u64::from(db.get(key)?.is_some());
-    }
-    if found != workload.existing {
-        return Err(CliError::CheckFailed(format!(
-            "{} lookups of existing keys found {found}",
-            workload.existing
-        )));
-    }
+    workload.replay(db)?;
     let stats = db.stats();
     let io = &stats.io;
     let lookups = workload.keys.len() as u64;
@@ -627,13 +600,13 @@ fn print_table(
         "headroom (Mnemosyne Fig. 4): {} keys ({} B keys, {} B values), leveling T = {}, \
          {} runs, {} files; {} lookups per workload, seed {}",
         args.num,
-        args.key_size,
-        args.value_size,
-        args.size_ratio,
+        args.tree.key_size,
+        args.tree.value_size,
+        args.tree.size_ratio,
         runs,
         files,
         args.lookups,
-        args.seed
+        args.run.seed
     )?;
     writeln!(out, "tree: {}", shape_summary(shape))?;
     writeln!(out, "measure: {MEASURE}")?;

@@ -21,7 +21,6 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -31,11 +30,12 @@ use strata::compaction::Leveling;
 use strata::{Db, Options};
 
 use super::vectors::{cosine_similarity, euclidean_distance};
-use super::{load, report_error, shape_summary, tree_shape, write_json, ScratchDir};
+use super::RunArgs;
+use super::{load, report_error, shape_summary, tree_shape, write_json, ScratchDir, TreeArgs};
 use crate::bench::distribution::KeyDistribution;
 use crate::bench::ops::{Mix, Op, StreamSpec};
+use crate::bench::parse_count;
 use crate::bench::workload::{random_value, KeyFormat};
-use crate::bench::{parse_bytes, parse_count};
 use crate::error::{CliError, CliResult};
 
 /// SPEC §4's target on the uniform workload: Merlin's cosine similarity at least this...
@@ -62,36 +62,18 @@ pub struct MerlinAccuracyArgs {
     /// uniform.
     #[arg(long, default_value = "uniform")]
     pub distribution: KeyDistribution,
-    /// Key size in bytes.
-    #[arg(long, default_value_t = 16)]
-    pub key_size: usize,
-    /// Value size in bytes.
-    #[arg(long, default_value_t = 100)]
-    pub value_size: usize,
-    /// Leveling size ratio T.
-    #[arg(long, default_value_t = 4.0)]
-    pub size_ratio: f64,
-    /// Memtable size.
-    #[arg(long, default_value = "1MiB", value_parser = parse_bytes)]
-    pub write_buffer_bytes: u64,
-    /// Compaction output files are cut at about this size.
-    #[arg(long, default_value = "1MiB", value_parser = parse_bytes)]
-    pub target_file_bytes: u64,
+    /// The tree: entry sizes, size ratio, buffer and file sizes.
+    #[command(flatten)]
+    pub tree: TreeArgs,
     /// Uniform filter bits per key (filters do not change what is probed).
     #[arg(long, default_value_t = 10.0)]
     pub bits_per_key: f64,
     /// Weight of the recent window in Merlin's estimates (`Options::access_recent_weight`).
     #[arg(long, default_value_t = 0.75)]
     pub recent_weight: f64,
-    /// Seed of the load, the values and the operations.
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-    /// Database directory (must not exist; kept afterwards). Default: a temporary directory.
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
-    /// Also write the configuration and every checkpoint as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    /// The seed, the directory and the JSON report.
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 /// Accuracy of one estimator at one checkpoint.
@@ -148,10 +130,10 @@ struct Report<'a> {
 }
 
 fn options(args: &MerlinAccuracyArgs) -> CliResult<Options> {
-    let leveling = Leveling::new(args.size_ratio)?.with_dynamic_level_bytes(true);
+    let leveling = Leveling::new(args.tree.size_ratio)?.with_dynamic_level_bytes(true);
     Ok(Options::default()
-        .write_buffer_bytes(usize::try_from(args.write_buffer_bytes).unwrap_or(usize::MAX))
-        .target_file_bytes(args.target_file_bytes)
+        .write_buffer_bytes(usize::try_from(args.tree.write_buffer_bytes).unwrap_or(usize::MAX))
+        .target_file_bytes(args.tree.target_file_bytes)
         .block_cache_bytes(8 << 20)
         .disable_wal(true)
         .access_statistics(true)
@@ -171,17 +153,17 @@ pub fn run(args: &MerlinAccuracyArgs, out: &mut dyn Write) -> CliResult<()> {
     let mix = Mix::MnemosyneTypeII {
         empty_fraction: args.empty_fraction,
     };
-    let spec =
-        StreamSpec::new(mix, args.num, args.ops, args.seed).with_distribution(args.distribution);
+    let spec = StreamSpec::new(mix, args.num, args.ops, args.run.seed)
+        .with_distribution(args.distribution);
     let ops = spec.ops().map_err(CliError::InvalidArgument)?;
-    let format =
-        KeyFormat::new(spec.key_capacity(), args.key_size).map_err(CliError::InvalidArgument)?;
-    let dir = ScratchDir::new(args.dir.as_deref(), "merlin-accuracy")?;
+    let format = KeyFormat::new(spec.key_capacity(), args.tree.key_size)
+        .map_err(CliError::InvalidArgument)?;
+    let dir = ScratchDir::new(args.run.dir.as_deref(), "merlin-accuracy")?;
     let started = Instant::now();
 
     let db = Db::open(&dir.path, options(args)?)?;
     eprintln!("merlin-accuracy: loading {} keys", args.num);
-    load(&db, &format, args.value_size, args.seed)?;
+    load(&db, &format, args.tree.value_size, args.run.seed)?;
     db.flush()?;
     db.wait_for_compactions()?;
     eprintln!(
@@ -190,7 +172,7 @@ pub fn run(args: &MerlinAccuracyArgs, out: &mut dyn Write) -> CliResult<()> {
         shape_summary(&tree_shape(&db.version()))
     );
 
-    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(args.seed ^ 0xa11ce);
+    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(args.run.seed ^ 0xa11ce);
     let mut lookups: Vec<Vec<u8>> = Vec::new();
     let mut value = Vec::new();
     let mut results = Vec::new();
@@ -218,7 +200,7 @@ pub fn run(args: &MerlinAccuracyArgs, out: &mut dyn Write) -> CliResult<()> {
             }
             Op::Update(index) | Op::Insert(index) => {
                 format.present_key(index, &mut key);
-                random_value(args.value_size, &mut rng, &mut value);
+                random_value(args.tree.value_size, &mut rng, &mut value);
                 db.put(&key, &value)?;
                 updates += 1;
             }
@@ -242,7 +224,7 @@ pub fn run(args: &MerlinAccuracyArgs, out: &mut dyn Write) -> CliResult<()> {
     db.close()?;
 
     print_table(out, args, &results).map_err(report_error)?;
-    if let Some(path) = &args.json {
+    if let Some(path) = &args.run.json {
         write_json(
             path,
             &Report {
@@ -252,13 +234,13 @@ pub fn run(args: &MerlinAccuracyArgs, out: &mut dyn Write) -> CliResult<()> {
                 checkpoints: args.checkpoints,
                 empty_fraction: args.empty_fraction,
                 distribution: args.distribution,
-                key_size: args.key_size,
-                value_size: args.value_size,
-                size_ratio: args.size_ratio,
+                key_size: args.tree.key_size,
+                value_size: args.tree.value_size,
+                size_ratio: args.tree.size_ratio,
                 dynamic_level_bytes: true,
-                write_buffer_bytes: args.write_buffer_bytes,
-                target_file_bytes: args.target_file_bytes,
-                seed: args.seed,
+                write_buffer_bytes: args.tree.write_buffer_bytes,
+                target_file_bytes: args.tree.target_file_bytes,
+                seed: args.run.seed,
                 results: &results,
             },
         )?;
@@ -317,13 +299,13 @@ fn print_table(
          Mnemosyne type II (f0 = {}, {} lookups, uniform updates), leveling T = {} bottom-up \
          (dynamic level bytes), seed {}",
         args.num,
-        args.key_size,
-        args.value_size,
+        args.tree.key_size,
+        args.tree.value_size,
         args.ops,
         args.empty_fraction,
         args.distribution,
-        args.size_ratio,
-        args.seed
+        args.tree.size_ratio,
+        args.run.seed
     )?;
     writeln!(
         out,

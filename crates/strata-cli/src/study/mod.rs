@@ -20,13 +20,16 @@ pub mod vectors;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::Serialize;
+use strata::alloc::FilterAllocator;
+use strata::compaction::{CompactionPolicy, Leveling, Manual};
 use strata::version::Version;
-use strata::Db;
+use strata::{Db, Options};
 
 use crate::bench::ops::{LoadOrder, Op};
 use crate::bench::workload::{random_value, KeyFormat};
@@ -56,6 +59,67 @@ pub fn run(command: &StudyCommand, out: &mut dyn Write) -> CliResult<()> {
         StudyCommand::Headroom(args) => headroom::run(args, out),
         StudyCommand::MerlinAccuracy(args) => merlin_accuracy::run(args, out),
         StudyCommand::Regret(args) => regret::run(args, out),
+    }
+}
+
+/// The tree every study loads: entry sizes, leveling's size ratio, and a small write buffer and
+/// file size so the tree has several levels of many files (per-file allocation needs files).
+#[derive(Debug, Clone, clap::Args, Serialize)]
+pub struct TreeArgs {
+    /// Key size in bytes.
+    #[arg(long, default_value_t = 16)]
+    pub key_size: usize,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 100)]
+    pub value_size: usize,
+    /// Leveling size ratio T.
+    #[arg(long, default_value_t = 4.0)]
+    pub size_ratio: f64,
+    /// Memtable size (level 1 holds T times this).
+    #[arg(long, default_value = "1MiB", value_parser = crate::bench::parse_bytes)]
+    pub write_buffer_bytes: u64,
+    /// Compaction output files are cut at about this size.
+    #[arg(long, default_value = "1MiB", value_parser = crate::bench::parse_bytes)]
+    pub target_file_bytes: u64,
+}
+
+/// What every study takes besides its own parameters.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// Seed of the load order, the values and the operations.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Database directory (must not exist; kept afterwards). Default: a temporary directory.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Also write the configuration and every measured row as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+impl TreeArgs {
+    /// Options of a study's load (`frozen = false`: leveling at the size ratio) or of its
+    /// measurements (`true`: a policy that never compacts, so the shape stays as loaded), with
+    /// `allocator`; no block cache and pinned index and filter blocks, so every data block a
+    /// lookup reads is counted; no log (nothing is recovered).
+    fn measured_options(
+        &self,
+        allocator: Arc<dyn FilterAllocator>,
+        frozen: bool,
+    ) -> CliResult<Options> {
+        let policy: Arc<dyn CompactionPolicy> = if frozen {
+            Arc::new(Manual)
+        } else {
+            Arc::new(Leveling::new(self.size_ratio)?)
+        };
+        Ok(Options::default()
+            .write_buffer_bytes(usize::try_from(self.write_buffer_bytes).unwrap_or(usize::MAX))
+            .target_file_bytes(self.target_file_bytes)
+            .block_cache_bytes(0)
+            .pin_filter_and_index_blocks(true)
+            .disable_wal(true)
+            .compaction_policy(policy)
+            .filter_allocator(allocator))
     }
 }
 

@@ -25,20 +25,21 @@
 //! of the budget.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
 use strata::alloc::{FilterAllocator, Uniform};
-use strata::compaction::{CompactionPolicy, Leveling, Manual};
-use strata::{Db, Options};
+use strata::Db;
 
 use super::headroom::{optimal_bits, positions, rewrite, shape_signature, Workload};
-use super::{load, report_error, shape_summary, tree_shape, write_json, LevelShape, ScratchDir};
+use super::RunArgs;
+use super::{
+    load, report_error, shape_summary, tree_shape, write_json, LevelShape, ScratchDir, TreeArgs,
+};
 use crate::bench::distribution::KeyDistribution;
+use crate::bench::parse_count;
 use crate::bench::workload::KeyFormat;
-use crate::bench::{parse_bytes, parse_count};
 use crate::error::{CliError, CliResult};
 use crate::policies::{CompactionKind, FilterAllocatorKind, FilterSettings};
 
@@ -51,21 +52,9 @@ pub struct RegretArgs {
     /// Keys loaded.
     #[arg(long, default_value = "600000", value_parser = parse_count)]
     pub num: u64,
-    /// Key size in bytes.
-    #[arg(long, default_value_t = 16)]
-    pub key_size: usize,
-    /// Value size in bytes.
-    #[arg(long, default_value_t = 100)]
-    pub value_size: usize,
-    /// Leveling size ratio T.
-    #[arg(long, default_value_t = 4.0)]
-    pub size_ratio: f64,
-    /// Memtable size.
-    #[arg(long, default_value = "1MiB", value_parser = parse_bytes)]
-    pub write_buffer_bytes: u64,
-    /// Compaction output files are cut at about this size.
-    #[arg(long, default_value = "1MiB", value_parser = parse_bytes)]
-    pub target_file_bytes: u64,
+    /// The tree: entry sizes, size ratio, buffer and file sizes.
+    #[command(flatten)]
+    pub tree: TreeArgs,
     /// The filter budget in bits per key.
     #[arg(long, default_value_t = 2.0)]
     pub bits_per_key: f64,
@@ -85,15 +74,9 @@ pub struct RegretArgs {
         default_value = "uniform,monkey,mnemosyne,mnemosyne-plus,elastic"
     )]
     pub filter_policies: Vec<FilterAllocatorKind>,
-    /// Seed of the load order, the values and the lookups.
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-    /// Directory for the databases (must not exist; kept afterwards). Default: temporary.
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
-    /// Also write the configuration and every row as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    /// The seed, the directory and the JSON report.
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 /// One policy on its own tree.
@@ -124,11 +107,9 @@ struct Row {
 struct Report<'a> {
     study: &'static str,
     num: u64,
-    key_size: usize,
-    value_size: usize,
-    size_ratio: f64,
-    write_buffer_bytes: u64,
-    target_file_bytes: u64,
+    /// Key and value sizes, size ratio, buffer and file sizes.
+    #[serde(flatten)]
+    tree: &'a TreeArgs,
     bits_per_key: f64,
     lookups: u64,
     empty_fraction: f64,
@@ -138,51 +119,21 @@ struct Report<'a> {
 }
 
 fn allocator(args: &RegretArgs, kind: FilterAllocatorKind) -> CliResult<Arc<dyn FilterAllocator>> {
-    let buffer_entries = args.write_buffer_bytes / (args.key_size + args.value_size).max(1) as u64;
+    let buffer_entries =
+        args.tree.write_buffer_bytes / (args.tree.key_size + args.tree.value_size).max(1) as u64;
     Ok(kind.build(&FilterSettings {
         bits_per_key: args.bits_per_key,
         compaction: CompactionKind::Leveling,
-        size_ratio: args.size_ratio,
+        size_ratio: args.tree.size_ratio,
         expected_entries: args.num,
         buffer_entries,
     })?)
 }
 
-/// Options of the load (`frozen = false`: leveling) and of the replays (`true`: no compaction).
-fn options(
-    args: &RegretArgs,
-    allocator: Arc<dyn FilterAllocator>,
-    frozen: bool,
-) -> CliResult<Options> {
-    let policy: Arc<dyn CompactionPolicy> = if frozen {
-        Arc::new(Manual)
-    } else {
-        Arc::new(Leveling::new(args.size_ratio)?)
-    };
-    Ok(Options::default()
-        .write_buffer_bytes(usize::try_from(args.write_buffer_bytes).unwrap_or(usize::MAX))
-        .target_file_bytes(args.target_file_bytes)
-        .block_cache_bytes(0)
-        .pin_filter_and_index_blocks(true)
-        .disable_wal(true)
-        .compaction_policy(policy)
-        .filter_allocator(allocator))
-}
-
-/// Replays the workload and returns the unnecessary data-block reads per lookup; checks that
-/// every lookup of an existing key found it.
+/// Replays the workload (`Workload::replay`) and returns the unnecessary data-block reads per
+/// lookup.
 fn replay(db: &Db, workload: &Workload) -> CliResult<f64> {
-    db.reset_stats();
-    let mut found = 0u64;
-    for key in &workload.keys {
-        found += u64::from(db.get(key)?.is_some());
-    }
-    if found != workload.existing {
-        return Err(CliError::CheckFailed(format!(
-            "{} lookups of existing keys found {found}",
-            workload.existing
-        )));
-    }
+    workload.replay(db)?;
     let unnecessary = db.stats().io.unnecessary_data_reads_total();
     Ok(unnecessary as f64 / workload.keys.len().max(1) as f64)
 }
@@ -216,8 +167,8 @@ fn validate(args: &RegretArgs) -> CliResult<()> {
 /// Runs the study.
 pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
     validate(args)?;
-    let format = KeyFormat::new(args.num, args.key_size).map_err(CliError::InvalidArgument)?;
-    let scratch = ScratchDir::new(args.dir.as_deref(), "regret")?;
+    let format = KeyFormat::new(args.num, args.tree.key_size).map_err(CliError::InvalidArgument)?;
+    let scratch = ScratchDir::new(args.run.dir.as_deref(), "regret")?;
     std::fs::create_dir_all(&scratch.path)
         .map_err(|e| CliError::io("creating the study directory", e))?;
     let started = Instant::now();
@@ -225,15 +176,22 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
     for &kind in &args.filter_policies {
         let dir = scratch.path.join(kind.name());
         // 1. Load with the policy, settle.
-        let db = Db::open(&dir, options(args, allocator(args, kind)?, false)?)?;
-        load(&db, &format, args.value_size, args.seed)?;
+        let db = Db::open(
+            &dir,
+            args.tree.measured_options(allocator(args, kind)?, false)?,
+        )?;
+        load(&db, &format, args.tree.value_size, args.run.seed)?;
         db.flush()?;
         db.wait_for_compactions()?;
         db.close()?;
         drop(db);
         // 2. The policy's own filters, on the frozen tree.
         let frozen_allocator = allocator(args, kind)?;
-        let db = Db::open(&dir, options(args, Arc::clone(&frozen_allocator), true)?)?;
+        let db = Db::open(
+            &dir,
+            args.tree
+                .measured_options(Arc::clone(&frozen_allocator), true)?,
+        )?;
         let version = db.version();
         let shape = tree_shape(&version);
         let files = version.files().count();
@@ -246,7 +204,7 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
             args.distribution,
             args.empty_fraction,
             args.lookups,
-            args.seed ^ 0x005e_ed0f_1005,
+            args.run.seed ^ 0x005e_ed0f_1005,
         )?;
         let policy_reads = replay(&db, &workload)?;
         workload.trace(&db)?;
@@ -267,7 +225,7 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
         drop(db);
         // 3. The optimum on the same tree: uniform filters probe every filter as built.
         let uniform: Arc<dyn FilterAllocator> = Arc::new(Uniform::new(args.bits_per_key)?);
-        let db = Db::open(&dir, options(args, uniform, true)?)?;
+        let db = Db::open(&dir, args.tree.measured_options(uniform, true)?)?;
         let bits = optimal_bits(&db.version(), &workload, args.bits_per_key)?;
         let optimal_predicted = bits
             .iter()
@@ -300,22 +258,18 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
         });
     }
     print_table(out, args, &rows).map_err(report_error)?;
-    if let Some(path) = &args.json {
+    if let Some(path) = &args.run.json {
         write_json(
             path,
             &Report {
                 study: "regret",
                 num: args.num,
-                key_size: args.key_size,
-                value_size: args.value_size,
-                size_ratio: args.size_ratio,
-                write_buffer_bytes: args.write_buffer_bytes,
-                target_file_bytes: args.target_file_bytes,
+                tree: &args.tree,
                 bits_per_key: args.bits_per_key,
                 lookups: args.lookups,
                 empty_fraction: args.empty_fraction,
                 distribution: args.distribution.to_string(),
-                seed: args.seed,
+                seed: args.run.seed,
                 rows: &rows,
             },
         )?;
@@ -330,9 +284,9 @@ fn print_table(out: &mut dyn Write, args: &RegretArgs, rows: &[Row]) -> std::io:
          ({} absent, {}); unnecessary data-block reads per lookup, block cache off, index and \
          filters pinned",
         args.num,
-        args.key_size,
-        args.value_size,
-        args.size_ratio,
+        args.tree.key_size,
+        args.tree.value_size,
+        args.tree.size_ratio,
         args.bits_per_key,
         args.lookups,
         args.empty_fraction,
@@ -375,17 +329,11 @@ fn print_table(out: &mut dyn Write, args: &RegretArgs, rows: &[Row]) -> std::io:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: RegretArgs,
-    }
+    use crate::parse_args;
 
     #[test]
     fn every_policy_is_measured_against_the_optimum_of_its_own_tree() {
-        let cli = Cli::parse_from([
+        let args: RegretArgs = parse_args(&[
             "regret",
             "--num",
             "20000",
@@ -399,7 +347,7 @@ mod tests {
             "uniform,mnemosyne,elastic",
         ]);
         let mut out = Vec::new();
-        run(&cli.args, &mut out).expect("runs");
+        run(&args, &mut out).expect("runs");
         let text = String::from_utf8(out).expect("utf8");
         for policy in ["uniform", "mnemosyne", "elastic"] {
             let line = text
@@ -421,7 +369,7 @@ mod tests {
             }
         }
         assert!(run(
-            &Cli::parse_from(["regret", "--lookups", "0"]).args,
+            &parse_args::<RegretArgs>(&["regret", "--lookups", "0"]),
             &mut Vec::new()
         )
         .is_err());

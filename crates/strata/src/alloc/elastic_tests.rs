@@ -1,5 +1,11 @@
 use super::*;
+use crate::alloc::test_support::{flush as flush_into, outputs};
 use crate::alloc::{JobInput, JobKind};
+
+/// A flush into run 99.
+fn flush(outputs: &[NewFile]) -> FilterJob<'_> {
+    flush_into(outputs, 99)
+}
 
 fn file(number: u64, lo: &str, hi: &str, entries: u64, bits: f64) -> FileMetadata {
     FileMetadata::new(number, lo.as_bytes(), hi.as_bytes())
@@ -8,37 +14,26 @@ fn file(number: u64, lo: &str, hi: &str, entries: u64, bits: f64) -> FileMetadat
         .with_filter(bits, (entries as f64 * bits / 8.0) as u64)
 }
 
-/// A copy of `file`'s facts (metadata is shared, not cloned, in the engine).
-fn copy(file: &FileMetadata) -> FileMetadata {
-    FileMetadata::new(
-        file.number(),
-        file.smallest_user_key(),
-        file.largest_user_key(),
-    )
-    .with_entries(file.entries())
-    .with_file_bytes(file.file_bytes())
-    .with_filter(file.bits_per_key(), file.filter_bytes())
-}
-
-fn outputs(entries: &[u64]) -> Vec<NewFile> {
-    entries
-        .iter()
-        .enumerate()
-        .map(|(index, &entries)| NewFile {
-            file_number: 1000 + index as u64,
-            entries,
-            access: None,
-        })
-        .collect()
-}
-
-fn flush(outputs: &[NewFile]) -> FilterJob<'_> {
-    FilterJob {
-        kind: JobKind::Flush,
-        inputs: &[],
-        output_level: 0,
-        output_run_id: 99,
-        outputs,
+/// The state of files with three 1-bit modules each, `(file, modules in use)`.
+fn three_module_state(files: &[(u64, u8)]) -> PolicyState {
+    let selection = Selection {
+        files: files
+            .iter()
+            .map(|&(number, in_use)| {
+                (
+                    number,
+                    Layout {
+                        module_bits: 1.0,
+                        modules: 3,
+                        in_use,
+                    },
+                )
+            })
+            .collect(),
+    };
+    PolicyState {
+        owner: OWNER.to_string(),
+        bytes: selection.encode(),
     }
 }
 
@@ -67,7 +62,7 @@ fn apply(
     let mut builder = Version::builder();
     for (file_level, run, existing) in tree.files() {
         if !job.is_input(existing.number()) {
-            builder = builder.add_file(file_level, run, copy(existing));
+            builder = builder.add_file(file_level, run, existing.copy_facts());
         }
     }
     for (output, bits) in job.outputs.iter().zip(bits) {
@@ -235,29 +230,11 @@ fn files_reached_by_fewer_lookups_get_fewer_bits() {
     // not name, so the restart divides the budget again: 2 bits per key over 20,000 entries is
     // 40,000 bits, four modules. The wide file's third module still avoids more per bit than
     // the narrow file's first.
-    let layouts = Selection {
-        files: [1u64, 2]
-            .into_iter()
-            .map(|number| {
-                (
-                    number,
-                    Layout {
-                        module_bits: 1.0,
-                        modules: 3,
-                        in_use: 0,
-                    },
-                )
-            })
-            .collect(),
-    };
     let tree = Version::builder()
         .add_file(1, 1, file(1, "a", "y", 10_000, 3.0))
         .add_file(1, 1, file(2, "ya", "z", 10_000, 3.0))
         .add_file(2, 2, file(3, "a", "z", 1, 0.0))
-        .policy_state(PolicyState {
-            owner: OWNER.to_string(),
-            bytes: layouts.encode(),
-        })
+        .policy_state(three_module_state(&[(1, 0), (2, 0)]))
         .build()
         .expect("builds");
     let allocator = Elastic::new(2.0).expect("valid");
@@ -291,7 +268,7 @@ fn the_state_round_trips_and_a_restart_resumes_it_exactly() {
     // A new process: the same tree with the state in its manifest.
     let mut builder = Version::builder();
     for (level, run, file) in tree.files() {
-        builder = builder.add_file(level, run, copy(file));
+        builder = builder.add_file(level, run, file.copy_facts());
     }
     let recovered = builder.policy_state(state.clone()).build().expect("builds");
     let restarted = Elastic::new(2.0).expect("valid");
@@ -315,7 +292,7 @@ fn the_state_round_trips_and_a_restart_resumes_it_exactly() {
         assert!(Selection::decode(bad).is_none());
         let mut builder = Version::builder();
         for (level, run, file) in tree.files() {
-            builder = builder.add_file(level, run, copy(file));
+            builder = builder.add_file(level, run, file.copy_facts());
         }
         let recovered = builder
             .policy_state(PolicyState {
@@ -362,28 +339,10 @@ fn a_refresh_moves_bits_from_files_whose_data_stays_cached() {
     // budget of three modules. Lookups read 1,000 data blocks in each: all of file 1's came
     // from the block cache, all of file 2's from the device. A false positive in file 1 costs
     // no I/O, so after a refresh the budget goes to file 2.
-    let layouts = Selection {
-        files: [(1u64, 2u8), (2, 1)]
-            .into_iter()
-            .map(|(number, in_use)| {
-                (
-                    number,
-                    Layout {
-                        module_bits: 1.0,
-                        modules: 3,
-                        in_use,
-                    },
-                )
-            })
-            .collect(),
-    };
     let tree = Version::builder()
         .add_file(1, 1, file(1, "a", "m", 10_000, 3.0))
         .add_file(1, 1, file(2, "n", "z", 10_000, 3.0))
-        .policy_state(PolicyState {
-            owner: OWNER.to_string(),
-            bytes: layouts.encode(),
-        })
+        .policy_state(three_module_state(&[(1, 2), (2, 1)]))
         .build()
         .expect("builds");
     let allocator = Elastic::new(1.5).expect("valid");

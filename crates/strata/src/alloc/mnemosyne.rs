@@ -427,6 +427,7 @@ pub(super) fn file_bits(file: &FileMetadata) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::alloc::test_support::{flush, outputs};
     use crate::alloc::{JobInput, JobKind};
     use crate::version::tests::new_file;
     use crate::version::VersionEdit;
@@ -494,28 +495,6 @@ mod tests {
         assert!(skipped(2) != skipped(3), "one is enough");
         // 40,000 bits less one level-2 filter (18,000) over 10,000 entries.
         assert!((after - 2.2).abs() < 1e-9, "{after}");
-    }
-
-    fn outputs(entries: &[u64]) -> Vec<NewFile> {
-        entries
-            .iter()
-            .enumerate()
-            .map(|(index, &entries)| NewFile {
-                file_number: 1000 + index as u64,
-                entries,
-                access: None,
-            })
-            .collect()
-    }
-
-    fn flush(outputs: &[NewFile], run_id: u64) -> FilterJob<'_> {
-        FilterJob {
-            kind: JobKind::Flush,
-            inputs: &[],
-            output_level: 0,
-            output_run_id: run_id,
-            outputs,
-        }
     }
 
     #[test]

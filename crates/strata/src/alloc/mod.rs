@@ -219,6 +219,36 @@ pub trait FilterAllocator: Send + Sync + Debug {
     }
 }
 
+/// Jobs for the allocators' unit tests.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::{FilterJob, JobKind, NewFile};
+
+    /// New files numbered from 1000 with these entry counts, without access statistics.
+    pub(crate) fn outputs(entries: &[u64]) -> Vec<NewFile> {
+        entries
+            .iter()
+            .enumerate()
+            .map(|(index, &entries)| NewFile {
+                file_number: 1000 + index as u64,
+                entries,
+                access: None,
+            })
+            .collect()
+    }
+
+    /// A flush of `outputs` into level-0 run `run_id`.
+    pub(crate) fn flush(outputs: &[NewFile], run_id: u64) -> FilterJob<'_> {
+        FilterJob {
+            kind: JobKind::Flush,
+            inputs: &[],
+            output_level: 0,
+            output_run_id: run_id,
+            outputs,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -63,6 +63,21 @@ impl FileMetadata {
         self
     }
 
+    /// A new metadata with `self`'s facts (number, key range, sequences, entries, bytes and
+    /// filter), not its open reader or access statistics: for simulators and tests that rebuild
+    /// a tree from another one's files.
+    pub fn copy_facts(&self) -> FileMetadata {
+        FileMetadata::new(
+            self.number(),
+            self.smallest_user_key(),
+            self.largest_user_key(),
+        )
+        .with_entries(self.entries())
+        .with_file_bytes(self.file_bytes())
+        .with_filter(self.bits_per_key(), self.filter_bytes())
+        .with_sequences(self.smallest_sequence(), self.largest_sequence())
+    }
+
     /// Sets the oldest and newest sequence numbers of the file's entries.
     pub fn with_sequences(mut self, smallest_sequence: u64, largest_sequence: u64) -> Self {
         // The smallest internal key is the smallest user key at its newest version, the largest

@@ -255,6 +255,29 @@ pub struct Merge {
     pub first_run: u32,
 }
 
+impl Merge {
+    /// The merge that ends a sub-problem `f(e, b, 0, m)` started with `e0` final runs at
+    /// `arrival`: its own final runs and pending units, with the `m` units from outside.
+    fn ending(e: u32, b: u32, m: u32, arrival: u32, e0: u32) -> Merge {
+        Merge {
+            start_arrival: arrival,
+            units: m + b,
+            runs: e - e0 + b,
+            first_run: e0,
+        }
+    }
+
+    /// The merge of the `units` oldest pending units, just after the `e` final runs.
+    fn of_pending(arrival: u32, units: u32, e: u32) -> Merge {
+        Merge {
+            start_arrival: arrival,
+            units,
+            runs: units,
+            first_run: e,
+        }
+    }
+}
+
 /// SPEC §6's event simulator: the queries `merges` serve, by the time model alone. Unit `k`
 /// arrives at `k * T_w` (every `k >= 1`, during the global compaction too) and adds a run; a
 /// merge starts at an arrival, counts its runs until it ends, and replaces them with one; one
@@ -397,12 +420,7 @@ impl Dp {
         merges: &mut Vec<Merge>,
     ) -> u32 {
         if c == 0 {
-            merges.push(Merge {
-                start_arrival: arrival,
-                units: m + b,
-                runs: e - e0 + b,
-                first_run: e0,
-            });
+            merges.push(Merge::ending(e, b, m, arrival, e0));
             return arrival;
         }
         let (_, x) = self.algorithm2_with_choice(e, b, c, m);
@@ -417,12 +435,7 @@ impl Dp {
         let arrivals = p.arrivals_until_merged(x);
         let available = b + c - x;
         let (pending, next) = if x <= b {
-            merges.push(Merge {
-                start_arrival: arrival,
-                units: x,
-                runs: x,
-                first_run: e,
-            });
+            merges.push(Merge::of_pending(arrival, x, e));
             (b - x + arrivals, arrival + arrivals)
         } else {
             let end = self.walk(e, b, x - b, 0, arrival, e, merges);
@@ -454,13 +467,7 @@ pub fn brute_force(parameters: &RoundParameters) -> (f64, u64) {
         e0: u32,
     ) -> Vec<(Vec<Merge>, u32)> {
         if c == 0 {
-            let ending = Merge {
-                start_arrival: arrival,
-                units: m + b,
-                runs: e - e0 + b,
-                first_run: e0,
-            };
-            return vec![(vec![ending], arrival)];
+            return vec![(vec![Merge::ending(e, b, m, arrival, e0)], arrival)];
         }
         let mut out = Vec::new();
         let firsts = if b > 0 {
@@ -477,12 +484,7 @@ pub fn brute_force(parameters: &RoundParameters) -> (f64, u64) {
                 if pending > available {
                     continue;
                 }
-                let merge = Merge {
-                    start_arrival: arrival,
-                    units: x,
-                    runs: x,
-                    first_run: e,
-                };
+                let merge = Merge::of_pending(arrival, x, e);
                 for (rest, end) in all(
                     p,
                     e + 1,
