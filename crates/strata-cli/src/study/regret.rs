@@ -9,7 +9,8 @@
 //! Method, per policy:
 //! 1. load `--num` keys in the seeded order `strata bench` uses (leveling, `--size-ratio`, a
 //!    small write buffer and files), with the policy as the filter allocator, then flush and
-//!    let compactions finish;
+//!    let compactions finish (with `--no-settle`, only those already running: `close` waits for
+//!    them);
 //! 2. reopen with a policy that never compacts and the same allocator (which restores its own
 //!    state: skipped filters, elastic modules in use), replay `--lookups` lookups (a fraction
 //!    `--empty-fraction` of absent keys inside the key range, drawn from `--distribution`,
@@ -67,6 +68,10 @@ pub struct RegretArgs {
     /// Key distribution of the lookups (as `strata bench --distribution`).
     #[arg(long, default_value = "uniform")]
     pub distribution: KeyDistribution,
+    /// Freeze the tree as the load leaves it (after a flush, with the compactions already
+    /// running finished) instead of letting compactions settle it: issue 15's unsettled trees.
+    #[arg(long)]
+    pub no_settle: bool,
     /// The allocators compared, comma-separated.
     #[arg(
         long,
@@ -114,6 +119,7 @@ struct Report<'a> {
     lookups: u64,
     empty_fraction: f64,
     distribution: String,
+    settled: bool,
     seed: u64,
     rows: &'a [Row],
 }
@@ -182,7 +188,9 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
         )?;
         load(&db, &format, args.tree.value_size, args.run.seed)?;
         db.flush()?;
-        db.wait_for_compactions()?;
+        if !args.no_settle {
+            db.wait_for_compactions()?;
+        }
         db.close()?;
         drop(db);
         // 2. The policy's own filters, on the frozen tree.
@@ -269,6 +277,7 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
                 lookups: args.lookups,
                 empty_fraction: args.empty_fraction,
                 distribution: args.distribution.to_string(),
+                settled: !args.no_settle,
                 seed: args.run.seed,
                 rows: &rows,
             },
@@ -368,6 +377,29 @@ mod tests {
                 assert!(optimal_reads <= policy_reads * 1.05, "{line}");
             }
         }
+        // The unsettled tree: frozen as the load leaves it.
+        let unsettled: RegretArgs = parse_args(&[
+            "regret",
+            "--num",
+            "20000",
+            "--lookups",
+            "2000",
+            "--write-buffer-bytes",
+            "64KiB",
+            "--target-file-bytes",
+            "64KiB",
+            "--filter-policies",
+            "uniform",
+            "--no-settle",
+        ]);
+        assert!(unsettled.no_settle);
+        let mut out = Vec::new();
+        run(&unsettled, &mut out).expect("runs");
+        let text = String::from_utf8(out).expect("utf8");
+        assert!(
+            text.lines().any(|line| line.starts_with("uniform")),
+            "{text}"
+        );
         assert!(run(
             &parse_args::<RegretArgs>(&["regret", "--lookups", "0"]),
             &mut Vec::new()
