@@ -353,6 +353,7 @@ impl Simulation {
             file_number: number,
             entries,
             access: None,
+            filter_partitions: 1,
         }];
         let job = FilterJob {
             kind: JobKind::Flush,
@@ -470,6 +471,7 @@ impl Simulation {
                 file_number: number,
                 entries: piece.entries,
                 access: None,
+                filter_partitions: 1,
             })
             .collect();
         let job_inputs: Vec<JobInput> = inputs

@@ -308,7 +308,11 @@ impl TableReader {
                 user_key,
                 key_hash,
                 level,
-                if skip_filter { 0 } else { usize::MAX },
+                if skip_filter {
+                    crate::alloc::ModulesInUse::NONE
+                } else {
+                    crate::alloc::ModulesInUse::ALL
+                },
             )
             .map(|found| found.result.into())
     }

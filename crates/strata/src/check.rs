@@ -506,6 +506,8 @@ pub(crate) struct TableScan {
     pub(crate) entries: u64,
     pub(crate) smallest_sequence: Option<u64>,
     pub(crate) largest_sequence: Option<u64>,
+    /// The filter's key-range partitions (1 unless partitioned), if the file opened.
+    pub(crate) filter_partitions: u32,
 }
 
 impl TableScan {
@@ -541,6 +543,7 @@ pub(crate) fn scan_table(
         entries: 0,
         smallest_sequence: None,
         largest_sequence: None,
+        filter_partitions: 1,
     };
     // A private cache of 0 bytes and private counters: nothing read here is kept or counted.
     let reader = match TableReader::open(
@@ -559,6 +562,7 @@ pub(crate) fn scan_table(
         }
     };
     scan.file_bytes = reader.file_len();
+    scan.filter_partitions = reader.filter_partitions();
     let properties = reader.properties().clone();
     // Footer, properties and (version 2) the modular filter index or (version 3) the top-level
     // partition index were verified by `open`.

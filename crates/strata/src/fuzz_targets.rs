@@ -536,8 +536,8 @@ pub fn table(data: &[u8]) {
             let _ = (iter.valid(), iter.status());
             let lookup = crate::key::lookup_key(target, crate::key::MAX_SEQUENCE);
             let hash = crate::filter::bloom::key_hash(target);
-            let _ = table.get(&lookup, target, hash, 1, usize::MAX);
-            let _ = table.get(&lookup, target, hash, 1, 0);
+            let _ = table.get(&lookup, target, hash, 1, crate::alloc::ModulesInUse::ALL);
+            let _ = table.get(&lookup, target, hash, 1, crate::alloc::ModulesInUse::NONE);
         }
     }
 }

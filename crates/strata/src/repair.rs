@@ -258,6 +258,7 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
                 number,
                 scan.file_bytes,
                 properties,
+                scan.filter_partitions,
                 None,
             )),
         });

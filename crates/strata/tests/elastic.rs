@@ -114,3 +114,76 @@ fn the_budget_is_a_hard_cap_and_spent_under_leveling() {
 fn the_budget_is_a_hard_cap_and_spent_under_tiering() {
     check(Arc::new(Tiering::new(4.0).expect("valid")));
 }
+
+/// Few, large, partitioned files (the default 64 MiB files of issue 15's measurement, scaled
+/// down): one whole module of the largest file is a large share of the budget, so the allocator
+/// puts a module in use in part of its partitions. The filters in use stay within one
+/// partition's share under the budget once the tree has a last level, the partitions are
+/// recorded in the manifest, and a restart resumes the same filters in use.
+#[test]
+fn few_large_partitioned_files_spend_the_budget() {
+    let options = || {
+        Options::default()
+            .write_buffer_bytes(64 * 1024)
+            .target_file_bytes(8 << 20)
+            .block_bytes(1024)
+            .metadata_block_bytes(256)
+            .partition_metadata_above_bytes(256)
+            .compaction_policy(Arc::new(Leveling::new(4.0).expect("valid")))
+            .filter_allocator(Arc::new(Elastic::new(BUDGET).expect("valid")))
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options()).expect("open");
+    let (mut least, mut most) = (f64::INFINITY, 0.0f64);
+    for n in 0..KEYS {
+        let i = (n * 7919) % KEYS;
+        db.put(key(i), format!("value-{i}-padding").into_bytes())
+            .expect("put");
+        if n % 250 == 0 {
+            let stats = db.stats();
+            most = most.max(stats.effective_bits_per_key);
+            if stats.levels.len() >= 2 {
+                least = least.min(stats.effective_bits_per_key);
+            }
+        }
+    }
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("settle");
+    let stats = db.stats();
+    let files: usize = stats.levels.iter().map(|level| level.files).sum();
+    assert!(files <= 8, "a tree of few files: {stats}");
+    let version = db.version();
+    let partitions: Vec<u32> = version
+        .files()
+        .map(|(_, _, file)| file.filter_partitions())
+        .collect();
+    assert!(
+        partitions.iter().any(|&p| p >= 4),
+        "large files with partitioned filters: {partitions:?}"
+    );
+    assert!(
+        most <= BUDGET + 1e-9,
+        "in use {most} over the budget\n{stats}"
+    );
+    assert!(
+        least >= 0.95 * BUDGET,
+        "in use {least} under 0.95 of the budget\n{stats}"
+    );
+    let effective = stats.effective_bits_per_key;
+    drop(db);
+
+    let db = Db::open(dir.path(), options()).expect("reopen");
+    let reopened: Vec<u32> = db
+        .version()
+        .files()
+        .map(|(_, _, file)| file.filter_partitions())
+        .collect();
+    assert_eq!(reopened, partitions, "the manifest keeps the partitions");
+    assert!(
+        (db.stats().effective_bits_per_key - effective).abs() < 1e-9,
+        "the restart resumes the same filters in use"
+    );
+    for i in (0..KEYS).step_by(13) {
+        assert!(db.get(key(i)).expect("get").is_some(), "key {i}");
+    }
+}

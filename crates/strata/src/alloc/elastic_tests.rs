@@ -14,6 +14,11 @@ fn file(number: u64, lo: &str, hi: &str, entries: u64, bits: f64) -> FileMetadat
         .with_filter(bits, (entries as f64 * bits / 8.0) as u64)
 }
 
+/// The whole modules of a selection.
+fn whole(in_use: Vec<InUse>) -> Vec<usize> {
+    in_use.iter().map(|used| used.modules).collect()
+}
+
 /// The state of files with three 1-bit modules each, `(file, modules in use)`.
 fn three_module_state(files: &[(u64, u8)]) -> PolicyState {
     let selection = Selection {
@@ -26,6 +31,7 @@ fn three_module_state(files: &[(u64, u8)]) -> PolicyState {
                         module_bits: 1.0,
                         modules: 3,
                         in_use,
+                        extra: 0,
                     },
                 )
             })
@@ -85,11 +91,12 @@ fn the_greedy_choice_never_exceeds_the_budget_and_prefers_value_per_bit() {
         weight,
         module_bits: 1.0,
         modules,
+        partitions: 1,
     };
     // Two files of 1,000 entries, one reached by every lookup, one by a tenth of them.
     let candidates = [candidate(1, 1000.0, 1.0, 6), candidate(2, 1000.0, 0.1, 6)];
     for budget in [0.0, 500.0, 1000.0, 2500.0, 4000.0, 12_000.0, 20_000.0] {
-        let in_use = select(&candidates, budget);
+        let in_use = whole(select(&candidates, budget));
         let used: f64 = in_use.iter().map(|&modules| modules as f64 * 1000.0).sum();
         assert!(used <= budget, "{used} over {budget}");
         // Spent to within one module, or everything on disk is in use.
@@ -101,10 +108,10 @@ fn the_greedy_choice_never_exceeds_the_budget_and_prefers_value_per_bit() {
     }
     // With 4 modules' worth, the hot file's third module (gain 1 * e^-0.96 * (1 - e^-0.48))
     // is still worth more than the cold file's first (0.1 * (1 - e^-0.48)).
-    assert_eq!(select(&candidates, 4000.0), vec![4, 0]);
+    assert_eq!(whole(select(&candidates, 4000.0)), vec![4, 0]);
     // No module of a zero-entry or zero-module candidate.
     let odd = [candidate(1, 0.0, 1.0, 6), candidate(2, 10.0, 1.0, 0)];
-    assert_eq!(select(&odd, 1e9), vec![0, 0]);
+    assert_eq!(whole(select(&odd, 1e9)), vec![0, 0]);
 }
 
 #[test]
@@ -122,7 +129,10 @@ fn a_flush_into_an_empty_tree_gets_its_share_in_use_and_more_on_disk() {
     // Modules of 1 bit per key, three on disk, two in use: exactly the budget.
     assert_eq!(allocator.filter_module_bits_per_key(), 1.0);
     assert!((only.bits_per_key() - 3.0).abs() < 1e-9);
-    assert_eq!(allocator.filter_modules_in_use(99, only), 2);
+    assert_eq!(
+        allocator.filter_modules_in_use(99, only),
+        ModulesInUse::prefix(2)
+    );
     assert!((allocator.bits_per_key_in_use(99, only) - 2.0).abs() < 1e-9);
     assert_eq!(allocator.bits_per_key_cap(), Some(2.0));
 }
@@ -140,6 +150,7 @@ fn the_budget_is_a_hard_cap_and_spent_as_the_tree_changes() {
                 file_number: next,
                 entries: 1000,
                 access: None,
+                filter_partitions: 1,
             }];
             next += 1;
             tree = apply(&allocator, &tree, &flush(&files), 0, ("k00a", "k15z"));
@@ -168,6 +179,7 @@ fn the_budget_is_a_hard_cap_and_spent_as_the_tree_changes() {
                 file_number: next + i,
                 entries: total / 16,
                 access: None,
+                filter_partitions: 1,
             })
             .collect();
         next += 16;
@@ -242,7 +254,7 @@ fn files_reached_by_fewer_lookups_get_fewer_bits() {
     let modules_of = |number: u64| {
         tree.files()
             .find(|(_, _, file)| file.number() == number)
-            .map(|(_, run, file)| allocator.filter_modules_in_use(run, file))
+            .map(|(_, run, file)| allocator.filter_modules_in_use(run, file).modules)
             .expect("file")
     };
     assert_eq!((modules_of(1), modules_of(2), modules_of(3)), (3, 1, 0));
@@ -257,6 +269,7 @@ fn the_state_round_trips_and_a_restart_resumes_it_exactly() {
             file_number: number,
             entries: 1000 * number,
             access: None,
+            filter_partitions: 1,
         }];
         tree = apply(&allocator, &tree, &flush(&files), 0, ("a", "z"));
     }
@@ -351,7 +364,7 @@ fn a_refresh_moves_bits_from_files_whose_data_stays_cached() {
     let modules = |number: u64| {
         tree.files()
             .find(|(_, _, file)| file.number() == number)
-            .map(|(_, run, file)| allocator.filter_modules_in_use(run, file))
+            .map(|(_, run, file)| allocator.filter_modules_in_use(run, file).modules)
             .expect("file")
     };
     assert_eq!(
@@ -393,6 +406,7 @@ fn a_refresh_on_an_older_tree_than_the_last_job_changes_nothing() {
         file_number: 2000,
         entries: 1000,
         access: None,
+        filter_partitions: 1,
     }];
     let after = apply(&allocator, &before, &flush(&second), 0, ("a", "z"));
     let stored = (**allocator.selection.load()).clone();
@@ -402,5 +416,108 @@ fn a_refresh_on_an_older_tree_than_the_last_job_changes_nothing() {
     assert!(
         used >= 0.95 * budget && used <= budget + 1e-9,
         "{used} of {budget}"
+    );
+}
+
+#[test]
+fn a_module_that_does_not_fit_whole_is_put_in_use_in_some_partitions() {
+    let candidate = |number, entries: f64, partitions| Candidate {
+        number,
+        entries,
+        weight: 1.0,
+        module_bits: 1.0,
+        modules: 3,
+        partitions,
+    };
+    // 2.5 modules' worth of one 40-partition file: two whole modules and half the partitions.
+    let in_use = select(&[candidate(1, 4000.0, 40)], 10_000.0);
+    assert_eq!(
+        in_use,
+        vec![InUse {
+            modules: 2,
+            extra: 20
+        }]
+    );
+    // An unpartitioned file cannot take part of a module; a partitioned one never takes all
+    // of its partitions (that would be a whole module, which did not fit), and what it takes
+    // never exceeds the budget.
+    for budget in [0.0, 99.0, 100.0, 3_999.0, 4_001.0, 7_950.0, 11_999.0] {
+        let whole = select(&[candidate(1, 4000.0, 1)], budget);
+        assert_eq!(whole[0].extra, 0);
+        let split = select(&[candidate(1, 4000.0, 40)], budget);
+        let used = (split[0].modules as f64 + f64::from(split[0].extra) / 40.0) * 4000.0;
+        assert!(used <= budget, "{used} over {budget}: {split:?}");
+        assert!(used > budget - 100.0, "{used} of {budget}: {split:?}");
+        assert!(split[0].extra < 40);
+        assert_eq!(split[0].modules, whole[0].modules);
+    }
+}
+
+/// A tree dominated by one large file (issue 15's 64 MiB files): with whole modules the budget
+/// could be spent to 0.80 at best; with the large file's module put in use partition by
+/// partition it is spent to within one partition's share, and never over.
+#[test]
+fn a_tree_dominated_by_one_partitioned_file_spends_its_budget() {
+    let big = file(1, "a", "m", 100_000, 3.0).with_filter_partitions(40);
+    let small = file(2, "n", "z", 1_000, 3.0);
+    let tree = Version::builder()
+        .add_file(2, 1, big)
+        .add_file(1, 2, small)
+        .policy_state(three_module_state(&[(1, 2), (2, 3)]))
+        .build()
+        .expect("builds");
+    let allocator = Elastic::new(2.5).expect("valid");
+    allocator.restore(&tree);
+    let (used, budget) = in_use_and_budget(&allocator, &tree);
+    assert!((used - 203_000.0).abs() < 1e-6, "the stored state: {used}");
+    allocator.refresh(&tree);
+    let (used, budget_after) = in_use_and_budget(&allocator, &tree);
+    assert_eq!(budget, budget_after);
+    assert!(used <= budget * (1.0 + 1e-12), "{used} over {budget}");
+    assert!(
+        used >= budget - 100_000.0 / 40.0,
+        "{used} of {budget}: within one partition"
+    );
+    let (_, run, big) = tree
+        .files()
+        .find(|(_, _, file)| file.number() == 1)
+        .expect("big");
+    let in_use = allocator.filter_modules_in_use(run, big);
+    assert!(
+        (1..40).contains(&in_use.extra_partitions),
+        "part of a module: {in_use:?}"
+    );
+
+    // The partly used module survives a restart (state version 2), and a version-1 state (no
+    // partial modules) still reads.
+    let state = allocator.policy_state().expect("state");
+    let mut builder = Version::builder();
+    for (level, run, file) in tree.files() {
+        builder = builder.add_file(level, run, file.copy_facts());
+    }
+    let recovered = builder.policy_state(state).build().expect("builds");
+    let restarted = Elastic::new(2.5).expect("valid");
+    restarted.restore(&recovered);
+    for (_, run, file) in recovered.files() {
+        assert_eq!(
+            restarted.filter_modules_in_use(run, file),
+            allocator.filter_modules_in_use(run, file)
+        );
+    }
+    assert_eq!(in_use_and_budget(&restarted, &recovered).0, used);
+    let mut v1 = vec![1u8];
+    put_varint64(&mut v1, 1);
+    put_varint64(&mut v1, 7);
+    put_fixed64(&mut v1, 1.0f64.to_bits());
+    v1.extend([3, 2]);
+    let old = Selection::decode(&v1).expect("version 1 reads");
+    assert_eq!(
+        old.files[&7],
+        Layout {
+            module_bits: 1.0,
+            modules: 3,
+            in_use: 2,
+            extra: 0
+        }
     );
 }

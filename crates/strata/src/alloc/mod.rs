@@ -53,6 +53,66 @@ pub fn built_file_bits_per_key(bits_per_key: f64, bits_per_key_budget: f64) -> f
     }
 }
 
+/// How much of a file's filter lookups probe (SPEC §3.5): the first `modules` modules of every
+/// filter partition, and one module more in the last `extra_partitions` partitions.
+///
+/// # Why partitions
+///
+/// A file of a partitioned filter (`table/partition.rs`) has one filter block per module and
+/// per key-range partition. A module in use in only some partitions is read, cached and counted
+/// in the budget only there, so the allocator can spend a share of a module: with whole modules,
+/// a file holding most of a small tree's keys makes one module a large share of the budget, and
+/// the budget cannot be spent to SPEC §3.5's floor of 0.95. The extra module goes to the *last*
+/// partitions because the last partition may be short (the builder cuts partitions at a size):
+/// counting every partition as an equal share then never under-counts the bits in use.
+///
+/// An unpartitioned filter is one partition: `extra_partitions == 1` is one more module in use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModulesInUse {
+    /// Modules probed in every partition, in probe order (`usize::MAX`: all of them).
+    pub modules: usize,
+    /// Partitions, counted from the last, that probe `modules + 1` modules.
+    pub extra_partitions: u32,
+}
+
+impl ModulesInUse {
+    /// The filter is not probed.
+    pub const NONE: ModulesInUse = ModulesInUse {
+        modules: 0,
+        extra_partitions: 0,
+    };
+
+    /// Every module is probed.
+    pub const ALL: ModulesInUse = ModulesInUse {
+        modules: usize::MAX,
+        extra_partitions: 0,
+    };
+
+    /// The first `modules` modules in every partition.
+    pub const fn prefix(modules: usize) -> ModulesInUse {
+        ModulesInUse {
+            modules,
+            extra_partitions: 0,
+        }
+    }
+
+    /// True if no partition probes any module.
+    pub fn is_none(&self) -> bool {
+        self.modules == 0 && self.extra_partitions == 0
+    }
+
+    /// Modules probed in partition `partition` (0-based) of a filter of `partitions` partitions
+    /// (1 for an unpartitioned filter).
+    pub fn in_partition(&self, partition: usize, partitions: usize) -> usize {
+        let extra = usize::try_from(self.extra_partitions).unwrap_or(usize::MAX);
+        if partition.saturating_add(extra) >= partitions {
+            self.modules.saturating_add(1)
+        } else {
+            self.modules
+        }
+    }
+}
+
 /// How often (in recorded lookups) the engine calls [`FilterAllocator::refresh`].
 pub const REFRESH_EVERY_LOOKUPS: u64 = 1024;
 
@@ -119,6 +179,11 @@ pub struct NewFile {
     /// inherits (SPEC §4: an empty window reports the inherited `q'`, `x'`). `None` when the
     /// engine keeps no access statistics.
     pub access: Option<AccessEstimate>,
+    /// The key-range partitions its filter will have if its modules are of the allocator's
+    /// module size ([`FilterAllocator::filter_module_bits_per_key`]; `table/partition.rs`), 1
+    /// when unpartitioned: what [`ModulesInUse::extra_partitions`] can count on. The file's
+    /// `FileMetadata` records the partitions it got.
+    pub filter_partitions: u32,
 }
 
 /// Decides the bits per key of every new file's filter (SPEC §3).
@@ -156,14 +221,16 @@ pub trait FilterAllocator: Send + Sync + Debug {
         false
     }
 
-    /// How many of `file`'s filter modules lookups probe, in probe order: 0 skips the filter,
-    /// `usize::MAX` (the default unless [`FilterAllocator::skip_filter`]) probes them all. Called
-    /// on the lookup path: must not block. Elastic filters (SPEC §3.5) answer a prefix.
-    fn filter_modules_in_use(&self, run_id: u64, file: &FileMetadata) -> usize {
+    /// How many of `file`'s filter modules lookups probe, in probe order:
+    /// [`ModulesInUse::NONE`] skips the filter, [`ModulesInUse::ALL`] (the default unless
+    /// [`FilterAllocator::skip_filter`]) probes them all. Called on the lookup path: must not
+    /// block. Elastic filters (SPEC §3.5) answer a prefix, which may be one module longer in some
+    /// partitions of a partitioned filter.
+    fn filter_modules_in_use(&self, run_id: u64, file: &FileMetadata) -> ModulesInUse {
         if self.skip_filter(run_id, file) {
-            0
+            ModulesInUse::NONE
         } else {
-            usize::MAX
+            ModulesInUse::ALL
         }
     }
 
@@ -233,6 +300,7 @@ pub(crate) mod test_support {
                 file_number: 1000 + index as u64,
                 entries,
                 access: None,
+                filter_partitions: 1,
             })
             .collect()
     }

@@ -278,7 +278,7 @@ pub(crate) fn finish_outputs(
     inputs: &[JobInput],
     output_level: usize,
     output_run_id: u64,
-    outputs: Vec<PendingTable>,
+    mut outputs: Vec<PendingTable>,
 ) -> Result<(Vec<AddedFile>, u64, CompressionCounts)> {
     let handles: Vec<Option<AccessHandle>> = outputs
         .iter()
@@ -291,15 +291,15 @@ pub(crate) fn finish_outputs(
             })
         })
         .collect();
-    let files: Vec<AllocatorFile> = outputs
-        .iter()
-        .zip(&handles)
-        .map(|(output, handle)| AllocatorFile {
+    let mut files: Vec<AllocatorFile> = Vec::with_capacity(outputs.len());
+    for (output, handle) in outputs.iter_mut().zip(&handles) {
+        files.push(AllocatorFile {
             file_number: output.number,
             entries: output.builder.entries(),
             access: handle.as_ref().map(AccessHandle::estimate),
-        })
-        .collect();
+            filter_partitions: output.builder.expected_filter_partitions()?,
+        });
+    }
     let job = FilterJob {
         kind,
         inputs,
@@ -332,6 +332,7 @@ pub(crate) fn finish_outputs(
                 output.number,
                 summary.file_bytes,
                 &summary.properties,
+                summary.filter_partitions,
                 access,
             )),
         });

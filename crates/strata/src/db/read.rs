@@ -54,13 +54,13 @@ impl DbInner {
                     };
                     add(&self.counters.files_probed[level_index], 1);
                     let pin = self.options.pins_metadata_on(level_index);
-                    let filter_modules = allocator.filter_modules_in_use(run.id(), file);
-                    if filter_modules == 0 && file.bits_per_key() > 0.0 {
+                    let in_use = allocator.filter_modules_in_use(run.id(), file);
+                    let probe = self.tables.with_reader(file, pin, |table| {
+                        table.get(target.as_bytes(), key, hash, level_index, in_use)
+                    })?;
+                    if probe.filter_skipped {
                         add(&self.counters.filter_skips[level_index], 1);
                     }
-                    let probe = self.tables.with_reader(file, pin, |table| {
-                        table.get(target.as_bytes(), key, hash, level_index, filter_modules)
-                    })?;
                     if let Some(from_device) = probe.data_block {
                         file.record_data_block_read(from_device);
                     }

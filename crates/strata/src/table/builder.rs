@@ -50,6 +50,9 @@ pub(crate) struct TableSummary {
     pub(crate) properties: TableProperties,
     /// What compressing the data and index blocks did.
     pub(crate) compression: CompressionCounts,
+    /// The key-range partitions the filter is split into (`partition.rs`): 1 for an
+    /// unpartitioned file or one without a filter.
+    pub(crate) filter_partitions: u32,
 }
 
 /// A closed index partition: its block contents, its last index key (as stored) and the range
@@ -101,6 +104,9 @@ pub(crate) struct TableBuilder {
     filter_module_bits: f64,
     /// Compresses data and index blocks; `Compression::None` unless set.
     compressor: BlockCompressor,
+    /// True once the last data block is written and the index partitions are cut
+    /// ([`TableBuilder::close_data`]); no entry may be added after.
+    data_closed: bool,
 }
 
 impl TableBuilder {
@@ -121,6 +127,7 @@ impl TableBuilder {
             index_entries: Vec::new(),
             user_key_spans_blocks: false,
             index_partitions: Vec::new(),
+            data_closed: false,
             block_first_hash: 0,
             partitioning: MetadataPartitioning::NEVER,
             scratch: Vec::new(),
@@ -168,6 +175,12 @@ impl TableBuilder {
 
     /// Appends an entry; `key` is an internal key greater than every key added before.
     pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        if self.data_closed {
+            return Err(Error::InvalidArgument(format!(
+                "{}: entry added after the table's data was closed",
+                self.path.display()
+            )));
+        }
         let parsed = parse_internal_key(key).ok_or_else(|| {
             Error::corruption(
                 &self.path,
@@ -253,6 +266,62 @@ impl TableBuilder {
             },
             delta_handles: true,
         }
+    }
+
+    /// Writes the last data block and cuts the index into partitions: the file's data is then
+    /// final. [`TableBuilder::finish`] does it when not done before;
+    /// [`TableBuilder::expected_filter_partitions`] does it earlier, so that the filter
+    /// allocator learns the file's partitions before it sizes the filter.
+    fn close_data(&mut self) -> Result<()> {
+        if self.data_closed {
+            return Ok(());
+        }
+        self.flush_data_block()?;
+        if let Some((last_key, handle, hashes)) = self.pending_index_entry.take() {
+            self.index_entries.push(IndexEntry {
+                separator: index_successor(&last_key),
+                handle,
+                hashes,
+            });
+        }
+        let index_format = self.index_format();
+        self.cut_index_partitions(index_format);
+        self.data_closed = true;
+        Ok(())
+    }
+
+    /// The key-range partitions the file's filter will have if its largest filter module holds
+    /// the module size ([`TableBuilder::set_filter_module_bits`]; `partition.rs` decides by the
+    /// index's and the largest module's bytes): what an elastic filter allocator (SPEC §3.5) may
+    /// put part of a module in use in. 1 when the file will not be partitioned, or when that
+    /// cannot be known yet (no module size). The partitioned-or-not test uses the partitions'
+    /// total index bytes, at least the whole index's, so it may say partitioned when `finish`
+    /// will not: the allocator then finds 1 partition in the file's metadata and counts whole
+    /// modules. Ends the data ([`TableBuilder::close_data`]): add no entry after.
+    pub(crate) fn expected_filter_partitions(&mut self) -> Result<u32> {
+        self.close_data()?;
+        if self.partitioning.is_never()
+            || self.key_hashes.is_empty()
+            || self.index_partitions.len() < 2
+        {
+            return Ok(1);
+        }
+        let above = self.partitioning.above_bytes;
+        let module_bytes = if self.filter_module_bits.is_finite() {
+            serialized_len(self.key_hashes.len(), self.filter_module_bits)
+        } else {
+            0
+        };
+        let index_bytes: u64 = self
+            .index_partitions
+            .iter()
+            .map(|partition| partition.contents.len() as u64)
+            .sum();
+        Ok(if module_bytes > above || index_bytes > above {
+            u32::try_from(self.index_partitions.len()).unwrap_or(u32::MAX)
+        } else {
+            1
+        })
     }
 
     /// Cuts the index entries into partitions of `metadata_block_bytes` (one partition holding
@@ -354,16 +423,8 @@ impl TableBuilder {
         level: u64,
         run_id: u64,
     ) -> Result<TableSummary> {
-        self.flush_data_block()?;
-        if let Some((last_key, handle, hashes)) = self.pending_index_entry.take() {
-            self.index_entries.push(IndexEntry {
-                separator: index_successor(&last_key),
-                handle,
-                hashes,
-            });
-        }
+        self.close_data()?;
         let index_format = self.index_format();
-        self.cut_index_partitions(index_format);
         let plan = if self.key_hashes.is_empty() {
             Vec::new()
         } else {
@@ -453,6 +514,11 @@ impl TableBuilder {
             filter_modules: filter_modules as u64,
         };
         let properties_handle = self.write_block(&properties.encode())?;
+        let partition_count = if partitioned && !plan.is_empty() {
+            u32::try_from(filter_partitions.len()).unwrap_or(u32::MAX)
+        } else {
+            1
+        };
         let footer = if partitioned {
             let partitions = std::mem::take(&mut self.index_partitions);
             let mut top_level = BlockBuilder::new(self.index_restart_interval);
@@ -483,6 +549,7 @@ impl TableBuilder {
             file_bytes: self.offset,
             properties,
             compression: self.compressor.counts,
+            filter_partitions: partition_count,
         })
     }
 }

@@ -11,6 +11,7 @@ use super::iter::TableIter;
 use super::partition::MetadataPartitioning;
 use super::reader::{ReadMode, TableReader};
 use super::{table_file_name, TableBuilder, TableCache};
+use crate::alloc::ModulesInUse;
 use crate::cache::BlockCache;
 use crate::env::{FileSystem, RealFileSystem};
 use crate::error::Error;
@@ -148,7 +149,11 @@ fn get(table: &TableReader, user: &[u8], sequence: u64, skip_filter: bool) -> Lo
             user,
             key_hash(user),
             1,
-            if skip_filter { 0 } else { usize::MAX },
+            if skip_filter {
+                ModulesInUse::NONE
+            } else {
+                ModulesInUse::ALL
+            },
         )
         .expect("get")
         .result
@@ -676,8 +681,15 @@ fn damaged_partitions_are_typed_corruption() {
         let last = top.key(partition);
         last[..last.len() - 8].to_vec()
     };
-    let lookup =
-        |user: &[u8]| table.get(&lookup_key(user, u64::MAX >> 8), user, key_hash(user), 1, 0);
+    let lookup = |user: &[u8]| {
+        table.get(
+            &lookup_key(user, u64::MAX >> 8),
+            user,
+            key_hash(user),
+            1,
+            ModulesInUse::NONE,
+        )
+    };
     let error = lookup(&in_partition(3))
         .err()
         .expect("damaged index partition");
@@ -689,7 +701,7 @@ fn damaged_partitions_are_typed_corruption() {
             &user,
             key_hash(&user),
             1,
-            usize::MAX,
+            ModulesInUse::ALL,
         )
         .err()
         .expect("damaged filter partition");
@@ -830,4 +842,88 @@ fn version_3_files_are_pinned_and_read() {
         get(&table, &user_key(7), u64::MAX >> 8, true),
         Lookup::Absent
     );
+}
+
+/// A module in use in only the last partitions (`ModulesInUse::extra_partitions`, SPEC §3.5's
+/// elastic filters): keys of those partitions are filtered by both modules, keys of the others
+/// by the first alone (or by none, when no whole module is in use), and present keys are found
+/// everywhere.
+#[test]
+fn a_module_in_use_in_the_last_partitions_filters_only_there() {
+    let tables = both(4.0, 2.0, 0);
+    let table = tables.tables.open(PARTITIONED, false).expect("open");
+    let top = table.partitions().expect("partitioned");
+    let partitions = top.len();
+    assert!(partitions >= 8, "{partitions} partitions");
+    assert_eq!(top.modules(), 2);
+    assert_eq!(table.filter_partitions() as usize, partitions);
+    let extra = partitions / 2;
+    let first_extra = partitions - extra;
+    let probe = |user: &[u8], in_use: ModulesInUse| {
+        table
+            .get(
+                &lookup_key(user, u64::MAX >> 8),
+                user,
+                key_hash(user),
+                1,
+                in_use,
+            )
+            .expect("get")
+    };
+    for whole in [0, 1] {
+        let in_use = ModulesInUse {
+            modules: whole,
+            extra_partitions: extra as u32,
+        };
+        // Absent keys that passed the filter, and keys looked up, before and in the extra
+        // partitions.
+        let mut passed = [0u32; 2];
+        let mut looked = [0u32; 2];
+        for i in 0..2_000 {
+            let present = user_key(2 * i);
+            assert_ne!(probe(&present, in_use).result, Lookup::Absent, "{i}");
+            let absent = user_key(2 * i + 1);
+            let Some(partition) = top.find(&lookup_key(&absent, u64::MAX >> 8)) else {
+                continue;
+            };
+            let half = usize::from(partition >= first_extra);
+            let outcome = probe(&absent, in_use);
+            assert_eq!(outcome.result, Lookup::Absent);
+            assert_eq!(
+                outcome.filter_skipped,
+                whole == 0 && half == 0,
+                "key {i} in partition {partition} of {partitions}"
+            );
+            looked[half] += 1;
+            passed[half] += u32::from(outcome.data_block.is_some());
+        }
+        let rate = |half: usize| f64::from(passed[half]) / f64::from(looked[half]);
+        assert!(looked[0] > 300 && looked[1] > 300, "{looked:?}");
+        // Partitions this small round each filter up to one 512-bit block, so a module rejects
+        // more than its 2 bits per key promise; what matters is where each module answers.
+        if whole == 0 {
+            assert_eq!(rate(0), 1.0, "no filter before the extra partitions");
+            assert!(rate(1) < 0.55, "one module: {}", rate(1));
+        } else {
+            assert!(rate(0) < 0.55, "one module: {}", rate(0));
+            assert!(
+                rate(1) < rate(0) / 2.0,
+                "two modules: {} against {}",
+                rate(1),
+                rate(0)
+            );
+        }
+    }
+    // Every partition extra is one whole module more.
+    let all_extra = ModulesInUse {
+        modules: 1,
+        extra_partitions: partitions as u32,
+    };
+    for i in 0..500 {
+        let absent = user_key(2 * i + 1);
+        assert_eq!(
+            probe(&absent, all_extra).data_block,
+            probe(&absent, ModulesInUse::prefix(2)).data_block
+        );
+    }
 }

@@ -39,6 +39,7 @@ use super::properties::TableProperties;
 use super::readahead::Readahead;
 use super::table_cache::OpenReaders;
 use super::table_file_name;
+use crate::alloc::ModulesInUse;
 use crate::cache::{BlockCache, CachedBlock};
 use crate::env::{FileSystem, RandomAccessFile};
 use crate::error::{Error, Result};
@@ -108,6 +109,9 @@ pub(crate) struct FileLookup {
     /// `Some(from_device)` when the lookup read a data block (from the device when the block
     /// cache did not hold it); `None` when the filter or the index answered.
     pub(crate) data_block: Option<bool>,
+    /// True when the file has a filter that the lookup did not probe (the allocator had no
+    /// module of it in use where the key falls).
+    pub(crate) filter_skipped: bool,
 }
 
 impl TableReader {
@@ -224,6 +228,17 @@ impl TableReader {
     /// True if the index and filter blocks are held outside the block cache.
     pub(crate) fn is_pinned(&self) -> bool {
         self.pinned
+    }
+
+    /// The key-range partitions the filter is split into (`table/partition.rs`): 1 for an
+    /// unpartitioned file or one without a filter.
+    pub(crate) fn filter_partitions(&self) -> u32 {
+        match &self.partitions {
+            Some(partitions) if partitions.modules() > 0 => {
+                u32::try_from(partitions.len()).unwrap_or(u32::MAX)
+            }
+            _ => 1,
+        }
     }
 
     #[allow(
@@ -476,46 +491,57 @@ impl TableReader {
     }
 
     /// Looks up the newest version of `user_key` visible at the sequence encoded in `lookup_key`.
-    /// `key_hash` is the key's filter hash; `filter_modules` is how many of the filter's modules
-    /// to probe, in order (0 bypasses the filter: the allocator says it is not worth probing;
-    /// `usize::MAX` probes every module; elastic filters, SPEC §3.5, probe a prefix). Counts
-    /// filter probes, negatives, false positives and unnecessary data-block reads on `level`.
+    /// `key_hash` is the key's filter hash; `in_use` says how many of the filter's modules to
+    /// probe, in order, in the partition that covers the key ([`ModulesInUse::NONE`] bypasses
+    /// the filter: the allocator says it is not worth probing; [`ModulesInUse::ALL`] probes
+    /// every module; elastic filters, SPEC §3.5, probe a prefix). Counts filter probes,
+    /// negatives, false positives and unnecessary data-block reads on `level`.
     pub(crate) fn get(
         &self,
         lookup_key: &[u8],
         user_key: &[u8],
         key_hash: u64,
         level: usize,
-        filter_modules: usize,
+        in_use: ModulesInUse,
     ) -> Result<FileLookup> {
-        let skip_filter = filter_modules == 0;
         let counters = &self.counters;
         let level_slot = level.min(crate::version::MAX_LEVELS - 1);
         // The index block and filter modules that can answer: the file's, or those of the one
         // partition whose keys cover the lookup key.
-        let (index_slot, index_handle, filter_slot, filter_handles) = match &self.partitions {
-            None => (0, self.footer.index, 0, self.filter_modules.as_slice()),
-            Some(partitions) => match partitions.find(lookup_key) {
-                Some(partition) => (
-                    partition,
-                    partitions.index_handle(partition).unwrap_or_default(),
-                    partition * partitions.modules(),
-                    partitions.filter_handles(partition),
+        let (index_slot, index_handle, filter_slot, filter_handles, filter_modules) =
+            match &self.partitions {
+                None => (
+                    0,
+                    self.footer.index,
+                    0,
+                    self.filter_modules.as_slice(),
+                    in_use.in_partition(0, 1),
                 ),
-                None => {
-                    // Above every key of the file: the top-level index answers without a read,
-                    // counted as the filter's negative when there is a filter to ask.
-                    if partitions.modules() > 0 && !skip_filter {
-                        add(&counters.filter_probes[level_slot], 1);
-                        add(&counters.filter_negatives[level_slot], 1);
+                Some(partitions) => match partitions.find(lookup_key) {
+                    Some(partition) => (
+                        partition,
+                        partitions.index_handle(partition).unwrap_or_default(),
+                        partition * partitions.modules(),
+                        partitions.filter_handles(partition),
+                        in_use.in_partition(partition, partitions.len()),
+                    ),
+                    None => {
+                        // Above every key of the file: the top-level index answers without a
+                        // read, counted as the filter's negative when there is a filter to ask.
+                        let skip_filter = in_use.is_none();
+                        if partitions.modules() > 0 && !skip_filter {
+                            add(&counters.filter_probes[level_slot], 1);
+                            add(&counters.filter_negatives[level_slot], 1);
+                        }
+                        return Ok(FileLookup {
+                            result: Lookup::Absent,
+                            data_block: None,
+                            filter_skipped: partitions.modules() > 0 && skip_filter,
+                        });
                     }
-                    return Ok(FileLookup {
-                        result: Lookup::Absent,
-                        data_block: None,
-                    });
-                }
-            },
-        };
+                },
+            };
+        let skip_filter = filter_modules == 0;
         let mut filter_passed = false;
         let mut data_block = None;
         if !filter_handles.is_empty() && !skip_filter {
@@ -529,6 +555,7 @@ impl TableReader {
                     return Ok(FileLookup {
                         result: Lookup::Absent,
                         data_block: None,
+                        filter_skipped: false,
                     });
                 }
             }
@@ -577,7 +604,11 @@ impl TableReader {
         if filter_passed && result == Lookup::Absent {
             add(&counters.filter_false_positives[level_slot], 1);
         }
-        Ok(FileLookup { result, data_block })
+        Ok(FileLookup {
+            result,
+            data_block,
+            filter_skipped: skip_filter && !filter_handles.is_empty(),
+        })
     }
 }
 

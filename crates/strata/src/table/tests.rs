@@ -10,6 +10,7 @@ use super::iter::TableIter;
 use super::reader::ReadMode;
 use super::TableCache;
 use super::{table_file_name, TableBuilder};
+use crate::alloc::ModulesInUse;
 use crate::cache::BlockCache;
 use crate::env::{FileSystem, RealFileSystem};
 use crate::error::Error;
@@ -139,7 +140,7 @@ fn newest(table: &super::reader::TableReader, user_key: &[u8]) -> Lookup {
             user_key,
             key_hash(user_key),
             1,
-            usize::MAX,
+            ModulesInUse::ALL,
         )
         .expect("get")
         .result
@@ -179,7 +180,7 @@ fn point_lookups_see_the_newest_visible_version() {
                 user_key,
                 key_hash(user_key),
                 1,
-                usize::MAX,
+                ModulesInUse::ALL,
             )
             .expect("get")
             .result
@@ -408,7 +409,7 @@ fn flip_every_byte(fixture: &Fixture, filter_start: usize) {
                     &user_key,
                     key_hash(&user_key),
                     0,
-                    usize::MAX,
+                    ModulesInUse::ALL,
                 )?;
             }
             Ok(())
@@ -474,7 +475,7 @@ fn a_prefix_of_the_modules_answers_at_its_own_rate() {
     let fixture = modular_fixture(2000, 6.5, 2.0, 1 << 20);
     let table = fixture.tables.open(7, false).expect("open");
     let mut rates = Vec::new();
-    for modules in [1usize, 4, usize::MAX, 0] {
+    for modules in [1usize, 4, usize::MAX, 0].map(ModulesInUse::prefix) {
         let before = fixture.counters.snapshot();
         for i in 0..2000 {
             let present = table
@@ -490,7 +491,7 @@ fn a_prefix_of_the_modules_answers_at_its_own_rate() {
             assert_ne!(
                 present,
                 Lookup::Absent,
-                "key {} with {modules} modules",
+                "key {} with {modules:?} modules",
                 2 * i
             );
             let absent = table
@@ -508,7 +509,7 @@ fn a_prefix_of_the_modules_answers_at_its_own_rate() {
         let after = fixture.counters.snapshot();
         let probes = after.filter_probes[1] - before.filter_probes[1];
         let negatives = after.filter_negatives[1] - before.filter_negatives[1];
-        if modules == 0 {
+        if modules.is_none() {
             assert_eq!(probes, 0, "no module in use: no probe");
             continue;
         }
@@ -988,7 +989,7 @@ fn a_damaged_compressed_block_is_a_corruption_error_with_file_and_offset() {
                 &user_key,
                 key_hash(&user_key),
                 1,
-                0,
+                ModulesInUse::NONE,
             );
             match outcome {
                 Err(Error::Corruption {

@@ -39,6 +39,7 @@ impl FileMetadata {
             largest_sequence: 0,
             bits_per_key: 0.0,
             filter_bytes: 0,
+            filter_partitions: 1,
             table: Arc::new(TableSlot::default()),
             liveness: FileLiveness::new(number, None),
         }
@@ -63,6 +64,12 @@ impl FileMetadata {
         self
     }
 
+    /// Sets the key-range partitions of the filter (at least 1).
+    pub fn with_filter_partitions(mut self, partitions: u32) -> Self {
+        self.filter_partitions = partitions.max(1);
+        self
+    }
+
     /// A new metadata with `self`'s facts (number, key range, sequences, entries, bytes and
     /// filter), not its open reader or access statistics: for simulators and tests that rebuild
     /// a tree from another one's files.
@@ -75,6 +82,7 @@ impl FileMetadata {
         .with_entries(self.entries())
         .with_file_bytes(self.file_bytes())
         .with_filter(self.bits_per_key(), self.filter_bytes())
+        .with_filter_partitions(self.filter_partitions())
         .with_sequences(self.smallest_sequence(), self.largest_sequence())
     }
 

@@ -13,9 +13,10 @@
 //! | 6 | deleted file: level, run id, number (varints) |
 //! | 7 | format version (varint), first in every manifest |
 //! | 8 | policy state: owner (length-prefixed UTF-8), state (length-prefixed bytes) |
+//! | 9 | filter partitions of the new file just before it: file number, partitions (varints, `>= 2`) |
 //!
-//! Format version 2 added tag 8. Version 1 manifests (no policy state) still open; every manifest
-//! this build starts is version 2.
+//! Format version 2 added tag 8, version 3 tag 9 (a file without it has an unpartitioned filter).
+//! Older manifests still open; every manifest this build starts is version 3.
 
 use std::sync::Arc;
 
@@ -31,9 +32,10 @@ const TAG_NEW_FILE: u64 = 5;
 const TAG_DELETED_FILE: u64 = 6;
 const TAG_FORMAT_VERSION: u64 = 7;
 const TAG_POLICY_STATE: u64 = 8;
+const TAG_FILTER_PARTITIONS: u64 = 9;
 
 /// The manifest format version this build writes.
-pub(crate) const MANIFEST_FORMAT_VERSION: u64 = 2;
+pub(crate) const MANIFEST_FORMAT_VERSION: u64 = 3;
 
 /// The oldest manifest format version this build reads (version 1 has no policy state).
 const OLDEST_MANIFEST_FORMAT_VERSION: u64 = 1;
@@ -122,6 +124,11 @@ impl VersionEdit {
             put_varint64(&mut out, file.largest_sequence);
             put_fixed64(&mut out, file.bits_per_key.to_bits());
             put_varint64(&mut out, file.filter_bytes);
+            if file.filter_partitions > 1 {
+                put_varint64(&mut out, TAG_FILTER_PARTITIONS);
+                put_varint64(&mut out, file.number);
+                put_varint64(&mut out, u64::from(file.filter_partitions));
+            }
         }
         for state in &self.policy_states {
             put_varint64(&mut out, TAG_POLICY_STATE);
@@ -135,6 +142,7 @@ impl VersionEdit {
     pub(crate) fn decode(bytes: &[u8]) -> Result<VersionEdit, String> {
         let mut edit = VersionEdit::default();
         let mut decoder = Decoder::new(bytes);
+        let mut saw_filter_partitions = false;
         let truncated = |what: &str| format!("version edit truncated in {what}");
         while !decoder.is_empty() {
             let tag = decoder.varint64().ok_or_else(|| truncated("tag"))?;
@@ -177,6 +185,7 @@ impl VersionEdit {
                             largest_sequence: decoder.varint64()?,
                             bits_per_key: f64::from_bits(decoder.fixed64()?),
                             filter_bytes: decoder.varint64()?,
+                            filter_partitions: 1,
                             table: Arc::new(TableSlot::default()),
                             liveness: FileLiveness::new(number, None),
                         };
@@ -215,6 +224,33 @@ impl VersionEdit {
                         .to_vec();
                     edit.policy_states.push(PolicyState { owner, bytes });
                 }
+                TAG_FILTER_PARTITIONS => {
+                    let mut field = || {
+                        decoder
+                            .varint64()
+                            .ok_or_else(|| truncated("filter partitions"))
+                    };
+                    let number = field()?;
+                    let partitions = field()?;
+                    let file = edit
+                        .new_files
+                        .last_mut()
+                        .filter(|added| added.file.number == number)
+                        .and_then(|added| Arc::get_mut(&mut added.file))
+                        .ok_or_else(|| {
+                            format!("filter partitions of file {number}, which the record did not just add")
+                        })?;
+                    file.filter_partitions = u32::try_from(partitions)
+                        .ok()
+                        .filter(|&partitions| partitions >= 2)
+                        .ok_or_else(|| {
+                            format!(
+                                "file {number} has {partitions} filter partitions (2 to {})",
+                                u32::MAX
+                            )
+                        })?;
+                    saw_filter_partitions = true;
+                }
                 other => return Err(format!("unknown version edit tag {other}")),
             }
         }
@@ -227,6 +263,11 @@ impl VersionEdit {
             if version < 2 && !edit.policy_states.is_empty() {
                 return Err(format!(
                     "a format version {version} manifest record holds policy state (tag {TAG_POLICY_STATE}, added in version 2)"
+                ));
+            }
+            if version < 3 && saw_filter_partitions {
+                return Err(format!(
+                    "a format version {version} manifest record holds filter partitions (tag {TAG_FILTER_PARTITIONS}, added in version 3)"
                 ));
             }
         }
@@ -272,6 +313,61 @@ mod tests {
     fn edit_round_trips() {
         let edit = sample();
         assert_eq!(VersionEdit::decode(&edit.encode()), Ok(edit));
+    }
+
+    #[test]
+    fn filter_partitions_round_trip_and_are_checked() {
+        let partitioned = |number: u64, partitions: u32| AddedFile {
+            level: 2,
+            run_id: 3,
+            file: Arc::new(
+                FileMetadata::new(number, b"b", b"c")
+                    .with_entries(10)
+                    .with_filter(2.0, 32)
+                    .with_filter_partitions(partitions),
+            ),
+        };
+        let mut edit = sample();
+        edit.new_files.push(partitioned(8, 37));
+        edit.new_files.push(partitioned(9, 1));
+        let decoded = VersionEdit::decode(&edit.encode()).expect("decodes");
+        assert_eq!(decoded, edit);
+        let partitions: Vec<u32> = decoded
+            .new_files
+            .iter()
+            .map(|added| added.file.filter_partitions())
+            .collect();
+        assert_eq!(partitions, vec![1, 37, 1]);
+
+        // A record of tag 9 must follow the file it names, hold at least 2 partitions, and
+        // appear only in a version-3 manifest.
+        let record = |number: u64, partitions: u64| {
+            let mut out = Vec::new();
+            put_varint64(&mut out, TAG_FILTER_PARTITIONS);
+            put_varint64(&mut out, number);
+            put_varint64(&mut out, partitions);
+            out
+        };
+        let mut one_file = sample();
+        one_file.format_version = None;
+        let base = one_file.encode();
+        let with = |tail: Vec<u8>| [base.clone(), tail].concat();
+        assert!(VersionEdit::decode(&with(record(7, 4))).is_ok());
+        for (number, partitions) in [(8, 4), (7, 1), (7, 0), (7, u64::from(u32::MAX) + 1)] {
+            let error = VersionEdit::decode(&with(record(number, partitions)))
+                .expect_err("a malformed partitions record is refused");
+            assert!(error.contains("filter partitions"), "{error}");
+        }
+        assert!(
+            VersionEdit::decode(&record(7, 4)).is_err(),
+            "no file before it"
+        );
+        let old = VersionEdit {
+            format_version: Some(2),
+            ..edit
+        };
+        let error = VersionEdit::decode(&old.encode()).expect_err("version 2 has no tag 9");
+        assert!(error.contains("added in version 3"), "{error}");
     }
 
     #[test]
