@@ -161,19 +161,48 @@ impl Drop for ScratchDir {
     }
 }
 
+/// The filter bits per key in use (`Stats::effective_bits_per_key`) during a load, sampled every
+/// [`IN_USE_SAMPLE_PUTS`] puts: the most at any sample, and the least once the tree had a last
+/// level (two non-empty levels), where SPEC §3.5's floor of 0.95 of the budget applies.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+struct InUseRange {
+    least: Option<f64>,
+    most: f64,
+}
+
+/// Puts between two samples of [`InUseRange`].
+const IN_USE_SAMPLE_PUTS: u64 = 1_000;
+
 /// Writes keys `0..num` (the benchmark's key format) in the seeded pseudo-random load order of
-/// `strata bench`'s Mnemosyne mixes, each with a fresh random value of `value_size` bytes.
-fn load(db: &Db, format: &KeyFormat, value_size: usize, seed: u64) -> CliResult<()> {
+/// `strata bench`'s Mnemosyne mixes, each with a fresh random value of `value_size` bytes, and
+/// returns the filter bits in use it saw.
+fn load(db: &Db, format: &KeyFormat, value_size: usize, seed: u64) -> CliResult<InUseRange> {
     let mut rng = StdRng::seed_from_u64(seed ^ VALUE_SEED_SALT);
     let (mut key, mut value) = (Vec::new(), Vec::new());
+    let mut range = InUseRange::default();
+    let mut puts = 0u64;
     for op in LoadOrder::new(format.num(), seed) {
         if let Op::Insert(index) = op {
             format.present_key(index, &mut key);
             random_value(value_size, &mut rng, &mut value);
             db.put(&key, &value)?;
+            puts += 1;
+            if puts.is_multiple_of(IN_USE_SAMPLE_PUTS) {
+                let in_use = db.stats().effective_bits_per_key;
+                range.most = range.most.max(in_use);
+                let levels = db
+                    .version()
+                    .levels()
+                    .iter()
+                    .filter(|level| !level.is_empty())
+                    .count();
+                if levels >= 2 {
+                    range.least = Some(range.least.map_or(in_use, |least| least.min(in_use)));
+                }
+            }
         }
     }
-    Ok(())
+    Ok(range)
 }
 
 /// Mixed into the value rng's seed, so the values' stream differs from other seeded streams.

@@ -36,7 +36,8 @@ use strata::Db;
 use super::headroom::{optimal_bits, positions, rewrite, shape_signature, Workload};
 use super::RunArgs;
 use super::{
-    load, report_error, shape_summary, tree_shape, write_json, LevelShape, ScratchDir, TreeArgs,
+    load, report_error, shape_summary, tree_shape, write_json, InUseRange, LevelShape, ScratchDir,
+    TreeArgs,
 };
 use crate::bench::distribution::KeyDistribution;
 use crate::bench::parse_count;
@@ -96,6 +97,9 @@ struct Row {
     effective_bits_per_key: f64,
     /// Filter bits per key on disk.
     average_bits_per_key: f64,
+    /// Filter bits per key in use during the load (sampled; the least once a last level
+    /// existed).
+    in_use_during_load: InUseRange,
     policy_unnecessary_reads_per_lookup: f64,
     optimal_unnecessary_reads_per_lookup: f64,
     /// Policy / optimum; `null` when the optimum read nothing unnecessary.
@@ -186,7 +190,7 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
             &dir,
             args.tree.measured_options(allocator(args, kind)?, false)?,
         )?;
-        load(&db, &format, args.tree.value_size, args.run.seed)?;
+        let in_use_during_load = load(&db, &format, args.tree.value_size, args.run.seed)?;
         db.flush()?;
         if !args.no_settle {
             db.wait_for_compactions()?;
@@ -257,6 +261,7 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
             files,
             effective_bits_per_key: stats.effective_bits_per_key,
             average_bits_per_key: stats.average_bits_per_key,
+            in_use_during_load,
             policy_unnecessary_reads_per_lookup: policy_reads,
             optimal_unnecessary_reads_per_lookup: optimal_reads,
             regret: (optimal_reads > 0.0).then(|| policy_reads / optimal_reads),
@@ -303,12 +308,13 @@ fn print_table(out: &mut dyn Write, args: &RegretArgs, rows: &[Row]) -> std::io:
     )?;
     writeln!(
         out,
-        "{:<28} {:>6} {:>6} {:>8} {:>8} {:>9} {:>9} {:>7} {:>9} {:>9}  tree",
+        "{:<28} {:>6} {:>6} {:>8} {:>8} {:>11} {:>9} {:>9} {:>7} {:>9} {:>9}  tree",
         "policy",
         "runs",
         "files",
         "in use",
         "on disk",
+        "load in use",
         "policy",
         "optimal",
         "regret",
@@ -318,12 +324,19 @@ fn print_table(out: &mut dyn Write, args: &RegretArgs, rows: &[Row]) -> std::io:
     for row in rows {
         writeln!(
             out,
-            "{:<28} {:>6} {:>6} {:>8.2} {:>8.2} {:>9.4} {:>9.4} {:>7} {:>9.4} {:>9.4}  {}",
+            "{:<28} {:>6} {:>6} {:>8.2} {:>8.2} {:>11} {:>9.4} {:>9.4} {:>7} {:>9.4} {:>9.4}  {}",
             row.policy,
             row.runs,
             row.files,
             row.effective_bits_per_key,
             row.average_bits_per_key,
+            format!(
+                "{}-{:.2}",
+                row.in_use_during_load
+                    .least
+                    .map_or("-".to_string(), |least| format!("{least:.2}")),
+                row.in_use_during_load.most
+            ),
             row.policy_unnecessary_reads_per_lookup,
             row.optimal_unnecessary_reads_per_lookup,
             row.regret.map_or("-".to_string(), |r| format!("{r:.3}")),
@@ -365,8 +378,22 @@ mod tests {
                 .unwrap_or_else(|| panic!("a row for {policy}:\n{text}"));
             let fields: Vec<&str> = line.split_whitespace().collect();
             let in_use: f64 = fields[3].parse().expect("in use");
-            let policy_reads: f64 = fields[5].parse().expect("policy reads");
-            let optimal_reads: f64 = fields[6].parse().expect("optimal reads");
+            // The load's least and most bits in use (the tree had a last level long before
+            // the end of a 20,000-key load into 64 KiB buffers).
+            let (least, most) = fields[5].split_once('-').expect("least-most");
+            let (least, most): (f64, f64) = (
+                least.parse().expect("least in use"),
+                most.parse().expect("most in use"),
+            );
+            assert!(
+                0.0 < least && least <= most && most <= 2.0 * 1.2 + 1e-9,
+                "{line}"
+            );
+            if policy == "uniform" || policy == "elastic" {
+                assert!(most <= 2.0 + 1e-9, "a hard cap: {line}");
+            }
+            let policy_reads: f64 = fields[6].parse().expect("policy reads");
+            let optimal_reads: f64 = fields[7].parse().expect("optimal reads");
             assert!(in_use > 0.0 && in_use <= 2.0 * 1.2 + 1e-9, "{line}");
             assert!(policy_reads > 0.0 && optimal_reads > 0.0, "{line}");
             // The optimum of the budget reads less than uniform filters on the same tree. (Not
