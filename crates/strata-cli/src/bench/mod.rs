@@ -418,7 +418,7 @@ impl BenchConfig {
         }
         let compiled_in = |kind: EngineKind| match kind {
             EngineKind::Strata => true,
-            EngineKind::Rocksdb => cfg!(feature = "peer-rocksdb"),
+            EngineKind::Rocksdb | EngineKind::RocksdbRibbon => cfg!(feature = "peer-rocksdb"),
             EngineKind::Fjall => cfg!(feature = "peer-fjall"),
         };
         if let Some(peer) = args.engines.iter().find(|&&kind| !compiled_in(kind)) {

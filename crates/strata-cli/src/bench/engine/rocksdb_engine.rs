@@ -77,7 +77,79 @@ pub struct RocksDbEngine {
     /// reset; histograms cannot be reset either.
     stalls_baseline: Mutex<u64>,
     settings: Vec<String>,
+    filter: RocksDbFilter,
 }
+
+/// RocksDB's filter family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RocksDbFilter {
+    /// The full (format 5, cache-local) Bloom filter at the benchmark's bits per key.
+    Bloom,
+    /// `Standard128Ribbon` at the benchmark's bits per key of *memory*: RocksDB takes a
+    /// Bloom-equivalent bits per key (the Bloom filter whose false-positive rate the Ribbon filter
+    /// is to match), derived by [`ribbon_bloom_equivalent`].
+    Ribbon,
+}
+
+/// `BloomMath::StandardFpRate`: a standard Bloom filter's false-positive rate at `bits_per_key`
+/// with `probes` hash functions, `(1 - e^(-k / b))^k`.
+fn standard_fp_rate(bits_per_key: f64, probes: f64) -> f64 {
+    (1.0 - (-probes / bits_per_key).exp()).powf(probes)
+}
+
+/// RocksDB's rate for its cache-local (512-bit block) Bloom filter, as its `BloomMath::
+/// CacheLocalFpRate` models it: the average of the standard rate at one standard deviation of
+/// the Poisson load above and below the mean keys per block.
+fn cache_local_fp_rate(bits_per_key: f64, probes: f64) -> f64 {
+    let keys_per_block = 512.0 / bits_per_key;
+    let spread = keys_per_block.sqrt();
+    let crowded = standard_fp_rate(512.0 / (keys_per_block + spread), probes);
+    let uncrowded = standard_fp_rate(512.0 / (keys_per_block - spread).max(1e-9), probes);
+    (crowded + uncrowded) / 2.0
+}
+
+/// The probes RocksDB's `FastLocalBloomImpl::ChooseNumProbes` gives `bits_per_key`.
+fn rocksdb_bloom_probes(bits_per_key: f64) -> f64 {
+    let millibits = bits_per_key * 1000.0;
+    let thresholds = [
+        2080.0, 3580.0, 5100.0, 6640.0, 8300.0, 10070.0, 11720.0, 14001.0, 16050.0, 18300.0,
+        22001.0, 25501.0,
+    ];
+    match thresholds.iter().position(|&limit| millibits <= limit) {
+        Some(index) => index as f64 + 1.0,
+        None if millibits > 50_000.0 => 24.0,
+        None => ((millibits - 1.0) / 2000.0).floor() - 1.0,
+    }
+}
+
+/// The Bloom-equivalent bits per key to give RocksDB's Ribbon filter so that it holds about
+/// `bits_per_key` bits per key: a Ribbon filter of false-positive rate `f` holds
+/// `log2(1/f) * (1 + RIBBON_SPACE_OVERHEAD)` bits per key, so the Bloom-equivalent `x` solves
+/// `cache_local_fp_rate(x) = 2^(-bits_per_key / (1 + overhead))` (bisection). The bench prints
+/// the mapping and the filter bits per key RocksDB's table properties then report, so the match
+/// is checked in every run rather than assumed.
+pub fn ribbon_bloom_equivalent(bits_per_key: f64) -> f64 {
+    if bits_per_key <= 0.0 {
+        return 0.0;
+    }
+    let target = (-bits_per_key / (1.0 + RIBBON_SPACE_OVERHEAD) * std::f64::consts::LN_2).exp();
+    let rate = |x: f64| cache_local_fp_rate(x, rocksdb_bloom_probes(x));
+    let (mut low, mut high) = (bits_per_key * 0.5, bits_per_key * 4.0 + 4.0);
+    for _ in 0..60 {
+        let middle = (low + high) / 2.0;
+        if rate(middle) > target {
+            low = middle;
+        } else {
+            high = middle;
+        }
+    }
+    (low + high) / 2.0
+}
+
+/// Space a Ribbon filter spends beyond `log2(1/f)` bits per key (slots over keys, for banding to
+/// succeed): a few percent in RocksDB's configuration; calibrated against the table properties
+/// of the bench's runs (docs/BENCHMARKS.md).
+const RIBBON_SPACE_OVERHEAD: f64 = 0.05;
 
 /// RocksDB's type for one of Strata's compressions.
 fn compression_type(compression: Compression) -> DBCompressionType {
@@ -155,7 +227,7 @@ fn configure_compression(options: &mut Options, policy: &CompressionPolicy) -> S
 
 impl RocksDbEngine {
     /// Opens (or creates) a RocksDB database in `dir`.
-    pub fn open(dir: &Path, config: &EngineConfig) -> CliResult<Self> {
+    pub fn open(dir: &Path, config: &EngineConfig, filter: RocksDbFilter) -> CliResult<Self> {
         let mut options = Options::default();
         options.create_if_missing(true);
         options.enable_statistics();
@@ -217,7 +289,20 @@ impl RocksDbEngine {
         }
         let mut table = BlockBasedOptions::default();
         table.set_block_size(config.block_bytes);
-        table.set_bloom_filter(config.bits_per_key, false);
+        let filter_setting = match filter {
+            RocksDbFilter::Bloom => {
+                table.set_bloom_filter(config.bits_per_key, false);
+                format!("full Bloom filter {} bits/key", config.bits_per_key)
+            }
+            RocksDbFilter::Ribbon => {
+                let equivalent = ribbon_bloom_equivalent(config.bits_per_key);
+                table.set_ribbon_filter(equivalent);
+                format!(
+                    "Ribbon filter (Standard128Ribbon) at {equivalent:.3} Bloom-equivalent bits/key, for {} bits/key of filter memory",
+                    config.bits_per_key
+                )
+            }
+        };
         let cache = Cache::new_lru_cache(usize::try_from(config.cache_bytes).unwrap_or(usize::MAX));
         table.set_block_cache(&cache);
         // Strata keeps index and filter blocks in the block cache unless asked to pin them.
@@ -239,8 +324,8 @@ impl RocksDbEngine {
         }
         options.set_block_based_table_factory(&table);
         settings.push(format!(
-            "block_size {}; full Bloom filter {} bits/key (format_version default); LRU block cache {} bytes",
-            config.block_bytes, config.bits_per_key, config.cache_bytes
+            "block_size {}; {filter_setting} (format_version default); LRU block cache {} bytes",
+            config.block_bytes, config.cache_bytes
         ));
         settings.push(if config.pin_index_filter {
             "index and filter blocks held by table readers, outside the cache (cache_index_and_filter_blocks false)".to_string()
@@ -263,9 +348,28 @@ impl RocksDbEngine {
             read_bytes_baseline: Mutex::new(0),
             stalls_baseline: Mutex::new(0),
             settings,
+            filter,
         };
         engine.reset_counters();
         Ok(engine)
+    }
+
+    /// Filter bits per key over every table, from `rocksdb.aggregated-table-properties`
+    /// (`filter block size` and `# entries`); `None` if RocksDB does not report them.
+    fn filter_bits_per_key(&self) -> Option<f64> {
+        let text = self
+            .db
+            .property_value("rocksdb.aggregated-table-properties")
+            .ok()
+            .flatten()?;
+        let field = |name: &str| -> Option<f64> {
+            text.split(';').find_map(|part| {
+                let (key, value) = part.split_once('=')?;
+                (key.trim() == name).then(|| value.trim().parse().ok())?
+            })
+        };
+        let entries = field("# entries")?;
+        (entries > 0.0).then(|| field("filter block size").map(|bytes| bytes * 8.0 / entries))?
     }
 
     fn tickers(&self) -> Baseline {
@@ -288,7 +392,10 @@ impl RocksDbEngine {
 
 impl Engine for RocksDbEngine {
     fn name(&self) -> &'static str {
-        "rocksdb"
+        match self.filter {
+            RocksDbFilter::Bloom => "rocksdb",
+            RocksDbFilter::Ribbon => "rocksdb-ribbon",
+        }
     }
 
     fn version(&self) -> String {
@@ -466,8 +573,8 @@ impl Engine for RocksDbEngine {
             table_bytes: levels.iter().map(|l| l.bytes).sum(),
             levels,
             memtable_bytes,
-            // Every RocksDB filter has the configured bits per key; it has no budget of its own.
-            avg_bits_per_key: None,
+            // What the filters hold, from the table properties; RocksDB has no budget of its own.
+            avg_bits_per_key: self.filter_bits_per_key(),
             effective_bits_per_key: None,
             bits_per_key_cap: None,
             bits_per_key_budget: None,
