@@ -49,6 +49,7 @@ fn allocator(options: &InspectOptions) -> CliResult<Arc<dyn FilterAllocator>> {
         size_ratio: 10.0,
         expected_entries: 1,
         buffer_entries: 1,
+        budget_bytes: None,
     })?)
 }
 

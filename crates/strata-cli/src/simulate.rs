@@ -260,6 +260,7 @@ impl Simulation {
             size_ratio: args.size_ratio,
             expected_entries: args.num.min(key_space),
             buffer_entries: flush_entries,
+            budget_bytes: None,
         })?;
         let mut context = CompactionContext::new(args.write_buffer_bytes);
         context.level0_compaction_trigger = args.level0_compaction_trigger;

@@ -455,12 +455,14 @@ fn options_file(design: &Design, problem: &TuningProblem) -> OptionsFile {
                 bits_per_key: design.filter_bits / problem.entries,
                 expected_entries: Some(problem.entries.round() as u64),
                 buffer_entries: Some((buffer_bytes / problem.entry_bytes).round().max(1.0) as u64),
+                budget_bytes: None,
             },
             FilterAllocation::Uniform => FilterSection {
                 allocator: FilterAllocatorKind::Uniform,
                 bits_per_key: design.filter_bits / problem.entries,
                 expected_entries: None,
                 buffer_entries: None,
+                budget_bytes: None,
             },
         }),
         ..OptionsFile::default()

@@ -574,6 +574,61 @@ fn tiny_bench_writes_one_json_result_per_phase() {
     assert!(report["results"][0]["write_amp"].as_f64().is_some());
 }
 
+/// `--filter-budget-bytes` caps elastic filters' memory: at 16 bits per key the 20,000 keys
+/// would take about 40 KB; the 4 KiB budget holds them under 2 bits per key in use. Other
+/// allocators refuse it.
+#[test]
+fn bench_caps_elastic_filters_at_a_budget_in_bytes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("out.json");
+    ok(&[
+        "bench",
+        "--num",
+        "20000",
+        "--workloads",
+        "fillrandom,readmissing",
+        "--bits-per-key",
+        "16",
+        "--filter-policy",
+        "elastic",
+        "--filter-budget-bytes",
+        "4KiB",
+        "--write-buffer-bytes",
+        "64KiB",
+        "--target-file-bytes",
+        "64KiB",
+        "--json",
+        path_str(&json),
+    ]);
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON")).expect("valid");
+    let results = report["results"].as_array().expect("results");
+    let read = results
+        .iter()
+        .find(|row| row["phase"] == "readmissing")
+        .expect("readmissing");
+    let most = read["effective_bits_per_key_max"].as_f64().expect("max");
+    // 32,768 bits over the 16,384 or more entries in tables once the load is done: at most 2
+    // bits per key (the cap itself, in bytes, is checked by `tests/elastic.rs` in the engine).
+    assert!(most <= 2.0, "{most} bits/key in use: over 4 KiB");
+    assert!(most > 1.0, "the byte budget is spent: {most}");
+    let refused = strata(&[
+        "bench",
+        "--num",
+        "2000",
+        "--filter-policy",
+        "mnemosyne",
+        "--filter-budget-bytes",
+        "4KiB",
+    ]);
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("needs elastic filters"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
 #[test]
 fn bench_on_a_given_db_settles_and_leaves_the_keys_behind() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -214,6 +214,10 @@ pub struct FilterSection {
     /// `monkey`, refused for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buffer_entries: Option<u64>,
+    /// A cap in bytes on the filters in use besides the bits per key (SPEC §3.5). Elastic
+    /// filters only; refused for the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_bytes: Option<u64>,
 }
 
 impl OptionsFile {
@@ -306,6 +310,7 @@ impl OptionsFile {
                 size_ratio: compaction_settings.map_or(DEFAULT_SIZE_RATIO, |s| s.size_ratio),
                 expected_entries,
                 buffer_entries,
+                budget_bytes: section.budget_bytes,
             };
             options.filter_allocator = section
                 .allocator
@@ -393,10 +398,19 @@ mod tests {
             bits_per_key: 2.5,
             expected_entries: None,
             buffer_entries: None,
+            budget_bytes: None,
         });
         let text = file.to_toml().expect("writes");
         let read = OptionsFile::parse(&text).expect("reads its own output");
         assert_eq!(read, file, "{text}");
+        // A byte budget for elastic filters reads back and reaches the allocator.
+        let elastic = OptionsFile::parse(
+            "[filters]\nallocator = \"elastic\"\nbits_per_key = 2.0\nbudget_bytes = 65536",
+        )
+        .expect("parses")
+        .apply_to(Options::default())
+        .expect("valid");
+        assert_eq!(elastic.filter_allocator.filter_budget_bytes(), Some(65_536));
         let options = read.apply_to(Options::default()).expect("valid");
         assert_eq!(options.write_buffer_bytes, 1 << 20);
         assert!(options.filter_allocator.needs_access_statistics());
@@ -429,6 +443,14 @@ mod tests {
             (
                 "[filters]\nallocator = \"uniform\"\nbits_per_key = -1.0",
                 "filters",
+            ),
+            (
+                "[filters]\nallocator = \"mnemosyne\"\nbits_per_key = 2.0\nbudget_bytes = 4096",
+                "needs elastic filters",
+            ),
+            (
+                "[filters]\nallocator = \"elastic\"\nbits_per_key = 2.0\nbudget_bytes = 0",
+                "at least 1 byte",
             ),
             ("compression = \"snappy\"", "compression"),
             (

@@ -156,6 +156,10 @@ pub struct FilterSettings {
     pub expected_entries: u64,
     /// Entries one memtable holds when it is flushed (Monkey's prediction; at least 1 is used).
     pub buffer_entries: u64,
+    /// A cap in bytes on the filters in use besides the bits per key (elastic filters only;
+    /// `None`: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_bytes: Option<u64>,
 }
 
 impl FilterAllocatorKind {
@@ -197,6 +201,12 @@ impl FilterAllocatorKind {
     /// The allocator with `settings`; an invalid budget is an [`Error::InvalidArgument`].
     pub fn build(self, settings: &FilterSettings) -> Result<Arc<dyn FilterAllocator>> {
         let bits_per_key = settings.bits_per_key;
+        if settings.budget_bytes.is_some() && self != FilterAllocatorKind::Elastic {
+            return Err(Error::InvalidArgument(format!(
+                "a filter budget in bytes needs elastic filters; {} takes bits per key only",
+                self.name()
+            )));
+        }
         Ok(match self {
             FilterAllocatorKind::Uniform => Arc::new(Uniform::new(bits_per_key)?),
             FilterAllocatorKind::Monkey => Arc::new(
@@ -216,7 +226,13 @@ impl FilterAllocatorKind {
             FilterAllocatorKind::MnemosynePlusFirstCome => {
                 Arc::new(MnemosynePlus::new(bits_per_key)?.with_standby_filters(false))
             }
-            FilterAllocatorKind::Elastic => Arc::new(Elastic::new(bits_per_key)?),
+            FilterAllocatorKind::Elastic => {
+                let elastic = Elastic::new(bits_per_key)?;
+                Arc::new(match settings.budget_bytes {
+                    Some(bytes) => elastic.with_budget_bytes(bytes)?,
+                    None => elastic,
+                })
+            }
         })
     }
 }
@@ -322,6 +338,7 @@ mod tests {
                     size_ratio: 4.0,
                     expected_entries: 100_000,
                     buffer_entries: 1_000,
+                    budget_bytes: None,
                 };
                 let allocator = kind.build(&settings).expect("builds");
                 assert_eq!(allocator.bits_per_key_budget(), 5.0, "{kind}");

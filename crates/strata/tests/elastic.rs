@@ -187,3 +187,57 @@ fn few_large_partitioned_files_spend_the_budget() {
         assert!(db.get(key(i)).expect("get").is_some(), "key {i}");
     }
 }
+
+/// A budget in bytes (`Elastic::with_budget_bytes`): the filter memory in use never exceeds it
+/// at any sample of a write-heavy run, is spent to 0.95 of it once the tree has a last level,
+/// and `Stats` shows both.
+#[test]
+fn a_budget_in_bytes_is_a_hard_cap_and_spent() {
+    const BYTES: u64 = 4_096;
+    let options = Options::default()
+        .write_buffer_bytes(32 * 1024)
+        .target_file_bytes(32 * 1024)
+        .level0_compaction_trigger(2)
+        .compaction_policy(Arc::new(Leveling::new(4.0).expect("valid")))
+        .filter_allocator(Arc::new(
+            Elastic::new(4.0)
+                .expect("valid")
+                .with_budget_bytes(BYTES)
+                .expect("valid"),
+        ));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options).expect("open");
+    let (mut least, mut most) = (u64::MAX, 0u64);
+    for n in 0..KEYS {
+        let i = (n * 7919) % KEYS;
+        db.put(key(i), format!("value-{i}-padding").into_bytes())
+            .expect("put");
+        if n % 250 == 0 {
+            let stats = db.stats();
+            assert_eq!(stats.filter_budget_bytes, Some(BYTES));
+            most = most.max(stats.filter_bytes_in_use);
+            let files: usize = stats.levels.iter().map(|level| level.files).sum();
+            if stats.levels.len() >= 2 && files >= 12 {
+                least = least.min(stats.filter_bytes_in_use);
+            }
+        }
+    }
+    db.wait_for_compactions().expect("settle");
+    let stats = db.stats();
+    // Rounding to whole bytes: at most one over.
+    assert!(
+        most <= BYTES + 1,
+        "{most} bytes in use over {BYTES}\n{stats}"
+    );
+    assert!(
+        least as f64 >= 0.95 * BYTES as f64,
+        "{least} bytes in use, under 0.95 of {BYTES}\n{stats}"
+    );
+    let text = stats.to_string();
+    assert!(text.contains("filter memory in use"), "{text}");
+    // 30,000 keys at 4 bits per key would be 15,000 bytes: the byte budget binds.
+    assert!(stats.effective_bits_per_key < 1.2, "{stats}");
+    for i in (0..KEYS).step_by(17) {
+        assert!(db.get(key(i)).expect("get").is_some(), "key {i}");
+    }
+}

@@ -269,6 +269,7 @@ fn filter_settings(bits_per_key: f64) -> FilterSettings {
         size_ratio: SIZE_RATIO,
         expected_entries: 10_000,
         buffer_entries: 200,
+        budget_bytes: None,
     }
 }
 

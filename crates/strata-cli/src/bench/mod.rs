@@ -195,6 +195,10 @@ pub struct BenchArgs {
     /// default Strata's own; `never` keeps every table unpartitioned).
     #[arg(long, value_parser = parse_partition_threshold)]
     pub partition_metadata_above_bytes: Option<u64>,
+    /// A cap in bytes on Strata's filters in use besides `--bits-per-key` (elastic filters only,
+    /// `Elastic::with_budget_bytes`; KiB/MiB/GiB suffixes accepted).
+    #[arg(long, value_parser = parse_bytes)]
+    pub filter_budget_bytes: Option<u64>,
     /// Size of an index partition of Strata's partitioned tables (`Options::metadata_block_bytes`;
     /// default Strata's own, 4 KiB).
     #[arg(long, value_parser = parse_bytes)]
@@ -333,6 +337,7 @@ pub struct BenchConfig {
     pub max_background_compactions: Option<usize>,
     pub partition_metadata_above_bytes: Option<u64>,
     pub metadata_block_bytes: Option<u64>,
+    pub filter_budget_bytes: Option<u64>,
     pub access_statistics: bool,
     pub access_sample_every: u32,
     pub access_recent_weight: f64,
@@ -505,6 +510,7 @@ impl BenchConfig {
             max_background_compactions: args.max_background_compactions,
             partition_metadata_above_bytes: args.partition_metadata_above_bytes,
             metadata_block_bytes: args.metadata_block_bytes,
+            filter_budget_bytes: args.filter_budget_bytes,
             access_statistics: args.access_statistics,
             access_sample_every: args.access_sample_every,
             access_recent_weight: args.access_recent_weight,
@@ -589,6 +595,7 @@ impl BenchConfig {
             max_background_compactions: self.max_background_compactions,
             partition_metadata_above_bytes: self.partition_metadata_above_bytes,
             metadata_block_bytes: self.metadata_block_bytes,
+            filter_budget_bytes: self.filter_budget_bytes,
             access_statistics: self.access_statistics,
             access_sample_every: self.access_sample_every,
             access_recent_weight: self.access_recent_weight,

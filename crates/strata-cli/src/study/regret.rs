@@ -137,6 +137,7 @@ fn allocator(args: &RegretArgs, kind: FilterAllocatorKind) -> CliResult<Arc<dyn 
         size_ratio: args.tree.size_ratio,
         expected_entries: args.num,
         buffer_entries,
+        budget_bytes: None,
     })?)
 }
 

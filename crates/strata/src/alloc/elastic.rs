@@ -336,6 +336,8 @@ fn select(candidates: &[Candidate], budget_bits: f64) -> Vec<InUse> {
 #[derive(Debug)]
 pub struct Elastic {
     bits_per_key_target: f64,
+    /// A cap in bytes on the filters in use besides `bits_per_key_target` per entry.
+    budget_bytes: Option<u64>,
     module_bits: f64,
     disk_modules: usize,
     selection: ArcSwap<Selection>,
@@ -349,6 +351,7 @@ impl Elastic {
         let target = validated_target(bits_per_key_target)?;
         Ok(Elastic {
             bits_per_key_target: target,
+            budget_bytes: None,
             module_bits: (target / 2.0).max(MIN_MODULE_BITS_PER_KEY),
             disk_modules: DEFAULT_DISK_MODULES,
             selection: ArcSwap::from_pointee(Selection::default()),
@@ -378,9 +381,29 @@ impl Elastic {
         Ok(self)
     }
 
+    /// Caps the filters in use at `bytes` bytes as well (at least 1): the budget is then
+    /// `min(bits_per_key * entries, 8 * bytes)` bits, so a user under memory pressure states
+    /// the memory filters may take, however large the tree grows. The bits per key still set
+    /// the module size and the most a file is given.
+    pub fn with_budget_bytes(mut self, bytes: u64) -> Result<Self> {
+        if bytes == 0 {
+            return Err(Error::InvalidArgument(
+                "a filter budget in bytes must be at least 1 byte (use 0 bits per key for no \
+                 filters)"
+                    .into(),
+            ));
+        }
+        self.budget_bytes = Some(bytes);
+        Ok(self)
+    }
+
     /// The budget in bits for `entries` entries.
     fn budget_bits(&self, entries: f64) -> f64 {
-        self.bits_per_key_target * entries
+        let per_key = self.bits_per_key_target * entries;
+        match self.budget_bytes {
+            Some(bytes) => per_key.min(bytes as f64 * 8.0),
+            None => per_key,
+        }
     }
 
     /// The candidates for the tree's `files` (after any job), with `known` layouts.
@@ -599,7 +622,14 @@ impl Weights {
 
 impl FilterAllocator for Elastic {
     fn name(&self) -> String {
-        format!("elastic({})", self.bits_per_key_target)
+        match self.budget_bytes {
+            Some(bytes) => format!("elastic({}, {bytes} bytes)", self.bits_per_key_target),
+            None => format!("elastic({})", self.bits_per_key_target),
+        }
+    }
+
+    fn filter_budget_bytes(&self) -> Option<u64> {
+        self.budget_bytes
     }
 
     fn bits_per_key_budget(&self) -> f64 {

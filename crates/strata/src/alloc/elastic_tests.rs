@@ -521,3 +521,41 @@ fn a_tree_dominated_by_one_partitioned_file_spends_its_budget() {
         }
     );
 }
+
+/// A budget in bytes caps the filters in use below what the bits per key allow, and is spent.
+#[test]
+fn a_budget_in_bytes_caps_the_filters_in_use() {
+    assert!(Elastic::new(4.0)
+        .expect("valid")
+        .with_budget_bytes(0)
+        .is_err());
+    let allocator = Elastic::new(4.0)
+        .expect("valid")
+        .with_budget_bytes(2_000)
+        .expect("valid");
+    assert_eq!(allocator.filter_budget_bytes(), Some(2_000));
+    assert!(
+        allocator.name().contains("2000 bytes"),
+        "{}",
+        allocator.name()
+    );
+    let mut tree = Version::default();
+    for number in 1..=8u64 {
+        let files = vec![NewFile {
+            file_number: number,
+            entries: 1_000,
+            access: None,
+            filter_partitions: 1,
+        }];
+        tree = apply(&allocator, &tree, &flush(&files), 0, ("a", "z"));
+        let (used, per_key_budget) = in_use_and_budget(&allocator, &tree);
+        let budget = per_key_budget.min(16_000.0);
+        assert!(used <= budget + 1e-6, "{used} bits over {budget}");
+        // Within one 2-bit module of a 1,000-entry file.
+        assert!(used >= budget - 2_000.0, "{used} bits of {budget}");
+    }
+    // 8,000 entries at 4 bits per key would be 32,000 bits: the 16,000 bits of the byte budget
+    // are what is in use.
+    let (used, _) = in_use_and_budget(&allocator, &tree);
+    assert!((14_000.0..=16_000.0).contains(&used), "{used}");
+}

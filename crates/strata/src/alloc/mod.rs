@@ -194,6 +194,13 @@ pub trait FilterAllocator: Send + Sync + Debug {
     /// The filter budget in bits per key.
     fn bits_per_key_budget(&self) -> f64;
 
+    /// The filter budget in bytes, when one caps the filters in use besides the bits per key
+    /// (SPEC §3.5: `Options` takes the budget in bits per key and optionally in bytes; elastic
+    /// filters honour it). `None` (the default): the bits per key alone.
+    fn filter_budget_bytes(&self) -> Option<u64> {
+        None
+    }
+
     /// The most the tree's average bits per key may reach (the budget guard's cap, SPEC §3.3),
     /// or `None` if the policy does not guard its budget (Uniform spends exactly the budget;
     /// static Monkey spends whatever its prediction gives).

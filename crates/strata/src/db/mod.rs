@@ -790,6 +790,9 @@ impl DbInner {
                 (filter_bits - skipped_bits) / entries_total as f64
             },
             bits_per_key_budget: allocator.bits_per_key_budget(),
+            filter_budget_bytes: allocator.filter_budget_bytes(),
+            // Bits in use, rounded to whole bytes (never negative: skipped bits are part of them).
+            filter_bytes_in_use: ((filter_bits - skipped_bits).max(0.0) / 8.0).round() as u64,
             bits_per_key_cap: allocator.bits_per_key_cap(),
             last_sequence: self.versions.last_sequence(),
             wal_records_recovered: self.wal_records_recovered,

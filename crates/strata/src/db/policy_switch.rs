@@ -316,6 +316,7 @@ mod tests {
                 size_ratio: 10.0,
                 expected_entries: 0,
                 buffer_entries: 0,
+                budget_bytes: None,
             })
             .expect("builds");
         let switch = Switch::<FilterAllocatorKind> {
@@ -327,6 +328,7 @@ mod tests {
                 size_ratio: 4.0,
                 expected_entries: 1_000_000,
                 buffer_entries: 10_000,
+                budget_bytes: None,
             },
         };
         let tree = tree_with(vec![switch.to_state().expect("records")]);

@@ -57,6 +57,12 @@ pub struct Stats {
     pub effective_bits_per_key: f64,
     /// The filter allocator's budget in bits per key.
     pub bits_per_key_budget: f64,
+    /// The filter allocator's budget in bytes, when it has one besides the bits per key
+    /// (`FilterAllocator::filter_budget_bytes`).
+    pub filter_budget_bytes: Option<u64>,
+    /// Bytes of the filters in use: [`Stats::effective_bits_per_key`] over every entry, in bytes
+    /// (what a byte budget caps).
+    pub filter_bytes_in_use: u64,
     /// The budget guard's cap in bits per key (Mnemosyne, Mnemosyne+), `None` for policies that
     /// do not guard their budget.
     pub bits_per_key_cap: Option<f64>,
@@ -107,6 +113,14 @@ impl fmt::Display for Stats {
             self.average_bits_per_key,
             self.effective_bits_per_key
         )?;
+        if let Some(budget) = self.filter_budget_bytes {
+            writeln!(
+                f,
+                "filter memory in use: {:.3} MiB of a {:.3} MiB budget",
+                mib(self.filter_bytes_in_use),
+                mib(budget)
+            )?;
+        }
         writeln!(
             f,
             "{:>5} {:>5} {:>6} {:>12} {:>12} {:>10} {:>8}",

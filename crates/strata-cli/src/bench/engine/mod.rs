@@ -86,6 +86,8 @@ pub struct EngineConfig {
     pub partition_metadata_above_bytes: Option<u64>,
     /// Strata's index partition size (`None`: Strata's default).
     pub metadata_block_bytes: Option<u64>,
+    /// A cap in bytes on Strata's filters in use (elastic filters only; peers ignore it).
+    pub filter_budget_bytes: Option<u64>,
     /// Keep Merlin's access statistics in Strata (SPEC §4).
     pub access_statistics: bool,
     /// Record one lookup in this many in them.
@@ -337,6 +339,7 @@ pub(crate) mod conformance {
             max_background_compactions: None,
             partition_metadata_above_bytes: None,
             metadata_block_bytes: None,
+            filter_budget_bytes: None,
             access_statistics: false,
             access_sample_every: 1,
             access_recent_weight: 0.75,

@@ -37,6 +37,7 @@ impl StrataEngine {
             size_ratio: config.size_ratio,
             expected_entries: config.expected_entries,
             buffer_entries,
+            budget_bytes: config.filter_budget_bytes,
         })?;
         // Merlin's statistics (Mnemosyne+) are paid for out of the block cache, so that every
         // policy runs with the same memory: about 600 bytes per table file, for the files the
