@@ -18,8 +18,8 @@
 //!
 //! # Hashing
 //!
-//! Callers pass [`key_hash`](super::bloom::key_hash) (XXH3-64 of the user key). Each filter remixes it with a
-//! 64-bit *hash key* derived from the filter's seed and the construction attempt that succeeded
+//! Callers pass [`key_hash`](super::bloom::key_hash) (XXH3-64 of the user key). Each filter
+//! remixes it with a 64-bit *hash key* derived from the filter's seed and the construction attempt that succeeded
 //! (see below): `x = mix64(hash ^ hash_key)` with
 //! `hash_key = mix64((attempt << 32 | seed) + 0x9e37_79b9_7f4a_7c15)` (for attempt 0 this is the
 //! Bloom filter's `splitmix64(seed)`). The map `(seed, attempt) -> hash_key` is injective, so two
@@ -28,8 +28,9 @@
 //!
 //! * start slot `s = (x * num_starts) >> 64` (Lemire's multiply-shift range reduction on all 64
 //!   bits), `num_starts = 128 * (num_blocks - 1) + 1`;
-//! * coefficient row `c = mix64(x ^ K1) | mix64(x ^ K2) << 64`, with its lowest bit forced to 1
-//!   (so the row's first coefficient is at its start, as in RocksDB's `kFirstCoeffAlwaysOne`);
+//! * coefficient row `c`: low 64 bits `mix64(x ^ K1)`, high 64 bits `mix64(x ^ K2)`, lowest bit
+//!   forced to 1 (so the row's first coefficient is at its start, as in RocksDB's
+//!   `kFirstCoeffAlwaysOne`);
 //! * result row `h = mix64(x ^ K3)`, of which a probe compares the low `columns` bits.
 //!
 //! The three constants are distinct, so `c` and `h` are pseudo-random functions of `x` that look
@@ -50,6 +51,14 @@
 //! `n` keys at `bpk` bits per key holds `ceil(n * bpk / 128)` segments, i.e. `n * bpk / 8` bytes
 //! rounded up to 16 (at least one segment; at most 64 columns per block, which caps the bits per
 //! key at [`MAX_BITS_PER_KEY`] anyway). The last block is always an upper one.
+//!
+//! Unlike RocksDB, which needs at least two blocks, a filter of up to about 120 keys has a single
+//! block (`num_starts = 1`: every row starts at slot 0 and the system is a dense one). RocksDB
+//! avoids that because its coefficient rows are cheap expansions of 64 hash bits; here both
+//! halves are full remixes, and the measured failure rate of one-block systems is in
+//! [`block_count`]'s doc. Tiny filters still pay for the block: one key at 10 bits per key gets
+//! one 16-byte segment over 128 slots, a single column, FPR 1/2 (the Bloom filter spends a
+//! 64-byte block on it). [`expected_false_positive_rate`] prices every size exactly.
 //!
 //! # Slots and construction (see [`block_count`])
 //!
@@ -395,15 +404,20 @@ struct Row {
     result: u64,
 }
 
+/// Start slot of the remixed hash `x`: multiply-shift range reduction into `0..num_starts`.
+#[inline]
+fn start_slot(x: u64, num_starts: u64) -> u64 {
+    ((u128::from(x) * u128::from(num_starts)) >> 64) as u64
+}
+
 impl Row {
     #[inline]
     fn new(hash: u64, hash_key: u64, num_starts: u64) -> Row {
         let x = mix64(hash ^ hash_key);
-        let start = ((u128::from(x) * u128::from(num_starts)) >> 64) as u64;
         let low = mix64(x ^ COEFF_LOW_KEY);
         let high = mix64(x ^ COEFF_HIGH_KEY);
         Row {
-            start,
+            start: start_slot(x, num_starts),
             coefficients: (u128::from(high) << 64 | u128::from(low)) | 1,
             result: mix64(x ^ RESULT_KEY),
         }
@@ -416,27 +430,31 @@ fn parity(value: u128) -> u64 {
     u64::from(((value as u64) ^ ((value >> 64) as u64)).count_ones() & 1)
 }
 
-/// The banding (the upper-triangular band matrix being built) for one attempt: slot `i` holds the
-/// equation whose first coefficient is at `i`, or zero coefficients if none is.
+/// One slot of the banding: the equation whose first coefficient is at this slot (zero
+/// coefficients and result if none is). Coefficients and result share one 32-byte entry, so a
+/// banding step touches one cache line.
+#[derive(Clone, Copy, Default)]
+struct Equation {
+    coefficients: u128,
+    result: u64,
+}
+
+/// The banding (the upper-triangular band matrix being built) for one attempt.
 struct Banding {
-    coefficients: Vec<u128>,
-    results: Vec<u64>,
+    equations: Vec<Equation>,
 }
 
 impl Banding {
     fn new() -> Banding {
         Banding {
-            coefficients: Vec::new(),
-            results: Vec::new(),
+            equations: Vec::new(),
         }
     }
 
     /// Clears the banding for `slots` slots, reusing the allocation between attempts.
     fn reset(&mut self, slots: usize) {
-        self.coefficients.clear();
-        self.coefficients.resize(slots, 0);
-        self.results.clear();
-        self.results.resize(slots, 0);
+        self.equations.clear();
+        self.equations.resize(slots, Equation::default());
     }
 
     /// On-the-fly Gaussian elimination (Dillinger & Walzer §3, RocksDB's `BandingAdd`): walk from
@@ -451,18 +469,18 @@ impl Banding {
         loop {
             // `slot <= start + 127 < slots`: the row's last coefficient never moves past its
             // start's block end, and `num_starts + 127 == slots`.
-            let (Some(existing), Some(existing_result)) =
-                (self.coefficients.get_mut(slot), self.results.get_mut(slot))
-            else {
+            let Some(existing) = self.equations.get_mut(slot) else {
                 return false;
             };
-            if *existing == 0 {
-                *existing = coefficients;
-                *existing_result = result;
+            if existing.coefficients == 0 {
+                *existing = Equation {
+                    coefficients,
+                    result,
+                };
                 return true;
             }
-            coefficients ^= *existing;
-            result ^= *existing_result;
+            coefficients ^= existing.coefficients;
+            result ^= existing.result;
             if coefficients == 0 {
                 return result == 0;
             }
@@ -484,17 +502,17 @@ impl Banding {
             let (columns, first) = layout.block_columns(block);
             let begin = (block * COEFF_BITS) as usize;
             let end = begin + COEFF_BITS as usize;
-            let rows = self
-                .coefficients
+            for equation in self
+                .equations
                 .get(begin..end)
                 .unwrap_or_default()
                 .iter()
-                .zip(self.results.get(begin..end).unwrap_or_default())
-                .rev();
-            for (&coefficients, &result) in rows {
+                .rev()
+            {
                 for (column, column_state) in state.iter_mut().take(columns).enumerate() {
                     let shifted = *column_state << 1;
-                    let bit = parity(shifted & coefficients) ^ ((result >> column) & 1);
+                    let bit =
+                        parity(shifted & equation.coefficients) ^ ((equation.result >> column) & 1);
                     *column_state = shifted | u128::from(bit);
                 }
             }
@@ -506,7 +524,7 @@ impl Banding {
     }
 }
 
-/// Tries to band every hash with the hash key of `attempt`; the banding on success.
+/// Tries to band every hash with the hash key of `attempt`; true when all of them fit.
 fn band(
     hashes: &[u64],
     seed: u32,
@@ -529,7 +547,7 @@ fn band(
 ///
 /// The system's size depends on the final key count, so hashes are buffered (8 bytes per key)
 /// until [`finish`](Self::finish); a builder with `bits_per_key <= 0` buffers nothing.
-/// `finish` needs another 24 bytes per slot for the banding, freed before it returns.
+/// `finish` needs another 32 bytes per slot for the banding, freed before it returns.
 pub(crate) struct RibbonFilterBuilder {
     bits_per_key: f64,
     seed: u32,
