@@ -1,20 +1,29 @@
-//! Bloom filter microbenchmarks (`filter/bloom.rs`):
+//! Filter microbenchmarks: the Bloom filter (`filter/bloom.rs`) and, beside it at the same bits
+//! per key, the Ribbon filter (`filter/ribbon.rs`):
 //!
-//! * `bloom_probe/{10,2}bpk/{hit,miss}`: one `may_contain_hash` on a filter of 1,000,000 keys
-//!   (1.2 MiB at 10 bits/key, 244 KiB at 2: far past a 48 KiB L1d, inside the 2 MiB per-core L2
-//!   of the project's machine), with a precomputed key hash. Hits probe inserted keys, misses
-//!   keys that were never inserted; both in random order, so each probe touches a random 64-byte
-//!   block. Successive probes are independent, so the CPU overlaps their cache misses: this is
-//!   probe throughput, not the latency of one isolated probe.
-//! * `bloom_build/{10,2}bpk`: a table file's filter build, `BloomFilterBuilder::new`, 1,000,000
-//!   `add_hash` calls and `finish` (which sets the bits and serializes).
+//! * `{bloom,ribbon}_probe/{10,5,2}bpk/{hit,miss}`: one `may_contain_hash` on a filter of
+//!   1,000,000 keys (Bloom: 1.2 MiB at 10 bits/key, 244 KiB at 2: far past a 48 KiB L1d, inside
+//!   the 2 MiB per-core L2 of the project's machine; Ribbon the same within 64 bytes), with a
+//!   precomputed key hash. Hits probe inserted keys, misses keys that were never inserted; both
+//!   in random order, so each probe touches a random part of the filter. Successive probes are
+//!   independent, so the CPU overlaps their cache misses: this is probe throughput, not the
+//!   latency of one isolated probe. A Ribbon miss stops at the first result column that
+//!   disagrees, a hit checks every column.
+//! * `{bloom,ribbon}_build/{10,5,2}bpk`: a table file's filter build, `*FilterBuilder::new`,
+//!   1,000,000 `add_hash` calls and `finish` (Bloom: sets the bits; Ribbon: banding, back
+//!   substitution; both serialize). Throughput is in keys, so criterion reports time per key.
 
 mod common;
 
 use std::hint::black_box;
 
-use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
-use strata::bench_internals::{key_hash, BloomFilter, BloomFilterBuilder};
+use criterion::measurement::WallTime;
+use criterion::{
+    criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput,
+};
+use strata::bench_internals::{
+    key_hash, BloomFilter, BloomFilterBuilder, RibbonFilter, RibbonFilterBuilder,
+};
 
 /// Keys in the filter.
 const KEYS: usize = 1_000_000;
@@ -22,7 +31,7 @@ const KEYS: usize = 1_000_000;
 /// The seed table files use for their filter.
 const FILTER_SEED: u32 = 0;
 
-const BITS_PER_KEY: [f64; 2] = [10.0, 2.0];
+const BITS_PER_KEY: [f64; 3] = [10.0, 5.0, 2.0];
 
 fn key_hashes(count: usize, seed: u64) -> Vec<u64> {
     common::random_keys(count, seed)
@@ -31,7 +40,7 @@ fn key_hashes(count: usize, seed: u64) -> Vec<u64> {
         .collect()
 }
 
-fn build(bits_per_key: f64, hashes: &[u64]) -> Vec<u8> {
+fn build_bloom(bits_per_key: f64, hashes: &[u64]) -> Vec<u8> {
     let mut builder = BloomFilterBuilder::new(bits_per_key, FILTER_SEED);
     for &hash in hashes {
         builder.add_hash(hash);
@@ -39,41 +48,85 @@ fn build(bits_per_key: f64, hashes: &[u64]) -> Vec<u8> {
     builder.finish()
 }
 
+fn build_ribbon(bits_per_key: f64, hashes: &[u64]) -> Vec<u8> {
+    let mut builder = RibbonFilterBuilder::new(bits_per_key, FILTER_SEED);
+    for &hash in hashes {
+        builder.add_hash(hash);
+    }
+    builder.finish()
+}
+
+/// Benchmarks `may_contain` on the inserted (`hit`) and absent (`miss`) hashes, cycling through
+/// them in order; prints the filter's size and measured false-positive rate first.
+fn bench_probes(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    label: &str,
+    size_bytes: usize,
+    may_contain: impl Fn(u64) -> bool,
+    present: &[u64],
+    absent: &[u64],
+) {
+    let false_positives = absent.iter().filter(|&&hash| may_contain(hash)).count();
+    eprintln!(
+        "{label}: filter of {size_bytes} bytes, measured false-positive rate {:.4}",
+        false_positives as f64 / absent.len() as f64
+    );
+    for (name, hashes) in [("hit", present), ("miss", absent)] {
+        group.bench_function(format!("{label}/{name}"), |b| {
+            let mut next = 0;
+            b.iter(|| {
+                let hash = hashes[next];
+                next += 1;
+                if next == hashes.len() {
+                    next = 0;
+                }
+                may_contain(black_box(hash))
+            });
+        });
+    }
+}
+
 fn bloom_probe(c: &mut Criterion) {
     let present = key_hashes(KEYS, 1);
     let absent = key_hashes(KEYS, 2);
     let mut group = c.benchmark_group("bloom_probe");
     for bits_per_key in BITS_PER_KEY {
-        let filter = BloomFilter::decode(build(bits_per_key, &present)).expect("filter decodes");
-        let false_positives = absent
-            .iter()
-            .filter(|&&hash| filter.may_contain_hash(hash))
-            .count();
-        eprintln!(
-            "bloom_probe/{bits_per_key}bpk: filter of {} bytes, measured false-positive rate {:.4}",
+        let filter =
+            BloomFilter::decode(build_bloom(bits_per_key, &present)).expect("filter decodes");
+        bench_probes(
+            &mut group,
+            &format!("{bits_per_key}bpk"),
             filter.size_bytes(),
-            false_positives as f64 / absent.len() as f64
+            |hash| filter.may_contain_hash(hash),
+            &present,
+            &absent,
         );
-        for (name, hashes) in [("hit", &present), ("miss", &absent)] {
-            group.bench_function(format!("{bits_per_key}bpk/{name}"), |b| {
-                let mut next = 0;
-                b.iter(|| {
-                    let hash = hashes[next];
-                    next += 1;
-                    if next == hashes.len() {
-                        next = 0;
-                    }
-                    filter.may_contain_hash(black_box(hash))
-                });
-            });
-        }
     }
     group.finish();
 }
 
-fn bloom_build(c: &mut Criterion) {
+fn ribbon_probe(c: &mut Criterion) {
+    let present = key_hashes(KEYS, 1);
+    let absent = key_hashes(KEYS, 2);
+    let mut group = c.benchmark_group("ribbon_probe");
+    for bits_per_key in BITS_PER_KEY {
+        let filter =
+            RibbonFilter::decode(build_ribbon(bits_per_key, &present)).expect("filter decodes");
+        bench_probes(
+            &mut group,
+            &format!("{bits_per_key}bpk"),
+            filter.size_bytes(),
+            |hash| filter.may_contain_hash(hash),
+            &present,
+            &absent,
+        );
+    }
+    group.finish();
+}
+
+fn bench_builds(c: &mut Criterion, name: &str, build: fn(f64, &[u64]) -> Vec<u8>) {
     let hashes = key_hashes(KEYS, 1);
-    let mut group = c.benchmark_group("bloom_build");
+    let mut group = c.benchmark_group(name);
     // One iteration takes milliseconds: a few flat samples suffice.
     group.sample_size(10);
     group.sampling_mode(SamplingMode::Flat);
@@ -86,5 +139,19 @@ fn bloom_build(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bloom_probe, bloom_build);
+fn bloom_build(c: &mut Criterion) {
+    bench_builds(c, "bloom_build", build_bloom);
+}
+
+fn ribbon_build(c: &mut Criterion) {
+    bench_builds(c, "ribbon_build", build_ribbon);
+}
+
+criterion_group!(
+    benches,
+    bloom_probe,
+    ribbon_probe,
+    bloom_build,
+    ribbon_build
+);
 criterion_main!(benches);

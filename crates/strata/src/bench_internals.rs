@@ -1,5 +1,5 @@
 //! Thin wrappers that let the criterion microbenchmarks in `crates/strata/benches/` (separate
-//! crates) reach crate-internal types: the Bloom filter, sorted blocks, the memtable and the table
+//! crates) reach crate-internal types: the Bloom and Ribbon filters, sorted blocks, the memtable and the table
 //! reader. Compiled only with the `internal-benches` cargo feature and hidden from the docs: this is
 //! not part of Strata's API and may change with the internals it wraps.
 //!
@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::cache::BlockCache;
 use crate::env::{FileSystem, RealFileSystem};
 use crate::error::Result;
-use crate::filter::bloom;
+use crate::filter::{bloom, ribbon};
 use crate::key;
 use crate::memtable;
 use crate::stats::IoCounters;
@@ -68,6 +68,50 @@ impl BloomFilter {
     /// Decodes a serialized filter; the error is the corruption reason.
     pub fn decode(bytes: Vec<u8>) -> std::result::Result<Self, String> {
         bloom::BloomFilter::decode(bytes).map(BloomFilter)
+    }
+
+    /// False when the key with this [`key_hash`] is certainly absent.
+    #[inline]
+    pub fn may_contain_hash(&self, hash: u64) -> bool {
+        self.0.may_contain_hash(hash)
+    }
+
+    /// Serialized size in bytes.
+    pub fn size_bytes(&self) -> usize {
+        self.0.size_bytes()
+    }
+}
+
+/// The engine's Ribbon filter builder (`filter/ribbon.rs`).
+pub struct RibbonFilterBuilder(ribbon::RibbonFilterBuilder);
+
+impl RibbonFilterBuilder {
+    /// A builder for `bits_per_key` bits per key and hash seed `seed`.
+    #[inline]
+    pub fn new(bits_per_key: f64, seed: u32) -> Self {
+        RibbonFilterBuilder(ribbon::RibbonFilterBuilder::new(bits_per_key, seed))
+    }
+
+    /// Adds a key by its [`key_hash`].
+    #[inline]
+    pub fn add_hash(&mut self, hash: u64) {
+        self.0.add_hash(hash);
+    }
+
+    /// Solves and serializes the filter (empty when there is no filter).
+    #[inline]
+    pub fn finish(self) -> Vec<u8> {
+        self.0.finish()
+    }
+}
+
+/// A decoded Ribbon filter, as the block cache would hold it.
+pub struct RibbonFilter(ribbon::RibbonFilter);
+
+impl RibbonFilter {
+    /// Decodes a serialized filter; the error is the corruption reason.
+    pub fn decode(bytes: Vec<u8>) -> std::result::Result<Self, String> {
+        ribbon::RibbonFilter::decode(bytes).map(RibbonFilter)
     }
 
     /// False when the key with this [`key_hash`] is certainly absent.

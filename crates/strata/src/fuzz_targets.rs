@@ -31,6 +31,7 @@ use crate::env::{FileLock, FileSystem, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 use crate::filter::bloom::BloomFilter;
 use crate::filter::modular;
+use crate::filter::ribbon::RibbonFilter;
 use crate::iterator::InternalIterator;
 use crate::key::compare_internal_keys;
 use crate::stats::merlin::{FileAccess, MerlinState};
@@ -325,6 +326,23 @@ pub fn filter(data: &[u8]) {
             "modular filter index does not re-encode to its bytes"
         );
     }
+}
+
+/// A Ribbon filter block (`filter/ribbon.rs`: `RibbonFilter::decode`, probed with hashes from the
+/// input). A decoded filter must account for every input byte, price its FPR as a probability,
+/// and, if it is the unsolved fallback, answer "maybe" to every probe.
+pub fn ribbon_filter(data: &[u8]) {
+    let Ok(filter) = RibbonFilter::decode(data.to_vec()) else {
+        return;
+    };
+    assert_eq!(filter.size_bytes(), data.len());
+    let rate = filter.expected_false_positive_rate();
+    assert!((0.0..=1.0).contains(&rate), "expected FPR {rate}");
+    for hash in probe_hashes(data) {
+        let maybe = filter.may_contain_hash(hash);
+        assert!(maybe || filter.is_solved(), "an unsolved filter said no");
+    }
+    let _ = (filter.bits_per_key(), filter.seed(), filter.attempt());
 }
 
 /// A partitioned table's top-level index (`table/partition.rs`: `PartitionIndex::decode`). The

@@ -162,9 +162,10 @@ pub(crate) fn key_hash(user_key: &[u8]) -> u64 {
 }
 
 /// Stafford's Mix13 64-bit finalizer (the output stage of splitmix64): a bijection in which every
-/// input bit flips every output bit with probability close to 1/2.
+/// input bit flips every output bit with probability close to 1/2. Shared with the Ribbon filter
+/// (`filter/ribbon.rs`), which remixes key hashes the same way.
 #[inline]
-fn mix64(mut z: u64) -> u64 {
+pub(crate) fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)

@@ -11,6 +11,7 @@ use proptest::sample::Index;
 use super::*;
 use crate::coding::{put_fixed64, put_varint64};
 use crate::filter::bloom::BloomFilterBuilder;
+use crate::filter::ribbon::RibbonFilterBuilder;
 use crate::key::{encode_internal_key, ValueKind};
 use crate::table::format::{append_block, verify_block};
 use crate::version::edit::{AddedFile, DeletedFile, MANIFEST_FORMAT_VERSION};
@@ -595,6 +596,30 @@ proptest! {
     }
 
     #[test]
+    fn ribbon_filter_target_survives_arbitrary_bytes(bytes in arbitrary_bytes()) {
+        ribbon_filter(&bytes);
+    }
+
+    #[test]
+    fn ribbon_filter_target_round_trips_and_survives_damage(
+        hashes in prop::collection::vec(any::<u64>(), 1..300),
+        bits_per_key in 0.5f64..20.0,
+        seed in any::<u32>(),
+        damage in mutations(),
+    ) {
+        let mut builder = RibbonFilterBuilder::new(bits_per_key, seed);
+        for &hash in &hashes {
+            builder.add_hash(hash);
+        }
+        let ribbon = builder.finish();
+        let decoded = RibbonFilter::decode(ribbon.clone()).expect("a built filter decodes");
+        prop_assert!(hashes.iter().all(|&hash| decoded.may_contain_hash(hash)));
+        prop_assert_eq!(decoded.seed(), seed);
+        ribbon_filter(&ribbon);
+        ribbon_filter(&mutate(ribbon, &damage));
+    }
+
+    #[test]
     fn wal_targets_survive_arbitrary_bytes(bytes in arbitrary_bytes()) {
         wal_record(&bytes);
         write_batch(&bytes);
@@ -803,6 +828,17 @@ fn write_fuzz_seed_corpora() {
             sample(&|runner| {
                 let hashes = draw(runner, prop::collection::vec(any::<u64>(), 1..100));
                 let mut builder = BloomFilterBuilder::new(draw(runner, 1.0f64..12.0), 7);
+                for hash in hashes {
+                    builder.add_hash(hash);
+                }
+                builder.finish()
+            }),
+        ),
+        (
+            "ribbon_filter",
+            sample(&|runner| {
+                let hashes = draw(runner, prop::collection::vec(any::<u64>(), 1..300));
+                let mut builder = RibbonFilterBuilder::new(draw(runner, 0.5f64..12.0), 7);
                 for hash in hashes {
                     builder.add_hash(hash);
                 }

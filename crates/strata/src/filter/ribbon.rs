@@ -1,0 +1,877 @@
+//! Standard Ribbon filter with 128-bit coefficient rows and interleaved solution storage
+//! (Dillinger & Walzer 2021, "Ribbon filter: practically smaller than Bloom and Xor"), modelled on
+//! RocksDB's `Standard128Ribbon`: a static filter with a real-valued bits per key chosen per file,
+//! like the Bloom filter of [`super::bloom`] (SPEC §1), but with a lower FPR at equal memory.
+//!
+//! # Why
+//!
+//! A Bloom filter needs `1.44 * log2(1/eps)` bits per key (the blocked layout a little more). A
+//! Ribbon filter stores, for `m` slots, an `m x r` bit matrix `S` (the *solution*) such that for
+//! every inserted key the key's 128-bit coefficient row `c(key)`, placed at the key's start slot,
+//! selects rows of `S` whose XOR equals the key's `r`-bit result row `h(key)`. An absent key
+//! matches its own result row only by chance, `2^-r`; the memory is `r` bits per slot and there are
+//! only 3-7% more slots than keys, so the filter needs about `1.06 * log2(1/eps)` bits
+//! per key: roughly 30% less than Bloom for the same FPR. The price is construction time (a
+//! Gaussian elimination, "banding", plus back substitution) and a hashes buffer, both paid once
+//! per file at flush or compaction time; a probe reads one or two adjacent 16-byte segments per
+//! result column, all within a few cache lines.
+//!
+//! # Hashing
+//!
+//! Callers pass [`key_hash`](super::bloom::key_hash) (XXH3-64 of the user key). Each filter
+//! remixes it with a 64-bit *hash key* derived from the filter's seed and the construction attempt that succeeded
+//! (see below): `x = mix64(hash ^ hash_key)` with
+//! `hash_key = mix64((attempt << 32 | seed) + 0x9e37_79b9_7f4a_7c15)` (for attempt 0 this is the
+//! Bloom filter's `splitmix64(seed)`). The map `(seed, attempt) -> hash_key` is injective, so two
+//! filters over the same keys with different seeds use different remixes and make independent
+//! errors, which the modular filter (Mnemosyne §4.2) relies on. From `x`:
+//!
+//! * start slot `s = (x * num_starts) >> 64` (Lemire's multiply-shift range reduction on all 64
+//!   bits), `num_starts = 128 * (num_blocks - 1) + 1`;
+//! * coefficient row `c`: low 64 bits `mix64(x ^ K1)`, high 64 bits `mix64(x ^ K2)`, lowest bit
+//!   forced to 1 (so the row's first coefficient is at its start, as in RocksDB's
+//!   `kFirstCoeffAlwaysOne`);
+//! * result row `h = mix64(x ^ K3)`, of which a probe compares the low `columns` bits.
+//!
+//! The three constants are distinct, so `c` and `h` are pseudo-random functions of `x` that look
+//! independent of each other and of `s`: an absent key's result row is independent of what the
+//! solution answers for its `(s, c)`, which is what makes the FPR exactly `2^-columns`.
+//!
+//! # Interleaved solution storage and real-valued bits per key
+//!
+//! The `m = 128 * num_blocks` slots form blocks of 128 slots. Block `b` stores its part of `S`
+//! column-major as `columns_b` 16-byte *segments*: segment `j` holds column `j` of the block's 128
+//! rows, bit `k` of the little-endian `u128` being slot `128 * b + k`. The blocks below
+//! `upper_start_block` have `upper_columns - 1` columns, the others `upper_columns`, and block `b`'s
+//! first segment is segment `b * upper_columns - min(b, upper_start_block)`. A key that starts in
+//! block `b` at bit `k` is checked against `columns_b` columns: for column `j`, the parity of
+//! `(segment(b, j) & c << k) ^ (segment(b + 1, j) & c >> (128 - k))` must equal bit `j` of `h`
+//! (the second term only when `k > 0`; block `b + 1` always has at least `columns_b` columns).
+//! Mixing `r - 1` and `r` columns makes every multiple of 16 bytes a valid size, so a filter of
+//! `n` keys at `bpk` bits per key holds `ceil(n * bpk / 128)` segments, i.e. `n * bpk / 8` bytes
+//! rounded up to 16 (at least one segment; at most 64 columns per block, which caps the bits per
+//! key at [`MAX_BITS_PER_KEY`] anyway). The last block is always an upper one.
+//!
+//! Unlike RocksDB, which needs at least two blocks, a filter of up to about 120 keys has a single
+//! block (`num_starts = 1`: every row starts at slot 0 and the system is a dense one). RocksDB
+//! avoids that because its coefficient rows are cheap expansions of 64 hash bits; here both
+//! halves are full remixes, and the measured failure rate of one-block systems is in
+//! [`block_count`]'s doc. Tiny filters still pay for the block: one key at 10 bits per key gets
+//! one 16-byte segment over 128 slots, a single column, FPR 1/2 (the Bloom filter spends a
+//! 64-byte block on it). [`expected_false_positive_rate`] prices every size exactly.
+//!
+//! # Slots and construction (see [`block_count`])
+//!
+//! Banding fails when the keys' rows are linearly dependent with inconsistent results, which
+//! becomes likely when slots are too few. The number of slots is `m = 128 * num_blocks` with
+//! `num_blocks = max(1, ceil(n * slots_per_key(n) / 128))`; see [`slots_per_key`] for the rule
+//! and [`block_count`] for its measured first-attempt failure rate (about 1%, at most 6% for a
+//! one-block filter). On failure the builder retries with the next *attempt* number (a new hash
+//! key, hence independent rows): [`ATTEMPTS_PER_SIZE`] attempts per size, then it adds
+//! [`GROWTH_PER_STEP`] of the base slots and tries again, up to [`MAX_ATTEMPTS`] attempts in all.
+//! The solution's byte size never changes with the attempt (only how many columns each block
+//! gets), so [`serialized_len`] is exact. Each attempt costs at most `128` row operations per key,
+//! so the work is bounded by `MAX_ATTEMPTS * 128 * n` row XORs (in practice 1.00 to 1.06
+//! attempts on average, by the measurement). If every attempt fails, which the measured rates put far beyond
+//! any practical concern, the builder writes an *unsolved* filter of the same size that answers
+//! "maybe" to every probe: correct (no false negatives), only useless.
+//!
+//! Duplicate hashes (a key added twice) give identical rows and results, which banding reduces to
+//! the empty equation `0 = 0`: harmless.
+//!
+//! # FPR model ([`false_positive_rate`])
+//!
+//! With `b = bpk / f` bits per slot, where `f` is the slots-per-key overhead, a Ribbon filter has
+//! `eps = 2^-b = exp(-(ln 2 / f) * bpk)`: the form `eps = exp(-c * bpk)` of SPEC §2 with
+//! `c = ln 2 / f` instead of Bloom's `ln2sq`. The model fixes `f` at [`MODEL_SLOTS_PER_KEY`].
+//! The interleaved layout's exact expectation mixes `2^-(r-1)` and `2^-r` linearly
+//! ([`expected_false_positive_rate`]), which lies up to 6% above `2^-b` between whole columns.
+//!
+//! Measured with 10^6 inserted and 10^6 absent keys, seed 0, against the blocked Bloom filter
+//! given the same bytes (`cargo test -p strata --lib measured_fpr_is_near_the_model_and_below_bloom
+//! -- --nocapture`):
+//!
+//! | bpk | model | layout's expectation | Ribbon measured | Bloom measured, same bytes | Bloom / Ribbon |
+//! | --- | --- | --- | --- | --- | --- |
+//! | 2 | 0.26974 | 0.27732 | 0.27674 | 0.39373 | 1.42 |
+//! | 3 | 0.14009 | 0.14548 | 0.14531 | 0.23650 | 1.63 |
+//! | 4 | 0.07276 | 0.07616 | 0.07576 | 0.14784 | 1.95 |
+//! | 5 | 0.03779 | 0.03979 | 0.03962 | 0.09282 | 2.34 |
+//! | 6 | 0.01963 | 0.02075 | 0.02059 | 0.05767 | 2.80 |
+//! | 7 | 0.01019 | 0.01080 | 0.01073 | 0.03644 | 3.40 |
+//! | 8 | 0.00529 | 0.00561 | 0.00554 | 0.02341 | 4.23 |
+//! | 9 | 0.00275 | 0.00291 | 0.00286 | 0.01503 | 5.25 |
+//! | 10 | 0.00143 | 0.00151 | 0.00151 | 0.00967 | 6.39 |
+//!
+//! Measured over model: 1.03 to 1.06 (10^6 keys get `f = 1.0577` slots per key, and every whole
+//! bits per key here falls between whole columns). Ribbon at 7 bits per key (0.0107) is about as
+//! selective as Bloom at 10 (0.0097): 30% fewer bits for the same FPR.
+//!
+//! # Serialized format (version 2)
+//!
+//! All integers little-endian. Byte 0 distinguishes it from the Bloom filter (version 1), so a
+//! reader can dispatch on it.
+//!
+//! | offset | size | field |
+//! | --- | --- | --- |
+//! | 0 | 1 | format version, `2` |
+//! | 1 | 1 | `upper_columns`, `1..=64` |
+//! | 2 | 1 | `attempt`, the construction attempt whose hash key solved the system, `0..32` |
+//! | 3 | 1 | state: `0` solved, `1` unsolved (every probe answers "maybe"; the segments are zero) |
+//! | 4 | 4 | `seed` (u32) |
+//! | 8 | 4 | `num_blocks` (u32), `>= 1`; `128 * num_blocks` slots |
+//! | 12 | 4 | `upper_start_block` (u32), `< num_blocks` |
+//! | 16 | 8 | `bits_per_key` as the IEEE-754 bits of an f64, finite, in `(0, 64]` |
+//! | 24 | `16 * segments` | the segments, `segments = num_blocks * upper_columns - upper_start_block` |
+//!
+//! The length must be exactly `24 + 16 * segments`; the reader rejects anything else.
+//!
+//! # No filter
+//!
+//! As for Bloom: `bpk <= 0` (or NaN) or zero keys means no filter, [`RibbonFilterBuilder::finish`]
+//! returns an empty `Vec`, and [`RibbonFilter::decode`] rejects an empty buffer.
+
+use std::f64::consts::LN_2;
+
+use crate::coding::{put_fixed32, put_fixed64, Decoder};
+use crate::filter::bloom::mix64;
+
+/// Version byte at offset 0 of a serialized Ribbon filter (the Bloom filter's is 1).
+pub(crate) const FORMAT_VERSION: u8 = 2;
+
+/// Length of the serialized header in bytes.
+pub(crate) const HEADER_LEN: usize = 24;
+
+/// Largest bits per key a filter is built with; the builder clamps larger values. At about 1.06
+/// slots per key this is about 61 columns, close to the 64 a result row holds.
+pub(crate) const MAX_BITS_PER_KEY: f64 = 64.0;
+
+/// Most result columns per block: the result row is a `u64`.
+pub(crate) const MAX_COLUMNS: u32 = 64;
+
+/// Construction attempts with one number of slots before the builder adds slots.
+pub(crate) const ATTEMPTS_PER_SIZE: u32 = 4;
+
+/// Most construction attempts in all; the attempt number is stored in one header byte.
+pub(crate) const MAX_ATTEMPTS: u32 = 32;
+
+/// Fraction of the base slots added after every [`ATTEMPTS_PER_SIZE`] failed attempts.
+pub(crate) const GROWTH_PER_STEP: f64 = 1.0 / 32.0;
+
+/// The slots-per-key overhead `f` of the FPR model `eps = 2^-(bpk / f)`: what
+/// [`slots_per_key`] gives for a file of 2^20 (about 10^6) keys, `1.03 + 0.004 * 7`. Smaller files
+/// do better and larger ones worse: at 10 bits per key a file of 10^4 keys (`f = 1.031`) has a
+/// 16% lower FPR than the model, one of 10^7 keys (`f = 1.071`) an 8% higher one
+/// ([`expected_false_positive_rate`] has the exact figure for a given size).
+pub(crate) const MODEL_SLOTS_PER_KEY: f64 = 1.058;
+
+/// Width of a coefficient row and of a block, in slots.
+const COEFF_BITS: u64 = 128;
+
+/// Bytes of one segment (one column of one block).
+const SEGMENT_BYTES: usize = 16;
+
+/// Header byte 3 of a solved filter.
+const STATE_SOLVED: u8 = 0;
+
+/// Header byte 3 of a filter whose construction gave up: every probe answers "maybe".
+const STATE_UNSOLVED: u8 = 1;
+
+/// Remix constants deriving the coefficient row's halves and the result row from `x`.
+const COEFF_LOW_KEY: u64 = 0x6a09_e667_f3bc_c908;
+const COEFF_HIGH_KEY: u64 = 0xbb67_ae85_84ca_a73b;
+const RESULT_KEY: u64 = 0x3c6e_f372_fe94_f82b;
+
+/// FPR model of a Ribbon filter with `bits_per_key` bits per key: `eps = 2^-(bpk / f)` with
+/// `f = MODEL_SLOTS_PER_KEY` slots per key (module doc, "FPR model"). `1.0` when
+/// `bits_per_key <= 0` or NaN (no filter).
+#[allow(
+    dead_code,
+    reason = "FPR math for the allocators once Ribbon filters are wired into tables"
+)]
+pub(crate) fn false_positive_rate(bits_per_key: f64) -> f64 {
+    if bits_per_key > 0.0 {
+        (-(LN_2 / MODEL_SLOTS_PER_KEY) * bits_per_key).exp()
+    } else {
+        1.0
+    }
+}
+
+/// Inverse of [`false_positive_rate`]: `bpk = -f * log2(eps)`. `0.0` for `rate >= 1` or NaN,
+/// `f64::INFINITY` for `rate <= 0`.
+#[allow(
+    dead_code,
+    reason = "FPR math for the allocators once Ribbon filters are wired into tables"
+)]
+pub(crate) fn bits_per_key_for_rate(rate: f64) -> f64 {
+    if rate.is_nan() || rate >= 1.0 {
+        0.0
+    } else if rate <= 0.0 {
+        f64::INFINITY
+    } else {
+        -MODEL_SLOTS_PER_KEY * rate.log2()
+    }
+}
+
+/// Slots per key for `keys` keys, `f(n) = 1.03 + 0.004 * max(0, log2(n) - 13)`: how much larger
+/// than the key count the linear system is made so that banding succeeds on the first attempt
+/// with high probability. Strata's own rule, fitted to a measurement rather than RocksDB's tables
+/// (which it agrees with: RocksDB's 5%-failure overhead is 1.036 at 2^17 slots, growing 0.0038 per
+/// doubling).
+///
+/// Banding capacity, measured by adding keys to an empty system until the first failure (all 64
+/// result bits in the equations, the worst case), as slots per key at which a given fraction of
+/// first attempts fail (`cargo test -p strata --lib measure_banding_capacity -- --ignored
+/// --nocapture`):
+///
+/// | slots | trials | 50% | 5% | 1% | 0.1% |
+/// | --- | --- | --- | --- | --- | --- |
+/// | 128 | 4000 | 1.0079 | 1.0407 | 1.0579 | 1.0847 |
+/// | 256 | 4000 | 1.0119 | 1.0281 | 1.0407 | 1.0535 |
+/// | 1024 | 4000 | 1.0099 | 1.0220 | 1.0312 | 1.0407 |
+/// | 4096 | 2000 | 1.0086 | 1.0222 | 1.0317 | 1.0407 |
+/// | 16384 | 2000 | 1.0112 | 1.0260 | 1.0372 | 1.0501 |
+/// | 65536 | 1000 | 1.0180 | 1.0331 | 1.0399 | 1.0438 |
+/// | 262144 | 400 | 1.0256 | 1.0424 | 1.0504 | 1.0591 |
+/// | 1048576 | 100 | 1.0323 | 1.0472 | 1.0563 | 1.0594 |
+///
+/// Up to a few thousand keys about 1.03 keeps failures near 1%; past that the needed overhead
+/// grows about 0.0035 per doubling of the key count (a Ribbon system's failure probability
+/// rises with its size at a fixed ratio). The rule tracks the 1% column from above at 64k keys
+/// and more, and lies between the 5% and 1% columns below; rounding up to whole blocks adds
+/// slack for small filters. Every extra 1% of slots costs the FPR a factor `2^(0.01 * bpk)`
+/// (7% at 10 bits per key), which is why the rule does not aim lower than about 1%: a failed
+/// attempt only costs one more banding pass. The rule's measured first-attempt failure rate is in
+/// [`block_count`]'s doc.
+pub(crate) fn slots_per_key(keys: u64) -> f64 {
+    let log2_keys = (keys.max(1) as f64).log2();
+    1.03 + 0.004 * (log2_keys - 13.0).max(0.0)
+}
+
+/// Blocks of 128 slots for `keys` keys on construction attempt `attempt`: the base count
+/// `max(1, ceil(keys * slots_per_key(keys) / 128))`, grown by [`GROWTH_PER_STEP`] of it (at least
+/// one block) after every [`ATTEMPTS_PER_SIZE`] attempts. Saturates at `u32::MAX`.
+///
+/// Measured with the builder's schedule at the worst key counts (the largest that still get a
+/// given number of blocks, so rounding adds no slack), all 64 result bits in the equations
+/// (`cargo test -p strata --lib measure_construction_failure_rate -- --ignored --nocapture`):
+///
+/// | blocks | keys | slots per key | trials | first-attempt failures | rate | mean attempts |
+/// | --- | --- | --- | --- | --- | --- | --- |
+/// | 1 | 124 | 1.0323 | 4000 | 223 | 0.0558 | 1.0590 |
+/// | 2 | 248 | 1.0323 | 4000 | 71 | 0.0177 | 1.0180 |
+/// | 8 | 994 | 1.0302 | 4000 | 33 | 0.0083 | 1.0083 |
+/// | 32 | 3976 | 1.0302 | 2000 | 21 | 0.0105 | 1.0105 |
+/// | 128 | 15848 | 1.0338 | 1000 | 13 | 0.0130 | 1.0130 |
+/// | 512 | 62908 | 1.0418 | 400 | 3 | 0.0075 | 1.0075 |
+/// | 2048 | 249727 | 1.0497 | 200 | 1 | 0.0050 | 1.0050 |
+/// | 8192 | 991395 | 1.0577 | 60 | 0 | 0.0000 | 1.0000 |
+///
+/// Retries use independent hash keys, so the chance that all four attempts at the base size
+/// fail is about the fourth power of the rate (about 10^-5 for a one-block filter, the worst
+/// case) before any slots are added.
+pub(crate) fn block_count(keys: u64, attempt: u32) -> u32 {
+    let base = (keys as f64 * slots_per_key(keys) / COEFF_BITS as f64)
+        .ceil()
+        .clamp(1.0, f64::from(u32::MAX));
+    let steps = f64::from(attempt / ATTEMPTS_PER_SIZE);
+    let grown = base + (base * GROWTH_PER_STEP).ceil() * steps;
+    // Float-to-int `as` saturates.
+    grown.min(f64::from(u32::MAX)) as u32
+}
+
+/// Clamps a requested bits-per-key into `[0, MAX_BITS_PER_KEY]`; NaN and negatives mean 0.
+fn sanitize_bits_per_key(bits_per_key: f64) -> f64 {
+    if bits_per_key > 0.0 {
+        bits_per_key.min(MAX_BITS_PER_KEY)
+    } else {
+        0.0
+    }
+}
+
+/// Solution segments for `keys` keys at `bits_per_key` (already sanitized, `> 0`):
+/// `ceil(keys * bpk / 128)`, at least 1 and at most [`MAX_COLUMNS`] per base block.
+fn segment_count(keys: u64, bits_per_key: f64) -> u64 {
+    let wanted = (keys as f64 * bits_per_key / COEFF_BITS as f64).ceil();
+    let most = u64::from(block_count(keys, 0)) * u64::from(MAX_COLUMNS);
+    // Float-to-int `as` saturates; the clamp keeps at least one segment.
+    (wanted.max(1.0) as u64).clamp(1, most)
+}
+
+/// How `segments` segments are spread over `num_blocks` blocks: the blocks below
+/// `upper_start_block` get `upper_columns - 1` columns, the others `upper_columns`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct ColumnLayout {
+    num_blocks: u32,
+    upper_columns: u32,
+    upper_start_block: u32,
+}
+
+impl ColumnLayout {
+    /// The layout of `segments >= 1` segments over `num_blocks >= 1` blocks, capped at
+    /// [`MAX_COLUMNS`] columns (the builder never asks for more; see [`segment_count`]).
+    fn new(num_blocks: u32, segments: u64) -> ColumnLayout {
+        let blocks = u64::from(num_blocks.max(1));
+        let upper_columns = segments.div_ceil(blocks).clamp(1, u64::from(MAX_COLUMNS));
+        // upper_columns * blocks >= segments, and the difference is below `blocks`.
+        let upper_start_block = (upper_columns * blocks)
+            .saturating_sub(segments)
+            .min(blocks - 1);
+        ColumnLayout {
+            num_blocks: num_blocks.max(1),
+            upper_columns: upper_columns as u32,
+            upper_start_block: upper_start_block as u32,
+        }
+    }
+
+    /// Total segments, `num_blocks * upper_columns - upper_start_block`.
+    fn segments(&self) -> u64 {
+        u64::from(self.num_blocks) * u64::from(self.upper_columns)
+            - u64::from(self.upper_start_block)
+    }
+
+    /// `128 * (num_blocks - 1) + 1`: a key starting at the last start still ends in the last slot.
+    fn num_starts(&self) -> u64 {
+        COEFF_BITS * (u64::from(self.num_blocks) - 1) + 1
+    }
+
+    /// Columns of block `block` and the index of its first segment.
+    #[inline]
+    fn block_columns(&self, block: u64) -> (usize, usize) {
+        let upper = u64::from(self.upper_columns);
+        let upper_start = u64::from(self.upper_start_block);
+        let first = block * upper - block.min(upper_start);
+        let columns = if block < upper_start {
+            upper - 1
+        } else {
+            upper
+        };
+        (columns as usize, first as usize)
+    }
+
+    /// Expected FPR of this layout: a start in a lower block checks `upper_columns - 1` columns,
+    /// one in an upper block `upper_columns`; starts are uniform over `num_starts`.
+    fn expected_false_positive_rate(&self) -> f64 {
+        let lower_starts = f64::from(self.upper_start_block) * COEFF_BITS as f64;
+        let lower_fraction = lower_starts / self.num_starts() as f64;
+        let upper_rate = 0.5f64.powi(self.upper_columns as i32);
+        lower_fraction * 2.0 * upper_rate + (1.0 - lower_fraction) * upper_rate
+    }
+}
+
+/// The expected FPR of the filter [`RibbonFilterBuilder::finish`] builds for `keys` distinct keys
+/// at `bits_per_key` on its first attempt, by its actual layout (module doc, "FPR model"): tiny
+/// filters, whose one or two blocks round the slots up, and any bits per key between whole
+/// columns are priced exactly. 1 without a filter.
+#[allow(
+    dead_code,
+    reason = "per-file cost model (`model::tree`) once Ribbon filters are wired into tables"
+)]
+pub(crate) fn expected_false_positive_rate(keys: u64, bits_per_key: f64) -> f64 {
+    let bits_per_key = sanitize_bits_per_key(bits_per_key);
+    if bits_per_key <= 0.0 || keys == 0 {
+        return 1.0;
+    }
+    ColumnLayout::new(block_count(keys, 0), segment_count(keys, bits_per_key))
+        .expected_false_positive_rate()
+}
+
+/// Bytes [`RibbonFilterBuilder::finish`] returns for `keys` keys at `bits_per_key`: 0 without a
+/// filter, else the header and `ceil(keys * bpk / 128)` 16-byte segments (at least one, at most
+/// 64 per block). Independent of how many construction attempts the build takes.
+#[allow(
+    dead_code,
+    reason = "table builder sizing once Ribbon filters are wired into tables"
+)]
+pub(crate) fn serialized_len(keys: usize, bits_per_key: f64) -> u64 {
+    let bits_per_key = sanitize_bits_per_key(bits_per_key);
+    if bits_per_key <= 0.0 || keys == 0 {
+        return 0;
+    }
+    HEADER_LEN as u64 + segment_count(keys as u64, bits_per_key) * SEGMENT_BYTES as u64
+}
+
+/// The remix key of construction attempt `attempt` of a filter with seed `seed` (module doc,
+/// "Hashing"): injective in `(seed, attempt)`, and for attempt 0 equal to the Bloom filter's.
+fn hash_key(seed: u32, attempt: u32) -> u64 {
+    mix64((u64::from(attempt) << 32 | u64::from(seed)).wrapping_add(0x9e37_79b9_7f4a_7c15))
+}
+
+/// One key's equation: where its row starts, its coefficients and its result bits.
+struct Row {
+    start: u64,
+    coefficients: u128,
+    result: u64,
+}
+
+/// Start slot of the remixed hash `x`: multiply-shift range reduction into `0..num_starts`.
+#[inline]
+fn start_slot(x: u64, num_starts: u64) -> u64 {
+    ((u128::from(x) * u128::from(num_starts)) >> 64) as u64
+}
+
+impl Row {
+    #[inline]
+    fn new(hash: u64, hash_key: u64, num_starts: u64) -> Row {
+        let x = mix64(hash ^ hash_key);
+        let low = mix64(x ^ COEFF_LOW_KEY);
+        let high = mix64(x ^ COEFF_HIGH_KEY);
+        Row {
+            start: start_slot(x, num_starts),
+            coefficients: (u128::from(high) << 64 | u128::from(low)) | 1,
+            result: mix64(x ^ RESULT_KEY),
+        }
+    }
+}
+
+/// Parity of the set bits of `value`.
+#[inline]
+fn parity(value: u128) -> u64 {
+    u64::from(((value as u64) ^ ((value >> 64) as u64)).count_ones() & 1)
+}
+
+/// One slot of the banding: the equation whose first coefficient is at this slot (zero
+/// coefficients and result if none is). Coefficients and result share one 32-byte entry, so a
+/// banding step touches one cache line.
+#[derive(Clone, Copy, Default)]
+struct Equation {
+    coefficients: u128,
+    result: u64,
+}
+
+/// The banding (the upper-triangular band matrix being built) for one attempt.
+struct Banding {
+    equations: Vec<Equation>,
+}
+
+impl Banding {
+    fn new() -> Banding {
+        Banding {
+            equations: Vec::new(),
+        }
+    }
+
+    /// Clears the banding for `slots` slots, reusing the allocation between attempts.
+    fn reset(&mut self, slots: usize) {
+        self.equations.clear();
+        self.equations.resize(slots, Equation::default());
+    }
+
+    /// On-the-fly Gaussian elimination (Dillinger & Walzer §3, RocksDB's `BandingAdd`): walk from
+    /// the row's start; an empty slot takes the row, an occupied one is XORed into it, which
+    /// clears the leading coefficient, and the walk moves to the next set coefficient. False when
+    /// the row reduces to `0 = 1` (this attempt cannot be solved). At most 128 steps: each one
+    /// moves at least one slot right and the row spans 128 slots.
+    fn add(&mut self, row: Row, result_mask: u64) -> bool {
+        let mut slot = row.start as usize;
+        let mut coefficients = row.coefficients;
+        let mut result = row.result & result_mask;
+        loop {
+            // `slot <= start + 127 < slots`: the row's last coefficient never moves past its
+            // start's block end, and `num_starts + 127 == slots`.
+            let Some(existing) = self.equations.get_mut(slot) else {
+                return false;
+            };
+            if existing.coefficients == 0 {
+                *existing = Equation {
+                    coefficients,
+                    result,
+                };
+                return true;
+            }
+            coefficients ^= existing.coefficients;
+            result ^= existing.result;
+            if coefficients == 0 {
+                return result == 0;
+            }
+            let shift = coefficients.trailing_zeros();
+            slot += shift as usize;
+            coefficients >>= shift;
+        }
+    }
+
+    /// Back substitution into interleaved segments (RocksDB's `InterleavedBackSubst`): from the
+    /// last slot down, solution bit `j` of slot `i` is `result_j(i) ^ parity(row(i) & S_j[i+1..])`
+    /// (0 for an empty slot: a free variable). `state[j]` holds column `j` of the 128 slots above
+    /// the current one, so a block's finished state is its segment for column `j`. The top column
+    /// is dropped when the walk enters the lower blocks.
+    fn back_substitute(&self, layout: &ColumnLayout) -> Vec<u128> {
+        let mut segments = vec![0u128; layout.segments() as usize];
+        let mut state = [0u128; MAX_COLUMNS as usize];
+        for block in (0..u64::from(layout.num_blocks)).rev() {
+            let (columns, first) = layout.block_columns(block);
+            let begin = (block * COEFF_BITS) as usize;
+            let end = begin + COEFF_BITS as usize;
+            for equation in self
+                .equations
+                .get(begin..end)
+                .unwrap_or_default()
+                .iter()
+                .rev()
+            {
+                for (column, column_state) in state.iter_mut().take(columns).enumerate() {
+                    let shifted = *column_state << 1;
+                    let bit =
+                        parity(shifted & equation.coefficients) ^ ((equation.result >> column) & 1);
+                    *column_state = shifted | u128::from(bit);
+                }
+            }
+            if let Some(out) = segments.get_mut(first..first + columns) {
+                out.copy_from_slice(&state[..columns]);
+            }
+        }
+        segments
+    }
+}
+
+/// Tries to band every hash with the hash key of `attempt`; true when all of them fit.
+fn band(
+    hashes: &[u64],
+    seed: u32,
+    attempt: u32,
+    layout: &ColumnLayout,
+    banding: &mut Banding,
+) -> bool {
+    let num_starts = layout.num_starts();
+    let key = hash_key(seed, attempt);
+    // Bits a probe never reads are left out of the equations, so they cannot make them
+    // inconsistent.
+    let result_mask = u64::MAX >> (u64::from(MAX_COLUMNS) - u64::from(layout.upper_columns));
+    banding.reset((u64::from(layout.num_blocks) * COEFF_BITS) as usize);
+    hashes
+        .iter()
+        .all(|&hash| banding.add(Row::new(hash, key, num_starts), result_mask))
+}
+
+/// Collects key hashes for one file and serializes its Ribbon filter.
+///
+/// The system's size depends on the final key count, so hashes are buffered (8 bytes per key)
+/// until [`finish`](Self::finish); a builder with `bits_per_key <= 0` buffers nothing.
+/// `finish` needs another 32 bytes per slot for the banding, freed before it returns.
+pub(crate) struct RibbonFilterBuilder {
+    bits_per_key: f64,
+    seed: u32,
+    keys: usize,
+    hashes: Vec<u64>,
+}
+
+#[allow(
+    dead_code,
+    reason = "the table builder and reader dispatch to Ribbon filters in a later change"
+)]
+impl RibbonFilterBuilder {
+    /// A builder for a filter with `bits_per_key` bits per key (clamped to
+    /// [`MAX_BITS_PER_KEY`]; `<= 0` or NaN means no filter) and hash seed `seed`.
+    pub(crate) fn new(bits_per_key: f64, seed: u32) -> Self {
+        RibbonFilterBuilder {
+            bits_per_key: sanitize_bits_per_key(bits_per_key),
+            seed,
+            keys: 0,
+            hashes: Vec::new(),
+        }
+    }
+
+    /// Adds a key by its [`bloom::key_hash`](super::bloom::key_hash). Adding a key twice is
+    /// harmless.
+    pub(crate) fn add_hash(&mut self, hash: u64) {
+        self.keys += 1;
+        if self.bits_per_key > 0.0 {
+            self.hashes.push(hash);
+        }
+    }
+
+    /// Number of hashes added so far.
+    pub(crate) fn len(&self) -> usize {
+        self.keys
+    }
+
+    /// True when no hash has been added.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.keys == 0
+    }
+
+    /// Solves and serializes the filter in the format in the module doc. Returns an empty `Vec`
+    /// when there is no filter (`bits_per_key <= 0` or no keys).
+    pub(crate) fn finish(self) -> Vec<u8> {
+        self.finish_with_attempts(MAX_ATTEMPTS)
+    }
+
+    /// [`finish`](Self::finish) giving up after `max_attempts` attempts (tests reach the unsolved
+    /// fallback with it).
+    fn finish_with_attempts(self, max_attempts: u32) -> Vec<u8> {
+        if self.bits_per_key <= 0.0 || self.hashes.is_empty() {
+            return Vec::new();
+        }
+        let keys = self.hashes.len() as u64;
+        let segments = segment_count(keys, self.bits_per_key);
+        let mut banding = Banding::new();
+        let mut last_layout = ColumnLayout::new(block_count(keys, 0), segments);
+        for attempt in 0..max_attempts.min(MAX_ATTEMPTS) {
+            let layout = ColumnLayout::new(block_count(keys, attempt), segments);
+            last_layout = layout;
+            if band(&self.hashes, self.seed, attempt, &layout, &mut banding) {
+                let solution = banding.back_substitute(&layout);
+                return self.serialize(&layout, attempt, STATE_SOLVED, &solution);
+            }
+        }
+        let zeros = vec![0u128; last_layout.segments() as usize];
+        self.serialize(
+            &last_layout,
+            max_attempts.clamp(1, MAX_ATTEMPTS) - 1,
+            STATE_UNSOLVED,
+            &zeros,
+        )
+    }
+
+    fn serialize(
+        &self,
+        layout: &ColumnLayout,
+        attempt: u32,
+        state: u8,
+        segments: &[u128],
+    ) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER_LEN + segments.len() * SEGMENT_BYTES);
+        out.push(FORMAT_VERSION);
+        // Both fit a byte: upper_columns <= MAX_COLUMNS = 64, attempt < MAX_ATTEMPTS = 32.
+        out.push(layout.upper_columns as u8);
+        out.push(attempt as u8);
+        out.push(state);
+        put_fixed32(&mut out, self.seed);
+        put_fixed32(&mut out, layout.num_blocks);
+        put_fixed32(&mut out, layout.upper_start_block);
+        put_fixed64(&mut out, self.bits_per_key.to_bits());
+        for segment in segments {
+            out.extend_from_slice(&segment.to_le_bytes());
+        }
+        out
+    }
+}
+
+/// A decoded Ribbon filter, ready to probe. [`decode`](Self::decode) copies the segments into
+/// `u128`s (16-byte aligned), once per load into the cache.
+pub(crate) struct RibbonFilter {
+    segments: Vec<u128>,
+    layout: ColumnLayout,
+    num_starts: u64,
+    hash_key: u64,
+    solved: bool,
+    #[allow(
+        dead_code,
+        reason = "self-description read by tests and, later, `strata inspect`"
+    )]
+    attempt: u32,
+    #[allow(
+        dead_code,
+        reason = "self-description read by tests and, later, `strata inspect`"
+    )]
+    seed: u32,
+    #[allow(
+        dead_code,
+        reason = "self-description read by tests and, later, `strata inspect`"
+    )]
+    bits_per_key: f64,
+}
+
+#[allow(
+    dead_code,
+    reason = "the table builder and reader dispatch to Ribbon filters in a later change"
+)]
+impl RibbonFilter {
+    /// Parses a serialized filter. Never panics; on malformed input returns a description of the
+    /// problem (the caller wraps it in `Error::Corruption` with the file name and offset).
+    pub(crate) fn decode(bytes: Vec<u8>) -> Result<RibbonFilter, String> {
+        if bytes.len() < HEADER_LEN {
+            return Err(format!(
+                "ribbon filter is {} bytes, shorter than its {HEADER_LEN}-byte header",
+                bytes.len()
+            ));
+        }
+        let mut decoder = Decoder::new(&bytes);
+        let header = (|| {
+            Some((
+                decoder.u8()?,
+                decoder.u8()?,
+                decoder.u8()?,
+                decoder.u8()?,
+                decoder.fixed32()?,
+                decoder.fixed32()?,
+                decoder.fixed32()?,
+                decoder.fixed64()?,
+            ))
+        })();
+        let Some((
+            version,
+            upper_columns,
+            attempt,
+            state,
+            seed,
+            num_blocks,
+            upper_start_block,
+            bits_per_key_bits,
+        )) = header
+        else {
+            return Err("ribbon filter header is truncated".to_string());
+        };
+        if version != FORMAT_VERSION {
+            return Err(format!(
+                "unknown ribbon filter format version {version} (expected {FORMAT_VERSION})"
+            ));
+        }
+        let upper_columns = u32::from(upper_columns);
+        if !(1..=MAX_COLUMNS).contains(&upper_columns) {
+            return Err(format!(
+                "ribbon filter column count {upper_columns} is outside 1..={MAX_COLUMNS}"
+            ));
+        }
+        let attempt = u32::from(attempt);
+        if attempt >= MAX_ATTEMPTS {
+            return Err(format!(
+                "ribbon filter construction attempt {attempt} is outside 0..{MAX_ATTEMPTS}"
+            ));
+        }
+        if state != STATE_SOLVED && state != STATE_UNSOLVED {
+            return Err(format!("ribbon filter state {state} is neither 0 nor 1"));
+        }
+        if num_blocks == 0 {
+            return Err("ribbon filter has zero blocks".to_string());
+        }
+        if upper_start_block >= num_blocks {
+            return Err(format!(
+                "ribbon filter upper start block {upper_start_block} is not below its \
+                 {num_blocks} blocks"
+            ));
+        }
+        let bits_per_key = f64::from_bits(bits_per_key_bits);
+        if !(bits_per_key > 0.0 && bits_per_key <= MAX_BITS_PER_KEY) {
+            return Err(format!(
+                "ribbon filter bits per key {bits_per_key} is outside (0, {MAX_BITS_PER_KEY}]"
+            ));
+        }
+        let layout = ColumnLayout {
+            num_blocks,
+            upper_columns,
+            upper_start_block,
+        };
+        // No overflow: num_blocks < 2^32 and upper_columns <= 64, so segments < 2^38.
+        let segments = layout.segments();
+        let expected_len = usize::try_from(segments)
+            .ok()
+            .and_then(|segments| segments.checked_mul(SEGMENT_BYTES))
+            .and_then(|array| array.checked_add(HEADER_LEN));
+        if expected_len != Some(bytes.len()) {
+            return Err(format!(
+                "ribbon filter is {} bytes but its header says {segments} segments \
+                 ({HEADER_LEN} + 16 * {segments} bytes: {num_blocks} blocks of \
+                 {upper_columns} columns, the first {upper_start_block} with one fewer)",
+                bytes.len()
+            ));
+        }
+        let segments: Vec<u128> = bytes
+            .get(HEADER_LEN..)
+            .unwrap_or_default()
+            .chunks_exact(SEGMENT_BYTES)
+            .map(|chunk| {
+                let mut le = [0u8; SEGMENT_BYTES];
+                le.copy_from_slice(chunk);
+                u128::from_le_bytes(le)
+            })
+            .collect();
+        let solved = state == STATE_SOLVED;
+        if !solved && segments.iter().any(|&segment| segment != 0) {
+            return Err("unsolved ribbon filter has non-zero segments".to_string());
+        }
+        Ok(RibbonFilter {
+            segments,
+            layout,
+            num_starts: layout.num_starts(),
+            hash_key: hash_key(seed, attempt),
+            solved,
+            attempt,
+            seed,
+            bits_per_key,
+        })
+    }
+
+    /// False when the key whose [`bloom::key_hash`](super::bloom::key_hash) is `hash` is
+    /// certainly not in the file; true when it may be. Reads `columns` segments of the start
+    /// block and, unless the row starts on a block boundary, as many of the next (adjacent)
+    /// block; stops at the first column that disagrees. No allocation, no division by a
+    /// variable.
+    #[inline]
+    pub(crate) fn may_contain_hash(&self, hash: u64) -> bool {
+        if !self.solved {
+            return true;
+        }
+        let row = Row::new(hash, self.hash_key, self.num_starts);
+        let block = row.start / COEFF_BITS;
+        let bit = (row.start % COEFF_BITS) as u32;
+        let (columns, first) = self.layout.block_columns(block);
+        let Some(here) = self.segments.get(first..first + columns) else {
+            // Unreachable: decode checked the segment count against the layout. "Maybe" is the
+            // safe answer.
+            return true;
+        };
+        let left = row.coefficients << bit;
+        if bit == 0 {
+            for (column, &segment) in here.iter().enumerate() {
+                if parity(segment & left) != (row.result >> column) & 1 {
+                    return false;
+                }
+            }
+            return true;
+        }
+        // The row straddles into the next block, which has at least `columns` columns and
+        // starts right after this block's segments.
+        let Some(next) = self.segments.get(first + columns..first + 2 * columns) else {
+            return true;
+        };
+        let right = row.coefficients >> (COEFF_BITS as u32 - bit);
+        for (column, (&segment, &next_segment)) in here.iter().zip(next).enumerate() {
+            if parity((segment & left) ^ (next_segment & right)) != (row.result >> column) & 1 {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Bits per key the filter was built with (from its header).
+    pub(crate) fn bits_per_key(&self) -> f64 {
+        self.bits_per_key
+    }
+
+    /// Hash seed the filter was built with (from its header); the remix also depends on
+    /// [`attempt`](Self::attempt).
+    pub(crate) fn seed(&self) -> u32 {
+        self.seed
+    }
+
+    /// The construction attempt whose hash key solved the system (from its header).
+    pub(crate) fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// False for the fallback filter of a construction that gave up, which answers "maybe" to
+    /// every probe.
+    pub(crate) fn is_solved(&self) -> bool {
+        self.solved
+    }
+
+    /// The layout's expected FPR (module doc, "FPR model"); 1 for an unsolved filter.
+    pub(crate) fn expected_false_positive_rate(&self) -> f64 {
+        if self.solved {
+            self.layout.expected_false_positive_rate()
+        } else {
+            1.0
+        }
+    }
+
+    /// Serialized size in bytes, `24 + 16 * segments`; the decoded filter holds the same
+    /// segments, so this is also its memory charge in the block cache (plus a few words).
+    pub(crate) fn size_bytes(&self) -> usize {
+        HEADER_LEN + self.segments.len() * SEGMENT_BYTES
+    }
+}
+
+#[cfg(test)]
+#[path = "ribbon_tests.rs"]
+mod tests;
