@@ -456,6 +456,7 @@ fn options_file(design: &Design, problem: &TuningProblem) -> OptionsFile {
                 expected_entries: Some(problem.entries.round() as u64),
                 buffer_entries: Some((buffer_bytes / problem.entry_bytes).round().max(1.0) as u64),
                 budget_bytes: None,
+                family: None,
             },
             FilterAllocation::Uniform => FilterSection {
                 allocator: FilterAllocatorKind::Uniform,
@@ -463,6 +464,7 @@ fn options_file(design: &Design, problem: &TuningProblem) -> OptionsFile {
                 expected_entries: None,
                 buffer_entries: None,
                 budget_bytes: None,
+                family: None,
             },
         }),
         ..OptionsFile::default()

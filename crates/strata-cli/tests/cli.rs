@@ -629,6 +629,43 @@ fn bench_caps_elastic_filters_at_a_budget_in_bytes() {
     );
 }
 
+/// `--filter-family ribbon` builds Strata's filters as Ribbon filters; the JSON says so, and an
+/// unknown family is refused.
+#[test]
+fn bench_builds_ribbon_filters_when_asked() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("out.json");
+    let output = ok(&[
+        "bench",
+        "--num",
+        "5000",
+        "--workloads",
+        "fillrandom,readrandom,readmissing",
+        "--filter-family",
+        "ribbon",
+        "--json",
+        path_str(&json),
+    ]);
+    assert!(output.contains("family ribbon"), "{output}");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON")).expect("valid");
+    assert_eq!(report["config"]["filter_family"], "ribbon");
+    let found = report["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|row| row["phase"] == "readrandom")
+        .expect("readrandom");
+    assert_eq!(found["ops"], 5000);
+    let refused = strata(&["bench", "--num", "100", "--filter-family", "xor"]);
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("unknown filter family"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
 #[test]
 fn bench_on_a_given_db_settles_and_leaves_the_keys_behind() {
     let dir = tempfile::tempdir().expect("temp dir");

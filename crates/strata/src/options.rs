@@ -131,6 +131,11 @@ pub struct Options {
     pub disable_wal: bool,
     /// Decides each new file's filter bits per key. Default `Uniform(10)`.
     pub filter_allocator: Arc<dyn FilterAllocator>,
+    /// The family new filters are built in (SPEC §3.5 "Filter families"): Bloom only (the
+    /// default), Ribbon only, or `FilterFamilies::Automatic` (Bloom for flushes and small
+    /// filters, Ribbon for other compaction outputs). Files of both families mix in one tree;
+    /// each filter block says which it is.
+    pub filter_family: crate::FilterFamilies,
     /// Decides what to compact. Default leveling with size ratio 10.
     pub compaction_policy: Arc<dyn CompactionPolicy>,
     /// The file system all I/O goes through. Default: the operating system's.
@@ -192,6 +197,7 @@ impl std::fmt::Debug for Options {
             .field("sync_writes", &self.sync_writes)
             .field("disable_wal", &self.disable_wal)
             .field("filter_allocator", &self.filter_allocator.name())
+            .field("filter_family", &self.filter_family.name())
             .field("compaction_policy", &self.compaction_policy.name())
             .finish()
     }
@@ -261,6 +267,7 @@ impl Default for Options {
             sync_writes: false,
             disable_wal: false,
             filter_allocator: Arc::new(Uniform::default()),
+            filter_family: crate::FilterFamilies::default(),
             compaction_policy: default_compaction_policy(),
             file_system: Arc::new(RealFileSystem),
         }
@@ -298,6 +305,8 @@ setters! {
     index_block_restart_interval: usize,
     /// Sets [`Options::compression`].
     compression: CompressionPolicy,
+    /// Sets [`Options::filter_family`].
+    filter_family: crate::FilterFamilies,
     /// Sets [`Options::partition_metadata_above_bytes`].
     partition_metadata_above_bytes: u64,
     /// Sets [`Options::metadata_block_bytes`].

@@ -218,6 +218,10 @@ pub struct FilterSection {
     /// filters only; refused for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_bytes: Option<u64>,
+    /// The family new filters are built in: `bloom` (the default), `ribbon` or `auto`
+    /// (`Options::filter_family`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
 }
 
 impl OptionsFile {
@@ -316,6 +320,10 @@ impl OptionsFile {
                 .allocator
                 .build(&settings)
                 .map_err(|error| in_section("filters", error))?;
+            if let Some(family) = &section.family {
+                options.filter_family = crate::FilterFamilies::parse(family)
+                    .map_err(|error| in_section("filters", error))?;
+            }
             if section.allocator.needs_access_statistics() && self.access_statistics.is_none() {
                 options.access_statistics = true;
             }
@@ -399,6 +407,7 @@ mod tests {
             expected_entries: None,
             buffer_entries: None,
             budget_bytes: None,
+            family: Some("auto".to_string()),
         });
         let text = file.to_toml().expect("writes");
         let read = OptionsFile::parse(&text).expect("reads its own output");
@@ -411,6 +420,12 @@ mod tests {
         .apply_to(Options::default())
         .expect("valid");
         assert_eq!(elastic.filter_allocator.filter_budget_bytes(), Some(65_536));
+        assert_eq!(
+            read.apply_to(Options::default())
+                .expect("valid")
+                .filter_family,
+            crate::FilterFamilies::Automatic
+        );
         let options = read.apply_to(Options::default()).expect("valid");
         assert_eq!(options.write_buffer_bytes, 1 << 20);
         assert!(options.filter_allocator.needs_access_statistics());
@@ -451,6 +466,10 @@ mod tests {
             (
                 "[filters]\nallocator = \"elastic\"\nbits_per_key = 2.0\nbudget_bytes = 0",
                 "at least 1 byte",
+            ),
+            (
+                "[filters]\nallocator = \"uniform\"\nbits_per_key = 2.0\nfamily = \"xor\"",
+                "unknown filter family",
             ),
             ("compression = \"snappy\"", "compression"),
             (

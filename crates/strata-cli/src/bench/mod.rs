@@ -199,6 +199,10 @@ pub struct BenchArgs {
     /// `Elastic::with_budget_bytes`; KiB/MiB/GiB suffixes accepted).
     #[arg(long, value_parser = parse_bytes)]
     pub filter_budget_bytes: Option<u64>,
+    /// The family Strata's filters are built in: bloom, ribbon, or auto (Bloom for flushes and
+    /// small filters, Ribbon for other compaction outputs; `Options::filter_family`).
+    #[arg(long, default_value = "bloom", value_parser = parse_filter_family)]
+    pub filter_family: strata::FilterFamilies,
     /// Size of an index partition of Strata's partitioned tables (`Options::metadata_block_bytes`;
     /// default Strata's own, 4 KiB).
     #[arg(long, value_parser = parse_bytes)]
@@ -301,6 +305,18 @@ pub struct BenchArgs {
 /// (without compression the values' contents change nothing an engine does).
 pub const DEFAULT_COMPRESSION_RATIO: f64 = 0.5;
 
+fn parse_filter_family(text: &str) -> Result<strata::FilterFamilies, String> {
+    strata::FilterFamilies::parse(text).map_err(|error| error.to_string())
+}
+
+/// Writes a filter family by its name.
+pub fn serialize_filter_family<S: serde::Serializer>(
+    families: &strata::FilterFamilies,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(families.name())
+}
+
 fn parse_compression(text: &str) -> Result<CompressionPolicy, String> {
     text.parse()
         .map_err(|error: strata::Error| error.to_string())
@@ -338,6 +354,8 @@ pub struct BenchConfig {
     pub partition_metadata_above_bytes: Option<u64>,
     pub metadata_block_bytes: Option<u64>,
     pub filter_budget_bytes: Option<u64>,
+    #[serde(serialize_with = "serialize_filter_family")]
+    pub filter_family: strata::FilterFamilies,
     pub access_statistics: bool,
     pub access_sample_every: u32,
     pub access_recent_weight: f64,
@@ -511,6 +529,7 @@ impl BenchConfig {
             partition_metadata_above_bytes: args.partition_metadata_above_bytes,
             metadata_block_bytes: args.metadata_block_bytes,
             filter_budget_bytes: args.filter_budget_bytes,
+            filter_family: args.filter_family,
             access_statistics: args.access_statistics,
             access_sample_every: args.access_sample_every,
             access_recent_weight: args.access_recent_weight,
@@ -596,6 +615,7 @@ impl BenchConfig {
             partition_metadata_above_bytes: self.partition_metadata_above_bytes,
             metadata_block_bytes: self.metadata_block_bytes,
             filter_budget_bytes: self.filter_budget_bytes,
+            filter_family: self.filter_family,
             access_statistics: self.access_statistics,
             access_sample_every: self.access_sample_every,
             access_recent_weight: self.access_recent_weight,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 
-use crate::filter::bloom::BloomFilter;
+use crate::filter::Filter;
 use crate::table::block::Block;
 
 /// Bookkeeping bytes per cached block beyond its contents (key, handle, `Arc`).
@@ -21,7 +21,7 @@ const ENTRY_OVERHEAD_BYTES: u64 = 64;
 #[derive(Clone)]
 pub(crate) enum CachedBlock {
     Sorted(Arc<Block>),
-    Filter(Arc<BloomFilter>),
+    Filter(Arc<Filter>),
 }
 
 impl CachedBlock {

@@ -57,6 +57,8 @@ pub(crate) struct ExecutorContext<'a> {
     pub(crate) filter_module_bits: f64,
     /// When outputs get a partitioned index and filter (`Options::partition_metadata_above_bytes`).
     pub(crate) metadata_partitioning: MetadataPartitioning,
+    /// The outputs' filter families (`Options::filter_family`).
+    pub(crate) filter_family: crate::FilterFamilies,
     /// Chooses the outputs' block compression from the output level and whether the output is
     /// bottommost (`Options::compression`).
     pub(crate) compression: &'a CompressionPolicy,
@@ -470,6 +472,7 @@ pub(crate) fn run_compaction(
                 // Filters above the budget are split into modules of the budget's size (SPEC §1).
                 builder.set_filter_module_bits(context.filter_module_bits);
                 builder.set_metadata_partitioning(context.metadata_partitioning);
+                builder.set_filter_families(context.filter_family, false);
                 builder.set_compression(compression);
                 output = Some(PendingTable {
                     inherited: None,

@@ -54,6 +54,7 @@ pub(crate) fn write_level0_entries(
     // Filters above the budget are split into modules of the budget's size (SPEC §1).
     builder.set_filter_module_bits(filter_module_bits);
     builder.set_metadata_partitioning(options.metadata_partitioning());
+    builder.set_filter_families(options.filter_family, true);
     // A flush is never bottommost (RocksDB's `GetCompressionFlush`): level 0's choice.
     builder.set_compression(options.compression.for_output(0, false));
     mem.for_each_entry(|key, value| builder.add(key, value))?;
@@ -411,6 +412,7 @@ impl DbInner {
             // Filters above the budget are split into modules of the budget's size (SPEC §1).
             filter_module_bits: self.filter_allocator().filter_module_bits_per_key(),
             metadata_partitioning: self.options.metadata_partitioning(),
+            filter_family: self.options.filter_family,
             compression: &self.options.compression,
         }
     }

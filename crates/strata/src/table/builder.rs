@@ -39,8 +39,9 @@ use super::properties::TableProperties;
 use super::separator::{index_separator, index_successor};
 use crate::env::WritableFile;
 use crate::error::{Error, Result};
-use crate::filter::bloom::{key_hash, serialized_len, BloomFilterBuilder};
+use crate::filter::bloom::key_hash;
 use crate::filter::modular::{encode_index, module_bits_per_key, module_seed};
+use crate::filter::{FilterFamilies, FilterFamily};
 use crate::key::{parse_internal_key, user_key};
 
 /// What a finished table file holds.
@@ -104,6 +105,10 @@ pub(crate) struct TableBuilder {
     filter_module_bits: f64,
     /// Compresses data and index blocks; `Compression::None` unless set.
     compressor: BlockCompressor,
+    /// The filter families to choose the file's from, and whether it is a flush's output
+    /// (`FilterFamilies::for_file`).
+    filter_families: FilterFamilies,
+    flush_output: bool,
     /// True once the last data block is written and the index partitions are cut
     /// ([`TableBuilder::close_data`]); no entry may be added after.
     data_closed: bool,
@@ -128,6 +133,8 @@ impl TableBuilder {
             user_key_spans_blocks: false,
             index_partitions: Vec::new(),
             data_closed: false,
+            filter_families: FilterFamilies::default(),
+            flush_output: false,
             block_first_hash: 0,
             partitioning: MetadataPartitioning::NEVER,
             scratch: Vec::new(),
@@ -163,6 +170,19 @@ impl TableBuilder {
     /// finite number (the default is infinity) means never split.
     pub(crate) fn set_filter_module_bits(&mut self, module_bits_per_key: f64) {
         self.filter_module_bits = module_bits_per_key;
+    }
+
+    /// Builds the filter's modules in a family of `families` (default Bloom only): `flush` says
+    /// the file is a memtable flush's output ([`FilterFamilies::for_file`]).
+    pub(crate) fn set_filter_families(&mut self, families: FilterFamilies, flush: bool) {
+        self.filter_families = families;
+        self.flush_output = flush;
+    }
+
+    /// The family this file's filter modules are built in.
+    fn filter_family(&self) -> FilterFamily {
+        self.filter_families
+            .for_file(self.flush_output, self.key_hashes.len())
     }
 
     /// Compresses the file's data and index blocks with `compression` (default none). Set before
@@ -308,7 +328,8 @@ impl TableBuilder {
         }
         let above = self.partitioning.above_bytes;
         let module_bytes = if self.filter_module_bits.is_finite() {
-            serialized_len(self.key_hashes.len(), self.filter_module_bits)
+            self.filter_family()
+                .serialized_len(self.key_hashes.len(), self.filter_module_bits)
         } else {
             0
         };
@@ -380,9 +401,10 @@ impl TableBuilder {
             return Some(self.whole_index_block(format));
         }
         let above = self.partitioning.above_bytes;
+        let family = self.filter_family();
         let largest_filter = plan
             .iter()
-            .map(|&bits| serialized_len(self.key_hashes.len(), bits))
+            .map(|&bits| family.serialized_len(self.key_hashes.len(), bits))
             .max()
             .unwrap_or(0);
         if largest_filter > above {
@@ -436,6 +458,7 @@ impl TableBuilder {
         // Per partition, its filter partitions (one per module), when partitioned.
         let mut filter_partitions: Vec<Vec<BlockHandle>> = Vec::new();
         let mut filter_bytes = 0;
+        let family = self.filter_family();
         if partitioned {
             let ranges: Vec<Range<usize>> = self
                 .index_partitions
@@ -445,12 +468,11 @@ impl TableBuilder {
             for hashes in ranges {
                 let mut handles = Vec::with_capacity(plan.len());
                 for (index, &module_bits) in plan.iter().enumerate() {
-                    let mut filter_builder =
-                        BloomFilterBuilder::new(module_bits, module_seed(index));
-                    for &hash in self.key_hashes.get(hashes.clone()).unwrap_or_default() {
-                        filter_builder.add_hash(hash);
-                    }
-                    let filter = filter_builder.finish();
+                    let filter = family.build(
+                        module_bits,
+                        module_seed(index),
+                        self.key_hashes.get(hashes.clone()).unwrap_or_default(),
+                    );
                     if filter.is_empty() {
                         // Not reached (every partition holds a key and every planned module has
                         // bits per key > 0); a partition short of a module would be unreadable.
@@ -466,11 +488,7 @@ impl TableBuilder {
             }
         } else {
             for (index, &module_bits) in plan.iter().enumerate() {
-                let mut filter_builder = BloomFilterBuilder::new(module_bits, module_seed(index));
-                for &hash in &self.key_hashes {
-                    filter_builder.add_hash(hash);
-                }
-                let filter = filter_builder.finish();
+                let filter = family.build(module_bits, module_seed(index), &self.key_hashes);
                 if filter.is_empty() {
                     // Not reached (every planned module has keys and bits per key > 0), but a
                     // zero-size module block would be unreadable, so none is written.

@@ -43,8 +43,8 @@ use crate::alloc::ModulesInUse;
 use crate::cache::{BlockCache, CachedBlock};
 use crate::env::{FileSystem, RandomAccessFile};
 use crate::error::{Error, Result};
-use crate::filter::bloom::BloomFilter;
 use crate::filter::modular::decode_index;
+use crate::filter::Filter;
 use crate::key::{compare_internal_keys, parse_internal_key, ValueKind};
 use crate::memtable::Lookup;
 use crate::stats::{add, BlockKind, IoCounters};
@@ -80,7 +80,7 @@ pub(crate) struct TableReader {
     pinned_index: Vec<Arc<Block>>,
     /// When pinned: every filter module in probe order, or every filter partition
     /// (partition-major, as [`PartitionIndex::all_filter_handles`]); empty otherwise.
-    pinned_filters: Vec<Arc<BloomFilter>>,
+    pinned_filters: Vec<Arc<Filter>>,
     /// The table cache's count of open readers and pinned bytes, decremented when this reader
     /// closes (`None` for readers opened outside the cache: `strata check`, fuzzing).
     open_readers: Option<Arc<OpenReaders>>,
@@ -316,8 +316,8 @@ impl TableReader {
             .map_err(|reason| Error::corruption(&self.path, handle.offset, reason))
     }
 
-    fn decode_filter(&self, contents: Vec<u8>, handle: BlockHandle) -> Result<BloomFilter> {
-        BloomFilter::decode(contents)
+    fn decode_filter(&self, contents: Vec<u8>, handle: BlockHandle) -> Result<Filter> {
+        Filter::decode(contents)
             .map_err(|reason| Error::corruption(&self.path, handle.offset, reason))
     }
 
@@ -394,12 +394,7 @@ impl TableReader {
     /// Filter block `slot` (a module, or a filter partition; its place in
     /// [`TableReader::filter_block_handles`]) at `handle`: pinned, cached, or read from the device
     /// and counted as one filter block read on `level`.
-    fn filter_block(
-        &self,
-        slot: usize,
-        handle: BlockHandle,
-        level: usize,
-    ) -> Result<Arc<BloomFilter>> {
+    fn filter_block(&self, slot: usize, handle: BlockHandle, level: usize) -> Result<Arc<Filter>> {
         if let Some(filter) = self.pinned_filters.get(slot) {
             return Ok(Arc::clone(filter));
         }

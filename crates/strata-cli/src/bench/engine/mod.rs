@@ -88,6 +88,9 @@ pub struct EngineConfig {
     pub metadata_block_bytes: Option<u64>,
     /// A cap in bytes on Strata's filters in use (elastic filters only; peers ignore it).
     pub filter_budget_bytes: Option<u64>,
+    /// The family of Strata's filters (RocksDB's family is the engine kind's; fjall's is Bloom).
+    #[serde(serialize_with = "crate::bench::serialize_filter_family")]
+    pub filter_family: strata::FilterFamilies,
     /// Keep Merlin's access statistics in Strata (SPEC §4).
     pub access_statistics: bool,
     /// Record one lookup in this many in them.
@@ -340,6 +343,7 @@ pub(crate) mod conformance {
             partition_metadata_above_bytes: None,
             metadata_block_bytes: None,
             filter_budget_bytes: None,
+            filter_family: strata::FilterFamilies::default(),
             access_statistics: false,
             access_sample_every: 1,
             access_recent_weight: 0.75,

@@ -86,6 +86,7 @@ impl StrataEngine {
             .access_recent_weight(config.access_recent_weight)
             .compaction_policy(Arc::clone(&policy))
             .filter_allocator(allocator)
+            .filter_family(config.filter_family)
             .compression(config.compression.clone());
         options.validate()?;
         let settings = vec![
@@ -101,7 +102,11 @@ impl StrataEngine {
                     options.partition_metadata_above_bytes, options.metadata_block_bytes
                 )
             },
-            format!("filter {}", options.filter_allocator.name()),
+            format!(
+                "filter {}, family {}",
+                options.filter_allocator.name(),
+                options.filter_family.name()
+            ),
             format!(
                 "block_cache_bytes {} (data, index and filter blocks)",
                 options.block_cache_bytes
