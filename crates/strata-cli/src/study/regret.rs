@@ -73,6 +73,12 @@ pub struct RegretArgs {
     /// running finished) instead of letting compactions settle it: issue 15's unsettled trees.
     #[arg(long)]
     pub no_settle: bool,
+    /// Record access statistics (Merlin, SPEC §4) while the policy's own filters answer the
+    /// lookups, so that policies which re-divide the budget from live statistics (elastic
+    /// filters, Mnemosyne+'s skips) learn the workload during the replay. Mnemosyne+ records
+    /// them in any case.
+    #[arg(long)]
+    pub access_statistics: bool,
     /// The allocators compared, comma-separated.
     #[arg(
         long,
@@ -124,6 +130,7 @@ struct Report<'a> {
     empty_fraction: f64,
     distribution: String,
     settled: bool,
+    access_statistics: bool,
     seed: u64,
     rows: &'a [Row],
 }
@@ -203,7 +210,8 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
         let db = Db::open(
             &dir,
             args.tree
-                .measured_options(Arc::clone(&frozen_allocator), true)?,
+                .measured_options(Arc::clone(&frozen_allocator), true)?
+                .access_statistics(args.access_statistics),
         )?;
         let version = db.version();
         let shape = tree_shape(&version);
@@ -284,6 +292,7 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
                 empty_fraction: args.empty_fraction,
                 distribution: args.distribution.to_string(),
                 settled: !args.no_settle,
+                access_statistics: args.access_statistics,
                 seed: args.run.seed,
                 rows: &rows,
             },
@@ -417,17 +426,19 @@ mod tests {
             "--target-file-bytes",
             "64KiB",
             "--filter-policies",
-            "uniform",
+            "uniform,elastic",
             "--no-settle",
+            "--access-statistics",
+            "--empty-fraction",
+            "0.5",
         ]);
-        assert!(unsettled.no_settle);
+        assert!(unsettled.no_settle && unsettled.access_statistics);
         let mut out = Vec::new();
         run(&unsettled, &mut out).expect("runs");
         let text = String::from_utf8(out).expect("utf8");
-        assert!(
-            text.lines().any(|line| line.starts_with("uniform")),
-            "{text}"
-        );
+        for policy in ["uniform", "elastic"] {
+            assert!(text.lines().any(|line| line.starts_with(policy)), "{text}");
+        }
         assert!(run(
             &parse_args::<RegretArgs>(&["regret", "--lookups", "0"]),
             &mut Vec::new()

@@ -67,7 +67,8 @@
 //! # Not yet built (issue 15)
 //!
 //! The priced background rebuild of a filter whose optimum exceeds what it holds on disk, and
-//! Ribbon modules.
+//! the Ribbon family's own false-positive curve in the greedy choice (modules of either family
+//! are written, `Options::filter_family`, but priced with the Bloom curve).
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
