@@ -107,6 +107,41 @@ fn stress_runs_every_compaction_policy_and_filter_allocator_without_a_violation(
     }
 }
 
+/// Ribbon and automatic filter families, with every table partitioned and elastic filters
+/// putting modules in use in part of a file's partitions, under write and read faults and
+/// reopens.
+#[test]
+fn stress_with_ribbon_filters_and_partitioned_elastic_filters_finds_no_violation() {
+    for (family, filter_policy, seed) in [("ribbon", "uniform", "11"), ("auto", "elastic", "12")] {
+        let report = ok(&stress_args(
+            "leveling",
+            filter_policy,
+            seed,
+            &[
+                "--duration",
+                "1.5",
+                "--keys",
+                "2000",
+                "--filter-family",
+                family,
+                "--partitioned",
+                "--reopen-every",
+                "0.5",
+                "--fault-rate",
+                "0.002",
+                "--read-fault-rate",
+                "0.001",
+            ],
+        ));
+        assert!(report.contains("no violations"), "{report}");
+        assert!(
+            report.contains(&format!("family {family}, partitioned")),
+            "{report}"
+        );
+        assert!(counter(&report, "flushes") > 0, "{report}");
+    }
+}
+
 #[test]
 fn stress_with_write_and_read_faults_loses_nothing_acknowledged() {
     for (compaction, filter_policy, seed) in [

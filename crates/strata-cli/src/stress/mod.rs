@@ -65,6 +65,14 @@ pub struct StressArgs {
     /// Filter budget in bits per key.
     #[arg(long, default_value_t = 4.0)]
     pub bits_per_key: f64,
+    /// The family filters are built in: bloom, ribbon or auto (`Options::filter_family`).
+    #[arg(long, default_value = "bloom", value_parser = parse_filter_family)]
+    pub filter_family: strata::FilterFamilies,
+    /// Partition every table's index and filter into 256-byte partitions (`Options::
+    /// partition_metadata_above_bytes`), so partitioned filters and elastic filters' partly used
+    /// modules are exercised.
+    #[arg(long)]
+    pub partitioned: bool,
     /// Keep Merlin's access statistics (always on for Mnemosyne+).
     #[arg(long)]
     pub access_statistics: bool,
@@ -215,7 +223,15 @@ impl Stress {
                     .build(&CompactionSettings::with_size_ratio(size_ratio))?,
             )
             .filter_allocator(allocator)
+            .filter_family(args.filter_family)
             .file_system(Arc::new(self.fs.clone()));
+        let options = if args.partitioned {
+            options
+                .metadata_block_bytes(256)
+                .partition_metadata_above_bytes(256)
+        } else {
+            options
+        };
         options.validate()?;
         Ok(options)
     }
@@ -720,7 +736,7 @@ impl Stress {
         let c = &self.counts;
         let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         format!(
-            "{:.1} s, {} threads, seed {}, {} keys, {} / {} (bits/key {}), faults write {} read {}\n\
+            "{:.1} s, {} threads, seed {}, {} keys, {} / {} (bits/key {}, family {}{}), faults write {} read {}\n\
              puts {}  deletes {}  batches {}  gets {}  scans {} ({} keys)  snapshots {}\n\
              flushes {}  compactions {}  waits {}  reopens {} ({} keys verified after reopens)\n\
              failed writes {}  rejected writes {}  read errors {}  injected faults {}  \
@@ -732,6 +748,12 @@ impl Stress {
             self.args.compaction.name(),
             self.args.filter_policy.name(),
             self.args.bits_per_key,
+            self.args.filter_family.name(),
+            if self.args.partitioned {
+                ", partitioned"
+            } else {
+                ""
+            },
             self.args.fault_rate,
             self.args.read_fault_rate,
             get(&c.puts),
@@ -889,4 +911,8 @@ fn tempfile_dir() -> CliResult<tempfile::TempDir> {
 /// The directory of a crash-test database's journal.
 pub fn journal_path(db: &Path) -> PathBuf {
     db.with_extension("journal")
+}
+/// Parses `--filter-family`.
+fn parse_filter_family(text: &str) -> Result<strata::FilterFamilies, String> {
+    strata::FilterFamilies::parse(text).map_err(|error| error.to_string())
 }
