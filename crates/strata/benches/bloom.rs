@@ -21,9 +21,8 @@ use criterion::measurement::WallTime;
 use criterion::{
     criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput,
 };
-use strata::bench_internals::{
-    key_hash, BloomFilter, BloomFilterBuilder, RibbonFilter, RibbonFilterBuilder,
-};
+use strata::bench_internals::{build_filter, key_hash, Filter};
+use strata::FilterFamily;
 
 /// Keys in the filter.
 const KEYS: usize = 1_000_000;
@@ -38,22 +37,6 @@ fn key_hashes(count: usize, seed: u64) -> Vec<u64> {
         .iter()
         .map(|key| key_hash(key))
         .collect()
-}
-
-fn build_bloom(bits_per_key: f64, hashes: &[u64]) -> Vec<u8> {
-    let mut builder = BloomFilterBuilder::new(bits_per_key, FILTER_SEED);
-    for &hash in hashes {
-        builder.add_hash(hash);
-    }
-    builder.finish()
-}
-
-fn build_ribbon(bits_per_key: f64, hashes: &[u64]) -> Vec<u8> {
-    let mut builder = RibbonFilterBuilder::new(bits_per_key, FILTER_SEED);
-    for &hash in hashes {
-        builder.add_hash(hash);
-    }
-    builder.finish()
 }
 
 /// Benchmarks `may_contain` on the inserted (`hit`) and absent (`miss`) hashes, cycling through
@@ -86,13 +69,14 @@ fn bench_probes(
     }
 }
 
-fn bloom_probe(c: &mut Criterion) {
+/// Probes of a `family` filter at every bits per key, in group `name`.
+fn bench_family_probes(c: &mut Criterion, name: &str, family: FilterFamily) {
     let present = key_hashes(KEYS, 1);
     let absent = key_hashes(KEYS, 2);
-    let mut group = c.benchmark_group("bloom_probe");
+    let mut group = c.benchmark_group(name);
     for bits_per_key in BITS_PER_KEY {
-        let filter =
-            BloomFilter::decode(build_bloom(bits_per_key, &present)).expect("filter decodes");
+        let filter = Filter::decode(build_filter(family, bits_per_key, FILTER_SEED, &present))
+            .expect("filter decodes");
         bench_probes(
             &mut group,
             &format!("{bits_per_key}bpk"),
@@ -103,28 +87,17 @@ fn bloom_probe(c: &mut Criterion) {
         );
     }
     group.finish();
+}
+
+fn bloom_probe(c: &mut Criterion) {
+    bench_family_probes(c, "bloom_probe", FilterFamily::Bloom);
 }
 
 fn ribbon_probe(c: &mut Criterion) {
-    let present = key_hashes(KEYS, 1);
-    let absent = key_hashes(KEYS, 2);
-    let mut group = c.benchmark_group("ribbon_probe");
-    for bits_per_key in BITS_PER_KEY {
-        let filter =
-            RibbonFilter::decode(build_ribbon(bits_per_key, &present)).expect("filter decodes");
-        bench_probes(
-            &mut group,
-            &format!("{bits_per_key}bpk"),
-            filter.size_bytes(),
-            |hash| filter.may_contain_hash(hash),
-            &present,
-            &absent,
-        );
-    }
-    group.finish();
+    bench_family_probes(c, "ribbon_probe", FilterFamily::Ribbon);
 }
 
-fn bench_builds(c: &mut Criterion, name: &str, build: fn(f64, &[u64]) -> Vec<u8>) {
+fn bench_builds(c: &mut Criterion, name: &str, family: FilterFamily) {
     let hashes = key_hashes(KEYS, 1);
     let mut group = c.benchmark_group(name);
     // One iteration takes milliseconds: a few flat samples suffice.
@@ -133,18 +106,18 @@ fn bench_builds(c: &mut Criterion, name: &str, build: fn(f64, &[u64]) -> Vec<u8>
     group.throughput(Throughput::Elements(KEYS as u64));
     for bits_per_key in BITS_PER_KEY {
         group.bench_function(format!("{bits_per_key}bpk"), |b| {
-            b.iter(|| build(bits_per_key, black_box(&hashes)));
+            b.iter(|| build_filter(family, bits_per_key, FILTER_SEED, black_box(&hashes)));
         });
     }
     group.finish();
 }
 
 fn bloom_build(c: &mut Criterion) {
-    bench_builds(c, "bloom_build", build_bloom);
+    bench_builds(c, "bloom_build", FilterFamily::Bloom);
 }
 
 fn ribbon_build(c: &mut Criterion) {
-    bench_builds(c, "ribbon_build", build_ribbon);
+    bench_builds(c, "ribbon_build", FilterFamily::Ribbon);
 }
 
 criterion_group!(

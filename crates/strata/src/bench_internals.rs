@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::cache::BlockCache;
 use crate::env::{FileSystem, RealFileSystem};
 use crate::error::Result;
-use crate::filter::{bloom, ribbon};
+use crate::filter::bloom;
 use crate::key;
 use crate::memtable;
 use crate::stats::IoCounters;
@@ -38,80 +38,27 @@ pub fn lookup_key(user_key: &[u8], sequence: SequenceNumber) -> Vec<u8> {
     key::lookup_key(user_key, sequence)
 }
 
-/// The engine's Bloom filter builder (`filter/bloom.rs`).
-pub struct BloomFilterBuilder(bloom::BloomFilterBuilder);
-
-impl BloomFilterBuilder {
-    /// A builder for `bits_per_key` bits per key and hash seed `seed`.
-    #[inline]
-    pub fn new(bits_per_key: f64, seed: u32) -> Self {
-        BloomFilterBuilder(bloom::BloomFilterBuilder::new(bits_per_key, seed))
-    }
-
-    /// Adds a key by its [`key_hash`].
-    #[inline]
-    pub fn add_hash(&mut self, hash: u64) {
-        self.0.add_hash(hash);
-    }
-
-    /// Builds and serializes the filter (empty when there is no filter).
-    #[inline]
-    pub fn finish(self) -> Vec<u8> {
-        self.0.finish()
-    }
+/// Builds one filter module of `family` over `hashes` (each a [`key_hash`]) at `bits_per_key`
+/// with hash seed `seed`, as the table builder does (`FilterFamily::build`); empty when there is
+/// no filter.
+#[inline]
+pub fn build_filter(
+    family: crate::FilterFamily,
+    bits_per_key: f64,
+    seed: u32,
+    hashes: &[u64],
+) -> Vec<u8> {
+    family.build(bits_per_key, seed, hashes)
 }
 
-/// A decoded Bloom filter, as the block cache holds it.
-pub struct BloomFilter(bloom::BloomFilter);
+/// A decoded filter module of either family, as the block cache holds it (`filter::Filter`).
+pub struct Filter(crate::filter::Filter);
 
-impl BloomFilter {
-    /// Decodes a serialized filter; the error is the corruption reason.
+impl Filter {
+    /// Decodes a serialized module (its first byte says the family); the error is the
+    /// corruption reason.
     pub fn decode(bytes: Vec<u8>) -> std::result::Result<Self, String> {
-        bloom::BloomFilter::decode(bytes).map(BloomFilter)
-    }
-
-    /// False when the key with this [`key_hash`] is certainly absent.
-    #[inline]
-    pub fn may_contain_hash(&self, hash: u64) -> bool {
-        self.0.may_contain_hash(hash)
-    }
-
-    /// Serialized size in bytes.
-    pub fn size_bytes(&self) -> usize {
-        self.0.size_bytes()
-    }
-}
-
-/// The engine's Ribbon filter builder (`filter/ribbon.rs`).
-pub struct RibbonFilterBuilder(ribbon::RibbonFilterBuilder);
-
-impl RibbonFilterBuilder {
-    /// A builder for `bits_per_key` bits per key and hash seed `seed`.
-    #[inline]
-    pub fn new(bits_per_key: f64, seed: u32) -> Self {
-        RibbonFilterBuilder(ribbon::RibbonFilterBuilder::new(bits_per_key, seed))
-    }
-
-    /// Adds a key by its [`key_hash`].
-    #[inline]
-    pub fn add_hash(&mut self, hash: u64) {
-        self.0.add_hash(hash);
-    }
-
-    /// Solves and serializes the filter (empty when there is no filter).
-    #[inline]
-    pub fn finish(self) -> Vec<u8> {
-        self.0.finish()
-    }
-}
-
-/// A decoded Ribbon filter, as the block cache would hold it.
-pub struct RibbonFilter(ribbon::RibbonFilter);
-
-impl RibbonFilter {
-    /// Decodes a serialized filter; the error is the corruption reason.
-    pub fn decode(bytes: Vec<u8>) -> std::result::Result<Self, String> {
-        ribbon::RibbonFilter::decode(bytes).map(RibbonFilter)
+        crate::filter::Filter::decode(bytes).map(Filter)
     }
 
     /// False when the key with this [`key_hash`] is certainly absent.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use strata::alloc::Elastic;
 use strata::compaction::CompactionPolicy;
 use strata::compaction::{Leveling, Tiering};
-use strata::{Db, Options};
+use strata::{Db, Options, Stats};
 
 const KEYS: u32 = 30_000;
 const BUDGET: f64 = 2.0;
@@ -26,26 +26,32 @@ fn key(i: u32) -> Vec<u8> {
     format!("key{i:08}").into_bytes()
 }
 
-/// Writes `KEYS` keys in a scattered order, checking the filters in use every 250 puts; returns
-/// the least (once the tree had two levels and a dozen files) and the most seen.
-fn fill(db: &Db) -> (f64, f64) {
-    let (mut least, mut most) = (f64::INFINITY, 0.0f64);
+/// Writes `KEYS` keys in a scattered order and shows `sample` the stats every 250 puts.
+fn fill_sampling(db: &Db, mut sample: impl FnMut(&Stats)) {
     for n in 0..KEYS {
         let i = (n * 7919) % KEYS;
         db.put(key(i), format!("value-{i}-padding").into_bytes())
             .expect("put");
         if n % 250 == 0 {
-            let stats = db.stats();
-            most = most.max(stats.effective_bits_per_key);
-            // Fully spent up to one module: on a tree of a few files one module is a large
-            // share of the budget, so the 0.95 floor is checked once the tree has a last level
-            // and at least a dozen files.
-            let files: usize = stats.levels.iter().map(|level| level.files).sum();
-            if stats.levels.len() >= 2 && files >= 12 {
-                least = least.min(stats.effective_bits_per_key);
-            }
+            sample(&db.stats());
         }
     }
+}
+
+/// Writes `KEYS` keys in a scattered order, checking the filters in use every 250 puts; returns
+/// the least (once the tree had two levels and a dozen files) and the most seen.
+fn fill(db: &Db) -> (f64, f64) {
+    let (mut least, mut most) = (f64::INFINITY, 0.0f64);
+    fill_sampling(db, |stats| {
+        most = most.max(stats.effective_bits_per_key);
+        // Fully spent up to one module: on a tree of a few files one module is a large share
+        // of the budget, so the 0.95 floor is checked once the tree has a last level and at
+        // least a dozen files.
+        let files: usize = stats.levels.iter().map(|level| level.files).sum();
+        if stats.levels.len() >= 2 && files >= 12 {
+            least = least.min(stats.effective_bits_per_key);
+        }
+    });
     db.wait_for_compactions().expect("settle");
     let stats = db.stats();
     (
@@ -135,18 +141,12 @@ fn few_large_partitioned_files_spend_the_budget() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options()).expect("open");
     let (mut least, mut most) = (f64::INFINITY, 0.0f64);
-    for n in 0..KEYS {
-        let i = (n * 7919) % KEYS;
-        db.put(key(i), format!("value-{i}-padding").into_bytes())
-            .expect("put");
-        if n % 250 == 0 {
-            let stats = db.stats();
-            most = most.max(stats.effective_bits_per_key);
-            if stats.levels.len() >= 2 {
-                least = least.min(stats.effective_bits_per_key);
-            }
+    fill_sampling(&db, |stats| {
+        most = most.max(stats.effective_bits_per_key);
+        if stats.levels.len() >= 2 {
+            least = least.min(stats.effective_bits_per_key);
         }
-    }
+    });
     db.flush().expect("flush");
     db.wait_for_compactions().expect("settle");
     let stats = db.stats();
@@ -208,20 +208,14 @@ fn a_budget_in_bytes_is_a_hard_cap_and_spent() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options).expect("open");
     let (mut least, mut most) = (u64::MAX, 0u64);
-    for n in 0..KEYS {
-        let i = (n * 7919) % KEYS;
-        db.put(key(i), format!("value-{i}-padding").into_bytes())
-            .expect("put");
-        if n % 250 == 0 {
-            let stats = db.stats();
-            assert_eq!(stats.filter_budget_bytes, Some(BYTES));
-            most = most.max(stats.filter_bytes_in_use);
-            let files: usize = stats.levels.iter().map(|level| level.files).sum();
-            if stats.levels.len() >= 2 && files >= 12 {
-                least = least.min(stats.filter_bytes_in_use);
-            }
+    fill_sampling(&db, |stats| {
+        assert_eq!(stats.filter_budget_bytes, Some(BYTES));
+        most = most.max(stats.filter_bytes_in_use);
+        let files: usize = stats.levels.iter().map(|level| level.files).sum();
+        if stats.levels.len() >= 2 && files >= 12 {
+            least = least.min(stats.filter_bytes_in_use);
         }
-    }
+    });
     db.wait_for_compactions().expect("settle");
     let stats = db.stats();
     // Rounding to whole bytes: at most one over.
