@@ -685,45 +685,6 @@ mod tests {
         assert_eq!(expected_false_positive_rate(100, 0.0), 1.0);
     }
 
-    /// Modular filters (SPEC §1) multiply module FPRs, which holds only if filters with different
-    /// seeds over the same keys make independent errors.
-    #[test]
-    fn different_seeds_give_independent_false_positives() {
-        let inserted = key_hashes(0, 200_000);
-        let absent = key_hashes(200_000, 1_000_000);
-        let bpk = 4.0;
-        for seeds in [[0, 1, 2], [7, 8, 0xdead_beef], [u32::MAX, 12_345, 54_321]] {
-            let filters: Vec<BloomFilter> = seeds
-                .iter()
-                .map(|&seed| build(BloomFilterBuilder::new(bpk, seed), &inserted))
-                .collect();
-            let single: Vec<f64> = filters.iter().map(|f| measured_fpr(f, &absent)).collect();
-            let all_maybe = |count: usize| {
-                absent
-                    .iter()
-                    .filter(|&&hash| filters.iter().take(count).all(|f| f.may_contain_hash(hash)))
-                    .count() as f64
-                    / absent.len() as f64
-            };
-            let pair = all_maybe(2);
-            let triple = all_maybe(3);
-            let pair_product = single[0] * single[1];
-            let triple_product = pair_product * single[2];
-            println!(
-                "seeds {seeds:?}: single {single:.4?}  both {pair:.5} (product {pair_product:.5})  \
-                 all three {triple:.5} (product {triple_product:.5})"
-            );
-            assert!(
-                (pair / pair_product - 1.0).abs() < 0.1,
-                "seeds {seeds:?}: both-maybe rate {pair} vs product {pair_product}"
-            );
-            assert!(
-                (triple / triple_product - 1.0).abs() < 0.15,
-                "seeds {seeds:?}: all-maybe rate {triple} vs product {triple_product}"
-            );
-        }
-    }
-
     /// The seeds modular filters actually use (`modular::module_seed`, 0..=5) at a module size of
     /// 2 bits per key: every prefix of modules passes an absent key with the product of the
     /// modules' FPRs, and no two modules share a probe pattern.

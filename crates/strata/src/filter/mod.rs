@@ -207,6 +207,57 @@ mod tests {
         assert!(Filter::decode(Vec::new()).is_err());
     }
 
+    /// The modular filter multiplies module FPRs (SPEC §1), which holds only if filters of the
+    /// same family with different seeds over the same keys make independent errors.
+    #[test]
+    fn different_seeds_give_independent_false_positives() {
+        let hashes = |range: std::ops::Range<u64>| -> Vec<u64> {
+            range.map(|i| bloom::key_hash(&i.to_le_bytes())).collect()
+        };
+        let inserted = hashes(0..100_000);
+        let absent = hashes(100_000..1_100_000);
+        for family in [FilterFamily::Bloom, FilterFamily::Ribbon] {
+            for seeds in [[0, 1, 2], [7, 8, 0xdead_beef], [u32::MAX, 12_345, 54_321]] {
+                let filters: Vec<Filter> = seeds
+                    .iter()
+                    .map(|&seed| {
+                        Filter::decode(family.build(3.0, seed, &inserted)).expect("decodes")
+                    })
+                    .collect();
+                let maybe = |count: usize| {
+                    absent
+                        .iter()
+                        .filter(|&&hash| {
+                            filters.iter().take(count).all(|f| f.may_contain_hash(hash))
+                        })
+                        .count() as f64
+                        / absent.len() as f64
+                };
+                let single: Vec<f64> = (0..3)
+                    .map(|index| {
+                        absent
+                            .iter()
+                            .filter(|&&hash| filters[index].may_contain_hash(hash))
+                            .count() as f64
+                            / absent.len() as f64
+                    })
+                    .collect();
+                let (pair, triple) = (maybe(2), maybe(3));
+                let pair_product = single[0] * single[1];
+                let triple_product = pair_product * single[2];
+                assert!(
+                    (pair / pair_product - 1.0).abs() < 0.1,
+                    "{family:?} seeds {seeds:?}: both-maybe rate {pair} vs product {pair_product}"
+                );
+                assert!(
+                    (triple / triple_product - 1.0).abs() < 0.15,
+                    "{family:?} seeds {seeds:?}: all-maybe rate {triple} vs product \
+                     {triple_product}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn automatic_families_build_ribbon_only_for_larger_compaction_outputs() {
         let auto = FilterFamilies::Automatic;

@@ -402,44 +402,6 @@ fn fractional_bits_per_key_uses_its_memory_and_fpr_in_between() {
     );
 }
 
-/// The modular filter multiplies module FPRs, which holds only if filters with different seeds
-/// over the same keys make independent errors.
-#[test]
-fn different_seeds_give_independent_false_positives() {
-    let inserted = key_hashes(0, 100_000);
-    let absent = key_hashes(100_000, 1_000_000);
-    for seeds in [[0, 1, 2], [7, 8, 0xdead_beef]] {
-        let filters: Vec<RibbonFilter> = seeds
-            .iter()
-            .map(|&seed| build(3.0, seed, &inserted))
-            .collect();
-        let single: Vec<f64> = filters.iter().map(|f| measured_fpr(f, &absent)).collect();
-        let all_maybe = |count: usize| {
-            absent
-                .iter()
-                .filter(|&&hash| filters.iter().take(count).all(|f| f.may_contain_hash(hash)))
-                .count() as f64
-                / absent.len() as f64
-        };
-        let pair = all_maybe(2);
-        let triple = all_maybe(3);
-        let pair_product = single[0] * single[1];
-        let triple_product = pair_product * single[2];
-        println!(
-            "seeds {seeds:?}: single {single:.4?}  both {pair:.5} (product {pair_product:.5})  \
-             all three {triple:.5} (product {triple_product:.5})"
-        );
-        assert!(
-            (pair / pair_product - 1.0).abs() < 0.1,
-            "seeds {seeds:?}: both-maybe rate {pair} vs product {pair_product}"
-        );
-        assert!(
-            (triple / triple_product - 1.0).abs() < 0.15,
-            "seeds {seeds:?}: all-maybe rate {triple} vs product {triple_product}"
-        );
-    }
-}
-
 /// Measured FPR against the model and against the blocked Bloom filter given the same bytes, for
 /// bits per key 2..=10 on `keys` inserted and `probes` absent keys; returns the table's rows.
 fn fpr_table(keys: u64, probes: u64) -> Vec<(f64, f64, f64, f64, f64)> {
