@@ -666,6 +666,59 @@ fn bench_builds_ribbon_filters_when_asked() {
     );
 }
 
+/// EcoTune's workload with a rate-limited writer and two query threads: both threads' queries
+/// are counted, and the writer keeps to its rate.
+#[test]
+fn bench_runs_ecotune_queries_on_threads_beside_a_rate_limited_writer() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("out.json");
+    ok(&[
+        "bench",
+        "--num",
+        "5000",
+        "--reads",
+        "3000",
+        "--workloads",
+        "fillrandom,ecotune:0.3",
+        "--query-threads",
+        "2",
+        "--write-rate",
+        "0.05",
+        "--json",
+        path_str(&json),
+    ]);
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON")).expect("valid");
+    assert_eq!(report["config"]["query_threads"], 2);
+    let phase = report["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|row| row["phase"] == "ecotune:0.3")
+        .expect("the ecotune phase");
+    assert_eq!(phase["ops"], 6000, "two threads of 3,000 queries");
+    // 0.05 MB/s of 116-byte entries is 431 writes per second; pacing keeps the writer at or
+    // under it (plus the slack of its first millisecond).
+    let rate = phase["background_writes_per_sec"].as_f64().expect("rate");
+    assert!(rate <= 431.0 * 1.1 + 50.0, "{rate} writes/s");
+    for bad in [
+        &["bench", "--num", "100", "--query-threads", "0"][..],
+        &["bench", "--num", "100", "--write-rate", "-1"][..],
+        &[
+            "bench",
+            "--num",
+            "100",
+            "--workloads",
+            "fillrandom,ycsb-d",
+            "--query-threads",
+            "2",
+        ][..],
+    ] {
+        let refused = strata(bad);
+        assert!(!refused.status.success(), "{bad:?}");
+    }
+}
+
 #[test]
 fn bench_on_a_given_db_settles_and_leaves_the_keys_behind() {
     let dir = tempfile::tempdir().expect("temp dir");

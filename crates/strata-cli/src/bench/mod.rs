@@ -190,6 +190,15 @@ pub struct BenchArgs {
     /// one of them for flushes); fjall keeps its own worker pool.
     #[arg(long)]
     pub max_background_compactions: Option<usize>,
+    /// The background writer's rate in MB/s (10^6 bytes of keys and values per second): a
+    /// steady write stream beside the measured queries. Applies to `readwhilewriting` (default:
+    /// full speed) and `ecotune` (default 2 MB/s).
+    #[arg(long)]
+    pub write_rate: Option<f64>,
+    /// Closed-loop query threads running a mix's operations (each its own seeded stream of
+    /// `--reads` operations; latencies are the first thread's). Mixes that insert keys take 1.
+    #[arg(long, default_value_t = 1)]
+    pub query_threads: usize,
     /// Strata partitions the index and filter of a table whose whole-file index block or largest
     /// filter module would exceed this many bytes (`Options::partition_metadata_above_bytes`;
     /// default Strata's own; `never` keeps every table unpartitioned).
@@ -351,6 +360,8 @@ pub struct BenchConfig {
     pub peer_config: PeerConfig,
     pub index_restart_interval: Option<usize>,
     pub max_background_compactions: Option<usize>,
+    pub write_rate: Option<f64>,
+    pub query_threads: usize,
     pub partition_metadata_above_bytes: Option<u64>,
     pub metadata_block_bytes: Option<u64>,
     pub filter_budget_bytes: Option<u64>,
@@ -463,6 +474,18 @@ impl BenchConfig {
                 "--runs must be at least 1".into(),
             ));
         }
+        if args.query_threads == 0 {
+            return Err(CliError::InvalidArgument(
+                "--query-threads must be at least 1".into(),
+            ));
+        }
+        if let Some(rate) = args.write_rate {
+            if !(rate.is_finite() && rate > 0.0) {
+                return Err(CliError::InvalidArgument(format!(
+                    "--write-rate must be a positive number of MB/s, got {rate}"
+                )));
+            }
+        }
         if args.sample_every == Some(0) {
             return Err(CliError::InvalidArgument(
                 "--sample-every must be at least 1".into(),
@@ -526,6 +549,8 @@ impl BenchConfig {
             peer_config: args.peer_config,
             index_restart_interval: args.index_restart_interval,
             max_background_compactions: args.max_background_compactions,
+            write_rate: args.write_rate,
+            query_threads: args.query_threads,
             partition_metadata_above_bytes: args.partition_metadata_above_bytes,
             metadata_block_bytes: args.metadata_block_bytes,
             filter_budget_bytes: args.filter_budget_bytes,
@@ -1153,9 +1178,32 @@ impl Bench<'_> {
         let writer_ops = spec
             .background_writes()
             .map_err(CliError::InvalidArgument)?;
+        let query_threads = self.config.query_threads.max(1);
+        if query_threads > 1 && mix.proportions().insert > 0.0 {
+            return Err(CliError::InvalidArgument(format!(
+                "--query-threads {query_threads}: {mix} inserts new keys, which one stream \
+                 numbers; run it with one query thread"
+            )));
+        }
+        // The other query threads' streams: the same mix, each with its own seed.
+        let mut more_streams = Vec::with_capacity(query_threads - 1);
+        for thread in 1..query_threads {
+            let seeded = StreamSpec {
+                seed: spec.seed ^ (thread as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                ..spec
+            };
+            more_streams.push(seeded.ops().map_err(CliError::InvalidArgument)?);
+        }
+        // The writer's rate in bytes per second (`None`: as fast as it can).
+        let write_rate = match (self.config.write_rate, mix) {
+            (Some(rate), _) => Some(rate * 1e6),
+            (None, Mix::EcoTune { .. }) => Some(ECOTUNE_DEFAULT_WRITE_MB_S * 1e6),
+            (None, _) => None,
+        };
         let stop = std::sync::atomic::AtomicBool::new(false);
         let format = self.format;
         let (seed, value_size) = (self.config.seed, self.config.value_size);
+        let entry_bytes = (self.config.key_size + value_size) as f64;
         let compression_ratio = self.config.compression_ratio;
         std::thread::scope(|scope| {
             let writer = writer_ops.map(|writes| {
@@ -1164,6 +1212,7 @@ impl Bench<'_> {
                     let mut rng = workload::phase_rng(seed ^ 0x5752_4954_4552, workload);
                     let (mut key, mut value) = (Vec::new(), Vec::new());
                     let mut written = 0;
+                    let started = Instant::now();
                     for op in writes {
                         if stop.load(std::sync::atomic::Ordering::Relaxed) {
                             break;
@@ -1178,12 +1227,25 @@ impl Bench<'_> {
                             );
                             engine.put(&key, &value)?;
                             written += 1;
+                            if let Some(rate) = write_rate {
+                                pace(started, written as f64 * entry_bytes / rate, stop);
+                            }
                         }
                     }
                     Ok(written)
                 })
             });
+            let others: Vec<_> = more_streams
+                .into_iter()
+                .map(|stream| scope.spawn(move || query_stream(engine, format, stream, value_size)))
+                .collect();
             let measured = self.run_ops(engine, workload, ops, latencies);
+            let mut other_counts = Vec::with_capacity(others.len());
+            for handle in others {
+                other_counts.push(handle.join().unwrap_or_else(|_| {
+                    Err(CliError::CheckFailed("a query thread panicked".into()))
+                }));
+            }
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
             let background = match writer {
                 Some(handle) => handle.join().unwrap_or_else(|_| {
@@ -1194,6 +1256,9 @@ impl Bench<'_> {
                 None => 0,
             };
             let mut counts = measured?;
+            for other in other_counts {
+                counts.add(&other?);
+            }
             counts.background_writes = background;
             Ok(counts)
         })
@@ -1332,6 +1397,67 @@ impl Progress {
             bar.finish_and_clear();
         }
     }
+}
+
+/// The background writer's rate for `ecotune` without `--write-rate`, in MB/s.
+pub const ECOTUNE_DEFAULT_WRITE_MB_S: f64 = 2.0;
+
+/// Sleeps until `due_seconds` after `started` (a rate-limited writer ahead of its schedule),
+/// in slices of at most 50 ms so that `stop` ends it promptly; returns at once when behind.
+fn pace(started: Instant, due_seconds: f64, stop: &std::sync::atomic::AtomicBool) {
+    loop {
+        let ahead = due_seconds - started.elapsed().as_secs_f64();
+        // Below a millisecond the sleep would cost more than it paces.
+        if ahead < 0.001 || stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_secs_f64(ahead.min(0.05)));
+    }
+}
+
+/// One extra query thread of `--query-threads`: runs `ops` (no inserts) and counts them.
+fn query_stream(
+    engine: &dyn Engine,
+    format: KeyFormat,
+    ops: impl Iterator<Item = Op>,
+    value_size: usize,
+) -> CliResult<PhaseCounts> {
+    let mut key = Vec::new();
+    let mut value = vec![b'u'; value_size];
+    let mut counts = PhaseCounts::default();
+    for op in ops {
+        match op {
+            Op::Read(index) => {
+                format.present_key(index, &mut key);
+                counts.lookups += 1;
+                counts.existing_lookups += 1;
+                counts.found += u64::from(engine.get(&key)?.is_some());
+            }
+            Op::ReadMissing(gap) => {
+                format.missing_key(gap, &mut key);
+                counts.lookups += 1;
+                counts.missing_hits += u64::from(engine.get(&key)?.is_some());
+            }
+            Op::Scan { start, len } => {
+                format.present_key(start, &mut key);
+                counts.entries_read += engine.scan(&key, len)?.entries;
+            }
+            Op::Update(index) | Op::ReadModifyWrite(index) => {
+                format.present_key(index, &mut key);
+                if matches!(op, Op::ReadModifyWrite(_)) {
+                    counts.lookups += 1;
+                    counts.existing_lookups += 1;
+                    counts.found += u64::from(engine.get(&key)?.is_some());
+                }
+                value.rotate_left(1);
+                engine.put(&key, &value)?;
+            }
+            // Refused before the threads start: a mix with inserts runs on one thread.
+            Op::Insert(_) => {}
+        }
+        counts.ops += 1;
+    }
+    Ok(counts)
 }
 
 #[cfg(test)]

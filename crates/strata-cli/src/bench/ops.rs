@@ -188,6 +188,13 @@ pub const YCSB_MAX_SCAN_LENGTH: u64 = 100;
 /// {0, 0.5, 1}.
 pub const MNEMOSYNE_DEFAULT_EMPTY_FRACTION: f64 = 0.5;
 
+/// Entries a long range scan of the EcoTune workload reads: EcoTune's `Seek + 100 Next`, taken as
+/// 100 entries from the sought key.
+pub const ECOTUNE_LONG_SCAN_NEXTS: u64 = 100;
+
+/// The long-range-scan ratio of `ecotune` without a parameter: 0.3, issue 17's target point.
+pub const ECOTUNE_DEFAULT_LONG_SCAN_RATIO: f64 = 0.3;
+
 /// The Mnemosyne paper's "normal distribution with σ = 3.0" (§6) in this module's units: mean
 /// 0.5 and standard deviation `3.0 / 62` of the key domain. KV-Bench (the paper's generator)
 /// draws a normal over the sorted key pool with standard deviation `σ * pool_size / 62` when
@@ -262,11 +269,19 @@ pub enum Mix {
     /// db_bench `readwhilewriting`: the measured stream is `readrandom`'s; a background writer
     /// overwrites random existing keys at full speed ([`StreamSpec::background_writes`]).
     ReadWhileWriting,
+    /// EcoTune's workload (EcoTune §6, "Workload"): each query is a long range scan (a seek and
+    /// [`ECOTUNE_LONG_SCAN_NEXTS`] nexts) with probability `r`, else a seek or a get of a random
+    /// existing key with probability `(1 - r) / 2` each; a background writer overwrites random
+    /// keys at a steady rate (`strata bench --write-rate`).
+    EcoTune {
+        /// The long-range-scan ratio `r`, in `[0, 1]`.
+        long_scan_ratio: f64,
+    },
 }
 
 impl Mix {
     /// Every mix with its default parameters (type II at Z = 0.5).
-    pub const ALL: [Mix; 12] = [
+    pub const ALL: [Mix; 13] = [
         Mix::YcsbA,
         Mix::YcsbB,
         Mix::YcsbC,
@@ -281,6 +296,9 @@ impl Mix {
         Mix::Overwrite,
         Mix::ReadHot,
         Mix::ReadWhileWriting,
+        Mix::EcoTune {
+            long_scan_ratio: ECOTUNE_DEFAULT_LONG_SCAN_RATIO,
+        },
     ];
 
     /// The name without parameters (`ycsb-a`, `mnemosyne-ii`, ...).
@@ -298,6 +316,7 @@ impl Mix {
             Mix::Overwrite => "overwrite",
             Mix::ReadHot => "readhot",
             Mix::ReadWhileWriting => "readwhilewriting",
+            Mix::EcoTune { .. } => "ecotune",
         }
     }
 
@@ -349,6 +368,12 @@ impl Mix {
                 update: 1.0,
                 ..none
             },
+            // Long scans and seeks are both scans; `OpStream` tells them apart by length.
+            Mix::EcoTune { long_scan_ratio } => Proportions {
+                read: (1.0 - long_scan_ratio) / 2.0,
+                scan: long_scan_ratio + (1.0 - long_scan_ratio) / 2.0,
+                ..none
+            },
         }
     }
 
@@ -380,7 +405,11 @@ impl Mix {
             }
             Mix::MnemosyneTypeI => (32, 96),
             Mix::MnemosyneTypeII { .. } => (128, 384),
-            Mix::ReadRandom | Mix::Overwrite | Mix::ReadHot | Mix::ReadWhileWriting => (16, 100),
+            Mix::ReadRandom
+            | Mix::Overwrite
+            | Mix::ReadHot
+            | Mix::ReadWhileWriting
+            | Mix::EcoTune { .. } => (16, 100),
         };
         EntrySize {
             key_bytes,
@@ -422,6 +451,9 @@ impl Mix {
                      {empty_fraction}"
                 ))
             }
+            Mix::EcoTune { long_scan_ratio } if !(0.0..=1.0).contains(&long_scan_ratio) => Err(
+                format!("ecotune: the long-scan ratio r must be in [0, 1], got {long_scan_ratio}"),
+            ),
             _ => Ok(()),
         }
     }
@@ -433,6 +465,7 @@ impl fmt::Display for Mix {
             Mix::MnemosyneTypeII { empty_fraction } => {
                 write!(f, "{}:{empty_fraction}", self.name())
             }
+            Mix::EcoTune { long_scan_ratio } => write!(f, "{}:{long_scan_ratio}", self.name()),
             _ => f.write_str(self.name()),
         }
     }
@@ -456,6 +489,14 @@ impl FromStr for Mix {
             mix.validate()?;
             return Ok(mix);
         }
+        if let ("ecotune", Some(param)) = (name, param) {
+            let long_scan_ratio = param.trim().parse::<f64>().map_err(|_| {
+                format!("mix {text:?}: the long-scan ratio {param:?} is not a number")
+            })?;
+            let mix = Mix::EcoTune { long_scan_ratio };
+            mix.validate()?;
+            return Ok(mix);
+        }
         let mix = Mix::ALL
             .into_iter()
             .find(|mix| mix.name() == name)
@@ -463,7 +504,7 @@ impl FromStr for Mix {
                 let names: Vec<&str> = Mix::ALL.iter().map(|mix| mix.name()).collect();
                 format!(
                     "unknown mix {text:?}: expected one of {} (mnemosyne-ii takes :Z, the \
-                     fraction of empty lookups)",
+                     fraction of empty lookups; ecotune :r, the long-scan ratio)",
                     names.join(", ")
                 )
             })?;
@@ -545,7 +586,7 @@ impl StreamSpec {
     /// stream of updates of uniformly random existing keys, as db_bench's `BGWriter` draws
     /// `rand % num` whatever the readers' distribution. Its seed differs from the readers'.
     pub fn background_writes(&self) -> Result<Option<OpStream>, String> {
-        if self.mix != Mix::ReadWhileWriting {
+        if !matches!(self.mix, Mix::ReadWhileWriting | Mix::EcoTune { .. }) {
             return Ok(None);
         }
         let writer = StreamSpec {
@@ -678,6 +719,9 @@ pub struct OpStream {
     /// Gaps of empty lookups.
     gaps: KeyChooser,
     read_range: ReadRange,
+    /// For EcoTune's workload, the chance that a scan is a long one (else a seek, 1 entry);
+    /// `None`: YCSB's uniform lengths.
+    long_scan_share: Option<f64>,
     /// Keys `0..keys` exist.
     keys: u64,
     remaining: u64,
@@ -719,6 +763,17 @@ impl OpStream {
             uniform_updates,
             gaps: KeyChooser::new(spec.distribution, key_space / 10)?,
             read_range,
+            long_scan_share: match spec.mix {
+                Mix::EcoTune { long_scan_ratio } => {
+                    let scans = long_scan_ratio + (1.0 - long_scan_ratio) / 2.0;
+                    Some(if scans > 0.0 {
+                        long_scan_ratio / scans
+                    } else {
+                        0.0
+                    })
+                }
+                _ => None,
+            },
             keys: spec.record_count,
             remaining: spec.operation_count,
         })
@@ -772,7 +827,11 @@ impl Iterator for OpStream {
             }
             OpKind::Scan => Op::Scan {
                 start: self.targets.next(&mut self.rng, self.keys),
-                len: self.rng.gen_range(1..=YCSB_MAX_SCAN_LENGTH),
+                len: match self.long_scan_share {
+                    Some(share) if self.rng.gen::<f64>() < share => ECOTUNE_LONG_SCAN_NEXTS,
+                    Some(_) => 1,
+                    None => self.rng.gen_range(1..=YCSB_MAX_SCAN_LENGTH),
+                },
             },
             OpKind::ReadModifyWrite => {
                 Op::ReadModifyWrite(self.targets.next(&mut self.rng, self.keys))
@@ -1259,6 +1318,45 @@ mod tests {
             .background_writes()
             .expect("valid")
             .is_none());
+    }
+
+    /// EcoTune's workload: long scans (100 entries) with probability r, seeks (1 entry) and gets
+    /// with (1 - r) / 2 each, and a background writer of uniform updates.
+    #[test]
+    fn ecotune_mixes_long_scans_seeks_and_gets_in_the_papers_ratios() {
+        for r in [0.0, 0.1, 0.3, 0.5, 1.0] {
+            let mix: Mix = format!("ecotune:{r}").parse().expect("parses");
+            assert_eq!(mix, Mix::EcoTune { long_scan_ratio: r });
+            let spec = StreamSpec::new(mix, RECORDS, 100_000, 5);
+            let (mut long, mut seeks, mut gets) = (0u64, 0u64, 0u64);
+            for op in spec.ops().expect("valid") {
+                match op {
+                    Op::Scan {
+                        start,
+                        len: ECOTUNE_LONG_SCAN_NEXTS,
+                    } if start < RECORDS => long += 1,
+                    Op::Scan { start, len: 1 } if start < RECORDS => seeks += 1,
+                    Op::Read(index) if index < RECORDS => gets += 1,
+                    other => panic!("ecotune:{r} emitted {other:?}"),
+                }
+            }
+            let sigma = (100_000.0f64 * 0.25).sqrt();
+            let near =
+                |count: u64, share: f64| (count as f64 - 100_000.0 * share).abs() <= 5.0 * sigma;
+            assert!(near(long, r), "r {r}: {long} long scans");
+            assert!(near(seeks, (1.0 - r) / 2.0), "r {r}: {seeks} seeks");
+            assert!(near(gets, (1.0 - r) / 2.0), "r {r}: {gets} gets");
+            assert!(spec.background_writes().expect("valid").is_some());
+        }
+        assert_eq!(
+            "ecotune".parse::<Mix>(),
+            Ok(Mix::EcoTune {
+                long_scan_ratio: ECOTUNE_DEFAULT_LONG_SCAN_RATIO
+            })
+        );
+        for bad in ["ecotune:1.5", "ecotune:-0.1", "ecotune:x"] {
+            assert!(bad.parse::<Mix>().is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -145,6 +145,10 @@ pub struct PhaseResult {
     pub write_stops: Option<u64>,
     /// Time writers spent stalled during the phase, milliseconds.
     pub write_stall_ms: Option<f64>,
+    /// Writes the background writer did during the phase (`readwhilewriting`, `ecotune`), and
+    /// their rate in writes per second.
+    pub background_writes: u64,
+    pub background_writes_per_sec: f64,
     /// Live table bytes / bytes of the newest version of each key (`key_size + value_size` per
     /// live key), at the end of the phase; `null` before anything reached a table file.
     pub space_amp: Option<f64>,
@@ -223,6 +227,19 @@ pub struct PhaseCounts {
     pub background_writes: u64,
     /// New keys inserted (YCSB D and E, Mnemosyne type I).
     pub inserts: u64,
+}
+
+impl PhaseCounts {
+    /// Adds another query thread's counts (its background writes are the writer's, not its).
+    pub fn add(&mut self, other: &PhaseCounts) {
+        self.ops += other.ops;
+        self.lookups += other.lookups;
+        self.existing_lookups += other.existing_lookups;
+        self.found += other.found;
+        self.missing_hits += other.missing_hits;
+        self.entries_read += other.entries_read;
+        self.inserts += other.inserts;
+    }
 }
 
 fn per(count: u64, ops: u64) -> f64 {
@@ -318,6 +335,12 @@ impl PhaseResult {
             write_slowdowns: io.write_slowdowns,
             write_stops: io.write_stops,
             write_stall_ms: io.write_stall_micros.map(|micros| micros as f64 / 1e3),
+            background_writes: counts.background_writes,
+            background_writes_per_sec: if seconds > 0.0 {
+                counts.background_writes as f64 / seconds
+            } else {
+                0.0
+            },
             table_bytes: 0,
             block_bytes_uncompressed: None,
             block_bytes_stored: None,
