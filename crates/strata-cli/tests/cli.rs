@@ -701,6 +701,10 @@ fn bench_runs_ecotune_queries_on_threads_beside_a_rate_limited_writer() {
     // under it (plus the slack of its first millisecond).
     let rate = phase["background_writes_per_sec"].as_f64().expect("rate");
     assert!(rate <= 431.0 * 1.1 + 50.0, "{rate} writes/s");
+    let busy = phase["compaction_busy_share"]
+        .as_f64()
+        .expect("Strata's compaction time");
+    assert!(busy >= 0.0, "{busy}");
     for bad in [
         &["bench", "--num", "100", "--query-threads", "0"][..],
         &["bench", "--num", "100", "--write-rate", "-1"][..],

@@ -149,6 +149,9 @@ pub struct PhaseResult {
     /// their rate in writes per second.
     pub background_writes: u64,
     pub background_writes_per_sec: f64,
+    /// Compaction jobs' wall-clock time over the phase's (Strata only; above 1 when jobs ran
+    /// side by side): the share of the phase compaction workers were busy, not CPU time.
+    pub compaction_busy_share: Option<f64>,
     /// Live table bytes / bytes of the newest version of each key (`key_size + value_size` per
     /// live key), at the end of the phase; `null` before anything reached a table file.
     pub space_amp: Option<f64>,
@@ -335,6 +338,10 @@ impl PhaseResult {
             write_slowdowns: io.write_slowdowns,
             write_stops: io.write_stops,
             write_stall_ms: io.write_stall_micros.map(|micros| micros as f64 / 1e3),
+            compaction_busy_share: io
+                .compaction_micros
+                .filter(|_| seconds > 0.0)
+                .map(|micros| micros as f64 / 1e6 / seconds),
             background_writes: counts.background_writes,
             background_writes_per_sec: if seconds > 0.0 {
                 counts.background_writes as f64 / seconds

@@ -611,6 +611,7 @@ impl Engine for FjallEngine {
             // sealed memtables wait) but counts neither.
             write_stalls: None,
             write_stall_micros: None,
+            compaction_micros: None,
             write_slowdowns: None,
             write_stops: None,
             // fjall's metrics do not count compressed or uncompressed bytes.

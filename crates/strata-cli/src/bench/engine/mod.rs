@@ -169,6 +169,9 @@ pub struct EngineCounters {
     pub write_stops: Option<u64>,
     /// Time writers spent in those stalls, microseconds (RocksDB: `rocksdb.stall.micros`).
     pub write_stall_micros: Option<u64>,
+    /// Wall-clock time compaction jobs ran, summed over concurrent jobs, microseconds (Strata's
+    /// `compaction_micros`; `None` for the peers).
+    pub compaction_micros: Option<u64>,
     /// What block compression did in flushes and compactions (Strata and RocksDB; fjall does not
     /// say).
     pub compression: Option<CompressionCounters>,

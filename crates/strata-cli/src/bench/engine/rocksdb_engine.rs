@@ -498,6 +498,7 @@ impl Engine for RocksDbEngine {
             last_level_filter_skips: None,
             write_stalls: Some(self.write_stalls().saturating_sub(stalls_base)),
             write_stall_micros: Some(stall_micros),
+            compaction_micros: None,
             write_slowdowns: None,
             write_stops: None,
             // Compression and decompression times are histograms RocksDB fills only at a

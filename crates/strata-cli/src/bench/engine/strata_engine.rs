@@ -225,6 +225,7 @@ impl Engine for StrataEngine {
             write_slowdowns: Some(io.write_slowdowns),
             write_stops: Some(io.write_stops),
             write_stall_micros: Some(io.write_stall_micros),
+            compaction_micros: Some(io.compaction_micros),
             compression: Some(CompressionCounters {
                 uncompressed_bytes: io.block_bytes_uncompressed_total(),
                 stored_bytes: io.block_bytes_stored_total(),
