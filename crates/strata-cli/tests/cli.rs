@@ -611,6 +611,13 @@ fn bench_caps_elastic_filters_at_a_budget_in_bytes() {
     // 32,768 bits over the 16,384 or more entries in tables once the load is done: at most 2
     // bits per key (the cap itself, in bytes, is checked by `tests/elastic.rs` in the engine).
     assert!(most <= 2.0, "{most} bits/key in use: over 4 KiB");
+    // The disk overhead: elastic filters keep more modules on disk than are in use.
+    let in_use = read["filter_bytes_in_use"].as_u64().expect("bytes in use");
+    let on_disk = read["filter_bytes_on_disk"]
+        .as_u64()
+        .expect("bytes on disk");
+    assert!(in_use <= 4096 + 1, "{in_use} bytes in use");
+    assert!(on_disk > in_use, "{on_disk} bytes on disk, {in_use} in use");
     assert!(most > 1.0, "the byte budget is spent: {most}");
     let refused = strata(&[
         "bench",

@@ -149,6 +149,11 @@ pub struct PhaseResult {
     /// their rate in writes per second.
     pub background_writes: u64,
     pub background_writes_per_sec: f64,
+    /// Bytes of the live filters on disk (serialized, with each format's rounding) and of those
+    /// in use (nominal: bits per key in use times entries) at the end of the phase, where the
+    /// engine reports them; the difference is mostly elastic filters' disk overhead.
+    pub filter_bytes_on_disk: Option<u64>,
+    pub filter_bytes_in_use: Option<u64>,
     /// Compaction jobs' wall-clock time over the phase's (Strata only; above 1 when jobs ran
     /// side by side): the share of the phase compaction workers were busy, not CPU time.
     pub compaction_busy_share: Option<f64>,
@@ -342,6 +347,8 @@ impl PhaseResult {
                 .compaction_micros
                 .filter(|_| seconds > 0.0)
                 .map(|micros| micros as f64 / 1e6 / seconds),
+            filter_bytes_on_disk: shape.filter_bytes_on_disk,
+            filter_bytes_in_use: shape.filter_bytes_in_use,
             background_writes: counts.background_writes,
             background_writes_per_sec: if seconds > 0.0 {
                 counts.background_writes as f64 / seconds

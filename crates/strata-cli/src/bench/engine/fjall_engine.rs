@@ -665,6 +665,8 @@ impl Engine for FjallEngine {
             bits_per_key_cap: None,
             // fjall gives every table the configured bits per key; it has no budget of its own.
             bits_per_key_budget: None,
+            filter_bytes_on_disk: Some(filter_bits / 8),
+            filter_bytes_in_use: None,
             predicted_lookup_io: None,
         }
     }

@@ -238,6 +238,11 @@ pub struct TreeShape {
     pub effective_bits_per_key: Option<f64>,
     /// The budget guard's cap in bits per key (Strata's Mnemosyne policies), where there is one.
     pub bits_per_key_cap: Option<f64>,
+    /// Bytes of every live filter on disk, where known: with elastic filters more than is in use
+    /// (the disk overhead issue 15 asks to report).
+    pub filter_bytes_on_disk: Option<u64>,
+    /// Bytes of the filters lookups use (Strata), where known.
+    pub filter_bytes_in_use: Option<u64>,
     /// What the cost model predicts a point lookup costs on this tree (Strata's per-file form,
     /// `strata::model::tree`), where the engine has the model.
     pub predicted_lookup_io: Option<PredictedLookupIo>,

@@ -354,22 +354,27 @@ impl RocksDbEngine {
         Ok(engine)
     }
 
-    /// Filter bits per key over every table, from `rocksdb.aggregated-table-properties`
-    /// (`filter block size` and `# entries`); `None` if RocksDB does not report them.
-    fn filter_bits_per_key(&self) -> Option<f64> {
+    /// One field of `rocksdb.aggregated-table-properties` (summed over every table), e.g.
+    /// `filter block size` or `# entries`; `None` if RocksDB does not report it.
+    fn table_property(&self, name: &str) -> Option<f64> {
         let text = self
             .db
             .property_value("rocksdb.aggregated-table-properties")
             .ok()
             .flatten()?;
-        let field = |name: &str| -> Option<f64> {
-            text.split(';').find_map(|part| {
-                let (key, value) = part.split_once('=')?;
-                (key.trim() == name).then(|| value.trim().parse().ok())?
-            })
-        };
-        let entries = field("# entries")?;
-        (entries > 0.0).then(|| field("filter block size").map(|bytes| bytes * 8.0 / entries))?
+        text.split(';').find_map(|part| {
+            let (key, value) = part.split_once('=')?;
+            (key.trim() == name).then(|| value.trim().parse().ok())?
+        })
+    }
+
+    /// Filter bits per key over every table (`filter block size` over `# entries`).
+    fn filter_bits_per_key(&self) -> Option<f64> {
+        let entries = self.table_property("# entries")?;
+        (entries > 0.0).then(|| {
+            self.table_property("filter block size")
+                .map(|bytes| bytes * 8.0 / entries)
+        })?
     }
 
     fn tickers(&self) -> Baseline {
@@ -579,6 +584,8 @@ impl Engine for RocksDbEngine {
             effective_bits_per_key: None,
             bits_per_key_cap: None,
             bits_per_key_budget: None,
+            filter_bytes_on_disk: self.table_property("filter block size").map(|b| b as u64),
+            filter_bytes_in_use: None,
             predicted_lookup_io: None,
         }
     }

@@ -261,6 +261,8 @@ impl Engine for StrataEngine {
             effective_bits_per_key: Some(stats.effective_bits_per_key),
             bits_per_key_cap: stats.bits_per_key_cap,
             bits_per_key_budget: Some(stats.bits_per_key_budget),
+            filter_bytes_on_disk: Some(stats.levels.iter().map(|level| level.filter_bytes).sum()),
+            filter_bytes_in_use: Some(stats.filter_bytes_in_use),
             predicted_lookup_io: {
                 let predicted = self.db.predicted_lookup_cost();
                 Some(PredictedLookupIo {
