@@ -354,7 +354,7 @@ impl Simulation {
             file_number: number,
             entries,
             access: None,
-            filter_partitions: 1,
+            filter_layout: strata::FilterLayout::default(),
         }];
         let job = FilterJob {
             kind: JobKind::Flush,
@@ -472,7 +472,7 @@ impl Simulation {
                 file_number: number,
                 entries: piece.entries,
                 access: None,
-                filter_partitions: 1,
+                filter_layout: strata::FilterLayout::default(),
             })
             .collect();
         let job_inputs: Vec<JobInput> = inputs

@@ -506,8 +506,9 @@ pub(crate) struct TableScan {
     pub(crate) entries: u64,
     pub(crate) smallest_sequence: Option<u64>,
     pub(crate) largest_sequence: Option<u64>,
-    /// The filter's key-range partitions (1 unless partitioned), if the file opened.
-    pub(crate) filter_partitions: u32,
+    /// The filter's family and key-range partitions, if the file opened (the default layout
+    /// otherwise).
+    pub(crate) filter_layout: crate::FilterLayout,
 }
 
 impl TableScan {
@@ -543,7 +544,7 @@ pub(crate) fn scan_table(
         entries: 0,
         smallest_sequence: None,
         largest_sequence: None,
-        filter_partitions: 1,
+        filter_layout: crate::FilterLayout::default(),
     };
     // A private cache of 0 bytes and private counters: nothing read here is kept or counted.
     let reader = match TableReader::open(
@@ -562,7 +563,7 @@ pub(crate) fn scan_table(
         }
     };
     scan.file_bytes = reader.file_len();
-    scan.filter_partitions = reader.filter_partitions();
+    scan.filter_layout = reader.filter_layout();
     let properties = reader.properties().clone();
     // Footer, properties and (version 2) the modular filter index or (version 3) the top-level
     // partition index were verified by `open`.

@@ -73,7 +73,7 @@ pub(crate) mod wal;
 pub use check::{check, table_entries, CheckReport, Problem, Severity, TableEntry};
 pub use db::{Db, DbIterator, Key, Snapshot, TracedProbe, Value};
 pub use error::{Error, Result};
-pub use filter::{FilterFamilies, FilterFamily, RIBBON_MIN_KEYS};
+pub use filter::{FilterFamilies, FilterFamily, FilterLayout, RIBBON_MIN_KEYS};
 pub use options::{Options, WriteOptions, MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_VALUE_BYTES};
 pub use options_file::OptionsFile;
 pub use repair::{repair, RepairMode, RepairReport};

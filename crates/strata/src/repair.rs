@@ -259,7 +259,7 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
                 number,
                 scan.file_bytes,
                 properties,
-                scan.filter_partitions,
+                scan.filter_layout,
                 None,
             )),
         });

@@ -81,6 +81,26 @@ fn ribbon_and_automatic_filters_read_like_bloom_filters() {
             if !elastic {
                 false_positives.push((families, passed));
             }
+            let families_of = |db: &Db| -> Vec<FilterFamily> {
+                db.version()
+                    .files()
+                    .filter(|(_, _, file)| file.bits_per_key() > 0.0)
+                    .map(|(_, _, file)| file.filter_family())
+                    .collect()
+            };
+            let built = families_of(&db);
+            assert!(!built.is_empty());
+            match families {
+                FilterFamilies::Only(family) => {
+                    assert!(
+                        built.iter().all(|&f| f == family),
+                        "{families:?}: {built:?}"
+                    )
+                }
+                FilterFamilies::Automatic => {
+                    assert!(built.contains(&FilterFamily::Ribbon), "{built:?}")
+                }
+            }
             drop(db);
             let report =
                 strata::check(dir.path(), &options(families, elastic, partitioned)).expect("check");
@@ -92,6 +112,11 @@ fn ribbon_and_automatic_filters_read_like_bloom_filters() {
                     "key {i} after reopen"
                 );
             }
+            assert_eq!(
+                families_of(&db),
+                built,
+                "the manifest keeps each file's family"
+            );
         }
     }
     // Uniform filters of 4 bits per key: Ribbon's false-positive rate is about half of Bloom's

@@ -62,13 +62,16 @@
 //! module a large share of the budget, and the floor of SPEC §3.5 (0.95 of the budget) cannot be
 //! met: measured in `tests/elastic.rs`, 1.20 bits per key of a budget of 2 with whole modules,
 //! 1.96 with partitions. A job's outputs report their partitions before the allocation
-//! (`NewFile::filter_partitions`).
+//! (`NewFile::filter_layout`).
 //!
 //! # Not yet built (issue 15)
 //!
-//! The priced background rebuild of a filter whose optimum exceeds what it holds on disk, and
-//! the Ribbon family's own false-positive curve in the greedy choice (modules of either family
-//! are written, `Options::filter_family`, but priced with the Bloom curve).
+//! The priced background rebuild of a filter whose optimum exceeds what it holds on disk.
+//!
+//! # Families
+//!
+//! Each file's bits are priced with its family's curve (`FilterFamily::false_positive_rate`,
+//! SPEC §3.5 "Filter families"), so Bloom and Ribbon files mix in one greedy choice.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -80,8 +83,8 @@ use super::mnemosyne::validated_target;
 use super::{FilterAllocator, FilterJob, ModulesInUse, NewFile};
 use crate::coding::{put_fixed64, put_varint64, Decoder};
 use crate::error::{Error, Result};
-use crate::filter::bloom::false_positive_rate;
 use crate::filter::modular::{MAX_MODULES, MIN_MODULE_BITS_PER_KEY};
+use crate::filter::FilterFamily;
 use crate::model::tree::KeySpace;
 use crate::version::{FileMetadata, PolicyState, Version};
 
@@ -232,10 +235,12 @@ struct Candidate {
     module_bits: f64,
     /// Modules that can be put in use (on disk, or up to six for a job's output).
     modules: usize,
-    /// Key-range partitions of the filter (1 unless partitioned; 1 for a job's output, whose
-    /// partitions are not known until it is built): a module that does not fit whole can be put
-    /// in use in some of them.
+    /// Key-range partitions of the filter (1 unless partitioned): a module that does not fit
+    /// whole can be put in use in some of them.
     partitions: u32,
+    /// The family whose false-positive curve prices the file's bits (SPEC §3.5 "Filter
+    /// families"), the file's own (a job's output reports the one its builder will use).
+    family: FilterFamily,
 }
 
 /// What a selection puts in use in one candidate: whole modules, and the partitions using one
@@ -275,7 +280,8 @@ impl Ord for Next {
 /// Avoided false positives per bit of module `index` of `candidate` (SPEC §3.5).
 fn value_per_bit(candidate: &Candidate, index: usize) -> f64 {
     let before = index as f64 * candidate.module_bits;
-    let gain = false_positive_rate(before) - false_positive_rate(before + candidate.module_bits);
+    let eps = |bits: f64| candidate.family.false_positive_rate(bits);
+    let gain = eps(before) - eps(before + candidate.module_bits);
     let bits = candidate.entries * candidate.module_bits;
     if bits > 0.0 {
         candidate.weight.max(0.0) * gain / bits
@@ -433,6 +439,7 @@ impl Elastic {
                         } else {
                             file.filter_partitions()
                         },
+                        family: file.filter_family(),
                     },
                     layout,
                 )
@@ -467,7 +474,8 @@ impl Elastic {
                 weight: *weight,
                 module_bits: self.module_bits,
                 modules: if filters { MAX_MODULES } else { 0 },
-                partitions: file.filter_partitions.max(1),
+                partitions: file.filter_layout.partitions.max(1),
+                family: file.filter_layout.family,
             });
         }
         let in_use = select(&candidates, budget_bits);

@@ -92,6 +92,7 @@ fn the_greedy_choice_never_exceeds_the_budget_and_prefers_value_per_bit() {
         module_bits: 1.0,
         modules,
         partitions: 1,
+        family: FilterFamily::Bloom,
     };
     // Two files of 1,000 entries, one reached by every lookup, one by a tenth of them.
     let candidates = [candidate(1, 1000.0, 1.0, 6), candidate(2, 1000.0, 0.1, 6)];
@@ -150,7 +151,7 @@ fn the_budget_is_a_hard_cap_and_spent_as_the_tree_changes() {
                 file_number: next,
                 entries: 1000,
                 access: None,
-                filter_partitions: 1,
+                filter_layout: crate::FilterLayout::default(),
             }];
             next += 1;
             tree = apply(&allocator, &tree, &flush(&files), 0, ("k00a", "k15z"));
@@ -179,7 +180,7 @@ fn the_budget_is_a_hard_cap_and_spent_as_the_tree_changes() {
                 file_number: next + i,
                 entries: total / 16,
                 access: None,
-                filter_partitions: 1,
+                filter_layout: crate::FilterLayout::default(),
             })
             .collect();
         next += 16;
@@ -269,7 +270,7 @@ fn the_state_round_trips_and_a_restart_resumes_it_exactly() {
             file_number: number,
             entries: 1000 * number,
             access: None,
-            filter_partitions: 1,
+            filter_layout: crate::FilterLayout::default(),
         }];
         tree = apply(&allocator, &tree, &flush(&files), 0, ("a", "z"));
     }
@@ -406,7 +407,7 @@ fn a_refresh_on_an_older_tree_than_the_last_job_changes_nothing() {
         file_number: 2000,
         entries: 1000,
         access: None,
-        filter_partitions: 1,
+        filter_layout: crate::FilterLayout::default(),
     }];
     let after = apply(&allocator, &before, &flush(&second), 0, ("a", "z"));
     let stored = (**allocator.selection.load()).clone();
@@ -428,6 +429,7 @@ fn a_module_that_does_not_fit_whole_is_put_in_use_in_some_partitions() {
         module_bits: 1.0,
         modules: 3,
         partitions,
+        family: FilterFamily::Bloom,
     };
     // 2.5 modules' worth of one 40-partition file: two whole modules and half the partitions.
     let in_use = select(&[candidate(1, 4000.0, 40)], 10_000.0);
@@ -545,7 +547,7 @@ fn a_budget_in_bytes_caps_the_filters_in_use() {
             file_number: number,
             entries: 1_000,
             access: None,
-            filter_partitions: 1,
+            filter_layout: crate::FilterLayout::default(),
         }];
         tree = apply(&allocator, &tree, &flush(&files), 0, ("a", "z"));
         let (used, per_key_budget) = in_use_and_budget(&allocator, &tree);
@@ -558,4 +560,24 @@ fn a_budget_in_bytes_caps_the_filters_in_use() {
     // are what is in use.
     let (used, _) = in_use_and_budget(&allocator, &tree);
     assert!((14_000.0..=16_000.0).contains(&used), "{used}");
+}
+
+/// SPEC §3.5 "Filter families": a bit of a Ribbon filter avoids more false positives than a
+/// bit of a Bloom filter, so with room for one module the greedy choice gives it to the Ribbon
+/// file of two otherwise equal files.
+#[test]
+fn modules_are_priced_by_their_familys_curve() {
+    let candidate = |number, family| Candidate {
+        number,
+        entries: 1000.0,
+        weight: 1.0,
+        module_bits: 1.0,
+        modules: 3,
+        partitions: 1,
+        family,
+    };
+    let bloom = candidate(1, FilterFamily::Bloom);
+    let ribbon = candidate(2, FilterFamily::Ribbon);
+    assert!(value_per_bit(&ribbon, 0) > value_per_bit(&bloom, 0));
+    assert_eq!(whole(select(&[bloom, ribbon], 1000.0)), vec![0, 1]);
 }

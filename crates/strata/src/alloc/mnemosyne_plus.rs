@@ -605,7 +605,7 @@ mod tests {
             file_number: 100,
             entries,
             access: Some(AccessEstimate { q, x, z: q - x }),
-            filter_partitions: 1,
+            filter_layout: crate::FilterLayout::default(),
         }
     }
 

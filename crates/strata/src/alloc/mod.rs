@@ -179,11 +179,12 @@ pub struct NewFile {
     /// inherits (SPEC §4: an empty window reports the inherited `q'`, `x'`). `None` when the
     /// engine keeps no access statistics.
     pub access: Option<AccessEstimate>,
-    /// The key-range partitions its filter will have if its modules are of the allocator's
-    /// module size ([`FilterAllocator::filter_module_bits_per_key`]; `table/partition.rs`), 1
-    /// when unpartitioned: what [`ModulesInUse::extra_partitions`] can count on. The file's
-    /// `FileMetadata` records the partitions it got.
-    pub filter_partitions: u32,
+    /// The family its filter will be built in, and the key-range partitions it will have if its
+    /// modules are of the allocator's module size
+    /// ([`FilterAllocator::filter_module_bits_per_key`]; `table/partition.rs`; 1 when
+    /// unpartitioned): what [`ModulesInUse::extra_partitions`] can count on and which curve
+    /// prices its bits. The file's `FileMetadata` records the layout it got.
+    pub filter_layout: crate::FilterLayout,
 }
 
 /// Decides the bits per key of every new file's filter (SPEC §3).
@@ -307,7 +308,7 @@ pub(crate) mod test_support {
                 file_number: 1000 + index as u64,
                 entries,
                 access: None,
-                filter_partitions: 1,
+                filter_layout: crate::FilterLayout::default(),
             })
             .collect()
     }

@@ -309,7 +309,7 @@ mod tests {
             file_number: 7,
             entries: 500,
             access: None,
-            filter_partitions: 1,
+            filter_layout: crate::FilterLayout::default(),
         };
         assert_eq!(monkey.bits_per_key(&tree, &job(0), &file), 2.0);
         for (index, &bits) in levels.iter().enumerate() {

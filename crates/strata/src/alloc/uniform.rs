@@ -67,7 +67,7 @@ mod tests {
             file_number: 3,
             entries: 1000,
             access: None,
-            filter_partitions: 1,
+            filter_layout: crate::FilterLayout::default(),
         };
         assert_eq!(
             allocator.bits_per_key(&Version::default(), &job, &file),

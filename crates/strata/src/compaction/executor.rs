@@ -299,7 +299,7 @@ pub(crate) fn finish_outputs(
             file_number: output.number,
             entries: output.builder.entries(),
             access: handle.as_ref().map(AccessHandle::estimate),
-            filter_partitions: output.builder.expected_filter_partitions()?,
+            filter_layout: output.builder.expected_filter_layout()?,
         });
     }
     let job = FilterJob {
@@ -334,7 +334,7 @@ pub(crate) fn finish_outputs(
                 output.number,
                 summary.file_bytes,
                 &summary.properties,
-                summary.filter_partitions,
+                summary.filter_layout,
                 access,
             )),
         });

@@ -35,7 +35,64 @@ pub enum FilterFamily {
     Ribbon,
 }
 
+/// How a table file's filter is laid out beyond its bits per key: its family and the key-range
+/// partitions its modules are split into (`table/partition.rs`; 1 unpartitioned). Recorded in
+/// the file's `FileMetadata` and the manifest, so allocators and the cost model price a file's
+/// filter without opening it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FilterLayout {
+    /// The family every module of the file is built in.
+    pub family: FilterFamily,
+    /// Key-range partitions (at least 1).
+    pub partitions: u32,
+}
+
+impl Default for FilterLayout {
+    fn default() -> Self {
+        FilterLayout {
+            family: FilterFamily::Bloom,
+            partitions: 1,
+        }
+    }
+}
+
 impl FilterFamily {
+    /// The family's false-positive curve at `bits_per_key` (SPEC §3.5 "Filter families"):
+    /// `exp(-ln2sq * b)` for Bloom (SPEC §1), `2^(-b / 1.058)` for Ribbon (its measured space
+    /// overhead, `filter/ribbon.rs`); 1 without bits. What allocators price a bit with.
+    pub fn false_positive_rate(self, bits_per_key: f64) -> f64 {
+        match self {
+            FilterFamily::Bloom => bloom::false_positive_rate(bits_per_key),
+            FilterFamily::Ribbon => ribbon::false_positive_rate(bits_per_key),
+        }
+    }
+
+    /// The rate of an actual filter of `keys` keys at `bits_per_key` in this family's layout
+    /// (block rounding included); what the per-file cost model uses.
+    pub(crate) fn expected_false_positive_rate(self, keys: u64, bits_per_key: f64) -> f64 {
+        match self {
+            FilterFamily::Bloom => bloom::expected_false_positive_rate(keys, bits_per_key),
+            FilterFamily::Ribbon => ribbon::expected_false_positive_rate(keys, bits_per_key),
+        }
+    }
+
+    /// The code in the manifest (0 Bloom, 1 Ribbon).
+    pub(crate) fn code(self) -> u64 {
+        match self {
+            FilterFamily::Bloom => 0,
+            FilterFamily::Ribbon => 1,
+        }
+    }
+
+    /// The family of a manifest code.
+    pub(crate) fn from_code(code: u64) -> Option<FilterFamily> {
+        match code {
+            0 => Some(FilterFamily::Bloom),
+            1 => Some(FilterFamily::Ribbon),
+            _ => None,
+        }
+    }
+
     /// The name in options, reports and the CLI.
     pub fn name(self) -> &'static str {
         match self {
@@ -256,6 +313,34 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn each_family_prices_a_bit_by_its_own_curve() {
+        for bits in [1.0, 2.0, 5.0, 10.0] {
+            let (bloom, ribbon) = (
+                FilterFamily::Bloom.false_positive_rate(bits),
+                FilterFamily::Ribbon.false_positive_rate(bits),
+            );
+            assert!(
+                ribbon < bloom,
+                "{bits} bits: Ribbon {ribbon}, Bloom {bloom}"
+            );
+            let keys = 100_000;
+            let (bloom, ribbon) = (
+                FilterFamily::Bloom.expected_false_positive_rate(keys, bits),
+                FilterFamily::Ribbon.expected_false_positive_rate(keys, bits),
+            );
+            assert!(
+                ribbon < bloom,
+                "{bits} bits: Ribbon {ribbon}, Bloom {bloom}"
+            );
+        }
+        for family in [FilterFamily::Bloom, FilterFamily::Ribbon] {
+            assert_eq!(FilterFamily::from_code(family.code()), Some(family));
+            assert_eq!(family.false_positive_rate(0.0), 1.0);
+        }
+        assert_eq!(FilterFamily::from_code(2), None);
     }
 
     #[test]

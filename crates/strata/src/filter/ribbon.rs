@@ -185,10 +185,6 @@ const RESULT_KEY: u64 = 0x3c6e_f372_fe94_f82b;
 /// FPR model of a Ribbon filter with `bits_per_key` bits per key: `eps = 2^-(bpk / f)` with
 /// `f = MODEL_SLOTS_PER_KEY` slots per key (module doc, "FPR model"). `1.0` when
 /// `bits_per_key <= 0` or NaN (no filter).
-#[allow(
-    dead_code,
-    reason = "FPR math for the allocators once Ribbon filters are wired into tables"
-)]
 pub(crate) fn false_positive_rate(bits_per_key: f64) -> f64 {
     if bits_per_key > 0.0 {
         (-(LN_2 / MODEL_SLOTS_PER_KEY) * bits_per_key).exp()
@@ -363,10 +359,6 @@ impl ColumnLayout {
 /// at `bits_per_key` on its first attempt, by its actual layout (module doc, "FPR model"): tiny
 /// filters, whose one or two blocks round the slots up, and any bits per key between whole
 /// columns are priced exactly. 1 without a filter.
-#[allow(
-    dead_code,
-    reason = "per-file cost model (`model::tree`) once Ribbon filters are wired into tables"
-)]
 pub(crate) fn expected_false_positive_rate(keys: u64, bits_per_key: f64) -> f64 {
     let bits_per_key = sanitize_bits_per_key(bits_per_key);
     if bits_per_key <= 0.0 || keys == 0 {

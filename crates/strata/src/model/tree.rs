@@ -27,7 +27,6 @@
 //! So `R = sum_r p_r` and `V = 1 + sum_r (n_r / N) * sum_{r' before r} p_r'`, with
 //! `p_r = sum_{f in r} c_f * fpr_f` the chance that run `r` costs a lookup a wasted read.
 
-use crate::filter::bloom::expected_false_positive_rate;
 use crate::version::{FileMetadata, Version};
 
 /// What one point lookup is predicted to cost on a tree, in data-block reads.
@@ -148,8 +147,9 @@ pub fn lookup_cost(
                 .files()
                 .iter()
                 .map(|file| {
-                    let rate =
-                        expected_false_positive_rate(file.entries(), bits_in_use(run.id(), file));
+                    let rate = file
+                        .filter_family()
+                        .expected_false_positive_rate(file.entries(), bits_in_use(run.id(), file));
                     space.coverage(file.smallest_user_key(), file.largest_user_key()) * rate
                 })
                 .sum::<f64>();
@@ -174,6 +174,7 @@ pub fn lookup_cost(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filter::bloom::expected_false_positive_rate;
 
     fn file(number: u64, lo: &str, hi: &str, entries: u64, bits: f64) -> FileMetadata {
         FileMetadata::new(number, lo.as_bytes(), hi.as_bytes())

@@ -41,7 +41,7 @@ use crate::env::WritableFile;
 use crate::error::{Error, Result};
 use crate::filter::bloom::key_hash;
 use crate::filter::modular::{encode_index, module_bits_per_key, module_seed};
-use crate::filter::{FilterFamilies, FilterFamily};
+use crate::filter::{FilterFamilies, FilterFamily, FilterLayout};
 use crate::key::{parse_internal_key, user_key};
 
 /// What a finished table file holds.
@@ -51,9 +51,9 @@ pub(crate) struct TableSummary {
     pub(crate) properties: TableProperties,
     /// What compressing the data and index blocks did.
     pub(crate) compression: CompressionCounts,
-    /// The key-range partitions the filter is split into (`partition.rs`): 1 for an
-    /// unpartitioned file or one without a filter.
-    pub(crate) filter_partitions: u32,
+    /// The filter's family and key-range partitions (`partition.rs`; 1 for an unpartitioned
+    /// file or one without a filter).
+    pub(crate) filter_layout: FilterLayout,
 }
 
 /// A closed index partition: its block contents, its last index key (as stored) and the range
@@ -290,7 +290,7 @@ impl TableBuilder {
 
     /// Writes the last data block and cuts the index into partitions: the file's data is then
     /// final. [`TableBuilder::finish`] does it when not done before;
-    /// [`TableBuilder::expected_filter_partitions`] does it earlier, so that the filter
+    /// [`TableBuilder::expected_filter_layout`] does it earlier, so that the filter
     /// allocator learns the file's partitions before it sizes the filter.
     fn close_data(&mut self) -> Result<()> {
         if self.data_closed {
@@ -318,7 +318,15 @@ impl TableBuilder {
     /// total index bytes, at least the whole index's, so it may say partitioned when `finish`
     /// will not: the allocator then finds 1 partition in the file's metadata and counts whole
     /// modules. Ends the data ([`TableBuilder::close_data`]): add no entry after.
-    pub(crate) fn expected_filter_partitions(&mut self) -> Result<u32> {
+    pub(crate) fn expected_filter_layout(&mut self) -> Result<FilterLayout> {
+        Ok(FilterLayout {
+            partitions: self.expected_filter_partitions()?,
+            family: self.filter_family(),
+        })
+    }
+
+    /// The partitions of [`TableBuilder::expected_filter_layout`].
+    fn expected_filter_partitions(&mut self) -> Result<u32> {
         self.close_data()?;
         if self.partitioning.is_never()
             || self.key_hashes.is_empty()
@@ -567,7 +575,10 @@ impl TableBuilder {
             file_bytes: self.offset,
             properties,
             compression: self.compressor.counts,
-            filter_partitions: partition_count,
+            filter_layout: FilterLayout {
+                family,
+                partitions: partition_count,
+            },
         })
     }
 }

@@ -877,7 +877,8 @@ fn a_module_in_use_in_the_last_partitions_filters_only_there() {
     let partitions = top.len();
     assert!(partitions >= 8, "{partitions} partitions");
     assert_eq!(top.modules(), 2);
-    assert_eq!(table.filter_partitions() as usize, partitions);
+    assert_eq!(table.filter_layout().partitions as usize, partitions);
+    assert_eq!(table.filter_layout().family, FilterFamily::Bloom);
     let extra = partitions / 2;
     let first_extra = partitions - extra;
     let probe = |user: &[u8], in_use: ModulesInUse| {

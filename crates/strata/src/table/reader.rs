@@ -230,15 +230,29 @@ impl TableReader {
         self.pinned
     }
 
-    /// The key-range partitions the filter is split into (`table/partition.rs`): 1 for an
-    /// unpartitioned file or one without a filter.
-    pub(crate) fn filter_partitions(&self) -> u32 {
-        match &self.partitions {
+    /// The filter's family (from its first module block's format byte; Bloom when there is no
+    /// filter or the block cannot be read) and key-range partitions (`table/partition.rs`; 1
+    /// for an unpartitioned file or one without a filter).
+    pub(crate) fn filter_layout(&self) -> crate::FilterLayout {
+        let partitions = match &self.partitions {
             Some(partitions) if partitions.modules() > 0 => {
                 u32::try_from(partitions.len()).unwrap_or(u32::MAX)
             }
             _ => 1,
-        }
+        };
+        let family = self
+            .filter_block_handles()
+            .first()
+            .and_then(|&handle| self.file.read_at(handle.offset, 1).ok())
+            .and_then(|bytes| bytes.first().copied())
+            .map_or(crate::FilterFamily::Bloom, |byte| {
+                if byte == crate::filter::ribbon::FORMAT_VERSION {
+                    crate::FilterFamily::Ribbon
+                } else {
+                    crate::FilterFamily::Bloom
+                }
+            });
+        crate::FilterLayout { family, partitions }
     }
 
     #[allow(

@@ -39,7 +39,7 @@ impl FileMetadata {
             largest_sequence: 0,
             bits_per_key: 0.0,
             filter_bytes: 0,
-            filter_partitions: 1,
+            filter_layout: crate::FilterLayout::default(),
             table: Arc::new(TableSlot::default()),
             liveness: FileLiveness::new(number, None),
         }
@@ -66,7 +66,13 @@ impl FileMetadata {
 
     /// Sets the key-range partitions of the filter (at least 1).
     pub fn with_filter_partitions(mut self, partitions: u32) -> Self {
-        self.filter_partitions = partitions.max(1);
+        self.filter_layout.partitions = partitions.max(1);
+        self
+    }
+
+    /// Sets the family of the filter's modules.
+    pub fn with_filter_family(mut self, family: crate::FilterFamily) -> Self {
+        self.filter_layout.family = family;
         self
     }
 
@@ -83,6 +89,7 @@ impl FileMetadata {
         .with_file_bytes(self.file_bytes())
         .with_filter(self.bits_per_key(), self.filter_bytes())
         .with_filter_partitions(self.filter_partitions())
+        .with_filter_family(self.filter_family())
         .with_sequences(self.smallest_sequence(), self.largest_sequence())
     }
 

@@ -13,9 +13,10 @@
 //! | 6 | deleted file: level, run id, number (varints) |
 //! | 7 | format version (varint), first in every manifest |
 //! | 8 | policy state: owner (length-prefixed UTF-8), state (length-prefixed bytes) |
-//! | 9 | filter partitions of the new file just before it: file number, partitions (varints, `>= 2`) |
+//! | 9 | filter layout of the new file just before it: file number, partitions (`>= 1`), family (0 Bloom, 1 Ribbon) (varints) |
 //!
-//! Format version 2 added tag 8, version 3 tag 9 (a file without it has an unpartitioned filter).
+//! Format version 2 added tag 8, version 3 tag 9 (a file without it has an unpartitioned Bloom
+//! filter, or none).
 //! Older manifests still open; every manifest this build starts is version 3.
 
 use std::sync::Arc;
@@ -32,7 +33,7 @@ const TAG_NEW_FILE: u64 = 5;
 const TAG_DELETED_FILE: u64 = 6;
 const TAG_FORMAT_VERSION: u64 = 7;
 const TAG_POLICY_STATE: u64 = 8;
-const TAG_FILTER_PARTITIONS: u64 = 9;
+const TAG_FILTER_LAYOUT: u64 = 9;
 
 /// The manifest format version this build writes.
 pub(crate) const MANIFEST_FORMAT_VERSION: u64 = 3;
@@ -124,10 +125,11 @@ impl VersionEdit {
             put_varint64(&mut out, file.largest_sequence);
             put_fixed64(&mut out, file.bits_per_key.to_bits());
             put_varint64(&mut out, file.filter_bytes);
-            if file.filter_partitions > 1 {
-                put_varint64(&mut out, TAG_FILTER_PARTITIONS);
+            if file.filter_layout != crate::FilterLayout::default() {
+                put_varint64(&mut out, TAG_FILTER_LAYOUT);
                 put_varint64(&mut out, file.number);
-                put_varint64(&mut out, u64::from(file.filter_partitions));
+                put_varint64(&mut out, u64::from(file.filter_layout.partitions));
+                put_varint64(&mut out, file.filter_layout.family.code());
             }
         }
         for state in &self.policy_states {
@@ -142,7 +144,7 @@ impl VersionEdit {
     pub(crate) fn decode(bytes: &[u8]) -> Result<VersionEdit, String> {
         let mut edit = VersionEdit::default();
         let mut decoder = Decoder::new(bytes);
-        let mut saw_filter_partitions = false;
+        let mut saw_filter_layout = false;
         let truncated = |what: &str| format!("version edit truncated in {what}");
         while !decoder.is_empty() {
             let tag = decoder.varint64().ok_or_else(|| truncated("tag"))?;
@@ -185,7 +187,7 @@ impl VersionEdit {
                             largest_sequence: decoder.varint64()?,
                             bits_per_key: f64::from_bits(decoder.fixed64()?),
                             filter_bytes: decoder.varint64()?,
-                            filter_partitions: 1,
+                            filter_layout: crate::FilterLayout::default(),
                             table: Arc::new(TableSlot::default()),
                             liveness: FileLiveness::new(number, None),
                         };
@@ -224,32 +226,36 @@ impl VersionEdit {
                         .to_vec();
                     edit.policy_states.push(PolicyState { owner, bytes });
                 }
-                TAG_FILTER_PARTITIONS => {
-                    let mut field = || {
-                        decoder
-                            .varint64()
-                            .ok_or_else(|| truncated("filter partitions"))
-                    };
+                TAG_FILTER_LAYOUT => {
+                    let mut field = || decoder.varint64().ok_or_else(|| truncated("filter layout"));
                     let number = field()?;
                     let partitions = field()?;
+                    let family = field()?;
                     let file = edit
                         .new_files
                         .last_mut()
                         .filter(|added| added.file.number == number)
                         .and_then(|added| Arc::get_mut(&mut added.file))
                         .ok_or_else(|| {
-                            format!("filter partitions of file {number}, which the record did not just add")
-                        })?;
-                    file.filter_partitions = u32::try_from(partitions)
-                        .ok()
-                        .filter(|&partitions| partitions >= 2)
-                        .ok_or_else(|| {
                             format!(
-                                "file {number} has {partitions} filter partitions (2 to {})",
-                                u32::MAX
+                                "filter layout of file {number}, which the record did not just add"
                             )
                         })?;
-                    saw_filter_partitions = true;
+                    file.filter_layout = crate::FilterLayout {
+                        partitions: u32::try_from(partitions)
+                            .ok()
+                            .filter(|&partitions| partitions >= 1)
+                            .ok_or_else(|| {
+                                format!(
+                                    "file {number} has {partitions} filter partitions (1 to {})",
+                                    u32::MAX
+                                )
+                            })?,
+                        family: crate::FilterFamily::from_code(family).ok_or_else(|| {
+                            format!("file {number} has filter family {family} (0 or 1)")
+                        })?,
+                    };
+                    saw_filter_layout = true;
                 }
                 other => return Err(format!("unknown version edit tag {other}")),
             }
@@ -265,9 +271,9 @@ impl VersionEdit {
                     "a format version {version} manifest record holds policy state (tag {TAG_POLICY_STATE}, added in version 2)"
                 ));
             }
-            if version < 3 && saw_filter_partitions {
+            if version < 3 && saw_filter_layout {
                 return Err(format!(
-                    "a format version {version} manifest record holds filter partitions (tag {TAG_FILTER_PARTITIONS}, added in version 3)"
+                    "a format version {version} manifest record holds a filter layout (tag {TAG_FILTER_LAYOUT}, added in version 3)"
                 ));
             }
         }
@@ -316,50 +322,69 @@ mod tests {
     }
 
     #[test]
-    fn filter_partitions_round_trip_and_are_checked() {
-        let partitioned = |number: u64, partitions: u32| AddedFile {
+    fn filter_layouts_round_trip_and_are_checked() {
+        let laid_out = |number: u64, partitions: u32, family: crate::FilterFamily| AddedFile {
             level: 2,
             run_id: 3,
             file: Arc::new(
                 FileMetadata::new(number, b"b", b"c")
                     .with_entries(10)
                     .with_filter(2.0, 32)
-                    .with_filter_partitions(partitions),
+                    .with_filter_partitions(partitions)
+                    .with_filter_family(family),
             ),
         };
         let mut edit = sample();
-        edit.new_files.push(partitioned(8, 37));
-        edit.new_files.push(partitioned(9, 1));
+        edit.new_files
+            .push(laid_out(8, 37, crate::FilterFamily::Bloom));
+        edit.new_files
+            .push(laid_out(9, 1, crate::FilterFamily::Ribbon));
+        edit.new_files
+            .push(laid_out(10, 5, crate::FilterFamily::Ribbon));
         let decoded = VersionEdit::decode(&edit.encode()).expect("decodes");
         assert_eq!(decoded, edit);
-        let partitions: Vec<u32> = decoded
+        let layouts: Vec<(u32, crate::FilterFamily)> = decoded
             .new_files
             .iter()
-            .map(|added| added.file.filter_partitions())
+            .map(|added| (added.file.filter_partitions(), added.file.filter_family()))
             .collect();
-        assert_eq!(partitions, vec![1, 37, 1]);
+        assert_eq!(
+            layouts,
+            vec![
+                (1, crate::FilterFamily::Bloom),
+                (37, crate::FilterFamily::Bloom),
+                (1, crate::FilterFamily::Ribbon),
+                (5, crate::FilterFamily::Ribbon),
+            ]
+        );
 
-        // A record of tag 9 must follow the file it names, hold at least 2 partitions, and
-        // appear only in a version-3 manifest.
-        let record = |number: u64, partitions: u64| {
+        // A record of tag 9 must follow the file it names, hold at least 1 partition and a known
+        // family, and appear only in a version-3 manifest.
+        let record = |number: u64, partitions: u64, family: u64| {
             let mut out = Vec::new();
-            put_varint64(&mut out, TAG_FILTER_PARTITIONS);
+            put_varint64(&mut out, TAG_FILTER_LAYOUT);
             put_varint64(&mut out, number);
             put_varint64(&mut out, partitions);
+            put_varint64(&mut out, family);
             out
         };
         let mut one_file = sample();
         one_file.format_version = None;
         let base = one_file.encode();
         let with = |tail: Vec<u8>| [base.clone(), tail].concat();
-        assert!(VersionEdit::decode(&with(record(7, 4))).is_ok());
-        for (number, partitions) in [(8, 4), (7, 1), (7, 0), (7, u64::from(u32::MAX) + 1)] {
-            let error = VersionEdit::decode(&with(record(number, partitions)))
-                .expect_err("a malformed partitions record is refused");
-            assert!(error.contains("filter partitions"), "{error}");
+        assert!(VersionEdit::decode(&with(record(7, 4, 1))).is_ok());
+        for (number, partitions, family, reason) in [
+            (8, 4, 0, "did not just add"),
+            (7, 0, 0, "filter partitions"),
+            (7, u64::from(u32::MAX) + 1, 0, "filter partitions"),
+            (7, 4, 2, "filter family"),
+        ] {
+            let error = VersionEdit::decode(&with(record(number, partitions, family)))
+                .expect_err("a malformed layout record is refused");
+            assert!(error.contains(reason), "{error}");
         }
         assert!(
-            VersionEdit::decode(&record(7, 4)).is_err(),
+            VersionEdit::decode(&record(7, 4, 0)).is_err(),
             "no file before it"
         );
         let old = VersionEdit {

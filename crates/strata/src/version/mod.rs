@@ -66,10 +66,11 @@ pub struct FileMetadata {
     pub(crate) largest_sequence: u64,
     pub(crate) bits_per_key: f64,
     pub(crate) filter_bytes: u64,
-    /// The filter's key-range partitions (`table/partition.rs`): 1 for an unpartitioned filter
-    /// or none. Logged in the manifest, so the filter allocator can put a module in use in part
-    /// of the file (`alloc::ModulesInUse`) without opening it.
-    pub(crate) filter_partitions: u32,
+    /// The filter's family and key-range partitions (`table/partition.rs`; 1 for an
+    /// unpartitioned filter or none). Logged in the manifest, so the filter allocator can price
+    /// the file's bits by its family and put a module in use in part of the file
+    /// (`alloc::ModulesInUse`) without opening it.
+    pub(crate) filter_layout: crate::FilterLayout,
     /// The file's open reader, when one is open (`table::table_cache`). Shared, like `liveness`,
     /// by every `FileMetadata` of this file; declared first so that the reader (and its file
     /// descriptor) is dropped before `liveness` reports the file obsolete and it is deleted.
@@ -166,7 +167,7 @@ impl PartialEq for FileMetadata {
             && self.largest_sequence == other.largest_sequence
             && self.bits_per_key.to_bits() == other.bits_per_key.to_bits()
             && self.filter_bytes == other.filter_bytes
-            && self.filter_partitions == other.filter_partitions
+            && self.filter_layout == other.filter_layout
     }
 }
 
@@ -177,7 +178,7 @@ impl FileMetadata {
         number: u64,
         file_bytes: u64,
         properties: &TableProperties,
-        filter_partitions: u32,
+        filter_layout: crate::FilterLayout,
         access: Option<AccessHandle>,
     ) -> Self {
         FileMetadata {
@@ -190,7 +191,10 @@ impl FileMetadata {
             largest_sequence: properties.largest_sequence,
             bits_per_key: properties.bits_per_key,
             filter_bytes: properties.filter_bytes,
-            filter_partitions: filter_partitions.max(1),
+            filter_layout: crate::FilterLayout {
+                partitions: filter_layout.partitions.max(1),
+                ..filter_layout
+            },
             table: Arc::new(TableSlot::default()),
             liveness: FileLiveness::new(number, access),
         }
@@ -209,7 +213,7 @@ impl FileMetadata {
             largest_sequence: facts.largest_sequence,
             bits_per_key: facts.bits_per_key,
             filter_bytes: facts.filter_bytes,
-            filter_partitions: facts.filter_partitions,
+            filter_layout: facts.filter_layout,
             table: Arc::clone(&self.table),
             liveness: Arc::clone(&self.liveness),
         }
@@ -300,7 +304,11 @@ impl FileMetadata {
     }
     /// The key-range partitions the file's filter is split into (1 unless partitioned).
     pub fn filter_partitions(&self) -> u32 {
-        self.filter_partitions
+        self.filter_layout.partitions
+    }
+    /// The family the file's filter modules are built in.
+    pub fn filter_family(&self) -> crate::FilterFamily {
+        self.filter_layout.family
     }
     /// Newest sequence number in the file.
     pub fn largest_sequence(&self) -> u64 {
