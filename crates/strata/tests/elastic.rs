@@ -38,32 +38,48 @@ fn fill_sampling(db: &Db, mut sample: impl FnMut(&Stats)) {
     }
 }
 
-/// Writes `KEYS` keys in a scattered order, checking the filters in use every 250 puts; returns
-/// the least (once the tree had two levels and a dozen files) and the most seen.
-fn fill(db: &Db) -> (f64, f64) {
-    let (mut least, mut most) = (f64::INFINITY, 0.0f64);
+/// Writes `KEYS` keys in a scattered order, reading `metric` of the stats every 250 puts;
+/// returns the least (once the tree had two levels and a dozen files: on a tree of a few files
+/// one module is a large share of the budget) and the most seen, the end after settling
+/// included.
+fn fill_measuring<T: Copy + PartialOrd>(db: &Db, metric: impl Fn(&Stats) -> T) -> (T, T) {
+    let mut range: Option<(T, T)> = None;
+    let mut least: Option<T> = None;
+    let widen = |range: &mut Option<(T, T)>, value: T| {
+        *range = Some(match *range {
+            Some((low, high)) => (
+                if value < low { value } else { low },
+                if value > high { value } else { high },
+            ),
+            None => (value, value),
+        });
+    };
     fill_sampling(db, |stats| {
-        most = most.max(stats.effective_bits_per_key);
-        // Fully spent up to one module: on a tree of a few files one module is a large share
-        // of the budget, so the 0.95 floor is checked once the tree has a last level and at
-        // least a dozen files.
+        let value = metric(stats);
+        widen(&mut range, value);
         let files: usize = stats.levels.iter().map(|level| level.files).sum();
         if stats.levels.len() >= 2 && files >= 12 {
-            least = least.min(stats.effective_bits_per_key);
+            least = Some(match least {
+                Some(low) if low < value => low,
+                _ => value,
+            });
         }
     });
     db.wait_for_compactions().expect("settle");
-    let stats = db.stats();
-    (
-        least.min(stats.effective_bits_per_key),
-        most.max(stats.effective_bits_per_key),
-    )
+    let end = metric(&db.stats());
+    widen(&mut range, end);
+    let most = range.map_or(end, |(_, high)| high);
+    let least = match least {
+        Some(low) if low < end => low,
+        _ => end,
+    };
+    (least, most)
 }
 
 fn check(policy: Arc<dyn CompactionPolicy>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options(Arc::clone(&policy))).expect("open");
-    let (least, most) = fill(&db);
+    let (least, most) = fill_measuring(&db, |stats| stats.effective_bits_per_key);
     let stats = db.stats();
     assert_eq!(stats.bits_per_key_cap, Some(BUDGET));
     assert!(stats.levels.len() >= 2, "a multi-level tree: {stats}");
@@ -207,16 +223,10 @@ fn a_budget_in_bytes_is_a_hard_cap_and_spent() {
         ));
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options).expect("open");
-    let (mut least, mut most) = (u64::MAX, 0u64);
-    fill_sampling(&db, |stats| {
+    let (least, most) = fill_measuring(&db, |stats| {
         assert_eq!(stats.filter_budget_bytes, Some(BYTES));
-        most = most.max(stats.filter_bytes_in_use);
-        let files: usize = stats.levels.iter().map(|level| level.files).sum();
-        if stats.levels.len() >= 2 && files >= 12 {
-            least = least.min(stats.filter_bytes_in_use);
-        }
+        stats.filter_bytes_in_use
     });
-    db.wait_for_compactions().expect("settle");
     let stats = db.stats();
     // Rounding to whole bytes: at most one over.
     assert!(

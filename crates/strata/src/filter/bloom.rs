@@ -97,11 +97,7 @@ const PROBE_SHIFT: u32 = 32 - 9;
     reason = "FPR math for the Monkey and Mnemosyne allocators (SPEC §2-3)"
 )]
 pub(crate) fn false_positive_rate(bits_per_key: f64) -> f64 {
-    if bits_per_key > 0.0 {
-        (-LN2_SQUARED * bits_per_key).exp()
-    } else {
-        1.0
-    }
+    super::exponential_rate(LN2_SQUARED, bits_per_key)
 }
 
 /// Inverse of [`false_positive_rate`]: `bpk = -ln(eps) / ln2sq` (SPEC §1). `0.0` for
@@ -111,13 +107,7 @@ pub(crate) fn false_positive_rate(bits_per_key: f64) -> f64 {
     reason = "FPR math for the Monkey and Mnemosyne allocators (SPEC §2-3)"
 )]
 pub(crate) fn bits_per_key_for_rate(rate: f64) -> f64 {
-    if rate.is_nan() || rate >= 1.0 {
-        0.0
-    } else if rate <= 0.0 {
-        f64::INFINITY
-    } else {
-        -rate.ln() / LN2_SQUARED
-    }
+    super::exponential_bits_for_rate(LN2_SQUARED, rate)
 }
 
 /// Number of probes per key for a filter with `bits_per_key` bits per key:

@@ -35,6 +35,28 @@ pub enum FilterFamily {
     Ribbon,
 }
 
+/// `exp(-c * bits)`, the false-positive curve of a family with exponent `c` per bit (SPEC §1's
+/// per-layout constant); 1 without bits (`bits <= 0` or NaN).
+pub(crate) fn exponential_rate(c: f64, bits_per_key: f64) -> f64 {
+    if bits_per_key > 0.0 {
+        (-c * bits_per_key).exp()
+    } else {
+        1.0
+    }
+}
+
+/// The inverse of [`exponential_rate`]: `-ln(rate) / c`; 0 for `rate >= 1` or NaN (no filter
+/// needed), infinite for `rate <= 0`.
+pub(crate) fn exponential_bits_for_rate(c: f64, rate: f64) -> f64 {
+    if rate.is_nan() || rate >= 1.0 {
+        0.0
+    } else if rate <= 0.0 {
+        f64::INFINITY
+    } else {
+        -rate.ln() / c
+    }
+}
+
 /// How a table file's filter is laid out beyond its bits per key: its family and the key-range
 /// partitions its modules are split into (`table/partition.rs`; 1 unpartitioned). Recorded in
 /// the file's `FileMetadata` and the manifest, so allocators and the cost model price a file's

@@ -186,11 +186,7 @@ const RESULT_KEY: u64 = 0x3c6e_f372_fe94_f82b;
 /// `f = MODEL_SLOTS_PER_KEY` slots per key (module doc, "FPR model"). `1.0` when
 /// `bits_per_key <= 0` or NaN (no filter).
 pub(crate) fn false_positive_rate(bits_per_key: f64) -> f64 {
-    if bits_per_key > 0.0 {
-        (-(LN_2 / MODEL_SLOTS_PER_KEY) * bits_per_key).exp()
-    } else {
-        1.0
-    }
+    super::exponential_rate(LN_2 / MODEL_SLOTS_PER_KEY, bits_per_key)
 }
 
 /// Inverse of [`false_positive_rate`]: `bpk = -f * log2(eps)`. `0.0` for `rate >= 1` or NaN,
@@ -200,13 +196,7 @@ pub(crate) fn false_positive_rate(bits_per_key: f64) -> f64 {
     reason = "FPR math for the allocators once Ribbon filters are wired into tables"
 )]
 pub(crate) fn bits_per_key_for_rate(rate: f64) -> f64 {
-    if rate.is_nan() || rate >= 1.0 {
-        0.0
-    } else if rate <= 0.0 {
-        f64::INFINITY
-    } else {
-        -MODEL_SLOTS_PER_KEY * rate.log2()
-    }
+    super::exponential_bits_for_rate(LN_2 / MODEL_SLOTS_PER_KEY, rate)
 }
 
 /// Slots per key for `keys` keys, `f(n) = 1.03 + 0.004 * max(0, log2(n) - 13)`: how much larger
