@@ -76,13 +76,8 @@ fn fill_measuring<T: Copy + PartialOrd>(db: &Db, metric: impl Fn(&Stats) -> T) -
     (least, most)
 }
 
-fn check(policy: Arc<dyn CompactionPolicy>) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = Db::open(dir.path(), options(Arc::clone(&policy))).expect("open");
-    let (least, most) = fill_measuring(&db, |stats| stats.effective_bits_per_key);
-    let stats = db.stats();
-    assert_eq!(stats.bits_per_key_cap, Some(BUDGET));
-    assert!(stats.levels.len() >= 2, "a multi-level tree: {stats}");
+/// SPEC §3.5's cap and floor: the most in use at or under the budget, the least at 0.95 of it.
+fn assert_spent_within_budget(least: f64, most: f64, stats: &Stats) {
     assert!(
         most <= BUDGET + 1e-9,
         "in use {most} over the budget\n{stats}"
@@ -91,6 +86,16 @@ fn check(policy: Arc<dyn CompactionPolicy>) {
         least >= 0.95 * BUDGET,
         "in use {least} under 0.95 of the budget\n{stats}"
     );
+}
+
+fn check(policy: Arc<dyn CompactionPolicy>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(Arc::clone(&policy))).expect("open");
+    let (least, most) = fill_measuring(&db, |stats| stats.effective_bits_per_key);
+    let stats = db.stats();
+    assert_eq!(stats.bits_per_key_cap, Some(BUDGET));
+    assert!(stats.levels.len() >= 2, "a multi-level tree: {stats}");
+    assert_spent_within_budget(least, most, &stats);
     // More on disk than in use: the room the allocator moves bits into.
     assert!(
         stats.average_bits_per_key > stats.effective_bits_per_key,
@@ -177,14 +182,7 @@ fn few_large_partitioned_files_spend_the_budget() {
         partitions.iter().any(|&p| p >= 4),
         "large files with partitioned filters: {partitions:?}"
     );
-    assert!(
-        most <= BUDGET + 1e-9,
-        "in use {most} over the budget\n{stats}"
-    );
-    assert!(
-        least >= 0.95 * BUDGET,
-        "in use {least} under 0.95 of the budget\n{stats}"
-    );
+    assert_spent_within_budget(least, most, &stats);
     let effective = stats.effective_bits_per_key;
     drop(db);
 
