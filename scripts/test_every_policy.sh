@@ -4,11 +4,11 @@
 # `test-policy-override` feature of the strata crate, a test hook). Tests that set their own
 # policy run unchanged each time. About 4 minutes per policy on 2 cores.
 #
-#   scripts/test_every_policy.sh [POLICY...]   (default: all five)
+#   scripts/test_every_policy.sh [POLICY...]   (default: all six)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 policies=("$@")
-[ ${#policies[@]} -eq 0 ] && policies=(leveling leveling-dynamic tiering lazy-leveling garnering)
+[ ${#policies[@]} -eq 0 ] && policies=(leveling leveling-dynamic tiering lazy-leveling garnering ecotune)
 failed=()
 log=$(mktemp)
 for policy in "${policies[@]}"; do

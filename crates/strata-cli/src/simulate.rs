@@ -253,6 +253,7 @@ impl Simulation {
             .build(&crate::policies::CompactionSettings {
                 size_ratio: args.size_ratio,
                 garnering_c: args.garnering_c,
+                ecotune: Default::default(),
             })?;
         let allocator = args.filter_policy.build(&FilterSettings {
             bits_per_key: args.bits_per_key,
@@ -1037,6 +1038,13 @@ mod tests {
                             for level in disk_levels {
                                 assert!(level.runs().len() <= 1, "{label}: garnering is leveled");
                             }
+                        }
+                        CompactionKind::Ecotune => {
+                            let main = disk_levels[0].runs().len();
+                            assert!(main <= 32, "{label}: at most R runs on the main level");
+                            let below: usize =
+                                disk_levels[1..].iter().map(|l| l.runs().len()).sum();
+                            assert!(below <= 1, "{label}: one last-level run");
                         }
                     }
                     assert!(last_tree.levels()[0].runs().len() < 4, "{label}: level 0");

@@ -448,6 +448,10 @@ fn options_file(design: &Design, problem: &TuningProblem) -> OptionsFile {
             policy,
             size_ratio: Some(buildable_size_ratio(design.policy, design.size_ratio)),
             garnering_c,
+            long_scan_ratio: None,
+            beta_q: None,
+            ccap: None,
+            scan_length: None,
         }),
         filters: Some(match design.filters {
             FilterAllocation::Monkey => FilterSection {

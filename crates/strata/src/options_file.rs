@@ -29,6 +29,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::compaction::ecotune::EcoTuneSettings;
 use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::policy::{
@@ -186,14 +187,34 @@ pub struct CompactionSection {
     /// Garnering's `c`; default 0.8. Refused for any other policy, which has no `c`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub garnering_c: Option<f64>,
+    /// EcoTune's share of long range scans `r`; default 0.3. Refused for any other policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub long_scan_ratio: Option<f64>,
+    /// EcoTune's `beta_q`; default 0.5. Refused for any other policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beta_q: Option<f64>,
+    /// EcoTune's `Ccap`; default 3. Refused for any other policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ccap: Option<u32>,
+    /// EcoTune's long-scan length `K`; default 100. Refused for any other policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan_length: Option<u32>,
 }
 
 impl CompactionSection {
     /// The settings the policy is built from, with the documented defaults filled in.
     pub fn settings(&self) -> CompactionSettings {
+        let defaults = EcoTuneSettings::default();
         CompactionSettings {
             size_ratio: self.size_ratio.unwrap_or(DEFAULT_SIZE_RATIO),
             garnering_c: self.garnering_c.unwrap_or(DEFAULT_GARNERING_C),
+            ecotune: EcoTuneSettings {
+                long_scan_ratio: self.long_scan_ratio.unwrap_or(defaults.long_scan_ratio),
+                beta_q: self.beta_q.unwrap_or(defaults.beta_q),
+                ccap: self.ccap.unwrap_or(defaults.ccap),
+                scan_length: self.scan_length.unwrap_or(defaults.scan_length),
+                ..defaults
+            },
         }
     }
 }
@@ -276,6 +297,21 @@ impl OptionsFile {
             if section.garnering_c.is_some() && section.policy != CompactionKind::Garnering {
                 return Err(Error::InvalidArgument(format!(
                     "options file: [compaction] garnering_c is Garnering's setting; policy {} has none",
+                    section.policy
+                )));
+            }
+            let ecotune_keys = [
+                ("long_scan_ratio", section.long_scan_ratio.is_some()),
+                ("beta_q", section.beta_q.is_some()),
+                ("ccap", section.ccap.is_some()),
+                ("scan_length", section.scan_length.is_some()),
+            ];
+            if let Some((key, _)) = ecotune_keys
+                .iter()
+                .find(|(_, set)| *set && section.policy != CompactionKind::Ecotune)
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "options file: [compaction] {key} is EcoTune's setting; policy {} has none",
                     section.policy
                 )));
             }
@@ -397,9 +433,13 @@ mod tests {
     fn writing_and_reading_back_gives_the_same_file() {
         let mut file = OptionsFile::from_options(&Options::default().write_buffer_bytes(1 << 20));
         file.compaction = Some(CompactionSection {
-            policy: CompactionKind::LazyLeveling,
-            size_ratio: Some(4.0),
+            policy: CompactionKind::Ecotune,
+            size_ratio: None,
             garnering_c: None,
+            long_scan_ratio: Some(0.5),
+            beta_q: Some(0.25),
+            ccap: Some(4),
+            scan_length: None,
         });
         file.filters = Some(FilterSection {
             allocator: FilterAllocatorKind::MnemosynePlus,
@@ -428,8 +468,12 @@ mod tests {
         );
         let options = read.apply_to(Options::default()).expect("valid");
         assert_eq!(options.write_buffer_bytes, 1 << 20);
+        // EcoTune's settings reach the policy.
+        assert_eq!(
+            options.compaction_policy.name(),
+            "ecotune(Ccap=4,K=100,r=0.5,beta_q=0.25)"
+        );
         assert!(options.filter_allocator.needs_access_statistics());
-        assert!(options.compaction_policy.name().contains("lazy"));
     }
 
     #[test]
@@ -447,6 +491,11 @@ mod tests {
                 "[compaction]\npolicy = \"leveling\"\ngarnering_c = 0.5",
                 "garnering_c",
             ),
+            (
+                "[compaction]\npolicy = \"tiering\"\nlong_scan_ratio = 0.5",
+                "long_scan_ratio",
+            ),
+            ("[compaction]\npolicy = \"ecotune\"\nbeta_q = 2.0", "beta_q"),
             (
                 "[filters]\nallocator = \"monkey\"\nbits_per_key = 5.0",
                 "expected_entries",

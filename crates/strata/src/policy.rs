@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::alloc::solver::Variant;
 use crate::alloc::{Elastic, FilterAllocator, Mnemosyne, MnemosynePlus, Monkey, Uniform};
+use crate::compaction::ecotune::{EcoTune, EcoTuneSettings};
 use crate::compaction::{CompactionPolicy, Garnering, LazyLeveling, Leveling, Tiering};
 use crate::error::{Error, Result};
 
@@ -42,6 +43,10 @@ pub enum CompactionKind {
     /// Autumn's Garnering (`strata::compaction::Garnering`, SPEC §5.4): leveling whose level
     /// ratios grow toward the top, with delayed last-level compaction; `c` sets the growth.
     Garnering,
+    /// EcoTune (`strata::compaction::ecotune::EcoTune`, SPEC §6): a size-triggered top level with
+    /// a full key index, a main level of runs merged on a dynamic program's schedule, and a last
+    /// level of one run. Takes no size ratio.
+    Ecotune,
 }
 
 /// Garnering's default scaling factor `c` (SPEC §5.4, the Autumn paper's recommendation).
@@ -50,11 +55,14 @@ pub const DEFAULT_GARNERING_C: f64 = 0.8;
 /// What a compaction policy is built from besides its kind.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CompactionSettings {
-    /// The size ratio `T`.
+    /// The size ratio `T` (EcoTune has none and ignores it).
     pub size_ratio: f64,
     /// Garnering's scaling factor `c` (`0 < c <= 1`; 1 is plain leveling). Ignored by the other
     /// policies.
     pub garnering_c: f64,
+    /// EcoTune's settings. Ignored by the other policies.
+    #[serde(default)]
+    pub ecotune: EcoTuneSettings,
 }
 
 impl CompactionSettings {
@@ -63,6 +71,7 @@ impl CompactionSettings {
         CompactionSettings {
             size_ratio,
             garnering_c: DEFAULT_GARNERING_C,
+            ecotune: EcoTuneSettings::default(),
         }
     }
 }
@@ -76,6 +85,7 @@ impl CompactionKind {
             CompactionKind::Tiering,
             CompactionKind::LazyLeveling,
             CompactionKind::Garnering,
+            CompactionKind::Ecotune,
         ]
     }
 
@@ -87,6 +97,7 @@ impl CompactionKind {
             CompactionKind::Tiering => "tiering",
             CompactionKind::LazyLeveling => "lazy-leveling",
             CompactionKind::Garnering => "garnering",
+            CompactionKind::Ecotune => "ecotune",
         }
     }
 
@@ -95,6 +106,11 @@ impl CompactionKind {
     /// runs are small: Monkey predicts it as leveled.
     pub fn is_tiered(self) -> bool {
         self == CompactionKind::Tiering
+    }
+
+    /// True for policies built from a size ratio `T` (all but EcoTune).
+    pub fn uses_size_ratio(self) -> bool {
+        self != CompactionKind::Ecotune
     }
 
     /// The policy with `settings`; an invalid setting (a size ratio below 2, `c` outside
@@ -111,6 +127,7 @@ impl CompactionKind {
             CompactionKind::Garnering => {
                 Arc::new(Garnering::new(size_ratio)?.with_scaling_factor(settings.garnering_c)?)
             }
+            CompactionKind::Ecotune => Arc::new(EcoTune::new(settings.ecotune)?),
         })
     }
 }
@@ -307,17 +324,26 @@ mod tests {
                 .build(&CompactionSettings::with_size_ratio(4.0))
                 .expect("builds");
             assert!(!policy.name().is_empty());
-            assert!(
+            assert_eq!(
                 kind.build(&CompactionSettings::with_size_ratio(1.0))
                     .is_err(),
-                "{kind}: a size ratio below 2 is refused"
+                kind.uses_size_ratio(),
+                "{kind}: a size ratio below 2 is refused by every policy that has one"
             );
         }
         let bad_c = CompactionSettings {
-            size_ratio: 4.0,
             garnering_c: 1.5,
+            ..CompactionSettings::with_size_ratio(4.0)
         };
         assert!(CompactionKind::Garnering.build(&bad_c).is_err());
+        let bad_ecotune = CompactionSettings {
+            ecotune: EcoTuneSettings {
+                long_scan_ratio: 1.5,
+                ..EcoTuneSettings::default()
+            },
+            ..CompactionSettings::with_size_ratio(4.0)
+        };
+        assert!(CompactionKind::Ecotune.build(&bad_ecotune).is_err());
         let error = "levelling"
             .parse::<CompactionKind>()
             .expect_err("a misspelt name is refused");

@@ -134,7 +134,10 @@ fn compaction_outputs_inherit_the_probes_of_their_inputs() {
 fn the_recent_weight_decides_how_fast_estimates_follow_a_shift_from_hits_to_misses() {
     let z_after_shift = |weight: f64| -> f64 {
         let dir = tempfile::tempdir().expect("tempdir");
+        // Leveling: the misses must reach the level-0 file (EcoTune's top-level index would
+        // answer them without a probe).
         let options = Options::default()
+            .compaction_policy(std::sync::Arc::new(strata::compaction::Leveling::default()))
             .write_buffer_bytes(1 << 20)
             .access_statistics(true)
             .access_recent_weight(weight);

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use strata::compaction::ecotune::EcoTuneSettings;
 use strata::policy::{CompactionKind, CompactionSettings, FilterAllocatorKind, FilterSettings};
 use strata::version::Version;
 use strata::{Db, Error, Options};
@@ -82,10 +83,21 @@ fn assert_settled_shape(kind: CompactionKind, tree: &Version) {
             CompactionKind::LazyLeveling if Some(level) == last => 1,
             // Tiering and lazy leveling's upper levels: fewer than T runs once settled.
             CompactionKind::LazyLeveling | CompactionKind::Tiering => SIZE_RATIO as usize - 1,
+            // EcoTune: at most a round's units on the main level; below it one run in all
+            // (checked after the loop).
+            CompactionKind::Ecotune if level == 1 => EcoTuneSettings::default().max_units as usize,
+            CompactionKind::Ecotune => 1,
         };
         assert!(
             runs <= allowed,
             "{kind}: level {level} holds {runs} runs, at most {allowed} allowed"
+        );
+    }
+    if kind == CompactionKind::Ecotune {
+        let below_main: usize = levels.iter().skip(2).map(|l| l.runs().len()).sum();
+        assert!(
+            below_main <= 1,
+            "ecotune: {below_main} runs below the main level"
         );
     }
 }
@@ -168,17 +180,14 @@ fn an_invalid_switch_changes_nothing_and_a_closed_database_refuses() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options(CompactionKind::Leveling)).expect("open");
     let before = db.compaction_policy_name();
-    let bad = CompactionSettings {
-        size_ratio: 1.0,
-        garnering_c: 0.8,
-    };
+    let bad = CompactionSettings::with_size_ratio(1.0);
     assert!(matches!(
         db.set_compaction_policy(CompactionKind::Tiering, bad),
         Err(Error::InvalidArgument(_))
     ));
     let bad_c = CompactionSettings {
-        size_ratio: 3.0,
         garnering_c: 0.0,
+        ..CompactionSettings::with_size_ratio(3.0)
     };
     assert!(matches!(
         db.set_compaction_policy(CompactionKind::Garnering, bad_c),

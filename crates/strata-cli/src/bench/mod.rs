@@ -15,6 +15,7 @@
 //! `workload.rs` holds the key format and generators, `report.rs` the result types and printing.
 
 pub mod compare;
+pub mod cpu;
 pub mod distribution;
 pub mod engine;
 pub mod ops;
@@ -195,6 +196,11 @@ pub struct BenchArgs {
     /// full speed) and `ecotune` (default 2 MB/s).
     #[arg(long)]
     pub write_rate: Option<f64>,
+    /// EcoTune's `beta_q` (`--compaction ecotune`): query speed while a main-level merge runs,
+    /// as a share of the speed without. Its `r` is the `ecotune:r` workload's long-scan ratio
+    /// (the first such workload's; 0.3 without one).
+    #[arg(long, default_value_t = 0.5)]
+    pub ecotune_beta_q: f64,
     /// Closed-loop query threads running a mix's operations (each its own seeded stream of
     /// `--reads` operations; latencies are the first thread's). Mixes that insert keys take 1.
     #[arg(long, default_value_t = 1)]
@@ -361,6 +367,7 @@ pub struct BenchConfig {
     pub index_restart_interval: Option<usize>,
     pub max_background_compactions: Option<usize>,
     pub write_rate: Option<f64>,
+    pub ecotune_beta_q: f64,
     pub query_threads: usize,
     pub partition_metadata_above_bytes: Option<u64>,
     pub metadata_block_bytes: Option<u64>,
@@ -550,6 +557,7 @@ impl BenchConfig {
             index_restart_interval: args.index_restart_interval,
             max_background_compactions: args.max_background_compactions,
             write_rate: args.write_rate,
+            ecotune_beta_q: args.ecotune_beta_q,
             query_threads: args.query_threads,
             partition_metadata_above_bytes: args.partition_metadata_above_bytes,
             metadata_block_bytes: args.metadata_block_bytes,
@@ -618,6 +626,25 @@ impl BenchConfig {
         variants
     }
 
+    /// EcoTune's settings: `r` from the first `ecotune:r` workload (the paper's policy knows its
+    /// workload's share of long scans), `beta_q` from `--ecotune-beta-q`, the rest the paper's.
+    pub fn ecotune_settings(&self) -> strata::compaction::ecotune::EcoTuneSettings {
+        let defaults = strata::compaction::ecotune::EcoTuneSettings::default();
+        let long_scan_ratio = self
+            .workloads
+            .iter()
+            .find_map(|workload| match workload {
+                Workload::Mix(Mix::EcoTune { long_scan_ratio }) => Some(*long_scan_ratio),
+                _ => None,
+            })
+            .unwrap_or(defaults.long_scan_ratio);
+        strata::compaction::ecotune::EcoTuneSettings {
+            long_scan_ratio,
+            beta_q: self.ecotune_beta_q,
+            ..defaults
+        }
+    }
+
     /// The settings every engine is configured from (data blocks of 4 KiB, as RocksDB's
     /// default).
     pub fn engine_config(&self, variant: &Variant) -> EngineConfig {
@@ -631,6 +658,7 @@ impl BenchConfig {
             garnering_c: variant
                 .garnering_c
                 .unwrap_or(crate::policies::DEFAULT_GARNERING_C),
+            ecotune: self.ecotune_settings(),
             compaction: variant.compaction,
             direct_reads: self.direct_reads,
             pin_index_filter: self.pin_index_filter,
@@ -954,6 +982,7 @@ impl Bench<'_> {
                 .unwrap_or((phase_ops / SERIES_POINTS_PER_PHASE).max(1));
             let mut latencies = Latencies::new();
             let series_start = self.series.len();
+            let cpu_before = cpu::CpuSample::now();
             let started = Instant::now();
             let counts = match workload {
                 Workload::Fillseq | Workload::Fillrandom | Workload::Load => {
@@ -981,6 +1010,9 @@ impl Bench<'_> {
                 &engine.counters(),
                 &shape,
             );
+            result.compaction_cpu_share = cpu_before
+                .zip(cpu::CpuSample::now())
+                .and_then(|(before, after)| after.compaction_share_since(&before));
             // The filter memory in use over the phase, not only at its end (issue 15).
             result.include_filter_samples(self.series.get(series_start..).unwrap_or_default());
             // Live table bytes over the bytes of the newest version of each key; only what is
@@ -989,6 +1021,16 @@ impl Bench<'_> {
                 .then(|| shape.table_bytes as f64 / logical_bytes);
             report::write_row(self.out, &result, &counts).map_err(report_error)?;
             report::write_compression(self.out, &result).map_err(report_error)?;
+            report::write_background(self.out, &result).map_err(report_error)?;
+            if counts.background_writes > 0 {
+                // The writer changed the tree during the phase: show where it ended.
+                report::write_tree(
+                    self.out,
+                    &format!("{} after {}", engine.name(), workload.name()),
+                    &shape,
+                )
+                .map_err(report_error)?;
+            }
             report::write_prediction(self.out, &result).map_err(report_error)?;
             self.out.flush().map_err(report_error)?;
             self.results.push(result);

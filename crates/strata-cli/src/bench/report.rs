@@ -157,6 +157,12 @@ pub struct PhaseResult {
     /// Compaction jobs' wall-clock time over the phase's (Strata only; above 1 when jobs ran
     /// side by side): the share of the phase compaction workers were busy, not CPU time.
     pub compaction_busy_share: Option<f64>,
+    /// Compaction threads' CPU time over the whole process's during the phase (Linux
+    /// `/proc/self/task`; Strata's and RocksDB's compaction threads, `bench::cpu`); `null`
+    /// where it cannot be read.
+    pub compaction_cpu_share: Option<f64>,
+    /// The compaction policy's state at the end of the phase (Strata's EcoTune: its round).
+    pub compaction_state: Option<String>,
     /// Live table bytes / bytes of the newest version of each key (`key_size + value_size` per
     /// live key), at the end of the phase; `null` before anything reached a table file.
     pub space_amp: Option<f64>,
@@ -343,6 +349,8 @@ impl PhaseResult {
             write_slowdowns: io.write_slowdowns,
             write_stops: io.write_stops,
             write_stall_ms: io.write_stall_micros.map(|micros| micros as f64 / 1e3),
+            compaction_cpu_share: None,
+            compaction_state: shape.compaction_state.clone(),
             compaction_busy_share: io
                 .compaction_micros
                 .filter(|_| seconds > 0.0)
@@ -513,6 +521,26 @@ pub fn write_compression(out: &mut dyn Write, result: &PhaseResult) -> io::Resul
     )
 }
 
+/// For a phase with a background writer: the writes it did, the write stalls, and how much of
+/// the phase compaction took (wall-clock busy share and CPU share).
+pub fn write_background(out: &mut dyn Write, result: &PhaseResult) -> io::Result<()> {
+    if result.background_writes == 0 {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  background writer: {} writes ({:.0}/s); write stalls {} ({} ms); compaction busy share {}, CPU share {}",
+        result.background_writes,
+        result.background_writes_per_sec,
+        result
+            .write_stalls
+            .map_or_else(|| "-".to_string(), |n| n.to_string()),
+        optional(result.write_stall_ms, 1),
+        optional(result.compaction_busy_share, 3),
+        optional(result.compaction_cpu_share, 3),
+    )
+}
+
 /// Prints the tree: per non-empty level its runs, files, entries, size and filter bits per key,
 /// plus the memtables (whose entries are not yet in any level).
 pub fn write_tree(out: &mut dyn Write, title: &str, shape: &TreeShape) -> io::Result<()> {
@@ -544,6 +572,9 @@ pub fn write_tree(out: &mut dyn Write, title: &str, shape: &TreeShape) -> io::Re
             mib(level.bytes),
             optional(level.bits_per_key, 2)
         )?;
+    }
+    if let Some(state) = &shape.compaction_state {
+        writeln!(out, "  compaction state: {state}")?;
     }
     Ok(())
 }

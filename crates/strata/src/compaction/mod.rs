@@ -54,6 +54,28 @@ pub struct CompactionContext {
     pub level0_slowdown_writes_trigger: usize,
     /// Level-0 runs at which writes stop (`Options::level0_stop_writes_trigger`).
     pub level0_stop_writes_trigger: usize,
+    /// Rates the engine measured (EcoTune's `T_w` and `T_c`, SPEC §6); unknown in tests and
+    /// simulators unless they set them.
+    pub rates: MeasuredRates,
+}
+
+/// Rates the engine measures for policies that time their work (EcoTune, SPEC §6): how fast
+/// flushed bytes arrive and how fast a compaction worker writes. Each is a moving average over
+/// recent flushes and jobs; `None` until one has been seen.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct MeasuredRates {
+    /// Bytes flushed per second of wall time, between consecutive flushes.
+    pub flush_bytes_per_sec: Option<f64>,
+    /// Bytes a compaction job writes per second of its own run time.
+    pub compaction_bytes_per_sec: Option<f64>,
+}
+
+impl MeasuredRates {
+    /// Nothing measured yet.
+    pub const UNKNOWN: MeasuredRates = MeasuredRates {
+        flush_bytes_per_sec: None,
+        compaction_bytes_per_sec: None,
+    };
 }
 
 impl CompactionContext {
@@ -64,6 +86,7 @@ impl CompactionContext {
             level0_compaction_trigger: 4,
             level0_slowdown_writes_trigger: 20,
             level0_stop_writes_trigger: 36,
+            rates: MeasuredRates::UNKNOWN,
         }
     }
 }
@@ -142,8 +165,20 @@ impl RunningCompactions {
         self.jobs.iter().any(|job| job.output_level == level)
     }
 
+    /// True if a running job writes to `level` in a way `job` may not run beside: see
+    /// [`RunningCompactions::conflict`].
+    fn writes_level_against(&self, job: &CompactionJob) -> bool {
+        self.jobs.iter().any(|running| {
+            running.output_level == job.output_level && !running.may_share_output_level(job)
+        })
+    }
+
     /// Why `job` may not start beside the running jobs, or `None` if it may: it shares an input
-    /// file with one of them, or writes to a level one of them writes to.
+    /// file with one of them, or writes to a level one of them writes to. One pair may share an
+    /// output level: a job that starts a new run there and a job that rewrites runs of that level
+    /// in place (its output joins one of its own input runs, EcoTune's main-level merges,
+    /// SPEC §6). The new run takes a fresh id, newer than every run; the rewrite keeps an
+    /// existing one; whichever installs first, recency order holds.
     pub fn conflict(&self, job: &CompactionJob) -> Option<String> {
         if job.is_state_only() {
             return None;
@@ -156,7 +191,7 @@ impl RunningCompactions {
         {
             return Some(format!("file {number} is an input of a running job"));
         }
-        if self.writes_level(job.output_level) {
+        if self.writes_level_against(job) {
             return Some(format!(
                 "a running job writes to level {}",
                 job.output_level
@@ -235,6 +270,25 @@ impl CompactionJob {
     pub fn input_file_count(&self) -> usize {
         self.inputs.iter().map(|i| i.file_numbers.len()).sum()
     }
+
+    /// True if the job's output joins one of its own input runs on the output level: it
+    /// rewrites runs of that level in place and takes no new run id.
+    pub fn rewrites_in_place(&self) -> bool {
+        match self.output_run {
+            OutputRun::Existing(id) => self
+                .inputs
+                .iter()
+                .any(|input| input.level == self.output_level && input.run_id == id),
+            OutputRun::New => false,
+        }
+    }
+
+    /// True if `self` and `other`, both writing to the same level, may run at once: one starts a
+    /// new run and the other rewrites runs in place (see [`RunningCompactions::conflict`]).
+    fn may_share_output_level(&self, other: &CompactionJob) -> bool {
+        let new_run = |job: &CompactionJob| job.output_run == OutputRun::New;
+        (new_run(self) && other.rewrites_in_place()) || (self.rewrites_in_place() && new_run(other))
+    }
 }
 
 /// Decides the next compaction from the tree's shape (SPEC §5).
@@ -255,6 +309,19 @@ pub trait CompactionPolicy: Send + Sync + Debug {
     /// level-0 rule ([`level0_write_pressure`]).
     fn write_pressure(&self, tree: &Version, context: &CompactionContext) -> WritePressure {
         level0_write_pressure(tree, context)
+    }
+
+    /// The policy's manifest state in words, for `Stats` and reports (EcoTune's round), or
+    /// `None` if it keeps none worth showing.
+    fn describe_state(&self, _tree: &Version) -> Option<String> {
+        None
+    }
+
+    /// True if the engine should keep a full in-memory index of level 0's keys (key to run), so a
+    /// point lookup probes at most one level-0 run (EcoTune's top level, SPEC §6, whose runs
+    /// are never merged among themselves).
+    fn indexes_top_level(&self) -> bool {
+        false
     }
 
     /// The job that compacts the whole tree into one run (`Db::compact`): by default every run
@@ -328,6 +395,7 @@ pub(crate) mod test_support {
         level0_compaction_trigger: 2,
         level0_slowdown_writes_trigger: 20,
         level0_stop_writes_trigger: 36,
+        rates: super::MeasuredRates::UNKNOWN,
     };
 
     /// Builds a version from `(level, run_id, number, smallest, largest, bytes)` tuples.

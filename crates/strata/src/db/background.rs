@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::policy_switch::Switch;
+use super::top_index::TopLevelIndex;
 use super::{DbInner, ReadView};
 use crate::alloc::{FilterAllocator, JobKind};
 use crate::compaction::executor::{
@@ -16,14 +17,18 @@ use crate::compaction::executor::{
 use crate::compaction::{CompactionContext, CompactionJob, RunningCompactions};
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
+use crate::iterator::InternalIterator;
+use crate::key::user_key;
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::policy::{CompactionKind, CompactionSettings, FilterAllocatorKind, FilterSettings};
 use crate::stats::merlin::Merlin;
 use crate::stats::{add, IoCounters};
+use crate::table::iter::TableIter;
+use crate::table::reader::ReadMode;
 use crate::table::{table_file_name, TableBuilder};
 use crate::version::set::VersionSet;
-use crate::version::{AddedFile, Version, VersionEdit};
+use crate::version::{AddedFile, Run, Version, VersionEdit};
 
 const IDLE_WAIT: Duration = Duration::from_millis(100);
 
@@ -295,6 +300,55 @@ impl Drop for RunningJob<'_> {
     }
 }
 
+/// The moving averages behind [`crate::compaction::MeasuredRates`]: each new sample weighs
+/// [`RateTracker::WEIGHT`], so the figure follows a change of write rate within a few flushes
+/// and one odd interval does not swing it.
+#[derive(Debug, Default)]
+pub(crate) struct RateTracker {
+    last_flush: Option<Instant>,
+    flush_bytes_per_sec: Option<f64>,
+    compaction_bytes_per_sec: Option<f64>,
+}
+
+impl RateTracker {
+    const WEIGHT: f64 = 0.25;
+
+    fn blend(average: Option<f64>, sample: f64) -> Option<f64> {
+        if !sample.is_finite() || sample <= 0.0 {
+            return average;
+        }
+        Some(average.map_or(sample, |a| a + Self::WEIGHT * (sample - a)))
+    }
+
+    /// A flush of `bytes` finished at `now`: the interval since the previous flush is a sample.
+    pub(crate) fn flushed(&mut self, bytes: u64, now: Instant) {
+        if let Some(last) = self.last_flush {
+            let seconds = now.duration_since(last).as_secs_f64();
+            if seconds > 0.0 {
+                self.flush_bytes_per_sec =
+                    Self::blend(self.flush_bytes_per_sec, bytes as f64 / seconds);
+            }
+        }
+        self.last_flush = Some(now);
+    }
+
+    /// A compaction job wrote `bytes` in `elapsed`.
+    pub(crate) fn compacted(&mut self, bytes: u64, elapsed: std::time::Duration) {
+        let seconds = elapsed.as_secs_f64();
+        if bytes > 0 && seconds > 0.0 {
+            self.compaction_bytes_per_sec =
+                Self::blend(self.compaction_bytes_per_sec, bytes as f64 / seconds);
+        }
+    }
+
+    pub(crate) fn rates(&self) -> crate::compaction::MeasuredRates {
+        crate::compaction::MeasuredRates {
+            flush_bytes_per_sec: self.flush_bytes_per_sec,
+            compaction_bytes_per_sec: self.compaction_bytes_per_sec,
+        }
+    }
+}
+
 impl DbInner {
     pub(super) fn compaction_context(&self) -> CompactionContext {
         CompactionContext {
@@ -302,6 +356,7 @@ impl DbInner {
             level0_compaction_trigger: self.options.level0_compaction_trigger,
             level0_slowdown_writes_trigger: self.options.level0_slowdown_writes_trigger,
             level0_stop_writes_trigger: self.options.level0_stop_writes_trigger,
+            rates: self.rates.lock().rates(),
         }
     }
 
@@ -315,12 +370,69 @@ impl DbInner {
             .filter(|m| flushed.is_none_or(|f| !Arc::ptr_eq(m, f)))
             .cloned()
             .collect();
+        let version = self.versions.current();
+        let top_index = self.top_index_for(
+            view.top_index.as_ref(),
+            &version,
+            flushed.map(|mem| mem.as_ref()),
+        );
         self.view.store(Arc::new(ReadView {
             mem: Arc::clone(&view.mem),
             immutable,
-            version: self.versions.current(),
+            version,
             filter_allocator: Arc::clone(&view.filter_allocator),
+            top_index,
         }));
+    }
+
+    /// The top-level index for `version` if the compaction policy keeps one (`top_index.rs`):
+    /// `previous` as it is if it still matches, else made from it and `flushed` (the memtable
+    /// just flushed) or from level 0's files. An index that cannot be built (a read error) is
+    /// logged and left out: lookups then probe every level-0 run, as without one.
+    pub(super) fn top_index_for(
+        &self,
+        previous: Option<&Arc<TopLevelIndex>>,
+        version: &Version,
+        flushed: Option<&MemTable>,
+    ) -> Option<Arc<TopLevelIndex>> {
+        if !self.compaction_policy().indexes_top_level() {
+            return None;
+        }
+        if let Some(previous) = previous.filter(|index| index.covers(version)) {
+            return Some(Arc::clone(previous));
+        }
+        let built =
+            TopLevelIndex::for_version(previous.map(Arc::as_ref), version, flushed, |run| {
+                self.run_user_keys(run)
+            });
+        match built {
+            Ok(index) => Some(Arc::new(index)),
+            Err(error) => {
+                self.info_log.log(format!(
+                    "top-level index not built ({error}): lookups probe every level-0 run"
+                ));
+                None
+            }
+        }
+    }
+
+    /// Every user key of `run`, in order, read from its files (uncached, as a compaction reads).
+    fn run_user_keys(&self, run: &Run) -> Result<Vec<Vec<u8>>> {
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for file in run.files() {
+            let table = self.tables.reader(file, false)?;
+            let mut iter = TableIter::new(table, ReadMode::Compaction);
+            iter.seek_to_first();
+            while iter.valid() {
+                let key = user_key(iter.key());
+                if keys.last().is_none_or(|last| last.as_slice() != key) {
+                    keys.push(key.to_vec());
+                }
+                iter.next();
+            }
+            iter.status()?;
+        }
+        Ok(keys)
     }
 
     pub(crate) fn flush_oldest_immutable(&self) -> Result<()> {
@@ -377,6 +489,7 @@ impl DbInner {
             ),
             None => "flushed an empty memtable".to_string(),
         };
+        let flushed_bytes = file.as_ref().map(|added| added.file.file_bytes);
         edit.new_files.extend(file);
         edit.policy_states.push(self.workload_state());
         edit.policy_states.extend(allocator.policy_state());
@@ -384,6 +497,9 @@ impl DbInner {
         self.install_current_version(Some(&mem));
         drop(_install);
         add(&self.counters.flushes, 1);
+        if let Some(bytes) = flushed_bytes {
+            self.rates.lock().flushed(bytes, Instant::now());
+        }
         self.save_access_statistics(false);
         self.info_log.log(description);
         self.delete_obsolete_files();
@@ -461,6 +577,9 @@ impl DbInner {
         drop(_install);
         self.save_access_statistics(false);
         let micros = start.elapsed().as_micros() as u64;
+        if !moved {
+            self.rates.lock().compacted(written, start.elapsed());
+        }
         add(&self.counters.compactions, 1);
         add(&self.counters.compaction_micros, micros);
         self.info_log.log(format!(
@@ -580,16 +699,18 @@ impl DbInner {
         // No worker is between a pick and its registration while the policy changes, so every
         // registered job was picked by the policy in effect when it was registered.
         let _pick = self.pick_lock.lock();
-        {
+        let previous = {
             let _install = self.install_lock.lock();
             let edit = VersionEdit {
                 policy_states: vec![state],
                 ..Default::default()
             };
             self.versions.log_and_apply(edit)?;
+            let previous = self.compaction_policy.swap(Arc::new(Arc::clone(&policy)));
+            // The view gains (or drops) the top-level index the new policy keeps.
             self.install_current_version(None);
-        }
-        let previous = self.compaction_policy.swap(Arc::new(Arc::clone(&policy)));
+            previous
+        };
         self.info_log.log(format!(
             "compaction policy switched from {} to {}",
             previous.name(),
@@ -638,11 +759,13 @@ impl DbInner {
         let previous = {
             let _view = self.view_lock.lock();
             let view = self.view.load_full();
+            let top_index = self.top_index_for(view.top_index.as_ref(), &version, None);
             self.view.store(Arc::new(ReadView {
                 mem: Arc::clone(&view.mem),
                 immutable: view.immutable.clone(),
                 version,
                 filter_allocator: Arc::clone(&allocator),
+                top_index,
             }));
             Arc::clone(&view.filter_allocator)
         };

@@ -18,6 +18,7 @@ mod open;
 mod policy_switch;
 mod read;
 mod study;
+mod top_index;
 mod write;
 
 pub use iter::DbIterator;
@@ -117,6 +118,9 @@ pub(crate) struct ReadView {
     /// it which filters to skip and already load the view; everything else that asks the
     /// allocator reads it here too (`DbInner::filter_allocator`), never from `options`.
     pub(crate) filter_allocator: Arc<dyn FilterAllocator>,
+    /// The index of `version`'s level-0 keys, when the compaction policy keeps one (EcoTune's
+    /// top level; `top_index`). Built with the view, so it always matches its version.
+    pub(crate) top_index: Option<Arc<top_index::TopLevelIndex>>,
 }
 
 /// State guarded by the commit lock: the active WAL, memtable switching, and the buffers a
@@ -213,6 +217,9 @@ pub(crate) struct DbInner {
     /// Held by a compaction worker from reading the jobs in flight to registering the job it
     /// picked, so two workers never pick against the same picture of what is running.
     pub(crate) pick_lock: Mutex<()>,
+    /// Flush and compaction rates, measured for policies that time their work
+    /// (`CompactionContext::rates`).
+    pub(crate) rates: Mutex<background::RateTracker>,
     /// Held for the whole of a `Db::rewrite_filters` (`study.rs`): rewrites run one at a time.
     pub(crate) filter_rewrite_lock: Mutex<()>,
     pub(crate) commit: Mutex<CommitState>,
@@ -762,6 +769,10 @@ impl DbInner {
         } else {
             0
         };
+        let (top_index_entries, top_index_bytes) = view
+            .top_index
+            .as_ref()
+            .map_or((0, 0), |index| (index.entries(), index.memory_bytes()));
         Stats {
             write_amplification: io.write_amplification(),
             io,
@@ -775,10 +786,13 @@ impl DbInner {
             block_cache_capacity_bytes: self.block_cache.capacity_bytes(),
             pinned_bytes,
             access_statistics_bytes,
+            top_index_entries,
+            top_index_bytes,
             total_memory_bytes: memtable_bytes
                 + block_cache_bytes
                 + pinned_bytes
-                + access_statistics_bytes,
+                + access_statistics_bytes
+                + top_index_bytes,
             average_bits_per_key: if entries_total == 0 {
                 0.0
             } else {
@@ -799,6 +813,7 @@ impl DbInner {
             wal_bytes_dropped: self.wal_bytes_dropped,
             background_error: self.background_error().map(|e| e.to_string()),
             compaction_policy: self.compaction_policy().name(),
+            compaction_state: self.compaction_policy().describe_state(version),
             filter_allocator: view.filter_allocator.name(),
         }
     }
@@ -928,13 +943,18 @@ mod tests {
     #[test]
     fn a_table_that_fails_to_open_is_retried() {
         let dir = tempfile::tempdir().expect("tempdir");
+        // Leveling: nothing opens the table before the first lookup (EcoTune's top-level index
+        // reads level 0's files at open).
+        let options = || {
+            Options::default().compaction_policy(Arc::new(crate::compaction::Leveling::default()))
+        };
         {
-            let db = Db::open(dir.path(), Options::default()).expect("open");
+            let db = Db::open(dir.path(), options()).expect("open");
             db.put(b"k", b"v").expect("put");
             db.flush().expect("flush");
             db.close().expect("close");
         }
-        let db = Db::open(dir.path(), Options::default()).expect("reopen");
+        let db = Db::open(dir.path(), options()).expect("reopen");
         let number = db.version().files().next().expect("one file").2.number();
         let path = dir.path().join(crate::table::table_file_name(number));
         let saved = std::fs::read(&path).expect("read table");
@@ -955,7 +975,11 @@ mod tests {
     fn the_observer_sees_probed_files_and_compaction_sources() {
         let dir = tempfile::tempdir().expect("tempdir");
         let observer = Arc::new(RecordingObserver::default());
-        let options = Options::default().level0_compaction_trigger(10);
+        // Leveling: lookups probe level-0 runs by key range (EcoTune's top-level index would
+        // skip a run that cannot hold the key).
+        let options = Options::default()
+            .compaction_policy(Arc::new(crate::compaction::Leveling::default()))
+            .level0_compaction_trigger(10);
         let db = Db::open_with_observer(dir.path(), options, Some(observer.clone())).expect("open");
         // Two level-0 runs over the same key range: "k1".."k9" old, then "k5" rewritten.
         for i in 1..10 {

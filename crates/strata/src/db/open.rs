@@ -332,13 +332,15 @@ fn assemble(
         immutable: Vec::new(),
         version: recovered.versions.current(),
         filter_allocator: Arc::clone(&recovered.policies.filter_allocator),
+        // Built from level 0's files once the engine is assembled (below).
+        top_index: None,
     };
     let (lock, commit, read_only) = match mode {
         Mode::ReadWrite { lock, commit } => (Some(lock), commit, false),
         Mode::ReadOnly => (None, CommitState::new(None, 0), true),
     };
     let workload_base = workload_at_open(&recovered.versions.current(), &recovered.info_log);
-    Arc::new(DbInner {
+    let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
         fs,
         lock: Mutex::new(lock),
@@ -352,6 +354,7 @@ fn assemble(
         view_lock: Mutex::new(()),
         install_lock: Mutex::new(()),
         pick_lock: Mutex::new(()),
+        rates: Mutex::new(super::background::RateTracker::default()),
         filter_rewrite_lock: Mutex::new(()),
         commit: Mutex::new(commit),
         pending: Mutex::new(VecDeque::new()),
@@ -371,7 +374,10 @@ fn assemble(
         wal_bytes_dropped: recovered.replay.dropped_bytes,
         read_only,
         options,
-    })
+    });
+    // The top-level index (EcoTune) from level 0's files, before the first lookup.
+    inner.install_current_version(None);
+    inner
 }
 
 /// Opens the database in `dir` for reading only (`Db::open_read_only`): reads `CURRENT`, the

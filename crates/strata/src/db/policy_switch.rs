@@ -236,8 +236,8 @@ mod tests {
             configured: configured.name(),
             kind: CompactionKind::Garnering,
             settings: CompactionSettings {
-                size_ratio: 3.0,
                 garnering_c: 0.6,
+                ..CompactionSettings::with_size_ratio(3.0)
             },
         }
     }

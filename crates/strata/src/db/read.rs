@@ -47,8 +47,19 @@ impl DbInner {
             let hash = key_hash(key);
             let mut probes = self.observer.as_ref().map(|_| Vec::new());
             let allocator = &view.filter_allocator;
+            // With a top-level index (EcoTune), level 0's runs newer than the newest one
+            // holding the key's hash cannot hold the key, and no run can if no entry exists:
+            // one run is probed (older ones only after a hash collision; `top_index.rs`).
+            let newest_level0_run = view
+                .top_index
+                .as_ref()
+                .map(|index| index.newest_run(hash).unwrap_or(0));
             for (level_index, level) in view.version.levels().iter().enumerate() {
                 for run in level.runs() {
+                    if level_index == 0 && newest_level0_run.is_some_and(|newest| run.id() > newest)
+                    {
+                        continue;
+                    }
                     let Some(file) = run.file_for_key(key) else {
                         continue;
                     };

@@ -310,6 +310,7 @@ impl DbInner {
                 immutable,
                 version: Arc::clone(&current.version),
                 filter_allocator: Arc::clone(&current.filter_allocator),
+                top_index: current.top_index.clone(),
             }));
         }
         let _background = self.background.lock();

@@ -46,7 +46,12 @@ pub struct Stats {
     pub pinned_bytes: u64,
     /// Merlin's per-file access statistics (SPEC §4), 0 when they are off.
     pub access_statistics_bytes: u64,
-    /// memtables + block cache + pinned blocks + access statistics.
+    /// Key hashes in the top-level index (EcoTune's full index of level 0's keys, SPEC §6); 0
+    /// without one.
+    pub top_index_entries: u64,
+    /// Memory of the top-level index.
+    pub top_index_bytes: u64,
+    /// memtables + block cache + pinned blocks + access statistics + top-level index.
     pub total_memory_bytes: u64,
     /// Entry-weighted mean bits per key of all live filters at their real size (files without a
     /// filter count as 0).
@@ -78,6 +83,9 @@ pub struct Stats {
     pub background_error: Option<String>,
     /// Names of the active compaction policy and filter allocator.
     pub compaction_policy: String,
+    /// The compaction policy's manifest state in words (EcoTune's round), if it shows one
+    /// (`CompactionPolicy::describe_state`).
+    pub compaction_state: Option<String>,
     /// Name of the filter allocator.
     pub filter_allocator: String,
 }
@@ -113,6 +121,17 @@ impl fmt::Display for Stats {
             self.average_bits_per_key,
             self.effective_bits_per_key
         )?;
+        if let Some(state) = &self.compaction_state {
+            writeln!(f, "compaction state: {state}")?;
+        }
+        if self.top_index_entries > 0 {
+            writeln!(
+                f,
+                "top-level index: {} keys in {:.3} MiB",
+                self.top_index_entries,
+                mib(self.top_index_bytes)
+            )?;
+        }
         if let Some(budget) = self.filter_budget_bytes {
             writeln!(
                 f,

@@ -306,7 +306,7 @@ impl FjallEngine {
             CompactionKind::Tiering => format!(
                 "compaction: TIERING NOT SUPPORTED by fjall 3.1.13 (lsm-tree's size-tiered strategy is unimplemented; fjall keyspaces take only Leveled or FIFO); ran {leveled} instead"
             ),
-            CompactionKind::LazyLeveling | CompactionKind::Garnering => {
+            CompactionKind::LazyLeveling | CompactionKind::Garnering | CompactionKind::Ecotune => {
                 return Err(CliError::InvalidArgument(format!(
                     "fjall has no {} compaction (the bench runs it on Strata only)",
                     config.compaction.name()
@@ -668,6 +668,7 @@ impl Engine for FjallEngine {
             filter_bytes_on_disk: Some(filter_bits / 8),
             filter_bytes_in_use: None,
             predicted_lookup_io: None,
+            compaction_state: None,
         }
     }
 

@@ -70,6 +70,8 @@ pub struct EngineConfig {
     pub size_ratio: f64,
     /// Garnering's scaling factor `c` (Strata's Garnering only).
     pub garnering_c: f64,
+    /// EcoTune's settings (Strata's EcoTune only).
+    pub ecotune: strata::compaction::ecotune::EcoTuneSettings,
     /// Merge policy.
     pub compaction: CompactionKind,
     /// Read table files with O_DIRECT.
@@ -246,6 +248,8 @@ pub struct TreeShape {
     /// What the cost model predicts a point lookup costs on this tree (Strata's per-file form,
     /// `strata::model::tree`), where the engine has the model.
     pub predicted_lookup_io: Option<PredictedLookupIo>,
+    /// The compaction policy's state in words (Strata's EcoTune: its round), where shown.
+    pub compaction_state: Option<String>,
 }
 
 /// Data-block reads per point lookup, as the model predicts them for a tree.
@@ -341,6 +345,7 @@ pub(crate) mod conformance {
             write_buffer_bytes: 64 << 10,
             target_file_bytes: 64 << 20,
             size_ratio: 4.0,
+            ecotune: Default::default(),
             garnering_c: crate::policies::DEFAULT_GARNERING_C,
             compaction: CompactionKind::Leveling,
             direct_reads: false,

@@ -269,7 +269,7 @@ impl RocksDbEngine {
                     config.size_ratio
                 ));
             }
-            CompactionKind::LazyLeveling | CompactionKind::Garnering => {
+            CompactionKind::LazyLeveling | CompactionKind::Garnering | CompactionKind::Ecotune => {
                 return Err(CliError::InvalidArgument(format!(
                     "RocksDB has no {} compaction (the bench runs it on Strata only)",
                     config.compaction.name()
@@ -587,6 +587,7 @@ impl Engine for RocksDbEngine {
             filter_bytes_on_disk: self.table_property("filter block size").map(|b| b as u64),
             filter_bytes_in_use: None,
             predicted_lookup_io: None,
+            compaction_state: None,
         }
     }
 

@@ -27,6 +27,7 @@ impl StrataEngine {
         let policy = config.compaction.build(&CompactionSettings {
             size_ratio: config.size_ratio,
             garnering_c: config.garnering_c,
+            ecotune: config.ecotune,
         })?;
         // The memtable holds about write_buffer / (entry + 8-byte trailer + ~64 bytes of
         // skiplist bookkeeping) entries when it is flushed (`memtable/mod.rs`).
@@ -263,6 +264,7 @@ impl Engine for StrataEngine {
             bits_per_key_budget: Some(stats.bits_per_key_budget),
             filter_bytes_on_disk: Some(stats.levels.iter().map(|level| level.filter_bytes).sum()),
             filter_bytes_in_use: Some(stats.filter_bytes_in_use),
+            compaction_state: stats.compaction_state.clone(),
             predicted_lookup_io: {
                 let predicted = self.db.predicted_lookup_cost();
                 Some(PredictedLookupIo {

@@ -6,3 +6,9 @@
 //! layouts. The three-level layout, the policy and its runtime picker are still to come.
 
 pub mod dp;
+mod policy;
+
+pub use policy::{
+    decode_merges_done, encode_merges_done, stored_round, EcoTune, EcoTuneSettings, Round,
+    DEFAULT_TC_OVER_TW, LAST_LEVEL, MAIN_LEVEL, MERGES_STATE_OWNER, ROUND_STATE_OWNER,
+};

@@ -1,0 +1,113 @@
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::compaction::test_support::tree;
+use crate::key::ValueKind;
+
+/// Every run's keys, as `run_keys` would read them from its files.
+fn keys_of<'a>(
+    runs: &'a BTreeMap<u64, Vec<&'a str>>,
+) -> impl FnMut(&Run) -> Result<Vec<Vec<u8>>> + 'a {
+    |run: &Run| {
+        Ok(runs
+            .get(&run.id())
+            .map(|keys| keys.iter().map(|k| k.as_bytes().to_vec()).collect())
+            .unwrap_or_default())
+    }
+}
+
+fn level0(ids: &[u64]) -> Version {
+    let files: Vec<(usize, u64, u64, &str, &str, u64)> =
+        ids.iter().map(|&id| (0, id, id, "a", "z", 100)).collect();
+    tree(&files)
+}
+
+fn hash(key: &str) -> u64 {
+    key_hash(key.as_bytes())
+}
+
+#[test]
+fn a_key_maps_to_the_newest_run_holding_it_and_absent_keys_to_none() {
+    let runs = BTreeMap::from([(1, vec!["a", "b"]), (2, vec!["b", "c"]), (3, vec!["d"])]);
+    let version = level0(&[3, 2, 1]);
+    let index = TopLevelIndex::for_version(None, &version, None, keys_of(&runs)).expect("builds");
+    assert_eq!(index.newest_run(hash("a")), Some(1));
+    assert_eq!(
+        index.newest_run(hash("b")),
+        Some(2),
+        "the newer of two runs"
+    );
+    assert_eq!(index.newest_run(hash("c")), Some(2));
+    assert_eq!(index.newest_run(hash("d")), Some(3));
+    assert_eq!(index.newest_run(hash("e")), None);
+    assert_eq!(index.entries(), 4);
+    assert!(index.covers(&version));
+    assert!(!index.covers(&level0(&[3, 2])));
+    assert!(index.memory_bytes() >= 4 * 16);
+}
+
+#[test]
+fn a_flush_adds_the_memtables_keys_and_a_tm_compaction_drops_the_oldest_runs() {
+    let runs = BTreeMap::from([(1, vec!["a", "b"]), (2, vec!["b", "c"])]);
+    let first =
+        TopLevelIndex::for_version(None, &level0(&[2, 1]), None, keys_of(&runs)).expect("builds");
+    // A flush of run 3: its keys come from the memtable, no file is read.
+    let mem = MemTable::new(1, 0);
+    mem.insert(10, ValueKind::Value, b"c", b"v");
+    mem.insert(11, ValueKind::Deletion, b"x", b"");
+    let after_flush = TopLevelIndex::for_version(
+        Some(&first),
+        &level0(&[3, 2, 1]),
+        Some(&mem),
+        |run: &Run| panic!("read run {} although the memtable was flushed", run.id()),
+    )
+    .expect("builds");
+    assert_eq!(after_flush.newest_run(hash("c")), Some(3));
+    assert_eq!(
+        after_flush.newest_run(hash("x")),
+        Some(3),
+        "a tombstone is a key"
+    );
+    assert_eq!(after_flush.newest_run(hash("a")), Some(1));
+    // A TM compaction took runs 1 and 2 while run 4 was flushed: entries of 1 and 2 go, "c"
+    // stays with run 3, and run 4 (no memtable given) is read from its files.
+    let runs = BTreeMap::from([(4, vec!["a"])]);
+    let after_tm =
+        TopLevelIndex::for_version(Some(&after_flush), &level0(&[4, 3]), None, keys_of(&runs))
+            .expect("builds");
+    assert_eq!(after_tm.newest_run(hash("b")), None);
+    assert_eq!(after_tm.newest_run(hash("c")), Some(3));
+    assert_eq!(after_tm.newest_run(hash("a")), Some(4));
+    assert_eq!(after_tm.entries(), 3);
+    assert!(after_tm.covers(&level0(&[4, 3])));
+}
+
+#[test]
+fn a_change_of_another_shape_rebuilds_from_the_files() {
+    let runs = BTreeMap::from([(1, vec!["a"]), (2, vec!["b"]), (3, vec!["c"])]);
+    let all = TopLevelIndex::for_version(None, &level0(&[3, 2, 1]), None, keys_of(&runs))
+        .expect("builds");
+    // Run 2 left while the older run 1 stayed: not a TM compaction's shape.
+    let mut read = Vec::new();
+    let rebuilt = TopLevelIndex::for_version(Some(&all), &level0(&[3, 1]), None, |run: &Run| {
+        read.push(run.id());
+        keys_of(&runs)(run)
+    })
+    .expect("builds");
+    read.sort_unstable();
+    assert_eq!(read, [1, 3], "every run read again");
+    assert_eq!(rebuilt.newest_run(hash("b")), None);
+    assert_eq!(rebuilt.newest_run(hash("a")), Some(1));
+    // A memtable is not taken for a run that is not the newest one added to a carried index.
+    let mem = MemTable::new(1, 0);
+    mem.insert(1, ValueKind::Value, b"zzz", b"v");
+    let fresh = TopLevelIndex::for_version(None, &level0(&[3]), Some(&mem), keys_of(&runs))
+        .expect("builds");
+    assert_eq!(fresh.newest_run(hash("zzz")), None);
+    assert_eq!(fresh.newest_run(hash("c")), Some(3));
+    // A read error is the caller's to handle.
+    let failed = TopLevelIndex::for_version(None, &level0(&[1]), None, |_: &Run| {
+        Err(crate::Error::corruption("000001.sst", 0, "unreadable"))
+    });
+    assert!(failed.is_err());
+}

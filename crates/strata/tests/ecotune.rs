@@ -1,0 +1,208 @@
+//! EcoTune end to end (SPEC §6; `strata::compaction::ecotune`): a database under a stream of
+//! overwrites goes through several rounds, keeps the three-level shape, answers every read with
+//! the newest value, probes at most one top-level run per point lookup through the top-level
+//! index (none for an absent key), and keeps its rounds and its index across a reopen.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use strata::compaction::ecotune::{stored_round, EcoTune, EcoTuneSettings, MAIN_LEVEL};
+use strata::{Db, Options};
+
+const KEYS: u32 = 20_000;
+const WRITE_BUFFER: usize = 8 * 1024;
+
+fn options() -> Options {
+    Options::default()
+        .write_buffer_bytes(WRITE_BUFFER)
+        .target_file_bytes(256 * 1024)
+        .block_cache_bytes(256 * 1024)
+        .bits_per_key(6.0)
+        .expect("valid")
+        .compaction_policy(Arc::new(
+            EcoTune::new(EcoTuneSettings::default()).expect("valid"),
+        ))
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:08}").into_bytes()
+}
+
+fn value(i: u32, pass: u32) -> Vec<u8> {
+    format!("value-{i}-{pass}-{}", "x".repeat(80)).into_bytes()
+}
+
+/// Writes every key once per pass, in a scattered order.
+fn write_passes(db: &Db, model: &mut BTreeMap<u32, u32>, passes: std::ops::Range<u32>) {
+    for pass in passes {
+        for n in 0..KEYS {
+            let i = (n * 7919 + pass * 131) % KEYS;
+            db.put(key(i), value(i, pass)).expect("put");
+            model.insert(i, pass);
+        }
+    }
+}
+
+fn check(db: &Db, model: &BTreeMap<u32, u32>) {
+    for (&i, &pass) in model.iter().step_by(7) {
+        assert_eq!(
+            db.get(key(i)).expect("get"),
+            Some(value(i, pass).into()),
+            "key {i}"
+        );
+    }
+    let mut scanned = 0;
+    for (entry, (&i, &pass)) in db.iter().zip(model.iter()) {
+        let (k, v) = entry.expect("scan");
+        assert_eq!((k.to_vec(), v.to_vec()), (key(i), value(i, pass)));
+        scanned += 1;
+    }
+    assert_eq!(scanned, model.len());
+    assert_eq!(
+        db.iter().count(),
+        model.len(),
+        "no entry beyond the model's"
+    );
+}
+
+/// Level-0 files probed over `lookups` (a point lookup each).
+fn level0_probes(db: &Db, lookups: impl Fn(&Db)) -> u64 {
+    let before = db.stats().io.files_probed[0];
+    lookups(db);
+    db.stats().io.files_probed[0] - before
+}
+
+#[test]
+fn ecotune_goes_through_rounds_and_probes_one_top_level_run_per_lookup() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options()).expect("open");
+    let mut model = BTreeMap::new();
+    write_passes(&db, &mut model, 0..3);
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("settle");
+    check(&db, &model);
+
+    let version = db.version();
+    let round = stored_round(&version).expect("a round is logged");
+    assert!(round.number >= 2, "rounds so far: {round:?}");
+    let levels = version.levels();
+    assert!(levels[MAIN_LEVEL].runs().len() <= round.parameters.units as usize);
+    let below: usize = levels[MAIN_LEVEL + 1..]
+        .iter()
+        .map(|l| l.runs().len())
+        .sum();
+    assert_eq!(below, 1, "one last-level run");
+    assert!(
+        db.stats().compaction_policy.starts_with("ecotune"),
+        "{}",
+        db.stats().compaction_policy
+    );
+
+    // Small memtables stay in the top level (S is at least three write buffers here) until it
+    // holds several runs, each spanning the whole key range.
+    let unit_bytes = round.unit_bytes;
+    assert!(unit_bytes > 2 * WRITE_BUFFER as u64, "S = {unit_bytes}");
+    let mut pass = 3;
+    let last_pass_keys: Vec<u32> = loop {
+        let keys: Vec<u32> = (0..KEYS).skip(pass as usize).step_by(400).collect();
+        for &i in &keys {
+            db.put(key(i), value(i, pass)).expect("put");
+            model.insert(i, pass);
+        }
+        db.flush().expect("flush");
+        db.wait_for_compactions().expect("settle");
+        if db.version().levels()[0].runs().len() >= 2 {
+            break keys;
+        }
+        pass += 1;
+        assert!(pass < 40, "the top level never held two runs");
+    };
+    let stats = db.stats();
+    assert!(stats.top_index_entries > 0, "{stats}");
+    assert!(stats.top_index_bytes >= stats.top_index_entries * 16);
+    assert!(stats.total_memory_bytes >= stats.top_index_bytes);
+
+    // Present keys: at most one top-level run each; absent keys: none (the index says so).
+    let present = 2_000u64;
+    let probes = level0_probes(&db, |db| {
+        for i in (0..KEYS).step_by((KEYS as usize) / present as usize) {
+            assert!(db.get(key(i)).expect("get").is_some());
+        }
+    });
+    assert!(
+        probes <= present,
+        "{probes} level-0 probes for {present} lookups"
+    );
+    // Keys of the newest run: found in the first (and only) run probed.
+    let probes = level0_probes(&db, |db| {
+        for &i in &last_pass_keys {
+            assert_eq!(db.get(key(i)).expect("get"), Some(value(i, pass).into()));
+        }
+    });
+    assert_eq!(probes, last_pass_keys.len() as u64, "one probe each");
+    let probes = level0_probes(&db, |db| {
+        for i in 0..2_000u32 {
+            assert!(db.get(format!("key{i:08}-absent")).expect("get").is_none());
+        }
+    });
+    assert_eq!(probes, 0, "an absent key skips the top level");
+    check(&db, &model);
+
+    // A reopen rebuilds the index from the files and resumes the round.
+    let entries = stats.top_index_entries;
+    db.close().expect("close");
+    let db = Db::open(dir.path(), options()).expect("reopen");
+    assert_eq!(db.stats().top_index_entries, entries);
+    let reopened = stored_round(&db.version()).expect("the round survives");
+    assert_eq!(reopened.number, round.number);
+    let probes = level0_probes(&db, |db| {
+        for i in 0..500u32 {
+            assert!(db.get(format!("key{i:08}-absent")).expect("get").is_none());
+        }
+    });
+    assert_eq!(probes, 0);
+    check(&db, &model);
+    write_passes(&db, &mut model, 5..6);
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("settle");
+    check(&db, &model);
+    db.close().expect("close");
+}
+
+/// The index appears with a switch to EcoTune and goes with a switch away.
+#[test]
+fn the_top_level_index_follows_a_policy_switch() {
+    use strata::policy::{CompactionKind, CompactionSettings};
+    let dir = tempfile::tempdir().expect("tempdir");
+    // One flush of about 12 KB, under S (one 64 KiB write buffer): it stays in the top level.
+    let db = Db::open(
+        dir.path(),
+        Options::default()
+            .write_buffer_bytes(64 * 1024)
+            .compaction_policy(Arc::new(strata::compaction::Leveling::default())),
+    )
+    .expect("open");
+    let mut model = BTreeMap::new();
+    for i in 0..100 {
+        db.put(key(i), value(i, 0)).expect("put");
+        model.insert(i, 0);
+    }
+    db.flush().expect("flush");
+    assert!(!db.version().levels()[0].is_empty());
+    assert_eq!(db.stats().top_index_entries, 0, "leveling keeps no index");
+    db.set_compaction_policy(
+        CompactionKind::Ecotune,
+        CompactionSettings::with_size_ratio(4.0),
+    )
+    .expect("switch");
+    assert_eq!(db.version().levels()[0].entries(), 100);
+    assert_eq!(db.stats().top_index_entries, 100);
+    db.set_compaction_policy(
+        CompactionKind::Leveling,
+        CompactionSettings::with_size_ratio(10.0),
+    )
+    .expect("switch back");
+    assert_eq!(db.stats().top_index_entries, 0);
+    check(&db, &model);
+    db.close().expect("close");
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Issue 17's measurement 1: average query throughput under a steady write stream, for EcoTune
+# and the other merge policies, at long-scan ratios R (EcoTune's workload: long scans of 100
+# entries with probability r, seeks and gets with (1 - r) / 2 each; `strata bench --workloads
+# ecotune:r`). One `strata bench` per r, each policy on its own fresh tree: 1,000,000 keys
+# loaded, then READS queries on one closed-loop thread beside a writer paced at RATE MB/s; RUNS
+# runs, medians. EcoTune's r is the workload's. Prints, per r and policy, the median queries per
+# second, its ratio to EcoTune's, the compaction CPU share, and EcoTune's round state at the end
+# of the phase (R, T_c/T_w: one round must fit in the phase).
+#
+#   scripts/issue17_ecotune_grid.sh [RATIOS] [POLICIES] [RUNS] [READS] [RATE]
+#     defaults: "0.1 0.3 0.5 1", "ecotune,leveling,lazy-leveling,tiering,garnering", 3,
+#               600000, 4
+#
+# Size ratio 10 for leveling, lazy leveling, tiering and Garnering (SPEC §6's baselines), 1 MiB
+# write buffer (EcoTune's unit run is the tree over 100, about 1.2 MB here), 10 bits per key.
+# About 35 minutes with the defaults on this machine.
+set -euo pipefail
+ratios=${1:-"0.1 0.3 0.5 1"}
+policies=${2:-ecotune,leveling,lazy-leveling,tiering,garnering}
+runs=${3:-3}
+reads=${4:-600000}
+rate=${5:-4}
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$(mktemp -d)}
+mkdir -p "$out"
+cargo build --release -p strata-cli --manifest-path "$root/Cargo.toml" >&2
+strata="${CARGO_TARGET_DIR:-$root/target}/release/strata"
+for r in $ratios; do
+  "$strata" bench --workloads "fillrandom,ecotune:$r" --num 1000000 --reads "$reads" \
+    --write-rate "$rate" --query-threads 1 --compaction "$policies" --size-ratio 10 \
+    --write-buffer-bytes 1MiB --bits-per-key 10 --runs "$runs" \
+    --json "$out/ecotune-$r.json" > "$out/ecotune-$r.txt"
+  echo "r = $r done" >&2
+done
+echo "JSON and tables in $out" >&2
+python3 - "$out" <<'PY'
+import glob, json, statistics, sys
+out = sys.argv[1]
+print(f"{'r':>4} {'policy':<28} {'queries/s':>10} {'vs ecotune':>10} {'cpu share':>9} "
+      f"{'stalls':>6}  runs/levels at end; EcoTune's round")
+for path in sorted(glob.glob(f"{out}/ecotune-*.json")):
+    data = json.load(open(path))
+    rows = {}
+    for result in data["results"]:
+        if not result["phase"].startswith("ecotune"):
+            continue
+        rows.setdefault(result["configuration"], []).append(result)
+    base = None
+    for label, results in rows.items():
+        qps = statistics.median(r["ops_per_sec"] for r in results)
+        if label.endswith("/ecotune"):
+            base = qps
+    for label, results in rows.items():
+        qps = statistics.median(r["ops_per_sec"] for r in results)
+        cpu = [r["compaction_cpu_share"] for r in results if r.get("compaction_cpu_share") is not None]
+        stalls = sum(r.get("write_stalls") or 0 for r in results)
+        state = results[-1].get("compaction_state") or ""
+        shape = f"{results[-1]['runs']}/{results[-1]['levels']}"
+        print(f"{results[0]['phase'][8:]:>4} {label:<28} {qps:>10.0f} "
+              f"{(qps / base if base else float('nan')):>10.2f} "
+              f"{(statistics.median(cpu) if cpu else float('nan')):>9.3f} {stalls:>6}  {shape}; {state}")
+PY
