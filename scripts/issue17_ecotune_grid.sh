@@ -3,23 +3,23 @@
 # and the other merge policies, at long-scan ratios R (EcoTune's workload: long scans of 100
 # entries with probability r, seeks and gets with (1 - r) / 2 each; `strata bench --workloads
 # ecotune:r`). One `strata bench` per r, each policy on its own fresh tree: 1,000,000 keys
-# loaded, then READS queries on one closed-loop thread beside a writer paced at RATE MB/s; RUNS
-# runs, medians. EcoTune's r is the workload's. Prints, per r and policy, the median queries per
+# loaded, then queries on one closed-loop thread beside a writer paced at RATE MB/s (READS at
+# r = 0.3, scaled by 1.3 / (1 + r) so that every phase lasts about as long); RUNS runs, medians. EcoTune's r is the workload's. Prints, per r and policy, the median queries per
 # second, its ratio to EcoTune's, the compaction CPU share, and EcoTune's round state at the end
 # of the phase (R, T_c/T_w: one round must fit in the phase).
 #
 #   scripts/issue17_ecotune_grid.sh [RATIOS] [POLICIES] [RUNS] [READS] [RATE]
 #     defaults: "0.1 0.3 0.5 1", "ecotune,leveling,lazy-leveling,tiering,garnering", 3,
-#               600000, 4
+#               1000000, 4
 #
 # Size ratio 10 for leveling, lazy leveling, tiering and Garnering (SPEC §6's baselines), 1 MiB
 # write buffer (EcoTune's unit run is the tree over 100, about 1.2 MB here), 10 bits per key.
-# About 35 minutes with the defaults on this machine.
+# About 35 minutes with the defaults on this machine. OUT=dir keeps the files.
 set -euo pipefail
 ratios=${1:-"0.1 0.3 0.5 1"}
 policies=${2:-ecotune,leveling,lazy-leveling,tiering,garnering}
 runs=${3:-3}
-reads=${4:-600000}
+reads=${4:-1000000}
 rate=${5:-4}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$(mktemp -d)}
@@ -27,10 +27,11 @@ mkdir -p "$out"
 cargo build --release -p strata-cli --manifest-path "$root/Cargo.toml" >&2
 strata="${CARGO_TARGET_DIR:-$root/target}/release/strata"
 for r in $ratios; do
-  "$strata" bench --workloads "fillrandom,ecotune:$r" --num 1000000 --reads "$reads" \
+  phase_reads=$(python3 -c "print(int($reads * 1.3 / (1 + $r)))")
+  "$strata" bench --workloads "fillrandom,ecotune:$r" --num 1000000 --reads "$phase_reads" \
     --write-rate "$rate" --query-threads 1 --compaction "$policies" --size-ratio 10 \
     --write-buffer-bytes 1MiB --bits-per-key 10 --runs "$runs" \
-    --json "$out/ecotune-$r.json" > "$out/ecotune-$r.txt"
+    --json "$out/ecotune-$r-$rate.json" > "$out/ecotune-$r-$rate.txt"
   echo "r = $r done" >&2
 done
 echo "JSON and tables in $out" >&2

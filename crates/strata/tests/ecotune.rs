@@ -206,3 +206,52 @@ fn the_top_level_index_follows_a_policy_switch() {
     check(&db, &model);
     db.close().expect("close");
 }
+
+/// Without the top-level index (a setting, to measure what it saves) every top-level run whose
+/// key range covers a key is probed.
+#[test]
+fn without_the_index_lookups_probe_every_top_level_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let settings = EcoTuneSettings {
+        top_level_index: false,
+        ..EcoTuneSettings::default()
+    };
+    // A 64 KiB write buffer: three small flushes stay in the top level (S is one write buffer
+    // on a tree this small).
+    let db = Db::open(
+        dir.path(),
+        Options::default()
+            .write_buffer_bytes(64 * 1024)
+            .bits_per_key(6.0)
+            .expect("valid")
+            .compaction_policy(Arc::new(EcoTune::new(settings).expect("valid"))),
+    )
+    .expect("open");
+    let mut model = BTreeMap::new();
+    for pass in 0..3 {
+        for i in (pass..KEYS).step_by(1000) {
+            db.put(key(i), value(i, pass)).expect("put");
+            model.insert(i, pass);
+        }
+        db.flush().expect("flush");
+    }
+    db.wait_for_compactions().expect("settle");
+    let top_runs = db.version().levels()[0].runs().len() as u64;
+    assert_eq!(top_runs, 3, "{:?}", db.version().levels()[0]);
+    assert_eq!(db.stats().top_index_entries, 0);
+    let probes = level0_probes(&db, |db| {
+        for i in 0..100u32 {
+            assert!(db
+                .get(format!("key{:08}-absent", i * 97))
+                .expect("get")
+                .is_none());
+        }
+    });
+    // Each absent key inside the runs' common range reaches every run's filter.
+    assert!(
+        probes >= 2 * 100,
+        "{probes} level-0 probes for 100 absent keys"
+    );
+    check(&db, &model);
+    db.close().expect("close");
+}

@@ -201,6 +201,10 @@ pub struct BenchArgs {
     /// (the first such workload's; 0.3 without one).
     #[arg(long, default_value_t = 0.5)]
     pub ecotune_beta_q: f64,
+    /// EcoTune's full index of the top level's keys (`--ecotune-top-level-index false` turns it
+    /// off, to measure what it saves).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub ecotune_top_level_index: bool,
     /// Closed-loop query threads running a mix's operations (each its own seeded stream of
     /// `--reads` operations; latencies are the first thread's). Mixes that insert keys take 1.
     #[arg(long, default_value_t = 1)]
@@ -368,6 +372,7 @@ pub struct BenchConfig {
     pub max_background_compactions: Option<usize>,
     pub write_rate: Option<f64>,
     pub ecotune_beta_q: f64,
+    pub ecotune_top_level_index: bool,
     pub query_threads: usize,
     pub partition_metadata_above_bytes: Option<u64>,
     pub metadata_block_bytes: Option<u64>,
@@ -558,6 +563,7 @@ impl BenchConfig {
             max_background_compactions: args.max_background_compactions,
             write_rate: args.write_rate,
             ecotune_beta_q: args.ecotune_beta_q,
+            ecotune_top_level_index: args.ecotune_top_level_index,
             query_threads: args.query_threads,
             partition_metadata_above_bytes: args.partition_metadata_above_bytes,
             metadata_block_bytes: args.metadata_block_bytes,
@@ -641,6 +647,7 @@ impl BenchConfig {
         strata::compaction::ecotune::EcoTuneSettings {
             long_scan_ratio,
             beta_q: self.ecotune_beta_q,
+            top_level_index: self.ecotune_top_level_index,
             ..defaults
         }
     }

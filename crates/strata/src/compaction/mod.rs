@@ -68,6 +68,8 @@ pub struct MeasuredRates {
     pub flush_bytes_per_sec: Option<f64>,
     /// Bytes a compaction job writes per second of its own run time.
     pub compaction_bytes_per_sec: Option<f64>,
+    /// Bytes of a flushed file.
+    pub flush_bytes: Option<f64>,
 }
 
 impl MeasuredRates {
@@ -75,6 +77,7 @@ impl MeasuredRates {
     pub const UNKNOWN: MeasuredRates = MeasuredRates {
         flush_bytes_per_sec: None,
         compaction_bytes_per_sec: None,
+        flush_bytes: None,
     };
 }
 

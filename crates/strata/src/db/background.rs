@@ -308,6 +308,7 @@ pub(crate) struct RateTracker {
     last_flush: Option<Instant>,
     flush_bytes_per_sec: Option<f64>,
     compaction_bytes_per_sec: Option<f64>,
+    flush_bytes: Option<f64>,
 }
 
 impl RateTracker {
@@ -322,6 +323,7 @@ impl RateTracker {
 
     /// A flush of `bytes` finished at `now`: the interval since the previous flush is a sample.
     pub(crate) fn flushed(&mut self, bytes: u64, now: Instant) {
+        self.flush_bytes = Self::blend(self.flush_bytes, bytes as f64);
         if let Some(last) = self.last_flush {
             let seconds = now.duration_since(last).as_secs_f64();
             if seconds > 0.0 {
@@ -345,6 +347,7 @@ impl RateTracker {
         crate::compaction::MeasuredRates {
             flush_bytes_per_sec: self.flush_bytes_per_sec,
             compaction_bytes_per_sec: self.compaction_bytes_per_sec,
+            flush_bytes: self.flush_bytes,
         }
     }
 }
@@ -941,5 +944,31 @@ impl DbInner {
         self.info_log.log("closed");
         *self.lock.lock() = None;
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RateTracker;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn rates_are_moving_averages_of_flushes_and_jobs() {
+        let mut rates = RateTracker::default();
+        assert_eq!(rates.rates(), crate::compaction::MeasuredRates::UNKNOWN);
+        let start = Instant::now();
+        // The first flush gives a size but no interval yet.
+        rates.flushed(1_000, start);
+        assert_eq!(rates.rates().flush_bytes_per_sec, None);
+        assert_eq!(rates.rates().flush_bytes, Some(1_000.0));
+        rates.flushed(1_000, start + Duration::from_secs(1));
+        assert_eq!(rates.rates().flush_bytes_per_sec, Some(1_000.0));
+        // A new sample weighs a quarter.
+        rates.flushed(1_000, start + Duration::from_millis(1_500));
+        assert_eq!(rates.rates().flush_bytes_per_sec, Some(1_250.0));
+        rates.compacted(4_000, Duration::from_secs(2));
+        rates.compacted(0, Duration::from_secs(2));
+        rates.compacted(4_000, Duration::ZERO);
+        assert_eq!(rates.rates().compaction_bytes_per_sec, Some(2_000.0));
     }
 }

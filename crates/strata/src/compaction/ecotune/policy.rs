@@ -14,9 +14,11 @@
 //!   the last level into it, while the next round's unit runs keep arriving.
 //!
 //! A **round** is `R` unit runs. The TM compaction that brings a round's first unit starts it:
-//! it computes `S = max(write buffer, M_tree / max(100, K))` and `R` (the projected last level over
-//! `Ccap * S`), measures `T_w = S / flush rate` and `T_c = S / compaction rate` from the engine's
-//! [`MeasuredRates`](super::super::MeasuredRates), takes `f` from the filters on disk, and logs
+//! it computes `S = max(write buffer, M_tree / max(100, K))`, the unit a TM job takes (`S` in
+//! whole flushes, by the measured flush size: the top level triggers on that many runs, or on `S`
+//! bytes), `R` (the projected last level over `Ccap` units), `T_w = unit / flush rate` and `T_c = unit /
+//! compaction rate` from the engine's [`MeasuredRates`](super::super::MeasuredRates), takes `f`
+//! from the filters on disk, and logs
 //! all of it with the job (owner [`ROUND_STATE_OWNER`]). The DP's schedule is a pure function of
 //! that record, so a restart re-solves the same schedule; the policy only caches it. ML
 //! compactions log how many of the round's scheduled merges are done (owner
@@ -72,6 +74,8 @@ pub struct EcoTuneSettings {
     pub beta_q: f64,
     /// The largest `R`: a round's DP has `O(R^4)` states (R = 32 solves in well under a second).
     pub max_units: u32,
+    /// Keep the full index of the top level's keys (SPEC §6); off only to measure what it saves.
+    pub top_level_index: bool,
 }
 
 impl Default for EcoTuneSettings {
@@ -82,6 +86,7 @@ impl Default for EcoTuneSettings {
             long_scan_ratio: 0.3,
             beta_q: 0.5,
             max_units: 32,
+            top_level_index: true,
         }
     }
 }
@@ -123,8 +128,12 @@ impl EcoTuneSettings {
 pub struct Round {
     /// Rounds started since the tree was created (1 = the first).
     pub number: u64,
-    /// `S`: the top level's capacity, and so a unit run's size, in bytes.
+    /// `S`: the top level's capacity in bytes.
     pub unit_bytes: u64,
+    /// Flushes a unit run is made of: `S` over the measured flush size, rounded to the nearest
+    /// whole number (at least 1). A TM compaction starts once the top level holds this many runs
+    /// (or `S` bytes).
+    pub unit_flushes: u32,
     /// Main-level runs with ids up to this one belong to earlier rounds (the global compaction's
     /// inputs); 0 if none did.
     pub boundary_run: u64,
@@ -146,6 +155,7 @@ impl Round {
         let mut bytes = vec![STATE_FORMAT];
         put_varint64(&mut bytes, self.number);
         put_varint64(&mut bytes, self.unit_bytes);
+        put_varint64(&mut bytes, u64::from(self.unit_flushes));
         put_varint64(&mut bytes, self.boundary_run);
         put_varint64(&mut bytes, u64::from(self.arrivals));
         put_varint64(&mut bytes, u64::from(self.parameters.units));
@@ -175,6 +185,7 @@ impl Round {
         }
         let number = d.varint64()?;
         let unit_bytes = d.varint64()?;
+        let unit_flushes = u32::try_from(d.varint64()?).ok()?;
         let boundary_run = d.varint64()?;
         let arrivals = u32::try_from(d.varint64()?).ok()?;
         let units = u32::try_from(d.varint64()?).ok()?;
@@ -189,12 +200,18 @@ impl Round {
             units,
             ccap,
         };
-        if !d.is_empty() || parameters.validate().is_some() || unit_bytes == 0 || units > 64 {
+        if !d.is_empty()
+            || parameters.validate().is_some()
+            || unit_bytes == 0
+            || unit_flushes == 0
+            || units > 64
+        {
             return None;
         }
         Some(Round {
             number,
             unit_bytes,
+            unit_flushes,
             boundary_run,
             arrivals,
             parameters,
@@ -279,9 +296,24 @@ impl EcoTune {
             .max(1)
     }
 
-    /// `R` for a round of `unit_bytes` units: the last level as it will be after the closing
-    /// global compaction (every level below the top) over `Ccap * S`, between 2 and
-    /// `max_units`.
+    /// The flushes a unit run is made of for a top level of `unit_bytes`, and the bytes they
+    /// hold: `S` over the measured flush size (the write buffer before one is measured), to the
+    /// nearest whole number, at least 1. Units of whole flushes keep the DP's unit what a TM job
+    /// actually takes: with 1 MiB flushes and `S` = 1.2 MB a byte trigger alone would take two
+    /// flushes each time, units of 2 MiB.
+    pub fn unit_flushes(&self, unit_bytes: u64, context: &CompactionContext) -> (u32, f64) {
+        let flush_bytes = context
+            .rates
+            .flush_bytes
+            .unwrap_or(context.write_buffer_bytes as f64)
+            .max(1.0);
+        let flushes = (unit_bytes as f64 / flush_bytes).round().clamp(1.0, 1e6);
+        (flushes as u32, flushes * flush_bytes)
+    }
+
+    /// `R` for a round of units of `unit_bytes` (what a TM job takes): the last level as it will
+    /// be after the closing global compaction (every level below the top) over `Ccap` units,
+    /// between 2 and `max_units`.
     pub fn units(&self, tree: &Version, unit_bytes: u64) -> u32 {
         let below_top: u64 = tree.levels().iter().skip(1).map(|l| l.bytes()).sum();
         let per_round = u64::from(self.settings.ccap) * unit_bytes.max(1);
@@ -306,19 +338,21 @@ impl EcoTune {
             };
         }
         let unit_bytes = self.unit_bytes(tree, context);
-        let units = self.units(tree, unit_bytes);
+        let (unit_flushes, taken) = self.unit_flushes(unit_bytes, context);
+        let units = self.units(tree, taken as u64);
         let (t_w, t_c) = match (
             context.rates.flush_bytes_per_sec,
             context.rates.compaction_bytes_per_sec,
         ) {
             (Some(flush), Some(compaction)) if flush > 0.0 && compaction > 0.0 => {
-                (unit_bytes as f64 / flush, unit_bytes as f64 / compaction)
+                (taken / flush, taken / compaction)
             }
             _ => (1.0, DEFAULT_TC_OVER_TW),
         };
         Round {
             number: round.map_or(1, |r| r.number + 1),
             unit_bytes,
+            unit_flushes,
             boundary_run: tree.levels()[MAIN_LEVEL]
                 .runs()
                 .iter()
@@ -365,8 +399,15 @@ impl EcoTune {
         running: &RunningCompactions,
     ) -> Option<CompactionJob> {
         let top = &tree.levels()[0];
-        let unit_bytes = round.map_or_else(|| self.unit_bytes(tree, context), |r| r.unit_bytes);
-        if top.is_empty() || top.bytes() < unit_bytes {
+        let (unit_bytes, unit_flushes) = match round {
+            Some(round) => (round.unit_bytes, round.unit_flushes),
+            None => {
+                let unit_bytes = self.unit_bytes(tree, context);
+                (unit_bytes, self.unit_flushes(unit_bytes, context).0)
+            }
+        };
+        let full = top.bytes() >= unit_bytes || top.runs().len() >= unit_flushes as usize;
+        if top.is_empty() || !full {
             return None;
         }
         let tm_running = running.jobs().iter().any(|job| {
@@ -382,9 +423,9 @@ impl EcoTune {
             output_level: MAIN_LEVEL,
             output_run: OutputRun::New,
             reason: format!(
-                "TM: top level holds {} of {} bytes (round {}, unit {} of {}{})",
+                "TM: top level holds {} runs, {} bytes (S = {unit_bytes}, {unit_flushes} flushes a unit; round {}, unit {} of {}{})",
+                top.runs().len(),
                 top.bytes(),
-                unit_bytes,
                 next.number,
                 next.arrivals,
                 next.parameters.units,
@@ -562,11 +603,16 @@ fn filter_false_positive_rate(tree: &Version) -> f64 {
 impl CompactionPolicy for EcoTune {
     fn name(&self) -> String {
         format!(
-            "ecotune(Ccap={},K={},r={},beta_q={})",
+            "ecotune(Ccap={},K={},r={},beta_q={}{})",
             self.settings.ccap,
             self.settings.scan_length,
             self.settings.long_scan_ratio,
-            self.settings.beta_q
+            self.settings.beta_q,
+            if self.settings.top_level_index {
+                ""
+            } else {
+                ",no top-level index"
+            }
         )
     }
 
@@ -598,7 +644,7 @@ impl CompactionPolicy for EcoTune {
     }
 
     fn indexes_top_level(&self) -> bool {
-        true
+        self.settings.top_level_index
     }
 
     fn describe_state(&self, tree: &Version) -> Option<String> {
@@ -606,12 +652,13 @@ impl CompactionPolicy for EcoTune {
         let p = &round.parameters;
         let schedule = self.schedule(p);
         Some(format!(
-            "round {}: unit {} of R = {}, S = {} bytes, T_w = {:.3} s, T_c = {:.3} s \
-             (T_c/T_w = {:.3}), f = {:.4}, ML merges {} of {} done",
+            "round {}: unit {} of R = {}, S = {} bytes ({} flushes a unit), T_w = {:.3} s, \
+             T_c = {:.3} s (T_c/T_w = {:.3}), f = {:.4}, ML merges {} of {} done",
             round.number,
             round.arrivals,
             p.units,
             round.unit_bytes,
+            round.unit_flushes,
             p.t_w,
             p.t_c,
             p.t_c / p.t_w,

@@ -22,6 +22,7 @@ fn round(number: u64, arrivals: u32, boundary_run: u64, parameters: RoundParamet
     Round {
         number,
         unit_bytes: UNIT,
+        unit_flushes: 1,
         boundary_run,
         arrivals,
         parameters,
@@ -199,12 +200,46 @@ fn settings_out_of_range_are_refused() {
 #[test]
 fn the_top_level_is_merged_whole_once_it_holds_s_bytes() {
     let policy = policy();
-    // An empty tree's S is one write buffer (1,000 bytes in CONTEXT).
-    let below = tree(&[(0, 1, 1, "a", "m", 600)]);
     assert_eq!(
-        policy.pick(&below, &CONTEXT, &RunningCompactions::none()),
+        policy.pick(&tree(&[]), &CONTEXT, &RunningCompactions::none()),
         None
     );
+    // A round whose units are 3 flushes of S = 3,000 bytes: two runs of 1,000 bytes wait.
+    let unit = Round {
+        unit_bytes: 3 * UNIT,
+        unit_flushes: 3,
+        ..round(1, 1, 0, parameters(7, 0.4))
+    };
+    let state = [unit.encode()];
+    let two = tree_with_states(
+        &[(0, 2, 2, "c", "z", 1000), (0, 1, 1, "a", "m", 1000)],
+        &state,
+    );
+    assert_eq!(
+        policy.pick(&two, &CONTEXT, &RunningCompactions::none()),
+        None
+    );
+    // A third run, or S bytes in fewer runs, starts the TM compaction.
+    let three = tree_with_states(
+        &[
+            (0, 3, 3, "c", "z", 1000),
+            (0, 2, 2, "c", "z", 1000),
+            (0, 1, 1, "a", "m", 1000),
+        ],
+        &state,
+    );
+    assert!(policy
+        .pick(&three, &CONTEXT, &RunningCompactions::none())
+        .is_some());
+    let big = tree_with_states(
+        &[(0, 2, 2, "c", "z", 2000), (0, 1, 1, "a", "m", 1000)],
+        &state,
+    );
+    assert!(policy
+        .pick(&big, &CONTEXT, &RunningCompactions::none())
+        .is_some());
+    // Without a round, S is one write buffer (1,000 bytes in CONTEXT) on a tree this small, a
+    // unit one flush: any flushed run starts round 1.
     let full = tree(&[(0, 2, 2, "c", "z", 500), (0, 1, 1, "a", "m", 600)]);
     let job = policy
         .pick(&full, &CONTEXT, &RunningCompactions::none())
@@ -238,8 +273,9 @@ fn the_top_level_is_merged_whole_once_it_holds_s_bytes() {
 #[test]
 fn a_round_has_r_units_of_m_over_100_bytes_and_the_measured_times() {
     let policy = policy();
-    // 600,000 bytes below the top level: S = max(1000, 600,000 / 100) = 6,000, and
-    // R = 600,000 / (3 * 6,000) = 33, capped at max_units = 32.
+    // 606,000 bytes in the tree: S = max(1000, 606,000 / 100) = 6,060; flushes of 4,000
+    // bytes, so a unit is 2 flushes (6,060 / 4,000 = 1.5, rounded), 8,000 bytes, and
+    // R = 600,000 / (3 * 8,000) = 25.
     let files = [
         (0, 9, 9, "a", "z", 6_000),
         (1, 5, 5, "a", "z", 100_000),
@@ -249,18 +285,28 @@ fn a_round_has_r_units_of_m_over_100_bytes_and_the_measured_times() {
         rates: crate::compaction::MeasuredRates {
             flush_bytes_per_sec: Some(3_000.0),
             compaction_bytes_per_sec: Some(60_000.0),
+            flush_bytes: Some(4_000.0),
         },
         ..CONTEXT
     };
     let started = policy.next_round(None, &tree(&files), &context);
-    assert_eq!(started.unit_bytes, 6_060);
-    assert_eq!(started.parameters.units, 32);
+    assert_eq!((started.unit_bytes, started.unit_flushes), (6_060, 2));
+    assert_eq!(started.parameters.units, 25);
     assert_eq!(
         started.boundary_run, 5,
         "the main level's run is an earlier round's"
     );
-    assert!((started.parameters.t_w - 6_060.0 / 3_000.0).abs() < 1e-12);
-    assert!((started.parameters.t_c - 6_060.0 / 60_000.0).abs() < 1e-12);
+    assert!((started.parameters.t_w - 8_000.0 / 3_000.0).abs() < 1e-12);
+    assert!((started.parameters.t_c - 8_000.0 / 60_000.0).abs() < 1e-12);
+    // A tree of 10 MB: S = 100,060, 25 flushes, R = 10,000,000 / (3 * 100,000) = 33.3, capped
+    // at max_units = 32.
+    let bigger = [
+        (0, 9, 9, "a", "z", 6_000),
+        (1, 5, 5, "a", "z", 2_000_000),
+        (2, 1, 1, "a", "z", 8_000_000),
+    ];
+    let capped = policy.next_round(None, &tree(&bigger), &context);
+    assert_eq!((capped.unit_flushes, capped.parameters.units), (25, 32));
     // 10 bits per key of Bloom filter below the top level.
     let f = started.parameters.false_positive_rate;
     assert!(
@@ -470,6 +516,17 @@ fn writes_slow_down_at_twice_the_top_levels_capacity_and_stop_at_four_times() {
     assert_eq!(pressure(2 * UNIT), WritePressure::Slowdown);
     assert_eq!(pressure(4 * UNIT), WritePressure::Stop);
     assert!(policy.indexes_top_level());
+    let without = EcoTune::new(EcoTuneSettings {
+        top_level_index: false,
+        ..EcoTuneSettings::default()
+    })
+    .expect("valid");
+    assert!(!without.indexes_top_level());
+    assert!(
+        without.name().contains("no top-level index"),
+        "{}",
+        without.name()
+    );
 }
 
 /// The engine's conflict rule: two jobs may share an output level only if one starts a new run
