@@ -10,7 +10,7 @@
 #
 #   scripts/issue17_ecotune_grid.sh [RATIOS] [POLICIES] [RUNS] [READS] [RATE]
 #     defaults: "0.1 0.3 0.5 1", "ecotune,leveling,lazy-leveling,tiering,garnering", 3,
-#               1000000, 4
+#               2000000, 4
 #
 # Size ratio 10 for leveling, lazy leveling, tiering and Garnering (SPEC §6's baselines), 1 MiB
 # write buffer (EcoTune's unit run is the tree over 100, about 1.2 MB here), 10 bits per key.
@@ -19,7 +19,7 @@ set -euo pipefail
 ratios=${1:-"0.1 0.3 0.5 1"}
 policies=${2:-ecotune,leveling,lazy-leveling,tiering,garnering}
 runs=${3:-3}
-reads=${4:-1000000}
+reads=${4:-2000000}
 rate=${5:-4}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$(mktemp -d)}
