@@ -344,6 +344,11 @@ mod tests {
             ..CompactionSettings::with_size_ratio(4.0)
         };
         assert!(CompactionKind::Ecotune.build(&bad_ecotune).is_err());
+        // A switch record written before EcoTune (no `ecotune` table) reads with its defaults.
+        let old: CompactionSettings =
+            toml::from_str("size_ratio = 4.0\ngarnering_c = 0.6").expect("an old record reads");
+        assert_eq!(old.ecotune, EcoTuneSettings::default());
+        assert_eq!(old.garnering_c, 0.6);
         let error = "levelling"
             .parse::<CompactionKind>()
             .expect_err("a misspelt name is refused");
