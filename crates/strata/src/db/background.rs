@@ -359,7 +359,17 @@ impl DbInner {
             level0_compaction_trigger: self.options.level0_compaction_trigger,
             level0_slowdown_writes_trigger: self.options.level0_slowdown_writes_trigger,
             level0_stop_writes_trigger: self.options.level0_stop_writes_trigger,
+            rates: crate::compaction::MeasuredRates::UNKNOWN,
+        }
+    }
+
+    /// [`DbInner::compaction_context`] with the measured rates, for picking a job. Only picks
+    /// read the rates: the write path asks for write pressure on every group and takes no lock
+    /// for them.
+    pub(super) fn picking_context(&self) -> CompactionContext {
+        CompactionContext {
             rates: self.rates.lock().rates(),
+            ..self.compaction_context()
         }
     }
 
@@ -617,7 +627,7 @@ impl DbInner {
             let version = self.versions.current();
             let Some(job) =
                 self.compaction_policy()
-                    .pick(&version, &self.compaction_context(), &running)
+                    .pick(&version, &self.picking_context(), &running)
             else {
                 return Ok(());
             };
@@ -826,7 +836,7 @@ impl DbInner {
             self.check_open()?;
             let work = self.compaction_policy().pick(
                 &self.versions.current(),
-                &self.compaction_context(),
+                &self.picking_context(),
                 &RunningCompactions::none(),
             );
             return match work {
@@ -848,7 +858,7 @@ impl DbInner {
                     .compaction_policy()
                     .pick(
                         &self.versions.current(),
-                        &self.compaction_context(),
+                        &self.picking_context(),
                         &RunningCompactions::none(),
                     )
                     .is_none();
