@@ -118,6 +118,11 @@ impl<'a> Decoder<'a> {
         let len = usize::try_from(self.varint64()?).ok()?;
         self.bytes(len)
     }
+
+    /// Everything not read yet.
+    pub(crate) fn rest(&mut self) -> &'a [u8] {
+        std::mem::take(&mut self.rest)
+    }
 }
 
 #[cfg(test)]

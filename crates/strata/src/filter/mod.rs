@@ -17,6 +17,7 @@
 
 pub(crate) mod bloom;
 pub(crate) mod modular;
+pub(crate) mod range;
 pub(crate) mod ribbon;
 
 use crate::filter::bloom::{BloomFilter, BloomFilterBuilder};
