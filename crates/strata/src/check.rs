@@ -569,6 +569,9 @@ pub(crate) fn scan_table(
     // partition index were verified by `open`.
     scan.blocks +=
         1 + u64::from(reader.footer().has_modular_filter() || reader.footer().is_partitioned());
+    // The range filter block, also checked and decoded by `open`; below, every key is asked.
+    scan.blocks += u64::from(reader.has_range_filter());
+    let mut range_filter_missed = false;
     for &handle in reader.filter_block_handles() {
         match reader.verify_filter_module(handle) {
             Ok(()) => scan.blocks += 1,
@@ -618,6 +621,20 @@ pub(crate) fn scan_table(
                         ));
                         break;
                     };
+                    if !range_filter_missed
+                        && !reader.may_contain_range(parsed.user_key, parsed.user_key)
+                    {
+                        // One report per file: a filter that misses one key likely misses many.
+                        range_filter_missed = true;
+                        scan.problems.push(Problem::error(
+                            &path,
+                            Some(handle.offset),
+                            format!(
+                                "the range filter rules out key {} that the file holds",
+                                describe_key(key)
+                            ),
+                        ));
+                    }
                     if let Some(previous) = &previous_key {
                         if compare_internal_keys(previous, key) != std::cmp::Ordering::Less {
                             scan.problems.push(Problem::error(

@@ -31,6 +31,7 @@ use crate::env::{FileLock, FileSystem, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 use crate::filter::bloom::BloomFilter;
 use crate::filter::modular;
+use crate::filter::range::RangeFilter;
 use crate::filter::ribbon::RibbonFilter;
 use crate::iterator::InternalIterator;
 use crate::key::compare_internal_keys;
@@ -345,6 +346,24 @@ pub fn ribbon_filter(data: &[u8]) {
     let _ = (filter.bits_per_key(), filter.seed(), filter.attempt());
 }
 
+/// A range filter block (`filter/range.rs`: `RangeFilter::decode`). A decoded filter answers
+/// every range between the seek targets taken from the input (a decoder that accepted a block
+/// must never meet a malformed code while answering), and its memory is bounded by the input.
+pub fn range_filter(data: &[u8]) {
+    let Ok(filter) = RangeFilter::decode(data) else {
+        return;
+    };
+    let targets: Vec<&[u8]> = seek_targets(data).chain([&[0xff_u8; 9][..]]).collect();
+    for lo in &targets {
+        for hi in &targets {
+            let maybe = filter.may_contain_range(lo, hi);
+            assert!(!maybe || lo <= hi, "an empty range may hold keys");
+        }
+    }
+    // Knots, samples and the stream all come from the input: at most a few times its size.
+    assert!(filter.memory_bytes() <= 4 * data.len() + 4096);
+}
+
 /// A partitioned table's top-level index (`table/partition.rs`: `PartitionIndex::decode`). The
 /// first input byte picks the key order (bit 7 set: user keys) and the properties' filter module count (the low bits mod 7), the rest the block's contents.
 /// A decoded index must re-encode to a block that decodes equal; every lookup position it gives
@@ -556,6 +575,8 @@ pub fn table(data: &[u8]) {
             let hash = crate::filter::bloom::key_hash(target);
             let _ = table.get(&lookup, target, hash, 1, crate::alloc::ModulesInUse::ALL);
             let _ = table.get(&lookup, target, hash, 1, crate::alloc::ModulesInUse::NONE);
+            let _ = table.may_contain_range(&[], target);
+            let _ = table.may_contain_range(target, &[0xff; 9]);
         }
     }
 }

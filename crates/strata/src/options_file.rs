@@ -145,6 +145,8 @@ plain_options! {
     sync_writes: bool,
     /// [`Options::disable_wal`].
     disable_wal: bool,
+    /// [`Options::range_filter_bits`].
+    range_filter_bits: u32,
 }
 
 /// [`WalRecoveryMode`] as an options file spells it.

@@ -202,6 +202,7 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
         builder.set_filter_module_bits(budget);
         builder.set_metadata_partitioning(options.metadata_partitioning());
         builder.set_filter_families(options.filter_family, true);
+        builder.set_range_filter_bits(options.range_filter_bits);
         builder.set_compression(options.compression.for_output(0, false));
         mem.for_each_entry(|key, value| builder.add(key, value))?;
         builder.finish(budget, 0, 0)?;

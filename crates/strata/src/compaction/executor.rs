@@ -59,6 +59,8 @@ pub(crate) struct ExecutorContext<'a> {
     pub(crate) metadata_partitioning: MetadataPartitioning,
     /// The outputs' filter families (`Options::filter_family`).
     pub(crate) filter_family: crate::FilterFamilies,
+    /// The outputs' range filters (`Options::range_filter_bits`; 0 = none).
+    pub(crate) range_filter_bits: u32,
     /// Chooses the outputs' block compression from the output level and whether the output is
     /// bottommost (`Options::compression`).
     pub(crate) compression: &'a CompressionPolicy,
@@ -473,6 +475,7 @@ pub(crate) fn run_compaction(
                 builder.set_filter_module_bits(context.filter_module_bits);
                 builder.set_metadata_partitioning(context.metadata_partitioning);
                 builder.set_filter_families(context.filter_family, false);
+                builder.set_range_filter_bits(context.range_filter_bits);
                 builder.set_compression(compression);
                 output = Some(PendingTable {
                     inherited: None,

@@ -60,6 +60,7 @@ pub(crate) fn write_level0_entries(
     builder.set_filter_module_bits(filter_module_bits);
     builder.set_metadata_partitioning(options.metadata_partitioning());
     builder.set_filter_families(options.filter_family, true);
+    builder.set_range_filter_bits(options.range_filter_bits);
     // A flush is never bottommost (RocksDB's `GetCompressionFlush`): level 0's choice.
     builder.set_compression(options.compression.for_output(0, false));
     mem.for_each_entry(|key, value| builder.add(key, value))?;
@@ -542,6 +543,7 @@ impl DbInner {
             filter_module_bits: self.filter_allocator().filter_module_bits_per_key(),
             metadata_partitioning: self.options.metadata_partitioning(),
             filter_family: self.options.filter_family,
+            range_filter_bits: self.options.range_filter_bits,
             compression: &self.options.compression,
         }
     }

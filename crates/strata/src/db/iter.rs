@@ -11,6 +11,7 @@ use crate::key::{lookup_key, parse_internal_key, ValueKind};
 use crate::stats::add;
 use crate::table::iter::RunIter;
 use crate::table::reader::ReadMode;
+use crate::version::FileMetadata;
 
 /// An owned iterator over `(key, value)` pairs in key order, reading a consistent snapshot taken
 /// when it was created. Holds the memtables and table files it reads, so flushes and compactions
@@ -52,11 +53,19 @@ impl DbIterator {
         for mem in &view.immutable {
             children.push(Box::new(mem.iter()));
         }
+        let closed = closed_range(&bounds);
         for (level_index, level) in view.version.levels().iter().enumerate() {
+            let pin = inner.options.pins_metadata_on(level_index);
             for run in level.runs() {
-                let pin = inner.options.pins_metadata_on(level_index);
+                let files = match closed {
+                    Some((lo, hi)) => files_in_range(&inner, run.files(), lo, hi, level_index, pin),
+                    None => run.files().to_vec(),
+                };
+                if files.is_empty() {
+                    continue;
+                }
                 children.push(Box::new(RunIter::new(
-                    run.files().to_vec(),
+                    files,
                     Arc::clone(&inner.tables),
                     ReadMode::Cached { level: level_index },
                     pin,
@@ -161,6 +170,55 @@ impl DbIterator {
         }
         None
     }
+}
+
+/// Both ends of `bounds` when both are set (an excluded end is taken as included: the files a
+/// closed range keeps are a superset of those the open one needs).
+fn closed_range(bounds: &(Bound<Vec<u8>>, Bound<Vec<u8>>)) -> Option<(&[u8], &[u8])> {
+    match bounds {
+        (Bound::Included(lo) | Bound::Excluded(lo), Bound::Included(hi) | Bound::Excluded(hi)) => {
+            Some((lo.as_slice(), hi.as_slice()))
+        }
+        _ => None,
+    }
+}
+
+/// The files of a run a bounded iterator must read: those whose key range meets `[lo, hi]`
+/// and whose range filter (`filter/range.rs`), if they have one, does not rule the range out.
+/// A file that cannot be opened is kept, so the iterator reports its error when it reads it.
+/// Every seek of the iterator lands inside its bounds (`DbIterator::seek` clamps to the lower
+/// one and stops at the upper one), so a file with no key in them is never needed.
+fn files_in_range(
+    inner: &DbInner,
+    files: &[Arc<FileMetadata>],
+    lo: &[u8],
+    hi: &[u8],
+    level: usize,
+    pin: bool,
+) -> Vec<Arc<FileMetadata>> {
+    let counters = &inner.counters;
+    files
+        .iter()
+        .filter(|file| file.overlaps(lo, hi))
+        .filter(|file| {
+            let verdict = inner.tables.with_reader(file, pin, |reader| {
+                Ok(reader
+                    .has_range_filter()
+                    .then(|| reader.may_contain_range(lo, hi)))
+            });
+            match verdict {
+                Ok(Some(maybe)) => {
+                    add(&counters.range_filter_probes[level], 1);
+                    if !maybe {
+                        add(&counters.range_filter_negatives[level], 1);
+                    }
+                    maybe
+                }
+                Ok(None) | Err(_) => true,
+            }
+        })
+        .cloned()
+        .collect()
 }
 
 impl Drop for DbIterator {

@@ -759,6 +759,7 @@ impl DbInner {
         let io = self.counters.snapshot();
         let block_cache_bytes = self.block_cache.used_bytes();
         let pinned_bytes = self.tables.pinned_bytes();
+        let range_filter_bytes = self.tables.range_filter_bytes();
         let access_statistics_bytes = if self.merlin.is_some() {
             let files = version
                 .files()
@@ -788,11 +789,13 @@ impl DbInner {
             access_statistics_bytes,
             top_index_entries,
             top_index_bytes,
+            range_filter_bytes,
             total_memory_bytes: memtable_bytes
                 + block_cache_bytes
                 + pinned_bytes
                 + access_statistics_bytes
-                + top_index_bytes,
+                + top_index_bytes
+                + range_filter_bytes,
             average_bits_per_key: if entries_total == 0 {
                 0.0
             } else {

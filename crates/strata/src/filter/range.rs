@@ -11,17 +11,27 @@
 //! no false negatives. An empty range is a false positive when some key shares its interval, about
 //! `(1 + width in positions) * 2^-b` for keys spread as the knots describe.
 //!
-//! A key's value is the 8 bytes after the prefix every key of the file shares, as a big-endian
-//! integer (zero-padded): order-preserving, and exact for keys up to prefix + 8 bytes (longer
-//! keys that differ only later share a value, which costs false positives, never a miss).
+//! A key's value: its bytes after the prefix every key of the file shares, taken as symbols
+//! (0 = past the key's end, else the byte + 1), position by position for as many positions as
+//! keep the product of the alphabets' sizes within 2^52; each symbol is replaced by its rank
+//! among the symbols the file's keys use at that position, and the ranks are read as one
+//! mixed-radix number. This preserves order (so no false negatives) and packs keys that use few
+//! symbols per position densely: ASCII decimal keys give radix 10, not 256, so a digit carry
+//! does not leave a gap of 246 values that the rank estimate between two knots would spread keys
+//! over (on the benchmark's keys that is the difference between a false-positive rate of 0.9
+//! and 0.00002 at `b = 6`). Keys that differ only past the positions kept share a value, which
+//! costs false positives, never a miss.
 //!
-//! Size: `b + 1.5` bits per key for the codes, 64 bits per [`KNOT_EVERY`] keys for the knots, the
-//! prefix; in memory also one sample (value, bit offset) per 64 codes for the successor search.
+//! Size: `b + 1.5` bits per key for the codes, 64 bits per [`KNOT_EVERY`] keys for the knots
+//! (1 bit per key), the prefix and alphabets; in memory also one sample (position, bit offset)
+//! per 64 codes for the successor search (2 bits per key).
 //!
-//! Format (all integers little-endian):
+//! Format (all integers little-endian; `docs/FORMAT.md` has the same):
 //! ```text
 //! version:u8 = 1  quantum_bits:u8 (1..=20)  rice_bits:u8 (0..=20)
 //! keys:varint  prefix:varint-length-prefixed bytes
+//! positions:u8 (0..=16), then per position: ends:u8 (1 if a key ends there, else 0)
+//!                                          bytes:varint-length-prefixed (the bytes seen, sorted)
 //! knots:varint  knot:fixed64 * knots        (values of keys 0, 64, 128, ... and of the last key)
 //! codes:varint  stream:bytes to the end     (gaps between sorted distinct positions, Rice-coded:
 //!                                            gap >> rice_bits in unary as ones ended by a zero,
@@ -243,7 +253,7 @@ impl RangeFilterBuilder {
             .step_by(KNOT_EVERY as usize)
             .map(|i| value(i as usize))
             .collect();
-        if n > 0 && (n - 1) % KNOT_EVERY != 0 {
+        if n > 0 && !(n - 1).is_multiple_of(KNOT_EVERY) {
             knots.push(value((n - 1) as usize));
         }
         let map = PositionMap {
@@ -396,8 +406,8 @@ impl RangeFilter {
         let alphabets = Alphabets::decode(&mut d)
             .ok_or_else(|| "range filter alphabets are malformed or truncated".to_string())?;
         let knot_count = d.varint64().ok_or_else(truncated)?;
-        let expected_knots =
-            keys.div_ceil(KNOT_EVERY) + u64::from(keys > 0 && (keys - 1) % KNOT_EVERY != 0);
+        let expected_knots = keys.div_ceil(KNOT_EVERY)
+            + u64::from(keys > 0 && !(keys - 1).is_multiple_of(KNOT_EVERY));
         if knot_count != expected_knots {
             return Err(format!(
                 "range filter has {knot_count} knots for {keys} keys, expected {expected_knots}"
@@ -447,7 +457,7 @@ impl RangeFilter {
             if code > 0 && gap == 0 {
                 return Err(format!("range filter code {code} repeats a position"));
             }
-            if code % SAMPLE_EVERY == 0 {
+            if code.is_multiple_of(SAMPLE_EVERY) {
                 samples.push((position, reader.offset));
             }
         }
@@ -456,11 +466,6 @@ impl RangeFilter {
             return Err("range filter block has bytes after its codes".into());
         }
         Ok(samples)
-    }
-
-    /// `b`: positions per key are `2^b`.
-    pub(crate) fn quantum_bits(&self) -> u32 {
-        self.quantum_bits
     }
 
     /// Bytes the decoded filter holds.

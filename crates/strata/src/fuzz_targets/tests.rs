@@ -11,6 +11,7 @@ use proptest::sample::Index;
 use super::*;
 use crate::coding::{put_fixed64, put_varint64};
 use crate::filter::bloom::BloomFilterBuilder;
+use crate::filter::range::{RangeFilter, RangeFilterBuilder};
 use crate::filter::ribbon::RibbonFilterBuilder;
 use crate::key::{encode_internal_key, ValueKind};
 use crate::table::format::{append_block, verify_block};
@@ -148,12 +149,14 @@ fn properties_value() -> impl Strategy<Value = TableProperties> {
         prop::array::uniform6(any::<u64>()),
         (small_bytes(20), small_bytes(20)),
         (0.0f64..40.0, 0u64..=6, 1u64..1 << 30),
+        prop::option::of((any::<u64>(), 1u64..1 << 40)),
     )
         .prop_map(
             |(
                 [entries, data_blocks, smallest_sequence, largest_sequence, level, run_id],
                 (smallest, largest),
                 (bits_per_key, filter_modules, filter_bytes),
+                range_filter,
             )| TableProperties {
                 entries,
                 data_blocks,
@@ -167,6 +170,8 @@ fn properties_value() -> impl Strategy<Value = TableProperties> {
                 level,
                 run_id,
                 filter_modules,
+                range_filter: range_filter
+                    .map(|(offset, size)| crate::table::format::BlockHandle::new(offset, size)),
             },
         )
 }
@@ -315,6 +320,7 @@ fn build_table(
     module_bits: f64,
     compression: Compression,
     partitioned: bool,
+    range_filter_bits: u32,
 ) -> Vec<u8> {
     let bytes = Arc::new(Mutex::new(Vec::new()));
     let mut builder = crate::table::TableBuilder::new(
@@ -325,6 +331,7 @@ fn build_table(
     );
     builder.set_filter_module_bits(module_bits);
     builder.set_compression(compression);
+    builder.set_range_filter_bits(range_filter_bits);
     if partitioned {
         // Every table partitioned, in partitions of a few index entries.
         builder.set_metadata_partitioning(crate::table::partition::MetadataPartitioning {
@@ -521,9 +528,17 @@ proptest! {
             Compression::ZSTD,
         ]),
         partitioned in any::<bool>(),
+        range_filter_bits in prop::sample::select(vec![0u32, 1, 6, 20]),
         damage in mutations(),
     ) {
-        let file = build_table(&user_keys, bits_per_key, module_bits, compression, partitioned);
+        let file = build_table(
+            &user_keys,
+            bits_per_key,
+            module_bits,
+            compression,
+            partitioned,
+            range_filter_bits,
+        );
         let reader = TableReader::open(
             &OneFileSystem(Arc::new(file.clone())),
             Path::new(""),
@@ -617,6 +632,28 @@ proptest! {
         prop_assert_eq!(decoded.seed(), seed);
         ribbon_filter(&ribbon);
         ribbon_filter(&mutate(ribbon, &damage));
+    }
+
+    #[test]
+    fn range_filter_target_survives_arbitrary_bytes(bytes in arbitrary_bytes()) {
+        range_filter(&bytes);
+    }
+
+    #[test]
+    fn range_filter_target_round_trips_and_survives_damage(
+        user_keys in table_keys(),
+        quantum_bits in 1u32..=20,
+        damage in mutations(),
+    ) {
+        let mut builder = RangeFilterBuilder::new();
+        for key in &user_keys {
+            builder.add(key);
+        }
+        let block = builder.finish(quantum_bits);
+        let decoded = RangeFilter::decode(&block).expect("a built filter decodes");
+        prop_assert!(user_keys.iter().all(|key| decoded.may_contain_range(key, key)));
+        range_filter(&block);
+        range_filter(&mutate(block, &damage));
     }
 
     #[test]
@@ -795,12 +832,14 @@ fn write_fuzz_seed_corpora() {
                     ]),
                 );
                 let partitioned = draw(runner, any::<bool>());
+                let range_filter_bits = draw(runner, prop::sample::select(vec![0u32, 6]));
                 build_table(
                     &draw(runner, table_keys()),
                     8.0,
                     module_bits,
                     compression,
                     partitioned,
+                    range_filter_bits,
                 )
             }),
         ),
@@ -814,6 +853,7 @@ fn write_fuzz_seed_corpora() {
                     f64::INFINITY,
                     Compression::None,
                     true,
+                    0,
                 );
                 let footer =
                     Footer::decode(&file[file.len() - FOOTER_LEN..]).expect("a built footer");
@@ -843,6 +883,16 @@ fn write_fuzz_seed_corpora() {
                     builder.add_hash(hash);
                 }
                 builder.finish()
+            }),
+        ),
+        (
+            "range_filter",
+            sample(&|runner| {
+                let mut builder = RangeFilterBuilder::new();
+                for key in draw(runner, table_keys()) {
+                    builder.add(&key);
+                }
+                builder.finish(draw(runner, 1u32..=12))
             }),
         ),
         (

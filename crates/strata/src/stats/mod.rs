@@ -57,6 +57,10 @@ pub(crate) struct IoCounters {
     pub(crate) files_probed: PerLevel,
     /// Files with a filter whose filter a lookup skipped (the allocator said it is not worth it).
     pub(crate) filter_skips: PerLevel,
+    /// Files a bounded iterator asked its range filter about, by level.
+    pub(crate) range_filter_probes: PerLevel,
+    /// Files a bounded iterator left out because their range filter said the range is empty.
+    pub(crate) range_filter_negatives: PerLevel,
     /// Data blocks read from the device for a point lookup that did not hold the key.
     pub(crate) unnecessary_data_reads: PerLevel,
     pub(crate) point_lookups: AtomicU64,
@@ -101,6 +105,8 @@ impl Default for IoCounters {
             filter_false_positives: per_level(),
             files_probed: per_level(),
             filter_skips: per_level(),
+            range_filter_probes: per_level(),
+            range_filter_negatives: per_level(),
             unnecessary_data_reads: per_level(),
             point_lookups: AtomicU64::new(0),
             point_lookups_found: AtomicU64::new(0),
@@ -187,6 +193,8 @@ impl IoCounters {
             &self.filter_false_positives,
             &self.files_probed,
             &self.filter_skips,
+            &self.range_filter_probes,
+            &self.range_filter_negatives,
             &self.unnecessary_data_reads,
             &self.block_bytes_uncompressed,
             &self.block_bytes_stored,
@@ -245,6 +253,8 @@ impl IoCounters {
             filter_false_positives: load_levels(&self.filter_false_positives),
             files_probed: load_levels(&self.files_probed),
             filter_skips: load_levels(&self.filter_skips),
+            range_filter_probes: load_levels(&self.range_filter_probes),
+            range_filter_negatives: load_levels(&self.range_filter_negatives),
             unnecessary_data_reads: load_levels(&self.unnecessary_data_reads),
             point_lookups: load(&self.point_lookups),
             point_lookups_found: load(&self.point_lookups_found),
@@ -310,6 +320,11 @@ pub struct IoStats {
     pub files_probed: [u64; MAX_LEVELS],
     /// Probes of files that have a filter whose filter was skipped (SPEC §3.3-3.4), by level.
     pub filter_skips: [u64; MAX_LEVELS],
+    /// Files a bounded iterator (both bounds set) asked its range filter about, by level.
+    pub range_filter_probes: [u64; MAX_LEVELS],
+    /// Files a bounded iterator left out because their range filter said no key lies in its
+    /// bounds (it reads nothing of them), by level.
+    pub range_filter_negatives: [u64; MAX_LEVELS],
     /// Data blocks read from the device by point lookups that did not hold the key, by level.
     pub unnecessary_data_reads: [u64; MAX_LEVELS],
     /// Point lookups (`get`).
@@ -378,6 +393,16 @@ impl IoStats {
     /// Skipped filter probes, all levels.
     pub fn filter_skips_total(&self) -> u64 {
         self.filter_skips.iter().sum()
+    }
+
+    /// Range filter probes over every level.
+    pub fn range_filter_probes_total(&self) -> u64 {
+        self.range_filter_probes.iter().sum()
+    }
+
+    /// Files left out by their range filter over every level.
+    pub fn range_filter_negatives_total(&self) -> u64 {
+        self.range_filter_negatives.iter().sum()
     }
     /// Filter negatives, all levels.
     pub fn filter_negatives_total(&self) -> u64 {

@@ -51,7 +51,10 @@ pub struct Stats {
     pub top_index_entries: u64,
     /// Memory of the top-level index.
     pub top_index_bytes: u64,
-    /// memtables + block cache + pinned blocks + access statistics + top-level index.
+    /// Memory of the range filters (`Options::range_filter_bits`) of open table files.
+    pub range_filter_bytes: u64,
+    /// memtables + block cache + pinned blocks + access statistics + top-level index + range
+    /// filters.
     pub total_memory_bytes: u64,
     /// Entry-weighted mean bits per key of all live filters at their real size (files without a
     /// filter count as 0).
@@ -130,6 +133,19 @@ impl fmt::Display for Stats {
                 "top-level index: {} keys in {:.3} MiB",
                 self.top_index_entries,
                 mib(self.top_index_bytes)
+            )?;
+        }
+        if self.range_filter_bytes > 0 {
+            let entries = self.entries();
+            writeln!(
+                f,
+                "range filters: {:.3} MiB in open files ({:.2} bits per entry of the tree)",
+                mib(self.range_filter_bytes),
+                if entries == 0 {
+                    0.0
+                } else {
+                    self.range_filter_bytes as f64 * 8.0 / entries as f64
+                }
             )?;
         }
         if let Some(budget) = self.filter_budget_bytes {

@@ -41,6 +41,7 @@ use crate::env::WritableFile;
 use crate::error::{Error, Result};
 use crate::filter::bloom::key_hash;
 use crate::filter::modular::{encode_index, module_bits_per_key, module_seed};
+use crate::filter::range::RangeFilterBuilder;
 use crate::filter::{FilterFamilies, FilterFamily, FilterLayout};
 use crate::key::{parse_internal_key, user_key};
 
@@ -112,6 +113,9 @@ pub(crate) struct TableBuilder {
     /// True once the last data block is written and the index partitions are cut
     /// ([`TableBuilder::close_data`]); no entry may be added after.
     data_closed: bool,
+    /// The file's distinct user keys for its range filter, and the filter's quantum bits
+    /// (`Options::range_filter_bits`); `None` builds no range filter.
+    range_filter: Option<(RangeFilterBuilder, u32)>,
 }
 
 impl TableBuilder {
@@ -149,7 +153,14 @@ impl TableBuilder {
             pending_index_entry: None,
             filter_module_bits: f64::INFINITY,
             compressor: BlockCompressor::new(Compression::None),
+            range_filter: None,
         }
+    }
+
+    /// Builds a range filter (`filter/range.rs`) of `quantum_bits` over the file's user keys;
+    /// 0 (the default) builds none. Set before the first entry.
+    pub(crate) fn set_range_filter_bits(&mut self, quantum_bits: u32) {
+        self.range_filter = (quantum_bits > 0).then(|| (RangeFilterBuilder::new(), quantum_bits));
     }
 
     /// Puts a restart point every `interval` entries of the index block (1, the default, stores
@@ -213,6 +224,9 @@ impl TableBuilder {
         }
         if self.entries == 0 || user_key(&self.largest) != parsed.user_key {
             self.key_hashes.push(key_hash(parsed.user_key));
+            if let Some((range_filter, _)) = &mut self.range_filter {
+                range_filter.add(parsed.user_key);
+            }
         }
         if self.data_block.is_empty() {
             // The hash of this key's user key, whether pushed just now or by the previous block
@@ -522,6 +536,12 @@ impl TableBuilder {
         } else {
             modules.len()
         };
+        let range_filter = match self.range_filter.take() {
+            Some((range_filter, quantum_bits)) if range_filter.len() > 0 => {
+                Some(self.write_block(&range_filter.finish(quantum_bits))?)
+            }
+            _ => None,
+        };
         let properties = TableProperties {
             entries: self.entries,
             data_blocks: self.data_blocks,
@@ -538,6 +558,7 @@ impl TableBuilder {
             level,
             run_id,
             filter_modules: filter_modules as u64,
+            range_filter,
         };
         let properties_handle = self.write_block(&properties.encode())?;
         let partition_count = if partitioned && !plan.is_empty() {

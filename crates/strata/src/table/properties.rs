@@ -12,7 +12,8 @@
 //! filter bytes   varint
 //! level          varint (level the file was written to)
 //! run id         varint (sorted run the file was written into)
-//! filter modules varint (version 2 only: number of filter modules, 2..=6)
+//! filter modules varint (versions 2 and 3: number of filter modules, 0..=6 in version 3)
+//! range filter   varint offset + varint size (version 3 only: the range filter block)
 //! ```
 //!
 //! `bits per key` is the file's total over all filter modules and `filter bytes` the total size of
@@ -24,7 +25,14 @@
 //! files whose filter is split into modules, so files with zero or one module keep the version-1
 //! bytes (see `format.rs` on table format versions); a version-1 block means one module if
 //! `filter bytes > 0` and none otherwise.
+//!
+//! Version 3 adds the handle of the file's range filter block (`filter/range.rs`,
+//! `Options::range_filter_bits`) after the module count, which it always holds (0 to 6). It is
+//! written only for files with a range filter, so every other file keeps its version-1 or -2
+//! bytes, and a build from before range filters refuses such a file by its version instead of
+//! ignoring a filter it cannot read.
 
+use super::format::BlockHandle;
 use crate::coding::{put_fixed64, put_length_prefixed, put_varint64, Decoder};
 use crate::filter::modular::MAX_MODULES;
 
@@ -33,6 +41,9 @@ const PROPERTIES_FORMAT_VERSION: u64 = 1;
 
 /// Properties of a file with a modular filter: version 1 plus the module count.
 const PROPERTIES_FORMAT_VERSION_MODULAR_FILTER: u64 = 2;
+
+/// Properties of a file with a range filter: the module count and the range filter's handle.
+const PROPERTIES_FORMAT_VERSION_RANGE_FILTER: u64 = 3;
 
 /// What a table file says about itself.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,20 +60,19 @@ pub(crate) struct TableProperties {
     pub(crate) run_id: u64,
     /// Number of filter modules (SPEC §1): 0 = no filter, 1 = a single Bloom filter.
     pub(crate) filter_modules: u64,
+    /// The range filter block (`filter/range.rs`), if the file has one.
+    pub(crate) range_filter: Option<BlockHandle>,
 }
 
 impl TableProperties {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        let modular = self.filter_modules > 1;
-        put_varint64(
-            &mut out,
-            if modular {
-                PROPERTIES_FORMAT_VERSION_MODULAR_FILTER
-            } else {
-                PROPERTIES_FORMAT_VERSION
-            },
-        );
+        let version = match (self.range_filter, self.filter_modules > 1) {
+            (Some(_), _) => PROPERTIES_FORMAT_VERSION_RANGE_FILTER,
+            (None, true) => PROPERTIES_FORMAT_VERSION_MODULAR_FILTER,
+            (None, false) => PROPERTIES_FORMAT_VERSION,
+        };
+        put_varint64(&mut out, version);
         put_varint64(&mut out, self.entries);
         put_varint64(&mut out, self.data_blocks);
         put_length_prefixed(&mut out, &self.smallest);
@@ -73,8 +83,11 @@ impl TableProperties {
         put_varint64(&mut out, self.filter_bytes);
         put_varint64(&mut out, self.level);
         put_varint64(&mut out, self.run_id);
-        if modular {
+        if version >= PROPERTIES_FORMAT_VERSION_MODULAR_FILTER {
             put_varint64(&mut out, self.filter_modules);
+        }
+        if let Some(handle) = self.range_filter {
+            handle.encode_to(&mut out);
         }
         out
     }
@@ -82,8 +95,7 @@ impl TableProperties {
     pub(crate) fn decode(bytes: &[u8]) -> Result<TableProperties, String> {
         let mut decoder = Decoder::new(bytes);
         let version = decoder.varint64().ok_or("properties block truncated")?;
-        if version != PROPERTIES_FORMAT_VERSION
-            && version != PROPERTIES_FORMAT_VERSION_MODULAR_FILTER
+        if !(PROPERTIES_FORMAT_VERSION..=PROPERTIES_FORMAT_VERSION_RANGE_FILTER).contains(&version)
         {
             return Err(format!("unknown properties format version {version}"));
         }
@@ -100,21 +112,37 @@ impl TableProperties {
                 level: decoder.varint64()?,
                 run_id: decoder.varint64()?,
                 filter_modules: 0,
+                range_filter: None,
             })
         })()
         .ok_or("properties block truncated")?;
         let mut properties = properties;
-        properties.filter_modules = if version == PROPERTIES_FORMAT_VERSION_MODULAR_FILTER {
-            let modules = decoder.varint64().ok_or("properties block truncated")?;
-            if !(2..=MAX_MODULES as u64).contains(&modules) {
-                return Err(format!(
-                    "properties list {modules} filter modules, outside 2..={MAX_MODULES}"
-                ));
+        properties.filter_modules = match version {
+            PROPERTIES_FORMAT_VERSION => u64::from(properties.filter_bytes > 0),
+            _ => {
+                let modules = decoder.varint64().ok_or("properties block truncated")?;
+                // Version 2 is written only for two or more modules; version 3 for any count.
+                let least = if version == PROPERTIES_FORMAT_VERSION_MODULAR_FILTER {
+                    2
+                } else {
+                    0
+                };
+                if !(least..=MAX_MODULES as u64).contains(&modules) {
+                    return Err(format!(
+                        "properties list {modules} filter modules, outside {least}..={MAX_MODULES}"
+                    ));
+                }
+                modules
             }
-            modules
-        } else {
-            u64::from(properties.filter_bytes > 0)
         };
+        if version == PROPERTIES_FORMAT_VERSION_RANGE_FILTER {
+            let handle =
+                BlockHandle::decode_from(&mut decoder).ok_or("properties block truncated")?;
+            if handle.size == 0 {
+                return Err("properties name an empty range filter block".into());
+            }
+            properties.range_filter = Some(handle);
+        }
         if !properties.bits_per_key.is_finite() || properties.bits_per_key < 0.0 {
             return Err(format!(
                 "properties hold an invalid bits per key {}",
@@ -142,6 +170,7 @@ mod tests {
             level: 2,
             run_id: 9,
             filter_modules: 1,
+            range_filter: None,
         }
     }
 
@@ -160,12 +189,22 @@ mod tests {
             filter_modules: 4,
             ..sample()
         };
-        for properties in [single, no_filter, modular] {
+        let ranged = |properties: &TableProperties| TableProperties {
+            range_filter: Some(BlockHandle::new(4096, 300)),
+            ..properties.clone()
+        };
+        let with_range_filters = [ranged(&single), ranged(&no_filter), ranged(&modular)];
+        for properties in [single, no_filter, modular]
+            .into_iter()
+            .chain(with_range_filters)
+        {
             let encoded = properties.encode();
-            assert_eq!(
-                encoded.first(),
-                Some(&(if properties.filter_modules > 1 { 2 } else { 1 }))
-            );
+            let version = match (properties.range_filter, properties.filter_modules > 1) {
+                (Some(_), _) => 3,
+                (None, true) => 2,
+                (None, false) => 1,
+            };
+            assert_eq!(encoded.first(), Some(&version));
             assert_eq!(TableProperties::decode(&encoded), Ok(properties));
             for cut in 0..encoded.len() {
                 assert!(TableProperties::decode(&encoded[..cut]).is_err());
@@ -179,6 +218,25 @@ mod tests {
         // Version 1 ends with run id 9; no module count follows.
         assert_eq!(encoded.first(), Some(&1));
         assert_eq!(encoded.last(), Some(&9));
+    }
+
+    #[test]
+    fn an_empty_range_filter_handle_or_an_unknown_version_is_rejected() {
+        let mut empty = TableProperties {
+            range_filter: Some(BlockHandle::new(4096, 1)),
+            ..sample()
+        }
+        .encode();
+        // The handle's size is the last varint: 1 -> 0.
+        if let Some(last) = empty.last_mut() {
+            *last = 0;
+        }
+        let error = TableProperties::decode(&empty).expect_err("empty handle");
+        assert!(error.contains("empty range filter"), "{error}");
+        let mut unknown = sample().encode();
+        unknown[0] = 4;
+        let error = TableProperties::decode(&unknown).expect_err("version 4");
+        assert!(error.contains("version 4"), "{error}");
     }
 
     #[test]

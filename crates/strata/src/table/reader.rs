@@ -44,6 +44,7 @@ use crate::cache::{BlockCache, CachedBlock};
 use crate::env::{FileSystem, RandomAccessFile};
 use crate::error::{Error, Result};
 use crate::filter::modular::decode_index;
+use crate::filter::range::RangeFilter;
 use crate::filter::Filter;
 use crate::key::{compare_internal_keys, parse_internal_key, ValueKind};
 use crate::memtable::Lookup;
@@ -81,6 +82,10 @@ pub(crate) struct TableReader {
     /// When pinned: every filter module in probe order, or every filter partition
     /// (partition-major, as [`PartitionIndex::all_filter_handles`]); empty otherwise.
     pinned_filters: Vec<Arc<Filter>>,
+    /// The file's range filter (`filter/range.rs`), read, checked and decoded at open and held
+    /// for the reader's life, like a partitioned table's top-level index: a bounded iterator
+    /// asks it before it reads anything of the file.
+    range_filter: Option<RangeFilter>,
     /// The table cache's count of open readers and pinned bytes, decremented when this reader
     /// closes (`None` for readers opened outside the cache: `strata check`, fuzzing).
     open_readers: Option<Arc<OpenReaders>>,
@@ -92,6 +97,8 @@ impl Drop for TableReader {
             open.readers.fetch_sub(1, AtomicOrdering::Relaxed);
             open.pinned_bytes
                 .fetch_sub(self.pinned_bytes(), AtomicOrdering::Relaxed);
+            open.range_filter_bytes
+                .fetch_sub(self.range_filter_bytes(), AtomicOrdering::Relaxed);
         }
     }
 }
@@ -178,6 +185,31 @@ impl TableReader {
         if let Some(partitions) = &partitions {
             data_end = data_end.min(partitions.first_block_offset());
         }
+        let range_filter = match properties.range_filter {
+            Some(handle) => {
+                if handle
+                    .len_with_trailer()
+                    .and_then(|len| handle.offset.checked_add(len))
+                    .is_none_or(|end| end > footer.properties.offset)
+                {
+                    return Err(Error::corruption(
+                        &path,
+                        footer.properties.offset,
+                        format!(
+                            "range filter block at {} of {} bytes does not end before the properties",
+                            handle.offset, handle.size
+                        ),
+                    ));
+                }
+                let raw = read_block(file.as_ref(), &path, handle, None)?;
+                data_end = data_end.min(handle.offset);
+                Some(
+                    RangeFilter::decode(&raw)
+                        .map_err(|reason| Error::corruption(&path, handle.offset, reason))?,
+                )
+            }
+            None => None,
+        };
         let mut reader = TableReader {
             number,
             path,
@@ -192,6 +224,7 @@ impl TableReader {
             pinned: false,
             pinned_index: Vec::new(),
             pinned_filters: Vec::new(),
+            range_filter,
             open_readers: None,
         };
         if pin {
@@ -217,8 +250,30 @@ impl TableReader {
         open.readers.fetch_add(1, AtomicOrdering::Relaxed);
         open.pinned_bytes
             .fetch_add(self.pinned_bytes(), AtomicOrdering::Relaxed);
+        open.range_filter_bytes
+            .fetch_add(self.range_filter_bytes(), AtomicOrdering::Relaxed);
         self.open_readers = Some(open);
         self
+    }
+
+    /// False only if the file's range filter says no key of the file lies in `[lo, hi]` (both
+    /// inclusive); true for a file without one.
+    pub(crate) fn may_contain_range(&self, lo: &[u8], hi: &[u8]) -> bool {
+        self.range_filter
+            .as_ref()
+            .is_none_or(|filter| filter.may_contain_range(lo, hi))
+    }
+
+    /// True if the file has a range filter.
+    pub(crate) fn has_range_filter(&self) -> bool {
+        self.range_filter.is_some()
+    }
+
+    /// Memory of the decoded range filter (0 without one).
+    pub(crate) fn range_filter_bytes(&self) -> u64 {
+        self.range_filter
+            .as_ref()
+            .map_or(0, |filter| filter.memory_bytes() as u64)
     }
 
     pub(crate) fn number(&self) -> u64 {

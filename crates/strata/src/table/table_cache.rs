@@ -228,6 +228,11 @@ impl TableCache {
         self.open.pinned_bytes.load(Ordering::Relaxed)
     }
 
+    /// Memory of the range filters open readers hold.
+    pub(crate) fn range_filter_bytes(&self) -> u64 {
+        self.open.range_filter_bytes.load(Ordering::Relaxed)
+    }
+
     /// Readers alive, i.e. table files open, wherever the readers are held.
     #[cfg(test)]
     pub(crate) fn open_readers(&self) -> usize {
@@ -241,4 +246,6 @@ impl TableCache {
 pub(crate) struct OpenReaders {
     pub(crate) readers: AtomicUsize,
     pub(crate) pinned_bytes: AtomicU64,
+    /// Memory of the open readers' range filters (`filter/range.rs`).
+    pub(crate) range_filter_bytes: AtomicU64,
 }

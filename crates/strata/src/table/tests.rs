@@ -45,12 +45,13 @@ fn modular_fixture(count: u64, bits_per_key: f64, module_bits: f64, cache_bytes:
         module_bits,
         Compression::None,
         cache_bytes,
+        0,
     )
 }
 
 /// [`fixture`] with data and index blocks compressed by `compression`.
 fn compressed_fixture(count: u64, compression: Compression, cache_bytes: u64) -> Fixture {
-    build_fixture(count, 10.0, f64::INFINITY, compression, cache_bytes)
+    build_fixture(count, 10.0, f64::INFINITY, compression, cache_bytes, 0)
 }
 
 fn build_fixture(
@@ -59,6 +60,7 @@ fn build_fixture(
     module_bits: f64,
     compression: Compression,
     cache_bytes: u64,
+    range_filter_bits: u32,
 ) -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let fs = RealFileSystem;
@@ -72,6 +74,7 @@ fn build_fixture(
     );
     builder.set_filter_module_bits(module_bits);
     builder.set_compression(compression);
+    builder.set_range_filter_bits(range_filter_bits);
     for i in 0..count {
         let user_key = key(2 * i);
         if i % 10 == 0 {
@@ -556,7 +559,7 @@ fn single_module_files_are_unchanged() {
     assert!(files.windows(2).all(|pair| pair[0] == pair[1]));
     // Compression::None (the default) writes the same bytes, too.
     assert_eq!(
-        build_fixture(100, 10.0, f64::INFINITY, Compression::None, 0).bytes(),
+        build_fixture(100, 10.0, f64::INFINITY, Compression::None, 0, 0).bytes(),
         files[0]
     );
     // Between 10 and 10.5 bits per key with 10-bit modules the remainder is folded: one module.
@@ -1229,5 +1232,112 @@ mod engine {
         assert!(io.blocks_decompressed > 0);
         assert!(io.data_block_reads_total() > 0);
         db.close().expect("close");
+    }
+}
+
+/// [`fixture`] (even keys, tombstones and old versions) with a range filter of `quantum_bits`.
+fn range_fixture(count: u64, quantum_bits: u32) -> Fixture {
+    build_fixture(
+        count,
+        10.0,
+        f64::INFINITY,
+        Compression::None,
+        0,
+        quantum_bits,
+    )
+}
+
+/// A file with a range filter names it in its properties (version 3), holds it from open (its
+/// memory counted by the cache), says "maybe" for every key it holds and for every range around
+/// one, and rules out almost every gap between its keys and everything outside its key range.
+#[test]
+fn a_range_filter_finds_every_key_and_rules_out_gaps() {
+    let fixture = range_fixture(2000, 8);
+    let table = fixture.tables.open(7, false).expect("open");
+    assert!(table.has_range_filter());
+    let properties = table.properties();
+    let handle = properties.range_filter.expect("a range filter handle");
+    assert!(handle.size > 0 && handle.offset < table.footer().properties.offset);
+    assert!(table.range_filter_bytes() > 0);
+    assert_eq!(
+        fixture.tables.range_filter_bytes(),
+        table.range_filter_bytes()
+    );
+    let mut gaps_ruled_out = 0u64;
+    for i in 0..2000 {
+        let (held, gap) = (key(2 * i), key(2 * i + 1));
+        assert!(table.may_contain_range(&held, &held), "key {i}");
+        assert!(table.may_contain_range(&gap[..gap.len() - 1], &held));
+        gaps_ruled_out += u64::from(!table.may_contain_range(&gap, &gap));
+    }
+    // At b = 8 about 2^-8 of the gaps is a false positive; allow 5%.
+    assert!(
+        gaps_ruled_out >= 1900,
+        "{gaps_ruled_out} of 2000 gaps ruled out"
+    );
+    assert!(!table.may_contain_range(b"a", b"key"));
+    assert!(!table.may_contain_range(&key(4000), b"z"));
+    assert!(table.may_contain_range(b"a", b"z"));
+    drop(table);
+    assert_eq!(
+        fixture.tables.range_filter_bytes(),
+        0,
+        "dropped with the reader"
+    );
+    // Without a range filter: properties keep their old version and every range may hold keys.
+    let plain = fixture_without_range_filter();
+    let table = plain.tables.open(7, false).expect("open");
+    assert!(!table.has_range_filter() && table.properties().range_filter.is_none());
+    assert!(table.may_contain_range(b"a", b"b"));
+}
+
+fn fixture_without_range_filter() -> Fixture {
+    range_fixture(100, 0)
+}
+
+/// A flipped byte anywhere from the first filter block on (the range filter included) is a
+/// corruption error naming the file.
+#[test]
+fn a_flipped_byte_in_a_range_filter_is_a_corruption_error() {
+    let fixture = range_fixture(300, 6);
+    let (_, handles, _) = decode_modules(&fixture.bytes());
+    let filter_start = handles.first().expect("a filter").offset as usize;
+    flip_every_byte(&fixture, filter_start);
+}
+
+/// Damage behind a valid checksum (a hostile file or a bug): garbage in the range filter block
+/// is a corruption error at the block's offset, never a panic, and a truncated block too.
+#[test]
+fn a_malformed_range_filter_behind_a_valid_checksum_is_refused_at_open() {
+    for seed in 0..64u64 {
+        let fixture = range_fixture(300, 6);
+        let handle = {
+            let table = fixture.tables.open(7, false).expect("open");
+            table.properties().range_filter.expect("range filter")
+        };
+        rewrite_block(&fixture.path(), handle, |stored| {
+            // The version byte stays 1 and the quantum bits valid, so the decoder goes deep.
+            let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+            for byte in stored.iter_mut().skip(3) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                if state % 4 == 0 {
+                    *byte = (state >> 24) as u8;
+                }
+            }
+        });
+        let tables = table_cache(fixture.dir.path(), 0, &fixture.counters);
+        match tables.open(7, false) {
+            Err(Error::Corruption { file, offset, .. }) => {
+                assert_eq!(file, fixture.path());
+                assert_eq!(offset, handle.offset, "seed {seed}");
+            }
+            // Garbage that still decodes is a valid (if useless) filter; it must answer.
+            Ok(table) => {
+                let _ = table.may_contain_range(&key(0), &key(10));
+            }
+            Err(other) => panic!("seed {seed}: expected corruption, got {other}"),
+        }
     }
 }
