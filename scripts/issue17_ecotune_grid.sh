@@ -15,6 +15,9 @@
 # Size ratio 10 for leveling, lazy leveling, tiering and Garnering (SPEC §6's baselines), 1 MiB
 # write buffer (EcoTune's unit run is the tree over 100, about 1.2 MB here), 10 bits per key.
 # About 35 minutes with the defaults on this machine. OUT=dir keeps the files.
+# RANGE_FILTER_BITS=b gives every Strata file a range filter of b quantum bits
+# (`--range-filter-bits`; 0, the default, none): the workload's short seeks are closed ranges
+# `[key i, key i + 1)`, which range filters can rule runs out of.
 set -euo pipefail
 ratios=${1:-"0.1 0.3 0.5 1"}
 policies=${2:-ecotune,leveling,lazy-leveling,tiering,garnering}
@@ -31,6 +34,7 @@ for r in $ratios; do
   "$strata" bench --workloads "fillrandom,ecotune:$r" --num 1000000 --reads "$phase_reads" \
     --write-rate "$rate" --query-threads 1 --compaction "$policies" --size-ratio 10 \
     --write-buffer-bytes 1MiB --bits-per-key 10 --runs "$runs" \
+    --range-filter-bits "${RANGE_FILTER_BITS:-0}" \
     --json "$out/ecotune-$r-$rate.json" > "$out/ecotune-$r-$rate.txt"
   echo "r = $r done" >&2
 done
@@ -39,7 +43,7 @@ python3 - "$out" <<'PY'
 import glob, json, statistics, sys
 out = sys.argv[1]
 print(f"{'r':>4} {'policy':<28} {'queries/s':>10} {'vs ecotune':>10} {'cpu share':>9} "
-      f"{'stalls':>6}  runs/levels at end; EcoTune's round")
+      f"{'stalls':>6} {'rf out/op':>9}  runs/levels at end; EcoTune's round")
 for path in sorted(glob.glob(f"{out}/ecotune-*.json")):
     data = json.load(open(path))
     rows = {}
@@ -58,7 +62,10 @@ for path in sorted(glob.glob(f"{out}/ecotune-*.json")):
         stalls = sum(r.get("write_stalls") or 0 for r in results)
         state = results[-1].get("compaction_state") or ""
         shape = f"{results[-1]['runs']}/{results[-1]['levels']}"
+        ruled_out = [r["range_filter_negatives_per_op"] for r in results
+                     if r.get("range_filter_negatives_per_op") is not None]
         print(f"{results[0]['phase'][8:]:>4} {label:<28} {qps:>10.0f} "
               f"{(qps / base if base else float('nan')):>10.2f} "
-              f"{(statistics.median(cpu) if cpu else float('nan')):>9.3f} {stalls:>6}  {shape}; {state}")
+              f"{(statistics.median(cpu) if cpu else float('nan')):>9.3f} {stalls:>6} "
+              f"{(statistics.median(ruled_out) if ruled_out else float('nan')):>9.3f}  {shape}; {state}")
 PY

@@ -222,6 +222,11 @@ pub struct BenchArgs {
     /// small filters, Ribbon for other compaction outputs; `Options::filter_family`).
     #[arg(long, default_value = "bloom", value_parser = parse_filter_family)]
     pub filter_family: strata::FilterFamilies,
+    /// Strata's range filters (`Options::range_filter_bits`): 0 (the default) writes none; 1 to
+    /// 20 gives every table file one, which bounded short seeks (EcoTune's workload) ask before
+    /// reading a run.
+    #[arg(long, default_value_t = 0)]
+    pub range_filter_bits: u32,
     /// Size of an index partition of Strata's partitioned tables (`Options::metadata_block_bytes`;
     /// default Strata's own, 4 KiB).
     #[arg(long, value_parser = parse_bytes)]
@@ -278,6 +283,11 @@ pub struct BenchArgs {
     /// Entries read after each seek by seekrandom.
     #[arg(long, default_value_t = 10)]
     pub seek_nexts: u64,
+    /// seekrandom reads the closed range `[key i, key i + seek_nexts + 1)`: the engine is told
+    /// the upper bound before it seeks (Strata's range filters can then leave runs out; RocksDB's
+    /// `iterate_upper_bound`). Default: open seeks, as db_bench's.
+    #[arg(long, default_value_t = false)]
+    pub seek_bounded: bool,
     /// Database directory, reused if it exists [default: a fresh temporary directory, deleted
     /// afterwards].
     #[arg(long)]
@@ -379,6 +389,7 @@ pub struct BenchConfig {
     pub filter_budget_bytes: Option<u64>,
     #[serde(serialize_with = "serialize_filter_family")]
     pub filter_family: strata::FilterFamilies,
+    pub range_filter_bits: u32,
     pub access_statistics: bool,
     pub access_sample_every: u32,
     pub access_recent_weight: f64,
@@ -389,6 +400,7 @@ pub struct BenchConfig {
     pub write_buffer_bytes: u64,
     pub target_file_bytes: u64,
     pub seek_nexts: u64,
+    pub seek_bounded: bool,
     pub runs: usize,
     pub compare: bool,
     pub plot: Option<PathBuf>,
@@ -569,6 +581,7 @@ impl BenchConfig {
             metadata_block_bytes: args.metadata_block_bytes,
             filter_budget_bytes: args.filter_budget_bytes,
             filter_family: args.filter_family,
+            range_filter_bits: args.range_filter_bits,
             access_statistics: args.access_statistics,
             access_sample_every: args.access_sample_every,
             access_recent_weight: args.access_recent_weight,
@@ -584,6 +597,7 @@ impl BenchConfig {
             write_buffer_bytes,
             target_file_bytes: args.target_file_bytes,
             seek_nexts: args.seek_nexts,
+            seek_bounded: args.seek_bounded,
             db: args.db.clone(),
             json: args.json.clone(),
             settle: args.settle || args.quick || args.settle_l0,
@@ -676,6 +690,7 @@ impl BenchConfig {
             metadata_block_bytes: self.metadata_block_bytes,
             filter_budget_bytes: self.filter_budget_bytes,
             filter_family: self.filter_family,
+            range_filter_bits: self.range_filter_bits,
             access_statistics: self.access_statistics,
             access_sample_every: self.access_sample_every,
             access_recent_weight: self.access_recent_weight,
@@ -1349,9 +1364,13 @@ impl Bench<'_> {
                     counts.lookups += 1;
                     counts.missing_hits += u64::from(engine.get(&key)?.is_some());
                 }
-                Op::Scan { start, len } => {
-                    self.format.present_key(start, &mut key);
-                    counts.entries_read += engine.scan(&key, len)?.entries;
+                Op::Scan {
+                    start,
+                    len,
+                    bounded,
+                } => {
+                    counts.entries_read +=
+                        scan(engine, self.format, start, len, bounded, &mut key)?;
                 }
                 Op::ReadModifyWrite(index) => {
                     self.format.present_key(index, &mut key);
@@ -1377,20 +1396,27 @@ impl Bench<'_> {
     }
 
     /// Seek to a random existing key, then read `seek_nexts` more entries (db_bench's
-    /// `seekrandom` with `--seek_nexts`).
+    /// `seekrandom` with `--seek_nexts`), in a closed range with `--seek-bounded`.
     fn seek(&mut self, engine: &dyn Engine, latencies: &mut Latencies) -> CliResult<PhaseCounts> {
         let mut rng = workload::phase_rng(self.config.seed, Workload::Seekrandom);
         let mut progress = Progress::new(self.progress, Workload::Seekrandom, self.config.reads);
         let distribution = self.config.distribution.unwrap_or(KeyDistribution::Uniform);
         let mut chooser =
             KeyChooser::new(distribution, self.format.num()).map_err(CliError::InvalidArgument)?;
-        let mut key = Vec::new();
+        let (mut key, mut until) = (Vec::new(), Vec::new());
         let (mut found, mut entries_read) = (0, 0);
         for done in 0..self.config.reads {
             let index = chooser.next(&mut rng, self.format.num());
             self.format.present_key(index, &mut key);
             let started = Instant::now();
-            let outcome = engine.scan(&key, self.config.seek_nexts + 1)?;
+            let count = self.config.seek_nexts + 1;
+            let outcome = if self.config.seek_bounded {
+                self.format
+                    .present_key(index.saturating_add(count), &mut until);
+                engine.scan_bounded(&key, &until, count)?
+            } else {
+                engine.scan(&key, count)?
+            };
             latencies.record(started.elapsed());
             found += u64::from(outcome.first_matched);
             entries_read += outcome.entries;
@@ -1464,6 +1490,26 @@ fn pace(started: Instant, due_seconds: f64, stop: &std::sync::atomic::AtomicBool
     }
 }
 
+/// Runs [`Op::Scan`]: `len` entries from key `start`, in the closed range `[start, start + len)`
+/// when `bounded`. Returns the entries read.
+fn scan(
+    engine: &dyn Engine,
+    format: KeyFormat,
+    start: u64,
+    len: u64,
+    bounded: bool,
+    key: &mut Vec<u8>,
+) -> CliResult<u64> {
+    format.present_key(start, key);
+    Ok(if bounded {
+        let mut until = Vec::with_capacity(key.len());
+        format.present_key(start.saturating_add(len), &mut until);
+        engine.scan_bounded(key, &until, len)?.entries
+    } else {
+        engine.scan(key, len)?.entries
+    })
+}
+
 /// One extra query thread of `--query-threads`: runs `ops` (no inserts) and counts them.
 fn query_stream(
     engine: &dyn Engine,
@@ -1487,9 +1533,12 @@ fn query_stream(
                 counts.lookups += 1;
                 counts.missing_hits += u64::from(engine.get(&key)?.is_some());
             }
-            Op::Scan { start, len } => {
-                format.present_key(start, &mut key);
-                counts.entries_read += engine.scan(&key, len)?.entries;
+            Op::Scan {
+                start,
+                len,
+                bounded,
+            } => {
+                counts.entries_read += scan(engine, format, start, len, bounded, &mut key)?;
             }
             Op::Update(index) | Op::ReadModifyWrite(index) => {
                 format.present_key(index, &mut key);

@@ -69,6 +69,11 @@ pub enum Op {
         start: u64,
         /// Number of entries to read.
         len: u64,
+        /// The range is closed at key `start + len` (exclusive), as EcoTune's short scans are
+        /// ("a closed key range ... usually only 1 target key"): an engine with range filters
+        /// can leave out every run that holds no key of it. Open (false) for YCSB's scans and
+        /// EcoTune's long scans (`Seek + K Next`).
+        bounded: bool,
     },
     /// Reads an existing key, then writes it (YCSB's read-modify-write).
     ReadModifyWrite(u64),
@@ -825,14 +830,22 @@ impl Iterator for OpStream {
                 self.keys += 1;
                 Op::Insert(index)
             }
-            OpKind::Scan => Op::Scan {
-                start: self.targets.next(&mut self.rng, self.keys),
-                len: match self.long_scan_share {
-                    Some(share) if self.rng.gen::<f64>() < share => ECOTUNE_LONG_SCAN_NEXTS,
-                    Some(_) => 1,
-                    None => self.rng.gen_range(1..=YCSB_MAX_SCAN_LENGTH),
-                },
-            },
+            OpKind::Scan => {
+                let start = self.targets.next(&mut self.rng, self.keys);
+                let (len, bounded) = match self.long_scan_share {
+                    Some(share) if self.rng.gen::<f64>() < share => {
+                        (ECOTUNE_LONG_SCAN_NEXTS, false)
+                    }
+                    // EcoTune's short seek: the closed range `[start, start + 1)`.
+                    Some(_) => (1, true),
+                    None => (self.rng.gen_range(1..=YCSB_MAX_SCAN_LENGTH), false),
+                };
+                Op::Scan {
+                    start,
+                    len,
+                    bounded,
+                }
+            }
             OpKind::ReadModifyWrite => {
                 Op::ReadModifyWrite(self.targets.next(&mut self.rng, self.keys))
             }
@@ -1087,7 +1100,14 @@ mod tests {
                 Op::Read(index) | Op::Update(index) | Op::ReadModifyWrite(index) => {
                     assert!(index < keys, "{spec:?}: {op:?} with {keys} keys");
                 }
-                Op::Scan { start, len } => {
+                Op::Scan {
+                    start,
+                    len,
+                    bounded,
+                } => {
+                    // Only EcoTune's short seeks are closed ranges, of one key.
+                    let ecotune = matches!(spec.mix, Mix::EcoTune { .. });
+                    assert!(!bounded || (ecotune && len == 1), "{spec:?}: {op:?}");
                     assert!(start < keys, "{spec:?}: {op:?} with {keys} keys");
                     assert!((1..=YCSB_MAX_SCAN_LENGTH).contains(&len));
                 }
@@ -1334,8 +1354,13 @@ mod tests {
                     Op::Scan {
                         start,
                         len: ECOTUNE_LONG_SCAN_NEXTS,
+                        bounded: false,
                     } if start < RECORDS => long += 1,
-                    Op::Scan { start, len: 1 } if start < RECORDS => seeks += 1,
+                    Op::Scan {
+                        start,
+                        len: 1,
+                        bounded: true,
+                    } if start < RECORDS => seeks += 1,
                     Op::Read(index) if index < RECORDS => gets += 1,
                     other => panic!("ecotune:{r} emitted {other:?}"),
                 }

@@ -163,6 +163,12 @@ pub struct PhaseResult {
     pub compaction_cpu_share: Option<f64>,
     /// The compaction policy's state at the end of the phase (Strata's EcoTune: its round).
     pub compaction_state: Option<String>,
+    /// Range filter probes and the files they ruled out, per operation (Strata with
+    /// `--range-filter-bits`: bounded scans ask one per file their range meets).
+    pub range_filter_probes_per_op: Option<f64>,
+    pub range_filter_negatives_per_op: Option<f64>,
+    /// Memory of the open files' range filters at the end of the phase (Strata).
+    pub range_filter_bytes: Option<u64>,
     /// Live table bytes / bytes of the newest version of each key (`key_size + value_size` per
     /// live key), at the end of the phase; `null` before anything reached a table file.
     pub space_amp: Option<f64>,
@@ -351,6 +357,9 @@ impl PhaseResult {
             write_stall_ms: io.write_stall_micros.map(|micros| micros as f64 / 1e3),
             compaction_cpu_share: None,
             compaction_state: shape.compaction_state.clone(),
+            range_filter_probes_per_op: per_op(io.range_filter_probes),
+            range_filter_negatives_per_op: per_op(io.range_filter_negatives),
+            range_filter_bytes: shape.range_filter_bytes,
             compaction_busy_share: io
                 .compaction_micros
                 .filter(|_| seconds > 0.0)
@@ -524,6 +533,18 @@ pub fn write_compression(out: &mut dyn Write, result: &PhaseResult) -> io::Resul
 /// For a phase with a background writer: the writes it did, the write stalls, and how much of
 /// the phase compaction took (wall-clock busy share and CPU share).
 pub fn write_background(out: &mut dyn Write, result: &PhaseResult) -> io::Result<()> {
+    if let (Some(probes), Some(negatives)) = (
+        result.range_filter_probes_per_op,
+        result.range_filter_negatives_per_op,
+    ) {
+        if probes > 0.0 {
+            writeln!(
+                out,
+                "  range filters: {probes:.3} probes and {negatives:.3} files ruled out per op; {} MiB in memory",
+                optional(result.range_filter_bytes.map(mib), 2)
+            )?;
+        }
+    }
     if result.background_writes == 0 {
         return Ok(());
     }
@@ -575,6 +596,14 @@ pub fn write_tree(out: &mut dyn Write, title: &str, shape: &TreeShape) -> io::Re
     }
     if let Some(state) = &shape.compaction_state {
         writeln!(out, "  compaction state: {state}")?;
+    }
+    if let (Some(bytes), Some(entries)) = (shape.range_filter_bytes.filter(|&b| b > 0), entries) {
+        writeln!(
+            out,
+            "  range filters: {:.2} MiB in open files ({:.2} bits per entry)",
+            mib(bytes),
+            bytes as f64 * 8.0 / entries.max(1) as f64
+        )?;
     }
     Ok(())
 }

@@ -509,6 +509,19 @@ impl Engine for FjallEngine {
         Ok(outcome)
     }
 
+    fn scan_bounded(&self, from: &[u8], until: &[u8], count: u64) -> CliResult<ScanOutcome> {
+        let mut outcome = ScanOutcome::default();
+        let range = self.keyspace.range(from..until);
+        for guard in range.take(usize::try_from(count).unwrap_or(usize::MAX)) {
+            let (key, _value) = guard.into_inner().map_err(peer_error)?;
+            if outcome.entries == 0 {
+                outcome.first_matched = &*key == from;
+            }
+            outcome.entries += 1;
+        }
+        Ok(outcome)
+    }
+
     /// Seals the active memtable (fjall queues it for its flush workers) and waits until no sealed
     /// memtable is left, i.e. every write is in a table file. fjall's own
     /// `rotate_memtable_and_wait` waits without a bound; this one gives up after
@@ -607,6 +620,9 @@ impl Engine for FjallEngine {
             filter_skips: None,
             last_level_filter_probes: None,
             last_level_filter_skips: None,
+            // fjall has no range filters.
+            range_filter_probes: None,
+            range_filter_negatives: None,
             // fjall sleeps writers (10 ms while level 0 is over its limit, 100 ms while too many
             // sealed memtables wait) but counts neither.
             write_stalls: None,
@@ -669,6 +685,7 @@ impl Engine for FjallEngine {
             filter_bytes_in_use: None,
             predicted_lookup_io: None,
             compaction_state: None,
+            range_filter_bytes: None,
         }
     }
 

@@ -93,6 +93,8 @@ pub struct EngineConfig {
     /// The family of Strata's filters (RocksDB's family is the engine kind's; fjall's is Bloom).
     #[serde(serialize_with = "crate::bench::serialize_filter_family")]
     pub filter_family: strata::FilterFamilies,
+    /// Strata's range filters (`Options::range_filter_bits`; 0 = none).
+    pub range_filter_bits: u32,
     /// Keep Merlin's access statistics in Strata (SPEC §4).
     pub access_statistics: bool,
     /// Record one lookup in this many in them.
@@ -150,6 +152,10 @@ pub struct EngineCounters {
     pub filter_skips: Option<u64>,
     /// Filter probes on the deepest non-empty level (Strata).
     pub last_level_filter_probes: Option<u64>,
+    /// Files a bounded scan asked its range filter about (Strata with range filters).
+    pub range_filter_probes: Option<u64>,
+    /// Of those, the files the range filter ruled out (nothing of them read).
+    pub range_filter_negatives: Option<u64>,
     /// Skipped filter probes on the deepest non-empty level (Strata).
     pub last_level_filter_skips: Option<u64>,
     /// Probes a filter let through although the file did not hold the key.
@@ -250,6 +256,8 @@ pub struct TreeShape {
     pub predicted_lookup_io: Option<PredictedLookupIo>,
     /// The compaction policy's state in words (Strata's EcoTune: its round), where shown.
     pub compaction_state: Option<String>,
+    /// Memory of the range filters of open table files (Strata), where known.
+    pub range_filter_bytes: Option<u64>,
 }
 
 /// Data-block reads per point lookup, as the model predicts them for a tree.
@@ -290,6 +298,10 @@ pub trait Engine: Sync {
     fn write_batch(&self, ops: &[BatchOp]) -> CliResult<()>;
     /// Seeks to `from` and reads up to `count` entries.
     fn scan(&self, from: &[u8], count: u64) -> CliResult<ScanOutcome>;
+    /// Reads up to `count` entries of the closed range `[from, until)`: the engine is told the
+    /// upper bound before it seeks (Strata: `Db::range`, which lets range filters leave runs
+    /// out; RocksDB: `iterate_upper_bound`; fjall: `range`).
+    fn scan_bounded(&self, from: &[u8], until: &[u8], count: u64) -> CliResult<ScanOutcome>;
     /// Flushes memtables to table files.
     fn flush(&self) -> CliResult<()>;
     /// Waits until background compactions are done.
@@ -357,6 +369,7 @@ pub(crate) mod conformance {
             metadata_block_bytes: None,
             filter_budget_bytes: None,
             filter_family: strata::FilterFamilies::default(),
+            range_filter_bits: 0,
             access_statistics: false,
             access_sample_every: 1,
             access_recent_weight: 0.75,

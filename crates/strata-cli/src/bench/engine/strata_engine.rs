@@ -88,6 +88,7 @@ impl StrataEngine {
             .compaction_policy(Arc::clone(&policy))
             .filter_allocator(allocator)
             .filter_family(config.filter_family)
+            .range_filter_bits(config.range_filter_bits)
             .compression(config.compression.clone());
         options.validate()?;
         let settings = vec![
@@ -104,9 +105,13 @@ impl StrataEngine {
                 )
             },
             format!(
-                "filter {}, family {}",
+                "filter {}, family {}; {}",
                 options.filter_allocator.name(),
-                options.filter_family.name()
+                options.filter_family.name(),
+                match options.range_filter_bits {
+                    0 => "no range filters".to_string(),
+                    bits => format!("range filters of {bits} quantum bits"),
+                }
             ),
             format!(
                 "block_cache_bytes {} (data, index and filter blocks)",
@@ -193,6 +198,19 @@ impl Engine for StrataEngine {
         Ok(outcome)
     }
 
+    fn scan_bounded(&self, from: &[u8], until: &[u8], count: u64) -> CliResult<ScanOutcome> {
+        let mut outcome = ScanOutcome::default();
+        let count = usize::try_from(count).unwrap_or(usize::MAX);
+        for entry in self.db.range(from..until).take(count) {
+            let (key, _) = entry?;
+            if outcome.entries == 0 {
+                outcome.first_matched = key == from;
+            }
+            outcome.entries += 1;
+        }
+        Ok(outcome)
+    }
+
     fn flush(&self) -> CliResult<()> {
         Ok(self.db.flush()?)
     }
@@ -213,6 +231,8 @@ impl Engine for StrataEngine {
             filter_skips: Some(io.filter_skips_total()),
             last_level_filter_probes: io.filter_probes.get(last).copied(),
             last_level_filter_skips: io.filter_skips.get(last).copied(),
+            range_filter_probes: Some(io.range_filter_probes_total()),
+            range_filter_negatives: Some(io.range_filter_negatives_total()),
             data_block_reads: Some(io.data_block_reads_total()),
             index_block_reads: Some(io.index_block_reads_total()),
             filter_block_reads: Some(io.filter_block_reads_total()),
@@ -265,6 +285,7 @@ impl Engine for StrataEngine {
             filter_bytes_on_disk: Some(stats.levels.iter().map(|level| level.filter_bytes).sum()),
             filter_bytes_in_use: Some(stats.filter_bytes_in_use),
             compaction_state: stats.compaction_state.clone(),
+            range_filter_bytes: Some(stats.range_filter_bytes),
             predicted_lookup_io: {
                 let predicted = self.db.predicted_lookup_cost();
                 Some(PredictedLookupIo {
