@@ -139,8 +139,8 @@ pub struct Options {
     /// Range filters (`filter/range.rs`, Strata's own design after SNARF): 0 (the default)
     /// writes none; `b` in 1..=20 gives every new table file a range filter whose
     /// false-positive rate for a range that maps to `w` positions is about `(1 + w) * 2^-b`, at
-    /// about `b + 4` bits per key held in memory while the file is open (`Stats`'
-    /// `range_filter_bytes`). A bounded iterator (`Db::range` with both ends set) then skips
+    /// about `b + 4.6` bits per key (on the benchmark's keys) held in memory while the file is
+    /// open (`Stats`' `range_filter_bytes`). A bounded iterator (`Db::range` with both ends set) then skips
     /// every file whose filter rules its range out, without reading any of its blocks; it pays
     /// for short, selective ranges in trees of many runs (EcoTune's main level).
     pub range_filter_bits: u32,

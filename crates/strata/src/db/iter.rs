@@ -197,9 +197,11 @@ fn files_in_range(
     pin: bool,
 ) -> Vec<Arc<FileMetadata>> {
     let counters = &inner.counters;
-    files
+    // A run's files are sorted by key and disjoint: the ones meeting `[lo, hi]` are a slice.
+    let first = files.partition_point(|file| file.largest_user_key() < lo);
+    files[first..]
         .iter()
-        .filter(|file| file.overlaps(lo, hi))
+        .take_while(|file| file.smallest_user_key() <= hi)
         .filter(|file| {
             let verdict = inner.tables.with_reader(file, pin, |reader| {
                 Ok(reader
