@@ -68,6 +68,10 @@ pub struct StressArgs {
     /// The family filters are built in: bloom, ribbon or auto (`Options::filter_family`).
     #[arg(long, default_value = "bloom", value_parser = parse_filter_family)]
     pub filter_family: strata::FilterFamilies,
+    /// Range filters on every table file (`Options::range_filter_bits`; 0 turns them off). On
+    /// by default so that every scan of the run, a bounded iterator, goes through them.
+    #[arg(long, default_value_t = 6)]
+    pub range_filter_bits: u32,
     /// Partition every table's index and filter into 256-byte partitions (`Options::
     /// partition_metadata_above_bytes`), so partitioned filters and elastic filters' partly used
     /// modules are exercised.
@@ -224,6 +228,7 @@ impl Stress {
             )
             .filter_allocator(allocator)
             .filter_family(args.filter_family)
+            .range_filter_bits(args.range_filter_bits)
             .file_system(Arc::new(self.fs.clone()));
         let options = if args.partitioned {
             options

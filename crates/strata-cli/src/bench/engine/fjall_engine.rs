@@ -52,7 +52,9 @@ use fjall::{
     AbstractTree, CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode,
 };
 
-use super::{BatchOp, Engine, EngineConfig, EngineCounters, LevelShape, ScanOutcome, TreeShape};
+use super::{
+    read_scan, BatchOp, Engine, EngineConfig, EngineCounters, LevelShape, ScanOutcome, TreeShape,
+};
 use crate::bench::{CompactionKind, PeerConfig};
 use crate::error::{CliError, CliResult};
 
@@ -497,29 +499,23 @@ impl Engine for FjallEngine {
     }
 
     fn scan(&self, from: &[u8], count: u64) -> CliResult<ScanOutcome> {
-        let mut outcome = ScanOutcome::default();
-        let range = self.keyspace.range(from..);
-        for guard in range.take(usize::try_from(count).unwrap_or(usize::MAX)) {
-            let (key, _value) = guard.into_inner().map_err(peer_error)?;
-            if outcome.entries == 0 {
-                outcome.first_matched = &*key == from;
-            }
-            outcome.entries += 1;
-        }
-        Ok(outcome)
+        let keys = self.keyspace.range(from..).map(|guard| {
+            guard
+                .into_inner()
+                .map(|(key, _value)| key)
+                .map_err(peer_error)
+        });
+        read_scan(from, keys, count)
     }
 
     fn scan_bounded(&self, from: &[u8], until: &[u8], count: u64) -> CliResult<ScanOutcome> {
-        let mut outcome = ScanOutcome::default();
-        let range = self.keyspace.range(from..until);
-        for guard in range.take(usize::try_from(count).unwrap_or(usize::MAX)) {
-            let (key, _value) = guard.into_inner().map_err(peer_error)?;
-            if outcome.entries == 0 {
-                outcome.first_matched = &*key == from;
-            }
-            outcome.entries += 1;
-        }
-        Ok(outcome)
+        let keys = self.keyspace.range(from..until).map(|guard| {
+            guard
+                .into_inner()
+                .map(|(key, _value)| key)
+                .map_err(peer_error)
+        });
+        read_scan(from, keys, count)
     }
 
     /// Seals the active memtable (fjall queues it for its flush workers) and waits until no sealed

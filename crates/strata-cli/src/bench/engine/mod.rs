@@ -134,6 +134,24 @@ pub struct ScanOutcome {
     pub first_matched: bool,
 }
 
+/// Reads up to `count` keys of an engine's iterator, positioned at `from`, into a
+/// [`ScanOutcome`]; the first error ends the scan.
+pub fn read_scan<K: AsRef<[u8]>>(
+    from: &[u8],
+    keys: impl Iterator<Item = CliResult<K>>,
+    count: u64,
+) -> CliResult<ScanOutcome> {
+    let mut outcome = ScanOutcome::default();
+    for key in keys.take(usize::try_from(count).unwrap_or(usize::MAX)) {
+        let key = key?;
+        if outcome.entries == 0 {
+            outcome.first_matched = key.as_ref() == from;
+        }
+        outcome.entries += 1;
+    }
+    Ok(outcome)
+}
+
 /// Cumulative counters since the last reset. `None`: the engine cannot say.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct EngineCounters {

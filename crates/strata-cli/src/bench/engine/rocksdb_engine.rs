@@ -28,8 +28,8 @@ use rocksdb::{
 use strata::{Compression, CompressionPolicy};
 
 use super::{
-    BatchOp, CompressionCounters, Engine, EngineConfig, EngineCounters, LevelShape, ScanOutcome,
-    TreeShape,
+    read_scan, BatchOp, CompressionCounters, Engine, EngineConfig, EngineCounters, LevelShape,
+    ScanOutcome, TreeShape,
 };
 use crate::bench::{CompactionKind, PeerConfig};
 use crate::error::{CliError, CliResult};
@@ -440,35 +440,21 @@ impl Engine for RocksDbEngine {
     }
 
     fn scan(&self, from: &[u8], count: u64) -> CliResult<ScanOutcome> {
-        let mut outcome = ScanOutcome::default();
         let iterator = self
             .db
             .iterator(IteratorMode::From(from, Direction::Forward));
-        for entry in iterator.take(usize::try_from(count).unwrap_or(usize::MAX)) {
-            let (key, _) = entry.map_err(peer_error)?;
-            if outcome.entries == 0 {
-                outcome.first_matched = &*key == from;
-            }
-            outcome.entries += 1;
-        }
-        Ok(outcome)
+        let keys = iterator.map(|entry| entry.map(|(key, _)| key).map_err(peer_error));
+        read_scan(from, keys, count)
     }
 
     fn scan_bounded(&self, from: &[u8], until: &[u8], count: u64) -> CliResult<ScanOutcome> {
-        let mut outcome = ScanOutcome::default();
         let mut read_options = ReadOptions::default();
         read_options.set_iterate_upper_bound(until.to_vec());
         let iterator = self
             .db
             .iterator_opt(IteratorMode::From(from, Direction::Forward), read_options);
-        for entry in iterator.take(usize::try_from(count).unwrap_or(usize::MAX)) {
-            let (key, _) = entry.map_err(peer_error)?;
-            if outcome.entries == 0 {
-                outcome.first_matched = &*key == from;
-            }
-            outcome.entries += 1;
-        }
-        Ok(outcome)
+        let keys = iterator.map(|entry| entry.map(|(key, _)| key).map_err(peer_error));
+        read_scan(from, keys, count)
     }
 
     fn flush(&self) -> CliResult<()> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use strata::{Db, Options, WriteBatch};
 
 use super::{
-    BatchOp, CompressionCounters, Engine, EngineConfig, EngineCounters, LevelShape,
+    read_scan, BatchOp, CompressionCounters, Engine, EngineConfig, EngineCounters, LevelShape,
     PredictedLookupIo, ScanOutcome, TreeShape,
 };
 use crate::error::CliResult;
@@ -187,28 +187,13 @@ impl Engine for StrataEngine {
     fn scan(&self, from: &[u8], count: u64) -> CliResult<ScanOutcome> {
         let mut iterator = self.db.iter();
         iterator.seek(from);
-        let mut outcome = ScanOutcome::default();
-        for entry in iterator.take(usize::try_from(count).unwrap_or(usize::MAX)) {
-            let (key, _) = entry?;
-            if outcome.entries == 0 {
-                outcome.first_matched = key == from;
-            }
-            outcome.entries += 1;
-        }
-        Ok(outcome)
+        let keys = iterator.map(|entry| Ok(entry?.0));
+        read_scan(from, keys, count)
     }
 
     fn scan_bounded(&self, from: &[u8], until: &[u8], count: u64) -> CliResult<ScanOutcome> {
-        let mut outcome = ScanOutcome::default();
-        let count = usize::try_from(count).unwrap_or(usize::MAX);
-        for entry in self.db.range(from..until).take(count) {
-            let (key, _) = entry?;
-            if outcome.entries == 0 {
-                outcome.first_matched = key == from;
-            }
-            outcome.entries += 1;
-        }
-        Ok(outcome)
+        let keys = self.db.range(from..until).map(|entry| Ok(entry?.0));
+        read_scan(from, keys, count)
     }
 
     fn flush(&self) -> CliResult<()> {
