@@ -38,6 +38,37 @@ pub fn lookup_key(user_key: &[u8], sequence: SequenceNumber) -> Vec<u8> {
     key::lookup_key(user_key, sequence)
 }
 
+/// Builds a range filter block (`filter/range.rs`) over sorted distinct `user_keys` at
+/// `quantum_bits`, as the table builder does.
+pub fn build_range_filter(user_keys: &[Vec<u8>], quantum_bits: u32) -> Vec<u8> {
+    let mut builder = crate::filter::range::RangeFilterBuilder::new();
+    for key in user_keys {
+        builder.add(key);
+    }
+    builder.finish(quantum_bits)
+}
+
+/// A decoded range filter, as a table reader holds it.
+pub struct RangeFilter(crate::filter::range::RangeFilter);
+
+impl RangeFilter {
+    /// Decodes a block; the error is the corruption reason.
+    pub fn decode(block: &[u8]) -> std::result::Result<Self, String> {
+        crate::filter::range::RangeFilter::decode(block).map(RangeFilter)
+    }
+
+    /// False only if no key lies in `[lo, hi]`.
+    #[inline]
+    pub fn may_contain_range(&self, lo: &[u8], hi: &[u8]) -> bool {
+        self.0.may_contain_range(lo, hi)
+    }
+
+    /// Bytes the decoded filter holds.
+    pub fn memory_bytes(&self) -> usize {
+        self.0.memory_bytes()
+    }
+}
+
 /// Builds one filter module of `family` over `hashes` (each a [`key_hash`]) at `bits_per_key`
 /// with hash seed `seed`, as the table builder does (`FilterFamily::build`); empty when there is
 /// no filter.
