@@ -8,7 +8,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 policies=("$@")
-[ ${#policies[@]} -eq 0 ] && policies=(leveling leveling-dynamic tiering lazy-leveling garnering ecotune)
+[ ${#policies[@]} -eq 0 ] && policies=(leveling leveling-dynamic tiering lazy-leveling garnering ecotune moose)
 failed=()
 log=$(mktemp)
 for policy in "${policies[@]}"; do

@@ -1046,6 +1046,18 @@ mod tests {
                                 disk_levels[1..].iter().map(|l| l.runs().len()).sum();
                             assert!(below <= 1, "{label}: one last-level run");
                         }
+                        CompactionKind::Moose => {
+                            // Levels 1 to 3 hold at most K = 3 runs (one more may arrive while
+                            // a merge takes the level down), the last level 4 one.
+                            for level in &disk_levels[..3] {
+                                assert!(level.runs().len() <= 4, "{label}: K = 3 per level");
+                            }
+                            assert!(disk_levels[3].runs().len() <= 1, "{label}: last level");
+                            assert!(
+                                disk_levels[4..].iter().all(|l| l.is_empty()),
+                                "{label}: nothing below level 4"
+                            );
+                        }
                     }
                     assert!(last_tree.levels()[0].runs().len() < 4, "{label}: level 0");
                     match filter_policy {

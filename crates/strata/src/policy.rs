@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::alloc::solver::Variant;
 use crate::alloc::{Elastic, FilterAllocator, Mnemosyne, MnemosynePlus, Monkey, Uniform};
 use crate::compaction::ecotune::{EcoTune, EcoTuneSettings};
-use crate::compaction::{CompactionPolicy, Garnering, LazyLeveling, Leveling, Tiering};
+use crate::compaction::{CompactionPolicy, Garnering, LazyLeveling, Leveling, Moose, Tiering};
 use crate::error::{Error, Result};
 
 /// A compaction (merge) policy by name (SPEC §5).
@@ -47,6 +47,10 @@ pub enum CompactionKind {
     /// a full key index, a main level of runs merged on a dynamic program's schedule, and a last
     /// level of one run. Takes no size ratio.
     Ecotune,
+    /// The EcoTune paper's Moose baseline (`strata::compaction::Moose`): levels 1 to 3 hold up
+    /// to 3 runs each, ratio 7 between them and 6 into the last level 4, capacities set from the
+    /// last level up. Takes no size ratio.
+    Moose,
 }
 
 /// Garnering's default scaling factor `c` (SPEC §5.4, the Autumn paper's recommendation).
@@ -86,6 +90,7 @@ impl CompactionKind {
             CompactionKind::LazyLeveling,
             CompactionKind::Garnering,
             CompactionKind::Ecotune,
+            CompactionKind::Moose,
         ]
     }
 
@@ -98,6 +103,7 @@ impl CompactionKind {
             CompactionKind::LazyLeveling => "lazy-leveling",
             CompactionKind::Garnering => "garnering",
             CompactionKind::Ecotune => "ecotune",
+            CompactionKind::Moose => "moose",
         }
     }
 
@@ -108,9 +114,9 @@ impl CompactionKind {
         self == CompactionKind::Tiering
     }
 
-    /// True for policies built from a size ratio `T` (all but EcoTune).
+    /// True for policies built from a size ratio `T` (all but EcoTune and Moose).
     pub fn uses_size_ratio(self) -> bool {
-        self != CompactionKind::Ecotune
+        !matches!(self, CompactionKind::Ecotune | CompactionKind::Moose)
     }
 
     /// The policy with `settings`; an invalid setting (a size ratio below 2, `c` outside
@@ -128,6 +134,7 @@ impl CompactionKind {
                 Arc::new(Garnering::new(size_ratio)?.with_scaling_factor(settings.garnering_c)?)
             }
             CompactionKind::Ecotune => Arc::new(EcoTune::new(settings.ecotune)?),
+            CompactionKind::Moose => Arc::new(Moose::ecotune_paper()),
         })
     }
 }

@@ -25,6 +25,7 @@ mod garnering;
 mod lazy_leveling;
 mod leveling;
 mod manual;
+mod moose;
 #[cfg(test)]
 mod picker_tests;
 mod tiering;
@@ -36,6 +37,7 @@ pub use garnering::{
 pub use lazy_leveling::LazyLeveling;
 pub use leveling::Leveling;
 pub use manual::Manual;
+pub use moose::Moose;
 pub use tiering::Tiering;
 
 use std::fmt::Debug;

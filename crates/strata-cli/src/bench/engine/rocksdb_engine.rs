@@ -270,7 +270,10 @@ impl RocksDbEngine {
                     config.size_ratio
                 ));
             }
-            CompactionKind::LazyLeveling | CompactionKind::Garnering | CompactionKind::Ecotune => {
+            CompactionKind::LazyLeveling
+            | CompactionKind::Garnering
+            | CompactionKind::Ecotune
+            | CompactionKind::Moose => {
                 return Err(CliError::InvalidArgument(format!(
                     "RocksDB has no {} compaction (the bench runs it on Strata only)",
                     config.compaction.name()
