@@ -37,8 +37,10 @@ fn key(i: u32) -> Vec<u8> {
     format!("key{i:08}").into_bytes()
 }
 
-/// Loads the keys, settles, and returns the filter false positives of 5,000 absent lookups.
-fn load_and_probe(db: &Db) -> u64 {
+/// Loads the keys, settles, and returns the filter false-positive rate of 5,000 absent lookups
+/// (false positives over filter probes: the settled tree's shape, which compaction timing
+/// decides, changes how many filters a lookup probes but not the rate of each).
+fn load_and_probe(db: &Db) -> f64 {
     for n in 0..KEYS {
         let i = (n * 7919) % KEYS;
         db.put(key(i), format!("value-{i}").into_bytes())
@@ -54,6 +56,7 @@ fn load_and_probe(db: &Db) -> u64 {
         );
     }
     let before = db.stats().io.filter_false_positives.iter().sum::<u64>();
+    let probes_before = db.stats().io.filter_probes.iter().sum::<u64>();
     let negatives_before = db.stats().io.filter_negatives.iter().sum::<u64>();
     for i in 0..5_000u32 {
         assert!(db.get(format!("key{i:08}x")).expect("get").is_none());
@@ -63,7 +66,8 @@ fn load_and_probe(db: &Db) -> u64 {
         stats.io.filter_negatives.iter().sum::<u64>() > negatives_before,
         "the filters answer"
     );
-    stats.io.filter_false_positives.iter().sum::<u64>() - before
+    let probes = stats.io.filter_probes.iter().sum::<u64>() - probes_before;
+    (stats.io.filter_false_positives.iter().sum::<u64>() - before) as f64 / probes.max(1) as f64
 }
 
 #[test]
@@ -126,11 +130,11 @@ fn ribbon_and_automatic_filters_read_like_bloom_filters() {
     let ribbon = false_positives[1].1;
     let automatic = false_positives[2].1;
     assert!(
-        ribbon * 4 < bloom * 3,
-        "Ribbon {ribbon} against Bloom {bloom} false positives"
+        ribbon < bloom * 0.75,
+        "Ribbon {ribbon} against Bloom {bloom} false-positive rate"
     );
     assert!(
         automatic < bloom,
-        "Automatic {automatic} against Bloom {bloom} false positives"
+        "Automatic {automatic} against Bloom {bloom} false-positive rate"
     );
 }
