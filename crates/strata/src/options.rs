@@ -16,6 +16,9 @@ pub const MAX_KEY_BYTES: usize = 64 * 1024;
 pub const MAX_VALUE_BYTES: usize = 64 * 1024 * 1024;
 /// The largest encoded write batch Strata accepts, in bytes.
 pub const MAX_BATCH_BYTES: usize = 512 * 1024 * 1024;
+/// Default of [`Options::filter_rebuild_bytes_per_sec`]: 8 MiB/s, a small share of a device's
+/// bandwidth, so rebuilds never compete with compactions for long.
+pub const DEFAULT_FILTER_REBUILD_BYTES_PER_SEC: u64 = 8 << 20;
 
 /// Default [`Options::partition_metadata_above_bytes`].
 pub(crate) const DEFAULT_PARTITION_METADATA_ABOVE_BYTES: u64 = 64 << 10;
@@ -144,6 +147,13 @@ pub struct Options {
     /// every file whose filter rules its range out, without reading any of its blocks; it pays
     /// for short, selective ranges in trees of many runs (EcoTune's main level).
     pub range_filter_bits: u32,
+    /// The most bytes per second (read plus written) that filter rebuilds may take: when the
+    /// filter allocator finds a file whose filter would avoid more device reads over the
+    /// file's expected life, with more bits on disk, than rewriting it costs (elastic filters'
+    /// priced rebuild, SPEC §3.5), an idle compaction worker rewrites it, and the next rebuild
+    /// waits until this rate allows. 0 turns rebuilds off. Default 8 MiB/s. Allocators other
+    /// than elastic filters never ask for one.
+    pub filter_rebuild_bytes_per_sec: u64,
     /// Decides what to compact. Default leveling with size ratio 10.
     pub compaction_policy: Arc<dyn CompactionPolicy>,
     /// The file system all I/O goes through. Default: the operating system's.
@@ -207,6 +217,10 @@ impl std::fmt::Debug for Options {
             .field("filter_allocator", &self.filter_allocator.name())
             .field("filter_family", &self.filter_family.name())
             .field("range_filter_bits", &self.range_filter_bits)
+            .field(
+                "filter_rebuild_bytes_per_sec",
+                &self.filter_rebuild_bytes_per_sec,
+            )
             .field("compaction_policy", &self.compaction_policy.name())
             .finish()
     }
@@ -278,6 +292,7 @@ impl Default for Options {
             filter_allocator: Arc::new(Uniform::default()),
             filter_family: crate::FilterFamilies::default(),
             range_filter_bits: 0,
+            filter_rebuild_bytes_per_sec: DEFAULT_FILTER_REBUILD_BYTES_PER_SEC,
             compaction_policy: default_compaction_policy(),
             file_system: Arc::new(RealFileSystem),
         }
@@ -319,6 +334,8 @@ setters! {
     filter_family: crate::FilterFamilies,
     /// Sets [`Options::range_filter_bits`].
     range_filter_bits: u32,
+    /// Sets [`Options::filter_rebuild_bytes_per_sec`].
+    filter_rebuild_bytes_per_sec: u64,
     /// Sets [`Options::partition_metadata_above_bytes`].
     partition_metadata_above_bytes: u64,
     /// Sets [`Options::metadata_block_bytes`].

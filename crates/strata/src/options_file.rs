@@ -147,6 +147,8 @@ plain_options! {
     disable_wal: bool,
     /// [`Options::range_filter_bits`].
     range_filter_bits: u32,
+    /// [`Options::filter_rebuild_bytes_per_sec`].
+    filter_rebuild_bytes_per_sec: u64,
 }
 
 /// [`WalRecoveryMode`] as an options file spells it.

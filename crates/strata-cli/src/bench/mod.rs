@@ -218,6 +218,11 @@ pub struct BenchArgs {
     /// `Elastic::with_budget_bytes`; KiB/MiB/GiB suffixes accepted).
     #[arg(long, value_parser = parse_bytes)]
     pub filter_budget_bytes: Option<u64>,
+    /// Bytes per second (read plus written) Strata's filter rebuilds may take
+    /// (`Options::filter_rebuild_bytes_per_sec`; elastic filters only; 0 turns them off;
+    /// KiB/MiB/GiB suffixes accepted). Default: Strata's, 8 MiB.
+    #[arg(long, value_parser = parse_bytes)]
+    pub filter_rebuild_rate: Option<u64>,
     /// The family Strata's filters are built in: bloom, ribbon, or auto (Bloom for flushes and
     /// small filters, Ribbon for other compaction outputs; `Options::filter_family`).
     #[arg(long, default_value = "bloom", value_parser = parse_filter_family)]
@@ -387,6 +392,7 @@ pub struct BenchConfig {
     pub partition_metadata_above_bytes: Option<u64>,
     pub metadata_block_bytes: Option<u64>,
     pub filter_budget_bytes: Option<u64>,
+    pub filter_rebuild_rate: Option<u64>,
     #[serde(serialize_with = "serialize_filter_family")]
     pub filter_family: strata::FilterFamilies,
     pub range_filter_bits: u32,
@@ -580,6 +586,7 @@ impl BenchConfig {
             partition_metadata_above_bytes: args.partition_metadata_above_bytes,
             metadata_block_bytes: args.metadata_block_bytes,
             filter_budget_bytes: args.filter_budget_bytes,
+            filter_rebuild_rate: args.filter_rebuild_rate,
             filter_family: args.filter_family,
             range_filter_bits: args.range_filter_bits,
             access_statistics: args.access_statistics,
@@ -689,6 +696,7 @@ impl BenchConfig {
             partition_metadata_above_bytes: self.partition_metadata_above_bytes,
             metadata_block_bytes: self.metadata_block_bytes,
             filter_budget_bytes: self.filter_budget_bytes,
+            filter_rebuild_rate: self.filter_rebuild_rate,
             filter_family: self.filter_family,
             range_filter_bits: self.range_filter_bits,
             access_statistics: self.access_statistics,

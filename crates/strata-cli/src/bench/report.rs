@@ -169,6 +169,10 @@ pub struct PhaseResult {
     pub range_filter_negatives_per_op: Option<f64>,
     /// Memory of the open files' range filters at the end of the phase (Strata).
     pub range_filter_bytes: Option<u64>,
+    /// Files whose filter was rebuilt during the phase, and the bytes the rebuilds read plus
+    /// wrote (Strata's elastic filters, `--filter-rebuild-rate`; `null` for the peers).
+    pub filter_rebuilds: Option<u64>,
+    pub filter_rebuild_bytes: Option<u64>,
     /// Live table bytes / bytes of the newest version of each key (`key_size + value_size` per
     /// live key), at the end of the phase; `null` before anything reached a table file.
     pub space_amp: Option<f64>,
@@ -360,6 +364,8 @@ impl PhaseResult {
             range_filter_probes_per_op: per_op(io.range_filter_probes),
             range_filter_negatives_per_op: per_op(io.range_filter_negatives),
             range_filter_bytes: shape.range_filter_bytes,
+            filter_rebuilds: io.filter_rebuilds,
+            filter_rebuild_bytes: io.filter_rebuild_bytes,
             compaction_busy_share: io
                 .compaction_micros
                 .filter(|_| seconds > 0.0)
@@ -542,6 +548,15 @@ pub fn write_background(out: &mut dyn Write, result: &PhaseResult) -> io::Result
                 out,
                 "  range filters: {probes:.3} probes and {negatives:.3} files ruled out per op; {} MiB in memory",
                 optional(result.range_filter_bytes.map(mib), 2)
+            )?;
+        }
+    }
+    if let (Some(rebuilds), Some(bytes)) = (result.filter_rebuilds, result.filter_rebuild_bytes) {
+        if rebuilds > 0 {
+            writeln!(
+                out,
+                "  filter rebuilds: {rebuilds} files, {:.2} MiB read and written",
+                mib(bytes)
             )?;
         }
     }

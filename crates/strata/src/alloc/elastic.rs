@@ -64,9 +64,16 @@
 //! 1.96 with partitions. A job's outputs report their partitions before the allocation
 //! (`NewFile::filter_layout`).
 //!
-//! # Not yet built (issue 15)
+//! # Rebuild, priced
 //!
-//! The priced background rebuild of a filter whose optimum exceeds what it holds on disk.
+//! A file's modules on disk bound what it can be given: a file written when the tree was small,
+//! or before its lookups arrived, may deserve more than it holds. The engine asks
+//! [`FilterAllocator::filter_rebuild`] when its compaction workers are idle, within its rebuild
+//! rate limit (`Options::filter_rebuild_bytes_per_sec`), and rewrites the file the answer names;
+//! the new file's filter is sized like any compaction output's, with all six modules available
+//! to the greedy choice. The price is in measured quantities only: each file's empty probes per
+//! second since the process knew it, its cache-miss weight, its level's turnover time at the
+//! recent flush rate, and the bytes the rewrite reads and writes.
 //!
 //! # Families
 //!
@@ -80,7 +87,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 
 use super::mnemosyne::validated_target;
-use super::{FilterAllocator, FilterJob, ModulesInUse, NewFile};
+use super::{FilterAllocator, FilterJob, FilterRebuild, ModulesInUse, NewFile, RebuildPricing};
 use crate::coding::{put_fixed64, put_varint64, Decoder};
 use crate::error::{Error, Result};
 use crate::filter::modular::{MAX_MODULES, MIN_MODULE_BITS_PER_KEY};
@@ -227,6 +234,7 @@ impl Selection {
 }
 
 /// One file in a selection: its entries, its weight and its modules.
+#[derive(Clone)]
 struct Candidate {
     number: u64,
     entries: f64,
@@ -289,6 +297,22 @@ fn value_per_bit(candidate: &Candidate, index: usize) -> f64 {
         0.0
     }
 }
+
+/// The share of probes of `candidate` that pass its filter's modules in use (`used`): every
+/// partition counted as an equal share of the file's keys, as [`Layout::bits_in_use`] does.
+fn pass_rate(candidate: &Candidate, used: InUse) -> f64 {
+    let eps = |modules: usize| {
+        candidate
+            .family
+            .false_positive_rate(modules as f64 * candidate.module_bits)
+    };
+    let partitions = f64::from(candidate.partitions.max(1));
+    let extra = f64::from(used.extra).min(partitions);
+    ((partitions - extra) * eps(used.modules) + extra * eps(used.modules + 1)) / partitions
+}
+
+/// Files examined per rebuild check, the most promising first (each costs one greedy solve).
+const REBUILD_CANDIDATES: usize = 8;
 
 /// The modules in use of every candidate (same order) when at most `budget_bits` bits may be:
 /// greedy by value per bit. A module that does not fit ends its file's prefix, after being put
@@ -588,6 +612,132 @@ impl Elastic {
     fn layout(&self, file: &FileMetadata) -> Option<Layout> {
         self.selection.load().files.get(&file.number()).copied()
     }
+
+    /// SPEC §3.5 "Rebuild, priced" (see [`FilterAllocator::filter_rebuild`]). A file is a
+    /// candidate when every module it has on disk is in use and it could hold more. For each
+    /// of the [`REBUILD_CANDIDATES`] most promising, the greedy choice is made again as if the
+    /// file had six modules on disk; if it would then use more than it has, the gain is the
+    /// drop in data-block reads per second over *every* file (the others give up the bits the
+    /// file takes), each file's reads being its measured empty probes per second times its
+    /// cache-miss weight times the share that passes its filter. The gain over the file's
+    /// expected remaining life, at `read_cost_bytes` a read, must exceed the bytes the rebuild
+    /// reads and writes; the best net saving wins.
+    fn price_rebuild(&self, tree: &Version, pricing: &RebuildPricing) -> Option<FilterRebuild> {
+        if self.bits_per_key_target <= 0.0 {
+            return None;
+        }
+        let known = self.selection.load_full();
+        let placed: Vec<(usize, u64, &Arc<FileMetadata>)> = tree.files().collect();
+        // As in `refresh`: only a selection of exactly this tree's files is priced.
+        if placed.len() != known.files.len()
+            || placed
+                .iter()
+                .any(|(_, _, file)| !known.files.contains_key(&file.number()))
+        {
+            return None;
+        }
+        let weights = Elastic::weights(tree, None);
+        let existing =
+            self.existing_candidates(placed.iter().map(|(_, _, file)| *file), &known, &|file| {
+                weights.of_file(file)
+            });
+        let (candidates, layouts): (Vec<Candidate>, Vec<Layout>) = existing.into_iter().unzip();
+        let entries: f64 = candidates.iter().map(|c| c.entries).sum();
+        let budget_bits = self.budget_bits(entries);
+        let in_use = select(&candidates, budget_bits);
+        // Data-block reads per second a false positive in each file costs, per unit of its
+        // filter's pass rate.
+        let reads_per_pass: Vec<f64> = placed
+            .iter()
+            .map(|(_, _, file)| file.empty_probes_per_sec(pricing.now) * miss_weight(file))
+            .collect();
+        let reads = |selection: &[InUse], candidates: &[Candidate]| -> f64 {
+            candidates
+                .iter()
+                .zip(selection)
+                .zip(&reads_per_pass)
+                .map(|((candidate, used), per_pass)| {
+                    if *per_pass > 0.0 {
+                        per_pass * pass_rate(candidate, *used)
+                    } else {
+                        0.0
+                    }
+                })
+                .sum()
+        };
+        let reads_now = reads(&in_use, &candidates);
+        // Saturated files that could hold more, by the reads their next module would avoid
+        // per byte of the file (what a rebuild costs).
+        let mut wanting: Vec<(usize, f64)> = candidates
+            .iter()
+            .zip(&layouts)
+            .zip(&in_use)
+            .enumerate()
+            .filter(|(index, ((candidate, layout), used))| {
+                !layout.is_opaque()
+                    && usize::from(layout.modules) < MAX_MODULES
+                    && used.modules >= usize::from(layout.modules)
+                    && reads_per_pass[*index] > 0.0
+                    && candidate.entries > 0.0
+            })
+            .map(|(index, ((candidate, layout), _))| {
+                let modules = usize::from(layout.modules);
+                let next = InUse {
+                    modules: modules + 1,
+                    extra: 0,
+                };
+                let now = InUse { modules, extra: 0 };
+                let gain = reads_per_pass[index]
+                    * (pass_rate(candidate, now) - pass_rate(candidate, next));
+                (index, gain / placed[index].2.file_bytes().max(1) as f64)
+            })
+            .collect();
+        wanting.sort_by(|a, b| b.1.total_cmp(&a.1));
+        wanting.truncate(REBUILD_CANDIDATES);
+        let mut best: Option<FilterRebuild> = None;
+        for (index, _) in wanting {
+            let mut widened = candidates.clone();
+            widened[index].modules = MAX_MODULES;
+            let after = select(&widened, budget_bits);
+            let on_disk = usize::from(layouts[index].modules);
+            let wanted = after[index].modules + usize::from(after[index].extra > 0);
+            if wanted <= on_disk {
+                continue;
+            }
+            let avoided = reads_now - reads(&after, &widened);
+            if avoided <= 0.0 {
+                continue;
+            }
+            let (level, run_id, file) = placed[index];
+            let level_bytes: u64 = tree.levels()[level].runs().iter().map(|r| r.bytes()).sum();
+            let life_secs = match pricing.flush_bytes_per_sec {
+                Some(rate) if rate > 0.0 => (level_bytes as f64 / rate).min(pricing.horizon_secs),
+                _ => pricing.horizon_secs,
+            };
+            // Read the file, write it again with the wanted modules' extra bits.
+            let extra_filter_bytes =
+                ((wanted - on_disk) as f64 * candidates[index].module_bits * file.entries() as f64
+                    / 8.0)
+                    .ceil() as u64;
+            let rebuild = FilterRebuild {
+                level,
+                run_id,
+                file_number: file.number(),
+                avoided_reads_per_sec: avoided,
+                life_secs,
+                cost_bytes: 2 * file.file_bytes() + extra_filter_bytes,
+            };
+            let saving = rebuild.net_saving_bytes(pricing.read_cost_bytes);
+            if saving > 0.0
+                && best
+                    .as_ref()
+                    .is_none_or(|b| saving > b.net_saving_bytes(pricing.read_cost_bytes))
+            {
+                best = Some(rebuild);
+            }
+        }
+        best
+    }
 }
 
 /// How files are weighted in one selection.
@@ -694,6 +844,14 @@ impl FilterAllocator for Elastic {
     /// The cache-miss weights change with the reads, statistics or not.
     fn refreshes_without_statistics(&self) -> bool {
         true
+    }
+
+    fn filter_rebuild(&self, tree: &Version, pricing: &RebuildPricing) -> Option<FilterRebuild> {
+        self.price_rebuild(tree, pricing)
+    }
+
+    fn rebuilds_filters(&self) -> bool {
+        self.bits_per_key_target > 0.0
     }
 
     fn policy_state(&self) -> Option<PolicyState> {

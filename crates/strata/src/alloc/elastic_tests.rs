@@ -581,3 +581,153 @@ fn modules_are_priced_by_their_familys_curve() {
     assert!(value_per_bit(&ribbon, 0) > value_per_bit(&bloom, 0));
     assert_eq!(whole(select(&[bloom, ribbon], 1000.0)), vec![0, 1]);
 }
+
+/// The state of files with 1-bit modules, `(file, modules on disk, modules in use)`.
+fn module_state(files: &[(u64, u8, u8)]) -> PolicyState {
+    let selection = Selection {
+        files: files
+            .iter()
+            .map(|&(number, modules, in_use)| {
+                (
+                    number,
+                    Layout {
+                        module_bits: 1.0,
+                        modules,
+                        in_use,
+                        extra: 0,
+                    },
+                )
+            })
+            .collect(),
+    };
+    PolicyState {
+        owner: OWNER.to_string(),
+        bytes: selection.encode(),
+    }
+}
+
+/// Two files over the two halves of the range, 10,000 entries and 1,000,000 bytes each, with
+/// the given modules on disk and in use, under elastic filters of 2 bits per key (1-bit
+/// modules), each probed by `probes` empty lookups.
+fn rebuild_tree(first: (u8, u8), second: (u8, u8), probes: u64) -> (Elastic, Version) {
+    let tree = Version::builder()
+        .add_file(2, 1, file(1, "a", "m", 10_000, f64::from(first.0)))
+        .add_file(2, 1, file(2, "n", "z", 10_000, f64::from(second.0)))
+        .policy_state(module_state(&[
+            (1, first.0, first.1),
+            (2, second.0, second.1),
+        ]))
+        .build()
+        .expect("builds");
+    for (_, _, file) in tree.files() {
+        file.add_empty_probes(probes);
+    }
+    let allocator = Elastic::new(2.0)
+        .expect("valid")
+        .with_module_bits(1.0)
+        .expect("valid");
+    allocator.restore(&tree);
+    (allocator, tree)
+}
+
+/// Pricing ten seconds after the files were made, with no writes (the horizon is the life).
+fn pricing(flush_bytes_per_sec: Option<f64>) -> RebuildPricing {
+    RebuildPricing {
+        now: std::time::Instant::now() + std::time::Duration::from_secs(10),
+        flush_bytes_per_sec,
+        horizon_secs: 600.0,
+        read_cost_bytes: 4096.0,
+    }
+}
+
+#[test]
+fn a_saturated_file_that_lookups_reach_is_priced_for_a_rebuild() {
+    // File 1 holds one module on disk, file 2 three; the budget (4 bits per key of one file)
+    // gives one and three. Both are reached by the same lookups, so the optimum is two and two:
+    // file 1 needs a module it does not have.
+    let (allocator, tree) = rebuild_tree((1, 1), (3, 3), 10_000);
+    assert!(allocator.rebuilds_filters());
+    let rebuild = allocator
+        .filter_rebuild(&tree, &pricing(None))
+        .expect("a rebuild pays");
+    assert_eq!(
+        (rebuild.level, rebuild.run_id, rebuild.file_number),
+        (2, 1, 1)
+    );
+    // About 1,000 empty probes per second in each file: 1000 * (eps(1) + eps(3)) reads now,
+    // 2000 * eps(2) after, with eps(b) = exp(-ln2sq b).
+    let eps = |bits: f64| FilterFamily::Bloom.false_positive_rate(bits);
+    let expected = 1000.0 * (eps(1.0) + eps(3.0) - 2.0 * eps(2.0));
+    assert!(
+        (rebuild.avoided_reads_per_sec - expected).abs() < 0.01 * expected,
+        "{} vs {expected}",
+        rebuild.avoided_reads_per_sec
+    );
+    assert_eq!(rebuild.life_secs, 600.0);
+    // The file read and written, plus one module's bits for its 10,000 keys.
+    assert_eq!(rebuild.cost_bytes, 2_000_000 + 1_250);
+    assert!(rebuild.net_saving_bytes(4096.0) > 0.0);
+    // Pricing changes nothing.
+    assert_eq!(
+        tree.files()
+            .map(|(_, run, file)| allocator.filter_modules_in_use(run, file).modules)
+            .collect::<Vec<_>>(),
+        vec![1, 3]
+    );
+}
+
+#[test]
+fn a_rebuild_is_not_asked_for_when_it_does_not_pay() {
+    // No lookups: nothing to avoid.
+    let (allocator, tree) = rebuild_tree((1, 1), (3, 3), 0);
+    assert_eq!(allocator.filter_rebuild(&tree, &pricing(None)), None);
+    // A short life: the level turns over in a millisecond at this write rate.
+    let (allocator, tree) = rebuild_tree((1, 1), (3, 3), 10_000);
+    assert_eq!(allocator.filter_rebuild(&tree, &pricing(Some(2e9))), None);
+    // The same at a write rate that leaves the level ten seconds: it pays again.
+    let rebuild = allocator
+        .filter_rebuild(&tree, &pricing(Some(2e5)))
+        .expect("pays over ten seconds");
+    assert!((rebuild.life_secs - 10.0).abs() < 1e-9);
+    // Enough modules on disk: the greedy takes two of file 1's three without a rebuild.
+    let (allocator, tree) = rebuild_tree((3, 2), (3, 2), 10_000);
+    assert_eq!(allocator.filter_rebuild(&tree, &pricing(None)), None);
+    // A file the allocator did not write (opaque) is never rebuilt.
+    let tree_opaque = Version::builder()
+        .add_file(2, 1, file(1, "a", "m", 10_000, 1.0))
+        .add_file(2, 1, file(2, "n", "z", 10_000, 3.0))
+        .build()
+        .expect("builds");
+    for (_, _, file) in tree_opaque.files() {
+        file.add_empty_probes(10_000);
+    }
+    allocator.restore(&tree_opaque);
+    assert_eq!(allocator.filter_rebuild(&tree_opaque, &pricing(None)), None);
+    // No filters at all: nothing to rebuild.
+    assert!(!Elastic::new(0.0).expect("valid").rebuilds_filters());
+}
+
+#[test]
+fn the_file_probed_more_is_rebuilt_first() {
+    // Both files saturated at one module, with a budget for four: each wants two. File 2 is
+    // probed four times as often, so its rebuild saves more.
+    let tree = Version::builder()
+        .add_file(2, 1, file(1, "a", "m", 10_000, 1.0))
+        .add_file(2, 1, file(2, "n", "z", 10_000, 1.0))
+        .policy_state(module_state(&[(1, 1, 1), (2, 1, 1)]))
+        .build()
+        .expect("builds");
+    let probes = [1_000, 4_000];
+    for ((_, _, file), probes) in tree.files().zip(probes) {
+        file.add_empty_probes(probes);
+    }
+    let allocator = Elastic::new(2.0)
+        .expect("valid")
+        .with_module_bits(1.0)
+        .expect("valid");
+    allocator.restore(&tree);
+    let rebuild = allocator
+        .filter_rebuild(&tree, &pricing(None))
+        .expect("pays");
+    assert_eq!(rebuild.file_number, 2);
+}

@@ -187,6 +187,54 @@ pub struct NewFile {
     pub filter_layout: crate::FilterLayout,
 }
 
+/// What the engine measured that prices a filter rebuild (SPEC §3.5 "Rebuild, priced"): the
+/// allocator weighs the device reads a bigger filter would avoid over the file's expected
+/// remaining life against the bytes the rebuild reads and writes, both in bytes of device time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RebuildPricing {
+    /// The clock the files' measured probe rates are read against
+    /// ([`FileMetadata::empty_probes_per_sec`]).
+    pub now: std::time::Instant,
+    /// Bytes flushed per second lately (`None`: no write measured). A level's data turns over
+    /// about once per its size in arriving bytes, so a file's expected remaining life is its
+    /// level's bytes over this rate.
+    pub flush_bytes_per_sec: Option<f64>,
+    /// The longest life credited to a file: when nothing is written, no compaction will replace
+    /// it, but the lookups seen so far are no promise for ever.
+    pub horizon_secs: f64,
+    /// Device bytes one avoided data-block read is worth (the block size: a random read of a
+    /// block is taken to cost what reading the block's bytes in sequence does, which favours
+    /// not rebuilding).
+    pub read_cost_bytes: f64,
+}
+
+/// A file whose filter is worth rebuilding with more bits on disk (SPEC §3.5 "Rebuild,
+/// priced"), as an allocator prices it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FilterRebuild {
+    /// The file's level.
+    pub level: usize,
+    /// The file's run.
+    pub run_id: u64,
+    /// The file.
+    pub file_number: u64,
+    /// Data-block reads per second the tree's filters would avoid after the rebuild, beyond
+    /// what they avoid now (the rebuilt file's gain less what the others give up to it).
+    pub avoided_reads_per_sec: f64,
+    /// The file's expected remaining life the gain is counted over, in seconds.
+    pub life_secs: f64,
+    /// Bytes the rebuild reads and writes (the engine rewrites the whole file).
+    pub cost_bytes: u64,
+}
+
+impl FilterRebuild {
+    /// Bytes of device time the rebuild saves, net of its cost, at `read_cost_bytes` per
+    /// avoided read.
+    pub fn net_saving_bytes(&self, read_cost_bytes: f64) -> f64 {
+        self.avoided_reads_per_sec * self.life_secs * read_cost_bytes - self.cost_bytes as f64
+    }
+}
+
 /// Decides the bits per key of every new file's filter (SPEC §3).
 pub trait FilterAllocator: Send + Sync + Debug {
     /// A short name for reports (`uniform(10)`).
@@ -286,6 +334,21 @@ pub trait FilterAllocator: Send + Sync + Debug {
     /// are skipped) re-derives them here, and must leave the filters in use within its cap. The
     /// default does nothing.
     fn restore(&self, _tree: &Version) {}
+
+    /// The file whose filter most repays a rebuild with more bits on disk, priced by
+    /// `pricing` (SPEC §3.5 "Rebuild, priced"), or `None`. The engine asks when its compaction
+    /// workers are idle and its rebuild rate limit allows, and rewrites the file in place; the
+    /// allocator then sizes the new file's filter as for any compaction output. Pure: no I/O,
+    /// no state change. The default (every allocator but elastic filters) never rebuilds.
+    fn filter_rebuild(&self, _tree: &Version, _pricing: &RebuildPricing) -> Option<FilterRebuild> {
+        None
+    }
+
+    /// True if [`FilterAllocator::filter_rebuild`] can ever answer a file: the engine's idle
+    /// compaction workers then wake up to ask. Default false.
+    fn rebuilds_filters(&self) -> bool {
+        false
+    }
 
     /// True if the policy needs per-file access statistics (Merlin, SPEC §4): the engine then
     /// keeps them whatever `Options::access_statistics` says.

@@ -224,6 +224,14 @@ fn flush_loop(inner: &DbInner) {
     }
 }
 
+/// Why a compaction job runs: counted as a compaction, or as a filter rebuild
+/// (`filter_rebuild.rs`: one output however large, its bytes in the rebuild counters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum JobPurpose {
+    Compaction,
+    FilterRebuild,
+}
+
 /// What a compaction worker wakes up to do.
 enum CompactionTask {
     /// A full compaction for the queued `Db::compact` tickets (runs alone).
@@ -251,7 +259,8 @@ fn compaction_loop(inner: &DbInner, worker: usize) {
                             background.manual_compactions.start();
                             break CompactionTask::Full;
                         }
-                    } else if background.compaction_requested
+                    } else if (background.compaction_requested
+                        || inner.filter_rebuild_due(Instant::now()))
                         && background.full_compaction_worker.is_none()
                     {
                         // A request made during a full compaction waits for it to end.
@@ -341,6 +350,22 @@ impl RateTracker {
         if bytes > 0 && seconds > 0.0 {
             self.compaction_bytes_per_sec =
                 Self::blend(self.compaction_bytes_per_sec, bytes as f64 / seconds);
+        }
+    }
+
+    /// The flush rate as of `now`: the moving average, or less once the time since the last
+    /// flush is longer than a flush at that rate takes (writes slowed or stopped), and `None`
+    /// before two flushes.
+    pub(crate) fn recent_flush_bytes_per_sec(&self, now: Instant) -> Option<f64> {
+        let average = self.flush_bytes_per_sec?;
+        let (Some(last), Some(bytes)) = (self.last_flush, self.flush_bytes) else {
+            return Some(average);
+        };
+        let since = now.saturating_duration_since(last).as_secs_f64();
+        if since > 0.0 {
+            Some(average.min(bytes / since))
+        } else {
+            Some(average)
         }
     }
 
@@ -549,14 +574,21 @@ impl DbInner {
     }
 
     fn run_job(&self, job: &CompactionJob) -> Result<()> {
+        self.run_job_for(job, JobPurpose::Compaction)
+    }
+
+    fn run_job_for(&self, job: &CompactionJob, purpose: JobPurpose) -> Result<()> {
         let version = self.versions.current();
         let start = Instant::now();
         let observer = self.observer.clone();
         let noop = crate::stats::NoopObserver;
-        let context = self.executor_context(
-            observer.as_deref().unwrap_or(&noop),
-            self.options.target_file_bytes,
-        );
+        let target_file_bytes = match purpose {
+            JobPurpose::Compaction => self.options.target_file_bytes,
+            // One output, however large the file (a flushed file may exceed the target size).
+            JobPurpose::FilterRebuild => u64::MAX,
+        };
+        let context =
+            self.executor_context(observer.as_deref().unwrap_or(&noop), target_file_bytes);
         check_recency_order(job, &version)?;
         let (edit, moved, written, _install) = match trivial_move(job, &version, &self.versions) {
             Some(edit) => (edit, true, 0, self.install_lock.lock()),
@@ -576,7 +608,9 @@ impl DbInner {
                     pending.output_run_id,
                     std::mem::take(&mut pending.outputs),
                 )?;
-                add(&self.counters.compaction_write_bytes, written);
+                if purpose == JobPurpose::Compaction {
+                    add(&self.counters.compaction_write_bytes, written);
+                }
                 self.counters
                     .count_compression(pending.output_level, &compression);
                 let mut edit = pending.edit(new_files);
@@ -592,14 +626,36 @@ impl DbInner {
         drop(_install);
         self.save_access_statistics(false);
         let micros = start.elapsed().as_micros() as u64;
-        if !moved {
-            self.rates.lock().compacted(written, start.elapsed());
+        match purpose {
+            JobPurpose::Compaction => {
+                if !moved {
+                    self.rates.lock().compacted(written, start.elapsed());
+                }
+                add(&self.counters.compactions, 1);
+                add(&self.counters.compaction_micros, micros);
+            }
+            JobPurpose::FilterRebuild => {
+                let read: u64 = job
+                    .inputs
+                    .iter()
+                    .flat_map(|input| input.file_numbers.iter())
+                    .filter_map(|&number| {
+                        version
+                            .files()
+                            .find(|(_, _, file)| file.number() == number)
+                            .map(|(_, _, file)| file.file_bytes())
+                    })
+                    .sum();
+                self.filter_rebuilt(read, written);
+            }
         }
-        add(&self.counters.compactions, 1);
-        add(&self.counters.compaction_micros, micros);
         self.info_log.log(format!(
             "{} {} files into {outputs} files ({written} bytes) on level {} in {:.1} ms: {}",
-            if moved { "moved" } else { "compacted" },
+            match (moved, purpose) {
+                (true, _) => "moved",
+                (false, JobPurpose::Compaction) => "compacted",
+                (false, JobPurpose::FilterRebuild) => "rewrote",
+            },
             job.input_file_count(),
             job.output_level,
             micros as f64 / 1e3,
@@ -627,11 +683,17 @@ impl DbInner {
                 return Err(error);
             }
             let version = self.versions.current();
-            let Some(job) =
-                self.compaction_policy()
-                    .pick(&version, &self.picking_context(), &running)
-            else {
-                return Ok(());
+            let picked = self
+                .compaction_policy()
+                .pick(&version, &self.picking_context(), &running);
+            // With no policy job to run, a priced filter rebuild may use the worker
+            // (`filter_rebuild.rs`).
+            let (job, purpose) = match picked {
+                Some(job) => (job, JobPurpose::Compaction),
+                None => match self.pick_filter_rebuild(&version, &running) {
+                    Some((job, _price)) => (job, JobPurpose::FilterRebuild),
+                    None => return Ok(()),
+                },
             };
             drop(version);
             if job.is_state_only() {
@@ -675,7 +737,7 @@ impl DbInner {
             }
             drop(pick);
             let running = RunningJob { inner: self, job };
-            self.run_job(&running.job)?;
+            self.run_job_for(&running.job, purpose)?;
             // Writers waiting out a level-0 stall go on after every job (`RunningJob::drop`).
             drop(running);
         }

@@ -11,6 +11,7 @@
 
 pub(crate) mod access_file;
 mod background;
+mod filter_rebuild;
 mod info_log;
 mod iter;
 mod manual_compaction;
@@ -222,6 +223,9 @@ pub(crate) struct DbInner {
     pub(crate) rates: Mutex<background::RateTracker>,
     /// Held for the whole of a `Db::rewrite_filters` (`study.rs`): rewrites run one at a time.
     pub(crate) filter_rewrite_lock: Mutex<()>,
+    /// When idle compaction workers next price a filter rebuild (`filter_rebuild.rs`). Taken
+    /// after `background`, never before it.
+    pub(crate) rebuild_schedule: Mutex<filter_rebuild::RebuildSchedule>,
     pub(crate) commit: Mutex<CommitState>,
     pub(crate) pending: Mutex<VecDeque<Arc<PendingWrite>>>,
     pub(crate) snapshots: Mutex<BTreeMap<u64, usize>>,

@@ -356,6 +356,9 @@ fn assemble(
         pick_lock: Mutex::new(()),
         rates: Mutex::new(super::background::RateTracker::default()),
         filter_rewrite_lock: Mutex::new(()),
+        rebuild_schedule: Mutex::new(super::filter_rebuild::RebuildSchedule::new(
+            std::time::Instant::now(),
+        )),
         commit: Mutex::new(commit),
         pending: Mutex::new(VecDeque::new()),
         snapshots: Mutex::new(BTreeMap::new()),

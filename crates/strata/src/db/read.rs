@@ -76,6 +76,9 @@ impl DbInner {
                         file.record_data_block_read(from_device);
                     }
                     let lookup = probe.result;
+                    if lookup == Lookup::Absent {
+                        file.record_empty_probe();
+                    }
                     if let (Some(ticket), Some(access)) = (recording, file.access()) {
                         access
                             .file

@@ -71,6 +71,10 @@ pub(crate) struct IoCounters {
     pub(crate) flushes: AtomicU64,
     pub(crate) compactions: AtomicU64,
     pub(crate) compaction_micros: AtomicU64,
+    /// Files rewritten to rebuild their filter (SPEC §3.5 "Rebuild, priced").
+    pub(crate) filter_rebuilds: AtomicU64,
+    pub(crate) filter_rebuild_read_bytes: AtomicU64,
+    pub(crate) filter_rebuild_write_bytes: AtomicU64,
     pub(crate) write_slowdowns: AtomicU64,
     pub(crate) write_stops: AtomicU64,
     pub(crate) write_stall_micros: AtomicU64,
@@ -115,6 +119,9 @@ impl Default for IoCounters {
             flushes: AtomicU64::new(0),
             compactions: AtomicU64::new(0),
             compaction_micros: AtomicU64::new(0),
+            filter_rebuilds: AtomicU64::new(0),
+            filter_rebuild_read_bytes: AtomicU64::new(0),
+            filter_rebuild_write_bytes: AtomicU64::new(0),
             write_slowdowns: AtomicU64::new(0),
             write_stops: AtomicU64::new(0),
             write_stall_micros: AtomicU64::new(0),
@@ -219,6 +226,9 @@ impl IoCounters {
             &self.flushes,
             &self.compactions,
             &self.compaction_micros,
+            &self.filter_rebuilds,
+            &self.filter_rebuild_read_bytes,
+            &self.filter_rebuild_write_bytes,
             &self.write_slowdowns,
             &self.write_stops,
             &self.write_stall_micros,
@@ -263,6 +273,9 @@ impl IoCounters {
             flushes: load(&self.flushes),
             compactions: load(&self.compactions),
             compaction_micros: load(&self.compaction_micros),
+            filter_rebuilds: load(&self.filter_rebuilds),
+            filter_rebuild_read_bytes: load(&self.filter_rebuild_read_bytes),
+            filter_rebuild_write_bytes: load(&self.filter_rebuild_write_bytes),
             write_slowdowns: load(&self.write_slowdowns),
             write_stops: load(&self.write_stops),
             write_stall_micros: load(&self.write_stall_micros),
@@ -337,10 +350,17 @@ pub struct IoStats {
     pub scan_entries: u64,
     /// Memtable flushes completed.
     pub flushes: u64,
-    /// Compactions completed.
+    /// Compactions completed (filter rebuilds not included).
     pub compactions: u64,
     /// Time spent in compactions, microseconds.
     pub compaction_micros: u64,
+    /// Table files rewritten in place to give their filter more bits on disk (elastic
+    /// filters' priced rebuild, SPEC §3.5; `Options::filter_rebuild_bytes_per_sec`).
+    pub filter_rebuilds: u64,
+    /// Bytes those rebuilds read (the rewritten files' sizes).
+    pub filter_rebuild_read_bytes: u64,
+    /// Bytes those rebuilds wrote (not in `compaction_write_bytes`).
+    pub filter_rebuild_write_bytes: u64,
     /// Writes delayed because level 0 or the memtables were filling up.
     pub write_slowdowns: u64,
     /// Writes stopped until a flush or compaction caught up.

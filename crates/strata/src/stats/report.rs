@@ -253,6 +253,13 @@ impl fmt::Display for Stats {
             io.write_stops,
             io.write_stall_micros as f64 / 1e3
         )?;
+        if io.filter_rebuilds > 0 {
+            writeln!(
+                f,
+                "filter rebuilds: {} files, {} bytes read, {} bytes written",
+                io.filter_rebuilds, io.filter_rebuild_read_bytes, io.filter_rebuild_write_bytes
+            )?;
+        }
         write!(
             f,
             "recovery: {} WAL records replayed, {} bytes dropped; last sequence {}",

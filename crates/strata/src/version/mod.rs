@@ -92,6 +92,12 @@ struct FileLiveness {
     /// many of them the block cache did not hold (SPEC §3.5's cache-miss weight; in memory only).
     data_block_reads: AtomicU64,
     data_block_misses: AtomicU64,
+    /// Point lookups that reached this file (its key range held the key) and found nothing
+    /// here, since it was opened in this process: the probes a better filter would have
+    /// answered without a data-block read (SPEC §3.5 "Rebuild, priced"; in memory only).
+    empty_probes: AtomicU64,
+    /// When this process first knew the file (written or recovered): the probe rate's clock.
+    known_since: std::time::Instant,
 }
 
 /// A file's Merlin statistics and the engine-wide lookup clock they are read against.
@@ -131,6 +137,8 @@ impl FileLiveness {
             access: access.map(OnceLock::from).unwrap_or_default(),
             data_block_reads: AtomicU64::new(0),
             data_block_misses: AtomicU64::new(0),
+            empty_probes: AtomicU64::new(0),
+            known_since: std::time::Instant::now(),
         })
     }
 }
@@ -272,6 +280,36 @@ impl FileMetadata {
                 .data_block_misses
                 .load(AtomicOrdering::Relaxed),
         )
+    }
+
+    /// Counts a point lookup that reached this file (its key range held the key) and found no
+    /// version of the key here.
+    pub(crate) fn record_empty_probe(&self) {
+        self.liveness
+            .empty_probes
+            .fetch_add(1, AtomicOrdering::Relaxed);
+    }
+
+    /// Point lookups that reached this file and found nothing here, per second, since this
+    /// process first knew the file (written or recovered; shared through trivial moves): the
+    /// measured rate at which a filter false positive here would cost a data-block read
+    /// (SPEC §3.5 "Rebuild, priced"). 0 for a file known for under a millisecond.
+    pub fn empty_probes_per_sec(&self, now: std::time::Instant) -> f64 {
+        let seconds = now
+            .saturating_duration_since(self.liveness.known_since)
+            .as_secs_f64();
+        if seconds < 1e-3 {
+            return 0.0;
+        }
+        self.liveness.empty_probes.load(AtomicOrdering::Relaxed) as f64 / seconds
+    }
+
+    /// Test hook: pretends `probes` empty probes arrived.
+    #[cfg(test)]
+    pub(crate) fn add_empty_probes(&self, probes: u64) {
+        self.liveness
+            .empty_probes
+            .fetch_add(probes, AtomicOrdering::Relaxed);
     }
 
     /// The file number (its name is `{number:06}.sst`).

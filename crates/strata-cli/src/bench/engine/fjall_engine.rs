@@ -629,6 +629,9 @@ impl Engine for FjallEngine {
             compaction_micros: None,
             write_slowdowns: None,
             write_stops: None,
+            // No filter is rebuilt outside a compaction.
+            filter_rebuilds: None,
+            filter_rebuild_bytes: None,
             // fjall's metrics do not count compressed or uncompressed bytes.
             compression: None,
         }

@@ -90,6 +90,9 @@ pub struct EngineConfig {
     pub metadata_block_bytes: Option<u64>,
     /// A cap in bytes on Strata's filters in use (elastic filters only; peers ignore it).
     pub filter_budget_bytes: Option<u64>,
+    /// Strata's filter rebuild rate limit (`Options::filter_rebuild_bytes_per_sec`; `None`:
+    /// Strata's default).
+    pub filter_rebuild_rate: Option<u64>,
     /// The family of Strata's filters (RocksDB's family is the engine kind's; fjall's is Bloom).
     #[serde(serialize_with = "crate::bench::serialize_filter_family")]
     pub filter_family: strata::FilterFamilies,
@@ -201,6 +204,11 @@ pub struct EngineCounters {
     /// What block compression did in flushes and compactions (Strata and RocksDB; fjall does not
     /// say).
     pub compression: Option<CompressionCounters>,
+    /// Files rewritten to rebuild their filter, and the bytes those rewrites read plus wrote
+    /// (Strata's elastic filters, `Options::filter_rebuild_bytes_per_sec`; the peers have no
+    /// such thing).
+    pub filter_rebuilds: Option<u64>,
+    pub filter_rebuild_bytes: Option<u64>,
 }
 
 /// What block compression did, from the engine's own counters.
@@ -386,6 +394,7 @@ pub(crate) mod conformance {
             partition_metadata_above_bytes: None,
             metadata_block_bytes: None,
             filter_budget_bytes: None,
+            filter_rebuild_rate: None,
             filter_family: strata::FilterFamilies::default(),
             range_filter_bits: 0,
             access_statistics: false,

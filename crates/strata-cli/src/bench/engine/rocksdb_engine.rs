@@ -517,6 +517,9 @@ impl Engine for RocksDbEngine {
             compaction_micros: None,
             write_slowdowns: None,
             write_stops: None,
+            // No filter is rebuilt outside a compaction.
+            filter_rebuilds: None,
+            filter_rebuild_bytes: None,
             // Compression and decompression times are histograms RocksDB fills only at a
             // statistics level above its default (`kExceptDetailedTimers`); not timed here.
             compression: Some(CompressionCounters {

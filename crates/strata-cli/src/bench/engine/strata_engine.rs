@@ -89,6 +89,11 @@ impl StrataEngine {
             .filter_allocator(allocator)
             .filter_family(config.filter_family)
             .range_filter_bits(config.range_filter_bits)
+            .filter_rebuild_bytes_per_sec(
+                config
+                    .filter_rebuild_rate
+                    .unwrap_or(strata::DEFAULT_FILTER_REBUILD_BYTES_PER_SEC),
+            )
             .compression(config.compression.clone());
         options.validate()?;
         let settings = vec![
@@ -105,9 +110,10 @@ impl StrataEngine {
                 )
             },
             format!(
-                "filter {}, family {}; {}",
+                "filter {}, family {}, rebuilds up to {} bytes/s; {}",
                 options.filter_allocator.name(),
                 options.filter_family.name(),
+                options.filter_rebuild_bytes_per_sec,
                 match options.range_filter_bits {
                     0 => "no range filters".to_string(),
                     bits => format!("range filters of {bits} quantum bits"),
@@ -230,6 +236,10 @@ impl Engine for StrataEngine {
             write_stalls: Some(io.write_slowdowns + io.write_stops),
             write_slowdowns: Some(io.write_slowdowns),
             write_stops: Some(io.write_stops),
+            filter_rebuilds: Some(io.filter_rebuilds),
+            filter_rebuild_bytes: Some(
+                io.filter_rebuild_read_bytes + io.filter_rebuild_write_bytes,
+            ),
             write_stall_micros: Some(io.write_stall_micros),
             compaction_micros: Some(io.compaction_micros),
             compression: Some(CompressionCounters {
