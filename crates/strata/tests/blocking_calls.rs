@@ -502,3 +502,130 @@ fn filter_rewrites_and_compactions_wait_for_each_other_across_workers() {
         }
     }
 }
+
+/// Elastic filters' priced rebuild (a one-file compaction an idle worker starts on its own) runs
+/// beside `compact()`, `flush()` and `wait_for_compactions()` callers (two of each), writers and
+/// lookups, and then a `close()`: every call returns, `Ok` before the close and `Ok` or
+/// `Error::Closed` after it, at least one rebuild ran meanwhile, and every acknowledged write is
+/// there after a reopen.
+#[test]
+fn every_entry_point_returns_while_filters_are_rebuilt() {
+    let options = || {
+        options(leveling())
+            .access_statistics(true)
+            .filter_rebuild_bytes_per_sec(256 << 20)
+            .filter_allocator(Arc::new(
+                strata::alloc::Elastic::new(2.0)
+                    .expect("valid")
+                    .with_disk_modules(1)
+                    .expect("valid"),
+            ))
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options()).expect("open");
+    for i in 0..20_000u32 {
+        db.put(format!("key{i:08}"), vec![1u8; 40]).expect("put");
+    }
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("settle");
+    let in_flight = Arc::new(InFlight::default());
+    let closing = Arc::new(AtomicBool::new(false));
+    let acknowledged = Arc::new(Mutex::new(Vec::<String>::new()));
+    let ok_or_closed = {
+        let closing = Arc::clone(&closing);
+        move |what: &str, result: strata::Result<()>| -> bool {
+            match result {
+                Ok(()) => true,
+                Err(Error::Closed) => {
+                    assert!(closing.load(Ordering::SeqCst), "{what}: Closed too early");
+                    false
+                }
+                Err(other) => panic!("{what} failed: {other}"),
+            }
+        }
+    };
+    let mut bodies: Vec<Box<dyn FnOnce() + Send>> = Vec::new();
+    let entry_points: [(&str, EntryPoint); 3] = [
+        ("compact", Db::compact),
+        ("flush", Db::flush),
+        ("wait_for_compactions", Db::wait_for_compactions),
+    ];
+    for (name, call) in entry_points {
+        for thread in 0..2 {
+            let (db, in_flight, check) = (db.clone(), Arc::clone(&in_flight), ok_or_closed.clone());
+            bodies.push(Box::new(move || {
+                let label = format!("{name} (thread {thread})");
+                loop {
+                    if !check(&label, in_flight.run(&label, || call(&db))) {
+                        return;
+                    }
+                    // Room for the rebuilds between full compactions.
+                    std::thread::sleep(Duration::from_millis(150));
+                }
+            }));
+        }
+    }
+    for thread in 0..2 {
+        let (db, in_flight, check) = (db.clone(), Arc::clone(&in_flight), ok_or_closed.clone());
+        let acknowledged = Arc::clone(&acknowledged);
+        bodies.push(Box::new(move || {
+            let label = format!("put (thread {thread})");
+            for i in 0u64.. {
+                let key = format!("key{:08}-w{thread}", (i * 7919) % 20_000);
+                if !check(&label, in_flight.run(&label, || db.put(&key, b"new"))) {
+                    return;
+                }
+                acknowledged.lock().expect("acknowledged").push(key);
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }));
+    }
+    for thread in 0..2 {
+        let (db, in_flight) = (db.clone(), Arc::clone(&in_flight));
+        bodies.push(Box::new(move || {
+            let label = format!("get (thread {thread})");
+            // Absent keys in the lowest tenth of the range: the files there earn rebuilds.
+            for n in 0u64.. {
+                let key = format!("key{:08}x", (n * 7919) % 2_000);
+                match in_flight.run(&label, || db.get(&key)) {
+                    Ok(found) => assert!(found.is_none(), "{key}"),
+                    Err(Error::Closed) => return,
+                    Err(other) => panic!("{label} failed: {other}"),
+                }
+            }
+        }));
+    }
+    {
+        let (db, in_flight, closing) = (db.clone(), Arc::clone(&in_flight), Arc::clone(&closing));
+        bodies.push(Box::new(move || {
+            let start = Instant::now();
+            while db.stats().io.filter_rebuilds == 0 && start.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            // A little longer, so that more calls overlap the rebuilds.
+            std::thread::sleep(Duration::from_millis(500));
+            let rebuilds = db.stats().io.filter_rebuilds;
+            closing.store(true, Ordering::SeqCst);
+            in_flight.run("close", || db.close()).expect("close");
+            assert!(rebuilds > 0, "no filter rebuild within a minute");
+        }));
+    }
+    run_with_watchdog(&in_flight, bodies);
+    drop(db);
+    let db = Db::open(&dir, Options::default()).expect("reopen");
+    for key in acknowledged
+        .lock()
+        .expect("acknowledged")
+        .iter()
+        .step_by(13)
+    {
+        assert_eq!(
+            db.get(key).expect("get").as_deref(),
+            Some(b"new".as_slice()),
+            "{key}"
+        );
+    }
+    for i in (0..20_000u32).step_by(101) {
+        assert!(db.get(format!("key{i:08}")).expect("get").is_some());
+    }
+}
