@@ -77,6 +77,11 @@ pub struct StressArgs {
     /// modules are exercised.
     #[arg(long)]
     pub partitioned: bool,
+    /// Bytes per second elastic filters' priced rebuilds may take
+    /// (`Options::filter_rebuild_bytes_per_sec`; KiB/MiB suffixes accepted; 0 turns them off).
+    /// High by default, so that rebuilds run among the workers' operations.
+    #[arg(long, default_value = "64MiB", value_parser = crate::bench::parse_bytes)]
+    pub filter_rebuild_rate: u64,
     /// Keep Merlin's access statistics (always on for Mnemosyne+).
     #[arg(long)]
     pub access_statistics: bool,
@@ -128,6 +133,8 @@ struct Counts {
     read_errors: AtomicU64,
     unverifiable: AtomicU64,
     verified_after_reopen: AtomicU64,
+    /// Filter rebuilds the engine ran, summed over the database's openings.
+    filter_rebuilds: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -229,6 +236,7 @@ impl Stress {
             .filter_allocator(allocator)
             .filter_family(args.filter_family)
             .range_filter_bits(args.range_filter_bits)
+            .filter_rebuild_bytes_per_sec(args.filter_rebuild_rate)
             .file_system(Arc::new(self.fs.clone()));
         let options = if args.partitioned {
             options
@@ -625,6 +633,9 @@ impl Stress {
         }
         if let Some(db) = guard.take() {
             let _ = db.close();
+            self.counts
+                .filter_rebuilds
+                .fetch_add(db.stats().io.filter_rebuilds, Ordering::Relaxed);
         }
         self.fs.clear();
         let db = match self.options().and_then(|o| Ok(Db::open(&self.dir, o)?)) {
@@ -743,7 +754,8 @@ impl Stress {
         format!(
             "{:.1} s, {} threads, seed {}, {} keys, {} / {} (bits/key {}, family {}{}), faults write {} read {}\n\
              puts {}  deletes {}  batches {}  gets {}  scans {} ({} keys)  snapshots {}\n\
-             flushes {}  compactions {}  waits {}  reopens {} ({} keys verified after reopens)\n\
+             flushes {}  compactions {}  waits {}  reopens {} ({} keys verified after reopens)  \
+             filter rebuilds {}\n\
              failed writes {}  rejected writes {}  read errors {}  injected faults {}  \
              unverifiable scan keys {}",
             elapsed.as_secs_f64(),
@@ -773,6 +785,7 @@ impl Stress {
             get(&c.waits),
             get(&c.reopens),
             get(&c.verified_after_reopen),
+            get(&c.filter_rebuilds),
             get(&c.failed_writes),
             get(&c.rejected_writes),
             get(&c.read_errors),
@@ -893,6 +906,10 @@ pub fn run(args: &StressArgs, out: &mut dyn std::io::Write) -> CliResult<()> {
     let elapsed = start.elapsed();
     if let Some(db) = stress.db.write().take() {
         db.close()?;
+        stress
+            .counts
+            .filter_rebuilds
+            .fetch_add(db.stats().io.filter_rebuilds, Ordering::Relaxed);
     }
     writeln!(out, "{}", stress.report(elapsed))
         .map_err(|e| CliError::io("writing to stdout", e))?;
