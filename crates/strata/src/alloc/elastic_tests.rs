@@ -21,26 +21,11 @@ fn whole(in_use: Vec<InUse>) -> Vec<usize> {
 
 /// The state of files with three 1-bit modules each, `(file, modules in use)`.
 fn three_module_state(files: &[(u64, u8)]) -> PolicyState {
-    let selection = Selection {
-        files: files
-            .iter()
-            .map(|&(number, in_use)| {
-                (
-                    number,
-                    Layout {
-                        module_bits: 1.0,
-                        modules: 3,
-                        in_use,
-                        extra: 0,
-                    },
-                )
-            })
-            .collect(),
-    };
-    PolicyState {
-        owner: OWNER.to_string(),
-        bytes: selection.encode(),
-    }
+    let files: Vec<(u64, u8, u8)> = files
+        .iter()
+        .map(|&(number, in_use)| (number, 3, in_use))
+        .collect();
+    module_state(&files)
 }
 
 /// Bits in use over the tree's entries, and the budget's bits.
