@@ -276,6 +276,20 @@ fn runs_after(tree: &Version, job: &FilterJob<'_>) -> Vec<RunAfter> {
     runs
 }
 
+/// SPEC §2's per-layout constant for a solve over the tree after `job`: the filters of the
+/// files that stay and of the job's outputs, by family ([`crate::alloc::fpr_constant_of`]).
+pub(super) fn fpr_constant_after(tree: &Version, job: &FilterJob<'_>) -> f64 {
+    let staying = tree
+        .files()
+        .filter(|(_, _, file)| !job.is_input(file.number()))
+        .map(|(_, _, file)| (file.entries(), file.filter_family()));
+    let outputs = job
+        .outputs
+        .iter()
+        .map(|output| (output.entries, output.filter_layout.family));
+    super::fpr_constant_of(staying.chain(outputs))
+}
+
 /// The runs after `job` and Mnemosyne's per-run solve over them (`z = 1` per run): solved bits
 /// per key by run id.
 pub(super) fn solve_runs(
@@ -286,7 +300,10 @@ pub(super) fn solve_runs(
 ) -> (Vec<RunAfter>, HashMap<u64, f64>) {
     let runs = runs_after(tree, job);
     let items: Vec<Item> = runs.iter().map(|run| Item::new(run.entries, 1.0)).collect();
-    let solved_bits = match Problem::with_bits_per_key(items, bits_per_key_target) {
+    let constant = fpr_constant_after(tree, job);
+    let solved_bits = match Problem::with_bits_per_key(items, bits_per_key_target)
+        .and_then(|problem| problem.fpr_constant(constant))
+    {
         Ok(problem) => problem.variant(variant).solve().bits_per_key().to_vec(),
         // Unreachable with a validated target and unit weights; fall back to no filters rather
         // than fail the job.
@@ -413,7 +430,7 @@ impl FilterAllocator for Mnemosyne {
                 .copied()
                 .unwrap_or(0);
             let z = file.entries() as f64 / run.max(1) as f64;
-            avoided_reads(z, file.bits_per_key()) / file_bits(file).max(1.0)
+            avoided_reads(z, file.bits_per_key(), file.filter_family()) / file_bits(file).max(1.0)
         });
         self.solved.store(Arc::new(Solved { skipped_files }));
     }
@@ -531,6 +548,57 @@ mod tests {
         .solve();
         assert!((bits[0] - expected.bits_per_key()[0]).abs() < 1e-9);
         assert!(bits[0] > 2.0);
+    }
+
+    #[test]
+    fn ribbon_filters_are_solved_with_ribbons_constant() {
+        // The shape above with every filter, the new one's too, in Ribbon: SPEC §2's per-layout
+        // constant is Ribbon's (`ln 2 / 1.058`), and the solve is the one with that constant.
+        let mut shape = tree(&[
+            (1, 5, 1, "a", "z", 4000),
+            (2, 6, 2, "a", "m", 8000),
+            (2, 6, 3, "n", "z", 8000),
+        ]);
+        let edit = VersionEdit {
+            new_files: shape
+                .files()
+                .map(|(level, run, file)| {
+                    let key = |bytes: &[u8]| String::from_utf8(bytes.to_vec()).expect("utf8");
+                    let (lo, hi) = (key(file.smallest_user_key()), key(file.largest_user_key()));
+                    let mut added = new_file(level, run, file.number(), &lo, &hi);
+                    let metadata = added.file_mut();
+                    metadata.entries = file.entries();
+                    metadata.file_bytes = file.file_bytes();
+                    metadata.bits_per_key = 2.0;
+                    metadata.filter_layout.family = crate::FilterFamily::Ribbon;
+                    added
+                })
+                .collect(),
+            ..Default::default()
+        };
+        shape = Version::default().apply(&edit, None).expect("valid tree");
+        let allocator = Mnemosyne::new(2.0).expect("valid");
+        let mut files = outputs(&[1000]);
+        files[0].filter_layout.family = crate::FilterFamily::Ribbon;
+        let bits = allocator.allocate(&shape, &flush(&files, 9));
+        let problem = |family: crate::FilterFamily| {
+            Problem::with_bits_per_key(
+                vec![
+                    Item::new(1000, 1.0),
+                    Item::new(4000, 1.0),
+                    Item::new(16000, 1.0),
+                ],
+                2.0,
+            )
+            .and_then(|problem| problem.fpr_constant(family.fpr_constant()))
+            .expect("problem")
+            .solve()
+            .bits_per_key()[0]
+        };
+        let ribbon = problem(crate::FilterFamily::Ribbon);
+        let bloom = problem(crate::FilterFamily::Bloom);
+        assert!((bits[0] - ribbon).abs() < 1e-9, "{bits:?} vs {ribbon}");
+        assert!((ribbon - bloom).abs() > 1e-3, "{ribbon} vs {bloom}");
     }
 
     #[test]

@@ -36,10 +36,10 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 
 use super::mnemosyne::{
-    admit_returning, file_bits, guard_outputs, skip_until_under_cap, solve_runs, validated_target,
-    Overuse,
+    admit_returning, file_bits, fpr_constant_after, guard_outputs, skip_until_under_cap,
+    solve_runs, validated_target, Overuse,
 };
-use super::solver::{Item, Problem, Variant, DEFAULT_FPR_CONSTANT};
+use super::solver::{Item, Problem, Variant};
 use super::{FilterAllocator, FilterJob, NewFile, Uniform};
 use crate::error::Result;
 use crate::version::{FileMetadata, Version};
@@ -166,7 +166,13 @@ impl MnemosynePlus {
             })
             .collect();
         let bits_per_key = (spare / warm_entries as f64).min(Uniform::MAX_BITS_PER_KEY);
-        let Ok(problem) = Problem::with_bits_per_key(items, bits_per_key) else {
+        let fpr_constant = super::fpr_constant_of(
+            warm.iter()
+                .map(|&index| (outputs[index].entries, outputs[index].filter_layout.family)),
+        );
+        let Ok(problem) = Problem::with_bits_per_key(items, bits_per_key)
+            .and_then(|problem| problem.fpr_constant(fpr_constant))
+        else {
             return;
         };
         let filled = problem.variant(self.variant).solve();
@@ -244,8 +250,10 @@ impl FilterAllocator for MnemosynePlus {
         let (_, per_run) = solve_runs(tree, job, self.bits_per_key_target, self.variant);
         let mnemosyne_bits = per_run.get(&job.output_run_id).copied().unwrap_or(0.0);
 
+        let fpr_constant = fpr_constant_after(tree, job);
         let (mut wanted, constant): (Vec<f64>, f64) = if any_lookup {
             let allocation = Problem::with_bits_per_key(items, self.bits_per_key_target)
+                .and_then(|problem| problem.fpr_constant(fpr_constant))
                 .map(|problem| problem.variant(self.variant).solve());
             let Ok(allocation) = allocation else {
                 return vec![0.0; job.outputs.len()];
@@ -269,6 +277,10 @@ impl FilterAllocator for MnemosynePlus {
             (vec![mnemosyne_bits; job.outputs.len()], f64::NAN)
         };
         self.constant.store(constant.to_bits(), Ordering::Relaxed);
+        let constant = Threshold {
+            constant,
+            fpr_constant,
+        };
 
         // The guard's numerator: files that stay and keep probing their filters. Files whose
         // optimal bits per key is now 0 are skipped and count 0; files skipped before whose
@@ -315,7 +327,7 @@ impl FilterAllocator for MnemosynePlus {
                 .zip(&wanted)
                 .map(|(output, bits)| {
                     let z = output.access.map_or(0.0, |estimate| estimate.z.max(0.0));
-                    avoided_reads(z, *bits)
+                    avoided_reads(z, *bits, output.filter_layout.family)
                 })
                 .sum();
             let deficit = want - (allowed_bits - kept_bits);
@@ -453,16 +465,27 @@ fn current_estimates(tree: &Version) -> Vec<(&Arc<FileMetadata>, f64)> {
 }
 
 impl MnemosynePlus {
-    /// Solves SPEC §2 over the files' estimates and records its `C` (the skip threshold).
-    fn solve_constant(&self, estimates: &[(&Arc<FileMetadata>, f64)]) -> Option<f64> {
+    /// Solves SPEC §2 over the files' estimates (priced by their families' constant) and
+    /// records its `C` (the skip threshold).
+    fn solve_constant(&self, estimates: &[(&Arc<FileMetadata>, f64)]) -> Option<Threshold> {
         let items = estimates
             .iter()
             .map(|(file, z)| Item::new(file.entries(), *z))
             .collect();
-        let problem = Problem::with_bits_per_key(items, self.bits_per_key_target).ok()?;
+        let fpr_constant = super::fpr_constant_of(
+            estimates
+                .iter()
+                .map(|(file, _)| (file.entries(), file.filter_family())),
+        );
+        let problem = Problem::with_bits_per_key(items, self.bits_per_key_target)
+            .and_then(|problem| problem.fpr_constant(fpr_constant))
+            .ok()?;
         let constant = problem.variant(self.variant).solve().constant()?;
         self.constant.store(constant.to_bits(), Ordering::Relaxed);
-        Some(constant)
+        Some(Threshold {
+            constant,
+            fpr_constant,
+        })
     }
 
     /// Standby filters' refresh (see [`MnemosynePlus::with_standby_filters`]): skipped filters
@@ -474,7 +497,7 @@ impl MnemosynePlus {
         &self,
         estimates: &[(&Arc<FileMetadata>, f64)],
         newly_cold: &[u64],
-        constant: f64,
+        constant: Threshold,
     ) -> (Vec<u64>, Vec<u64>) {
         let skipped = self.skipped.load();
         let mut in_use: Vec<_> = estimates
@@ -516,8 +539,8 @@ impl MnemosynePlus {
 
 /// Empty probes a filter of `bits_per_key` avoids for a file probed `z` times by lookups that do
 /// not find their key there (SPEC §1's false-positive model).
-pub(super) fn avoided_reads(z: f64, bits_per_key: f64) -> f64 {
-    z * (1.0 - (-bits_per_key * DEFAULT_FPR_CONSTANT).exp())
+pub(super) fn avoided_reads(z: f64, bits_per_key: f64, family: crate::FilterFamily) -> f64 {
+    z * (1.0 - family.false_positive_rate(bits_per_key))
 }
 
 /// A file's filter priced by what it saves: standby filters keep the filters worth the most
@@ -533,7 +556,7 @@ struct FilterValue {
 impl FilterValue {
     fn of(file: &FileMetadata, z: f64) -> Self {
         let bits = file_bits(file);
-        let avoided = avoided_reads(z, file.bits_per_key());
+        let avoided = avoided_reads(z, file.bits_per_key(), file.filter_family());
         FilterValue {
             per_bit: avoided / bits.max(1.0),
             avoided,
@@ -577,11 +600,19 @@ fn window_is_full(file: &FileMetadata) -> bool {
         .is_some_and(|handle| handle.file.window_len() >= crate::stats::merlin::WINDOW)
 }
 
+/// The skip test of one solve (SPEC §3.4): its `C` and its per-layout constant `c` (SPEC §2;
+/// the filters' families, [`crate::alloc::fpr_constant_of`]).
+#[derive(Debug, Clone, Copy)]
+struct Threshold {
+    constant: f64,
+    fpr_constant: f64,
+}
+
 /// SPEC §3.4: a file's optimal bits per key is 0 when `z / n < exp(C + 0.5 c)` (no `C`, no skip).
-fn optimal_is_zero(constant: f64, entries: u64, z: f64) -> bool {
-    !constant.is_nan()
+fn optimal_is_zero(threshold: Threshold, entries: u64, z: f64) -> bool {
+    !threshold.constant.is_nan()
         && entries > 0
-        && z / (entries as f64) < (constant + 0.5 * DEFAULT_FPR_CONSTANT).exp()
+        && z / (entries as f64) < (threshold.constant + 0.5 * threshold.fpr_constant).exp()
 }
 
 #[cfg(test)]
@@ -589,6 +620,32 @@ mod tests {
     use super::*;
     use crate::alloc::JobKind;
     use crate::stats::merlin::AccessEstimate;
+
+    #[test]
+    fn the_skip_threshold_uses_the_solves_constant() {
+        // z / n = exp(C + 0.5 ln2sq + 0.05): above the threshold `exp(C + 0.5 c)` with Bloom's
+        // constant, below it with Ribbon's larger one. Without a `C`, nothing is skipped.
+        let bloom = crate::FilterFamily::Bloom.fpr_constant();
+        let ribbon = crate::FilterFamily::Ribbon.fpr_constant();
+        let constant = -3.0;
+        let density = (constant + 0.5 * bloom + 0.05_f64).exp();
+        let z = density * 1000.0;
+        let threshold = |fpr_constant| Threshold {
+            constant,
+            fpr_constant,
+        };
+        assert!(0.5 * bloom + 0.05 < 0.5 * ribbon);
+        assert!(!optimal_is_zero(threshold(bloom), 1000, z));
+        assert!(optimal_is_zero(threshold(ribbon), 1000, z));
+        assert!(!optimal_is_zero(
+            Threshold {
+                constant: f64::NAN,
+                fpr_constant: bloom
+            },
+            1000,
+            0.0
+        ));
+    }
 
     fn flush(outputs: &[NewFile]) -> FilterJob<'_> {
         FilterJob {

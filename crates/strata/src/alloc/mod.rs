@@ -53,6 +53,28 @@ pub fn built_file_bits_per_key(bits_per_key: f64, bits_per_key_budget: f64) -> f
     }
 }
 
+/// SPEC §2's per-layout constant for one solve over filters of these `(entries, family)`: the
+/// entries-weighted mean of the families' constants ([`crate::FilterFamily::fpr_constant`]),
+/// `ln2sq` when there are no entries. Exact when every filter is of one family (`Options::
+/// filter_family` Bloom or Ribbon only); under `auto` (Bloom for flushes, Ribbon below) one
+/// constant for a mixed set is an approximation: the closed form of SPEC §2 has one `c`.
+pub(crate) fn fpr_constant_of(
+    filters: impl IntoIterator<Item = (u64, crate::FilterFamily)>,
+) -> f64 {
+    let (weighted, entries) =
+        filters
+            .into_iter()
+            .fold((0.0, 0.0), |(weighted, entries), (n, family)| {
+                let n = n as f64;
+                (weighted + n * family.fpr_constant(), entries + n)
+            });
+    if entries > 0.0 {
+        weighted / entries
+    } else {
+        crate::FilterFamily::Bloom.fpr_constant()
+    }
+}
+
 /// How much of a file's filter lookups probe (SPEC §3.5): the first `modules` modules of every
 /// filter partition, and one module more in the last `extra_partitions` partitions.
 ///
@@ -391,6 +413,24 @@ pub(crate) mod test_support {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_solver_constant_is_the_families_by_entries() {
+        use crate::FilterFamily::{Bloom, Ribbon};
+        let bloom = Bloom.fpr_constant();
+        let ribbon = Ribbon.fpr_constant();
+        assert!((bloom - std::f64::consts::LN_2.powi(2)).abs() < 1e-12);
+        assert!((ribbon - std::f64::consts::LN_2 / 1.058).abs() < 1e-12);
+        // The curves and the constants agree.
+        for bits in [1.0, 2.5, 7.0] {
+            assert!((Bloom.false_positive_rate(bits) - (-bloom * bits).exp()).abs() < 1e-12);
+            assert!((Ribbon.false_positive_rate(bits) - (-ribbon * bits).exp()).abs() < 1e-12);
+        }
+        assert_eq!(fpr_constant_of([]), bloom);
+        assert_eq!(fpr_constant_of([(10, Ribbon), (0, Bloom)]), ribbon);
+        let mixed = fpr_constant_of([(300, Bloom), (100, Ribbon)]);
+        assert!((mixed - (0.75 * bloom + 0.25 * ribbon)).abs() < 1e-12);
+    }
 
     #[test]
     fn a_built_filter_records_what_its_modules_hold() {

@@ -90,6 +90,16 @@ impl FilterFamily {
         }
     }
 
+    /// The constant `c` of the family's curve written as `exp(-c * b)` (SPEC §2's per-layout
+    /// constant, what the allocation solver prices a bit with): `ln2sq` for Bloom, `ln 2 /
+    /// 1.058` for Ribbon.
+    pub fn fpr_constant(self) -> f64 {
+        match self {
+            FilterFamily::Bloom => bloom::LN2_SQUARED,
+            FilterFamily::Ribbon => std::f64::consts::LN_2 / ribbon::MODEL_SLOTS_PER_KEY,
+        }
+    }
+
     /// The rate of an actual filter of `keys` keys at `bits_per_key` in this family's layout
     /// (block rounding included); what the per-file cost model uses.
     pub(crate) fn expected_false_positive_rate(self, keys: u64, bits_per_key: f64) -> f64 {
