@@ -467,18 +467,26 @@ mod tests {
     use super::*;
     use crate::parse_args;
 
-    #[test]
-    fn every_policy_is_measured_against_the_optimum_of_its_own_tree() {
-        let args: RegretArgs = parse_args(&[
+    /// A 20,000-key tree of 64 KiB buffers and files, with `extra` flags.
+    fn small(extra: &[&str]) -> RegretArgs {
+        let mut args = vec![
             "regret",
             "--num",
             "20000",
-            "--lookups",
-            "4000",
             "--write-buffer-bytes",
             "64KiB",
             "--target-file-bytes",
             "64KiB",
+        ];
+        args.extend_from_slice(extra);
+        parse_args(&args)
+    }
+
+    #[test]
+    fn every_policy_is_measured_against_the_optimum_of_its_own_tree() {
+        let args = small(&[
+            "--lookups",
+            "4000",
             "--filter-policies",
             "uniform,mnemosyne,elastic",
         ]);
@@ -525,16 +533,9 @@ mod tests {
             }
         }
         // The unsettled tree: frozen as the load leaves it.
-        let unsettled: RegretArgs = parse_args(&[
-            "regret",
-            "--num",
-            "20000",
+        let unsettled = small(&[
             "--lookups",
             "2000",
-            "--write-buffer-bytes",
-            "64KiB",
-            "--target-file-bytes",
-            "64KiB",
             "--filter-policies",
             "uniform,elastic",
             "--no-settle",
@@ -565,16 +566,9 @@ mod tests {
         // Skewed lookups of absent keys on a frozen tree whose elastic filters learn them from
         // access statistics: the warm-up rebuilds the files the lookups favour, until a round
         // brings no rebuild.
-        let args: RegretArgs = parse_args(&[
-            "regret",
-            "--num",
-            "20000",
+        let args = small(&[
             "--lookups",
             "4000",
-            "--write-buffer-bytes",
-            "64KiB",
-            "--target-file-bytes",
-            "64KiB",
             "--filter-policies",
             "elastic",
             "--access-statistics",

@@ -592,9 +592,9 @@ fn module_state(files: &[(u64, u8, u8)]) -> PolicyState {
 }
 
 /// Two files over the two halves of the range, 10,000 entries and 1,000,000 bytes each, with
-/// the given modules on disk and in use, under elastic filters of 2 bits per key (1-bit
-/// modules), each probed by `probes` empty lookups.
-fn rebuild_tree(first: (u8, u8), second: (u8, u8), probes: u64) -> (Elastic, Version) {
+/// the given `(modules on disk, modules in use, empty probes)`, under elastic filters of 2 bits
+/// per key (1-bit modules).
+fn rebuild_tree(first: (u8, u8, u64), second: (u8, u8, u64)) -> (Elastic, Version) {
     let tree = Version::builder()
         .add_file(2, 1, file(1, "a", "m", 10_000, f64::from(first.0)))
         .add_file(2, 1, file(2, "n", "z", 10_000, f64::from(second.0)))
@@ -604,7 +604,7 @@ fn rebuild_tree(first: (u8, u8), second: (u8, u8), probes: u64) -> (Elastic, Ver
         ]))
         .build()
         .expect("builds");
-    for (_, _, file) in tree.files() {
+    for ((_, _, file), probes) in tree.files().zip([first.2, second.2]) {
         file.add_empty_probes(probes);
     }
     let allocator = Elastic::new(2.0)
@@ -630,7 +630,7 @@ fn a_saturated_file_that_lookups_reach_is_priced_for_a_rebuild() {
     // File 1 holds one module on disk, file 2 three; the budget (4 bits per key of one file)
     // gives one and three. Both are reached by the same lookups, so the optimum is two and two:
     // file 1 needs a module it does not have.
-    let (allocator, tree) = rebuild_tree((1, 1), (3, 3), 10_000);
+    let (allocator, tree) = rebuild_tree((1, 1, 10_000), (3, 3, 10_000));
     assert!(allocator.rebuilds_filters());
     let rebuild = allocator
         .filter_rebuild(&tree, &pricing(None))
@@ -664,10 +664,10 @@ fn a_saturated_file_that_lookups_reach_is_priced_for_a_rebuild() {
 #[test]
 fn a_rebuild_is_not_asked_for_when_it_does_not_pay() {
     // No lookups: nothing to avoid.
-    let (allocator, tree) = rebuild_tree((1, 1), (3, 3), 0);
+    let (allocator, tree) = rebuild_tree((1, 1, 0), (3, 3, 0));
     assert_eq!(allocator.filter_rebuild(&tree, &pricing(None)), None);
     // A short life: the level turns over in a millisecond at this write rate.
-    let (allocator, tree) = rebuild_tree((1, 1), (3, 3), 10_000);
+    let (allocator, tree) = rebuild_tree((1, 1, 10_000), (3, 3, 10_000));
     assert_eq!(allocator.filter_rebuild(&tree, &pricing(Some(2e9))), None);
     // The same at a write rate that leaves the level ten seconds: it pays again.
     let rebuild = allocator
@@ -675,7 +675,7 @@ fn a_rebuild_is_not_asked_for_when_it_does_not_pay() {
         .expect("pays over ten seconds");
     assert!((rebuild.life_secs - 10.0).abs() < 1e-9);
     // Enough modules on disk: the greedy takes two of file 1's three without a rebuild.
-    let (allocator, tree) = rebuild_tree((3, 2), (3, 2), 10_000);
+    let (allocator, tree) = rebuild_tree((3, 2, 10_000), (3, 2, 10_000));
     assert_eq!(allocator.filter_rebuild(&tree, &pricing(None)), None);
     // A file the allocator did not write (opaque) is never rebuilt.
     let tree_opaque = Version::builder()
@@ -696,21 +696,7 @@ fn a_rebuild_is_not_asked_for_when_it_does_not_pay() {
 fn the_file_probed_more_is_rebuilt_first() {
     // Both files saturated at one module, with a budget for four: each wants two. File 2 is
     // probed four times as often, so its rebuild saves more.
-    let tree = Version::builder()
-        .add_file(2, 1, file(1, "a", "m", 10_000, 1.0))
-        .add_file(2, 1, file(2, "n", "z", 10_000, 1.0))
-        .policy_state(module_state(&[(1, 1, 1), (2, 1, 1)]))
-        .build()
-        .expect("builds");
-    let probes = [1_000, 4_000];
-    for ((_, _, file), probes) in tree.files().zip(probes) {
-        file.add_empty_probes(probes);
-    }
-    let allocator = Elastic::new(2.0)
-        .expect("valid")
-        .with_module_bits(1.0)
-        .expect("valid");
-    allocator.restore(&tree);
+    let (allocator, tree) = rebuild_tree((1, 1, 1_000), (1, 1, 4_000));
     let rebuild = allocator
         .filter_rebuild(&tree, &pricing(None))
         .expect("pays");

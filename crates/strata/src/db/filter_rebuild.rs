@@ -188,21 +188,16 @@ mod tests {
             .is_none());
         let joining = CompactionJob {
             output_run: OutputRun::Existing(7),
-            ..new_run
+            ..new_run.clone()
         };
         assert!(RunningCompactions::new(vec![joining])
             .conflict(&job)
             .is_some());
+        // Nor beside a job that takes its file.
         let holding = CompactionJob {
-            inputs: vec![RunInput {
-                level: 2,
-                run_id: 7,
-                file_numbers: vec![42],
-            }],
+            inputs: job.inputs.clone(),
             output_level: 3,
-            output_run: OutputRun::New,
-            reason: String::new(),
-            state: None,
+            ..new_run
         };
         assert!(RunningCompactions::new(vec![holding])
             .conflict(&job)
