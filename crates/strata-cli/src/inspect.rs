@@ -50,6 +50,7 @@ fn allocator(options: &InspectOptions) -> CliResult<Arc<dyn FilterAllocator>> {
         expected_entries: 1,
         buffer_entries: 1,
         budget_bytes: None,
+        disk_modules: None,
     })?)
 }
 

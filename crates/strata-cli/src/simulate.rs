@@ -262,6 +262,7 @@ impl Simulation {
             expected_entries: args.num.min(key_space),
             buffer_entries: flush_entries,
             budget_bytes: None,
+            disk_modules: None,
         })?;
         let mut context = CompactionContext::new(args.write_buffer_bytes);
         context.level0_compaction_trigger = args.level0_compaction_trigger;

@@ -460,6 +460,7 @@ fn options_file(design: &Design, problem: &TuningProblem) -> OptionsFile {
                 expected_entries: Some(problem.entries.round() as u64),
                 buffer_entries: Some((buffer_bytes / problem.entry_bytes).round().max(1.0) as u64),
                 budget_bytes: None,
+                disk_modules: None,
                 family: None,
             },
             FilterAllocation::Uniform => FilterSection {
@@ -468,6 +469,7 @@ fn options_file(design: &Design, problem: &TuningProblem) -> OptionsFile {
                 expected_entries: None,
                 buffer_entries: None,
                 budget_bytes: None,
+                disk_modules: None,
                 family: None,
             },
         }),

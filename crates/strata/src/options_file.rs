@@ -243,6 +243,10 @@ pub struct FilterSection {
     /// filters only; refused for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_bytes: Option<u64>,
+    /// Modules every new file gets on disk at least (1 to 6; default 3). Elastic filters only;
+    /// refused for the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_modules: Option<usize>,
     /// The family new filters are built in: `bloom` (the default), `ribbon` or `auto`
     /// (`Options::filter_family`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -355,6 +359,7 @@ impl OptionsFile {
                 expected_entries,
                 buffer_entries,
                 budget_bytes: section.budget_bytes,
+                disk_modules: section.disk_modules,
             };
             options.filter_allocator = section
                 .allocator
@@ -451,6 +456,7 @@ mod tests {
             expected_entries: None,
             buffer_entries: None,
             budget_bytes: None,
+            disk_modules: None,
             family: Some("auto".to_string()),
         });
         let text = file.to_toml().expect("writes");
@@ -464,6 +470,28 @@ mod tests {
         .apply_to(Options::default())
         .expect("valid");
         assert_eq!(elastic.filter_allocator.filter_budget_bytes(), Some(65_536));
+        // So do elastic filters' modules on disk: a first flush at 2 bits per key (1-bit
+        // modules) is written with its two modules in use and no spare one, against the
+        // default's three modules.
+        let first_flush = |text: &str| {
+            let options = OptionsFile::parse(text)
+                .expect("parses")
+                .apply_to(Options::default())
+                .expect("valid");
+            let outputs = crate::alloc::test_support::outputs(&[1000]);
+            options.filter_allocator.allocate(
+                &crate::version::Version::default(),
+                &crate::alloc::test_support::flush(&outputs, 1),
+            )
+        };
+        assert_eq!(
+            first_flush("[filters]\nallocator = \"elastic\"\nbits_per_key = 2.0\ndisk_modules = 1"),
+            vec![2.0]
+        );
+        assert_eq!(
+            first_flush("[filters]\nallocator = \"elastic\"\nbits_per_key = 2.0"),
+            vec![3.0]
+        );
         assert_eq!(
             read.apply_to(Options::default())
                 .expect("valid")
@@ -519,6 +547,14 @@ mod tests {
             (
                 "[filters]\nallocator = \"elastic\"\nbits_per_key = 2.0\nbudget_bytes = 0",
                 "at least 1 byte",
+            ),
+            (
+                "[filters]\nallocator = \"uniform\"\nbits_per_key = 2.0\ndisk_modules = 2",
+                "modules on disk are elastic filters' setting",
+            ),
+            (
+                "[filters]\nallocator = \"elastic\"\nbits_per_key = 2.0\ndisk_modules = 7",
+                "1 to 6 modules on disk",
             ),
             (
                 "[filters]\nallocator = \"uniform\"\nbits_per_key = 2.0\nfamily = \"xor\"",

@@ -184,6 +184,10 @@ pub struct FilterSettings {
     /// `None`: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_bytes: Option<u64>,
+    /// Modules every new file gets on disk at least (elastic filters only,
+    /// `Elastic::with_disk_modules`, 1 to 6; `None`: the default, 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_modules: Option<usize>,
 }
 
 impl FilterAllocatorKind {
@@ -231,6 +235,12 @@ impl FilterAllocatorKind {
                 self.name()
             )));
         }
+        if settings.disk_modules.is_some() && self != FilterAllocatorKind::Elastic {
+            return Err(Error::InvalidArgument(format!(
+                "modules on disk are elastic filters' setting; {} writes each filter as sized",
+                self.name()
+            )));
+        }
         Ok(match self {
             FilterAllocatorKind::Uniform => Arc::new(Uniform::new(bits_per_key)?),
             FilterAllocatorKind::Monkey => Arc::new(
@@ -251,7 +261,10 @@ impl FilterAllocatorKind {
                 Arc::new(MnemosynePlus::new(bits_per_key)?.with_standby_filters(false))
             }
             FilterAllocatorKind::Elastic => {
-                let elastic = Elastic::new(bits_per_key)?;
+                let mut elastic = Elastic::new(bits_per_key)?;
+                if let Some(modules) = settings.disk_modules {
+                    elastic = elastic.with_disk_modules(modules)?;
+                }
                 Arc::new(match settings.budget_bytes {
                     Some(bytes) => elastic.with_budget_bytes(bytes)?,
                     None => elastic,
@@ -377,6 +390,7 @@ mod tests {
                     expected_entries: 100_000,
                     buffer_entries: 1_000,
                     budget_bytes: None,
+                    disk_modules: None,
                 };
                 let allocator = kind.build(&settings).expect("builds");
                 assert_eq!(allocator.bits_per_key_budget(), 5.0, "{kind}");

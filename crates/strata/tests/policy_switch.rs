@@ -282,6 +282,7 @@ fn filter_settings(bits_per_key: f64) -> FilterSettings {
         expected_entries: 10_000,
         buffer_entries: 200,
         budget_bytes: None,
+        disk_modules: None,
     }
 }
 

@@ -223,6 +223,10 @@ pub struct BenchArgs {
     /// KiB/MiB/GiB suffixes accepted). Default: Strata's, 8 MiB.
     #[arg(long, value_parser = parse_bytes)]
     pub filter_rebuild_rate: Option<u64>,
+    /// Modules every new file of Strata's elastic filters gets on disk at least
+    /// (`Elastic::with_disk_modules`, 1 to 6; default 3).
+    #[arg(long)]
+    pub elastic_disk_modules: Option<usize>,
     /// The family Strata's filters are built in: bloom, ribbon, or auto (Bloom for flushes and
     /// small filters, Ribbon for other compaction outputs; `Options::filter_family`).
     #[arg(long, default_value = "bloom", value_parser = parse_filter_family)]
@@ -393,6 +397,7 @@ pub struct BenchConfig {
     pub metadata_block_bytes: Option<u64>,
     pub filter_budget_bytes: Option<u64>,
     pub filter_rebuild_rate: Option<u64>,
+    pub elastic_disk_modules: Option<usize>,
     #[serde(serialize_with = "serialize_filter_family")]
     pub filter_family: strata::FilterFamilies,
     pub range_filter_bits: u32,
@@ -587,6 +592,7 @@ impl BenchConfig {
             metadata_block_bytes: args.metadata_block_bytes,
             filter_budget_bytes: args.filter_budget_bytes,
             filter_rebuild_rate: args.filter_rebuild_rate,
+            elastic_disk_modules: args.elastic_disk_modules,
             filter_family: args.filter_family,
             range_filter_bits: args.range_filter_bits,
             access_statistics: args.access_statistics,
@@ -697,6 +703,7 @@ impl BenchConfig {
             metadata_block_bytes: self.metadata_block_bytes,
             filter_budget_bytes: self.filter_budget_bytes,
             filter_rebuild_rate: self.filter_rebuild_rate,
+            elastic_disk_modules: self.elastic_disk_modules,
             filter_family: self.filter_family,
             range_filter_bits: self.range_filter_bits,
             access_statistics: self.access_statistics,

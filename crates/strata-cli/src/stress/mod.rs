@@ -219,6 +219,7 @@ impl Stress {
             expected_entries: args.keys as u64,
             buffer_entries: (args.write_buffer_bytes as u64 / (entry_bytes + 72)).max(1),
             budget_bytes: None,
+            disk_modules: None,
         })?;
         let merlin = args.filter_policy.needs_access_statistics();
         let options = Options::default()

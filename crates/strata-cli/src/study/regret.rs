@@ -98,6 +98,9 @@ pub struct RegretArgs {
     /// warms it. 0 (the default): no cache, every data block read counted.
     #[arg(long, default_value = "0", value_parser = crate::bench::parse_bytes)]
     pub block_cache_bytes: u64,
+    /// Modules every new file of elastic filters gets on disk at least (1 to 6; default 3).
+    #[arg(long)]
+    pub elastic_disk_modules: Option<usize>,
     /// The allocators compared, comma-separated.
     #[arg(
         long,
@@ -161,6 +164,7 @@ struct Report<'a> {
     access_statistics: bool,
     rebuild_rate: u64,
     block_cache_bytes: u64,
+    elastic_disk_modules: Option<usize>,
     seed: u64,
     rows: &'a [Row],
 }
@@ -175,6 +179,9 @@ fn allocator(args: &RegretArgs, kind: FilterAllocatorKind) -> CliResult<Arc<dyn 
         expected_entries: args.num,
         buffer_entries,
         budget_bytes: None,
+        disk_modules: args
+            .elastic_disk_modules
+            .filter(|_| kind == FilterAllocatorKind::Elastic),
     })?)
 }
 
@@ -378,6 +385,7 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
                 access_statistics: args.access_statistics,
                 rebuild_rate: args.rebuild_rate,
                 block_cache_bytes: args.block_cache_bytes,
+                elastic_disk_modules: args.elastic_disk_modules,
                 seed: args.run.seed,
                 rows: &rows,
             },

@@ -317,6 +317,7 @@ mod tests {
                 expected_entries: 0,
                 buffer_entries: 0,
                 budget_bytes: None,
+                disk_modules: None,
             })
             .expect("builds");
         let switch = Switch::<FilterAllocatorKind> {
@@ -329,6 +330,7 @@ mod tests {
                 expected_entries: 1_000_000,
                 buffer_entries: 10_000,
                 budget_bytes: None,
+                disk_modules: None,
             },
         };
         let tree = tree_with(vec![switch.to_state().expect("records")]);

@@ -93,6 +93,8 @@ pub struct EngineConfig {
     /// Strata's filter rebuild rate limit (`Options::filter_rebuild_bytes_per_sec`; `None`:
     /// Strata's default).
     pub filter_rebuild_rate: Option<u64>,
+    /// Elastic filters' modules on disk per new file (`None`: the default).
+    pub elastic_disk_modules: Option<usize>,
     /// The family of Strata's filters (RocksDB's family is the engine kind's; fjall's is Bloom).
     #[serde(serialize_with = "crate::bench::serialize_filter_family")]
     pub filter_family: strata::FilterFamilies,
@@ -395,6 +397,7 @@ pub(crate) mod conformance {
             metadata_block_bytes: None,
             filter_budget_bytes: None,
             filter_rebuild_rate: None,
+            elastic_disk_modules: None,
             filter_family: strata::FilterFamilies::default(),
             range_filter_bits: 0,
             access_statistics: false,

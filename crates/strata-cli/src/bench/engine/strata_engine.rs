@@ -39,6 +39,7 @@ impl StrataEngine {
             expected_entries: config.expected_entries,
             buffer_entries,
             budget_bytes: config.filter_budget_bytes,
+            disk_modules: config.elastic_disk_modules,
         })?;
         // Merlin's statistics (Mnemosyne+) are paid for out of the block cache, so that every
         // policy runs with the same memory: about 600 bytes per table file, for the files the
