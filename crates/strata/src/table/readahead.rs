@@ -42,7 +42,10 @@ impl Readahead {
 
     /// The `len` bytes at `offset`, from the window or from one read that extends the window to
     /// `chunk_bytes` from `offset` (never past `limit`, but always the whole request). The caller
-    /// has checked that the request lies inside the file.
+    /// has checked that the request lies inside the file; if the file still gives fewer bytes
+    /// (a short read: a file truncated under the engine, or a failing device), the answer is
+    /// shorter than `len`, and the caller reports it (a block's checksum cannot be checked on
+    /// part of it).
     pub(crate) fn read(
         &mut self,
         file: &dyn RandomAccessFile,
@@ -74,7 +77,8 @@ impl Readahead {
             self.window_offset = offset;
         }
         let from = (offset - self.window_offset) as usize;
-        Ok(self.window[from..from + len].to_vec())
+        let to = (from + len).min(self.window.len());
+        Ok(self.window.get(from..to).unwrap_or_default().to_vec())
     }
 }
 
@@ -130,6 +134,54 @@ mod tests {
         assert_eq!(next, limit, "{reads:?}");
         assert!(reads.len() >= 6 && reads.len() <= 12, "{reads:?}");
         assert_eq!(readahead.bytes_read(), limit);
+    }
+
+    /// A file whose reads at or after `short_from` return half of what was asked.
+    struct ShortFile {
+        inner: RecordingFile,
+        short_from: u64,
+    }
+
+    impl RandomAccessFile for ShortFile {
+        fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+            let len = if offset >= self.short_from {
+                len / 2
+            } else {
+                len
+            };
+            self.inner.read_at(offset, len)
+        }
+        fn len(&self) -> u64 {
+            self.inner.len()
+        }
+    }
+
+    #[test]
+    fn a_short_read_gives_a_short_answer_instead_of_a_panic() {
+        let file = ShortFile {
+            inner: file(50_000),
+            short_from: 8_192,
+        };
+        let mut readahead = Readahead::new(4_096);
+        // Whole reads before the short region.
+        let first = readahead.read(&file, 0, 4_096, 50_000).expect("read");
+        assert_eq!(first.len(), 4_096);
+        // The window ends at 4,096; the next blocks straddle into reads that come back short.
+        for (offset, len) in [(4_000u64, 900usize), (8_192, 3_000), (12_000, 20_000)] {
+            let block = readahead
+                .read(&file, offset, len, 50_000)
+                .expect("no panic");
+            assert!(block.len() <= len);
+            let start = offset as usize;
+            assert_eq!(
+                block,
+                &file.inner.bytes[start..start + block.len()],
+                "what it gives is the file's bytes"
+            );
+        }
+        // A fresh window of 4,096 bytes comes back as 2,048: a 3,000-byte block is short.
+        let short = readahead.read(&file, 30_000, 3_000, 50_000).expect("read");
+        assert_eq!(short, &file.inner.bytes[30_000..32_048]);
     }
 
     #[test]

@@ -445,6 +445,7 @@ impl TableReader {
         let len = block_len(self.file.as_ref(), &self.path, handle)?;
         let before = readahead.bytes_read();
         let raw = readahead.read(self.file.as_ref(), handle.offset, len, self.data_end())?;
+        check_full_read(&raw, len, &self.path, handle)?;
         add(
             &self.counters.compaction_read_bytes,
             readahead.bytes_read() - before,
@@ -763,5 +764,23 @@ fn read_block(
 ) -> Result<Vec<u8>> {
     let len = block_len(file, path, handle)?;
     let raw = file.read_at(handle.offset, len)?;
+    check_full_read(&raw, len, path, handle)?;
     decode_stored_block(raw, path, handle, counters)
+}
+
+/// A block read that came back with fewer bytes than the block holds (a file truncated under
+/// the engine, or a failing device) is a corruption error that says so, not a checksum
+/// mismatch over part of the block.
+fn check_full_read(raw: &[u8], len: usize, path: &Path, handle: BlockHandle) -> Result<()> {
+    if raw.len() == len {
+        return Ok(());
+    }
+    Err(Error::corruption(
+        path,
+        handle.offset,
+        format!(
+            "short read: block of {len} bytes, the file gave {}",
+            raw.len()
+        ),
+    ))
 }
