@@ -481,6 +481,18 @@ pub(super) fn optimal_bits(
     workload: &Workload,
     budget: f64,
 ) -> CliResult<HashMap<Position, f64>> {
+    optimal_bits_weighted(version, workload, budget, |_| 1.0)
+}
+
+/// [`optimal_bits`] with each file's `z_i` multiplied by `weight(position)` (the study's
+/// cache-weighted optimum: `z_i` times the share of the file's data-block reads that missed the
+/// cache).
+pub(super) fn optimal_bits_weighted(
+    version: &Version,
+    workload: &Workload,
+    budget: f64,
+    weight: impl Fn(Position) -> f64,
+) -> CliResult<HashMap<Position, f64>> {
     let positions = positions(version);
     let files: Vec<(Position, u64)> = version
         .files()
@@ -492,7 +504,9 @@ pub(super) fn optimal_bits(
         .collect();
     let items = files
         .iter()
-        .map(|&(position, entries)| Item::new(entries, workload.z_of(position)))
+        .map(|&(position, entries)| {
+            Item::new(entries, workload.z_of(position) * weight(position).max(0.0))
+        })
         .collect();
     let allocation = Problem::with_bits_per_key(items, budget)?.solve();
     Ok(files
