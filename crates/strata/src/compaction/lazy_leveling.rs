@@ -21,7 +21,8 @@
 //! runs (a tree written by another policy) is merged in place the same way.
 
 use super::{
-    whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun, RunningCompactions,
+    merge_last_level, whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun,
+    RunningCompactions,
 };
 use crate::error::{Error, Result};
 use crate::version::Version;
@@ -102,18 +103,8 @@ impl CompactionPolicy for LazyLeveling {
         let levels = tree.levels();
         let last = self.current_last_level(tree);
         let free = |job: CompactionJob| running.conflict(&job).is_none().then_some(job);
-        let last_runs = levels[last].runs();
-        if last_runs.len() > 1 {
-            let job = CompactionJob {
-                inputs: last_runs.iter().map(|run| whole_run(last, run)).collect(),
-                output_level: last,
-                output_run: OutputRun::New,
-                reason: format!("last level {last} has {} runs", last_runs.len()),
-                state: None,
-            };
-            if let Some(job) = free(job) {
-                return Some(job);
-            }
+        if let Some(job) = merge_last_level(tree, last).and_then(free) {
+            return Some(job);
         }
         for (level, l) in levels.iter().enumerate().take(last) {
             let trigger = if level == 0 {
@@ -133,7 +124,7 @@ impl CompactionPolicy for LazyLeveling {
             if output_level == last {
                 // Into the last level: its run joins the merge (leveled last level). An over-full
                 // last level moves one level deeper with this merge (module docs).
-                inputs.extend(last_runs.iter().map(|run| whole_run(last, run)));
+                inputs.extend(levels[last].runs().iter().map(|run| whole_run(last, run)));
                 let capacity = self.last_level_capacity(context, last);
                 let bytes = levels[last].bytes() as f64;
                 if bytes > capacity && last < self.last_level {
@@ -164,12 +155,8 @@ impl CompactionPolicy for LazyLeveling {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::test_support::{tree, CONTEXT};
+    use crate::compaction::test_support::{runs_of, tree, CONTEXT};
     use crate::compaction::RunInput;
-
-    fn runs_of(job: &CompactionJob) -> Vec<(usize, u64)> {
-        job.inputs.iter().map(|i| (i.level, i.run_id)).collect()
-    }
 
     #[test]
     fn upper_levels_are_tiered() {

@@ -377,6 +377,20 @@ pub(crate) fn check_last_level(last_level: usize) -> crate::Result<usize> {
     Ok(last_level)
 }
 
+/// The job that merges every run of level `last` into one new run on it, if it holds more than
+/// one (lazy leveling's and Moose's last level, which stays a single run; also a tree another
+/// policy left with several runs there).
+pub(crate) fn merge_last_level(tree: &Version, last: usize) -> Option<CompactionJob> {
+    let runs = tree.levels().get(last)?.runs();
+    (runs.len() > 1).then(|| CompactionJob {
+        inputs: runs.iter().map(|run| whole_run(last, run)).collect(),
+        output_level: last,
+        output_run: OutputRun::New,
+        reason: format!("last level {last} has {} runs", runs.len()),
+        state: None,
+    })
+}
+
 /// A run input holding all files of `run`.
 pub(crate) fn whole_run(level: usize, run: &crate::version::Run) -> RunInput {
     RunInput {
@@ -402,6 +416,11 @@ pub(crate) mod test_support {
         level0_stop_writes_trigger: 36,
         rates: super::MeasuredRates::UNKNOWN,
     };
+
+    /// The `(level, run)` of every input of `job`, in order.
+    pub(crate) fn runs_of(job: &super::CompactionJob) -> Vec<(usize, u64)> {
+        job.inputs.iter().map(|i| (i.level, i.run_id)).collect()
+    }
 
     /// Builds a version from `(level, run_id, number, smallest, largest, bytes)` tuples.
     pub(crate) fn tree(files: &[(usize, u64, u64, &str, &str, u64)]) -> Version {

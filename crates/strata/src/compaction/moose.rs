@@ -17,7 +17,8 @@
 //! (the settings are counted from the last level up).
 
 use super::{
-    whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun, RunningCompactions,
+    merge_last_level, whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun,
+    RunningCompactions,
 };
 use crate::error::{Error, Result};
 use crate::version::Version;
@@ -168,21 +169,8 @@ impl CompactionPolicy for Moose {
         let levels = tree.levels();
         let last = self.last_level(tree);
         let free = |job: CompactionJob| running.conflict(&job).is_none().then_some(job);
-        if levels[last].runs().len() > 1 {
-            let job = CompactionJob {
-                inputs: levels[last]
-                    .runs()
-                    .iter()
-                    .map(|run| whole_run(last, run))
-                    .collect(),
-                output_level: last,
-                output_run: OutputRun::New,
-                reason: format!("last level {last} has {} runs", levels[last].runs().len()),
-                state: None,
-            };
-            if let Some(job) = free(job) {
-                return Some(job);
-            }
+        if let Some(job) = merge_last_level(tree, last).and_then(free) {
+            return Some(job);
         }
         let capacities = self.capacities(tree, context);
         // Deepest first: a level makes room before the level above pours into it.
@@ -216,11 +204,7 @@ impl CompactionPolicy for Moose {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::test_support::{tree, CONTEXT};
-
-    fn runs_of(job: &CompactionJob) -> Vec<(usize, u64)> {
-        job.inputs.iter().map(|i| (i.level, i.run_id)).collect()
-    }
+    use crate::compaction::test_support::{runs_of, tree, CONTEXT};
 
     #[test]
     fn capacities_follow_the_last_level_up_with_a_floor_of_k_buffers() {
