@@ -30,18 +30,25 @@
 //!   file, the marginal value of a file's modules falls along the prefix, so the greedy choice
 //!   is the optimum of the divided problem up to one module per file;
 //! * `w_i = z_i * c_i`. `c_i` is the chance that a false positive in file `i` costs a device
-//!   read: the share of the data blocks lookups read in the file that the block cache did not
-//!   hold (counted per file since the process opened it, smoothed toward 1 by a prior of
-//!   [`MISS_PRIOR_READS`] misses; 1 for a new file). A file whose data blocks stay cached gains
-//!   little from a filter, however often it is probed (issue 15 measured Mnemosyne giving 9.8
-//!   bits per key to level-0 runs whose data fit the cache).
+//!   read, predicted by [`CacheModel`](super::cache_model) from the file's measured probe and
+//!   read rates at the false-positive rate uniform filters at the budget would give it (Che's
+//!   approximation of the block cache, calibrated on the misses measured over every file; 1 for
+//!   a file few lookups have reached). A file whose data blocks stay cached gains little from a
+//!   filter, however often it is probed (issue 15 measured Mnemosyne giving 9.8 bits per key to
+//!   level-0 runs whose data fit the cache). The prediction, not the file's measured miss share,
+//!   is what keeps a file with many bits from looking cold only because its few false
+//!   positives find its blocks cold.
 //! * `z_i` is the share of lookups that can reach file `i` and find nothing there. With access
-//!   statistics (Merlin, SPEC §4) it is the file's estimated zero-result probes `z_i`; without
-//!   them, the share of the tree's key range the file covers (`model::tree`'s key space):
-//!   leveled trees after random fills are partitioned by key range, so a file of a 20-file run
-//!   is reached by about a twentieth of the lookups, not by all of them as `z = 1` per run
-//!   assumes. A flush's output covers the whole range (weight 1); a compaction's outputs share
-//!   the range their inputs covered, in proportion to their entries.
+//!   statistics (Merlin, SPEC §4) it is the file's estimated zero-result probes `z_i`. Without
+//!   them, it is the empty probes per second the engine counts in every file on the lookup
+//!   path (`FileMetadata::lookup_counts`), once lookups have reached the file 32 times; before
+//!   that, the share of the tree's key range the file covers (`model::tree`'s key space) times
+//!   the rate the counted files show per unit of the range they cover. Leveled trees after
+//!   random fills are partitioned by key range, so a file of a 20-file run is reached by about
+//!   a twentieth of the lookups, not by all of them as `z = 1` per run assumes; and lookups of
+//!   keys that exist stop at the file that holds them, so the files below see fewer. A flush's
+//!   output covers the whole range; a compaction's outputs share the range their inputs
+//!   covered, in proportion to their entries.
 //!
 //! Filters written by another allocator (before a switch to this one) are taken as one opaque
 //! module of their whole bits per key, in use or not.
@@ -51,8 +58,8 @@
 //! The modules every file has on disk, their size and how many are in use are this allocator's
 //! state, logged in the manifest with every flush's and compaction's edit (owner
 //! [`OWNER`]), so a restart resumes with the same filters in use. A refresh changes the choice
-//! in memory; the next job logs it. The cache-miss counts are not persisted: after a restart
-//! every file starts again at `c = 1`.
+//! in memory; the next job logs it. The lookup counts behind `c_i` are not persisted: after a
+//! restart every file starts again at `c = 1`.
 //!
 //! # Part of a module
 //!
@@ -83,9 +90,11 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Instant;
 
 use arc_swap::ArcSwap;
 
+use super::cache_model::{empty_probe_rate, CacheModel};
 use super::mnemosyne::validated_target;
 use super::{FilterAllocator, FilterJob, FilterRebuild, ModulesInUse, NewFile, RebuildPricing};
 use crate::coding::{put_fixed64, put_varint64, Decoder};
@@ -541,7 +550,20 @@ impl Elastic {
     }
 
     /// The weight of every file: Merlin's zero-result probes when any lookup has been recorded,
-    /// else the share of the key range the file covers.
+    /// else the share of the key range the file covers; times the predicted cache-miss chance.
+    fn weighing(&self, tree: &Version, job: Option<&FilterJob<'_>>) -> Weighing {
+        Weighing {
+            reach: Elastic::weights(tree, job),
+            cache: CacheModel::calibrate(
+                tree.files().map(|(_, _, file)| file.as_ref()),
+                Instant::now(),
+            ),
+            reference_bits: self.bits_per_key_target,
+        }
+    }
+
+    /// How files' reach `z_i` is measured: Merlin's zero-result probes when any lookup has been
+    /// recorded, else the share of the key range the file covers.
     fn weights(tree: &Version, job: Option<&FilterJob<'_>>) -> Weights {
         let recorded = tree.files().any(|(_, _, file)| {
             file.access_estimate()
@@ -554,22 +576,24 @@ impl Elastic {
         if recorded {
             Weights::Statistics
         } else {
-            Weights::Coverage(KeySpace::of_tree(tree))
+            Weights::coverage_of(tree)
         }
     }
 
     /// Solves the selection for the tree after `job` without storing it.
     fn plan(&self, tree: &Version, job: &FilterJob<'_>) -> (Selection, Vec<f64>) {
-        let weights = Elastic::weights(tree, Some(job));
+        let weighing = self.weighing(tree, Some(job));
         let known = self.selection.load();
         let staying = tree
             .files()
             .map(|(_, _, file)| file)
             .filter(|file| !job.is_input(file.number()));
-        let existing = self.existing_candidates(staying, &known, &|file| weights.of_file(file));
+        let existing = self.existing_candidates(staying, &known, &|file| weighing.of_file(file));
         let output_entries = job.output_entries().max(1) as f64;
-        let job_coverage = match &weights {
-            Weights::Coverage(Some(space)) if !job.inputs.is_empty() => {
+        let job_coverage = match &weighing.reach {
+            Weights::Coverage {
+                space: Some(space), ..
+            } if !job.inputs.is_empty() => {
                 let inputs: HashSet<u64> = job.inputs.iter().map(|i| i.file_number).collect();
                 let ranges: Vec<(&[u8], &[u8])> = tree
                     .files()
@@ -591,9 +615,11 @@ impl Elastic {
             .outputs
             .iter()
             .map(|file| {
-                let weight = match &weights {
+                let weight = match &weighing.reach {
                     Weights::Statistics => file.access.map_or(0.0, |estimate| estimate.z),
-                    Weights::Coverage(_) => job_coverage * file.entries as f64 / output_entries,
+                    Weights::Coverage { .. } => weighing
+                        .reach
+                        .of_share(job_coverage * file.entries as f64 / output_entries),
                 };
                 (file, weight)
             })
@@ -603,9 +629,9 @@ impl Elastic {
 
     /// The selection over `tree`'s files as they are, with `known` layouts.
     fn reselect(&self, tree: &Version, known: &Selection) -> Selection {
-        let weights = Elastic::weights(tree, None);
+        let weighing = self.weighing(tree, None);
         let files = tree.files().map(|(_, _, file)| file);
-        let existing = self.existing_candidates(files, known, &|file| weights.of_file(file));
+        let existing = self.existing_candidates(files, known, &|file| weighing.of_file(file));
         self.solve(existing, &[]).0
     }
 
@@ -636,10 +662,10 @@ impl Elastic {
         {
             return None;
         }
-        let weights = Elastic::weights(tree, None);
+        let weighing = self.weighing(tree, None);
         let existing =
             self.existing_candidates(placed.iter().map(|(_, _, file)| *file), &known, &|file| {
-                weights.of_file(file)
+                weighing.of_file(file)
             });
         let (candidates, layouts): (Vec<Candidate>, Vec<Layout>) = existing.into_iter().unzip();
         let entries: f64 = candidates.iter().map(|c| c.entries).sum();
@@ -649,7 +675,7 @@ impl Elastic {
         // filter's pass rate.
         let reads_per_pass: Vec<f64> = placed
             .iter()
-            .map(|(_, _, file)| file.empty_probes_per_sec(pricing.now) * miss_weight(file))
+            .map(|(_, _, file)| file.empty_probes_per_sec(pricing.now) * weighing.miss_chance(file))
             .collect();
         let reads = |selection: &[InUse], candidates: &[Candidate]| -> f64 {
             candidates
@@ -744,37 +770,97 @@ impl Elastic {
 enum Weights {
     /// Merlin's zero-result probes.
     Statistics,
-    /// The share of the tree's key range (1 without a key space).
-    Coverage(Option<KeySpace>),
+    /// Without Merlin: the empty probes per second the engine counted in each file lookups
+    /// have reached often enough (`cache_model::empty_probe_rate`); the other files by the
+    /// share of the tree's key range they cover (1 without a key space), times the rate the
+    /// counted files show per unit of the range they cover (`None`: no file counted, the
+    /// shares alone).
+    Coverage {
+        space: Option<KeySpace>,
+        rate_per_coverage: Option<f64>,
+        now: Instant,
+    },
 }
 
-/// Reads that a file's cache-miss weight counts as prior evidence of "every read misses": the
-/// weight starts at 1 and follows the measured share as reads accumulate.
-const MISS_PRIOR_READS: f64 = 4.0;
+/// The weight of every file in one selection: its reach `z_i` times its predicted chance `c_i`
+/// that a false positive costs a device read (SPEC §3.5; `alloc::cache_model`).
+struct Weighing {
+    reach: Weights,
+    cache: CacheModel,
+    /// Uniform filters' bits per key: the false-positive rate `c_i` is predicted at.
+    reference_bits: f64,
+}
 
-/// The chance that a false positive in `file` costs a device read: the share of its data-block
-/// reads the block cache missed, smoothed toward 1 (SPEC §3.5's `c_i`; 1 when unknown).
-fn miss_weight(file: &FileMetadata) -> f64 {
-    let (reads, misses) = file.data_block_reads();
-    (misses as f64 + MISS_PRIOR_READS) / (reads as f64 + MISS_PRIOR_READS)
+impl Weighing {
+    /// `w_i = z_i * c_i` (SPEC §3.5).
+    fn of_file(&self, file: &FileMetadata) -> f64 {
+        self.reach.of_file(file) * self.miss_chance(file)
+    }
+
+    /// `c_i` at the false-positive rate uniform filters at the budget would give `file`.
+    fn miss_chance(&self, file: &FileMetadata) -> f64 {
+        let pass = file
+            .filter_family()
+            .false_positive_rate(self.reference_bits);
+        self.cache.miss_chance(file, pass)
+    }
 }
 
 impl Weights {
-    /// `w_i = z_i * c_i` (SPEC §3.5).
-    fn of_file(&self, file: &FileMetadata) -> f64 {
-        self.reach(file) * miss_weight(file)
-    }
-
     /// `z_i`: the lookups that reach the file and find nothing, as a share or a count.
-    fn reach(&self, file: &FileMetadata) -> f64 {
+    fn of_file(&self, file: &FileMetadata) -> f64 {
         match self {
             Weights::Statistics => file
                 .access_estimate()
                 .map_or(0.0, |estimate| estimate.z.max(0.0)),
-            Weights::Coverage(Some(space)) => {
-                space.coverage(file.smallest_user_key(), file.largest_user_key())
+            Weights::Coverage {
+                space,
+                rate_per_coverage,
+                now,
+            } => {
+                let counted =
+                    rate_per_coverage.and_then(|_| empty_probe_rate(&file.lookup_counts(*now)));
+                counted.unwrap_or_else(|| {
+                    Weights::coverage(space.as_ref(), file) * rate_per_coverage.unwrap_or(1.0)
+                })
             }
-            Weights::Coverage(None) => 1.0,
+        }
+    }
+
+    /// The share of the key range `file` covers (1 without a key space).
+    fn coverage(space: Option<&KeySpace>, file: &FileMetadata) -> f64 {
+        space.map_or(1.0, |space| {
+            space.coverage(file.smallest_user_key(), file.largest_user_key())
+        })
+    }
+
+    /// The coverage weights of `tree`: the key space, and the empty probes per second per unit
+    /// of coverage over the files lookups have reached often enough.
+    fn coverage_of(tree: &Version) -> Weights {
+        let space = KeySpace::of_tree(tree);
+        let now = Instant::now();
+        let (mut rate, mut covered) = (0.0, 0.0);
+        for (_, _, file) in tree.files() {
+            if let Some(counted) = empty_probe_rate(&file.lookup_counts(now)) {
+                rate += counted;
+                covered += Weights::coverage(space.as_ref(), file);
+            }
+        }
+        Weights::Coverage {
+            space,
+            rate_per_coverage: (covered > 0.0).then(|| rate / covered),
+            now,
+        }
+    }
+
+    /// What a job output's weight of `share` of the key range is in this weighing's units.
+    fn of_share(&self, share: f64) -> f64 {
+        match self {
+            Weights::Coverage {
+                rate_per_coverage: Some(rate),
+                ..
+            } => share * rate,
+            _ => share,
         }
     }
 }

@@ -358,10 +358,19 @@ fn a_refresh_moves_bits_from_files_whose_data_stays_cached() {
         (2, 1),
         "the restart keeps the state"
     );
+    // 1,000 empty lookups reached each file in the last second, and each read a data block.
+    let now = std::time::Instant::now();
     for (_, _, file) in tree.files() {
-        for _ in 0..1_000 {
-            file.record_data_block_read(file.number() == 2);
-        }
+        file.add_lookup_counts(
+            crate::version::LookupCounts {
+                seconds: 1.0,
+                empty_probes: 1_000,
+                found_probes: 0,
+                data_block_reads: 1_000,
+                data_block_misses: if file.number() == 2 { 1_000 } else { 0 },
+            },
+            now,
+        );
     }
     assert_eq!(
         tree.files()
@@ -371,6 +380,97 @@ fn a_refresh_moves_bits_from_files_whose_data_stays_cached() {
     );
     allocator.refresh(&tree);
     assert_eq!((modules(1), modules(2)), (0, 3));
+    let (used, budget) = in_use_and_budget(&allocator, &tree);
+    assert!(used <= budget + 1e-9, "{used} > {budget}");
+}
+
+/// Pretends lookups did `empty`, `found`, `reads` and `misses` in `file` over the last second.
+fn counted(file: &FileMetadata, empty: u64, found: u64, reads: u64, misses: u64) {
+    file.add_lookup_counts(
+        crate::version::LookupCounts {
+            seconds: 1.0,
+            empty_probes: empty,
+            found_probes: found,
+            data_block_reads: reads,
+            data_block_misses: misses,
+        },
+        std::time::Instant::now(),
+    );
+}
+
+#[test]
+fn without_statistics_the_counted_empty_probes_weigh_files_not_their_key_ranges() {
+    // Two files over the two halves of the range, alike in size, no block cache (every read
+    // misses). Lookups of keys that exist: the first file's all found their key, the second's
+    // found nothing. By key range they weigh the same; by what was counted, only the second
+    // gains from a filter.
+    let tree = Version::builder()
+        .add_file(1, 1, file(1, "a", "m", 10_000, 3.0))
+        .add_file(1, 1, file(2, "n", "z", 10_000, 3.0))
+        .policy_state(three_module_state(&[(1, 2), (2, 1)]))
+        .build()
+        .expect("builds");
+    let allocator = Elastic::new(1.5).expect("valid");
+    allocator.restore(&tree);
+    let modules = |number: u64| {
+        tree.files()
+            .find(|(_, _, file)| file.number() == number)
+            .map(|(_, run, file)| allocator.filter_modules_in_use(run, file).modules)
+            .expect("file")
+    };
+    for (_, _, file) in tree.files() {
+        if file.number() == 1 {
+            counted(file, 0, 1_000, 1_000, 1_000);
+        } else {
+            counted(file, 1_000, 0, 400, 400);
+        }
+    }
+    allocator.refresh(&tree);
+    assert_eq!((modules(1), modules(2)), (0, 3));
+}
+
+#[test]
+fn a_file_whose_few_reads_missed_under_many_bits_is_still_seen_cached() {
+    // Two small files (1,000 keys) and a larger one (10,000), each reached by 10,000 empty
+    // lookups a second, with reads and misses as an LRU cache of characteristic time 100
+    // byte-seconds gives them (Che). The first holds many bits: its 30 false positives found
+    // its blocks cold (29 missed). The second, with one module, sees 6,200 reads and the cache
+    // serves all but 12. Weighed by the miss share measured under that allocation, the first
+    // would look like cold data (`(29 + 4) / (30 + 4)`) and keep three modules, leaving the
+    // larger file none; predicted at uniform filters' rate it is as cached as the second.
+    let tree = Version::builder()
+        .add_file(0, 1, file(1, "a", "z", 1_000, 3.0))
+        .add_file(0, 2, file(2, "a", "z", 1_000, 3.0))
+        .add_file(1, 3, file(3, "a", "z", 10_000, 3.0))
+        .policy_state(three_module_state(&[(1, 3), (2, 1), (3, 0)]))
+        .build()
+        .expect("builds");
+    let allocator = Elastic::new(1.0).expect("valid");
+    allocator.restore(&tree);
+    let modules = |number: u64| {
+        tree.files()
+            .find(|(_, _, file)| file.number() == number)
+            .map(|(_, run, file)| allocator.filter_modules_in_use(run, file).modules)
+            .expect("file")
+    };
+    for (_, _, file) in tree.files() {
+        match file.number() {
+            1 => counted(file, 10_000, 0, 30, 29),
+            2 => counted(file, 10_000, 0, 6_200, 12),
+            _ => counted(file, 10_000, 0, 6_200, 3_340),
+        }
+    }
+    allocator.refresh(&tree);
+    assert_eq!(
+        modules(3),
+        1,
+        "the larger file, whose reads miss, gets a module"
+    );
+    assert_eq!(
+        modules(1),
+        modules(2),
+        "the two small files are weighed alike"
+    );
     let (used, budget) = in_use_and_budget(&allocator, &tree);
     assert!(used <= budget + 1e-9, "{used} > {budget}");
 }

@@ -15,6 +15,7 @@
 //! sized its files against a different tree. (Strata's rule; the paper's RocksDB fork allocates per
 //! file against whatever version is current and ends 19-74% over its budget.)
 
+pub mod cache_model;
 pub mod elastic;
 mod mnemosyne;
 mod mnemosyne_plus;

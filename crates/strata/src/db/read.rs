@@ -78,6 +78,8 @@ impl DbInner {
                     let lookup = probe.result;
                     if lookup == Lookup::Absent {
                         file.record_empty_probe();
+                    } else {
+                        file.record_found_probe();
                     }
                     if let (Some(ticket), Some(access)) = (recording, file.access()) {
                         access

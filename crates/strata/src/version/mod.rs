@@ -96,8 +96,32 @@ struct FileLiveness {
     /// here, since it was opened in this process: the probes a better filter would have
     /// answered without a data-block read (SPEC §3.5 "Rebuild, priced"; in memory only).
     empty_probes: AtomicU64,
+    /// Point lookups that found a version of their key (or its tombstone) in this file: its
+    /// data-block reads that are not false positives (SPEC §3.5's cache model).
+    found_probes: AtomicU64,
     /// When this process first knew the file (written or recovered): the probe rate's clock.
     known_since: std::time::Instant,
+    /// When a point lookup first reached the file in this process: the clock of
+    /// [`LookupCounts`], so that a file written long before lookups began does not show a
+    /// lower rate than one written just before.
+    first_probe: OnceLock<std::time::Instant>,
+}
+
+/// What point lookups did in one file since the first of them reached it in this process
+/// (in memory only; shared through trivial moves): the measurements of SPEC §3.5's cache
+/// model, which predicts how often a false positive in the file would miss the block cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LookupCounts {
+    /// Seconds since the first lookup reached the file (0 if none has).
+    pub seconds: f64,
+    /// Lookups whose key the file's range held and that found nothing in the file.
+    pub empty_probes: u64,
+    /// Lookups that found their key (a value or a tombstone) in the file.
+    pub found_probes: u64,
+    /// Data blocks the lookups read in the file (false positives and found keys).
+    pub data_block_reads: u64,
+    /// Of those, the blocks the block cache did not hold.
+    pub data_block_misses: u64,
 }
 
 /// A file's Merlin statistics and the engine-wide lookup clock they are read against.
@@ -138,7 +162,9 @@ impl FileLiveness {
             data_block_reads: AtomicU64::new(0),
             data_block_misses: AtomicU64::new(0),
             empty_probes: AtomicU64::new(0),
+            found_probes: AtomicU64::new(0),
             known_since: std::time::Instant::now(),
+            first_probe: OnceLock::new(),
         })
     }
 }
@@ -286,8 +312,37 @@ impl FileMetadata {
     /// version of the key here.
     pub(crate) fn record_empty_probe(&self) {
         self.liveness
+            .first_probe
+            .get_or_init(std::time::Instant::now);
+        self.liveness
             .empty_probes
             .fetch_add(1, AtomicOrdering::Relaxed);
+    }
+
+    /// Counts a point lookup that found a version of its key (or its tombstone) in this file.
+    pub(crate) fn record_found_probe(&self) {
+        self.liveness
+            .first_probe
+            .get_or_init(std::time::Instant::now);
+        self.liveness
+            .found_probes
+            .fetch_add(1, AtomicOrdering::Relaxed);
+    }
+
+    /// What point lookups did in this file since the first reached it, read at `now`
+    /// (SPEC §3.5's cache model).
+    pub fn lookup_counts(&self, now: std::time::Instant) -> LookupCounts {
+        let liveness = &self.liveness;
+        let (data_block_reads, data_block_misses) = self.data_block_reads();
+        LookupCounts {
+            seconds: liveness.first_probe.get().map_or(0.0, |first| {
+                now.saturating_duration_since(*first).as_secs_f64()
+            }),
+            empty_probes: liveness.empty_probes.load(AtomicOrdering::Relaxed),
+            found_probes: liveness.found_probes.load(AtomicOrdering::Relaxed),
+            data_block_reads,
+            data_block_misses,
+        }
     }
 
     /// Point lookups that reached this file and found nothing here, per second, since this
@@ -310,6 +365,29 @@ impl FileMetadata {
         self.liveness
             .empty_probes
             .fetch_add(probes, AtomicOrdering::Relaxed);
+    }
+
+    /// Test hook: pretends lookups did `counts` in the file, the first `counts.seconds` before
+    /// `now`.
+    #[cfg(test)]
+    pub(crate) fn add_lookup_counts(&self, counts: LookupCounts, now: std::time::Instant) {
+        let liveness = &self.liveness;
+        let first = now
+            .checked_sub(std::time::Duration::from_secs_f64(counts.seconds))
+            .unwrap_or(now);
+        liveness.first_probe.get_or_init(|| first);
+        liveness
+            .empty_probes
+            .fetch_add(counts.empty_probes, AtomicOrdering::Relaxed);
+        liveness
+            .found_probes
+            .fetch_add(counts.found_probes, AtomicOrdering::Relaxed);
+        liveness
+            .data_block_reads
+            .fetch_add(counts.data_block_reads, AtomicOrdering::Relaxed);
+        liveness
+            .data_block_misses
+            .fetch_add(counts.data_block_misses, AtomicOrdering::Relaxed);
     }
 
     /// The file number (its name is `{number:06}.sst`).
