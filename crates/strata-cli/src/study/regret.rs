@@ -136,6 +136,11 @@ struct Row {
     uniform_unnecessary_reads_per_lookup: f64,
     /// Policy / uniform on the same tree; `null` when uniform read nothing unnecessary.
     versus_uniform: Option<f64>,
+    /// Lookups per second of the measured replay with the policy's filters, and with uniform
+    /// filters rewritten on the same tree (one thread each, one replay each: noisier than the
+    /// read counts, and the uniform replay runs on freshly rewritten files).
+    policy_lookups_per_sec: f64,
+    uniform_lookups_per_sec: f64,
     /// With a block cache: the optimum of `z_i * c_i`, `c_i` the share of file `i`'s data-block
     /// reads that missed the cache under uniform filters (one step of a fixed point, since the
     /// misses change with the allocation), on the same tree and lookups; `null` without a cache.
@@ -194,12 +199,22 @@ fn allocator(args: &RegretArgs, kind: FilterAllocatorKind) -> CliResult<Arc<dyn 
 /// Replays the workload (`Workload::replay`) and returns the unnecessary data-block reads per
 /// lookup; with a block cache (`warm`), after an unmeasured replay that fills it.
 fn replay(db: &Db, workload: &Workload, warm: bool) -> CliResult<f64> {
+    replay_timed(db, workload, warm).map(|(reads, _)| reads)
+}
+
+/// [`replay`], and the measured replay's lookups per second (one thread; the tree and the
+/// lookups are the same for every allocation replayed on it, so the rates compare the
+/// allocations' lookup cost on one tree).
+fn replay_timed(db: &Db, workload: &Workload, warm: bool) -> CliResult<(f64, f64)> {
     if warm {
         workload.replay(db)?;
     }
+    let started = Instant::now();
     workload.replay(db)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let lookups = workload.keys.len().max(1) as f64;
     let unnecessary = db.stats().io.unnecessary_data_reads_total();
-    Ok(unnecessary as f64 / workload.keys.len().max(1) as f64)
+    Ok((unnecessary as f64 / lookups, lookups / seconds.max(1e-9)))
 }
 
 /// Most warm-up rounds `--rebuild-rate` replays.
@@ -306,7 +321,7 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
         drop(version);
         let stats = db.stats();
         let warm = args.block_cache_bytes > 0;
-        let policy_reads = replay(&db, &workload, warm)?;
+        let (policy_reads, policy_lookups_per_sec) = replay_timed(&db, &workload, warm)?;
         workload.trace(&db)?;
         let version = db.version();
         let at = positions(&version);
@@ -337,7 +352,7 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
             .map(|position| (position, args.bits_per_key))
             .collect();
         rewrite(&db, &uniform_bits, args.bits_per_key, &signature)?;
-        let uniform_reads = replay(&db, &workload, warm)?;
+        let (uniform_reads, uniform_lookups_per_sec) = replay_timed(&db, &workload, warm)?;
         let cache_weighted_reads = if warm {
             // The miss share of each file's data-block reads under uniform filters, smoothed as
             // elastic filters smooth it.
@@ -389,6 +404,8 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
             regret: (optimal_reads > 0.0).then(|| policy_reads / optimal_reads),
             uniform_unnecessary_reads_per_lookup: uniform_reads,
             versus_uniform: (uniform_reads > 0.0).then(|| policy_reads / uniform_reads),
+            policy_lookups_per_sec,
+            uniform_lookups_per_sec,
             cache_weighted_unnecessary_reads_per_lookup: cache_weighted_reads,
             policy_predicted_per_lookup: policy_predicted,
             optimal_predicted_per_lookup: optimal_predicted,
@@ -484,6 +501,14 @@ fn print_table(out: &mut dyn Write, args: &RegretArgs, rows: &[Row]) -> std::io:
             row.versus_uniform
                 .map_or("-".to_string(), |r| format!("{r:.3}")),
             shape_summary(&row.shape)
+        )?;
+        writeln!(
+            out,
+            "{:<28} lookups/s: {:.0}, uniform filters on this tree {:.0} ({:.3} of uniform's)",
+            "",
+            row.policy_lookups_per_sec,
+            row.uniform_lookups_per_sec,
+            row.policy_lookups_per_sec / row.uniform_lookups_per_sec.max(1e-9)
         )?;
         if let Some(reads) = row.cache_weighted_unnecessary_reads_per_lookup {
             writeln!(
@@ -601,6 +626,23 @@ mod tests {
         let text = String::from_utf8(out).expect("utf8");
         assert!(text.contains("block cache warmed by one replay"), "{text}");
         assert!(text.contains("cache-weighted optimum:"), "{text}");
+        // Each policy's lookup rate beside uniform filters' on its tree, both measured.
+        let rates: Vec<(f64, f64)> = text
+            .lines()
+            .filter_map(|line| line.trim().strip_prefix("lookups/s: "))
+            .map(|rest| {
+                let (policy, rest) = rest
+                    .split_once(", uniform filters on this tree ")
+                    .expect("rates");
+                let uniform = rest.split_whitespace().next().expect("uniform rate");
+                (
+                    policy.parse().expect("policy rate"),
+                    uniform.parse().expect("uniform rate"),
+                )
+            })
+            .collect();
+        assert_eq!(rates.len(), 2, "{text}");
+        assert!(rates.iter().all(|&(p, u)| p > 0.0 && u > 0.0), "{text}");
         for policy in ["uniform", "elastic"] {
             assert!(text.lines().any(|line| line.starts_with(policy)), "{text}");
         }
