@@ -338,39 +338,19 @@ fn a_refresh_moves_bits_from_files_whose_data_stays_cached() {
     // budget of three modules. Lookups read 1,000 data blocks in each: all of file 1's came
     // from the block cache, all of file 2's from the device. A false positive in file 1 costs
     // no I/O, so after a refresh the budget goes to file 2.
-    let tree = Version::builder()
-        .add_file(1, 1, file(1, "a", "m", 10_000, 3.0))
-        .add_file(1, 1, file(2, "n", "z", 10_000, 3.0))
-        .policy_state(three_module_state(&[(1, 2), (2, 1)]))
-        .build()
-        .expect("builds");
-    let allocator = Elastic::new(1.5).expect("valid");
+    let (tree, allocator) = two_halves();
     assert!(allocator.refreshes_without_statistics());
     allocator.restore(&tree);
-    let modules = |number: u64| {
-        tree.files()
-            .find(|(_, _, file)| file.number() == number)
-            .map(|(_, run, file)| allocator.filter_modules_in_use(run, file).modules)
-            .expect("file")
-    };
+    let modules = |number: u64| whole_modules_in_use(&allocator, &tree, number);
     assert_eq!(
         (modules(1), modules(2)),
         (2, 1),
         "the restart keeps the state"
     );
     // 1,000 empty lookups reached each file in the last second, and each read a data block.
-    let now = std::time::Instant::now();
     for (_, _, file) in tree.files() {
-        file.add_lookup_counts(
-            crate::version::LookupCounts {
-                seconds: 1.0,
-                empty_probes: 1_000,
-                found_probes: 0,
-                data_block_reads: 1_000,
-                data_block_misses: if file.number() == 2 { 1_000 } else { 0 },
-            },
-            now,
-        );
+        let misses = if file.number() == 2 { 1_000 } else { 0 };
+        counted(file, 1_000, 0, 1_000, misses);
     }
     assert_eq!(
         tree.files()
@@ -382,6 +362,26 @@ fn a_refresh_moves_bits_from_files_whose_data_stays_cached() {
     assert_eq!((modules(1), modules(2)), (0, 3));
     let (used, budget) = in_use_and_budget(&allocator, &tree);
     assert!(used <= budget + 1e-9, "{used} > {budget}");
+}
+
+/// Two files of 10,000 keys over the two halves of the range, three 1-bit modules each (2 and 1
+/// in use), and elastic filters with a budget of three modules, not yet restored.
+fn two_halves() -> (Version, Elastic) {
+    let tree = Version::builder()
+        .add_file(1, 1, file(1, "a", "m", 10_000, 3.0))
+        .add_file(1, 1, file(2, "n", "z", 10_000, 3.0))
+        .policy_state(three_module_state(&[(1, 2), (2, 1)]))
+        .build()
+        .expect("builds");
+    (tree, Elastic::new(1.5).expect("valid"))
+}
+
+/// The whole modules file `number` of `tree` has in use.
+fn whole_modules_in_use(allocator: &Elastic, tree: &Version, number: u64) -> usize {
+    tree.files()
+        .find(|(_, _, file)| file.number() == number)
+        .map(|(_, run, file)| allocator.filter_modules_in_use(run, file).modules)
+        .expect("file")
 }
 
 /// Pretends lookups did `empty`, `found`, `reads` and `misses` in `file` over the last second.
@@ -404,20 +404,9 @@ fn without_statistics_the_counted_empty_probes_weigh_files_not_their_key_ranges(
     // misses). Lookups of keys that exist: the first file's all found their key, the second's
     // found nothing. By key range they weigh the same; by what was counted, only the second
     // gains from a filter.
-    let tree = Version::builder()
-        .add_file(1, 1, file(1, "a", "m", 10_000, 3.0))
-        .add_file(1, 1, file(2, "n", "z", 10_000, 3.0))
-        .policy_state(three_module_state(&[(1, 2), (2, 1)]))
-        .build()
-        .expect("builds");
-    let allocator = Elastic::new(1.5).expect("valid");
+    let (tree, allocator) = two_halves();
     allocator.restore(&tree);
-    let modules = |number: u64| {
-        tree.files()
-            .find(|(_, _, file)| file.number() == number)
-            .map(|(_, run, file)| allocator.filter_modules_in_use(run, file).modules)
-            .expect("file")
-    };
+    let modules = |number: u64| whole_modules_in_use(&allocator, &tree, number);
     for (_, _, file) in tree.files() {
         if file.number() == 1 {
             counted(file, 0, 1_000, 1_000, 1_000);
@@ -447,12 +436,7 @@ fn a_file_whose_few_reads_missed_under_many_bits_is_still_seen_cached() {
         .expect("builds");
     let allocator = Elastic::new(1.0).expect("valid");
     allocator.restore(&tree);
-    let modules = |number: u64| {
-        tree.files()
-            .find(|(_, _, file)| file.number() == number)
-            .map(|(_, run, file)| allocator.filter_modules_in_use(run, file).modules)
-            .expect("file")
-    };
+    let modules = |number: u64| whole_modules_in_use(&allocator, &tree, number);
     for (_, _, file) in tree.files() {
         match file.number() {
             1 => counted(file, 10_000, 0, 30, 29),

@@ -76,11 +76,7 @@ impl DbInner {
                         file.record_data_block_read(from_device);
                     }
                     let lookup = probe.result;
-                    if lookup == Lookup::Absent {
-                        file.record_empty_probe();
-                    } else {
-                        file.record_found_probe();
-                    }
+                    file.record_probe(lookup != Lookup::Absent);
                     if let (Some(ticket), Some(access)) = (recording, file.access()) {
                         access
                             .file

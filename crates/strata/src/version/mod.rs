@@ -308,25 +308,17 @@ impl FileMetadata {
         )
     }
 
-    /// Counts a point lookup that reached this file (its key range held the key) and found no
-    /// version of the key here.
-    pub(crate) fn record_empty_probe(&self) {
-        self.liveness
-            .first_probe
-            .get_or_init(std::time::Instant::now);
-        self.liveness
-            .empty_probes
-            .fetch_add(1, AtomicOrdering::Relaxed);
-    }
-
-    /// Counts a point lookup that found a version of its key (or its tombstone) in this file.
-    pub(crate) fn record_found_probe(&self) {
-        self.liveness
-            .first_probe
-            .get_or_init(std::time::Instant::now);
-        self.liveness
-            .found_probes
-            .fetch_add(1, AtomicOrdering::Relaxed);
+    /// Counts a point lookup that reached this file (its key range held the key): `found` if it
+    /// found a version of the key (or its tombstone) here, an empty probe if not.
+    pub(crate) fn record_probe(&self, found: bool) {
+        let liveness = &self.liveness;
+        liveness.first_probe.get_or_init(std::time::Instant::now);
+        let counter = if found {
+            &liveness.found_probes
+        } else {
+            &liveness.empty_probes
+        };
+        counter.fetch_add(1, AtomicOrdering::Relaxed);
     }
 
     /// What point lookups did in this file since the first reached it, read at `now`
