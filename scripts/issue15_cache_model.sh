@@ -10,8 +10,10 @@
 #   scripts/issue15_cache_model.sh [SEEDS] [CACHE] [BUDGET] [STRATA]
 #     defaults: "42 7 8 9 10 11", 8MiB, 2, the workspace's release build
 #
-# STRATA names another build to compare (e.g. one of an earlier commit). About 25-45 s per
-# seed and workload on this machine.
+# STRATA names another build to compare (e.g. one of an earlier commit). EXTRA adds flags to
+# every study run (e.g. EXTRA=--cache-metadata: index and filters in the block cache, as
+# Strata's default options keep them, instead of pinned). About 25-45 s per seed and workload
+# on this machine.
 set -euo pipefail
 seeds=${1:-"42 7 8 9 10 11"}
 cache=${2:-8MiB}
@@ -30,7 +32,7 @@ for seed in $seeds; do
     empty=1
     [ "$workload" = typeII ] && empty=0
     "$strata" study regret --no-settle --bits-per-key "$bpk" --empty-fraction "$empty" \
-      --seed "$seed" --filter-policies uniform,elastic --block-cache-bytes "$cache" \
+      --seed "$seed" --filter-policies uniform,elastic --block-cache-bytes "$cache" ${EXTRA:-} \
       --json "$out/cache-$workload-$seed.json" > "$out/cache-$workload-$seed.txt"
     echo "$workload seed $seed done" >&2
   done

@@ -100,6 +100,11 @@ pub struct RegretArgs {
     /// warms it. 0 (the default): no cache, every data block read counted.
     #[arg(long, default_value = "0", value_parser = crate::bench::parse_bytes)]
     pub block_cache_bytes: u64,
+    /// With `--block-cache-bytes`: keep index and filter blocks in the block cache, as Strata
+    /// does by default, instead of pinned, so that the replays pay a cache lookup per filter
+    /// module probed and filters compete with data for the cache.
+    #[arg(long)]
+    pub cache_metadata: bool,
     /// Modules every new file of elastic filters gets on disk at least (1 to 6; default 3).
     #[arg(long)]
     pub elastic_disk_modules: Option<usize>,
@@ -175,6 +180,7 @@ struct Report<'a> {
     access_statistics: bool,
     rebuild_rate: u64,
     block_cache_bytes: u64,
+    cache_metadata: bool,
     elastic_disk_modules: Option<usize>,
     seed: u64,
     rows: &'a [Row],
@@ -265,6 +271,9 @@ fn validate(args: &RegretArgs) -> CliResult<()> {
     if args.filter_policies.is_empty() {
         return invalid("--filter-policies names no allocator".into());
     }
+    if args.cache_metadata && args.block_cache_bytes == 0 {
+        return invalid("--cache-metadata needs a block cache (--block-cache-bytes)".into());
+    }
     Ok(())
 }
 
@@ -299,7 +308,8 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
                 .measured_options(Arc::clone(&frozen_allocator), true)?
                 .access_statistics(args.access_statistics)
                 .filter_rebuild_bytes_per_sec(args.rebuild_rate)
-                .block_cache_bytes(args.block_cache_bytes),
+                .block_cache_bytes(args.block_cache_bytes)
+                .pin_filter_and_index_blocks(!args.cache_metadata),
         )?;
         let mut workload = Workload::draw(
             &format,
@@ -344,7 +354,8 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
             &dir,
             args.tree
                 .measured_options(uniform, true)?
-                .block_cache_bytes(args.block_cache_bytes),
+                .block_cache_bytes(args.block_cache_bytes)
+                .pin_filter_and_index_blocks(!args.cache_metadata),
         )?;
         // Uniform filters on the same tree, for the same lookups.
         let uniform_bits: HashMap<_, f64> = positions(&db.version())
@@ -431,6 +442,7 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
                 access_statistics: args.access_statistics,
                 rebuild_rate: args.rebuild_rate,
                 block_cache_bytes: args.block_cache_bytes,
+                cache_metadata: args.cache_metadata,
                 elastic_disk_modules: args.elastic_disk_modules,
                 seed: args.run.seed,
                 rows: &rows,
@@ -445,7 +457,7 @@ fn print_table(out: &mut dyn Write, args: &RegretArgs, rows: &[Row]) -> std::io:
         out,
         "regret: {} keys ({} B keys, {} B values), leveling T = {}, {} bits/key, {} lookups \
          ({} absent, {}); unnecessary data-block reads per lookup, {}, index and filters \
-         pinned; \"uniform\": uniform filters rewritten on the policy's tree",
+         {}; \"uniform\": uniform filters rewritten on the policy's tree",
         args.num,
         args.tree.key_size,
         args.tree.value_size,
@@ -457,6 +469,11 @@ fn print_table(out: &mut dyn Write, args: &RegretArgs, rows: &[Row]) -> std::io:
         match args.block_cache_bytes {
             0 => "block cache off".to_string(),
             bytes => format!("a {bytes}-byte block cache warmed by one replay"),
+        },
+        if args.cache_metadata {
+            "in the block cache"
+        } else {
+            "pinned"
         }
     )?;
     writeln!(
@@ -651,6 +668,46 @@ mod tests {
             &mut Vec::new()
         )
         .is_err());
+    }
+
+    #[test]
+    fn filters_can_stay_in_the_block_cache_for_the_replays() {
+        let cached = small(&[
+            "--lookups",
+            "2000",
+            "--filter-policies",
+            "elastic",
+            "--no-settle",
+            "--block-cache-bytes",
+            "256KiB",
+            "--cache-metadata",
+        ]);
+        assert!(cached.cache_metadata);
+        let mut out = Vec::new();
+        run(&cached, &mut out).expect("runs");
+        let text = String::from_utf8(out).expect("utf8");
+        assert!(
+            text.contains("index and filters in the block cache"),
+            "{text}"
+        );
+        let row = text
+            .lines()
+            .find(|line| line.starts_with("elastic"))
+            .unwrap_or_else(|| panic!("a row for elastic:\n{text}"));
+        let reads: f64 = row
+            .split_whitespace()
+            .nth(6)
+            .expect("field")
+            .parse()
+            .expect("reads");
+        assert!(reads > 0.0, "{row}");
+        // Without a cache there is nothing to keep them in: refused, with the flag named.
+        let refused = run(
+            &small(&["--cache-metadata", "--filter-policies", "elastic"]),
+            &mut Vec::new(),
+        );
+        let message = refused.expect_err("refused").to_string();
+        assert!(message.contains("--cache-metadata"), "{message}");
     }
 
     #[test]
