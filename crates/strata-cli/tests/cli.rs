@@ -787,6 +787,61 @@ fn bench_on_a_given_db_settles_and_leaves_the_keys_behind() {
     );
 }
 
+/// `--paced-fill` waits for flushes and compactions during the fill, so the tree a read phase
+/// sees follows from the keys alone: every filter policy and every run gets the same shape
+/// (levels, runs, files and entries per level; bytes differ with the filters written).
+#[test]
+fn paced_fills_give_every_policy_and_run_the_same_tree() {
+    let output = ok(&[
+        "bench",
+        "--num",
+        "20000",
+        "--reads",
+        "2000",
+        "--workloads",
+        "fillrandom,readmissing",
+        "--write-buffer-bytes",
+        "64KiB",
+        "--size-ratio",
+        "4",
+        "--bits-per-key",
+        "2",
+        "--filter-policy",
+        "uniform,elastic",
+        "--runs",
+        "2",
+        "--paced-fill",
+    ]);
+    assert_eq!(output.matches("fills paced").count(), 4, "{output}");
+    // Each tree: its summary up to the entries, and each level's runs, files and entries.
+    let mut trees: Vec<Vec<String>> = Vec::new();
+    let mut lines = output.lines().peekable();
+    while let Some(line) = lines.next() {
+        let Some(summary) = line.strip_prefix("tree strata before readmissing: ") else {
+            continue;
+        };
+        let summary = summary
+            .split(" entries")
+            .next()
+            .expect("summary")
+            .to_string();
+        let mut tree = vec![summary];
+        while let Some(level) = lines.next_if(|next| next.starts_with("  L")) {
+            let fields: Vec<&str> = level.split_whitespace().collect();
+            tree.push(fields[..7].join(" "));
+        }
+        trees.push(tree);
+    }
+    assert_eq!(trees.len(), 4, "{output}");
+    assert!(
+        trees[0].len() >= 3,
+        "a tree of two levels or more: {trees:?}"
+    );
+    for tree in &trees[1..] {
+        assert_eq!(tree, &trees[0], "{output}");
+    }
+}
+
 #[test]
 fn compare_runs_alternate_configurations_and_write_medians_and_plots() {
     let dir = tempfile::tempdir().expect("temp dir");

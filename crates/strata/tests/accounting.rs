@@ -116,3 +116,46 @@ fn pinned_level0_metadata_is_not_read_through_the_cache() {
         stats.memtable_bytes + stats.block_cache_bytes + stats.pinned_bytes + stats.top_index_bytes
     );
 }
+
+/// Every point lookup counts its probe of each file it reaches (found or empty), and one lookup
+/// in sixteen times its probes whole, by what they read past the filter: the elastic filters'
+/// cache model prices a false positive on a cached block by these times.
+#[test]
+fn lookups_count_their_probes_per_file_and_time_a_sample_of_them() {
+    let (_dir, db) = load(Options::default().bits_per_key(10.0).expect("valid"));
+    // 800 lookups of present keys, then 800 of missing keys inside the file's range: the one
+    // file is reached by all 1,600, and lookups 0, 16, ..., 1,584 are timed (50 of each kind).
+    for i in 0..800 {
+        assert!(db.get(key(i)).expect("get").is_some());
+    }
+    for i in 0..800 {
+        assert!(db.get(missing_key(i)).expect("get").is_none());
+    }
+    let version = db.version();
+    let files: Vec<_> = version.files().map(|(_, _, file)| file.clone()).collect();
+    assert_eq!(files.len(), 1, "one file holds every key");
+    let counts = files[0].lookup_counts(std::time::Instant::now());
+    assert_eq!((counts.found_probes, counts.empty_probes), (800, 800));
+    assert!(counts.seconds > 0.0);
+    let times = counts.probe_times;
+    let timed = times.rejected.probes + times.cached_block.probes + times.device_block.probes;
+    assert_eq!(timed, 100, "{times:?}");
+    // A present key's probe always reads a data block; a missing key's almost never passes a
+    // filter of 10 bits per key.
+    assert!(times.cached_block.probes + times.device_block.probes >= 50);
+    assert!(times.rejected.probes >= 45, "{times:?}");
+    for time in [times.rejected, times.cached_block, times.device_block] {
+        assert_eq!(time.probes == 0, time.nanos == 0, "{times:?}");
+    }
+    assert!(
+        times.cached_block.probes > 0,
+        "the cache serves the blocks read again: {times:?}"
+    );
+    // Every found probe read a data block; few empty ones passed the filter.
+    assert!(
+        (800..880).contains(&counts.data_block_reads),
+        "{} data blocks read",
+        counts.data_block_reads
+    );
+    assert!(counts.data_block_misses <= counts.data_block_reads);
+}

@@ -312,6 +312,13 @@ pub struct BenchArgs {
     /// the number of level-0 runs alone can swing a point-lookup comparison by 40%.
     #[arg(long)]
     pub settle_l0: bool,
+    /// During fill phases, wait for the flush and the compactions the writes caused every
+    /// quarter write buffer (`Db::wait_for_compactions`), so that the tree's shape follows from
+    /// the keys written, not from how background work raced the writer: every filter policy and
+    /// every run of one engine then reads the same unsettled tree, and a read comparison between
+    /// them is one of policies, not of shapes. Fill throughput then includes the waits.
+    #[arg(long)]
+    pub paced_fill: bool,
     /// Preset for a run of about a minute: --num 500000, --write-buffer-bytes 4MiB and --settle,
     /// unless given.
     #[arg(long)]
@@ -423,6 +430,7 @@ pub struct BenchConfig {
     pub json: Option<PathBuf>,
     pub settle: bool,
     pub settle_l0: bool,
+    pub paced_fill: bool,
     pub quick: bool,
     pub preset: Option<preset::Preset>,
 }
@@ -615,6 +623,7 @@ impl BenchConfig {
             json: args.json.clone(),
             settle: args.settle || args.quick || args.settle_l0,
             settle_l0: args.settle_l0,
+            paced_fill: args.paced_fill,
             quick: args.quick,
             preset: args.preset,
         })
@@ -948,7 +957,7 @@ impl Bench<'_> {
         let engine_config = config.engine_config(&self.variant);
         writeln!(
             self.out,
-            "\n{} (run {}/{}) bench: db {} ({}), num {}, reads {}, key {} B, value {} B, seed {}",
+            "\n{} (run {}/{}) bench: db {} ({}), num {}, reads {}, key {} B, value {} B, seed {}{}",
             self.variant.label(),
             self.run,
             config.runs,
@@ -963,6 +972,11 @@ impl Bench<'_> {
             config.key_size,
             config.value_size,
             config.seed,
+            if config.paced_fill {
+                ", fills paced (a wait for flushes and compactions every quarter write buffer)"
+            } else {
+                ""
+            },
         )
         .map_err(report_error)?;
         let engine = engine::open(kind, dir, &engine_config)?;
@@ -1069,6 +1083,7 @@ impl Bench<'_> {
                 .map_err(report_error)?;
             }
             report::write_prediction(self.out, &result).map_err(report_error)?;
+            report::write_probe_times(self.out, &result).map_err(report_error)?;
             self.out.flush().map_err(report_error)?;
             self.results.push(result);
             self.counts.push(counts);
@@ -1185,7 +1200,17 @@ impl Bench<'_> {
         };
         let mut progress = Progress::new(self.progress, workload, order.len());
         let (mut key, mut value) = (Vec::new(), Vec::new());
+        // `--paced-fill`: a wait every quarter write buffer of entries, so that at most one
+        // memtable switch (and the compactions its flush triggers) happens between two waits.
+        let entry_bytes = (self.config.key_size + self.config.value_size).max(1) as u64;
+        let pace = self
+            .config
+            .paced_fill
+            .then(|| (self.config.write_buffer_bytes / 4 / entry_bytes).max(1));
         for op in 0..order.len() {
+            if pace.is_some_and(|pace| op > 0 && op.is_multiple_of(pace)) {
+                engine.wait_for_compactions()?;
+            }
             self.format.present_key(order.index(op), &mut key);
             workload::compressible_value(
                 self.config.value_size,

@@ -202,6 +202,8 @@ pub struct PhaseResult {
     /// (`strata::model::tree`: `R` for readmissing, `V` for readrandom), beside the measured
     /// `io_per_op.data`. Strata only.
     pub predicted_data_reads_per_lookup: Option<f64>,
+    /// Strata's timed probes at the end of the phase (`TreeShape::probe_times`).
+    pub probe_times: Option<super::engine::ProbeTimes>,
 }
 
 /// One point of a phase's time series (JSON `series`): throughput over the last interval and the
@@ -387,6 +389,7 @@ impl PhaseResult {
             blocks_decompressed: None,
             levels: shape.levels.len(),
             runs: shape.runs(),
+            probe_times: shape.probe_times,
             predicted_data_reads_per_lookup: shape.predicted_lookup_io.and_then(|predicted| {
                 match phase {
                     Workload::Readmissing => Some(predicted.zero_result),
@@ -507,6 +510,26 @@ pub fn write_prediction(out: &mut dyn Write, result: &PhaseResult) -> io::Result
         "  model (strata::model::tree): {predicted:.4} data-block reads per lookup predicted on this tree, {} measured (measured/predicted {})",
         optional(measured, 4),
         optional(ratio, 2)
+    )
+}
+
+/// A line under a read phase's row with Strata's timed probes, when lookups timed probes of
+/// every kind: what a false positive costs with its block cached and from the device.
+pub fn write_probe_times(out: &mut dyn Write, result: &PhaseResult) -> io::Result<()> {
+    let Some(times) = result.probe_times.filter(|_| !result.phase.is_write()) else {
+        return Ok(());
+    };
+    let (Some(rejected), Some(cached), Some(device)) = (
+        times.rejected_us,
+        times.cached_block_us,
+        times.device_block_us,
+    ) else {
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "  probes timed (strata, one lookup in 16, since each file was first probed): {rejected:.2} us answered by the filter, {cached:.2} us with a cached data block, {device:.2} us with a device read; a cached false positive costs {} of a device read",
+        optional(times.cached_false_positive_cost, 3)
     )
 }
 

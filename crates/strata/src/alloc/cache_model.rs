@@ -37,6 +37,14 @@
 //! * The miss chance is `c_i = exp(-T_i λ_i(p_ref))`, at least [`MIN_MISS_CHANCE`], with
 //!   `p_ref` the false-positive rate of uniform filters at the budget.
 //! * A file no lookup has reached [`MIN_PROBES`] times gets `c = 1` (nothing known).
+//! * What the allocator weighs is the false positive's expected *cost* in device reads,
+//!   `c_i + (1 - c_i) k`: `k` is the measured time a false positive on a cached block adds to
+//!   a probe, as a share of what one read from the device adds ([`cached_false_positive_cost`],
+//!   from the probes the lookup path times, one lookup in 16; a file's own cached probes once
+//!   16 were timed, every file's pooled before). With reads served by the
+//!   operating system's page cache `k` is large and the allocation minimises false positives
+//!   wherever they fall; with direct reads from a disk it is small and the allocation minimises
+//!   device reads. Until enough probes are timed, `k` is the floor.
 //!
 //! The model ignores that the cache is shared: a file whose blocks it predicts cached takes
 //! room from the others. `T` is calibrated again at every allocation, so that room is counted
@@ -44,7 +52,7 @@
 
 use std::time::Instant;
 
-use crate::version::{FileMetadata, LookupCounts};
+use crate::version::{FileMetadata, LookupCounts, ProbeTimes};
 
 /// The smallest miss chance the model gives: with every file at 0 the allocation would have no
 /// order, and a false positive on a cached block still costs a cache lookup and a block search.
@@ -104,36 +112,193 @@ fn data_bytes(file: &FileMetadata) -> f64 {
     file.file_bytes().saturating_sub(file.filter_bytes()).max(1) as f64
 }
 
+/// Timed probes of each outcome the price of a cached false positive needs before it is used.
+pub const MIN_TIMED_PROBES: u64 = 16;
+
+/// What a false positive whose data block the cache holds costs, as a share of one whose block
+/// is read from the device: `(t_cached - t_rejected) / (t_device - t_rejected)` over the timed
+/// probes of every file pooled (`FileMetadata::lookup_counts`'s `probe_times`), so what each
+/// adds beyond a probe the filter answers. `None` until [`MIN_TIMED_PROBES`] of each outcome
+/// were timed, or when device reads measured no slower than cached ones.
+///
+/// Why it is measured: with reads served by the operating system's page cache a "device" read
+/// is a system call and a copy, and a cached block's search costs a sizeable share of it; with
+/// direct reads from a disk it is a small share. A constant floor would be right for one of
+/// them only: `strata bench --paced-fill` (page cache, no direct reads) measured elastic
+/// filters with the floor alone at 0.97x uniform filters' device reads and 0.85x their
+/// lookups per second on the same tree (docs/BENCHMARKS.md, "Elastic filters' lookups on the
+/// same tree").
+pub fn cached_false_positive_cost(times: &ProbeTimes) -> Option<f64> {
+    if times.cached_block.probes < MIN_TIMED_PROBES {
+        return None;
+    }
+    ProbePrices::of(times)?.cached_share(times.cached_block.mean_nanos()?)
+}
+
+/// The pooled times a cached false positive is priced against: a probe the filter answers,
+/// and what a device read adds to it (nanoseconds).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct ProbePrices {
+    rejected: f64,
+    device_extra: f64,
+}
+
+impl ProbePrices {
+    /// `None` until [`MIN_TIMED_PROBES`] rejected and device probes were timed, or when device
+    /// reads measured no slower than rejected probes.
+    fn of(times: &ProbeTimes) -> Option<ProbePrices> {
+        if times.rejected.probes < MIN_TIMED_PROBES || times.device_block.probes < MIN_TIMED_PROBES
+        {
+            return None;
+        }
+        let rejected = times.rejected.mean_nanos()?;
+        let device_extra = times.device_block.mean_nanos()? - rejected;
+        (device_extra > 0.0 && device_extra.is_finite()).then_some(ProbePrices {
+            rejected,
+            device_extra,
+        })
+    }
+
+    /// What a cached probe of `cached_nanos` adds to a rejected one, as a share of a device
+    /// read's addition, within `[MIN_MISS_CHANCE, 1]`.
+    fn cached_share(&self, cached_nanos: f64) -> Option<f64> {
+        let share = (cached_nanos - self.rejected).max(0.0) / self.device_extra;
+        share.is_finite().then(|| share.clamp(MIN_MISS_CHANCE, 1.0))
+    }
+}
+
+/// What a false positive in one file costs in device reads as a function of the share `p` of
+/// empty probes its filter passes ([`CacheModel::cost_curve`]): `m(p) + (1 - m(p)) k`, with
+/// `m(p) = exp(-T_i (a_i p + f_i))` the chance its block misses the cache and `k` what a
+/// cached one costs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FalsePositiveCost {
+    time: f64,
+    empty: f64,
+    found: f64,
+    cached: f64,
+    /// False for a file too few lookups reached: every false positive a device read.
+    known: bool,
+}
+
+impl FalsePositiveCost {
+    /// A whole device read at every pass rate (nothing measured).
+    pub const DEVICE_READ: FalsePositiveCost = FalsePositiveCost {
+        time: 0.0,
+        empty: 0.0,
+        found: 0.0,
+        cached: 1.0,
+        known: false,
+    };
+
+    /// The cost of one false positive when the filter passes `pass_rate`, in
+    /// `[MIN_MISS_CHANCE, 1]`.
+    pub fn at(&self, pass_rate: f64) -> f64 {
+        let miss = self.miss_chance(pass_rate);
+        (miss + (1.0 - miss) * self.cached).clamp(MIN_MISS_CHANCE, 1.0)
+    }
+
+    /// The chance that a false positive's data block misses the cache at `pass_rate`, in
+    /// `[MIN_MISS_CHANCE, 1]` (1 when nothing was measured).
+    pub fn miss_chance(&self, pass_rate: f64) -> f64 {
+        if !self.known {
+            return 1.0;
+        }
+        let rate = self.empty * pass_rate.clamp(0.0, 1.0) + self.found;
+        let exponent = self.time * rate;
+        if exponent.is_nan() || rate <= 0.0 {
+            1.0
+        } else {
+            (-exponent).exp().clamp(MIN_MISS_CHANCE, 1.0)
+        }
+    }
+}
+
 /// Che's characteristic time of the block cache, calibrated on the tree's files (module
-/// documentation), and the clock their rates were read at.
+/// documentation), the measured price of a cached false positive, and the clock their rates
+/// were read at.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CacheModel {
     /// In seconds times bytes (the rates are per byte); 0 when nothing was read, infinite when
     /// no read missed.
     characteristic_time: f64,
+    /// [`cached_false_positive_cost`] over the tree's files; [`MIN_MISS_CHANCE`] until known.
+    cached_cost: f64,
+    /// The pooled prices a file's own cached probes are measured against.
+    prices: Option<ProbePrices>,
     now: Instant,
 }
 
 impl CacheModel {
     /// The model for `files` as measured at `now`.
     pub fn calibrate<'a>(files: impl IntoIterator<Item = &'a FileMetadata>, now: Instant) -> Self {
+        let mut times = ProbeTimes::default();
         let rates: Vec<Rates> = files
             .into_iter()
-            .filter_map(|file| Rates::of(&file.lookup_counts(now), data_bytes(file)))
+            .filter_map(|file| {
+                let counts = file.lookup_counts(now);
+                times = times.plus(counts.probe_times);
+                Rates::of(&counts, data_bytes(file))
+            })
             .filter(|rates| rates.read_count > 0.0)
             .collect();
         CacheModel {
             characteristic_time: characteristic_time(&rates),
+            cached_cost: cached_false_positive_cost(&times).unwrap_or(MIN_MISS_CHANCE),
+            prices: ProbePrices::of(&times),
             now,
         }
     }
 
-    /// A model with characteristic time `time` (tests).
+    /// A model with characteristic time `time` and cached false positives at the floor
+    /// (tests).
     #[cfg(test)]
     pub(crate) fn with_time(characteristic_time: f64, now: Instant) -> Self {
         CacheModel {
             characteristic_time,
+            cached_cost: MIN_MISS_CHANCE,
+            prices: None,
             now,
+        }
+    }
+
+    /// What a cached false positive costs as a share of a device read (at least
+    /// [`MIN_MISS_CHANCE`]).
+    pub fn cached_cost(&self) -> f64 {
+        self.cached_cost
+    }
+
+    /// The expected cost of a false positive in `file`, in device reads, when its filter passes
+    /// `pass_rate` of the lookups that find nothing in it: `c + (1 - c) * k` with `c` the
+    /// [`miss_chance`](Self::miss_chance) and `k` what a cached false positive costs in this
+    /// file: its own timed cached probes against the pooled prices once [`MIN_TIMED_PROBES`]
+    /// of them were timed (a block of a file lookups touch often is searched in a warm CPU
+    /// cache, one of a large cold file is not), else the pooled
+    /// [`cached_cost`](Self::cached_cost).
+    pub fn false_positive_cost(&self, file: &FileMetadata, pass_rate: f64) -> f64 {
+        self.cost_curve(file).at(pass_rate)
+    }
+
+    /// [`false_positive_cost`](Self::false_positive_cost) of `file` at any pass rate: the
+    /// allocator prices each module at the pass rate it leaves, since a file whose filter
+    /// passes fewer false positives has its blocks requested less often and cached less.
+    pub fn cost_curve(&self, file: &FileMetadata) -> FalsePositiveCost {
+        let counts = file.lookup_counts(self.now);
+        let Some(rates) = Rates::of(&counts, data_bytes(file)) else {
+            return FalsePositiveCost::DEVICE_READ;
+        };
+        let cached = counts.probe_times.cached_block;
+        let own = self
+            .prices
+            .filter(|_| cached.probes >= MIN_TIMED_PROBES)
+            .zip(cached.mean_nanos())
+            .and_then(|(prices, nanos)| prices.cached_share(nanos));
+        FalsePositiveCost {
+            time: self.file_time(&rates),
+            empty: rates.empty,
+            found: rates.found,
+            cached: own.unwrap_or(self.cached_cost),
+            known: true,
         }
     }
 
@@ -145,18 +310,7 @@ impl CacheModel {
     /// The chance that a false positive in `file` costs a device read when its filter passes
     /// `pass_rate` of the lookups that find nothing in it (module documentation).
     pub fn miss_chance(&self, file: &FileMetadata, pass_rate: f64) -> f64 {
-        let Some(rates) = Rates::of(&file.lookup_counts(self.now), data_bytes(file)) else {
-            return 1.0;
-        };
-        let time = self.file_time(&rates);
-        let rate = rates.empty * pass_rate.clamp(0.0, 1.0) + rates.found;
-        let exponent = time * rate;
-        let chance = if exponent.is_nan() || rate <= 0.0 {
-            1.0
-        } else {
-            (-exponent).exp()
-        };
-        chance.clamp(MIN_MISS_CHANCE, 1.0)
+        self.cost_curve(file).miss_chance(pass_rate)
     }
 
     /// The characteristic time as `rates`' own reads refine it.
@@ -225,7 +379,7 @@ fn characteristic_time(rates: &[Rates]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::version::{FileMetadata, Version};
+    use crate::version::{FileMetadata, ProbeTime, Version};
 
     fn file(number: u64, smallest: &str, largest: &str, bytes: u64) -> FileMetadata {
         FileMetadata::new(number, smallest.as_bytes(), largest.as_bytes())
@@ -280,6 +434,7 @@ mod tests {
                     found_probes: 0,
                     data_block_reads: 10_000,
                     data_block_misses: misses,
+                    ..LookupCounts::default()
                 },
                 now,
             );
@@ -325,6 +480,7 @@ mod tests {
                 found_probes: 0,
                 data_block_reads: MIN_PROBES - 1,
                 data_block_misses: 0,
+                ..LookupCounts::default()
             },
             now,
         );
@@ -339,6 +495,7 @@ mod tests {
                 found_probes: 0,
                 data_block_reads: 1_000,
                 data_block_misses: 1_000,
+                ..LookupCounts::default()
             },
             now,
         );
@@ -361,6 +518,7 @@ mod tests {
                     found_probes: 0,
                     data_block_reads: 1_000,
                     data_block_misses: misses,
+                    ..LookupCounts::default()
                 },
                 now,
             );
@@ -371,5 +529,107 @@ mod tests {
         let cold_chance = model.miss_chance(&cold, 1.0);
         assert!(hot_chance < 0.01, "{hot_chance}");
         assert!(cold_chance > 0.4, "{cold_chance}");
+    }
+
+    fn time(probes: u64, mean_nanos: u64) -> ProbeTime {
+        ProbeTime {
+            probes,
+            nanos: probes * mean_nanos,
+        }
+    }
+
+    #[test]
+    fn a_cached_false_positive_is_priced_by_what_it_adds_to_a_rejected_probe() {
+        let times = |rejected: ProbeTime, cached: ProbeTime, device: ProbeTime| ProbeTimes {
+            rejected,
+            cached_block: cached,
+            device_block: device,
+        };
+        // 100 ns for a probe the filter answers, 600 with a cached block, 1,100 with a device
+        // read: the cached false positive adds 500 ns, the device read 1,000.
+        let measured = times(time(20, 100), time(20, 600), time(20, 1_100));
+        let cost = cached_false_positive_cost(&measured).expect("priced");
+        assert!((cost - 0.5).abs() < 1e-12, "{cost}");
+        // Too few probes of any outcome: unknown.
+        for few in [
+            times(time(15, 100), time(20, 600), time(20, 1_100)),
+            times(time(20, 100), time(15, 600), time(20, 1_100)),
+            times(time(20, 100), time(20, 600), time(15, 1_100)),
+        ] {
+            assert_eq!(cached_false_positive_cost(&few), None);
+        }
+        // Device reads no slower than a rejected probe say nothing; a cached block no slower
+        // than a rejected probe is priced at the floor, one slower than a device read at 1.
+        assert_eq!(
+            cached_false_positive_cost(&times(time(20, 100), time(20, 600), time(20, 100))),
+            None
+        );
+        assert_eq!(
+            cached_false_positive_cost(&times(time(20, 100), time(20, 50), time(20, 1_100))),
+            Some(MIN_MISS_CHANCE)
+        );
+        assert_eq!(
+            cached_false_positive_cost(&times(time(20, 100), time(20, 2_000), time(20, 1_100))),
+            Some(1.0)
+        );
+        // Files pool: two halves of the sample give the price of the whole.
+        let half = times(time(10, 100), time(10, 600), time(10, 1_100));
+        assert_eq!(cached_false_positive_cost(&half.plus(half)), Some(cost));
+    }
+
+    #[test]
+    fn a_false_positive_costs_its_miss_chance_plus_the_cached_price_of_the_rest() {
+        let now = Instant::now();
+        // The small hot file and the large cold one of the test above, and probe times that
+        // price a cached false positive at a fifth of a device read.
+        let small = file(1, "a", "z", 100_000);
+        let large = file(2, "a", "z", 100_000_000);
+        for (f, misses) in [(&small, 50), (&large, 9_000)] {
+            f.add_lookup_counts(
+                LookupCounts {
+                    seconds: 1.0,
+                    empty_probes: 10_000,
+                    found_probes: 0,
+                    data_block_reads: 10_000,
+                    data_block_misses: misses,
+                    probe_times: ProbeTimes {
+                        rejected: time(10, 200),
+                        cached_block: time(10, 400),
+                        device_block: time(10, 1_200),
+                    },
+                },
+                now,
+            );
+        }
+        let tree = Version::builder()
+            .add_file(0, 1, small)
+            .add_file(1, 2, large)
+            .build()
+            .expect("builds");
+        let model = CacheModel::calibrate(tree.files().map(|(_, _, f)| f.as_ref()), now);
+        assert!(
+            (model.cached_cost() - 0.2).abs() < 1e-12,
+            "{}",
+            model.cached_cost()
+        );
+        for (_, _, f) in tree.files() {
+            for pass in [0.01, 0.4, 1.0] {
+                let miss = model.miss_chance(f, pass);
+                let cost = model.false_positive_cost(f, pass);
+                assert!(
+                    (cost - (miss + (1.0 - miss) * 0.2)).abs() < 1e-12,
+                    "file {} at {pass}: {cost} against {miss}",
+                    f.number()
+                );
+            }
+        }
+        // Without timed probes the price of a cached false positive is the floor, and a false
+        // positive in a file no lookup has reached costs a whole device read.
+        let untimed = CacheModel::with_time(1e9, now);
+        assert_eq!(untimed.cached_cost(), MIN_MISS_CHANCE);
+        assert_eq!(
+            model.false_positive_cost(&file(3, "a", "z", 100_000), 0.5),
+            1.0
+        );
     }
 }

@@ -364,6 +364,49 @@ fn a_refresh_moves_bits_from_files_whose_data_stays_cached() {
     assert!(used <= budget + 1e-9, "{used} > {budget}");
 }
 
+#[test]
+fn a_refresh_keeps_bits_in_cached_files_when_cached_false_positives_are_measured_dear() {
+    // The files of the test above, read alike: file 1's blocks all cached, file 2's all read
+    // from the device. Timed probes now price a cached false positive at half a device read
+    // (a probe the filter answers 100 ns, one with a cached block 600, one with a device read
+    // 1,100), as reads served by the page cache make it: file 1's false positives still cost,
+    // and it keeps a module where the floor alone gave it none.
+    let (tree, allocator) = two_halves();
+    allocator.restore(&tree);
+    for (_, _, file) in tree.files() {
+        let misses = if file.number() == 2 { 1_000 } else { 0 };
+        counted(file, 1_000, 0, 1_000, misses);
+        let time = |probes: u64, mean: u64| crate::version::ProbeTime {
+            probes,
+            nanos: probes * mean,
+        };
+        let times = if file.number() == 1 {
+            crate::version::ProbeTimes {
+                rejected: time(20, 100),
+                cached_block: time(20, 600),
+                ..Default::default()
+            }
+        } else {
+            crate::version::ProbeTimes {
+                device_block: time(20, 1_100),
+                ..Default::default()
+            }
+        };
+        file.add_lookup_counts(
+            crate::version::LookupCounts {
+                probe_times: times,
+                ..Default::default()
+            },
+            std::time::Instant::now(),
+        );
+    }
+    allocator.refresh(&tree);
+    let modules = |number: u64| whole_modules_in_use(&allocator, &tree, number);
+    assert_eq!((modules(1), modules(2)), (1, 2));
+    let (used, budget) = in_use_and_budget(&allocator, &tree);
+    assert!(used <= budget + 1e-9, "{used} > {budget}");
+}
+
 /// Two files of 10,000 keys over the two halves of the range, three 1-bit modules each (2 and 1
 /// in use), and elastic filters with a budget of three modules, not yet restored.
 fn two_halves() -> (Version, Elastic) {
@@ -393,6 +436,7 @@ fn counted(file: &FileMetadata, empty: u64, found: u64, reads: u64, misses: u64)
             found_probes: found,
             data_block_reads: reads,
             data_block_misses: misses,
+            ..crate::version::LookupCounts::default()
         },
         std::time::Instant::now(),
     );
@@ -486,6 +530,52 @@ fn a_refresh_on_an_older_tree_than_the_last_job_changes_nothing() {
     assert!(
         used >= 0.95 * budget && used <= budget + 1e-9,
         "{used} of {budget}"
+    );
+}
+
+#[test]
+fn a_large_unpartitioned_files_module_is_taken_when_the_greedy_would_leave_the_budget_unspent() {
+    // The tree `strata bench --paced-fill --num 200000` built: three level-0 files of 7,153
+    // entries with six 1-bit modules each, and a last-level file of 171,672 entries, without
+    // partitions, with three; every file reached by every lookup; 2 bits per key.
+    let candidate = |number, entries: f64, modules| Candidate {
+        number,
+        entries,
+        weight: 1.0,
+        module_bits: 1.0,
+        modules,
+        partitions: 1,
+        family: FilterFamily::Bloom,
+    };
+    let candidates = [
+        candidate(1, 7_153.0, 6),
+        candidate(2, 7_153.0, 6),
+        candidate(3, 7_153.0, 6),
+        candidate(4, 171_672.0, 3),
+    ];
+    let budget = 2.0 * candidates.iter().map(|c| c.entries).sum::<f64>();
+    // The greedy choice alone: every small module is worth more per bit, and the large file's
+    // second module no longer fits: over a fifth of the budget unspent.
+    let greedy = select_from(&candidates, budget, &[0; 4]);
+    assert_eq!(greedy[3].modules, 1);
+    assert!(bits_in_use(&candidates, &greedy) < 0.8 * budget);
+    // Repaired: the large file's second module first, the small files share the rest.
+    let in_use = select(&candidates, budget);
+    let spent = bits_in_use(&candidates, &in_use);
+    assert!(
+        spent >= 0.95 * budget && spent <= budget * (1.0 + 1e-12),
+        "{spent} of {budget}"
+    );
+    assert_eq!(in_use[3].modules, 2);
+    assert!(
+        in_use[..3].iter().all(|used| used.modules >= 1),
+        "{in_use:?}"
+    );
+    // A choice the greedy spends in full is left as it is.
+    let small = [candidate(1, 1_000.0, 6), candidate(2, 1_000.0, 6)];
+    assert_eq!(
+        select(&small, 4_000.0),
+        select_from(&small, 4_000.0, &[0; 2])
     );
 }
 

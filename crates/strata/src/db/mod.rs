@@ -822,6 +822,13 @@ impl DbInner {
             compaction_policy: self.compaction_policy().name(),
             compaction_state: self.compaction_policy().describe_state(version),
             filter_allocator: view.filter_allocator.name(),
+            probe_times: {
+                let now = std::time::Instant::now();
+                version.files().fold(
+                    crate::version::ProbeTimes::default(),
+                    |times, (_, _, file)| times.plus(file.lookup_counts(now).probe_times),
+                )
+            },
         }
     }
 }

@@ -7,12 +7,24 @@ use crate::filter::bloom::key_hash;
 use crate::key::LookupKey;
 use crate::memtable::Lookup;
 use crate::stats::{add, FileProbe};
+use crate::version::ProbeOutcome;
+use std::time::Instant;
+
+/// Lookups per timed lookup (every probe of a timed lookup is timed).
+const PROBE_TIMING_EVERY: u64 = 16;
 
 impl DbInner {
     /// The newest version of `key` visible at `sequence` (a snapshot's), or at the newest
     /// sequence number when `None`.
     pub(crate) fn get(&self, key: &[u8], sequence: Option<u64>) -> Result<Option<Value>> {
-        add(&self.counters.point_lookups, 1);
+        let lookup_number = self
+            .counters
+            .point_lookups
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // One lookup in `PROBE_TIMING_EVERY` times its probes (the cache model's price of a
+        // false positive on a cached block, `alloc/cache_model.rs`): two clock reads per probe
+        // of a sixteenth of the lookups.
+        let timed = lookup_number.is_multiple_of(PROBE_TIMING_EVERY);
         // Merlin's lookup number `d` and whether this thread records it (SPEC §4).
         let ticket = self.merlin.as_ref().map(|merlin| merlin.begin_lookup());
         let recording = ticket.filter(|ticket| ticket.record);
@@ -66,9 +78,19 @@ impl DbInner {
                     add(&self.counters.files_probed[level_index], 1);
                     let pin = self.options.pins_metadata_on(level_index);
                     let in_use = allocator.filter_modules_in_use(run.id(), file);
+                    let started = timed.then(Instant::now);
                     let probe = self.tables.with_reader(file, pin, |table| {
                         table.get(target.as_bytes(), key, hash, level_index, in_use)
                     })?;
+                    if let Some(started) = started {
+                        let outcome = match probe.data_block {
+                            None => ProbeOutcome::Rejected,
+                            Some(false) => ProbeOutcome::CachedBlock,
+                            Some(true) => ProbeOutcome::DeviceBlock,
+                        };
+                        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                        file.record_probe_time(outcome, nanos);
+                    }
                     if probe.filter_skipped {
                         add(&self.counters.filter_skips[level_index], 1);
                     }

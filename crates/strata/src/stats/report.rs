@@ -91,6 +91,11 @@ pub struct Stats {
     pub compaction_state: Option<String>,
     /// Name of the filter allocator.
     pub filter_allocator: String,
+    /// The probes point lookups timed in the live files (one lookup in 16), pooled, by what
+    /// they read past the filter, since each file was first probed in this process: what
+    /// elastic filters price a false positive on a cached block by (SPEC §3.5,
+    /// `alloc::cache_model`).
+    pub probe_times: crate::version::ProbeTimes,
 }
 
 impl Stats {
@@ -102,6 +107,13 @@ impl Stats {
     /// Total bytes of table files.
     pub fn table_bytes(&self) -> u64 {
         self.levels.iter().map(|l| l.bytes).sum()
+    }
+
+    /// What a false positive on a cached block costs as a share of one read from the device,
+    /// from [`Stats::probe_times`] (`alloc::cache_model::cached_false_positive_cost`); `None`
+    /// until enough probes of each kind were timed.
+    pub fn cached_false_positive_cost(&self) -> Option<f64> {
+        crate::alloc::cache_model::cached_false_positive_cost(&self.probe_times)
     }
 }
 
@@ -126,6 +138,22 @@ impl fmt::Display for Stats {
         )?;
         if let Some(state) = &self.compaction_state {
             writeln!(f, "compaction state: {state}")?;
+        }
+        let times = &self.probe_times;
+        if let (Some(rejected), Some(cached), Some(device)) = (
+            times.rejected.mean_nanos(),
+            times.cached_block.mean_nanos(),
+            times.device_block.mean_nanos(),
+        ) {
+            writeln!(
+                f,
+                "probes timed: {:.2} us answered by the filter, {:.2} us with a cached data block, {:.2} us with a device read; a cached false positive costs {} of a device read",
+                rejected / 1e3,
+                cached / 1e3,
+                device / 1e3,
+                self.cached_false_positive_cost()
+                    .map_or_else(|| "(too few probes timed)".to_string(), |k| format!("{k:.3}"))
+            )?;
         }
         if self.top_index_entries > 0 {
             writeln!(

@@ -105,6 +105,73 @@ struct FileLiveness {
     /// [`LookupCounts`], so that a file written long before lookups began does not show a
     /// lower rate than one written just before.
     first_probe: OnceLock<std::time::Instant>,
+    /// Sampled probe times (SPEC §3.5's cache model: what a false positive costs when its
+    /// block is cached), by [`ProbeOutcome`]: probes and nanoseconds.
+    probe_times: [(AtomicU64, AtomicU64); 3],
+}
+
+/// What a point lookup's probe of one file read past the filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeOutcome {
+    /// No data block: the filter (or the index) answered.
+    Rejected,
+    /// A data block the block cache held.
+    CachedBlock,
+    /// A data block read from the device.
+    DeviceBlock,
+}
+
+impl ProbeOutcome {
+    fn index(self) -> usize {
+        match self {
+            ProbeOutcome::Rejected => 0,
+            ProbeOutcome::CachedBlock => 1,
+            ProbeOutcome::DeviceBlock => 2,
+        }
+    }
+}
+
+/// Timed probes of one outcome: how many, and their nanoseconds in all.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProbeTime {
+    /// Probes timed.
+    pub probes: u64,
+    /// Their nanoseconds in all.
+    pub nanos: u64,
+}
+
+impl ProbeTime {
+    /// Mean nanoseconds of a probe, if any was timed.
+    pub fn mean_nanos(&self) -> Option<f64> {
+        (self.probes > 0).then(|| self.nanos as f64 / self.probes as f64)
+    }
+}
+
+/// A sample of a file's probes timed whole (filter, index, data block), by what they read: the
+/// measured price of a false positive whose block the cache holds, against one it does not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProbeTimes {
+    /// Probes that read no data block.
+    pub rejected: ProbeTime,
+    /// Probes that read a data block the block cache held.
+    pub cached_block: ProbeTime,
+    /// Probes that read a data block from the device.
+    pub device_block: ProbeTime,
+}
+
+impl ProbeTimes {
+    /// The sum of two samples (files pooled).
+    pub fn plus(self, other: ProbeTimes) -> ProbeTimes {
+        let add = |a: ProbeTime, b: ProbeTime| ProbeTime {
+            probes: a.probes.saturating_add(b.probes),
+            nanos: a.nanos.saturating_add(b.nanos),
+        };
+        ProbeTimes {
+            rejected: add(self.rejected, other.rejected),
+            cached_block: add(self.cached_block, other.cached_block),
+            device_block: add(self.device_block, other.device_block),
+        }
+    }
 }
 
 /// What point lookups did in one file since the first of them reached it in this process
@@ -122,6 +189,8 @@ pub struct LookupCounts {
     pub data_block_reads: u64,
     /// Of those, the blocks the block cache did not hold.
     pub data_block_misses: u64,
+    /// A sample of the probes, timed.
+    pub probe_times: ProbeTimes,
 }
 
 /// A file's Merlin statistics and the engine-wide lookup clock they are read against.
@@ -165,6 +234,7 @@ impl FileLiveness {
             found_probes: AtomicU64::new(0),
             known_since: std::time::Instant::now(),
             first_probe: OnceLock::new(),
+            probe_times: Default::default(),
         })
     }
 }
@@ -321,12 +391,31 @@ impl FileMetadata {
         counter.fetch_add(1, AtomicOrdering::Relaxed);
     }
 
+    /// Counts a timed probe of this file that took `nanos` and read what `outcome` says.
+    pub(crate) fn record_probe_time(&self, outcome: ProbeOutcome, nanos: u64) {
+        let (probes, total) = &self.liveness.probe_times[outcome.index()];
+        probes.fetch_add(1, AtomicOrdering::Relaxed);
+        total.fetch_add(nanos, AtomicOrdering::Relaxed);
+    }
+
     /// What point lookups did in this file since the first reached it, read at `now`
     /// (SPEC §3.5's cache model).
     pub fn lookup_counts(&self, now: std::time::Instant) -> LookupCounts {
         let liveness = &self.liveness;
         let (data_block_reads, data_block_misses) = self.data_block_reads();
+        let time = |outcome: ProbeOutcome| {
+            let (probes, nanos) = &liveness.probe_times[outcome.index()];
+            ProbeTime {
+                probes: probes.load(AtomicOrdering::Relaxed),
+                nanos: nanos.load(AtomicOrdering::Relaxed),
+            }
+        };
         LookupCounts {
+            probe_times: ProbeTimes {
+                rejected: time(ProbeOutcome::Rejected),
+                cached_block: time(ProbeOutcome::CachedBlock),
+                device_block: time(ProbeOutcome::DeviceBlock),
+            },
             seconds: liveness.first_probe.get().map_or(0.0, |first| {
                 now.saturating_duration_since(*first).as_secs_f64()
             }),
@@ -380,6 +469,16 @@ impl FileMetadata {
         liveness
             .data_block_misses
             .fetch_add(counts.data_block_misses, AtomicOrdering::Relaxed);
+        let times = counts.probe_times;
+        for (outcome, time) in [
+            (ProbeOutcome::Rejected, times.rejected),
+            (ProbeOutcome::CachedBlock, times.cached_block),
+            (ProbeOutcome::DeviceBlock, times.device_block),
+        ] {
+            let (probes, nanos) = &liveness.probe_times[outcome.index()];
+            probes.fetch_add(time.probes, AtomicOrdering::Relaxed);
+            nanos.fetch_add(time.nanos, AtomicOrdering::Relaxed);
+        }
     }
 
     /// The file number (its name is `{number:06}.sst`).

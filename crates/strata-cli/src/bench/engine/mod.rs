@@ -286,6 +286,24 @@ pub struct TreeShape {
     pub compaction_state: Option<String>,
     /// Memory of the range filters of open table files (Strata), where known.
     pub range_filter_bytes: Option<u64>,
+    /// Mean time of the probes point lookups timed, by what they read past the filter, and
+    /// what a false positive on a cached block costs as a share of a device read (Strata's
+    /// sample, `Stats::probe_times`; pooled over the live files since each was first probed).
+    pub probe_times: Option<ProbeTimes>,
+}
+
+/// Timed probes as Strata's lookups sample them (`Stats::probe_times`), in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct ProbeTimes {
+    /// A probe the filter (or index) answered without a data block.
+    pub rejected_us: Option<f64>,
+    /// A probe that read a data block the block cache held.
+    pub cached_block_us: Option<f64>,
+    /// A probe that read its data block from the device.
+    pub device_block_us: Option<f64>,
+    /// `(cached - rejected) / (device - rejected)`, once enough of each were timed: what
+    /// elastic filters price a cached false positive at (`alloc::cache_model`).
+    pub cached_false_positive_cost: Option<f64>,
 }
 
 /// Data-block reads per point lookup, as the model predicts them for a tree.

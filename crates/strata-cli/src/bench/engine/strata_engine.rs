@@ -282,6 +282,16 @@ impl Engine for StrataEngine {
             filter_bytes_in_use: Some(stats.filter_bytes_in_use),
             compaction_state: stats.compaction_state.clone(),
             range_filter_bytes: Some(stats.range_filter_bytes),
+            probe_times: {
+                let times = &stats.probe_times;
+                let micros = |time: strata::version::ProbeTime| time.mean_nanos().map(|n| n / 1e3);
+                Some(super::ProbeTimes {
+                    rejected_us: micros(times.rejected),
+                    cached_block_us: micros(times.cached_block),
+                    device_block_us: micros(times.device_block),
+                    cached_false_positive_cost: stats.cached_false_positive_cost(),
+                })
+            },
             predicted_lookup_io: {
                 let predicted = self.db.predicted_lookup_cost();
                 Some(PredictedLookupIo {
