@@ -1371,5 +1371,22 @@ fn bench_prints_the_models_prediction_beside_each_point_read_phase() {
             "readmissing" => assert!(predicted.is_some_and(|p| p > 0.0 && p < 1.0), "{result}"),
             _ => assert_eq!(predicted, None, "{result}"),
         }
+        // The probes Strata's lookups timed: a probe the filter answers costs less than one
+        // that reads a data block, and the cached price, once known, is a share of a device
+        // read's.
+        let times = &result["probe_times"];
+        if let (Some(rejected), Some(cached)) = (
+            times["rejected_us"].as_f64(),
+            times["cached_block_us"].as_f64(),
+        ) {
+            assert!(rejected > 0.0 && rejected < cached, "{result}");
+        }
+        if let Some(cost) = times["cached_false_positive_cost"].as_f64() {
+            assert!((0.001..=1.0).contains(&cost), "{result}");
+        }
     }
+    assert!(
+        output.contains("probes timed (strata, one lookup in 16"),
+        "a line under the read phases: {output}"
+    );
 }

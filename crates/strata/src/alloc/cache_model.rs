@@ -420,10 +420,10 @@ mod tests {
         assert_eq!(characteristic_time(&[rates(1.0, 10.0, 0.0)]), f64::INFINITY);
     }
 
-    #[test]
-    fn a_small_hot_file_is_predicted_cached_and_a_large_cold_one_not() {
-        let now = Instant::now();
-        // 100 KB probed 10,000 times a second, every probe empty; 100 MB probed as often.
+    /// A tree of a 100 KB file (number 1) and a 100 MB one (2), each probed 10,000 times in the
+    /// last second, every probe empty and reading a block: 50 of the small file's reads missed
+    /// the cache, 9,000 of the large one's; each file's probes timed as `probe_times`.
+    fn hot_and_cold(now: Instant, probe_times: ProbeTimes) -> Version {
         let small = file(1, "a", "z", 100_000);
         let large = file(2, "a", "z", 100_000_000);
         for (f, misses) in [(&small, 50), (&large, 9_000)] {
@@ -434,16 +434,22 @@ mod tests {
                     found_probes: 0,
                     data_block_reads: 10_000,
                     data_block_misses: misses,
-                    ..LookupCounts::default()
+                    probe_times,
                 },
                 now,
             );
         }
-        let tree = Version::builder()
+        Version::builder()
             .add_file(0, 1, small)
             .add_file(1, 2, large)
             .build()
-            .expect("builds");
+            .expect("builds")
+    }
+
+    #[test]
+    fn a_small_hot_file_is_predicted_cached_and_a_large_cold_one_not() {
+        let now = Instant::now();
+        let tree = hot_and_cold(now, ProbeTimes::default());
         let model = CacheModel::calibrate(tree.files().map(|(_, _, f)| f.as_ref()), now);
         assert!(model.characteristic_time() > 0.0);
         let chance = |number: u64, pass: f64| {
@@ -582,30 +588,14 @@ mod tests {
         let now = Instant::now();
         // The small hot file and the large cold one of the test above, and probe times that
         // price a cached false positive at a fifth of a device read.
-        let small = file(1, "a", "z", 100_000);
-        let large = file(2, "a", "z", 100_000_000);
-        for (f, misses) in [(&small, 50), (&large, 9_000)] {
-            f.add_lookup_counts(
-                LookupCounts {
-                    seconds: 1.0,
-                    empty_probes: 10_000,
-                    found_probes: 0,
-                    data_block_reads: 10_000,
-                    data_block_misses: misses,
-                    probe_times: ProbeTimes {
-                        rejected: time(10, 200),
-                        cached_block: time(10, 400),
-                        device_block: time(10, 1_200),
-                    },
-                },
-                now,
-            );
-        }
-        let tree = Version::builder()
-            .add_file(0, 1, small)
-            .add_file(1, 2, large)
-            .build()
-            .expect("builds");
+        let tree = hot_and_cold(
+            now,
+            ProbeTimes {
+                rejected: time(10, 200),
+                cached_block: time(10, 400),
+                device_block: time(10, 1_200),
+            },
+        );
         let model = CacheModel::calibrate(tree.files().map(|(_, _, f)| f.as_ref()), now);
         assert!(
             (model.cached_cost() - 0.2).abs() < 1e-12,
