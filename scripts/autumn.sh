@@ -34,7 +34,7 @@ for t in $ratios; do
     flags=()
     [ "$io" = direct ] && flags=(--direct-reads)
     echo "== T = $t, $io reads: leveling, lazy leveling, tiering and Garnering at c = $cs, alternating"
-    "$strata" bench "${common[@]}" "${flags[@]}" --size-ratio "$t" --compare \
+    "$strata" bench --filter-policy uniform "${common[@]}" "${flags[@]}" --size-ratio "$t" --compare \
       --compaction leveling,lazy-leveling,tiering,garnering --garnering-c "${cs// /,}" \
       --json "$out/T$t-$io.json" > "$out/T$t-$io.txt"
     sed -n '/^medians/,$p' "$out/T$t-$io.txt"

@@ -26,9 +26,9 @@ load=(--workloads load --num 300000 --key-size 128 --value-size 384 --write-buff
       --target-file-bytes 2MiB --size-ratio 4 --direct-reads --engines strata)
 for run in $(seq 1 "$runs"); do
   for w in "${workers[@]}"; do
-    "$strata" bench "${fill[@]}" --max-background-compactions "$w" --json "$out/fill-$w-$run.json" \
+    "$strata" bench --filter-policy uniform "${fill[@]}" --max-background-compactions "$w" --json "$out/fill-$w-$run.json" \
       > /dev/null
-    "$strata" bench "${load[@]}" --max-background-compactions "$w" --json "$out/load-$w-$run.json" \
+    "$strata" bench --filter-policy uniform "${load[@]}" --max-background-compactions "$w" --json "$out/load-$w-$run.json" \
       > /dev/null
   done
 done

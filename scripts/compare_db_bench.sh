@@ -28,12 +28,12 @@ for run in $(seq 1 "$runs"); do
   db_bench --benchmarks=fillrandom "${common_dbb[@]}" --db="$work/dbb" --sync=false --disable_wal=false \
     > "$work/dbb-fillrandom-$run.txt" 2>&1
   rm -rf "$work/dbb"
-  "$strata" bench --workloads fillrandom "${common_strata[@]}" --json "$work/strata-fillrandom-$run.json" \
+  "$strata" bench --filter-policy uniform --workloads fillrandom "${common_strata[@]}" --json "$work/strata-fillrandom-$run.json" \
     > "$work/strata-fillrandom-$run.txt"
   db_bench --benchmarks=fillseq,readrandom "${common_dbb[@]}" --cache_size=1073741824 --db="$work/dbb" \
     > "$work/dbb-readrandom-$run.txt" 2>&1
   rm -rf "$work/dbb"
-  "$strata" bench --workloads fillseq,readrandom "${common_strata[@]}" --cache-bytes 1GiB \
+  "$strata" bench --filter-policy uniform --workloads fillseq,readrandom "${common_strata[@]}" --cache-bytes 1GiB \
     --json "$work/strata-readrandom-$run.json" > "$work/strata-readrandom-$run.txt"
   if [ "${PEERS:-0}" = 1 ]; then
     "$strata" bench --engines rocksdb --workloads fillrandom "${common_strata[@]}" \

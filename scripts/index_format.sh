@@ -37,7 +37,7 @@ for size in typeII typeI; do
     for build in before after; do
       rm -rf "$out/db"
       # shellcheck disable=SC2086
-      "$out/strata-$build" bench --workloads fillrandom,readrandom ${sizes[$size]} --reads 100000 \
+      "$out/strata-$build" bench --filter-policy uniform --workloads fillrandom,readrandom ${sizes[$size]} --reads 100000 \
         --bits-per-key 4 --settle --write-buffer-bytes 2MiB --target-file-bytes 2MiB \
         --size-ratio 4 --cache-bytes 1MiB --direct-reads --db "$out/db" \
         --json "$out/$size-$build-$run.json" > /dev/null

@@ -16,14 +16,14 @@ cargo build --release -p strata-cli --manifest-path "$root/Cargo.toml" >&2
 strata="${CARGO_TARGET_DIR:-$root/target}/release/strata"
 for interval in 1 4 16; do
   rm -rf "$work/db"
-  "$strata" bench --workloads fillseq --num 210000 --key-size 128 --value-size 384 --size-ratio 4 \
+  "$strata" bench --filter-policy uniform --workloads fillseq --num 210000 --key-size 128 --value-size 384 --size-ratio 4 \
     --bits-per-key 4 --settle --write-buffer-bytes 2MiB --target-file-bytes 2MiB \
     --index-restart-interval "$interval" --db "$work/db" > /dev/null
   tree=$("$strata" inspect "$work/db" | grep '^tree:')
   declare -A instructions=()
   for reads in 20000 60000; do
     rm -rf "$work/cg"
-    valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$strata" bench \
+    valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$strata" bench --filter-policy uniform \
       --workloads fillseq,readrandom --num 50000 --reads "$reads" --settle --cache-bytes 64MiB \
       --index-restart-interval "$interval" --db "$work/cg" > /dev/null 2> "$work/cg.err"
     instructions[$reads]=$(grep -o 'Collected : [0-9]*' "$work/cg.err" | head -1 | grep -o '[0-9]*$')

@@ -22,11 +22,11 @@ for io in direct buffered; do
   flags=()
   [ "$io" = direct ] && flags=(--direct-reads)
   echo "== load, $io reads" 
-  "$strata" bench "${load[@]}" "${flags[@]}" --json "$out/load-$io.json" > "$out/load-$io.txt"
+  "$strata" bench --filter-policy uniform "${load[@]}" "${flags[@]}" --json "$out/load-$io.json" > "$out/load-$io.txt"
   sed -n '/^medians/,$p' "$out/load-$io.txt"
 done
 echo "== fillrandom"
-"$strata" bench --workloads fillrandom --num 1000000 --engines strata,rocksdb,fjall --compare \
+"$strata" bench --filter-policy uniform --workloads fillrandom --num 1000000 --engines strata,rocksdb,fjall --compare \
   --runs "$runs" --bits-per-key 10 --json "$out/fillrandom.json" > "$out/fillrandom.txt"
 sed -n '/^medians/,$p' "$out/fillrandom.txt"
 echo "(JSON and full reports in $out)"

@@ -31,7 +31,7 @@ cargo build --release -p strata-cli --manifest-path "$root/Cargo.toml" >&2
 strata="${CARGO_TARGET_DIR:-$root/target}/release/strata"
 for r in $ratios; do
   phase_reads=$(python3 -c "print(int($reads * 1.3 / (1 + $r)))")
-  "$strata" bench --workloads "fillrandom,ecotune:$r" --num 1000000 --reads "$phase_reads" \
+  "$strata" bench --filter-policy uniform --workloads "fillrandom,ecotune:$r" --num 1000000 --reads "$phase_reads" \
     --write-rate "$rate" --query-threads 1 --compaction "$policies" --size-ratio 10 \
     --write-buffer-bytes 1MiB --bits-per-key 10 --runs "$runs" \
     --range-filter-bits "${RANGE_FILTER_BITS:-0}" \

@@ -38,7 +38,7 @@ for bits in $bits_list; do
   if [ "$bits" != "$(echo $bits_list | cut -d' ' -f1)" ]; then
     run_engines=strata
   fi
-  "$strata" bench --engines "$run_engines" --workloads fillrandom,seekrandom,readrandom \
+  "$strata" bench --filter-policy uniform --engines "$run_engines" --workloads fillrandom,seekrandom,readrandom \
     --num "$num" --reads "$reads" --seek-nexts 0 --seek-bounded \
     --compaction "$policies" --size-ratio 10 --write-buffer-bytes 1MiB --bits-per-key 10 \
     --cache-bytes 8MiB --range-filter-bits "$bits" --runs "$runs" \

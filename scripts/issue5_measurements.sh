@@ -22,13 +22,13 @@ $P bench --workloads load,readmissing,overwrite,readmissing --num 210000 --reads
 # 5. Overheads in instructions: Merlin's cost on the lookup path (callgrind, DbInner::get only).
 for cfg in off on on4; do
   case $cfg in off) extra="";; on) extra="--access-statistics";; on4) extra="--access-statistics --access-sample-every 4";; esac
-  valgrind --tool=callgrind --callgrind-out-file=$OUT/cg.$cfg.out --collect-atstart=no --toggle-collect='strata::db::read::<impl strata::db::DbInner>::get' $S bench --workloads fillrandom,readrandom --num 100000 --reads 200000 --settle --cache-bytes 512MiB $extra > $OUT/cg.$cfg.txt 2>&1
+  valgrind --tool=callgrind --callgrind-out-file=$OUT/cg.$cfg.out --collect-atstart=no --toggle-collect='strata::db::read::<impl strata::db::DbInner>::get' $S bench --filter-policy uniform --workloads fillrandom,readrandom --num 100000 --reads 200000 --settle --cache-bytes 512MiB $extra > $OUT/cg.$cfg.txt 2>&1
   callgrind_annotate $OUT/cg.$cfg.out | grep 'PROGRAM TOTALS' > $OUT/cg.$cfg.total
 done
 # 5. Overheads: readrandom with Merlin on vs off, everything cached (CPU cost only), alternating.
 for r in 1 2 3; do
-  $S bench --workloads fillrandom,readrandom --num 1000000 --reads 1000000 --settle --cache-bytes 512MiB --json $OUT/merlin_off_$r.json > $OUT/merlin_off_$r.txt 2>&1
-  $S bench --workloads fillrandom,readrandom --num 1000000 --reads 1000000 --settle --cache-bytes 512MiB --access-statistics --json $OUT/merlin_on_$r.json > $OUT/merlin_on_$r.txt 2>&1
+  $S bench --filter-policy uniform --workloads fillrandom,readrandom --num 1000000 --reads 1000000 --settle --cache-bytes 512MiB --json $OUT/merlin_off_$r.json > $OUT/merlin_off_$r.txt 2>&1
+  $S bench --filter-policy uniform --workloads fillrandom,readrandom --num 1000000 --reads 1000000 --settle --cache-bytes 512MiB --access-statistics --json $OUT/merlin_on_$r.json > $OUT/merlin_on_$r.txt 2>&1
 done
 # 5. Overheads: fillrandom with the Mnemosyne policies vs uniform (default buffer, then 2 MiB buffers: many more allocations).
 $S bench --workloads fillrandom --num 1000000 --bits-per-key 2 --filter-policy uniform,mnemosyne,mnemosyne-plus --compare --runs 5 --json $OUT/overhead_fill.json > $OUT/overhead_fill.txt 2>&1

@@ -15,8 +15,8 @@ OUT=$1; shift
 mkdir -p "$OUT"
 COMMON="--num 200000 --seed 42 --bits-per-key 10 --write-buffer-bytes 4MiB --target-file-bytes 2MiB --cache-bytes 64MiB"
 if [ ! -d "$OUT/db" ]; then
-  "$1" bench $COMMON --workloads fillrandom --db "$OUT/db" > "$OUT/fill.log" 2>&1
-  "$1" bench $COMMON --workloads readrandom --reads 10 --settle --db "$OUT/db" >> "$OUT/fill.log" 2>&1
+  "$1" bench --filter-policy uniform $COMMON --workloads fillrandom --db "$OUT/db" > "$OUT/fill.log" 2>&1
+  "$1" bench --filter-policy uniform $COMMON --workloads readrandom --reads 10 --settle --db "$OUT/db" >> "$OUT/fill.log" 2>&1
 fi
 for BIN in "$@"; do
   TAG=$(basename "$BIN")
@@ -26,10 +26,10 @@ for BIN in "$@"; do
       for reads in 20000 60000; do
         run="$OUT/$TAG-$mode-$wl-$reads"
         rm -rf "$run.db"; cp -r "$OUT/db" "$run.db"
-        valgrind --tool=callgrind --callgrind-out-file="$run.cg" "$BIN" bench $COMMON $PIN \
+        valgrind --tool=callgrind --callgrind-out-file="$run.cg" "$BIN" bench --filter-policy uniform $COMMON $PIN \
           --workloads $wl --reads $reads --db "$run.db" --json "$run.json" > "$run.cg.log" 2>&1
         rm -rf "$run.db"; cp -r "$OUT/db" "$run.db"
-        valgrind --tool=dhat --dhat-out-file="$run.dhat" "$BIN" bench $COMMON $PIN \
+        valgrind --tool=dhat --dhat-out-file="$run.dhat" "$BIN" bench --filter-policy uniform $COMMON $PIN \
           --workloads $wl --reads $reads --db "$run.db" > "$run.dhat.log" 2>&1
         rm -rf "$run.db"
       done

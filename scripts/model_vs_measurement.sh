@@ -21,7 +21,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp -d)
 cargo build --release -p strata-cli --manifest-path "$root/Cargo.toml" >&2
 strata="${CARGO_TARGET_DIR:-$root/target}/release/strata"
-"$strata" bench --engines strata --workloads load,readrandom,readmissing --num "$num" \
+"$strata" bench --filter-policy uniform --engines strata --workloads load,readrandom,readmissing --num "$num" \
   --reads "$reads" --key-size 16 --value-size 100 --write-buffer-bytes 1MiB \
   --target-file-bytes 1MiB --size-ratio 4 --compaction leveling,tiering,lazy-leveling,garnering \
   --bits-per-key "$bits" --direct-reads --cache-bytes "$cache" --pin-index-filter --settle \

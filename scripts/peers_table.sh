@@ -19,7 +19,7 @@ for bpk in 10 2; do
   for io in buffered direct; do
     flags=(--reads "$reads")
     [ "$io" = direct ] && flags=(--direct-reads --reads "$direct_reads")
-    "$strata" bench --engines strata,rocksdb,fjall --compare --runs "$runs" --num 1000000 \
+    "$strata" bench --filter-policy uniform --engines strata,rocksdb,fjall --compare --runs "$runs" --num 1000000 \
       --bits-per-key "$bpk" --settle "${flags[@]}" \
       --workloads fillrandom,readrandom,readmissing,seekrandom --seek-nexts 10 \
       --json "$out/bpk$bpk-$io.json" > "$out/bpk$bpk-$io.txt"

@@ -143,7 +143,7 @@ enum Command {
         #[arg(long)]
         access_statistics: bool,
         /// Filter allocator named in the header (SPEC §3).
-        #[arg(long, value_enum, default_value = "uniform")]
+        #[arg(long, value_enum, default_value = "elastic")]
         filter_policy: FilterAllocatorKind,
         /// The allocator's budget in bits per key.
         #[arg(long, default_value_t = 10.0)]

@@ -62,7 +62,7 @@ pub struct SimulateArgs {
     #[arg(long, value_enum, default_value = "leveling")]
     pub compaction: CompactionKind,
     /// Filter allocator.
-    #[arg(long, value_enum, default_value = "uniform")]
+    #[arg(long, value_enum, default_value = "elastic")]
     pub filter_policy: FilterAllocatorKind,
     /// Filter budget in bits per key.
     #[arg(long, default_value_t = 10.0)]
@@ -1133,7 +1133,13 @@ mod tests {
     #[test]
     fn json_prints_one_object_per_step_and_a_summary() {
         let mut out = Vec::new();
-        run(&args(&["--json", "--num", "5000"]), &mut out).expect("runs");
+        // Uniform filters: every file's filter holds the budget's 5 bits per key (the default
+        // elastic filters write three modules of half the budget on disk).
+        run(
+            &args(&["--json", "--num", "5000", "--filter-policy", "uniform"]),
+            &mut out,
+        )
+        .expect("runs");
         let text = String::from_utf8(out).expect("utf-8");
         let lines: Vec<serde_json::Value> = text
             .lines()

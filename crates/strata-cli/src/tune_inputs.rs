@@ -41,7 +41,8 @@ pub struct MeasuredDatabase {
     pub entries: u64,
     /// Bytes per entry as stored (table bytes over entries).
     pub entry_bytes: f64,
-    /// The filters' average bits per key.
+    /// The filters' average bits per key in use (`Stats::effective_bits_per_key`: the memory
+    /// lookups probe; elastic filters keep more modules on disk than in use).
     pub filter_bits_per_key: f64,
     /// The lifetime totals the mix was derived from.
     pub totals: WorkloadTotals,
@@ -73,7 +74,7 @@ pub fn measure_database(path: &Path) -> CliResult<MeasuredDatabase> {
     Ok(MeasuredDatabase {
         entries,
         entry_bytes,
-        filter_bits_per_key: stats.average_bits_per_key,
+        filter_bits_per_key: stats.effective_bits_per_key,
         totals,
         workload: workload_from_totals(&totals, entries),
     })

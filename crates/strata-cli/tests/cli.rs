@@ -218,7 +218,14 @@ fn inspect_prints_levels_runs_files_and_the_averages() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("db");
     assert_eq!(write_two_runs(&db, false), 500);
-    let text = ok_after_close(&["inspect", path_str(&db), "--bits-per-key", "8"]);
+    let text = ok_after_close(&[
+        "inspect",
+        path_str(&db),
+        "--filter-policy",
+        "uniform",
+        "--bits-per-key",
+        "8",
+    ]);
     assert!(
         text.contains("filters: uniform(8) — budget 8.00 bits/key, no cap"),
         "{text}"
@@ -262,7 +269,15 @@ fn inspect_json_has_every_file_and_its_entries_sum_to_the_stats() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("db");
     let entries = write_two_runs(&db, false);
-    let output = ok_after_close(&["inspect", path_str(&db), "--json", "--bits-per-key", "8"]);
+    let output = ok_after_close(&[
+        "inspect",
+        path_str(&db),
+        "--json",
+        "--filter-policy",
+        "uniform",
+        "--bits-per-key",
+        "8",
+    ]);
     let report: Value = serde_json::from_str(&output).expect("valid JSON");
     assert_eq!(report["filter_allocator"], "uniform(8)");
     assert_eq!(report["bits_per_key_budget"].as_f64(), Some(8.0));
@@ -893,14 +908,14 @@ fn compare_runs_alternate_configurations_and_write_medians_and_plots() {
     assert_eq!(medians.len(), 2 * 4);
     for row in medians
         .iter()
-        .filter(|r| r["configuration"] == "strata/uniform/leveling")
+        .filter(|r| r["configuration"] == "strata/elastic/leveling")
     {
         assert_eq!(row["ops_per_sec_ratio"].as_f64(), Some(1.0));
         assert_eq!(row["runs"], 2);
     }
     assert!(medians
         .iter()
-        .any(|r| r["configuration"] == "strata/uniform/tiering"
+        .any(|r| r["configuration"] == "strata/elastic/tiering"
             && r["ops_per_sec_ratio"].as_f64().is_some()));
     let series = report["series"].as_array().expect("series");
     assert!(
@@ -1268,9 +1283,9 @@ fn bench_runs_garnering_once_per_c_and_refuses_a_bad_c() {
     assert_eq!(
         configurations,
         [
-            "strata/uniform/garnering@c0.4",
-            "strata/uniform/garnering@c0.8",
-            "strata/uniform/leveling"
+            "strata/elastic/garnering@c0.4",
+            "strata/elastic/garnering@c0.8",
+            "strata/elastic/leveling"
         ]
     );
     for bad in ["0", "1.5", "0.4,nan"] {

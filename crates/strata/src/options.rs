@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::alloc::{FilterAllocator, Uniform};
+use crate::alloc::{Elastic, FilterAllocator, Uniform};
 use crate::compaction::{CompactionPolicy, Leveling};
 use crate::env::{FileSystem, RealFileSystem};
 use crate::error::{Error, Result};
@@ -132,7 +132,14 @@ pub struct Options {
     pub sync_writes: bool,
     /// Skip the WAL (writes since the last flush are lost on a crash). Default `false`.
     pub disable_wal: bool,
-    /// Decides each new file's filter bits per key. Default `Uniform(10)`.
+    /// Decides each new file's filter bits per key, and which of its filter modules lookups
+    /// probe. Default [`Elastic::default`]: elastic filters (Strata's own allocation, SPEC
+    /// §3.5) with a budget of 10 bits per key in use, re-divided between files at every flush,
+    /// compaction and refresh; three modules of 5 bits per key on disk per file at least. At 10
+    /// bits per key they ran within the run-to-run noise of uniform filters' lookups per second
+    /// with a third fewer false positives, and 1.1-1.3x their lookups per second at 2 bits per
+    /// key (docs/BENCHMARKS.md, "Elastic filters as the default"). [`Options::bits_per_key`]
+    /// sets uniform filters instead.
     pub filter_allocator: Arc<dyn FilterAllocator>,
     /// The family new filters are built in (SPEC §3.5 "Filter families"): Bloom only (the
     /// default), Ribbon only, or `FilterFamilies::Automatic` (Bloom for flushes and small
@@ -289,7 +296,7 @@ impl Default for Options {
             wal_recovery_mode: WalRecoveryMode::TolerateCorruptedTail,
             sync_writes: false,
             disable_wal: false,
-            filter_allocator: Arc::new(Uniform::default()),
+            filter_allocator: Arc::new(Elastic::default()),
             filter_family: crate::FilterFamilies::default(),
             range_filter_bits: 0,
             filter_rebuild_bytes_per_sec: DEFAULT_FILTER_REBUILD_BYTES_PER_SEC,
@@ -388,9 +395,16 @@ impl Options {
         self.access_statistics || self.filter_allocator.needs_access_statistics()
     }
 
-    /// Uniform filters of `bits_per_key` (0..=64) for every file.
+    /// Uniform filters of `bits_per_key` (0..=64) for every file (what RocksDB, LevelDB,
+    /// Pebble and fjall do).
     pub fn bits_per_key(self, bits_per_key: f64) -> Result<Self> {
         Ok(self.filter_allocator(Arc::new(Uniform::new(bits_per_key)?)))
+    }
+
+    /// Elastic filters (the default allocation, [`Elastic`]) with a budget of
+    /// `bits_per_key` (0..=64) bits per key in use.
+    pub fn filter_budget_bits_per_key(self, bits_per_key: f64) -> Result<Self> {
+        Ok(self.filter_allocator(Arc::new(Elastic::new(bits_per_key)?)))
     }
 
     /// When the table builder partitions a file's index and filter: never when every file's
@@ -554,6 +568,27 @@ mod tests {
             matches!(&error, Err(Error::InvalidArgument(m)) if m.contains("level0_stop_writes_trigger"))
         );
         assert!(Options::default().bits_per_key(-3.0).is_err());
+        assert!(Options::default()
+            .filter_budget_bits_per_key(f64::NAN)
+            .is_err());
+        // Strata's own allocation is the default; the setters choose theirs.
+        assert_eq!(
+            Options::default().filter_allocator.name(),
+            Elastic::default().name()
+        );
+        assert_eq!(
+            Options::default().filter_allocator.bits_per_key_budget(),
+            10.0
+        );
+        let budget = Options::default()
+            .filter_budget_bits_per_key(4.0)
+            .expect("valid");
+        assert_eq!(
+            budget.filter_allocator.name(),
+            Elastic::new(4.0).expect("valid").name()
+        );
+        let uniform = Options::default().bits_per_key(4.0).expect("valid");
+        assert_eq!(uniform.filter_allocator.name(), "uniform(4)");
         for weight in [-0.1, 1.5, f64::NAN] {
             let error = Options::default().access_recent_weight(weight).validate();
             assert!(

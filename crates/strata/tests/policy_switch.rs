@@ -302,7 +302,11 @@ fn a_filter_allocator_switch_decides_new_files_and_survives_a_reopen() {
     db.flush().expect("flush");
     // Settled, so that no job allocated before the switch installs after it.
     db.wait_for_compactions().expect("settle");
-    let before: Vec<u64> = db.version().files().map(|(_, _, f)| f.number()).collect();
+    let before: Vec<(u64, f64)> = db
+        .version()
+        .files()
+        .map(|(_, _, f)| (f.number(), f.bits_per_key()))
+        .collect();
     assert!(!before.is_empty());
     db.set_filter_allocator(FilterAllocatorKind::Uniform, filter_settings(3.0))
         .expect("switch");
@@ -321,11 +325,11 @@ fn a_filter_allocator_switch_decides_new_files_and_survives_a_reopen() {
     db.flush().expect("flush");
     let tree = db.version();
     for (_, _, file) in tree.files() {
-        let expected = if before.contains(&file.number()) {
-            10.0
-        } else {
-            3.0
-        };
+        // Files written before the switch keep the filter they were written with.
+        let expected = before
+            .iter()
+            .find(|(number, _)| *number == file.number())
+            .map_or(3.0, |&(_, bits)| bits);
         assert!(
             (file.bits_per_key() - expected).abs() < 1e-9,
             "file {} has {} bits per key, expected {expected}",

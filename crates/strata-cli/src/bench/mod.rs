@@ -255,8 +255,10 @@ pub struct BenchArgs {
     /// Merge policies to run (a comma list compares them).
     #[arg(long, value_enum, value_delimiter = ',', action = clap::ArgAction::Set, default_value = "leveling")]
     pub compaction: Vec<CompactionKind>,
-    /// Filter-allocation policies to run on Strata (a comma list compares them).
-    #[arg(long, value_enum, value_delimiter = ',', action = clap::ArgAction::Set, default_value = "uniform")]
+    /// Filter-allocation policies to run on Strata (a comma list compares them). The default is
+    /// `Options::default()`'s: elastic filters, Strata's own allocation. Peers run their uniform
+    /// filters at the same budget whatever is given here
+    #[arg(long, value_enum, value_delimiter = ',', action = clap::ArgAction::Set, default_value = "elastic")]
     pub filter_policy: Vec<FilterAllocatorKind>,
     /// Repeat every configuration this many times (medians are reported).
     #[arg(long, default_value_t = 1)]
@@ -630,14 +632,17 @@ impl BenchConfig {
     }
 
     /// Every configuration to run: engines × filter policies × merge policies; a peer runs
-    /// only with uniform filters (it has no other) and with leveling or tiering.
+    /// once with its own uniform filters at the same budget (it has no other), whatever
+    /// policies Strata runs, and only with leveling or tiering.
     pub fn variants(&self) -> Vec<Variant> {
         let mut variants = Vec::new();
         for &engine in &self.engines {
-            for &filter_policy in &self.filter_policy {
-                if engine != EngineKind::Strata && filter_policy != FilterAllocatorKind::Uniform {
-                    continue;
-                }
+            let filter_policies = if engine == EngineKind::Strata {
+                self.filter_policy.clone()
+            } else {
+                vec![FilterAllocatorKind::Uniform]
+            };
+            for &filter_policy in &filter_policies {
                 for &compaction in &self.compaction {
                     // Lazy leveling and Garnering run on Strata only (no peer has them).
                     if engine != EngineKind::Strata && !crate::policies::peers_have(compaction) {

@@ -876,3 +876,84 @@ fn the_file_probed_more_is_rebuilt_first() {
         .expect("pays");
     assert_eq!(rebuild.file_number, 2);
 }
+
+#[test]
+fn a_probe_memo_round_trips_and_only_answers_for_its_own_selection() {
+    let cases = [
+        ModulesInUse::NONE,
+        ModulesInUse::ALL,
+        ModulesInUse::prefix(2),
+        ModulesInUse {
+            modules: 5,
+            extra_partitions: 7,
+        },
+        ModulesInUse {
+            modules: 0,
+            extra_partitions: (1 << 24) - 1,
+        },
+    ];
+    for generation in [0, 1, 41, u64::from(u32::MAX) - 1, u64::from(u32::MAX)] {
+        for in_use in cases {
+            let word = ProbeMemo::encode(generation, in_use).expect("fits");
+            assert_ne!(word, 0, "0 is no memo");
+            assert_eq!(ProbeMemo::decode(generation, word), Some(in_use));
+            assert_eq!(ProbeMemo::decode(generation.wrapping_add(1), word), None);
+        }
+        assert_eq!(ProbeMemo::decode(generation, 0), None);
+    }
+    // What does not fit one word is not memoised (the probe asks the selection).
+    assert_eq!(ProbeMemo::encode(3, ModulesInUse::prefix(255)), None);
+    let too_many = ModulesInUse {
+        modules: 1,
+        extra_partitions: 1 << 24,
+    };
+    assert_eq!(ProbeMemo::encode(3, too_many), None);
+}
+
+#[test]
+fn a_probe_reads_its_files_memo_until_a_selection_is_stored() {
+    let (tree, allocator) = two_halves();
+    allocator.restore(&tree);
+    let (_, run, first) = tree.files().next().expect("file 1");
+    assert_eq!(first.allocator_memo(), 0, "no probe yet");
+    assert_eq!(
+        allocator.filter_modules_in_use(run, first),
+        ModulesInUse::prefix(2)
+    );
+    assert_ne!(first.allocator_memo(), 0, "the first probe writes the memo");
+    // While the selection stands, the memo answers (forged here to tell it from the selection).
+    let generation = allocator.generation.load(AtomicOrdering::Relaxed);
+    let forged = ProbeMemo::encode(generation, ModulesInUse::prefix(3)).expect("fits");
+    first.set_allocator_memo(forged);
+    assert_eq!(
+        allocator.filter_modules_in_use(run, first),
+        ModulesInUse::prefix(3)
+    );
+    // Another allocator over the same files never takes this one's memo.
+    let other = Elastic::new(1.5).expect("valid");
+    other.restore(&tree);
+    assert_eq!(
+        other.filter_modules_in_use(run, first),
+        ModulesInUse::prefix(2)
+    );
+    // Any store of a selection (a job, a restore, a refresh that changed it) retires the memos.
+    first.set_allocator_memo(forged);
+    allocator.restore(&tree);
+    assert_eq!(
+        allocator.filter_modules_in_use(run, first),
+        ModulesInUse::prefix(2)
+    );
+    // A refresh that changes nothing keeps them.
+    first.set_allocator_memo(
+        ProbeMemo::encode(
+            allocator.generation.load(AtomicOrdering::Relaxed),
+            ModulesInUse::prefix(3),
+        )
+        .expect("fits"),
+    );
+    allocator.refresh(&tree);
+    assert_eq!(
+        allocator.filter_modules_in_use(run, first),
+        ModulesInUse::prefix(3)
+    );
+}

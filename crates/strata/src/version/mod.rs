@@ -108,6 +108,9 @@ struct FileLiveness {
     /// Sampled probe times (SPEC §3.5's cache model: what a false positive costs when its
     /// block is cached), by [`ProbeOutcome`]: probes and nanoseconds.
     probe_times: [(AtomicU64, AtomicU64); 3],
+    /// One word the filter allocator may keep for the lookup path (`FileMetadata::allocator_memo`;
+    /// 0 until it writes one; in memory only).
+    allocator_memo: AtomicU64,
 }
 
 /// What a point lookup's probe of one file read past the filter.
@@ -235,6 +238,7 @@ impl FileLiveness {
             known_since: std::time::Instant::now(),
             first_probe: OnceLock::new(),
             probe_times: Default::default(),
+            allocator_memo: AtomicU64::new(0),
         })
     }
 }
@@ -389,6 +393,22 @@ impl FileMetadata {
             &liveness.empty_probes
         };
         counter.fetch_add(1, AtomicOrdering::Relaxed);
+    }
+
+    /// A word the filter allocator keeps for this file, shared by every `FileMetadata` of the
+    /// file (trivial moves included) and in memory only; 0 until the allocator writes one.
+    /// Elastic filters keep the file's modules in use here, tagged with the selection they came
+    /// from, so that a probe reads one atomic word instead of looking the file up in the
+    /// selection (`alloc::elastic`): the lookup path asks for every file it probes.
+    pub(crate) fn allocator_memo(&self) -> u64 {
+        self.liveness.allocator_memo.load(AtomicOrdering::Relaxed)
+    }
+
+    /// Sets [`FileMetadata::allocator_memo`].
+    pub(crate) fn set_allocator_memo(&self, word: u64) {
+        self.liveness
+            .allocator_memo
+            .store(word, AtomicOrdering::Relaxed);
     }
 
     /// Counts a timed probe of this file that took `nanos` and read what `outcome` says.
