@@ -59,6 +59,32 @@ pub(crate) struct TopLevelIndex {
     newest_run: HashToRun,
     /// The level-0 runs the index covers, ascending.
     runs: Vec<u64>,
+    /// Their files, as `(run, file number)`, ascending: a run rewritten in place (a merge into it
+    /// that keeps its id, or a filter rebuild) keeps its id but not its file.
+    files: Vec<(u64, u64)>,
+}
+
+/// `version`'s level-0 files as `(run, file number)`, ascending.
+fn level0_files(version: &Version) -> Vec<(u64, u64)> {
+    let mut files: Vec<(u64, u64)> = version.levels()[0]
+        .runs()
+        .iter()
+        .flat_map(|run| {
+            run.files()
+                .iter()
+                .map(move |file| (run.id(), file.number()))
+        })
+        .collect();
+    files.sort_unstable();
+    files
+}
+
+/// The file numbers of run `id` in `files` (a `level0_files` list).
+fn files_of(files: &[(u64, u64)], id: u64) -> impl Iterator<Item = u64> + '_ {
+    files
+        .iter()
+        .filter(move |(run, _)| *run == id)
+        .map(|(_, file)| *file)
 }
 
 impl TopLevelIndex {
@@ -77,14 +103,13 @@ impl TopLevelIndex {
     /// byte), as allocated.
     pub(crate) fn memory_bytes(&self) -> u64 {
         let slot = std::mem::size_of::<(u64, u64)>() + 1;
-        (self.newest_run.capacity() * slot + self.runs.capacity() * 8) as u64
+        (self.newest_run.capacity() * slot + self.runs.capacity() * 8 + self.files.capacity() * 16)
+            as u64
     }
 
-    /// True if the index covers exactly `version`'s level-0 runs.
+    /// True if the index covers exactly `version`'s level-0 runs, file for file.
     pub(crate) fn covers(&self, version: &Version) -> bool {
-        let mut runs: Vec<u64> = version.levels()[0].runs().iter().map(Run::id).collect();
-        runs.sort_unstable();
-        runs == self.runs
+        level0_files(version) == self.files
     }
 
     fn insert(&mut self, hash: u64, run: u64) {
@@ -106,6 +131,7 @@ impl TopLevelIndex {
         let level0 = version.levels()[0].runs();
         let mut wanted: Vec<u64> = level0.iter().map(Run::id).collect();
         wanted.sort_unstable();
+        let files = level0_files(version);
         let mut derived = previous.is_some();
         let mut index = match previous {
             Some(previous) => {
@@ -120,7 +146,13 @@ impl TopLevelIndex {
                     .iter()
                     .filter(|id| wanted.binary_search(id).is_err())
                     .all(|dropped| kept.first().is_none_or(|oldest| dropped < oldest));
-                if dropped_oldest {
+                // A kept run with other files was rewritten in place: a merge into it (Leveling's
+                // intra-L0 merge, picked before a switch to this policy) brought it the keys of
+                // the runs that left, so their entries cannot simply be dropped.
+                let rewritten = kept
+                    .iter()
+                    .any(|&id| !files_of(&previous.files, id).eq(files_of(&files, id)));
+                if dropped_oldest && !rewritten {
                     let mut index = previous.clone();
                     if kept.len() < previous.runs.len() {
                         let oldest_kept = kept.first().copied().unwrap_or(u64::MAX);
@@ -159,6 +191,7 @@ impl TopLevelIndex {
             }
         }
         index.runs = wanted;
+        index.files = files;
         Ok(index)
     }
 }

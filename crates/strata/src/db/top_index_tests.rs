@@ -111,3 +111,35 @@ fn a_change_of_another_shape_rebuilds_from_the_files() {
     });
     assert!(failed.is_err());
 }
+
+#[test]
+fn an_in_place_merge_into_the_newest_level0_run_rebuilds_from_the_files() {
+    // Leveling's intra-L0 merge (`merge_within_level0`), picked before a switch to EcoTune and
+    // installed after it: runs 1 and 2 merge into run 3, which keeps its id but gets a new file
+    // (number 4) holding all three runs' keys. The merged-away runs are the oldest, but their
+    // keys did not leave level 0.
+    let runs = BTreeMap::from([(1, vec!["a"]), (2, vec!["b"]), (3, vec!["c"])]);
+    let before = TopLevelIndex::for_version(None, &level0(&[3, 2, 1]), None, keys_of(&runs))
+        .expect("builds");
+    let merged = tree(&[(0, 3, 4, "a", "z", 100)]);
+    let runs = BTreeMap::from([(3, vec!["a", "b", "c"])]);
+    assert!(!before.covers(&merged));
+    let after =
+        TopLevelIndex::for_version(Some(&before), &merged, None, keys_of(&runs)).expect("builds");
+    assert_eq!(
+        after.newest_run(hash("a")),
+        Some(3),
+        "a key merged into run 3"
+    );
+    assert_eq!(after.newest_run(hash("b")), Some(3));
+    assert_eq!(after.newest_run(hash("c")), Some(3));
+    assert_eq!(after.entries(), 3);
+    // A rewrite in place of the same run set (a filter rebuild) is not covered either: its file
+    // changed, so the index is made again rather than trusted.
+    let rewritten = tree(&[
+        (0, 3, 5, "a", "z", 100),
+        (0, 2, 2, "a", "z", 100),
+        (0, 1, 1, "a", "z", 100),
+    ]);
+    assert!(!before.covers(&rewritten));
+}
