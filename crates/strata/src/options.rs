@@ -86,9 +86,11 @@ pub struct Options {
     /// Default `false`.
     pub pin_l0_filter_and_index_blocks: bool,
     /// Keep every table's index and filter blocks pinned in memory (RocksDB's behaviour with
-    /// `cache_index_and_filter_blocks = false`): lookups then read only data blocks from the
-    /// device, and the pinned bytes count in `Stats::total_memory_bytes`. Default `false`:
-    /// filters compete for the block cache (SPEC §1).
+    /// `cache_index_and_filter_blocks = false`): indexes are read when a file is opened, each
+    /// filter block when a lookup first probes it (so elastic filters' spare modules are never
+    /// held), and from then on lookups read only data blocks from the device; the pinned bytes
+    /// count in `Stats::total_memory_bytes`. Default `false`: filters compete for the block
+    /// cache (SPEC §1).
     pub pin_filter_and_index_blocks: bool,
     /// Read table files with O_DIRECT, bypassing the page cache, so that I/O counts are device
     /// reads. Default `false`.

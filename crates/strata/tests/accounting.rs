@@ -112,6 +112,19 @@ fn pinned_level0_metadata_is_not_read_through_the_cache() {
     for i in 0..500 {
         assert!(db.get(key(i)).expect("get").is_some());
     }
+    // The index is pinned at open; each filter module is read by the first lookup that probes
+    // it and held from then on (elastic filters keep spare modules on disk that no lookup
+    // reads), so a second pass reads data blocks only.
+    let first = db.stats();
+    let modules_read = first.io.filter_block_reads_total();
+    assert!(
+        (1..=3).contains(&modules_read),
+        "{modules_read} filter modules read"
+    );
+    db.reset_stats();
+    for i in 0..500 {
+        assert!(db.get(key(i)).expect("get").is_some());
+    }
     let stats = db.stats();
     assert!(stats.levels[0].level == 0 && stats.levels.len() == 1);
     assert_eq!(stats.io.index_block_reads_total(), 0, "index pinned");
@@ -165,4 +178,43 @@ fn lookups_count_their_probes_per_file_and_time_a_sample_of_them() {
         counts.data_block_reads
     );
     assert!(counts.data_block_misses <= counts.data_block_reads);
+}
+
+/// With pinned metadata, the default elastic filters hold the modules lookups probe, not every
+/// module on disk: after lookups of every key and of as many absent ones, the pinned bytes are
+/// well under those of uniform filters of the bits the elastic files hold on disk.
+#[test]
+fn pinned_elastic_filters_hold_the_modules_in_use_not_the_spare_ones() {
+    let pinned = |options: Options| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let options = options
+            .block_cache_bytes(0)
+            .pin_filter_and_index_blocks(true)
+            .level0_compaction_trigger(100)
+            .level0_slowdown_writes_trigger(100)
+            .level0_stop_writes_trigger(100);
+        let db = Db::open(dir.path(), options).expect("open");
+        for i in 0..4000 {
+            db.put(key(i), [1u8; 100]).expect("put");
+        }
+        db.flush().expect("flush");
+        for i in 0..4000 {
+            assert!(db.get(key(i)).expect("get").is_some());
+            assert!(db.get(missing_key(i)).expect("get").is_none());
+        }
+        let stats = db.stats();
+        (stats.pinned_bytes, stats.average_bits_per_key)
+    };
+    let (elastic, on_disk) = pinned(Options::default());
+    assert!(
+        on_disk > 10.0,
+        "spare modules on disk: {on_disk} bits per key"
+    );
+    let (uniform, _) = pinned(Options::default().bits_per_key(on_disk).expect("valid"));
+    // The spare modules' bits, in bytes, less a margin for the blocked filters' rounding.
+    let spare = ((on_disk - 10.0) * 4000.0 / 8.0) as u64;
+    assert!(
+        elastic + spare / 2 < uniform,
+        "elastic {elastic} pinned bytes against uniform's {uniform} (spare modules {spare} bytes)"
+    );
 }

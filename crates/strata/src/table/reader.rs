@@ -21,12 +21,15 @@
 //! lookup's block read). A lookup searches it in memory for the one partition that can hold its
 //! key, then reads that partition's filter modules and index partition as above: each partition
 //! is its own block-cache entry and, on a miss, one filter or index block read. When index and
-//! filter blocks are pinned, every partition is read at open and held instead.
+//! filter blocks are pinned, every index block or partition is read at open and held instead,
+//! and each filter block (module, or module of a partition) is read by the first probe that
+//! needs it and held from then on: modules no lookup probes (elastic filters' spare ones) are
+//! never read.
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering as AtomicOrdering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::block::{Block, BlockIter, HandleCoding};
 use super::compression::{decompress_block, BLOCK_TYPE_UNCOMPRESSED};
@@ -79,9 +82,12 @@ pub(crate) struct TableReader {
     pinned: bool,
     /// When pinned: the index block, or every index partition in order; empty otherwise.
     pinned_index: Vec<Arc<Block>>,
-    /// When pinned: every filter module in probe order, or every filter partition
-    /// (partition-major, as [`PartitionIndex::all_filter_handles`]); empty otherwise.
-    pinned_filters: Vec<Arc<Filter>>,
+    /// When pinned: a slot for every filter module in probe order, or every filter partition
+    /// (partition-major, as [`PartitionIndex::all_filter_handles`]), filled by the first probe
+    /// that reads it and held from then on; empty otherwise. Filled lazily because a file's
+    /// modules are not all in use (elastic filters keep spare ones on disk, SPEC §3.5): pinning
+    /// every module at open would hold the bits on disk, not the budget in use.
+    pinned_filters: Vec<OnceLock<Arc<Filter>>>,
     /// The file's range filter (`filter/range.rs`), read, checked and decoded at open and held
     /// for the reader's life, like a partitioned table's top-level index: a bounded iterator
     /// asks it before it reads anything of the file.
@@ -233,13 +239,12 @@ impl TableReader {
                 let raw = reader.read_raw(handle)?;
                 pinned_index.push(Arc::new(reader.decode_block(raw, handle)?));
             }
-            let mut pinned_filters = Vec::new();
-            for &handle in reader.filter_block_handles() {
-                let raw = reader.read_raw(handle)?;
-                pinned_filters.push(Arc::new(reader.decode_filter(raw, handle)?));
-            }
+            reader.pinned_filters = reader
+                .filter_block_handles()
+                .iter()
+                .map(|_| OnceLock::new())
+                .collect();
             reader.pinned_index = pinned_index;
-            reader.pinned_filters = pinned_filters;
             reader.pinned = true;
         }
         Ok(reader)
@@ -358,7 +363,7 @@ impl TableReader {
         self.decode_filter(raw, handle).map(|_| ())
     }
 
-    /// Bytes of blocks held outside the cache.
+    /// Bytes of blocks held outside the cache (filter blocks once a probe has read them).
     pub(crate) fn pinned_bytes(&self) -> u64 {
         self.partitions
             .as_ref()
@@ -371,6 +376,7 @@ impl TableReader {
             + self
                 .pinned_filters
                 .iter()
+                .filter_map(OnceLock::get)
                 .map(|f| f.size_bytes() as u64)
                 .sum::<u64>()
     }
@@ -465,8 +471,23 @@ impl TableReader {
     /// [`TableReader::filter_block_handles`]) at `handle`: pinned, cached, or read from the device
     /// and counted as one filter block read on `level`.
     fn filter_block(&self, slot: usize, handle: BlockHandle, level: usize) -> Result<Arc<Filter>> {
-        if let Some(filter) = self.pinned_filters.get(slot) {
-            return Ok(Arc::clone(filter));
+        if let Some(held) = self.pinned_filters.get(slot) {
+            if let Some(filter) = held.get() {
+                return Ok(Arc::clone(filter));
+            }
+            // First probe of this block: read, count and hold it (two probes racing both read
+            // it; one copy is kept and counted in the pinned bytes).
+            let raw = self.read_raw(handle)?;
+            self.count_read(BlockKind::Filter, ReadMode::Cached { level }, handle);
+            let filter = Arc::new(self.decode_filter(raw, handle)?);
+            if held.set(Arc::clone(&filter)).is_ok() {
+                if let Some(open) = &self.open_readers {
+                    open.pinned_bytes
+                        .fetch_add(filter.size_bytes() as u64, AtomicOrdering::Relaxed);
+                }
+                return Ok(filter);
+            }
+            return Ok(held.get().map_or(filter, Arc::clone));
         }
         if let Some(CachedBlock::Filter(filter)) = self.cache.get(self.number, handle.offset) {
             self.counters.count_cache_hit(BlockKind::Filter);

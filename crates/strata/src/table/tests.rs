@@ -443,13 +443,15 @@ fn multi_module_round_trip_has_no_false_negatives() {
         assert_eq!(properties.bits_per_key, 6.5);
         let module_bytes: u64 = handles.iter().map(|handle| handle.size).sum();
         assert_eq!(properties.filter_bytes, module_bytes);
+        // Pinned: the index at open, each module once a probe first reads it.
+        let index_bytes = table.pinned_bytes();
         if pin {
-            let index_bytes = table.pinned_bytes() - module_bytes;
             assert!(
                 index_bytes > 0 && index_bytes < 2000,
-                "pinned: every module plus the index, got {} bytes",
-                table.pinned_bytes()
+                "pinned at open: the index alone, got {index_bytes} bytes"
             );
+        } else {
+            assert_eq!(index_bytes, 0);
         }
         for i in 0..2000 {
             let expected = if i % 10 == 0 {
@@ -459,6 +461,13 @@ fn multi_module_round_trip_has_no_false_negatives() {
             };
             assert_eq!(newest(&table, &key(2 * i)), expected, "key {}", 2 * i);
             assert_eq!(newest(&table, &key(2 * i + 1)), Lookup::Absent);
+        }
+        if pin {
+            assert_eq!(
+                table.pinned_bytes() - index_bytes,
+                module_bytes,
+                "every module probed is held"
+            );
         }
     }
     let stats = fixture.counters.snapshot();
@@ -735,17 +744,27 @@ fn modules_are_cached_and_pinned_one_by_one() {
     assert_eq!(stats.filter_block_reads[1], 3, "each module read once");
     assert!(stats.filter_cache_hits > count);
 
+    // Pinned (no cache): a module is read by the first probe that needs it and held; module 1
+    // alone answers the first key, so the others are not read until a key passes it.
     let pinned = modular_fixture(count, 6.0, 2.0, 0);
     let table = pinned.tables.open(7, true).expect("open pinned");
+    let index_bytes = table.pinned_bytes();
+    assert_eq!(pinned.counters.snapshot().filter_block_reads[1], 0);
+    assert_eq!(newest(&table, &rejected_by_module_1), Lookup::Absent);
+    assert_eq!(pinned.counters.snapshot().filter_block_reads[1], 1);
+    let module_1 = table.pinned_bytes() - index_bytes;
+    assert!(module_1 > 0, "module 1 is held");
     for i in 0..count {
         assert_eq!(newest(&table, &key(2 * i + 1)), Lookup::Absent);
     }
     let stats = pinned.counters.snapshot();
     assert_eq!(
-        stats.filter_block_reads[1], 0,
-        "pinned modules are never read"
+        stats.filter_block_reads[1], 3,
+        "each module read once, then held"
     );
-    assert_eq!(stats.filter_probes[1], count);
+    assert_eq!(stats.filter_cache_hits, 0);
+    assert_eq!(stats.filter_probes[1], count + 1);
+    assert!(table.pinned_bytes() > index_bytes + 2 * module_1);
 }
 
 /// Readers held in file metadata (`table_cache.rs`): at most `max_open_files` slots are filled;
