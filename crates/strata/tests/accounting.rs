@@ -94,20 +94,29 @@ fn with_a_cache_repeated_lookups_hit_it() {
     assert!(db.stats().block_cache_bytes > 0);
 }
 
-#[test]
-fn pinned_level0_metadata_is_not_read_through_the_cache() {
+/// A database of `keys` keys in one flushed level-0 run, with no block cache and no level-0
+/// compaction: every index and filter block it reads is the reader's (pinned) or the device's.
+fn one_uncached_run(options: Options, keys: u32) -> (tempfile::TempDir, Db) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let options = Options::default()
+    let options = options
         .block_cache_bytes(0)
-        .pin_l0_filter_and_index_blocks(true)
         .level0_compaction_trigger(100)
         .level0_slowdown_writes_trigger(100)
         .level0_stop_writes_trigger(100);
     let db = Db::open(dir.path(), options).expect("open");
-    for i in 0..2000 {
+    for i in 0..keys {
         db.put(key(i), [1u8; 100]).expect("put");
     }
     db.flush().expect("flush");
+    (dir, db)
+}
+
+#[test]
+fn pinned_level0_metadata_is_not_read_through_the_cache() {
+    let (_dir, db) = one_uncached_run(
+        Options::default().pin_l0_filter_and_index_blocks(true),
+        2000,
+    );
     db.reset_stats();
     for i in 0..500 {
         assert!(db.get(key(i)).expect("get").is_some());
@@ -186,18 +195,7 @@ fn lookups_count_their_probes_per_file_and_time_a_sample_of_them() {
 #[test]
 fn pinned_elastic_filters_hold_the_modules_in_use_not_the_spare_ones() {
     let pinned = |options: Options| {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let options = options
-            .block_cache_bytes(0)
-            .pin_filter_and_index_blocks(true)
-            .level0_compaction_trigger(100)
-            .level0_slowdown_writes_trigger(100)
-            .level0_stop_writes_trigger(100);
-        let db = Db::open(dir.path(), options).expect("open");
-        for i in 0..4000 {
-            db.put(key(i), [1u8; 100]).expect("put");
-        }
-        db.flush().expect("flush");
+        let (_dir, db) = one_uncached_run(options.pin_filter_and_index_blocks(true), 4000);
         for i in 0..4000 {
             assert!(db.get(key(i)).expect("get").is_some());
             assert!(db.get(missing_key(i)).expect("get").is_none());
