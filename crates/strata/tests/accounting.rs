@@ -216,3 +216,36 @@ fn pinned_elastic_filters_hold_the_modules_in_use_not_the_spare_ones() {
         "elastic {elastic} pinned bytes against uniform's {uniform} (spare modules {spare} bytes)"
     );
 }
+
+/// Lookups racing to read a pinned filter block for the first time hold one copy and count it
+/// once: the pinned bytes after four threads' first lookups equal one thread's.
+#[test]
+fn racing_first_probes_of_a_pinned_filter_count_it_once() {
+    let warmed = |threads: u32| {
+        let options = Options::default()
+            .bits_per_key(10.0)
+            .expect("valid")
+            .pin_filter_and_index_blocks(true);
+        let (_dir, db) = one_uncached_run(options, 4000);
+        let at_open = db.stats().pinned_bytes;
+        let barrier = std::sync::Barrier::new(threads as usize);
+        std::thread::scope(|scope| {
+            for thread in 0..threads {
+                let (db, barrier) = (&db, &barrier);
+                scope.spawn(move || {
+                    barrier.wait();
+                    for i in 0..4000 {
+                        let i = (i + thread * 997) % 4000;
+                        assert!(db.get(key(i)).expect("get").is_some());
+                        assert!(db.get(missing_key(i)).expect("get").is_none());
+                    }
+                });
+            }
+        });
+        let stats = db.stats();
+        assert!(stats.pinned_bytes > at_open, "the filter is held");
+        db.close().expect("close");
+        stats.pinned_bytes
+    };
+    assert_eq!(warmed(4), warmed(1));
+}
