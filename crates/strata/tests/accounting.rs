@@ -217,6 +217,91 @@ fn pinned_elastic_filters_hold_the_modules_in_use_not_the_spare_ones() {
     );
 }
 
+/// Pinned filter memory follows the allocation (SPEC §3.5's hard cap): with a budget in bytes
+/// that held both modules in use of one run, a second run of as many keys halves every file's
+/// share, and the flush that installs it lets the first run's reader go of the module it no
+/// longer uses, before any lookup reaches it. Switching the allocator to a smaller budget does
+/// the same.
+#[test]
+fn pinned_filters_let_go_of_modules_the_allocation_takes_out_of_use() {
+    let keys = 4000;
+    // 10 bits per key for one run of `keys` keys: two of its three 5-bit modules.
+    let budget_bytes = u64::from(keys) * 10 / 8;
+    let elastic = strata::alloc::Elastic::default()
+        .with_budget_bytes(budget_bytes)
+        .expect("valid");
+    let options = Options {
+        filter_allocator: std::sync::Arc::new(elastic),
+        ..Options::default()
+    };
+    let (_dir, db) = one_uncached_run(options.pin_filter_and_index_blocks(true), keys);
+    let at_open = db.stats().pinned_bytes;
+    for i in 0..keys {
+        assert!(db.get(missing_key(i)).expect("get").is_none());
+    }
+    let two_modules = db.stats().pinned_bytes - at_open;
+    // Two 5-bit modules of `keys` keys, give or take the blocked filters' rounding.
+    assert!(
+        two_modules > budget_bytes * 9 / 10,
+        "two modules held: {two_modules} bytes"
+    );
+    for i in keys..2 * keys {
+        db.put(key(i), [1u8; 100]).expect("put");
+    }
+    db.flush().expect("flush");
+    let after_flush = db.stats().pinned_bytes - at_open;
+    assert!(
+        after_flush < two_modules * 6 / 10,
+        "the first run keeps one module of two: {after_flush} of {two_modules} bytes pinned"
+    );
+    // Lookups of both runs pin the new run's module in use, one per file: within the budget.
+    for i in 0..2 * keys {
+        assert!(db.get(key(i)).expect("get").is_some());
+        assert!(db.get(missing_key(i)).expect("get").is_none());
+    }
+    let stats = db.stats();
+    assert!(
+        stats.effective_bits_per_key < 5.5,
+        "{} bits per key in use",
+        stats.effective_bits_per_key
+    );
+    // A switch to a budget of one bit per key, which no 5-bit module fits: the switch keeps the
+    // stored choice (elastic filters restore it), and the next flush re-divides the budget and
+    // takes every module out of use, so nothing of any filter stays pinned.
+    let pinned_before_switch = stats.pinned_bytes;
+    db.set_filter_allocator(
+        strata::policy::FilterAllocatorKind::Elastic,
+        strata::policy::FilterSettings {
+            bits_per_key: 1.0,
+            compaction: strata::policy::CompactionKind::Leveling,
+            size_ratio: 10.0,
+            expected_entries: u64::from(2 * keys),
+            buffer_entries: u64::from(keys),
+            budget_bytes: None,
+            disk_modules: None,
+        },
+    )
+    .expect("switch");
+    db.put(key(2 * keys), [1u8; 100]).expect("put");
+    db.flush().expect("flush");
+    let after_switch = db.stats().pinned_bytes;
+    assert!(
+        after_switch + budget_bytes * 8 / 10 < pinned_before_switch,
+        "{after_switch} bytes pinned after the switch, {pinned_before_switch} before"
+    );
+    for i in 0..2 * keys {
+        assert!(db.get(key(i)).expect("get").is_some());
+        assert!(db.get(missing_key(i)).expect("get").is_none());
+    }
+    let stats = db.stats();
+    assert!(stats.effective_bits_per_key <= 1.0);
+    assert!(
+        stats.pinned_bytes < after_switch + 2048,
+        "no filter module pinned again: {} bytes, {after_switch} after the switch",
+        stats.pinned_bytes
+    );
+}
+
 /// Lookups racing to read a pinned filter block for the first time hold one copy and count it
 /// once: the pinned bytes after four threads' first lookups equal one thread's.
 #[test]

@@ -119,6 +119,32 @@ impl ModulesInUse {
         }
     }
 
+    /// The choice as one word (modules, saturated at `u32::MAX`, above the extra partitions),
+    /// so a pinned reader can tell with one load whether the allocation moved since it last let
+    /// go of the modules out of use (`table/reader.rs`). `u64::MAX` is never a choice's code.
+    pub(crate) fn code(&self) -> u64 {
+        let modules = u64::try_from(self.modules)
+            .unwrap_or(u64::MAX)
+            .min(u64::from(u32::MAX));
+        let extra = u64::from(self.extra_partitions.min(u32::MAX - 1));
+        (modules << 32) | extra
+    }
+
+    /// The choice [`ModulesInUse::code`] made `code`; `None` for `u64::MAX` (no choice yet).
+    pub(crate) fn from_code(code: u64) -> Option<ModulesInUse> {
+        (code != u64::MAX).then(|| {
+            let modules = code >> 32;
+            ModulesInUse {
+                modules: if modules == u64::from(u32::MAX) {
+                    usize::MAX
+                } else {
+                    usize::try_from(modules).unwrap_or(usize::MAX)
+                },
+                extra_partitions: (code & u64::from(u32::MAX)) as u32,
+            }
+        })
+    }
+
     /// True if no partition probes any module.
     pub fn is_none(&self) -> bool {
         self.modules == 0 && self.extra_partitions == 0

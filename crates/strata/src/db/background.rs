@@ -418,10 +418,33 @@ impl DbInner {
         self.view.store(Arc::new(ReadView {
             mem: Arc::clone(&view.mem),
             immutable,
-            version,
+            version: Arc::clone(&version),
             filter_allocator: Arc::clone(&view.filter_allocator),
             top_index,
         }));
+        drop(_guard);
+        self.release_unused_pinned_filters(&version, view.filter_allocator.as_ref());
+    }
+
+    /// Lets every open pinned reader of `version` go of the filter blocks `allocator` no longer
+    /// has in use (`TableReader::release_unused_filters`): after a flush, a compaction or a
+    /// refresh moved the allocation, the pinned filter memory follows the modules in use even in
+    /// files no lookup reaches, so it stays within the budget (SPEC §3.5's hard cap). One pass
+    /// over the files, no I/O; nothing to do when no metadata is pinned.
+    pub(super) fn release_unused_pinned_filters(
+        &self,
+        version: &Version,
+        allocator: &dyn FilterAllocator,
+    ) {
+        if !self.options.pin_filter_and_index_blocks && !self.options.pin_l0_filter_and_index_blocks
+        {
+            return;
+        }
+        for (_, run, file) in version.files() {
+            self.tables.if_open(file, |reader| {
+                reader.release_unused_filters(allocator.filter_modules_in_use(run, file));
+            });
+        }
     }
 
     /// The top-level index for `version` if the compaction policy keeps one (`top_index.rs`):
@@ -840,12 +863,13 @@ impl DbInner {
             self.view.store(Arc::new(ReadView {
                 mem: Arc::clone(&view.mem),
                 immutable: view.immutable.clone(),
-                version,
+                version: Arc::clone(&version),
                 filter_allocator: Arc::clone(&allocator),
                 top_index,
             }));
             Arc::clone(&view.filter_allocator)
         };
+        self.release_unused_pinned_filters(&version, allocator.as_ref());
         self.info_log.log(format!(
             "filter allocator switched from {} to {}",
             previous.name(),

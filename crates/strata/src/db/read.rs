@@ -134,6 +134,7 @@ impl DbInner {
                 .is_multiple_of(crate::alloc::REFRESH_EVERY_LOOKUPS)
         {
             view.filter_allocator.refresh(&view.version);
+            self.release_unused_pinned_filters(&view.version, view.filter_allocator.as_ref());
         }
         if let (Some(merlin), Some(ticket)) = (&self.merlin, ticket) {
             if ticket.record
@@ -142,6 +143,7 @@ impl DbInner {
                     .is_multiple_of(crate::alloc::REFRESH_EVERY_LOOKUPS)
             {
                 view.filter_allocator.refresh(&view.version);
+                self.release_unused_pinned_filters(&view.version, view.filter_allocator.as_ref());
             }
             merlin.end_lookup(ticket);
         }

@@ -28,8 +28,10 @@
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering as AtomicOrdering;
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::Arc;
+
+use arc_swap::ArcSwapOption;
 
 use super::block::{Block, BlockIter, HandleCoding};
 use super::compression::{decompress_block, BLOCK_TYPE_UNCOMPRESSED};
@@ -84,10 +86,15 @@ pub(crate) struct TableReader {
     pinned_index: Vec<Arc<Block>>,
     /// When pinned: a slot for every filter module in probe order, or every filter partition
     /// (partition-major, as [`PartitionIndex::all_filter_handles`]), filled by the first probe
-    /// that reads it and held from then on; empty otherwise. Filled lazily because a file's
-    /// modules are not all in use (elastic filters keep spare ones on disk, SPEC §3.5): pinning
-    /// every module at open would hold the bits on disk, not the budget in use.
-    pinned_filters: Vec<OnceLock<Arc<Filter>>>,
+    /// that reads it and held until the modules in use no longer include it; empty otherwise.
+    /// Filled lazily and emptied when the allocation moves because a file's modules are not all
+    /// in use (elastic filters keep spare ones on disk and re-divide the budget, SPEC §3.5):
+    /// pinning every module read since open would hold the bits on disk, not the budget in use.
+    pinned_filters: Vec<ArcSwapOption<Filter>>,
+    /// When pinned: the modules in use the last trim of `pinned_filters` kept
+    /// ([`ModulesInUse::code`]; `u64::MAX` before any), so a probe compares one word to learn
+    /// whether the allocation moved since ([`TableReader::release_unused_filters`]).
+    pinned_layout: AtomicU64,
     /// The file's range filter (`filter/range.rs`), read, checked and decoded at open and held
     /// for the reader's life, like a partitioned table's top-level index: a bounded iterator
     /// asks it before it reads anything of the file.
@@ -230,6 +237,7 @@ impl TableReader {
             pinned: false,
             pinned_index: Vec::new(),
             pinned_filters: Vec::new(),
+            pinned_layout: AtomicU64::new(u64::MAX),
             range_filter,
             open_readers: None,
         };
@@ -242,7 +250,7 @@ impl TableReader {
             reader.pinned_filters = reader
                 .filter_block_handles()
                 .iter()
-                .map(|_| OnceLock::new())
+                .map(|_| ArcSwapOption::empty())
                 .collect();
             reader.pinned_index = pinned_index;
             reader.pinned = true;
@@ -376,9 +384,51 @@ impl TableReader {
             + self
                 .pinned_filters
                 .iter()
-                .filter_map(OnceLock::get)
-                .map(|f| f.size_bytes() as u64)
+                .filter_map(|slot| slot.load().as_ref().map(|f| f.size_bytes() as u64))
                 .sum::<u64>()
+    }
+
+    /// True if filter block `slot` (its place in [`TableReader::filter_block_handles`]) is
+    /// probed under `in_use`.
+    fn filter_slot_in_use(&self, slot: usize, in_use: ModulesInUse) -> bool {
+        match &self.partitions {
+            None => slot < in_use.in_partition(0, 1),
+            Some(partitions) => {
+                let modules = partitions.modules().max(1);
+                slot % modules < in_use.in_partition(slot / modules, partitions.len())
+            }
+        }
+    }
+
+    /// Lets go of the pinned filter blocks that `in_use` does not probe, and uncounts them from
+    /// the pinned bytes: when the allocator takes modules out of use (elastic filters moving the
+    /// budget, SPEC §3.5), the memory they held goes with them. Called by a probe that sees
+    /// other modules in use than the last trim kept, and by the engine after the allocation
+    /// moves (`DbInner::release_unused_pinned_filters`), so files no lookup reaches let go too.
+    /// A no-op for unpinned readers.
+    pub(crate) fn release_unused_filters(&self, in_use: ModulesInUse) {
+        if self.pinned_filters.is_empty() {
+            return;
+        }
+        // Published before the slots are emptied: a racing first probe that pins a block after
+        // this sweep passed it sees this layout and lets the block go again (`filter_block`).
+        self.pinned_layout
+            .store(in_use.code(), AtomicOrdering::SeqCst);
+        for (slot, held) in self.pinned_filters.iter().enumerate() {
+            if !self.filter_slot_in_use(slot, in_use) {
+                self.unpin_filter(held);
+            }
+        }
+    }
+
+    /// Empties one pinned filter slot, uncounting what it held.
+    fn unpin_filter(&self, held: &ArcSwapOption<Filter>) {
+        if let Some(filter) = held.swap(None) {
+            if let Some(open) = &self.open_readers {
+                open.pinned_bytes
+                    .fetch_sub(filter.size_bytes() as u64, AtomicOrdering::Relaxed);
+            }
+        }
     }
 
     /// Reads, verifies and (if stored compressed) decompresses the block at `handle`.
@@ -472,22 +522,31 @@ impl TableReader {
     /// and counted as one filter block read on `level`.
     fn filter_block(&self, slot: usize, handle: BlockHandle, level: usize) -> Result<Arc<Filter>> {
         if let Some(held) = self.pinned_filters.get(slot) {
-            if let Some(filter) = held.get() {
-                return Ok(Arc::clone(filter));
+            if let Some(filter) = held.load_full() {
+                return Ok(filter);
             }
-            // First probe of this block: read, count and hold it (two probes racing both read
-            // it; one copy is kept and counted in the pinned bytes).
+            // First probe of this block since it was pinned last: read, count and hold it (two
+            // probes racing both read it; one copy is kept and counted in the pinned bytes).
             let raw = self.read_raw(handle)?;
             self.count_read(BlockKind::Filter, ReadMode::Cached { level }, handle);
             let filter = Arc::new(self.decode_filter(raw, handle)?);
-            if held.set(Arc::clone(&filter)).is_ok() {
-                if let Some(open) = &self.open_readers {
-                    open.pinned_bytes
-                        .fetch_add(filter.size_bytes() as u64, AtomicOrdering::Relaxed);
-                }
-                return Ok(filter);
+            let previous = held.compare_and_swap(&None::<Arc<Filter>>, Some(Arc::clone(&filter)));
+            if let Some(kept) = &*previous {
+                return Ok(Arc::clone(kept));
             }
-            return Ok(held.get().map_or(filter, Arc::clone));
+            if let Some(open) = &self.open_readers {
+                open.pinned_bytes
+                    .fetch_add(filter.size_bytes() as u64, AtomicOrdering::Relaxed);
+            }
+            // A probe that chose its modules before the allocation took this one out of use
+            // may pin it after the trim passed: let it go again (it still answers this probe).
+            let layout = self.pinned_layout.load(AtomicOrdering::SeqCst);
+            if let Some(in_use) = ModulesInUse::from_code(layout) {
+                if !self.filter_slot_in_use(slot, in_use) {
+                    self.unpin_filter(held);
+                }
+            }
+            return Ok(filter);
         }
         if let Some(CachedBlock::Filter(filter)) = self.cache.get(self.number, handle.offset) {
             self.counters.count_cache_hit(BlockKind::Filter);
@@ -627,6 +686,11 @@ impl TableReader {
                     }
                 },
             };
+        if !self.pinned_filters.is_empty()
+            && self.pinned_layout.load(AtomicOrdering::Relaxed) != in_use.code()
+        {
+            self.release_unused_filters(in_use);
+        }
         let skip_filter = filter_modules == 0;
         let mut filter_passed = false;
         let mut data_block = None;

@@ -176,6 +176,14 @@ impl TableCache {
         read(&reader)
     }
 
+    /// Runs `visit` on `file`'s reader if one is open, without opening it or counting it as
+    /// used (the engine's sweeps over every file of a version).
+    pub(crate) fn if_open(&self, file: &FileMetadata, visit: impl FnOnce(&TableReader)) {
+        if let Some(reader) = file.table_slot().reader.read().as_deref() {
+            visit(reader);
+        }
+    }
+
     /// `file`'s reader, shared (iterators and compactions, which hold it while they walk the
     /// file). Opens it into the file's slot like [`TableCache::with_reader`].
     pub(crate) fn reader(&self, file: &FileMetadata, pin: bool) -> Result<Arc<TableReader>> {

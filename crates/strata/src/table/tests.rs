@@ -767,6 +767,137 @@ fn modules_are_cached_and_pinned_one_by_one() {
     assert!(table.pinned_bytes() > index_bytes + 2 * module_1);
 }
 
+/// Probes `user_key` in `table` with `in_use` modules (level 1).
+fn probe_with(table: &super::reader::TableReader, user_key: &[u8], in_use: ModulesInUse) -> Lookup {
+    table
+        .get(
+            &lookup_key(user_key, u64::MAX >> 8),
+            user_key,
+            key_hash(user_key),
+            1,
+            in_use,
+        )
+        .expect("get")
+        .result
+}
+
+/// A pinned reader holds only the modules in use (SPEC §3.5's hard cap, issue 15): when a probe
+/// (or the engine's sweep) brings fewer modules in use, the blocks out of use are let go and
+/// uncounted from the pinned bytes; a module back in use is read again by its first probe.
+#[test]
+fn pinned_modules_taken_out_of_use_are_let_go() {
+    let count = 5_000;
+    let fixture = modular_fixture(count, 6.0, 2.0, 0);
+    let table = fixture.tables.open(7, true).expect("open pinned");
+    let index_bytes = table.pinned_bytes();
+    assert_eq!(fixture.tables.pinned_bytes(), index_bytes);
+    let absent = |i: u64| key(2 * i + 1);
+    // Every module in use: absent keys pass module 1 often enough that all three are read.
+    for i in 0..count {
+        assert_eq!(
+            probe_with(&table, &absent(i), ModulesInUse::ALL),
+            Lookup::Absent
+        );
+    }
+    let all_three = table.pinned_bytes();
+    assert_eq!(fixture.counters.snapshot().filter_block_reads[1], 3);
+    assert_eq!(fixture.tables.pinned_bytes(), all_three, "counted as held");
+    // One module in use: the next probe lets go of modules 2 and 3.
+    assert_eq!(
+        probe_with(&table, &absent(0), ModulesInUse::prefix(1)),
+        Lookup::Absent
+    );
+    let module_1 = table.pinned_bytes() - index_bytes;
+    assert!(module_1 > 0 && table.pinned_bytes() < all_three);
+    assert_eq!(fixture.tables.pinned_bytes(), index_bytes + module_1);
+    // No module in use (a skipped filter): nothing of the filter is held.
+    assert_eq!(
+        probe_with(&table, &absent(1), ModulesInUse::NONE),
+        Lookup::Absent
+    );
+    assert_eq!(table.pinned_bytes(), index_bytes);
+    assert_eq!(fixture.tables.pinned_bytes(), index_bytes);
+    // The sweep the engine runs after the allocation moves does the same without a probe.
+    for i in 0..count {
+        assert_eq!(
+            probe_with(&table, &absent(i), ModulesInUse::prefix(2)),
+            Lookup::Absent
+        );
+    }
+    let reads = fixture.counters.snapshot().filter_block_reads[1];
+    assert_eq!(reads, 5, "modules 1 and 2 read again when back in use");
+    assert!(table.pinned_bytes() > index_bytes + module_1);
+    table.release_unused_filters(ModulesInUse::prefix(1));
+    assert_eq!(table.pinned_bytes(), index_bytes + module_1);
+    assert_eq!(fixture.tables.pinned_bytes(), index_bytes + module_1);
+    // Modules still in use stay held: probing with the same choice reads nothing.
+    for i in 0..100 {
+        assert_eq!(
+            probe_with(&table, &absent(i), ModulesInUse::prefix(1)),
+            Lookup::Absent
+        );
+    }
+    assert_eq!(fixture.counters.snapshot().filter_block_reads[1], reads);
+    drop(table);
+    assert_eq!(
+        fixture.tables.pinned_bytes(),
+        0,
+        "closing uncounts the rest"
+    );
+}
+
+/// Four threads probe one pinned reader, each under a different choice of modules in use (as
+/// lookups racing a re-division see), while a fifth sweeps: the pinned-bytes count always
+/// matches what the reader holds, and once every thread probes with one module in use, only
+/// that module is held.
+#[test]
+fn racing_probes_and_sweeps_keep_pinned_bytes_exact() {
+    let count = 2_000;
+    let fixture = modular_fixture(count, 6.0, 2.0, 0);
+    let table = fixture.tables.open(7, true).expect("open pinned");
+    let index_bytes = table.pinned_bytes();
+    std::thread::scope(|scope| {
+        for thread in 0..4_usize {
+            let table = &table;
+            scope.spawn(move || {
+                for round in 0..20_usize {
+                    let in_use = ModulesInUse::prefix((thread + round) % 4);
+                    for i in (0..count).step_by(7) {
+                        let user_key = key(2 * i + 1);
+                        assert_eq!(probe_with(table, &user_key, in_use), Lookup::Absent);
+                    }
+                }
+            });
+        }
+        let table = &table;
+        scope.spawn(move || {
+            for round in 0..200_usize {
+                table.release_unused_filters(ModulesInUse::prefix(round % 3));
+                std::thread::yield_now();
+            }
+        });
+    });
+    assert_eq!(fixture.tables.pinned_bytes(), table.pinned_bytes());
+    for i in 0..count {
+        assert_eq!(
+            probe_with(&table, &key(2 * i + 1), ModulesInUse::prefix(1)),
+            Lookup::Absent
+        );
+    }
+    let held = table.pinned_bytes() - index_bytes;
+    table.release_unused_filters(ModulesInUse::NONE);
+    assert_eq!(table.pinned_bytes(), index_bytes);
+    assert_eq!(fixture.tables.pinned_bytes(), index_bytes);
+    for i in 0..count {
+        assert_eq!(
+            probe_with(&table, &key(2 * i + 1), ModulesInUse::prefix(1)),
+            Lookup::Absent
+        );
+    }
+    assert_eq!(table.pinned_bytes() - index_bytes, held, "module 1 alone");
+    assert_eq!(fixture.tables.pinned_bytes(), table.pinned_bytes());
+}
+
 /// Readers held in file metadata (`table_cache.rs`): at most `max_open_files` slots are filled;
 /// past that the CLOCK hand empties a slot not used since it last passed, keeping one that was;
 /// an emptied slot reopens on its next use; dropping the metadata closes its reader; a file that
