@@ -589,6 +589,40 @@ fn tiny_bench_writes_one_json_result_per_phase() {
     assert!(report["results"][0]["write_amp"].as_f64().is_some());
 }
 
+/// The tree printed before each read phase says how much filter memory is in use and on disk,
+/// and what is pinned; the JSON records the pinned bytes, which with `--pin-index-filter` hold
+/// the index and the filter modules lookups probed.
+#[test]
+fn bench_prints_filter_memory_and_pinned_bytes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("out.json");
+    let output = ok(&[
+        "bench",
+        "--num",
+        "5000",
+        "--workloads",
+        "fillrandom,readmissing",
+        "--write-buffer-bytes",
+        "64KiB",
+        "--pin-index-filter",
+        "--json",
+        path_str(&json),
+    ]);
+    assert!(
+        output.contains("filter memory: ") && output.contains("pinned index and filters "),
+        "{output}"
+    );
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON")).expect("valid");
+    let results = report["results"].as_array().expect("results");
+    let read = results
+        .iter()
+        .find(|row| row["phase"] == "readmissing")
+        .expect("readmissing");
+    let pinned = read["pinned_bytes"].as_u64().expect("pinned bytes");
+    assert!(pinned > 0, "index and filters pinned: {pinned}");
+}
+
 /// `--filter-budget-bytes` caps elastic filters' memory: at 16 bits per key the 20,000 keys
 /// would take about 40 KB; the 4 KiB budget holds them under 2 bits per key in use. Other
 /// allocators refuse it.

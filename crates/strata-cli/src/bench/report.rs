@@ -169,6 +169,8 @@ pub struct PhaseResult {
     pub range_filter_negatives_per_op: Option<f64>,
     /// Memory of the open files' range filters at the end of the phase (Strata).
     pub range_filter_bytes: Option<u64>,
+    /// Index and filter blocks pinned outside the block cache at the end of the phase (Strata).
+    pub pinned_bytes: Option<u64>,
     /// Files whose filter was rebuilt during the phase, and the bytes the rebuilds read plus
     /// wrote (Strata's elastic filters, `--filter-rebuild-rate`; `null` for the peers).
     pub filter_rebuilds: Option<u64>,
@@ -366,6 +368,7 @@ impl PhaseResult {
             range_filter_probes_per_op: per_op(io.range_filter_probes),
             range_filter_negatives_per_op: per_op(io.range_filter_negatives),
             range_filter_bytes: shape.range_filter_bytes,
+            pinned_bytes: shape.pinned_bytes,
             filter_rebuilds: io.filter_rebuilds,
             filter_rebuild_bytes: io.filter_rebuild_bytes,
             compaction_busy_share: io
@@ -634,6 +637,17 @@ pub fn write_tree(out: &mut dyn Write, title: &str, shape: &TreeShape) -> io::Re
     }
     if let Some(state) = &shape.compaction_state {
         writeln!(out, "  compaction state: {state}")?;
+    }
+    if let (Some(in_use), Some(on_disk)) = (shape.filter_bytes_in_use, shape.filter_bytes_on_disk) {
+        writeln!(
+            out,
+            "  filter memory: {:.2} MiB in use, {:.2} MiB on disk; pinned index and filters {}",
+            mib(in_use),
+            mib(on_disk),
+            shape
+                .pinned_bytes
+                .map_or("?".to_string(), |bytes| format!("{:.2} MiB", mib(bytes)))
+        )?;
     }
     if let (Some(bytes), Some(entries)) = (shape.range_filter_bytes.filter(|&b| b > 0), entries) {
         writeln!(

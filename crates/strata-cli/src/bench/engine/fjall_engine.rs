@@ -688,6 +688,7 @@ impl Engine for FjallEngine {
             predicted_lookup_io: None,
             compaction_state: None,
             range_filter_bytes: None,
+            pinned_bytes: None,
             probe_times: None,
         }
     }

@@ -286,6 +286,10 @@ pub struct TreeShape {
     pub compaction_state: Option<String>,
     /// Memory of the range filters of open table files (Strata), where known.
     pub range_filter_bytes: Option<u64>,
+    /// Index and filter blocks held outside the block cache (Strata's pinned metadata:
+    /// `--pin-index-filter`, level 0's), where known: with elastic filters only the modules in
+    /// use stay pinned, so this follows the budget, not the bits on disk.
+    pub pinned_bytes: Option<u64>,
     /// Mean time of the probes point lookups timed, by what they read past the filter, and
     /// what a false positive on a cached block costs as a share of a device read (Strata's
     /// sample, `Stats::probe_times`; pooled over the live files since each was first probed).

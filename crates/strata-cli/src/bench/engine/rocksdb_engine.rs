@@ -603,6 +603,7 @@ impl Engine for RocksDbEngine {
             predicted_lookup_io: None,
             compaction_state: None,
             range_filter_bytes: None,
+            pinned_bytes: None,
             probe_times: None,
         }
     }
