@@ -481,16 +481,18 @@ pub(super) fn optimal_bits(
     workload: &Workload,
     budget: f64,
 ) -> CliResult<HashMap<Position, f64>> {
-    optimal_bits_weighted(version, workload, budget, |_| 1.0)
+    optimal_bits_weighted(version, workload, budget, LN2_SQUARED, |_| 1.0)
 }
 
 /// [`optimal_bits`] with each file's `z_i` multiplied by `weight(position)` (the study's
 /// cache-weighted optimum: `z_i` times the share of the file's data-block reads that missed the
-/// cache).
+/// cache), each bit priced by `fpr_constant` (SPEC §2's per-layout constant: the filter family's,
+/// `FilterFamily::fpr_constant`).
 pub(super) fn optimal_bits_weighted(
     version: &Version,
     workload: &Workload,
     budget: f64,
+    fpr_constant: f64,
     weight: impl Fn(Position) -> f64,
 ) -> CliResult<HashMap<Position, f64>> {
     let positions = positions(version);
@@ -508,7 +510,9 @@ pub(super) fn optimal_bits_weighted(
             Item::new(entries, workload.z_of(position) * weight(position).max(0.0))
         })
         .collect();
-    let allocation = Problem::with_bits_per_key(items, budget)?.solve();
+    let allocation = Problem::with_bits_per_key(items, budget)?
+        .fpr_constant(fpr_constant)?
+        .solve();
     Ok(files
         .iter()
         .zip(allocation.bits_per_key())
