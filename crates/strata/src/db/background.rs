@@ -427,10 +427,11 @@ impl DbInner {
     }
 
     /// Lets every open pinned reader of `version` go of the filter blocks `allocator` no longer
-    /// has in use (`TableReader::release_unused_filters`): after a flush, a compaction or a
-    /// refresh moved the allocation, the pinned filter memory follows the modules in use even in
-    /// files no lookup reaches, so it stays within the budget (SPEC §3.5's hard cap). One pass
-    /// over the files, no I/O; nothing to do when no metadata is pinned.
+    /// has in use (`TableCache::trim_pinned_filters`): after a flush, a compaction, a refresh or
+    /// a switch moved the allocation, the pinned filter memory follows the modules in use, in
+    /// files no lookup reaches too, so it stays within the budget (SPEC §3.5's hard cap). One
+    /// pass over the files, no I/O (a reader whose choice did not move costs one load); nothing
+    /// to do when no metadata is pinned.
     pub(super) fn release_unused_pinned_filters(
         &self,
         version: &Version,
@@ -441,9 +442,8 @@ impl DbInner {
             return;
         }
         for (_, run, file) in version.files() {
-            self.tables.if_open(file, |reader| {
-                reader.release_unused_filters(allocator.filter_modules_in_use(run, file));
-            });
+            self.tables
+                .trim_pinned_filters(file, allocator.filter_modules_in_use(run, file));
         }
     }
 

@@ -28,10 +28,8 @@
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
-use std::sync::Arc;
-
-use arc_swap::ArcSwapOption;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
+use std::sync::{Arc, OnceLock};
 
 use super::block::{Block, BlockIter, HandleCoding};
 use super::compression::{decompress_block, BLOCK_TYPE_UNCOMPRESSED};
@@ -86,15 +84,20 @@ pub(crate) struct TableReader {
     pinned_index: Vec<Arc<Block>>,
     /// When pinned: a slot for every filter module in probe order, or every filter partition
     /// (partition-major, as [`PartitionIndex::all_filter_handles`]), filled by the first probe
-    /// that reads it and held until the modules in use no longer include it; empty otherwise.
-    /// Filled lazily and emptied when the allocation moves because a file's modules are not all
-    /// in use (elastic filters keep spare ones on disk and re-divide the budget, SPEC §3.5):
-    /// pinning every module read since open would hold the bits on disk, not the budget in use.
-    pinned_filters: Vec<ArcSwapOption<Filter>>,
-    /// When pinned: the modules in use the last trim of `pinned_filters` kept
-    /// ([`ModulesInUse::code`]; `u64::MAX` before any), so a probe compares one word to learn
-    /// whether the allocation moved since ([`TableReader::release_unused_filters`]).
+    /// that reads it and held for the reader's life; empty otherwise. Filled lazily because a
+    /// file's modules are not all in use (elastic filters keep spare ones on disk, SPEC §3.5):
+    /// pinning every module at open would hold the bits on disk, not the budget in use. When
+    /// the allocation takes held modules out of use, the engine replaces the reader with a copy
+    /// that holds only the modules in use ([`TableReader::without_filters_out_of_use`]), so a
+    /// probe reads a slot with one plain load.
+    pinned_filters: Vec<OnceLock<Arc<Filter>>>,
+    /// When pinned: the modules in use this reader was last checked against
+    /// ([`ModulesInUse::code`]; `u64::MAX` before any), so the engine's sweep after a refresh
+    /// that moved nothing costs one load per file.
     pinned_layout: AtomicU64,
+    /// Set when a probe pins a block that `pinned_layout` does not have in use (a lookup that
+    /// chose its modules before the allocation moved), so the next sweep looks again.
+    pinned_out_of_use: AtomicBool,
     /// The file's range filter (`filter/range.rs`), read, checked and decoded at open and held
     /// for the reader's life, like a partitioned table's top-level index: a bounded iterator
     /// asks it before it reads anything of the file.
@@ -238,6 +241,7 @@ impl TableReader {
             pinned_index: Vec::new(),
             pinned_filters: Vec::new(),
             pinned_layout: AtomicU64::new(u64::MAX),
+            pinned_out_of_use: AtomicBool::new(false),
             range_filter,
             open_readers: None,
         };
@@ -250,7 +254,7 @@ impl TableReader {
             reader.pinned_filters = reader
                 .filter_block_handles()
                 .iter()
-                .map(|_| ArcSwapOption::empty())
+                .map(|_| OnceLock::new())
                 .collect();
             reader.pinned_index = pinned_index;
             reader.pinned = true;
@@ -384,7 +388,8 @@ impl TableReader {
             + self
                 .pinned_filters
                 .iter()
-                .filter_map(|slot| slot.load().as_ref().map(|f| f.size_bytes() as u64))
+                .filter_map(OnceLock::get)
+                .map(|f| f.size_bytes() as u64)
                 .sum::<u64>()
     }
 
@@ -400,35 +405,62 @@ impl TableReader {
         }
     }
 
-    /// Lets go of the pinned filter blocks that `in_use` does not probe, and uncounts them from
-    /// the pinned bytes: when the allocator takes modules out of use (elastic filters moving the
-    /// budget, SPEC §3.5), the memory they held goes with them. Called by a probe that sees
-    /// other modules in use than the last trim kept, and by the engine after the allocation
-    /// moves (`DbInner::release_unused_pinned_filters`), so files no lookup reaches let go too.
-    /// A no-op for unpinned readers.
-    pub(crate) fn release_unused_filters(&self, in_use: ModulesInUse) {
+    /// A copy of this reader that holds only the pinned filter blocks `in_use` probes, or `None`
+    /// when it holds none that `in_use` does not (or is not pinned). When the allocator takes
+    /// modules out of use (elastic filters moving the budget, SPEC §3.5), the engine puts the
+    /// copy in the file's slot (`TableCache::trim_pinned_filters`) and the blocks out of use go
+    /// with the old reader once the lookups in it finish: pinned filter memory follows the
+    /// modules in use, and a probe still reads a pinned block with one plain load. The copy
+    /// shares the file, the pinned index and the blocks it keeps; it is not counted anywhere until
+    /// [`TableReader::counted_in`].
+    pub(crate) fn without_filters_out_of_use(&self, in_use: ModulesInUse) -> Option<TableReader> {
         if self.pinned_filters.is_empty() {
-            return;
+            return None;
         }
-        // Published before the slots are emptied: a racing first probe that pins a block after
-        // this sweep passed it sees this layout and lets the block go again (`filter_block`).
-        self.pinned_layout
-            .store(in_use.code(), AtomicOrdering::SeqCst);
-        for (slot, held) in self.pinned_filters.iter().enumerate() {
-            if !self.filter_slot_in_use(slot, in_use) {
-                self.unpin_filter(held);
-            }
+        let code = in_use.code();
+        // Cleared before the scan: a block pinned out of use after it sets the flag again.
+        let stray = self.pinned_out_of_use.swap(false, AtomicOrdering::SeqCst);
+        if self.pinned_layout.swap(code, AtomicOrdering::SeqCst) == code && !stray {
+            return None;
         }
-    }
-
-    /// Empties one pinned filter slot, uncounting what it held.
-    fn unpin_filter(&self, held: &ArcSwapOption<Filter>) {
-        if let Some(filter) = held.swap(None) {
-            if let Some(open) = &self.open_readers {
-                open.pinned_bytes
-                    .fetch_sub(filter.size_bytes() as u64, AtomicOrdering::Relaxed);
-            }
+        let held_out_of_use = self
+            .pinned_filters
+            .iter()
+            .enumerate()
+            .any(|(slot, held)| held.get().is_some() && !self.filter_slot_in_use(slot, in_use));
+        if !held_out_of_use {
+            return None;
         }
+        let pinned_filters = self
+            .pinned_filters
+            .iter()
+            .enumerate()
+            .map(|(slot, held)| match held.get() {
+                Some(filter) if self.filter_slot_in_use(slot, in_use) => {
+                    OnceLock::from(Arc::clone(filter))
+                }
+                _ => OnceLock::new(),
+            })
+            .collect();
+        Some(TableReader {
+            number: self.number,
+            path: self.path.clone(),
+            file: Arc::clone(&self.file),
+            footer: self.footer,
+            properties: self.properties.clone(),
+            cache: Arc::clone(&self.cache),
+            counters: Arc::clone(&self.counters),
+            filter_modules: self.filter_modules.clone(),
+            partitions: self.partitions.clone(),
+            data_end: self.data_end,
+            pinned: self.pinned,
+            pinned_index: self.pinned_index.clone(),
+            pinned_filters,
+            pinned_layout: AtomicU64::new(code),
+            pinned_out_of_use: AtomicBool::new(false),
+            range_filter: self.range_filter.clone(),
+            open_readers: None,
+        })
     }
 
     /// Reads, verifies and (if stored compressed) decompresses the block at `handle`.
@@ -517,50 +549,54 @@ impl TableReader {
         self.data_end
     }
 
-    /// Filter block `slot` (a module, or a filter partition; its place in
-    /// [`TableReader::filter_block_handles`]) at `handle`: pinned, cached, or read from the device
-    /// and counted as one filter block read on `level`.
-    fn filter_block(&self, slot: usize, handle: BlockHandle, level: usize) -> Result<Arc<Filter>> {
+    /// Whether filter block `slot` (a module, or a filter partition; its place in
+    /// [`TableReader::filter_block_handles`]) at `handle` may hold `key_hash`: the block pinned,
+    /// cached, or read from the device and counted as one filter block read on `level`. A pinned
+    /// block is probed in place (one load, no reference count taken).
+    fn filter_may_contain(
+        &self,
+        slot: usize,
+        handle: BlockHandle,
+        level: usize,
+        key_hash: u64,
+    ) -> Result<bool> {
         if let Some(held) = self.pinned_filters.get(slot) {
-            if let Some(filter) = held.load_full() {
-                return Ok(filter);
+            if let Some(filter) = held.get() {
+                return Ok(filter.may_contain_hash(key_hash));
             }
-            // First probe of this block since it was pinned last: read, count and hold it (two
-            // probes racing both read it; one copy is kept and counted in the pinned bytes).
+            // First probe of this block: read, count and hold it (two probes racing both read
+            // it; one copy is kept and counted in the pinned bytes).
             let raw = self.read_raw(handle)?;
             self.count_read(BlockKind::Filter, ReadMode::Cached { level }, handle);
             let filter = Arc::new(self.decode_filter(raw, handle)?);
-            let previous = held.compare_and_swap(&None::<Arc<Filter>>, Some(Arc::clone(&filter)));
-            if let Some(kept) = &*previous {
-                return Ok(Arc::clone(kept));
-            }
-            if let Some(open) = &self.open_readers {
-                open.pinned_bytes
-                    .fetch_add(filter.size_bytes() as u64, AtomicOrdering::Relaxed);
-            }
-            // A probe that chose its modules before the allocation took this one out of use
-            // may pin it after the trim passed: let it go again (it still answers this probe).
-            let layout = self.pinned_layout.load(AtomicOrdering::SeqCst);
-            if let Some(in_use) = ModulesInUse::from_code(layout) {
-                if !self.filter_slot_in_use(slot, in_use) {
-                    self.unpin_filter(held);
+            let may_contain = filter.may_contain_hash(key_hash);
+            let size = filter.size_bytes() as u64;
+            if held.set(filter).is_ok() {
+                if let Some(open) = &self.open_readers {
+                    open.pinned_bytes.fetch_add(size, AtomicOrdering::Relaxed);
+                }
+                // A lookup that chose its modules before the allocation moved may pin a block
+                // the reader was trimmed to go without: the next sweep replaces the reader again.
+                let layout = self.pinned_layout.load(AtomicOrdering::SeqCst);
+                if ModulesInUse::from_code(layout)
+                    .is_some_and(|in_use| !self.filter_slot_in_use(slot, in_use))
+                {
+                    self.pinned_out_of_use.store(true, AtomicOrdering::SeqCst);
                 }
             }
-            return Ok(filter);
+            return Ok(may_contain);
         }
         if let Some(CachedBlock::Filter(filter)) = self.cache.get(self.number, handle.offset) {
             self.counters.count_cache_hit(BlockKind::Filter);
-            return Ok(filter);
+            return Ok(filter.may_contain_hash(key_hash));
         }
         let raw = self.read_raw(handle)?;
         self.count_read(BlockKind::Filter, ReadMode::Cached { level }, handle);
         let filter = Arc::new(self.decode_filter(raw, handle)?);
-        self.cache.insert(
-            self.number,
-            handle.offset,
-            CachedBlock::Filter(Arc::clone(&filter)),
-        );
-        Ok(filter)
+        let may_contain = filter.may_contain_hash(key_hash);
+        self.cache
+            .insert(self.number, handle.offset, CachedBlock::Filter(filter));
+        Ok(may_contain)
     }
 
     /// Index block `slot` (the index block, or an index partition; its place in
@@ -686,11 +722,6 @@ impl TableReader {
                     }
                 },
             };
-        if !self.pinned_filters.is_empty()
-            && self.pinned_layout.load(AtomicOrdering::Relaxed) != in_use.code()
-        {
-            self.release_unused_filters(in_use);
-        }
         let skip_filter = filter_modules == 0;
         let mut filter_passed = false;
         let mut data_block = None;
@@ -699,8 +730,7 @@ impl TableReader {
             // read only if modules 1..=j all said "maybe").
             add(&counters.filter_probes[level_slot], 1);
             for (module, &handle) in filter_handles.iter().enumerate().take(filter_modules) {
-                let filter = self.filter_block(filter_slot + module, handle, level)?;
-                if !filter.may_contain_hash(key_hash) {
+                if !self.filter_may_contain(filter_slot + module, handle, level, key_hash)? {
                     add(&counters.filter_negatives[level_slot], 1);
                     return Ok(FileLookup {
                         result: Lookup::Absent,

@@ -30,6 +30,7 @@ use std::sync::{Arc, Weak};
 use parking_lot::{Mutex, RwLock};
 
 use super::reader::TableReader;
+use crate::alloc::ModulesInUse;
 use crate::cache::BlockCache;
 use crate::env::FileSystem;
 use crate::error::Result;
@@ -176,12 +177,41 @@ impl TableCache {
         read(&reader)
     }
 
-    /// Runs `visit` on `file`'s reader if one is open, without opening it or counting it as
-    /// used (the engine's sweeps over every file of a version).
-    pub(crate) fn if_open(&self, file: &FileMetadata, visit: impl FnOnce(&TableReader)) {
-        if let Some(reader) = file.table_slot().reader.read().as_deref() {
-            visit(reader);
-        }
+    /// If `file`'s reader is open and pins filter blocks that `in_use` does not probe, puts a
+    /// copy holding only those in use in the file's slot (`TableReader::without_filters_out_of_use`):
+    /// the engine's sweep after the allocation moved. The old reader, and with it the blocks out
+    /// of use, goes when the lookups in it finish (they hold the slot's read lock) and any other
+    /// holder lets it go. Opens nothing, marks nothing used, and leaves a slot that another
+    /// thread filled or emptied in the meantime as it is.
+    pub(crate) fn trim_pinned_filters(&self, file: &FileMetadata, in_use: ModulesInUse) {
+        let slot = file.table_slot();
+        let Some(current) = slot.reader.read().clone() else {
+            return;
+        };
+        let Some(trimmed) = self.trimmed(&current, in_use) else {
+            return;
+        };
+        let replaced = {
+            let mut held = slot.reader.write();
+            match held.as_ref() {
+                Some(reader) if Arc::ptr_eq(reader, &current) => held.replace(trimmed),
+                _ => None,
+            }
+        };
+        // The old reader closes here, outside the lock, if nothing else holds it.
+        drop((replaced, current));
+    }
+
+    /// `reader` without its pinned filter blocks out of use, counted in this cache's open
+    /// readers and pinned bytes; `None` if it holds none.
+    pub(crate) fn trimmed(
+        &self,
+        reader: &TableReader,
+        in_use: ModulesInUse,
+    ) -> Option<Arc<TableReader>> {
+        reader
+            .without_filters_out_of_use(in_use)
+            .map(|copy| Arc::new(copy.counted_in(Arc::clone(&self.open))))
     }
 
     /// `file`'s reader, shared (iterators and compactions, which hold it while they walk the

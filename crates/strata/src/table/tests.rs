@@ -781,9 +781,10 @@ fn probe_with(table: &super::reader::TableReader, user_key: &[u8], in_use: Modul
         .result
 }
 
-/// A pinned reader holds only the modules in use (SPEC §3.5's hard cap, issue 15): when a probe
-/// (or the engine's sweep) brings fewer modules in use, the blocks out of use are let go and
-/// uncounted from the pinned bytes; a module back in use is read again by its first probe.
+/// A pinned reader holds only the modules in use (SPEC §3.5's hard cap, issue 15): when the
+/// allocation takes held modules out of use, the trimmed copy keeps the ones in use and the old
+/// reader's going uncounts the rest; a module back in use is read again by its first probe, and
+/// a reader that holds nothing out of use is kept as it is.
 #[test]
 fn pinned_modules_taken_out_of_use_are_let_go() {
     let count = 5_000;
@@ -802,43 +803,52 @@ fn pinned_modules_taken_out_of_use_are_let_go() {
     let all_three = table.pinned_bytes();
     assert_eq!(fixture.counters.snapshot().filter_block_reads[1], 3);
     assert_eq!(fixture.tables.pinned_bytes(), all_three, "counted as held");
-    // One module in use: the next probe lets go of modules 2 and 3.
-    assert_eq!(
-        probe_with(&table, &absent(0), ModulesInUse::prefix(1)),
-        Lookup::Absent
+    assert!(
+        fixture.tables.trimmed(&table, ModulesInUse::ALL).is_none(),
+        "nothing out of use"
     );
-    let module_1 = table.pinned_bytes() - index_bytes;
-    assert!(module_1 > 0 && table.pinned_bytes() < all_three);
+    // One module in use: the copy holds module 1; dropping the old reader uncounts the others.
+    let trimmed = fixture
+        .tables
+        .trimmed(&table, ModulesInUse::prefix(1))
+        .expect("modules 2 and 3 are out of use");
+    drop(table);
+    let module_1 = trimmed.pinned_bytes() - index_bytes;
+    assert!(module_1 > 0 && trimmed.pinned_bytes() < all_three);
     assert_eq!(fixture.tables.pinned_bytes(), index_bytes + module_1);
-    // No module in use (a skipped filter): nothing of the filter is held.
-    assert_eq!(
-        probe_with(&table, &absent(1), ModulesInUse::NONE),
-        Lookup::Absent
-    );
-    assert_eq!(table.pinned_bytes(), index_bytes);
-    assert_eq!(fixture.tables.pinned_bytes(), index_bytes);
-    // The sweep the engine runs after the allocation moves does the same without a probe.
+    let reads = fixture.counters.snapshot().filter_block_reads[1];
     for i in 0..count {
         assert_eq!(
-            probe_with(&table, &absent(i), ModulesInUse::prefix(2)),
+            probe_with(&trimmed, &absent(i), ModulesInUse::prefix(1)),
             Lookup::Absent
         );
     }
-    let reads = fixture.counters.snapshot().filter_block_reads[1];
-    assert_eq!(reads, 5, "modules 1 and 2 read again when back in use");
-    assert!(table.pinned_bytes() > index_bytes + module_1);
-    table.release_unused_filters(ModulesInUse::prefix(1));
-    assert_eq!(table.pinned_bytes(), index_bytes + module_1);
-    assert_eq!(fixture.tables.pinned_bytes(), index_bytes + module_1);
-    // Modules still in use stay held: probing with the same choice reads nothing.
-    for i in 0..100 {
+    assert_eq!(
+        fixture.counters.snapshot().filter_block_reads[1],
+        reads,
+        "module 1 kept, not read again"
+    );
+    assert!(fixture
+        .tables
+        .trimmed(&trimmed, ModulesInUse::prefix(1))
+        .is_none());
+    // Module 2 back in use: read again by its first probe.
+    for i in 0..count {
         assert_eq!(
-            probe_with(&table, &absent(i), ModulesInUse::prefix(1)),
+            probe_with(&trimmed, &absent(i), ModulesInUse::prefix(2)),
             Lookup::Absent
         );
     }
-    assert_eq!(fixture.counters.snapshot().filter_block_reads[1], reads);
-    drop(table);
+    assert_eq!(fixture.counters.snapshot().filter_block_reads[1], reads + 1);
+    // No module in use (a skipped filter): nothing of the filter is held.
+    let bare = fixture
+        .tables
+        .trimmed(&trimmed, ModulesInUse::NONE)
+        .expect("modules 1 and 2 are out of use");
+    drop(trimmed);
+    assert_eq!(bare.pinned_bytes(), index_bytes);
+    assert_eq!(fixture.tables.pinned_bytes(), index_bytes);
+    drop(bare);
     assert_eq!(
         fixture.tables.pinned_bytes(),
         0,
@@ -846,56 +856,111 @@ fn pinned_modules_taken_out_of_use_are_let_go() {
     );
 }
 
-/// Four threads probe one pinned reader, each under a different choice of modules in use (as
-/// lookups racing a re-division see), while a fifth sweeps: the pinned-bytes count always
-/// matches what the reader holds, and once every thread probes with one module in use, only
-/// that module is held.
+/// A lookup that chose its modules before the allocation moved may pin a module out of use in
+/// the trimmed reader: the reader notes it, and the next sweep with the same choice trims it
+/// again (it does not skip a reader whose choice looks unchanged).
 #[test]
-fn racing_probes_and_sweeps_keep_pinned_bytes_exact() {
+fn a_module_pinned_out_of_use_after_a_trim_is_trimmed_again() {
     let count = 2_000;
     let fixture = modular_fixture(count, 6.0, 2.0, 0);
     let table = fixture.tables.open(7, true).expect("open pinned");
     let index_bytes = table.pinned_bytes();
+    for i in 0..count {
+        assert_eq!(
+            probe_with(&table, &key(2 * i + 1), ModulesInUse::ALL),
+            Lookup::Absent
+        );
+    }
+    let trimmed = fixture
+        .tables
+        .trimmed(&table, ModulesInUse::prefix(1))
+        .expect("trimmed");
+    drop(table);
+    let one_module = trimmed.pinned_bytes();
+    // A stale lookup probes with all three modules: modules 2 and 3 are pinned again.
+    for i in 0..count {
+        assert_eq!(
+            probe_with(&trimmed, &key(2 * i + 1), ModulesInUse::ALL),
+            Lookup::Absent
+        );
+    }
+    assert!(trimmed.pinned_bytes() > one_module);
+    let again = fixture
+        .tables
+        .trimmed(&trimmed, ModulesInUse::prefix(1))
+        .expect("the stray modules are trimmed");
+    drop(trimmed);
+    assert_eq!(again.pinned_bytes(), one_module);
+    assert_eq!(fixture.tables.pinned_bytes(), one_module);
+    assert!(one_module > index_bytes);
+}
+
+/// Four threads probe a file's reader through its slot, each under a different choice of
+/// modules (as lookups racing a re-division see), while a fifth trims the slot's reader to
+/// changing choices (the engine's sweep, which write-locks the slot the probes read-lock): every
+/// probe answers, and once the threads are done and one choice holds, only its module is
+/// pinned and the cache's count equals what the one remaining reader holds.
+#[test]
+fn racing_probes_and_trims_keep_pinned_bytes_exact() {
+    use crate::version::tests::file_metadata;
+
+    let count = 2_000;
+    let fixture = modular_fixture(count, 6.0, 2.0, 0);
+    let file = file_metadata(7, "a", "z");
+    let probe = |user_key: &[u8], in_use: ModulesInUse| {
+        fixture
+            .tables
+            .with_reader(&file, true, |table| Ok(probe_with(table, user_key, in_use)))
+            .expect("lookup")
+    };
     std::thread::scope(|scope| {
         for thread in 0..4_usize {
-            let table = &table;
+            let probe = &probe;
             scope.spawn(move || {
                 for round in 0..20_usize {
                     let in_use = ModulesInUse::prefix((thread + round) % 4);
                     for i in (0..count).step_by(7) {
-                        let user_key = key(2 * i + 1);
-                        assert_eq!(probe_with(table, &user_key, in_use), Lookup::Absent);
+                        assert_eq!(probe(&key(2 * i + 1), in_use), Lookup::Absent);
+                        assert_ne!(probe(&key(2 * i), in_use), Lookup::Absent);
                     }
                 }
             });
         }
-        let table = &table;
+        let (tables, file) = (&fixture.tables, &file);
         scope.spawn(move || {
             for round in 0..200_usize {
-                table.release_unused_filters(ModulesInUse::prefix(round % 3));
+                tables.trim_pinned_filters(file, ModulesInUse::prefix(round % 3));
                 std::thread::yield_now();
             }
         });
     });
-    assert_eq!(fixture.tables.pinned_bytes(), table.pinned_bytes());
     for i in 0..count {
         assert_eq!(
-            probe_with(&table, &key(2 * i + 1), ModulesInUse::prefix(1)),
+            probe(&key(2 * i + 1), ModulesInUse::prefix(1)),
             Lookup::Absent
         );
     }
-    let held = table.pinned_bytes() - index_bytes;
-    table.release_unused_filters(ModulesInUse::NONE);
-    assert_eq!(table.pinned_bytes(), index_bytes);
-    assert_eq!(fixture.tables.pinned_bytes(), index_bytes);
+    fixture
+        .tables
+        .trim_pinned_filters(&file, ModulesInUse::prefix(1));
+    let reader = fixture.tables.reader(&file, true).expect("reader");
+    assert_eq!(fixture.tables.open_readers(), 1, "the old readers are gone");
+    assert_eq!(fixture.tables.pinned_bytes(), reader.pinned_bytes());
+    drop(reader);
+    // Module 1 alone: the same bytes as a fresh reader that probed with module 1 only.
+    let fresh = fixture.tables.open(7, true).expect("open");
     for i in 0..count {
         assert_eq!(
-            probe_with(&table, &key(2 * i + 1), ModulesInUse::prefix(1)),
+            probe_with(&fresh, &key(2 * i + 1), ModulesInUse::prefix(1)),
             Lookup::Absent
         );
     }
-    assert_eq!(table.pinned_bytes() - index_bytes, held, "module 1 alone");
-    assert_eq!(fixture.tables.pinned_bytes(), table.pinned_bytes());
+    let held = fixture
+        .tables
+        .reader(&file, true)
+        .expect("reader")
+        .pinned_bytes();
+    assert_eq!(held, fresh.pinned_bytes());
 }
 
 /// Readers held in file metadata (`table_cache.rs`): at most `max_open_files` slots are filled;
