@@ -142,6 +142,36 @@ fn stress_with_ribbon_filters_and_partitioned_elastic_filters_finds_no_violation
     }
 }
 
+/// Pinned index and filter blocks under the default elastic filters, with access statistics so
+/// that the allocation moves while workers look up (every refresh and job sweeps the pinned
+/// readers and replaces those holding modules out of use), under faults and reopens.
+#[test]
+fn stress_with_pinned_elastic_filters_finds_no_violation() {
+    let report = ok(&stress_args(
+        "leveling",
+        "elastic",
+        "13",
+        &[
+            "--duration",
+            "1.5",
+            "--keys",
+            "2000",
+            "--pin-index-filter",
+            "--access-statistics",
+            "--reopen-every",
+            "0.5",
+            "--fault-rate",
+            "0.002",
+            "--read-fault-rate",
+            "0.001",
+        ],
+    ));
+    assert!(report.contains("no violations"), "{report}");
+    assert!(report.contains(", pinned"), "{report}");
+    assert!(counter(&report, "flushes") > 0, "{report}");
+    assert!(counter(&report, "gets") > 0, "{report}");
+}
+
 #[test]
 fn stress_with_write_and_read_faults_loses_nothing_acknowledged() {
     for (compaction, filter_policy, seed) in [

@@ -77,6 +77,12 @@ pub struct StressArgs {
     /// modules are exercised.
     #[arg(long)]
     pub partitioned: bool,
+    /// Pin every table's index and filter blocks outside the block cache
+    /// (`Options::pin_filter_and_index_blocks`; tables are then not partitioned), so that pinned
+    /// filter blocks are read by first probes and readers holding modules out of use are
+    /// replaced while workers look up through them.
+    #[arg(long)]
+    pub pin_index_filter: bool,
     /// Bytes per second elastic filters' priced rebuilds may take
     /// (`Options::filter_rebuild_bytes_per_sec`; KiB/MiB suffixes accepted; 0 turns them off).
     /// High by default, so that rebuilds run among the workers' operations.
@@ -238,6 +244,7 @@ impl Stress {
             .filter_family(args.filter_family)
             .range_filter_bits(args.range_filter_bits)
             .filter_rebuild_bytes_per_sec(args.filter_rebuild_rate)
+            .pin_filter_and_index_blocks(args.pin_index_filter)
             .file_system(Arc::new(self.fs.clone()));
         let options = if args.partitioned {
             options
@@ -767,10 +774,11 @@ impl Stress {
             self.args.filter_policy.name(),
             self.args.bits_per_key,
             self.args.filter_family.name(),
-            if self.args.partitioned {
-                ", partitioned"
-            } else {
-                ""
+            match (self.args.partitioned, self.args.pin_index_filter) {
+                (true, true) => ", partitioned, pinned",
+                (true, false) => ", partitioned",
+                (false, true) => ", pinned",
+                (false, false) => "",
             },
             self.args.fault_rate,
             self.args.read_fault_rate,
