@@ -70,6 +70,29 @@ fn ok(args: &[&str]) -> String {
     stdout(&output)
 }
 
+/// Runs `strata bench` with `args` and `--json`: its output and the JSON report.
+fn bench_with_json(args: &[&str]) -> (String, Value) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("out.json");
+    let mut argv = vec!["bench"];
+    argv.extend_from_slice(args);
+    argv.extend_from_slice(&["--json", path_str(&json)]);
+    let output = ok(&argv);
+    let report =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON")).expect("valid");
+    (output, report)
+}
+
+/// The report's result of the first `phase`.
+fn phase_result<'a>(report: &'a Value, phase: &str) -> &'a Value {
+    report["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|row| row["phase"] == phase)
+        .unwrap_or_else(|| panic!("no {phase} result"))
+}
+
 fn path_str(path: &Path) -> &str {
     path.to_str().expect("temporary paths are UTF-8")
 }
@@ -594,10 +617,7 @@ fn tiny_bench_writes_one_json_result_per_phase() {
 /// the index and the filter modules lookups probed.
 #[test]
 fn bench_prints_filter_memory_and_pinned_bytes() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let json = dir.path().join("out.json");
-    let output = ok(&[
-        "bench",
+    let (output, report) = bench_with_json(&[
         "--num",
         "5000",
         "--workloads",
@@ -605,21 +625,14 @@ fn bench_prints_filter_memory_and_pinned_bytes() {
         "--write-buffer-bytes",
         "64KiB",
         "--pin-index-filter",
-        "--json",
-        path_str(&json),
     ]);
     assert!(
         output.contains("filter memory: ") && output.contains("pinned index and filters "),
         "{output}"
     );
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON")).expect("valid");
-    let results = report["results"].as_array().expect("results");
-    let read = results
-        .iter()
-        .find(|row| row["phase"] == "readmissing")
-        .expect("readmissing");
-    let pinned = read["pinned_bytes"].as_u64().expect("pinned bytes");
+    let pinned = phase_result(&report, "readmissing")["pinned_bytes"]
+        .as_u64()
+        .expect("pinned bytes");
     assert!(pinned > 0, "index and filters pinned: {pinned}");
 }
 
@@ -628,10 +641,7 @@ fn bench_prints_filter_memory_and_pinned_bytes() {
 /// allocators refuse it.
 #[test]
 fn bench_caps_elastic_filters_at_a_budget_in_bytes() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let json = dir.path().join("out.json");
-    ok(&[
-        "bench",
+    let (_, report) = bench_with_json(&[
         "--num",
         "20000",
         "--workloads",
@@ -646,16 +656,8 @@ fn bench_caps_elastic_filters_at_a_budget_in_bytes() {
         "64KiB",
         "--target-file-bytes",
         "64KiB",
-        "--json",
-        path_str(&json),
     ]);
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON")).expect("valid");
-    let results = report["results"].as_array().expect("results");
-    let read = results
-        .iter()
-        .find(|row| row["phase"] == "readmissing")
-        .expect("readmissing");
+    let read = phase_result(&report, "readmissing");
     let most = read["effective_bits_per_key_max"].as_f64().expect("max");
     // 32,768 bits over the 16,384 or more entries in tables once the load is done: at most 2
     // bits per key (the cap itself, in bytes, is checked by `tests/elastic.rs` in the engine).
@@ -689,30 +691,17 @@ fn bench_caps_elastic_filters_at_a_budget_in_bytes() {
 /// unknown family is refused.
 #[test]
 fn bench_builds_ribbon_filters_when_asked() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let json = dir.path().join("out.json");
-    let output = ok(&[
-        "bench",
+    let (output, report) = bench_with_json(&[
         "--num",
         "5000",
         "--workloads",
         "fillrandom,readrandom,readmissing",
         "--filter-family",
         "ribbon",
-        "--json",
-        path_str(&json),
     ]);
     assert!(output.contains("family ribbon"), "{output}");
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON")).expect("valid");
     assert_eq!(report["config"]["filter_family"], "ribbon");
-    let found = report["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .find(|row| row["phase"] == "readrandom")
-        .expect("readrandom");
-    assert_eq!(found["ops"], 5000);
+    assert_eq!(phase_result(&report, "readrandom")["ops"], 5000);
     let refused = strata(&["bench", "--num", "100", "--filter-family", "xor"]);
     assert!(!refused.status.success());
     assert!(

@@ -108,68 +108,51 @@ fn stress_runs_every_compaction_policy_and_filter_allocator_without_a_violation(
 }
 
 /// Ribbon and automatic filter families, with every table partitioned and elastic filters
-/// putting modules in use in part of a file's partitions, under write and read faults and
-/// reopens.
+/// putting modules in use in part of a file's partitions; and pinned index and filter blocks
+/// under the default elastic filters with access statistics, so that the allocation moves while
+/// workers look up (every refresh and job sweeps the pinned readers and replaces those holding
+/// modules out of use); all under write and read faults and reopens.
 #[test]
-fn stress_with_ribbon_filters_and_partitioned_elastic_filters_finds_no_violation() {
-    for (family, filter_policy, seed) in [("ribbon", "uniform", "11"), ("auto", "elastic", "12")] {
-        let report = ok(&stress_args(
-            "leveling",
-            filter_policy,
-            seed,
-            &[
-                "--duration",
-                "1.5",
-                "--keys",
-                "2000",
-                "--filter-family",
-                family,
-                "--partitioned",
-                "--reopen-every",
-                "0.5",
-                "--fault-rate",
-                "0.002",
-                "--read-fault-rate",
-                "0.001",
-            ],
-        ));
-        assert!(report.contains("no violations"), "{report}");
-        assert!(
-            report.contains(&format!("family {family}, partitioned")),
-            "{report}"
-        );
-        assert!(counter(&report, "flushes") > 0, "{report}");
-    }
-}
-
-/// Pinned index and filter blocks under the default elastic filters, with access statistics so
-/// that the allocation moves while workers look up (every refresh and job sweeps the pinned
-/// readers and replaces those holding modules out of use), under faults and reopens.
-#[test]
-fn stress_with_pinned_elastic_filters_finds_no_violation() {
-    let report = ok(&stress_args(
-        "leveling",
-        "elastic",
-        "13",
-        &[
+fn stress_with_ribbon_partitioned_and_pinned_elastic_filters_finds_no_violation() {
+    for (filter_policy, seed, flags, shown) in [
+        (
+            "uniform",
+            "11",
+            &["--filter-family", "ribbon", "--partitioned"][..],
+            "family ribbon, partitioned",
+        ),
+        (
+            "elastic",
+            "12",
+            &["--filter-family", "auto", "--partitioned"][..],
+            "family auto, partitioned",
+        ),
+        (
+            "elastic",
+            "13",
+            &["--pin-index-filter", "--access-statistics"][..],
+            ", pinned",
+        ),
+    ] {
+        let mut extra = vec![
             "--duration",
             "1.5",
             "--keys",
             "2000",
-            "--pin-index-filter",
-            "--access-statistics",
             "--reopen-every",
             "0.5",
             "--fault-rate",
             "0.002",
             "--read-fault-rate",
             "0.001",
-        ],
-    ));
-    assert!(report.contains("no violations"), "{report}");
-    assert!(report.contains(", pinned"), "{report}");
-    assert!(counter(&report, "flushes") > 0, "{report}");
-    assert!(counter(&report, "gets") > 0, "{report}");
+        ];
+        extra.extend_from_slice(flags);
+        let report = ok(&stress_args("leveling", filter_policy, seed, &extra));
+        assert!(report.contains("no violations"), "{report}");
+        assert!(report.contains(shown), "{report}");
+        assert!(counter(&report, "flushes") > 0, "{report}");
+        assert!(counter(&report, "gets") > 0, "{report}");
+    }
 }
 
 #[test]
