@@ -401,7 +401,7 @@ impl DbInner {
 
     /// Puts the version set's current version into the read view.
     pub(super) fn install_current_version(&self, flushed: Option<&Arc<MemTable>>) {
-        let _guard = self.view_lock.lock();
+        let view_guard = self.view_lock.lock();
         let view = self.view.load_full();
         let immutable = view
             .immutable
@@ -422,7 +422,8 @@ impl DbInner {
             filter_allocator: Arc::clone(&view.filter_allocator),
             top_index,
         }));
-        drop(_guard);
+        // The sweep below takes table slots' locks; the view lock is not needed for it.
+        drop(view_guard);
         self.release_unused_pinned_filters(&version, view.filter_allocator.as_ref());
     }
 
