@@ -215,12 +215,20 @@ pub fn scan(
     close(db)
 }
 
-/// `strata stats DB`: prints the engine's `Stats` (tree shape, filters, memory, recovery).
-pub fn stats(path: &Path, out: &mut dyn Write) -> CliResult<()> {
+/// `strata stats DB [--json]`: prints the engine's `Stats` (tree shape, filters, memory,
+/// recovery), as text or as JSON with every field.
+pub fn stats(path: &Path, json: bool, out: &mut dyn Write) -> CliResult<()> {
     let db = open_for_reading(path)?;
     let stats = db.stats();
     close(db)?;
-    writeln!(out, "{stats}").map_err(write_error)
+    if json {
+        let text = serde_json::to_string_pretty(&stats).map_err(|e| {
+            CliError::InvalidArgument(format!("cannot encode the statistics as JSON: {e}"))
+        })?;
+        writeln!(out, "{text}").map_err(write_error)
+    } else {
+        writeln!(out, "{stats}").map_err(write_error)
+    }
 }
 
 #[cfg(test)]

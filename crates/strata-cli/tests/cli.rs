@@ -132,6 +132,19 @@ fn put_get_delete_scan_stats_round_trip() {
     let stats = ok(&["stats", db]);
     assert!(stats.contains("policy: compaction=manual"), "{stats}");
     assert!(stats.contains("last sequence"), "{stats}");
+
+    let json: Value = serde_json::from_str(&ok(&["stats", db, "--json"])).expect("stats JSON");
+    assert_eq!(
+        json["compaction_policy"],
+        "manual (no background compaction)"
+    );
+    // Five puts and one delete: the last sequence counts all six.
+    assert_eq!(json["last_sequence"], 6, "{json}");
+    assert_eq!(
+        json["io"]["data_block_reads"].as_array().map(Vec::len),
+        Some(16)
+    );
+    assert!(json["levels"].is_array(), "{json}");
 }
 
 #[test]

@@ -729,10 +729,6 @@ impl BenchConfig {
             compression: self.compression.clone(),
         }
     }
-
-    fn json_to_stdout(&self) -> bool {
-        self.json.as_deref() == Some(Path::new("-"))
-    }
 }
 
 /// The whole JSON document.
@@ -813,10 +809,9 @@ fn report_error(error: io::Error) -> CliError {
 
 /// Runs `strata bench`.
 pub fn run(args: &BenchArgs) -> CliResult<()> {
-    let mut config = BenchConfig::resolve(args)?;
-    let format = KeyFormat::new(config.num, config.key_size).map_err(CliError::InvalidArgument)?;
     // With `--json -` stdout carries only the JSON, so the table goes to stderr.
-    let (mut out, progress): (Box<dyn Write>, bool) = if config.json_to_stdout() {
+    let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
+    let (table, progress): (Box<dyn Write>, bool) = if json_to_stdout {
         (Box::new(io::stderr()), false)
     } else {
         (
@@ -824,6 +819,23 @@ pub fn run(args: &BenchArgs) -> CliResult<()> {
             io::stdout().is_terminal() && io::stderr().is_terminal(),
         )
     };
+    run_with(args, table, progress, &mut io::stdout().lock())
+}
+
+/// Runs `strata bench` with the tables written to `table` and the JSON report of `--json -`
+/// to `json` (the library's `run_json`); no progress bar.
+pub fn run_to(args: &BenchArgs, table: Box<dyn Write>, json: &mut dyn Write) -> CliResult<()> {
+    run_with(args, table, false, json)
+}
+
+fn run_with(
+    args: &BenchArgs,
+    mut out: Box<dyn Write>,
+    progress: bool,
+    json_out: &mut dyn Write,
+) -> CliResult<()> {
+    let mut config = BenchConfig::resolve(args)?;
+    let format = KeyFormat::new(config.num, config.key_size).map_err(CliError::InvalidArgument)?;
     let variants = config.variants();
     let mut results = Vec::new();
     let mut counts = Vec::new();
@@ -886,7 +898,7 @@ pub fn run(args: &BenchArgs) -> CliResult<()> {
     }
     out.flush().map_err(report_error)?;
     if let Some(path) = &config.json {
-        write_json(path, &config, &results, &medians, &series)?;
+        write_json(path, &config, &results, &medians, &series, json_out)?;
     }
     if let Some(path) = &config.plot {
         let series_path = plot::series_path(path);
@@ -909,6 +921,7 @@ fn write_json(
     results: &[PhaseResult],
     medians: &[compare::MedianRow],
     series: &[SeriesPoint],
+    stdout: &mut dyn Write,
 ) -> CliResult<()> {
     let report = BenchReport {
         config,
@@ -920,7 +933,6 @@ fn write_json(
         .map_err(|e| CliError::io("encoding the JSON report", io::Error::other(e)))?;
     text.push('\n');
     if path == Path::new("-") {
-        let mut stdout = io::stdout().lock();
         stdout
             .write_all(text.as_bytes())
             .and_then(|()| stdout.flush())

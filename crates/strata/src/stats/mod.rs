@@ -292,7 +292,7 @@ impl IoCounters {
 
 /// A snapshot of the I/O counters since open or the last `Db::reset_stats()`. Arrays are indexed
 /// by level.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct IoStats {
     /// Data blocks read from the device (block-cache misses), by level.
     pub data_block_reads: [u64; MAX_LEVELS],

@@ -5,7 +5,7 @@ use std::fmt;
 use super::IoStats;
 
 /// Shape and size of one level.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct LevelStats {
     /// Level index (0 = flushed runs).
     pub level: usize,
@@ -24,7 +24,9 @@ pub struct LevelStats {
 }
 
 /// A point-in-time view of the engine: I/O counters, tree shape, memory and recovery facts.
-#[derive(Debug, Clone, Default)]
+/// Serializes with every field under its own name (`strata stats --json`, the Python module's
+/// `Db.stats()`).
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Stats {
     /// I/O and operation counters since open or the last reset.
     pub io: IoStats,

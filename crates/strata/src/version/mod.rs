@@ -135,7 +135,7 @@ impl ProbeOutcome {
 }
 
 /// Timed probes of one outcome: how many, and their nanoseconds in all.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ProbeTime {
     /// Probes timed.
     pub probes: u64,
@@ -152,7 +152,7 @@ impl ProbeTime {
 
 /// A sample of a file's probes timed whole (filter, index, data block), by what they read: the
 /// measured price of a false positive whose block the cache holds, against one it does not.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ProbeTimes {
     /// Probes that read no data block.
     pub rejected: ProbeTime,
