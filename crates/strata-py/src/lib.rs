@@ -261,8 +261,12 @@ fn bounds(
             lower = Edge::Included(prefix.clone());
         }
         if let Some(end) = prefix_successor(&prefix) {
+            // An included stop equal to the successor must be replaced too: `end` itself does
+            // not start with the prefix (prefix=b"a", stop=b"b", include_stop=True must not
+            // yield b"b").
             let above = match &upper {
-                Edge::Included(key) | Edge::Excluded(key) => key.as_slice() > end.as_slice(),
+                Edge::Included(key) => key.as_slice() >= end.as_slice(),
+                Edge::Excluded(key) => key.as_slice() > end.as_slice(),
                 Edge::Unbounded => true,
             };
             if above {
@@ -399,6 +403,7 @@ fn make_iterator(
             engine: None,
             buffered: entries,
             exhausted: true,
+            pending_error: None,
         }
     } else {
         let engine = release(py, move || Ok(source.range(range)))?;
@@ -406,6 +411,7 @@ fn make_iterator(
             engine: Some(engine),
             buffered: VecDeque::new(),
             exhausted: false,
+            pending_error: None,
         }
     };
     Ok(Iterator {
@@ -426,6 +432,9 @@ struct IterState {
     buffered: VecDeque<(Vec<u8>, Vec<u8>)>,
     /// The engine's iterator has no more entries.
     exhausted: bool,
+    /// An error the engine's iterator returned after the entries still buffered: raised once
+    /// they are yielded, so entries come out in order and the error where it happened.
+    pending_error: Option<strata::Error>,
 }
 
 /// An iterator over a frozen view of the database (from `Db.iterator()`, `Db.items()`, ...,
@@ -456,8 +465,15 @@ impl Iterator {
             let mut state = self.state.lock();
             match state.buffered.pop_front() {
                 Some(entry) => Some(entry),
-                None if state.exhausted || state.engine.is_none() => return Ok(None),
-                None => None,
+                None => {
+                    if let Some(error) = state.pending_error.take() {
+                        return Err(engine_error(py, error));
+                    }
+                    if state.exhausted || state.engine.is_none() {
+                        return Ok(None);
+                    }
+                    None
+                }
             }
         };
         let entry = match next {
@@ -468,18 +484,24 @@ impl Iterator {
                     engine,
                     buffered,
                     exhausted,
+                    pending_error,
                 } = &mut *state;
+                if let Some(error) = pending_error.take() {
+                    return Err(Failure::Engine(error));
+                }
                 if let Some(engine) = engine.as_mut() {
-                    while buffered.len() < ITERATOR_CHUNK {
+                    while buffered.len() < ITERATOR_CHUNK && !*exhausted {
                         match engine.next() {
-                            Some(entry) => {
-                                let (key, value) = entry?;
-                                buffered.push_back((key, value.into_vec()));
-                            }
-                            None => {
+                            Some(Ok((key, value))) => buffered.push_back((key, value.into_vec())),
+                            Some(Err(error)) => {
+                                // The engine's iterator ends after an error.
                                 *exhausted = true;
-                                break;
+                                if buffered.is_empty() {
+                                    return Err(Failure::Engine(error));
+                                }
+                                *pending_error = Some(error);
                             }
+                            None => *exhausted = true,
                         }
                     }
                 }
@@ -511,6 +533,7 @@ impl Iterator {
         release(py, || {
             let mut state = self.state.lock();
             state.buffered.clear();
+            state.pending_error = None;
             if let Some(engine) = state.engine.as_mut() {
                 engine.seek(&key);
                 state.exhausted = false;

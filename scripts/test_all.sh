@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The whole test suite: the Rust workspace's tests, then the Python module's (`import strata`)
+# pytest suite against a build of the module in a virtual environment this script makes.
+#
+#   scripts/test_all.sh            # both
+#   scripts/test_all.sh --python   # the Python suite only (still builds the module)
+#
+# Needs the Rust toolchain and Python 3 with pip and venv; installs maturin, pytest, hypothesis,
+# dask[distributed], pandas and matplotlib from the package registry into target/py-venv (kept
+# between runs, so only the first run downloads). The module is built with the `pytest` cargo
+# profile (the test profile's optimisation): release builds are for benchmarks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python_only=false
+if [[ "${1:-}" == "--python" ]]; then
+    python_only=true
+fi
+
+if ! $python_only; then
+    cargo test --workspace
+fi
+
+venv=target/py-venv
+if [[ ! -x "$venv/bin/python" ]]; then
+    python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "maturin>=1.9.4,<2" pytest hypothesis "dask[distributed]" pandas matplotlib
+(
+    cd crates/strata-py
+    VIRTUAL_ENV="$PWD/../../$venv" PATH="$PWD/../../$venv/bin:$PATH" \
+        maturin develop --quiet --profile pytest
+)
+# Panics the tests provoke on purpose print one line, not a backtrace.
+RUST_BACKTRACE=0 "$venv/bin/python" -m pytest crates/strata-py/tests -q -p no:cacheprovider
