@@ -200,26 +200,45 @@ fn options(
     let Some(keywords) = keywords.filter(|k| !k.is_empty()) else {
         return Ok(options);
     };
-    let text: String = py
-        .import("json")?
-        .call_method1("dumps", (keywords,))
-        .map_err(|error| {
-            PyTypeError::new_err(format!(
-                "options must be numbers, strings, booleans or dicts of them: {error}"
-            ))
-        })?
-        .extract()?;
+    let json = py.import("json")?;
+    let dumps = |value: &Bound<'_, PyAny>| -> PyResult<String> {
+        json.call_method1("dumps", (value,))
+            .map_err(|error| {
+                PyTypeError::new_err(format!(
+                    "options must be numbers, strings, booleans or dicts of them: {error}"
+                ))
+            })?
+            .extract()
+    };
     let invalid = |message: String| exception(py, "InvalidArgumentError", message, &[]);
-    let file: strata::OptionsFile = serde_json::from_str(&text).map_err(|error| {
-        invalid(format!(
-            "invalid option: {}",
-            strip_position(&error.to_string())
-        ))
-    })?;
+    // One option at a time first, so that a value of the wrong type is reported with its name
+    // (serde names an unknown field, but not the field whose value it could not read).
+    for (name, value) in keywords.iter() {
+        let single = PyDict::new(py);
+        single.set_item(&name, value)?;
+        if let Err(error) = serde_json::from_str::<strata::OptionsFile>(&dumps(&single)?) {
+            let message = strip_position(&error.to_string());
+            return Err(if message.starts_with("unknown field") {
+                invalid(format!("invalid option: {message}"))
+            } else {
+                invalid(format!("invalid option {name}: {message}"))
+            });
+        }
+    }
+    let file: strata::OptionsFile =
+        serde_json::from_str(&dumps(keywords.as_any())?).map_err(|error| {
+            invalid(format!(
+                "invalid option: {}",
+                strip_position(&error.to_string())
+            ))
+        })?;
     file.apply_to(options).map_err(|error| match error {
         strata::Error::InvalidArgument(message) => invalid(format!(
             "invalid option: {}",
-            message.trim_start_matches("options file: ")
+            // The engine's messages are worded for a file and may nest "invalid argument: ".
+            message
+                .trim_start_matches("options file: ")
+                .replace("invalid argument: ", "")
         )),
         other => engine_error(py, other),
     })
