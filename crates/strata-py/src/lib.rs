@@ -195,7 +195,8 @@ fn options(
 ) -> PyResult<strata::Options> {
     let mut options = strata::Options::default();
     if let Some(path) = options_file {
-        options = strata::Options::from_file(&path).map_err(|e| engine_error(py, e))?;
+        // Read with the GIL released: the file may sit on a slow file system.
+        options = release(py, move || Ok(strata::Options::from_file(&path)?))?;
     }
     let Some(keywords) = keywords.filter(|k| !k.is_empty()) else {
         return Ok(options);
@@ -1092,7 +1093,8 @@ impl Snapshot {
         self.iterator(py, start, stop, prefix, reverse, false, true, true, false)
     }
 
-    /// Releases the snapshot; later reads raise ``strata.ClosedError``.
+    /// Releases the snapshot; later reads raise ``strata.ClosedError``. Iterators already made
+    /// from it hold their own frozen view and go on until closed or exhausted.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let taken = self.snapshot.write().take();
         release(py, move || {
@@ -1174,8 +1176,12 @@ impl WriteBatch {
                 &[],
             ));
         };
-        let batch = std::mem::take(&mut *self.batch.lock());
-        db.get().write_inner(py, batch, *sync)
+        // Emptied only once written: a write that fails (read-only, closed, a background
+        // error) leaves the batch as it was, as `Db.write(batch)` does.
+        let batch = self.batch.lock().clone();
+        db.get().write_inner(py, batch, *sync)?;
+        self.batch.lock().clear();
+        Ok(())
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
