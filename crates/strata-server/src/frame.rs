@@ -40,7 +40,8 @@ pub enum Scanned {
     Incomplete,
     /// A complete request of this many bytes.
     Request(usize),
-    /// An empty or null array of this many bytes, which Redis skips without a reply.
+    /// An empty or null array, or an empty line, of this many bytes, which Redis skips without a
+    /// reply.
     Empty(usize),
 }
 
@@ -67,6 +68,14 @@ impl FrameScanner {
             let Some(&first) = buffer.first() else {
                 return Ok(Scanned::Incomplete);
             };
+            // An empty line is an empty inline command, which Redis skips (redis-cli --pipe
+            // sends one before its closing ECHO).
+            match (first, buffer.get(1)) {
+                (b'\n', _) => return Ok(Scanned::Empty(1)),
+                (b'\r', Some(b'\n')) => return Ok(Scanned::Empty(2)),
+                (b'\r', None) => return Ok(Scanned::Incomplete),
+                _ => {}
+            }
             if first != b'*' {
                 return Err(format!(
                     "expected '*', got '{}' (requests are arrays of bulk strings; inline \
@@ -137,12 +146,15 @@ impl FrameScanner {
 fn header(buffer: &[u8], start: usize, what: &str) -> Result<Option<(i64, usize)>, String> {
     let line = &buffer[start + 1..];
     let window = &line[..line.len().min(MAX_HEADER_BYTES)];
-    let Some(cr) = window.iter().position(|&b| b == b'\r') else {
+    let Some(cr) = window.iter().position(|&b| b == b'\r' || b == b'\n') else {
         if line.len() >= MAX_HEADER_BYTES {
             return Err(format!("too big {what} string"));
         }
         return Ok(None);
     };
+    if line[cr] == b'\n' {
+        return Err(format!("{what} not followed by CRLF"));
+    }
     let Some(&lf) = line.get(cr + 1) else {
         return Ok(None);
     };
@@ -198,6 +210,7 @@ mod tests {
             Ok(Scanned::Request(request.len()))
         );
         assert_eq!(scan(b"*0\r\n"), Ok(Scanned::Empty(4)));
+        assert_eq!(scan(b"\r\n*1"), Ok(Scanned::Empty(2)));
         assert_eq!(scan(b"*-1\r\n$"), Ok(Scanned::Empty(5)));
     }
 

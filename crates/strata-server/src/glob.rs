@@ -138,10 +138,8 @@ mod tests {
             );
         }
         let slow = "*a".repeat(50);
-        assert!(!matches(
-            slow.as_bytes(),
-            "a".repeat(10_000).as_bytes().split_at(9_999).0
-        ));
+        let text = format!("{}b", "a".repeat(10_000));
+        assert!(!matches(slow.as_bytes(), text.as_bytes()));
         assert_eq!(literal_prefix(b"user:\\*x*"), b"user:*x");
         assert_eq!(literal_prefix(b"*"), b"");
     }
