@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite: the Rust workspace's tests, then the Python module's (`import strata`)
-# pytest suite against a build of the module in a virtual environment this script makes.
+# pytest suite against a build of the module in a virtual environment this script makes, and
+# the redis-py tests of `strata serve` (crates/strata-server/tests/python).
 #
 #   scripts/test_all.sh            # both
 #   scripts/test_all.sh --python   # the Python suite only (still builds the module)
 #
-# Needs the Rust toolchain and Python 3 with pip and venv; installs maturin, pytest, hypothesis,
-# dask[distributed], pandas and matplotlib from the package registry into target/py-venv (kept
+# Needs the Rust toolchain and Python 3 with pip and venv, and redis-cli (Debian's redis-tools,
+# for the Rust tests of `strata serve`: installed with apt-get when missing and run as root);
+# installs maturin, pytest, hypothesis, dask[distributed], pandas, matplotlib and redis from the package registry into target/py-venv (kept
 # between runs, so only the first run downloads). The module is built with the `pytest` cargo
 # profile (the test profile's optimisation): release builds are for benchmarks.
 set -euo pipefail
@@ -15,6 +17,16 @@ cd "$(dirname "$0")/.."
 python_only=false
 if [[ "${1:-}" == "--python" ]]; then
     python_only=true
+fi
+
+if ! command -v redis-cli >/dev/null; then
+    if [[ "$(id -u)" == 0 ]]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-tools
+    else
+        echo "test_all.sh: redis-cli is missing; install it with 'apt-get install -y redis-tools'" >&2
+        exit 1
+    fi
 fi
 
 if ! $python_only; then
@@ -26,11 +38,14 @@ if [[ ! -x "$venv/bin/python" ]]; then
     python3 -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "maturin>=1.9.4,<2" pytest hypothesis "dask[distributed]" pandas matplotlib
+    "maturin>=1.9.4,<2" pytest hypothesis "dask[distributed]" pandas matplotlib redis
 (
     cd crates/strata-py
     VIRTUAL_ENV="$PWD/../../$venv" PATH="$PWD/../../$venv/bin:$PATH" \
         maturin develop --quiet --profile pytest
 )
+# The redis-py tests start target/debug/strata serve (STRATA_BIN overrides it).
+cargo build -p strata-cli --bin strata
 # Panics the tests provoke on purpose print one line, not a backtrace.
-RUST_BACKTRACE=0 "$venv/bin/python" -m pytest crates/strata-py/tests -q -p no:cacheprovider
+RUST_BACKTRACE=0 "$venv/bin/python" -m pytest crates/strata-py/tests crates/strata-server/tests/python \
+    -q -p no:cacheprovider

@@ -11,6 +11,7 @@
 //! * `simulate` — the real policies on a synthetic tree, no I/O (`simulate.rs`).
 //! * `study` — offline experiments reproducing the Mnemosyne paper's analysis figures (`study/`).
 //! * `tune` — the design Monkey's cost models recommend for a workload (`tune.rs`).
+//! * `serve` — the database over the Redis protocol (the `strata-server` crate).
 //! * `stress`, `crash-test` — random operations against an expected-state oracle, with faults
 //!   injected, and a crash loop that kills the stress process and checks what survives
 //!   (`stress/`).
@@ -199,6 +200,20 @@ enum Command {
     /// Kill `strata stress` children at random moments and named crash points, and check after
     /// each crash that nothing acknowledged was lost.
     CrashTest(Box<stress::crash::CrashTestArgs>),
+    /// Serve the database over the Redis protocol, so stock Redis clients (redis-cli, redis-py,
+    /// redis-benchmark) can use it: strings without expiry (GET, SET, DEL, MGET, MSET, INCR,
+    /// APPEND, SCAN, ...); any other command is an error naming it. Prints `listening on
+    /// ADDRESS` once ready; SIGTERM, SIGINT or SHUTDOWN stop it gracefully (the database is
+    /// closed, exit code 0).
+    ///
+    /// What a crash can lose, by --sync: `always` syncs every write before replying, so
+    /// nothing acknowledged is lost even if the machine crashes; `everysec` (default) syncs the
+    /// log once a second, so a process crash loses nothing acknowledged and a machine crash
+    /// about the last second; `no` leaves syncing to the operating system, so a process crash
+    /// loses nothing acknowledged and a machine crash what the OS had not written back.
+    ///
+    /// Listening on a non-loopback address needs --requirepass (protected mode).
+    Serve(Box<ServeArgs>),
     /// Recommend a design (merge policy, size ratio, buffer/filter memory split) for a workload
     /// from Monkey's cost models (SPEC §7), with the runners-up and their predicted costs.
     Tune(Box<tune::TuneArgs>),
@@ -210,6 +225,58 @@ enum Command {
     /// Solve one round of EcoTune's dynamic program (SPEC §6) and print the schedule in the
     /// paper's Table 4 notation, its score, the event simulator's score and the solve time.
     Ecotune(Box<ecotune::EcotuneArgs>),
+}
+
+/// `strata serve`'s flags.
+#[derive(Debug, clap::Args)]
+struct ServeArgs {
+    /// Database directory (created if missing).
+    db: PathBuf,
+    /// Address to listen on (port 0 picks a free one; the bound address is printed).
+    #[arg(long, default_value = "127.0.0.1:6380")]
+    listen: String,
+    /// Engine options from a TOML options file (`strata tune --options-out`).
+    #[arg(long, value_name = "FILE")]
+    options: Option<PathBuf>,
+    /// When writes reach the device: always, everysec or no (see above for what a crash loses).
+    #[arg(long, default_value = "everysec")]
+    sync: strata_server::SyncMode,
+    /// Password clients must AUTH with (required to listen on a non-loopback address).
+    #[arg(long, value_name = "PASS")]
+    requirepass: Option<String>,
+    /// Most connected clients; one more gets `ERR max number of clients reached`.
+    #[arg(long, default_value_t = 10_000)]
+    max_clients: usize,
+    /// Largest bulk string (argument) in bytes; capped by the engine's value limit (64 MiB).
+    #[arg(long, default_value_t = 512 << 20)]
+    max_bulk_bytes: usize,
+    /// Largest request in bytes.
+    #[arg(long, default_value_t = strata::MAX_BATCH_BYTES)]
+    max_request_bytes: usize,
+    /// Most pipelined commands run per batch before their replies are written.
+    #[arg(long, default_value_t = 1024)]
+    max_pipeline: usize,
+    /// Most reply bytes buffered per connection before they are written.
+    #[arg(long, default_value_t = 128 << 20)]
+    max_reply_bytes: usize,
+}
+
+fn serve(args: &ServeArgs) -> CliResult<()> {
+    let mut config = strata_server::Config::new(&args.db);
+    config.listen = args.listen.clone();
+    config.options_file = args.options.clone();
+    config.sync = args.sync;
+    config.requirepass = args.requirepass.clone();
+    config.max_clients = args.max_clients;
+    config.max_bulk_bytes = args.max_bulk_bytes;
+    config.max_request_bytes = args.max_request_bytes;
+    config.max_pipeline = args.max_pipeline;
+    config.max_reply_bytes = args.max_reply_bytes;
+    strata_server::serve(config).map_err(|error| match error {
+        strata_server::ServeError::Engine(error) => CliError::Engine(error),
+        strata_server::ServeError::Io { context, source } => CliError::io(context, source),
+        strata_server::ServeError::Config(message) => CliError::InvalidArgument(message),
+    })
 }
 
 fn run(command: Command, out: &mut dyn Write) -> CliResult<()> {
@@ -274,6 +341,7 @@ fn run(command: Command, out: &mut dyn Write) -> CliResult<()> {
         Command::Tune(args) => tune::run(&args, out),
         Command::Whatif(args) => whatif::run(&args, out),
         Command::Ecotune(args) => ecotune::run(&args, out),
+        Command::Serve(args) => serve(&args),
     }
 }
 
@@ -283,7 +351,11 @@ fn is_broken_pipe(error: &CliError) -> bool {
 }
 
 /// The arguments after presets (`--preset`) and options files (`--options`) are expanded.
+/// `strata serve --options FILE` reads the file itself (the engine's options, not bench flags).
 fn expand(args: Vec<OsString>) -> CliResult<Vec<OsString>> {
+    if args.get(1).is_some_and(|command| command == "serve") {
+        return Ok(args);
+    }
     bench::options_file::expand(bench::preset::expand(args))
 }
 

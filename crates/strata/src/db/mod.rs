@@ -387,6 +387,17 @@ impl Db {
         }
     }
 
+    /// Makes every write acknowledged so far durable against a power loss, like a write with
+    /// `WriteOptions { sync: true }` but without writing anything: it fsyncs the current
+    /// write-ahead log under the commit lock. For a writer that acknowledges unsynced writes and
+    /// syncs on a timer (`strata serve --sync everysec`). Writes in an earlier log, one the
+    /// database switched away from when its memtable filled, become durable when that memtable's
+    /// flush is (the log is then no longer needed). A closed database gives [`Error::Closed`], a
+    /// read-only one [`Error::ReadOnly`]; a failed fsync is the background error from then on.
+    pub fn sync_wal(&self) -> Result<()> {
+        self.inner.sync_wal()
+    }
+
     /// The newest value of `key`, or `None`.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Value>> {
         self.inner.check_open()?;

@@ -93,6 +93,25 @@ impl DbInner {
         self.write_queued(batch, sync)
     }
 
+    /// Syncs the current write-ahead log (`Db::sync_wal`): takes the commit lock, so every write
+    /// acknowledged before the call and still in this log is on the device when it returns.
+    pub(crate) fn sync_wal(&self) -> Result<()> {
+        self.check_writable()?;
+        if let Some(error) = self.background_error() {
+            return Err(error);
+        }
+        let mut commit = self.commit.lock();
+        self.check_open()?;
+        if let Some(wal) = commit.wal.as_mut() {
+            add(&self.counters.wal_syncs, 1);
+            if let Err(error) = wal.sync() {
+                self.set_background_error(&error);
+                return Err(error);
+            }
+        }
+        Ok(())
+    }
+
     /// The contended path: queue `batch`, wait for the commit lock, and lead a group only if no
     /// leader committed the batch meanwhile.
     fn write_queued(&self, batch: WriteBatch, sync: bool) -> Result<()> {
@@ -370,6 +389,21 @@ mod tests {
     /// one allocation per chunk (megabytes apart), the group's vectors and the single-write
     /// batch are reused from the commit state, and the WAL record is framed on the stack and
     /// written through the log's buffer. A batch's commit adds nothing to the batch's own.
+    #[test]
+    fn sync_wal_syncs_the_log_and_refuses_on_a_closed_or_read_only_database() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default()).expect("open");
+        db.put(b"a", b"1").expect("put");
+        let before = db.stats().io.wal_syncs;
+        db.sync_wal().expect("sync");
+        assert_eq!(db.stats().io.wal_syncs, before + 1);
+        db.close().expect("close");
+        assert!(matches!(db.sync_wal(), Err(crate::Error::Closed)));
+        let reader = Db::open_read_only(dir.path(), Options::default()).expect("read-only");
+        assert!(matches!(reader.sync_wal(), Err(crate::Error::ReadOnly)));
+        assert_eq!(reader.get(b"a").expect("get").as_deref(), Some(&b"1"[..]));
+    }
+
     #[test]
     fn a_write_allocates_nothing_but_memtable_arena_chunks() {
         let dir = tempfile::tempdir().expect("tempdir");
