@@ -385,10 +385,6 @@ mod tests {
     use crate::counting_allocator::heap_count;
     use crate::{Db, Options, WriteBatch, WriteOptions};
 
-    /// With the commit lock free, a put or delete allocates nothing: the memtable's arena makes
-    /// one allocation per chunk (megabytes apart), the group's vectors and the single-write
-    /// batch are reused from the commit state, and the WAL record is framed on the stack and
-    /// written through the log's buffer. A batch's commit adds nothing to the batch's own.
     #[test]
     fn sync_wal_syncs_the_log_and_refuses_on_a_closed_or_read_only_database() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -404,6 +400,10 @@ mod tests {
         assert_eq!(reader.get(b"a").expect("get").as_deref(), Some(&b"1"[..]));
     }
 
+    /// With the commit lock free, a put or delete allocates nothing: the memtable's arena makes
+    /// one allocation per chunk (megabytes apart), the group's vectors and the single-write
+    /// batch are reused from the commit state, and the WAL record is framed on the stack and
+    /// written through the log's buffer. A batch's commit adds nothing to the batch's own.
     #[test]
     fn a_write_allocates_nothing_but_memtable_arena_chunks() {
         let dir = tempfile::tempdir().expect("tempdir");
