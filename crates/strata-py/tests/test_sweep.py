@@ -67,6 +67,22 @@ def test_sweep_with_a_cluster_object_and_an_address(cluster):
         assert client.submit(len, "abc").result(timeout=60) == 3
 
 
+def test_workloads_as_a_dimension_of_the_sweep(cluster):
+    frame = strata.sweep(
+        {"bits_per_key": [2, 5]},
+        [["fillrandom", "readrandom"], ("fillrandom", "readmissing")],
+        cluster,
+        num=1000,
+        reads=100,
+    )
+    # 2 budgets x 2 workloads, two phases each.
+    assert len(frame) == 8
+    assert set(frame["workloads"]) == {"fillrandom,readrandom", "fillrandom,readmissing"}
+    missing = frame[frame["workloads"] == "fillrandom,readmissing"]
+    assert set(missing["phase"]) == {"fillrandom", "readmissing"}
+    assert sorted(set(missing["bits_per_key"])) == [2, 5]
+
+
 def test_sweep_argument_errors():
     with pytest.raises(ValueError):
         strata.sweep({}, PHASES)
@@ -80,6 +96,10 @@ def test_sweep_argument_errors():
         strata.sweep(GRID, PHASES, n_workers=0)
     with pytest.raises(ValueError, match="bits_per_key"):
         strata.sweep(GRID, PHASES, bits_per_key=3)
+    with pytest.raises(ValueError, match="workload"):
+        strata.sweep({"workloads": ["fillrandom"]}, PHASES)
+    with pytest.raises(ValueError):
+        strata.sweep(GRID, [["fillrandom"], []])
 
 
 def test_points_of_a_grid():

@@ -167,7 +167,7 @@ def inspect(path: str, **options: Union[_Scalar, Sequence[_Scalar], None]) -> di
 
 def sweep(
     grid: Mapping[str, Sequence[_Scalar]],
-    workload: Union[str, Sequence[str]],
+    workload: Union[str, Sequence[str], Sequence[Sequence[str]]],
     cluster: Any = None,
     *,
     n_workers: int = 2,
@@ -179,9 +179,11 @@ def sweep(
     ``grid`` maps benchmark flags to the values to sweep, for example
     ``{"compaction": ["leveling", "tiering"], "size_ratio": [4, 10],
     "filter_policy": ["uniform", "monkey", "elastic"], "bits_per_key": [2, 5]}``; every
-    combination is a point. ``workload`` is the benchmark's ``workloads`` (a name or a list of
-    phases, e.g. ``["fillrandom", "readrandom"]``). ``options`` are benchmark flags every point
-    shares (``num``, ``reads``, ``distribution``, ``seed``, ...).
+    combination is a point. ``workload`` is the benchmark's ``workloads``: one workload (a name, a
+    comma-separated list or a list of phases, e.g. ``["fillrandom", "readrandom"]``), or a list
+    of such lists, which makes the workload a dimension of the sweep too
+    (``[["fillrandom", "readrandom"], ["fillrandom", "readmissing"]]``). ``options`` are
+    benchmark flags every point shares (``num``, ``reads``, ``distribution``, ``seed``, ...).
 
     Each point is one task: it runs ``strata.bench`` in a temporary store of its own and returns
     its rows. ``cluster`` is where the tasks run: ``None`` starts a ``LocalCluster`` of

@@ -185,7 +185,7 @@ def simulate(**options: _Flag) -> dict[str, Any]: ...
 def inspect(path: _Path, **options: _Flag) -> dict[str, Any]: ...
 def sweep(
     grid: Mapping[str, Sequence[_Scalar]],
-    workload: Union[str, Sequence[str]],
+    workload: Union[str, Sequence[str], Sequence[Sequence[str]]],
     cluster: Any = None,
     *,
     n_workers: int = 2,

@@ -37,21 +37,46 @@ def _flatten(row: Mapping[str, Any], prefix: str = "") -> dict:
     return flat
 
 
-def run_point(point: Mapping[str, Any], workloads: str, options: Mapping[str, Any]) -> list[dict]:
-    """One task: the benchmark at ``point`` and the shared ``options``; its result rows,
-    flattened (``latency_us_p99``, ``io_per_op_data``, ...), each with the point's values."""
+def run_point(point: Mapping[str, Any], options: Mapping[str, Any]) -> list[dict]:
+    """One task: the benchmark at ``point`` (its grid values and its ``workloads``) and the
+    shared ``options``; its result rows, flattened (``latency_us_p99``, ``io_per_op_data``,
+    ...), each with the point's values."""
     import strata
 
-    report = strata.bench(**{**options, **point, "workloads": workloads})
+    report = strata.bench(**{**options, **point})
     rows = []
     for result in report["results"]:
         row = {name: value for name, value in point.items()}
-        row["workloads"] = workloads
         for key, value in _flatten(result).items():
             # The point's own values win over a result field of the same name.
             row.setdefault(key, value)
         rows.append(row)
     return rows
+
+
+def workload_list(workload: Any) -> list[str]:
+    """The workloads a sweep runs, each as the benchmark's comma-separated phase list: a string
+    is one workload (``"fillrandom,readrandom"``), a list of strings one workload of those
+    phases, and a list of lists (or of tuples) several workloads, a dimension of the sweep."""
+
+    def one(phases: Any) -> str:
+        if isinstance(phases, str) and phases:
+            return phases
+        if (
+            isinstance(phases, Sequence)
+            and phases
+            and all(isinstance(phase, str) and phase for phase in phases)
+        ):
+            return ",".join(phases)
+        raise ValueError(
+            "workload must be a benchmark workload (a name, a comma-separated list or a list of "
+            "names) or a list of such workloads"
+        )
+
+    if isinstance(workload, Sequence) and not isinstance(workload, str) and workload:
+        if all(isinstance(item, (list, tuple)) for item in workload):
+            return [one(item) for item in workload]
+    return [one(workload)]
 
 
 def _client(cluster: Any, n_workers: int):
@@ -81,22 +106,23 @@ def run_sweep(
 ):
     import pandas
 
-    if isinstance(workload, str):
-        workloads = workload
-    elif isinstance(workload, Sequence) and workload and all(isinstance(w, str) for w in workload):
-        workloads = ",".join(workload)
-    else:
-        raise ValueError("workload must be a benchmark workload name or a list of them")
+    workloads = workload_list(workload)
     if n_workers < 1:
         raise ValueError("n_workers must be at least 1")
+    if "workloads" in grid or "workloads" in options:
+        raise ValueError("give the workloads as sweep's workload argument, not as a flag")
     overlap = sorted(set(grid) & set(options))
     if overlap:
         raise ValueError(f"{', '.join(overlap)} given both in the grid and as a shared option")
-    todo = points(grid)
+    todo = [
+        {**point, "workloads": workloads_of_point}
+        for workloads_of_point in workloads
+        for point in points(grid)
+    ]
     client, owned_cluster = _client(cluster, n_workers)
     try:
         futures = client.map(
-            run_point, todo, workloads=workloads, options=dict(options), pure=False
+            run_point, todo, options=dict(options), pure=False
         )
         results = client.gather(futures)
     finally:
