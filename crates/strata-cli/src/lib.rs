@@ -404,48 +404,55 @@ pub fn run_json(args: Vec<OsString>) -> CliResult<String> {
         CliError::InvalidArgument(error.render().to_string().trim().to_string())
     })?;
     let mut out = Vec::new();
-    let outcome = match cli.command {
+    // Each command with its JSON output switched on, then run as the command line runs it.
+    let command = match cli.command {
         Command::Bench(mut args) => {
             args.json = Some(PathBuf::from("-"));
-            bench::run_to(&args, Box::new(io::sink()), &mut out)
+            bench::run_to(&args, Box::new(io::sink()), &mut out)?;
+            return json_text(out);
         }
         Command::Tune(mut args) => {
             args.json = true;
-            tune::run(&args, &mut out)
+            Command::Tune(args)
         }
         Command::Whatif(mut args) => {
             args.json = true;
-            whatif::run(&args, &mut out)
+            Command::Whatif(args)
         }
         Command::Simulate(mut args) => {
             args.json = true;
-            simulate::run(&args, &mut out)
+            Command::Simulate(args)
         }
-        Command::Stats { db, .. } => commands::stats(&db, true, &mut out),
-        Command::Check { db, .. } => match check::check(&db, true, &mut out) {
-            Err(CliError::Damaged(_)) => Ok(()),
-            other => other,
-        },
+        Command::Stats { db, .. } => Command::Stats { db, json: true },
+        Command::Check { db, .. } => Command::Check { db, json: true },
         Command::Inspect {
             db,
             access_statistics,
             filter_policy,
             bits_per_key,
             ..
-        } => {
-            let options = InspectOptions {
-                access_statistics,
-                filter_policy,
-                bits_per_key,
-            };
-            inspect::inspect(&db, &options, true, &mut out)
+        } => Command::Inspect {
+            db,
+            json: true,
+            access_statistics,
+            filter_policy,
+            bits_per_key,
+        },
+        _ => {
+            return Err(CliError::InvalidArgument(
+                "only bench, tune, whatif, simulate, stats, check and inspect answer in JSON"
+                    .to_string(),
+            ))
         }
-        _ => Err(CliError::InvalidArgument(
-            "only bench, tune, whatif, simulate, stats, check and inspect answer in JSON"
-                .to_string(),
-        )),
     };
-    outcome?;
+    match run(command, &mut out) {
+        // `check` finding damage is its answer, not a failure to run.
+        Ok(()) | Err(CliError::Damaged(_)) => json_text(out),
+        Err(error) => Err(error),
+    }
+}
+
+fn json_text(out: Vec<u8>) -> CliResult<String> {
     String::from_utf8(out)
         .map_err(|_| CliError::InvalidArgument("the command printed invalid UTF-8".to_string()))
 }

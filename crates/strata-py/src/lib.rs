@@ -311,13 +311,12 @@ fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// A source of frozen reads: the database now, or a snapshot.
-#[derive(Clone)]
-enum Source {
-    Db(strata::Db),
+enum Source<'a> {
+    Db(&'a strata::Db),
     Snapshot(Arc<strata::Snapshot>),
 }
 
-impl Source {
+impl<'a> Source<'a> {
     fn get(&self, key: &[u8]) -> strata::Result<Option<strata::Value>> {
         match self {
             Source::Db(db) => db.get(key),
@@ -331,6 +330,163 @@ impl Source {
             Source::Snapshot(snapshot) => snapshot.range(bounds),
         }
     }
+
+    /// The source fixed at one moment: the database's current state becomes a snapshot (so that
+    /// the values of one `multi_get` are those of one moment); a snapshot is one already.
+    fn frozen(self) -> Source<'a> {
+        match self {
+            Source::Db(db) => Source::Snapshot(Arc::new(db.snapshot())),
+            snapshot => snapshot,
+        }
+    }
+}
+
+/// What `Db` and `Snapshot` share: reads through a [`Source`] (the methods of
+/// `reader_methods!`).
+trait Reader {
+    /// The source to read, or `strata.ClosedError`.
+    fn source(&self, py: Python<'_>) -> PyResult<Source<'_>>;
+
+    /// The database's closed flag, which iterators check before every entry.
+    fn closed_flag(&self) -> &Arc<AtomicBool>;
+
+    fn get_bytes(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<strata::Value>> {
+        let source = self.source(py)?;
+        let key = bytes_arg(key, "key")?;
+        let key = key.as_slice();
+        release(py, || Ok(source.get(key)?))
+    }
+}
+
+/// A `#[pymethods]` block for `$class` (a [`Reader`]) with the reads `Db` and `Snapshot` share
+/// (`get`, `[]`, `in`, `multi_get`, `iterator`, `items`, `keys`, `values`), followed by the
+/// class's own methods. One block per class, because pyo3 takes one `#[pymethods]` block per
+/// class without its `multiple-pymethods` feature.
+macro_rules! reader_methods {
+    ($class:ident { $($own:tt)* }) => {
+        #[pymethods]
+        impl $class {
+            /// The value of ``key`` (as of the snapshot, for a snapshot), or ``default`` when it
+            /// is absent.
+            #[pyo3(signature = (key, default = None))]
+            fn get(
+                &self,
+                py: Python<'_>,
+                key: &Bound<'_, PyAny>,
+                default: Option<Py<PyAny>>,
+            ) -> PyResult<Py<PyAny>> {
+                match self.get_bytes(py, key)? {
+                    Some(value) => Ok(PyBytes::new(py, &value).into_any().unbind()),
+                    None => Ok(default.unwrap_or_else(|| py.None())),
+                }
+            }
+
+            fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+                match self.get_bytes(py, key)? {
+                    Some(value) => Ok(PyBytes::new(py, &value).into_any().unbind()),
+                    None => Err(PyKeyError::new_err(key.clone().unbind())),
+                }
+            }
+
+            fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+                Ok(self.get_bytes(py, key)?.is_some())
+            }
+
+            /// The values of ``keys`` in order, ``None`` for each absent one, read at one moment.
+            fn multi_get<'py>(
+                &self,
+                py: Python<'py>,
+                keys: &Bound<'py, PyAny>,
+            ) -> PyResult<Bound<'py, PyList>> {
+                let source = self.source(py)?;
+                let keys = keys_arg(keys)?;
+                let values = release(py, move || Ok(get_many(&source.frozen(), &keys)?))?;
+                values_list(py, values)
+            }
+
+            /// An iterator over a frozen view, as plyvel's: keys from ``start`` (included unless
+            /// ``include_start=False``) to ``stop`` (excluded unless ``include_stop=True``), only
+            /// those beginning with ``prefix``, in ascending order or descending with
+            /// ``reverse=True`` (which reads the range once, forward, and yields it backwards:
+            /// memory in proportion to the range). Yields ``(key, value)`` tuples, keys alone
+            /// with ``include_value=False`` or values alone with ``include_key=False``.
+            #[pyo3(signature = (*, start = None, stop = None, prefix = None, reverse = false, include_key = true, include_value = true, include_start = true, include_stop = false))]
+            #[allow(clippy::too_many_arguments)]
+            fn iterator(
+                &self,
+                py: Python<'_>,
+                start: Option<&Bound<'_, PyAny>>,
+                stop: Option<&Bound<'_, PyAny>>,
+                prefix: Option<&Bound<'_, PyAny>>,
+                reverse: bool,
+                include_key: bool,
+                include_value: bool,
+                include_start: bool,
+                include_stop: bool,
+            ) -> PyResult<Iterator> {
+                let source = self.source(py)?;
+                make_iterator(
+                    py,
+                    source,
+                    Arc::clone(self.closed_flag()),
+                    start,
+                    stop,
+                    include_start,
+                    include_stop,
+                    prefix,
+                    reverse,
+                    include_key,
+                    include_value,
+                )
+            }
+
+            /// ``(key, value)`` pairs in key order over a frozen view (``iterator()``'s bounds
+            /// apply).
+            #[pyo3(signature = (*, start = None, stop = None, prefix = None, reverse = false))]
+            fn items(
+                &self,
+                py: Python<'_>,
+                start: Option<&Bound<'_, PyAny>>,
+                stop: Option<&Bound<'_, PyAny>>,
+                prefix: Option<&Bound<'_, PyAny>>,
+                reverse: bool,
+            ) -> PyResult<Iterator> {
+                self.iterator(py, start, stop, prefix, reverse, true, true, true, false)
+            }
+
+            /// Keys in order over a frozen view (``iterator()``'s bounds apply).
+            #[pyo3(signature = (*, start = None, stop = None, prefix = None, reverse = false))]
+            fn keys(
+                &self,
+                py: Python<'_>,
+                start: Option<&Bound<'_, PyAny>>,
+                stop: Option<&Bound<'_, PyAny>>,
+                prefix: Option<&Bound<'_, PyAny>>,
+                reverse: bool,
+            ) -> PyResult<Iterator> {
+                self.iterator(py, start, stop, prefix, reverse, true, false, true, false)
+            }
+
+            /// Values in key order over a frozen view (``iterator()``'s bounds apply).
+            #[pyo3(signature = (*, start = None, stop = None, prefix = None, reverse = false))]
+            fn values(
+                &self,
+                py: Python<'_>,
+                start: Option<&Bound<'_, PyAny>>,
+                stop: Option<&Bound<'_, PyAny>>,
+                prefix: Option<&Bound<'_, PyAny>>,
+                reverse: bool,
+            ) -> PyResult<Iterator> {
+                self.iterator(py, start, stop, prefix, reverse, false, true, true, false)
+            }
+
+            fn __iter__(&self, py: Python<'_>) -> PyResult<Iterator> {
+                self.keys(py, None, None, None, false)
+            }
+
+            $($own)*
+        }
+    };
 }
 
 /// What an iterator yields per entry.
@@ -350,7 +506,7 @@ fn entry_object(py: Python<'_>, shape: Shape, key: &[u8], value: &[u8]) -> PyRes
     })
 }
 
-fn get_many(source: &Source, keys: &[Vec<u8>]) -> strata::Result<Vec<Option<strata::Value>>> {
+fn get_many(source: &Source<'_>, keys: &[Vec<u8>]) -> strata::Result<Vec<Option<strata::Value>>> {
     keys.iter().map(|key| source.get(key)).collect()
 }
 
@@ -377,7 +533,7 @@ fn keys_arg(keys: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
 #[allow(clippy::too_many_arguments)]
 fn make_iterator(
     py: Python<'_>,
-    source: Source,
+    source: Source<'_>,
     closed: Arc<AtomicBool>,
     start: Option<&Bound<'_, PyAny>>,
     stop: Option<&Bound<'_, PyAny>>,
@@ -641,16 +797,20 @@ impl Db {
             Ok(result?)
         })
     }
+}
 
-    fn get_bytes(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<strata::Value>> {
-        let key = bytes_arg(key, "key")?;
-        let key = key.as_slice();
-        release(py, || Ok(self.db.get(key)?))
+impl Reader for Db {
+    fn source(&self, _py: Python<'_>) -> PyResult<Source<'_>> {
+        // The engine answers a closed database's reads with `Error::Closed` itself.
+        Ok(Source::Db(&self.db))
+    }
+
+    fn closed_flag(&self) -> &Arc<AtomicBool> {
+        &self.closed
     }
 }
 
-#[pymethods]
-impl Db {
+reader_methods! { Db {
     #[new]
     #[pyo3(signature = (path, *, options_file = None, read_only = false, **options))]
     fn new(
@@ -672,31 +832,6 @@ impl Db {
             db,
             closed: Arc::new(AtomicBool::new(false)),
         })
-    }
-
-    /// The value of ``key``, or ``default`` when it is absent.
-    #[pyo3(signature = (key, default = None))]
-    fn get(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        default: Option<Py<PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        match self.get_bytes(py, key)? {
-            Some(value) => Ok(PyBytes::new(py, &value).into_any().unbind()),
-            None => Ok(default.unwrap_or_else(|| py.None())),
-        }
-    }
-
-    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        match self.get_bytes(py, key)? {
-            Some(value) => Ok(PyBytes::new(py, &value).into_any().unbind()),
-            None => Err(PyKeyError::new_err(key.clone().unbind())),
-        }
-    }
-
-    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(self.get_bytes(py, key)?.is_some())
     }
 
     fn __setitem__(
@@ -732,22 +867,6 @@ impl Db {
         self.write_one(py, key, None, sync)
     }
 
-    /// The values of ``keys`` in order, ``None`` for each absent one, read at one moment.
-    fn multi_get<'py>(
-        &self,
-        py: Python<'py>,
-        keys: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let keys = keys_arg(keys)?;
-        let db = self.db.clone();
-        let values = release(py, move || {
-            // One snapshot, so that the values are those of one moment.
-            let source = Source::Snapshot(Arc::new(db.snapshot()));
-            Ok(get_many(&source, &keys)?)
-        })?;
-        values_list(py, values)
-    }
-
     /// Applies ``batch`` (a ``strata.WriteBatch``) atomically. The batch is left as it was.
     #[pyo3(signature = (batch, *, sync = false))]
     fn write(&self, py: Python<'_>, batch: &WriteBatch, sync: bool) -> PyResult<()> {
@@ -778,84 +897,6 @@ impl Db {
             snapshot: RwLock::new(Some(Arc::new(snapshot))),
             closed: Arc::clone(&self.closed),
         })
-    }
-
-    /// An iterator over a frozen view, as plyvel's: keys from ``start`` (included unless
-    /// ``include_start=False``) to ``stop`` (excluded unless ``include_stop=True``), only those
-    /// beginning with ``prefix``, in ascending order or descending with ``reverse=True``
-    /// (which reads the range once, forward, and yields it backwards: memory in proportion to
-    /// the range). Yields ``(key, value)`` tuples, keys alone with ``include_value=False`` or
-    /// values alone with ``include_key=False``.
-    #[pyo3(signature = (*, start = None, stop = None, prefix = None, reverse = false, include_key = true, include_value = true, include_start = true, include_stop = false))]
-    #[allow(clippy::too_many_arguments)]
-    fn iterator(
-        &self,
-        py: Python<'_>,
-        start: Option<&Bound<'_, PyAny>>,
-        stop: Option<&Bound<'_, PyAny>>,
-        prefix: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-        include_key: bool,
-        include_value: bool,
-        include_start: bool,
-        include_stop: bool,
-    ) -> PyResult<Iterator> {
-        make_iterator(
-            py,
-            Source::Db(self.db.clone()),
-            Arc::clone(&self.closed),
-            start,
-            stop,
-            include_start,
-            include_stop,
-            prefix,
-            reverse,
-            include_key,
-            include_value,
-        )
-    }
-
-    /// ``(key, value)`` pairs in key order over a frozen view (``iterator()``'s bounds apply).
-    #[pyo3(signature = (*, start = None, stop = None, prefix = None, reverse = false))]
-    fn items(
-        &self,
-        py: Python<'_>,
-        start: Option<&Bound<'_, PyAny>>,
-        stop: Option<&Bound<'_, PyAny>>,
-        prefix: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<Iterator> {
-        self.iterator(py, start, stop, prefix, reverse, true, true, true, false)
-    }
-
-    /// Keys in order over a frozen view (``iterator()``'s bounds apply).
-    #[pyo3(signature = (*, start = None, stop = None, prefix = None, reverse = false))]
-    fn keys(
-        &self,
-        py: Python<'_>,
-        start: Option<&Bound<'_, PyAny>>,
-        stop: Option<&Bound<'_, PyAny>>,
-        prefix: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<Iterator> {
-        self.iterator(py, start, stop, prefix, reverse, true, false, true, false)
-    }
-
-    /// Values in key order over a frozen view (``iterator()``'s bounds apply).
-    #[pyo3(signature = (*, start = None, stop = None, prefix = None, reverse = false))]
-    fn values(
-        &self,
-        py: Python<'_>,
-        start: Option<&Bound<'_, PyAny>>,
-        stop: Option<&Bound<'_, PyAny>>,
-        prefix: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<Iterator> {
-        self.iterator(py, start, stop, prefix, reverse, false, true, true, false)
-    }
-
-    fn __iter__(&self, py: Python<'_>) -> PyResult<Iterator> {
-        self.keys(py, None, None, None, false)
     }
 
     /// Writes the memtables to table files; returns when they are durable.
@@ -954,7 +995,7 @@ impl Db {
             }
         )
     }
-}
+}}
 
 /// A frozen view of the database from ``Db.snapshot()``: reads see the database as it was when
 /// the snapshot was taken. A context manager; ``close()`` releases it (and lets compactions drop
@@ -965,8 +1006,8 @@ struct Snapshot {
     closed: Arc<AtomicBool>,
 }
 
-impl Snapshot {
-    fn source(&self, py: Python<'_>) -> PyResult<Source> {
+impl Reader for Snapshot {
+    fn source(&self, py: Python<'_>) -> PyResult<Source<'_>> {
         if self.closed.load(Ordering::Acquire) {
             return Err(closed_error(py, "the database under this snapshot"));
         }
@@ -976,123 +1017,12 @@ impl Snapshot {
         }
     }
 
-    fn get_bytes(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<strata::Value>> {
-        let source = self.source(py)?;
-        let key = bytes_arg(key, "key")?;
-        let key = key.as_slice();
-        release(py, || Ok(source.get(key)?))
+    fn closed_flag(&self) -> &Arc<AtomicBool> {
+        &self.closed
     }
 }
 
-#[pymethods]
-impl Snapshot {
-    /// The value of ``key`` as of the snapshot, or ``default``.
-    #[pyo3(signature = (key, default = None))]
-    fn get(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        default: Option<Py<PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        match self.get_bytes(py, key)? {
-            Some(value) => Ok(PyBytes::new(py, &value).into_any().unbind()),
-            None => Ok(default.unwrap_or_else(|| py.None())),
-        }
-    }
-
-    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        match self.get_bytes(py, key)? {
-            Some(value) => Ok(PyBytes::new(py, &value).into_any().unbind()),
-            None => Err(PyKeyError::new_err(key.clone().unbind())),
-        }
-    }
-
-    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(self.get_bytes(py, key)?.is_some())
-    }
-
-    /// The values of ``keys`` as of the snapshot, ``None`` for each absent one.
-    fn multi_get<'py>(
-        &self,
-        py: Python<'py>,
-        keys: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let source = self.source(py)?;
-        let keys = keys_arg(keys)?;
-        let values = release(py, move || Ok(get_many(&source, &keys)?))?;
-        values_list(py, values)
-    }
-
-    /// An iterator as of the snapshot, with ``Db.iterator()``'s arguments.
-    #[pyo3(signature = (*, start = None, stop = None, prefix = None, reverse = false, include_key = true, include_value = true, include_start = true, include_stop = false))]
-    #[allow(clippy::too_many_arguments)]
-    fn iterator(
-        &self,
-        py: Python<'_>,
-        start: Option<&Bound<'_, PyAny>>,
-        stop: Option<&Bound<'_, PyAny>>,
-        prefix: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-        include_key: bool,
-        include_value: bool,
-        include_start: bool,
-        include_stop: bool,
-    ) -> PyResult<Iterator> {
-        let source = self.source(py)?;
-        make_iterator(
-            py,
-            source,
-            Arc::clone(&self.closed),
-            start,
-            stop,
-            include_start,
-            include_stop,
-            prefix,
-            reverse,
-            include_key,
-            include_value,
-        )
-    }
-
-    /// ``(key, value)`` pairs as of the snapshot.
-    #[pyo3(signature = (*, start = None, stop = None, prefix = None, reverse = false))]
-    fn items(
-        &self,
-        py: Python<'_>,
-        start: Option<&Bound<'_, PyAny>>,
-        stop: Option<&Bound<'_, PyAny>>,
-        prefix: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<Iterator> {
-        self.iterator(py, start, stop, prefix, reverse, true, true, true, false)
-    }
-
-    /// Keys as of the snapshot.
-    #[pyo3(signature = (*, start = None, stop = None, prefix = None, reverse = false))]
-    fn keys(
-        &self,
-        py: Python<'_>,
-        start: Option<&Bound<'_, PyAny>>,
-        stop: Option<&Bound<'_, PyAny>>,
-        prefix: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<Iterator> {
-        self.iterator(py, start, stop, prefix, reverse, true, false, true, false)
-    }
-
-    /// Values as of the snapshot.
-    #[pyo3(signature = (*, start = None, stop = None, prefix = None, reverse = false))]
-    fn values(
-        &self,
-        py: Python<'_>,
-        start: Option<&Bound<'_, PyAny>>,
-        stop: Option<&Bound<'_, PyAny>>,
-        prefix: Option<&Bound<'_, PyAny>>,
-        reverse: bool,
-    ) -> PyResult<Iterator> {
-        self.iterator(py, start, stop, prefix, reverse, false, true, true, false)
-    }
-
+reader_methods! { Snapshot {
     /// Releases the snapshot; later reads raise ``strata.ClosedError``. Iterators already made
     /// from it hold their own frozen view and go on until closed or exhausted.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
@@ -1112,7 +1042,7 @@ impl Snapshot {
         self.close(py)?;
         Ok(false)
     }
-}
+}}
 
 /// Puts and deletes applied together, atomically, by ``Db.write(batch)`` (rocksdict's form) or,
 /// for a batch from ``Db.write_batch()``, when its ``with`` block ends without an exception
