@@ -8,9 +8,10 @@
 #
 # Needs the Rust toolchain and Python 3 with pip and venv, and redis-cli (Debian's redis-tools,
 # for the Rust tests of `strata serve`: installed with apt-get when missing and run as root);
-# installs maturin, pytest, hypothesis, dask[distributed], pandas, matplotlib and redis from the package registry into target/py-venv (kept
-# between runs, so only the first run downloads). The module is built with the `pytest` cargo
-# profile (the test profile's optimisation): release builds are for benchmarks.
+# installs maturin, pytest, hypothesis, dask[distributed], pandas, matplotlib and redis from the
+# package registry into target/py-venv (kept between runs, so only the first run downloads).
+# The module is built with the `pytest` cargo profile (the test profile's optimisation):
+# release builds are for benchmarks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,8 +45,9 @@ fi
     VIRTUAL_ENV="$PWD/../../$venv" PATH="$PWD/../../$venv/bin:$PATH" \
         maturin develop --quiet --profile pytest
 )
-# The redis-py tests start target/debug/strata serve (STRATA_BIN overrides it).
-cargo build -p strata-cli --bin strata
+# The redis-py tests start target/debug/strata serve (STRATA_BIN overrides it): built with the
+# test profile, which after `cargo test` is the binary the Rust tests ran (nothing to rebuild).
+cargo build --profile test -p strata-cli --bin strata
 # Panics the tests provoke on purpose print one line, not a backtrace.
 RUST_BACKTRACE=0 "$venv/bin/python" -m pytest crates/strata-py/tests crates/strata-server/tests/python \
     -q -p no:cacheprovider
