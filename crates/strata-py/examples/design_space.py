@@ -26,8 +26,14 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="design_space.png", help="PNG file to write")
     parser.add_argument("--num", type=int, default=200_000, help="keys loaded per point")
-    parser.add_argument("--reads", type=int, default=50_000, help="lookups per read phase")
-    parser.add_argument("--workers", type=int, default=2, help="Dask worker processes")
+    parser.add_argument("--reads", type=int, default=200_000, help="lookups per read phase")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="Dask worker processes (points on one machine share its cores and device: with "
+        "more than one, the throughput panel compares points that ran side by side)",
+    )
     parser.add_argument("--scheduler", default=None, help="a Dask scheduler address to use")
     parser.add_argument("--csv", default=None, help="also write the rows as CSV here")
     parser.add_argument("--tiny", action="store_true", help="a 2 x 2 grid of 2,000 keys")
