@@ -219,14 +219,17 @@ for r in table:
 print("(latencies in ms; medians of", runs, "runs; 16-byte keys, 100-byte values, 50 clients)")
 
 targets = []
-def target(name, ok):
-    targets.append({"target": name, "met": bool(ok)})
-    print(("MET     " if ok else "NOT MET ") + name)
-target("ops/s at least 0.5x Redis on every row", all(r["ratio_ops"] >= 0.5 for r in table))
+def target(name, checks):
+    # A target with no row measured (a CONFIGS subset) is reported as such, not as met.
+    checks = list(checks)
+    met = all(checks) if checks else None
+    targets.append({"target": name, "met": met})
+    print({True: "MET          ", False: "NOT MET      ", None: "NOT MEASURED "}[met] + name)
+target("ops/s at least 0.5x Redis on every row", (r["ratio_ops"] >= 0.5 for r in table))
 target("SET at least 1.0x with --sync everysec vs appendfsync everysec",
-       all(r["ratio_ops"] >= 1.0 for r in table if r["config"] == "everysec" and r["test"] == "SET"))
+       (r["ratio_ops"] >= 1.0 for r in table if r["config"] == "everysec" and r["test"] == "SET"))
 target("strata p99 at most 2 ms without pipelining",
-       all(r["strata"]["p99_ms"] <= 2.0 for r in table if r["pipeline"] == 1))
+       (r["strata"]["p99_ms"] <= 2.0 for r in table if r["pipeline"] == 1))
 json.dump({"rows": table, "targets": targets}, open(out_json, "w"), indent=2)
 print("wrote", out_json)
 EOF
