@@ -6,12 +6,12 @@
 #   scripts/test_all.sh            # both
 #   scripts/test_all.sh --python   # the Python suite only (still builds the module)
 #
-# Needs the Rust toolchain and Python 3 with pip and venv, and redis-cli (Debian's redis-tools,
-# for the Rust tests of `strata serve`: installed with apt-get when missing and run as root);
-# installs maturin, pytest, hypothesis, dask[distributed], pandas, matplotlib and redis from the
-# package registry into target/py-venv (kept between runs, so only the first run downloads).
-# The module is built with the `pytest` cargo profile (the test profile's optimisation):
-# release builds are for benchmarks.
+# Needs the Rust toolchain and Python 3 with pip and venv, redis-cli (Debian's redis-tools) and
+# nutcracker (twemproxy) for the Rust tests of `strata serve` (installed with apt-get when missing
+# and run as root); installs maturin, pytest, hypothesis, dask[distributed], pandas, matplotlib
+# and redis from the package registry into target/py-venv (kept between runs, so only the first
+# run downloads). The module is built with the `pytest` cargo profile (the test profile's
+# optimisation): release builds are for benchmarks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,12 +20,17 @@ if [[ "${1:-}" == "--python" ]]; then
     python_only=true
 fi
 
-if ! command -v redis-cli >/dev/null; then
+# The tests of `strata serve` need redis-cli (redis-tools) and nutcracker (twemproxy, for the
+# sharding test): install whichever is missing.
+missing=()
+command -v redis-cli >/dev/null || missing+=(redis-tools)
+command -v nutcracker >/dev/null || [[ -x /usr/sbin/nutcracker ]] || missing+=(nutcracker)
+if (( ${#missing[@]} )); then
     if [[ "$(id -u)" == 0 ]]; then
         apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-tools
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
     else
-        echo "test_all.sh: redis-cli is missing; install it with 'apt-get install -y redis-tools'" >&2
+        echo "test_all.sh: ${missing[*]} missing; install with 'apt-get install -y ${missing[*]}'" >&2
         exit 1
     fi
 fi
