@@ -259,6 +259,11 @@ struct ServeArgs {
     /// Most reply bytes buffered per connection before they are written.
     #[arg(long, default_value_t = 128 << 20)]
     max_reply_bytes: usize,
+    /// Redis Cluster mode: no slot is served until an administrator pushes the topology to every
+    /// node with `CLUSTERX SETNODEID` and `CLUSTERX SETNODES`; keys of other nodes' slots get
+    /// MOVED. The id and topology are kept in cluster-nodes.conf in the database directory.
+    #[arg(long)]
+    cluster_enabled: bool,
 }
 
 fn serve(args: &ServeArgs) -> CliResult<()> {
@@ -272,6 +277,7 @@ fn serve(args: &ServeArgs) -> CliResult<()> {
     config.max_request_bytes = args.max_request_bytes;
     config.max_pipeline = args.max_pipeline;
     config.max_reply_bytes = args.max_reply_bytes;
+    config.cluster_enabled = args.cluster_enabled;
     strata_server::serve(config).map_err(|error| match error {
         strata_server::ServeError::Engine(error) => CliError::Engine(error),
         strata_server::ServeError::Io { context, source } => CliError::io(context, source),

@@ -238,7 +238,11 @@ fn redis_cli_runs_every_command_and_gets_redis_errors() {
     assert_eq!(cli(&["CONFIG", "GET", "save"]), "save");
     assert_eq!(cli(&["CONFIG", "GET", "appendonly"]), "appendonly\nno");
     assert!(cli(&["CONFIG", "SET", "save", ""]).starts_with("ERR"));
-    assert_eq!(cli(&["COMMAND", "COUNT"]), "27");
+    assert_eq!(cli(&["COMMAND", "COUNT"]), "29");
+    // Without --cluster-enabled: CLUSTER KEYSLOT works, the rest says cluster mode is off.
+    assert_eq!(cli(&["CLUSTER", "KEYSLOT", "foo"]), "12182");
+    assert!(cli(&["CLUSTER", "INFO"]).contains("cluster support disabled"));
+    assert!(cli(&["INFO", "cluster"]).contains("cluster_enabled:0"));
     assert!(cli(&["COMMAND", "DOCS", "get"]).contains("summary"));
     assert!(cli(&["COMMAND"]).contains("mset"));
     assert!(cli(&["CLIENT", "ID"]).parse::<u64>().is_ok());

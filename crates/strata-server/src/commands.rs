@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use bytes::Bytes;
 use strata::{WriteBatch, MAX_VALUE_BYTES};
 
+use crate::cluster::{self, Route};
 use crate::node::Node;
 use crate::reply::Reply;
 use crate::session::{Action, Session};
@@ -213,6 +214,20 @@ pub(crate) const COMMANDS: &[Spec] = &[
         summary: "Handshakes: protocol version, AUTH, SETNAME.",
     },
     Spec {
+        name: "cluster",
+        arity: -2,
+        flags: &["loading", "stale"],
+        keys: (0, 0, 0),
+        summary: "Cluster mode: KEYSLOT, MYID, INFO, NODES, SLOTS, SHARDS, COUNTKEYSINSLOT.",
+    },
+    Spec {
+        name: "clusterx",
+        arity: -2,
+        flags: ADMIN,
+        keys: (0, 0, 0),
+        summary: "Cluster mode: SETNODES, SETNODEID, VERSION and MYID (the pushed topology).",
+    },
+    Spec {
         name: "shutdown",
         arity: -1,
         flags: ADMIN,
@@ -283,7 +298,14 @@ pub fn execute(node: &Node, session: &mut Session, args: Vec<Bytes>) -> (Option<
             Action::NeedInput,
         );
     }
+    if let Some(cluster) = &node.cluster {
+        if let Route::Refuse(reply) = cluster.route(keys_of(spec, &args)) {
+            return (Some(reply), Action::NeedInput);
+        }
+    }
     let reply = match spec.name {
+        "cluster" => cluster::cluster(node, &args[1..]),
+        "clusterx" => cluster::clusterx(node, &args[1..]),
         "get" => get(node, &args[1]),
         "set" => set(node, &args),
         "del" => del(node, &args[1..]),
@@ -343,6 +365,27 @@ pub fn execute(node: &Node, session: &mut Session, args: Vec<Bytes>) -> (Option<
         _ => unknown_command(first, &args[1..]),
     };
     (Some(reply), Action::NeedInput)
+}
+
+/// The keys of a command, by its spec's first key, last key and step.
+fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> impl Iterator<Item = &'a [u8]> + 'a {
+    let (first, last, step) = spec.keys;
+    let first = usize::try_from(first).unwrap_or(0);
+    let last = if last < 0 {
+        args.len().saturating_sub(last.unsigned_abs() as usize)
+    } else {
+        usize::try_from(last).unwrap_or(0)
+    };
+    let step = usize::try_from(step).unwrap_or(1).max(1);
+    let range = if first == 0 {
+        0..0
+    } else {
+        first..last.min(args.len().saturating_sub(1)) + 1
+    };
+    range
+        .step_by(step)
+        .filter_map(|i| args.get(i))
+        .map(|a| &a[..])
 }
 
 /// Redis's unknown-command error, saying Strata does not support the command.

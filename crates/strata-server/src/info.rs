@@ -25,7 +25,7 @@ pub(crate) fn dbsize(node: &Node) -> u64 {
 }
 
 /// `INFO [section ...]`: Redis's `key:value` lines under `# Section` headers. Sections: server,
-/// clients, memory, persistence, stats, keyspace and strata (the engine's statistics); no
+/// clients, memory, persistence, stats, keyspace, cluster and strata (the engine's statistics); no
 /// argument, `default`, `all` or `everything` gives them all.
 pub(crate) fn info(node: &Node, args: &[Bytes]) -> Reply {
     let all = [
@@ -35,6 +35,7 @@ pub(crate) fn info(node: &Node, args: &[Bytes]) -> Reply {
         "persistence",
         "stats",
         "keyspace",
+        "cluster",
         "strata",
     ];
     let wanted: Vec<String> = if args.is_empty() {
@@ -82,7 +83,15 @@ fn section_lines(node: &Node, stats: &strata::Stats, section: &str) -> Vec<(&'st
         "server" => vec![
             ("redis_version", REDIS_VERSION.to_string()),
             ("strata_version", env!("CARGO_PKG_VERSION").to_string()),
-            ("redis_mode", "standalone".to_string()),
+            (
+                "redis_mode",
+                if node.cluster.is_some() {
+                    "cluster"
+                } else {
+                    "standalone"
+                }
+                .to_string(),
+            ),
             ("os", std::env::consts::OS.to_string()),
             ("arch_bits", (usize::BITS).to_string()),
             ("process_id", std::process::id().to_string()),
@@ -90,6 +99,10 @@ fn section_lines(node: &Node, stats: &strata::Stats, section: &str) -> Vec<(&'st
             ("uptime_in_seconds", uptime.to_string()),
             ("uptime_in_days", (uptime / 86_400).to_string()),
         ],
+        "cluster" => vec![(
+            "cluster_enabled",
+            u8::from(node.cluster.is_some()).to_string(),
+        )],
         "clients" => vec![
             (
                 "connected_clients",
@@ -223,7 +236,10 @@ fn config_values(node: &Node) -> Vec<(&'static str, String)> {
             "client-query-buffer-limit",
             settings.limits.max_request_bytes.to_string(),
         ),
-        ("cluster-enabled", "no".to_string()),
+        (
+            "cluster-enabled",
+            if node.cluster.is_some() { "yes" } else { "no" }.to_string(),
+        ),
     ]
 }
 

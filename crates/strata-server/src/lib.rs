@@ -60,6 +60,7 @@
 #![deny(clippy::unwrap_used)]
 #![warn(missing_docs)]
 
+pub mod cluster;
 mod commands;
 pub mod frame;
 mod glob;
@@ -146,6 +147,9 @@ pub struct Config {
     pub max_reply_bytes: usize,
     /// How long a graceful shutdown waits for connections to finish their batch.
     pub shutdown_timeout: Duration,
+    /// Redis Cluster mode: key commands are checked against a topology that `CLUSTERX SETNODES`
+    /// pushes (see [`cluster`]).
+    pub cluster_enabled: bool,
 }
 
 impl Config {
@@ -163,6 +167,7 @@ impl Config {
             max_pipeline: 1024,
             max_reply_bytes: 128 << 20,
             shutdown_timeout: Duration::from_secs(30),
+            cluster_enabled: false,
         }
     }
 
@@ -270,6 +275,17 @@ pub fn serve(config: Config) -> Result<(), ServeError> {
         None => strata::Options::default(),
     };
     let db = strata::Db::open(&config.db, options)?;
+    let cluster = if config.cluster_enabled {
+        match cluster::Cluster::load(&config.db) {
+            Ok(cluster) => Some(cluster),
+            Err(message) => {
+                let _ = db.close();
+                return Err(ServeError::Config(format!("cluster state: {message}")));
+            }
+        }
+    } else {
+        None
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("strata-serve")
@@ -284,7 +300,11 @@ pub fn serve(config: Config) -> Result<(), ServeError> {
             .map_err(io_error("reading the bound address"))?;
         let mut settings = Settings::from_config(&config);
         settings.listen = local.to_string();
-        let node = Arc::new(Node::new(db.clone(), settings));
+        let mut node = Node::new(db.clone(), settings);
+        if let Some(cluster) = cluster {
+            node = node.with_cluster(cluster);
+        }
+        let node = Arc::new(node);
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "listening on {local}")
             .and_then(|()| stdout.flush())

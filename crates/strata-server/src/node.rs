@@ -10,6 +10,7 @@ use std::time::Instant;
 use parking_lot::{Mutex, MutexGuard};
 use strata::{Db, WriteOptions};
 
+use crate::cluster::Cluster;
 use crate::frame::FrameLimits;
 use crate::{Config, SyncMode};
 
@@ -83,6 +84,8 @@ pub struct Node {
     next_client_id: AtomicU64,
     pub(crate) counters: Counters,
     pub(crate) started: Instant,
+    /// The cluster state, in cluster mode.
+    pub(crate) cluster: Option<Cluster>,
 }
 
 impl std::fmt::Debug for Node {
@@ -106,7 +109,14 @@ impl Node {
             next_client_id: AtomicU64::new(1),
             counters: Counters::default(),
             started: Instant::now(),
+            cluster: None,
         }
+    }
+
+    /// A node in cluster mode, with `cluster`'s id and topology.
+    pub fn with_cluster(mut self, cluster: Cluster) -> Node {
+        self.cluster = Some(cluster);
+        self
     }
 
     /// The database.
