@@ -23,7 +23,9 @@
 //! markers not yet compacted away), FLUSHDB (deletes every key in batches of 1,000: not instant
 //! and not atomic), PING, ECHO, INFO (with a `strata` section of engine statistics), CONFIG GET,
 //! CONFIG RESETSTAT, COMMAND (COUNT, INFO, DOCS, LIST), CLIENT (ID, GETNAME, SETNAME, INFO,
-//! LIST, SETINFO), SELECT 0, HELLO, AUTH, QUIT and SHUTDOWN. Any other command is an
+//! LIST, SETINFO), SELECT 0, HELLO, AUTH, QUIT and SHUTDOWN; in cluster mode
+//! ([`Config::cluster_enabled`], see [`cluster`]) also CLUSTER and CLUSTERX, and every key command
+//! checks its keys' slots (MOVED, CROSSSLOT, CLUSTERDOWN). Any other command is an
 //! `ERR unknown command '...'` error saying Strata does not support it: nothing is silently
 //! ignored. Read-modify-write commands (INCR, APPEND, SET NX/XX/GET, GETDEL, DEL) and every
 //! write hold a lock on their key's stripe of a lock table, so commands on one key apply one
