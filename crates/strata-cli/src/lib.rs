@@ -143,13 +143,13 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
-        /// Open with access statistics (Merlin, SPEC §4). Estimates persist in the database's
+        /// Open with access statistics (Merlin, from the Mnemosyne paper). Estimates persist in the database's
         /// ACCESS file (saved after flushes and compactions and at close by a database that keeps
         /// them) and are restored on open only with statistics on; without this flag every
         /// estimate shows `-`.
         #[arg(long)]
         access_statistics: bool,
-        /// Filter allocator named in the header (SPEC §3).
+        /// Filter allocator named in the header.
         #[arg(long, value_enum, default_value = "elastic")]
         filter_policy: FilterAllocatorKind,
         /// The allocator's budget in bits per key.
@@ -215,14 +215,14 @@ enum Command {
     /// Listening on a non-loopback address needs --requirepass (protected mode).
     Serve(Box<ServeArgs>),
     /// Recommend a design (merge policy, size ratio, buffer/filter memory split) for a workload
-    /// from Monkey's cost models (SPEC §7), with the runners-up and their predicted costs.
+    /// from Monkey's cost models, with the runners-up and their predicted costs.
     Tune(Box<tune::TuneArgs>),
     /// Sweep one parameter (filter memory, size ratio, data size, entry size, workload mix)
-    /// through the cost models (SPEC §7) and draw the trade-off curves as SVG: uniform vs
+    /// through the cost models and draw the trade-off curves as SVG: uniform vs
     /// Monkey's filters, lookup vs update cost per policy, Garnering's levels, the tuner's best
     /// design per policy.
     Whatif(Box<whatif::WhatifArgs>),
-    /// Solve one round of EcoTune's dynamic program (SPEC §6) and print the schedule in the
+    /// Solve one round of EcoTune's dynamic program (the EcoTune paper) and print the schedule in the
     /// paper's Table 4 notation, its score, the event simulator's score and the solve time.
     Ecotune(Box<ecotune::EcotuneArgs>),
 }
