@@ -1,4 +1,4 @@
-//! `strata ecotune`: solves one round of EcoTune's dynamic program (SPEC §6, Algorithm 2;
+//! `strata ecotune`: solves one round of EcoTune's dynamic program (DESIGN.md §6, Algorithm 2;
 //! `strata::compaction::ecotune::dp`) and prints the schedule it chooses in the paper's Table 4
 //! notation (the main-level layout after each unit run's arrival), the merges, the score (queries
 //! served over the round, in the units of `T_w` times queries per unit time), the event

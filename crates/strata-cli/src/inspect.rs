@@ -1,7 +1,7 @@
 //! `strata inspect DB`: the tree file by file — levels, runs, each table's entries, bytes, filter
-//! bits per key and key range, and Merlin's access estimates (SPEC §4) beside the naive
+//! bits per key and key range, and Merlin's access estimates (DESIGN.md §4) beside the naive
 //! baseline's — under a header comparing the tree's average bits per key with the filter
-//! allocator's budget and cap (SPEC §3).
+//! allocator's budget and cap (DESIGN.md §3).
 //!
 //! The command opens the database read-only (`Db::open_read_only`), reads `Db::version()` and
 //! `Db::stats()`, and closes it. A read-only open writes nothing: the tree printed is the tree on
@@ -54,7 +54,7 @@ fn allocator(options: &InspectOptions) -> CliResult<Arc<dyn FilterAllocator>> {
     })?)
 }
 
-/// Merlin's or the naive baseline's estimate for one file (SPEC §4): `q` probes, `x` of them
+/// Merlin's or the naive baseline's estimate for one file (DESIGN.md §4): `q` probes, `x` of them
 /// found their key in the file, `z = q - x` zero-result probes.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct EstimateReport {

@@ -76,7 +76,7 @@ pub struct SimulateArgs {
     /// Size ratio `T` between adjacent levels.
     #[arg(long, default_value_t = 10.0)]
     pub size_ratio: f64,
-    /// Garnering's scaling factor `c` (SPEC §5.4).
+    /// Garnering's scaling factor `c` (DESIGN.md §5.4).
     #[arg(long, default_value_t = crate::policies::DEFAULT_GARNERING_C)]
     pub garnering_c: f64,
     /// Bytes of one entry (key, value and overhead).

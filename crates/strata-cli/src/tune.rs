@@ -1,5 +1,5 @@
 //! `strata tune`: the design Monkey's holistic tuner recommends for a data size, a workload, a
-//! device and a memory budget (`strata::model::tuner`, SPEC §7), with the runners-up and their
+//! device and a memory budget (`strata::model::tuner`, DESIGN.md §7), with the runners-up and their
 //! predicted costs.
 //!
 //! The data size, entry size, memory and workload mix can come from an existing database instead
@@ -529,7 +529,7 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
     }
     writeln!(
         out,
-        "filters: Monkey's allocation (recommended) or uniform (for comparison); every design costed on its own runs (SPEC §7): Monkey's model for leveling and tiering, Strata's per-run model (`strata::model::per_run`) for lazy leveling and Garnering"
+        "filters: Monkey's allocation (recommended) or uniform (for comparison); every design costed on its own runs (DESIGN.md §7): Monkey's model for leveling and tiering, Strata's per-run model (`strata::model::per_run`) for lazy leveling and Garnering"
     )
     .map_err(write_error)?;
     writeln!(
@@ -634,7 +634,7 @@ mod tests {
         assert_eq!(&value["candidates"][0], recommended);
         // The balanced default mix: lazy leveling (Strata's per-run model) is predicted best.
         assert_eq!(recommended["policy"], "lazy-leveling");
-        assert_eq!(recommended["model"], "strata per-run model (SPEC §7)");
+        assert_eq!(recommended["model"], "strata per-run model (DESIGN.md §7)");
         let candidates = value["candidates"].as_array().expect("candidates");
         let leveling = candidates
             .iter()
@@ -642,7 +642,7 @@ mod tests {
             .expect("leveling is a candidate");
         assert_eq!(
             leveling["model"],
-            "monkey, exact on the design's runs (SPEC §7)"
+            "monkey, exact on the design's runs (DESIGN.md §7)"
         );
         assert!(leveling.get("garnering_c").is_none());
         let garnering: Vec<f64> = candidates

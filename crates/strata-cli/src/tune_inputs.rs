@@ -10,7 +10,7 @@
 //! The device probe writes a file sequentially and syncs it (the cost of the pages a flush or a
 //! merge writes), reads it in order in 2 MiB direct reads (the cost of a page a merge reads with
 //! the engine's default compaction readahead), then reads random pages of it with direct I/O
-//! (the cost of a lookup's page read that misses every cache); SPEC §7's `Omega` is the mean
+//! (the cost of a lookup's page read that misses every cache); DESIGN.md §7's `Omega` is the mean
 //! random read, `phi` the write/read ratio, `rho` ([`Device::merge_read_cost_ratio`]) the
 //! in-order/random read ratio.
 //!
@@ -80,7 +80,7 @@ pub fn measure_database(path: &Path) -> CliResult<MeasuredDatabase> {
     })
 }
 
-/// The workload mix (proportions of operations, SPEC §7) the totals describe over a tree of
+/// The workload mix (proportions of operations, DESIGN.md §7) the totals describe over a tree of
 /// `entries` entries; `None` if they count no operation.
 pub fn workload_from_totals(totals: &WorkloadTotals, entries: u64) -> Option<Workload> {
     let operations = (totals.point_lookups + totals.seeks + totals.writes) as f64;

@@ -1,4 +1,4 @@
-//! `strata whatif`: one parameter of a design problem swept through the cost models (SPEC §7;
+//! `strata whatif`: one parameter of a design problem swept through the cost models (DESIGN.md §7;
 //! `strata::model`), printed as a table (or JSON) and drawn as two SVG panels:
 //!
 //! | `--sweep` | upper panel | lower panel |
@@ -620,7 +620,7 @@ pub fn run(args: &WhatifArgs, out: &mut dyn Write) -> CliResult<()> {
     }
     writeln!(
         out,
-        "sweep {} ({}); every design costed on its own runs (SPEC §7): Monkey's model for leveling and tiering, Strata's per-run model for lazy leveling and Garnering",
+        "sweep {} ({}); every design costed on its own runs (DESIGN.md §7): Monkey's model for leveling and tiering, Strata's per-run model for lazy leveling and Garnering",
         sweep_name(args.sweep),
         args.sweep.axis()
     )

@@ -111,7 +111,7 @@ fn merlin_accuracy_reports_every_checkpoint() {
         table.contains("merlin-accuracy (Mnemosyne Fig. 10)"),
         "{table}"
     );
-    assert!(table.contains("SPEC §4 target"), "{table}");
+    assert!(table.contains("DESIGN.md §4 target"), "{table}");
     assert_eq!(report["study"], "merlin-accuracy");
     let results = report["results"].as_array().expect("results");
     assert_eq!(results.len(), 4);

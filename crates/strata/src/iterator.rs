@@ -27,7 +27,7 @@ pub(crate) trait InternalIterator: Send {
     /// The first error met (an invalid iterator may have stopped because of it).
     fn status(&self) -> Result<()>;
     /// The table file the current entry comes from, where the iterator knows it (compaction
-    /// attributes each emitted entry to its source file, SPEC §4).
+    /// attributes each emitted entry to its source file, DESIGN.md §4).
     fn current_file_number(&self) -> Option<u64> {
         None
     }

@@ -90,7 +90,7 @@ pub struct Options {
     /// filter block when a lookup first probes it (so elastic filters' spare modules are never
     /// held), and from then on lookups read only data blocks from the device; the pinned bytes
     /// count in `Stats::total_memory_bytes`. Default `false`: filters compete for the block
-    /// cache (SPEC §1).
+    /// cache (DESIGN.md §1).
     pub pin_filter_and_index_blocks: bool,
     /// Read table files with O_DIRECT, bypassing the page cache, so that I/O counts are device
     /// reads. Default `false`.
@@ -107,19 +107,19 @@ pub struct Options {
     /// (`compaction::RunningCompactions`). Between 1 and 64; default 2 (chosen by measurement on
     /// a 2-core machine, docs/BENCHMARKS.md).
     pub max_background_compactions: usize,
-    /// Keep Merlin's per-file access statistics (SPEC §4: which files point lookups probe, and
+    /// Keep Merlin's per-file access statistics (DESIGN.md §4: which files point lookups probe, and
     /// whether they find their key there), readable through `FileMetadata::access_estimate`.
     /// Costs about 580 bytes per table file and a few atomic operations per lookup. Default
     /// `false`; always on when the filter allocator needs them (Mnemosyne+).
     pub access_statistics: bool,
     /// Record one point lookup in this many in the access statistics (1, the default, records
     /// every lookup of the recording thread). Higher values cut the statistics' cost on the
-    /// lookup path by that factor; estimates are rescaled to all lookups (SPEC §4).
+    /// lookup path by that factor; estimates are rescaled to all lookups (DESIGN.md §4).
     pub access_sample_every: u32,
-    /// Weight `r` of the recent window in Merlin's estimates (SPEC §4), in `[0, 1]`: the rest,
+    /// Weight `r` of the recent window in Merlin's estimates (DESIGN.md §4), in `[0, 1]`: the rest,
     /// `1 - r`, goes to the file's whole history. Higher values follow a change of workload
     /// sooner (a file whose lookups used to find their key and now miss is priced by its recent
-    /// misses), lower ones smooth a steady workload's noise. Default 0.75 (SPEC §4 leaves `r` to
+    /// misses), lower ones smooth a steady workload's noise. Default 0.75 (DESIGN.md §4 leaves `r` to
     /// Strata; chosen by measurement, docs/ARCHITECTURE.md).
     pub access_recent_weight: f64,
     /// Level-0 runs that trigger a level-0 compaction. Default 4.
@@ -135,7 +135,7 @@ pub struct Options {
     /// Skip the WAL (writes since the last flush are lost on a crash). Default `false`.
     pub disable_wal: bool,
     /// Decides each new file's filter bits per key, and which of its filter modules lookups
-    /// probe. Default [`Elastic::default`]: elastic filters (Strata's own allocation, SPEC
+    /// probe. Default [`Elastic::default`]: elastic filters (Strata's own allocation, DESIGN.md
     /// §3.5) with a budget of 10 bits per key in use, re-divided between files at every flush,
     /// compaction and refresh; three modules of 5 bits per key on disk per file at least. At 10
     /// bits per key they ran within the run-to-run noise of uniform filters' lookups per second
@@ -143,7 +143,7 @@ pub struct Options {
     /// key (docs/BENCHMARKS.md, "Elastic filters as the default"). [`Options::bits_per_key`]
     /// sets uniform filters instead.
     pub filter_allocator: Arc<dyn FilterAllocator>,
-    /// The family new filters are built in (SPEC §3.5 "Filter families"): Bloom only (the
+    /// The family new filters are built in (DESIGN.md §3.5 "Filter families"): Bloom only (the
     /// default), Ribbon only, or `FilterFamilies::Automatic` (Bloom for flushes and small
     /// filters, Ribbon for other compaction outputs). Files of both families mix in one tree;
     /// each filter block says which it is.
@@ -159,7 +159,7 @@ pub struct Options {
     /// The most bytes per second (read plus written) that filter rebuilds may take: when the
     /// filter allocator finds a file whose filter would avoid more device reads over the
     /// file's expected life, with more bits on disk, than rewriting it costs (elastic filters'
-    /// priced rebuild, SPEC §3.5), an idle compaction worker rewrites it, and the next rebuild
+    /// priced rebuild, DESIGN.md §3.5), an idle compaction worker rewrites it, and the next rebuild
     /// waits until this rate allows. 0 turns rebuilds off. Default 8 MiB/s. Allocators other
     /// than elastic filters never ask for one.
     pub filter_rebuild_bytes_per_sec: u64,

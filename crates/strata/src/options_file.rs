@@ -231,7 +231,7 @@ pub struct FilterSection {
     pub allocator: FilterAllocatorKind,
     /// The filter budget in bits per key.
     pub bits_per_key: f64,
-    /// Entries the tree is expected to hold: Monkey's prediction of the tree's shape (SPEC
+    /// Entries the tree is expected to hold: Monkey's prediction of the tree's shape (DESIGN.md
     /// §3.2). Required for `monkey`, refused for the others, which read the live tree.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_entries: Option<u64>,
@@ -239,7 +239,7 @@ pub struct FilterSection {
     /// `monkey`, refused for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buffer_entries: Option<u64>,
-    /// A cap in bytes on the filters in use besides the bits per key (SPEC §3.5). Elastic
+    /// A cap in bytes on the filters in use besides the bits per key (DESIGN.md §3.5). Elastic
     /// filters only; refused for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_bytes: Option<u64>,

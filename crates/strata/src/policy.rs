@@ -24,7 +24,7 @@ use crate::compaction::ecotune::{EcoTune, EcoTuneSettings};
 use crate::compaction::{CompactionPolicy, Garnering, LazyLeveling, Leveling, Moose, Tiering};
 use crate::error::{Error, Result};
 
-/// A compaction (merge) policy by name (SPEC §5).
+/// A compaction (merge) policy by name (DESIGN.md §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
@@ -37,13 +37,13 @@ pub enum CompactionKind {
     LevelingDynamic,
     /// Up to `T - 1` runs per level (`strata::compaction::Tiering`).
     Tiering,
-    /// Dostoevsky's lazy leveling (`strata::compaction::LazyLeveling`, SPEC §5.3): tiering on
+    /// Dostoevsky's lazy leveling (`strata::compaction::LazyLeveling`, DESIGN.md §5.3): tiering on
     /// every level but the last, which holds one run.
     LazyLeveling,
-    /// Autumn's Garnering (`strata::compaction::Garnering`, SPEC §5.4): leveling whose level
+    /// Autumn's Garnering (`strata::compaction::Garnering`, DESIGN.md §5.4): leveling whose level
     /// ratios grow toward the top, with delayed last-level compaction; `c` sets the growth.
     Garnering,
-    /// EcoTune (`strata::compaction::ecotune::EcoTune`, SPEC §6): a size-triggered top level with
+    /// EcoTune (`strata::compaction::ecotune::EcoTune`, DESIGN.md §6): a size-triggered top level with
     /// a full key index, a main level of runs merged on a dynamic program's schedule, and a last
     /// level of one run. Takes no size ratio.
     Ecotune,
@@ -53,7 +53,7 @@ pub enum CompactionKind {
     Moose,
 }
 
-/// Garnering's default scaling factor `c` (SPEC §5.4, the Autumn paper's recommendation).
+/// Garnering's default scaling factor `c` (DESIGN.md §5.4, the Autumn paper's recommendation).
 pub const DEFAULT_GARNERING_C: f64 = 0.8;
 
 /// What a compaction policy is built from besides its kind.
@@ -139,29 +139,29 @@ impl CompactionKind {
     }
 }
 
-/// A filter-allocation policy by name (SPEC §3).
+/// A filter-allocation policy by name (DESIGN.md §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum FilterAllocatorKind {
     /// The same bits per key for every file (what RocksDB, LevelDB, Pebble and fjall do).
     Uniform,
-    /// Monkey (SPEC §3.2): per-level bits per key solved once for the tree predicted from the
+    /// Monkey (DESIGN.md §3.2): per-level bits per key solved once for the tree predicted from the
     /// expected entries, the write buffer and the size ratio.
     Monkey,
-    /// Mnemosyne (SPEC §3.3): the budget re-solved over the tree's runs at every flush and
+    /// Mnemosyne (DESIGN.md §3.3): the budget re-solved over the tree's runs at every flush and
     /// compaction, pure solver, 20% budget guard.
     Mnemosyne,
-    /// Mnemosyne with the paper's minimum-1-bit solver variant and rounding (SPEC §2, §3.3).
+    /// Mnemosyne with the paper's minimum-1-bit solver variant and rounding (DESIGN.md §2, §3.3).
     MnemosyneMin1,
-    /// Mnemosyne+ (SPEC §3.4): per-file allocation from Merlin's access statistics (SPEC §4),
+    /// Mnemosyne+ (DESIGN.md §3.4): per-file allocation from Merlin's access statistics (DESIGN.md §4),
     /// with Strata's standby filters (filters in use chosen by value under the cap;
     /// `MnemosynePlus::with_standby_filters`). Runs with access statistics.
     MnemosynePlus,
-    /// Mnemosyne+ with SPEC §3.4's first-come budget guard instead of standby filters, for
+    /// Mnemosyne+ with DESIGN.md §3.4's first-come budget guard instead of standby filters, for
     /// comparison.
     MnemosynePlusFirstCome,
-    /// Elastic filters, Strata's own allocation (SPEC §3.5; `strata::alloc::elastic`): filters
+    /// Elastic filters, Strata's own allocation (DESIGN.md §3.5; `strata::alloc::elastic`): filters
     /// written as modules with more bits on disk than their share, the modules in use chosen
     /// again at every flush and compaction so the budget is a hard cap and spent in full.
     Elastic,
@@ -217,7 +217,7 @@ impl FilterAllocatorKind {
         }
     }
 
-    /// True if the allocator reads Merlin's access statistics (SPEC §4), which the engine then
+    /// True if the allocator reads Merlin's access statistics (DESIGN.md §4), which the engine then
     /// keeps (`Options::access_statistics` must be on).
     pub fn needs_access_statistics(self) -> bool {
         matches!(

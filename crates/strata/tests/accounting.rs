@@ -217,7 +217,7 @@ fn pinned_elastic_filters_hold_the_modules_in_use_not_the_spare_ones() {
     );
 }
 
-/// Pinned filter memory follows the allocation (SPEC §3.5's hard cap): with a budget in bytes
+/// Pinned filter memory follows the allocation (DESIGN.md §3.5's hard cap): with a budget in bytes
 /// that held both modules in use of one run, a second run of as many keys halves every file's
 /// share, and the flush that installs it lets the first run's reader go of the module it no
 /// longer uses, before any lookup reaches it. Switching the allocator to a smaller budget does

@@ -1,4 +1,4 @@
-//! EcoTune end to end (SPEC §6; `strata::compaction::ecotune`): a database under a stream of
+//! EcoTune end to end (DESIGN.md §6; `strata::compaction::ecotune`): a database under a stream of
 //! overwrites goes through several rounds, keeps the three-level shape, answers every read with
 //! the newest value, probes at most one top-level run per point lookup through the top-level
 //! index (none for an absent key), and keeps its rounds and its index across a reopen.

@@ -1,4 +1,4 @@
-//! End to end: elastic filters (SPEC §3.5, `strata::alloc::elastic`) keep the filters in use at
+//! End to end: elastic filters (DESIGN.md §3.5, `strata::alloc::elastic`) keep the filters in use at
 //! or under the budget at every moment of a write-heavy run with concurrent flushes and
 //! compactions, spend at least 0.95 of it once the tree has a last level, find every key, and
 //! resume after a restart with the same filters in use.
@@ -79,7 +79,7 @@ fn fill_measuring<T: Copy + PartialOrd>(db: &Db, metric: impl Fn(&Stats) -> T) -
     (least, most)
 }
 
-/// SPEC §3.5's cap and floor: the most in use at or under the budget, the least at 0.95 of it.
+/// DESIGN.md §3.5's cap and floor: the most in use at or under the budget, the least at 0.95 of it.
 fn assert_spent_within_budget(least: f64, most: f64, stats: &Stats) {
     assert!(
         most <= BUDGET + 1e-9,
@@ -248,7 +248,7 @@ fn a_budget_in_bytes_is_a_hard_cap_and_spent() {
     }
 }
 
-/// SPEC §3.5 "Rebuild, priced". Files keep only the modules they have in use when written
+/// DESIGN.md §3.5 "Rebuild, priced". Files keep only the modules they have in use when written
 /// (`with_disk_modules(1)`), then lookups of missing keys go to the lowest tenth of the key
 /// range only. With access statistics the allocator wants most of the budget on the files
 /// there, more than they hold: with rebuilds off nothing changes; with them on, an idle worker

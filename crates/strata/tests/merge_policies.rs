@@ -1,4 +1,4 @@
-//! Lazy leveling (SPEC §5.3) and Garnering (SPEC §5.4) through `Db`: four threads write, overwrite
+//! Lazy leveling (DESIGN.md §5.3) and Garnering (DESIGN.md §5.4) through `Db`: four threads write, overwrite
 //! and delete disjoint key sets while two compaction workers run; after the policy settles every
 //! key reads back, a scan matches the model, the tree has the policy's shape, and a reopen keeps
 //! all of it — for Garnering including the logical level count `L` in the manifest.
@@ -155,7 +155,7 @@ fn garnering_keeps_every_write_its_shape_and_its_level_count() {
     let level_count = decode_level_count(&state).expect("decodable state");
     assert!(level_count >= 3, "L grew with the data: L = {level_count}");
     assert_eq!(policy.level_count(&version), level_count);
-    // SPEC §5.4's formula assumes full levels; delayed increments grow L as levels fill, so the
+    // DESIGN.md §5.4's formula assumes full levels; delayed increments grow L as levels fill, so the
     // two agree within one level.
     let base = WRITE_BUFFER_BYTES as f64 * policy.size_ratio();
     let formula = garnering_level_count(

@@ -1,4 +1,4 @@
-//! End to end: Merlin's per-file access statistics (SPEC §4) through a real `Db` — recorded on
+//! End to end: Merlin's per-file access statistics (DESIGN.md §4) through a real `Db` — recorded on
 //! the lookup path, handed over at flush, inherited through compactions, persisted across a
 //! restart, and counted in the memory statistics.
 

@@ -1,4 +1,4 @@
-//! End to end: the Mnemosyne allocator (SPEC §3.3) holds the tree's average bits per key to its
+//! End to end: the Mnemosyne allocator (DESIGN.md §3.3) holds the tree's average bits per key to its
 //! cap at every moment of a write-heavy run with concurrent flushes and compactions, and gives
 //! the small, young runs more bits than the big, old ones.
 
@@ -68,7 +68,7 @@ fn the_average_never_exceeds_the_cap_under_leveling() {
     // in the guard; at their real size the average may exceed the cap (reported beside it).
     assert!(real >= effective - 1e-9);
     // Filters are built. (How much of the budget the final tree uses depends on when old,
-    // richly filtered files were compacted away: files are never re-filtered, SPEC §3.3.)
+    // richly filtered files were compacted away: files are never re-filtered, DESIGN.md §3.3.)
     assert!(stats.average_bits_per_key > 0.0, "{stats}");
 }
 

@@ -1,4 +1,4 @@
-//! End to end: Mnemosyne+ (SPEC §3.4) against uniform filters at the same budget through
+//! End to end: Mnemosyne+ (DESIGN.md §3.4) against uniform filters at the same budget through
 //! "lookups, then a write burst with no lookups, then lookups" — the sequence that made the paper's
 //! RocksDB fork read more data blocks than uniform filters — holding its cap throughout.
 //!
@@ -29,7 +29,7 @@ const TOLERANCE: f64 = 1.0;
 /// most per entry; no filter is rebuilt, so the bits stay where they were put. Beside a
 /// benchmark (three-run trees are more common on a loaded machine), 1 of 26 such trees read
 /// more than uniform filters (1.025x; median 0.882x), and 4 of 44 in a copy of this test
-/// (worst 1.028x); with SPEC's first-come guard instead of standby filters, 16 of 97 (worst
+/// (worst 1.028x); with Mnemosyne+'s first-come guard (DESIGN.md §3.4) instead of standby filters, 16 of 97 (worst
 /// 1.068x). On a quiet machine none of 12 (worst 0.910x), none of 21 beside two busy loops
 /// (worst 0.947x). The bound keeps that gap from growing; a filter rebuild for long-lived
 /// files would close it.

@@ -140,7 +140,7 @@ enum PolicySpec {
     },
 }
 
-/// The filter allocator of a run (every one Strata has, SPEC §3).
+/// The filter allocator of a run (every one Strata has, DESIGN.md §3).
 #[derive(Debug, Clone, Copy)]
 enum AllocatorSpec {
     Uniform,

@@ -1,4 +1,4 @@
-//! End to end: a `Db` with the Monkey(static) allocator (SPEC §3.2) gives every new file the bits
+//! End to end: a `Db` with the Monkey(static) allocator (DESIGN.md §3.2) gives every new file the bits
 //! per key of the level it is written to — `bpk_target` on level 0, the solved per-level value on
 //! levels 1 and 2 (more bits on the smaller level 1). A file that a compaction moves down without
 //! rewriting it (a trivial move) keeps the bits per key of the level it was written to.

@@ -1,4 +1,4 @@
-//! Ribbon filters end to end (`Options::filter_family`, SPEC §3.5 "Filter families"): a
+//! Ribbon filters end to end (`Options::filter_family`, DESIGN.md §3.5 "Filter families"): a
 //! database whose filters are Ribbon filters, or chosen per file (`FilterFamilies::Automatic`:
 //! Bloom for flushes, Ribbon for larger compaction outputs), finds every key, rejects absent
 //! ones through its filters, passes `strata::check`, and reads the same after a reopen; with

@@ -1,6 +1,6 @@
 //! Which existing key an operation targets: the key distributions of the benchmark's operation
 //! streams (`ops.rs`), as YCSB defines them (`site.ycsb.generator` in YCSB's core), plus a normal
-//! distribution over the key domain (the Mnemosyne paper's skewed workloads, SPEC §8).
+//! distribution over the key domain (the Mnemosyne paper's skewed workloads, DESIGN.md §8).
 //!
 //! A [`KeyChooser`] draws an index in `0..n` given an rng and the current number of keys `n`
 //! (keys `0..n` exist; `n` grows as a workload inserts). Everything expensive (zeta) is computed

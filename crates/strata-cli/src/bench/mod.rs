@@ -86,7 +86,7 @@ pub struct Variant {
     /// True when several budgets run, so labels name theirs.
     #[serde(skip)]
     pub label_bits_per_key: bool,
-    /// Garnering's `c` (SPEC §5.4) for a Garnering configuration, `None` for the other policies.
+    /// Garnering's `c` (DESIGN.md §5.4) for a Garnering configuration, `None` for the other policies.
     pub garnering_c: Option<f64>,
     /// True when several `c` run, so Garnering labels name theirs.
     #[serde(skip)]
@@ -240,7 +240,7 @@ pub struct BenchArgs {
     /// default Strata's own, 4 KiB).
     #[arg(long, value_parser = parse_bytes)]
     pub metadata_block_bytes: Option<u64>,
-    /// Keep Merlin's per-file access statistics (SPEC §4) in Strata whatever the filter policy
+    /// Keep Merlin's per-file access statistics (DESIGN.md §4) in Strata whatever the filter policy
     /// (Mnemosyne+ always keeps them): measures their overhead on the lookup path.
     #[arg(long)]
     pub access_statistics: bool,
@@ -249,7 +249,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1)]
     pub access_sample_every: u32,
     /// Weight of the recent window in Merlin's estimates, in [0, 1] (Strata's
-    /// `Options::access_recent_weight`, SPEC §4's `r`).
+    /// `Options::access_recent_weight`, DESIGN.md §4's `r`).
     #[arg(long, default_value_t = 0.75)]
     pub access_recent_weight: f64,
     /// Merge policies to run (a comma list compares them).
@@ -278,7 +278,7 @@ pub struct BenchArgs {
     /// Size ratio T of the compaction policy (a whole number for tiering and lazy leveling).
     #[arg(long, default_value_t = 10.0)]
     pub size_ratio: f64,
-    /// Garnering's scaling factor `c` (SPEC §5.4; `0 < c <= 1`, 1 is plain leveling); a comma
+    /// Garnering's scaling factor `c` (DESIGN.md §5.4; `0 < c <= 1`, 1 is plain leveling); a comma
     /// list runs Garnering once per `c`, alternating with the other configurations.
     #[arg(long, value_delimiter = ',', action = clap::ArgAction::Set, default_value = "0.8")]
     pub garnering_c: Vec<f64>,

@@ -14,7 +14,7 @@
 //!    (`Db::trace_lookup`) to get each file's exact `z_i` (probes that did not find the key);
 //! 3. per budget `b` and policy, rewrite every file's filter (`Db::rewrite_filters`) with
 //!    * uniform: `b` bits per key everywhere;
-//!    * monkey: the SPEC §2 solver with one item per sorted run, `z = 1` (Monkey's rule on the
+//!    * monkey: the DESIGN.md §2 solver with one item per sorted run, `z = 1` (Monkey's rule on the
 //!      actual shape); every file gets its run's bits;
 //!    * optimal: the same solver with one item per file weighted by the traced `z_i`;
 //!
@@ -25,7 +25,7 @@
 //! except the data blocks"), so every data block a lookup reads comes from the file and the
 //! engine counts each one that did not hold the key — including reads of files without a filter
 //! (the paper's reason for this metric over false positives). Filters above the budget are
-//! split into modules of `b` bits per key (SPEC §1), as the engine does for any file.
+//! split into modules of `b` bits per key (DESIGN.md §1), as the engine does for any file.
 //!
 //! The solver uses its default (pure) variant and the default FPR constant `ln2sq`; the
 //! "predicted" column is that model, `sum_i z_i * exp(-ln2sq * bpk_i) / lookups`, on the bits the
@@ -53,7 +53,7 @@ use crate::bench::parse_count;
 use crate::bench::workload::KeyFormat;
 use crate::error::{CliError, CliResult};
 
-/// `ln(2)^2`, the Bloom filter's FPR constant (SPEC §1).
+/// `ln(2)^2`, the Bloom filter's FPR constant (DESIGN.md §1).
 const LN2_SQUARED: f64 = std::f64::consts::LN_2 * std::f64::consts::LN_2;
 
 /// The paper's skewed headroom workload: "Normal distribution ... σ = 5.0" in KV-Bench's units,
@@ -435,7 +435,7 @@ pub(super) fn shape_signature(version: &Version) -> Vec<(Position, Vec<u8>, Vec<
 }
 
 /// Bits per key by file position for uniform (every file `budget`) or Monkey on the actual
-/// shape (SPEC §2, IdealMonkey: one solver item per run with `z = 1`; files take their run's).
+/// shape (DESIGN.md §2, IdealMonkey: one solver item per run with `z = 1`; files take their run's).
 fn shared_bits(
     version: &Version,
     policy: Policy,
@@ -474,7 +474,7 @@ fn shared_bits(
     Ok(bits)
 }
 
-/// The per-file optimum of Mnemosyne eq. 3 (SPEC §2 solver, one item per file weighted by the
+/// The per-file optimum of Mnemosyne eq. 3 (DESIGN.md §2 solver, one item per file weighted by the
 /// workload's exact `z_i`); files no lookup probed in vain get no filter.
 pub(super) fn optimal_bits(
     version: &Version,
@@ -486,7 +486,7 @@ pub(super) fn optimal_bits(
 
 /// [`optimal_bits`] with each file's `z_i` multiplied by `weight(position)` (the study's
 /// cache-weighted optimum: `z_i` times the share of the file's data-block reads that missed the
-/// cache), each bit priced by `fpr_constant` (SPEC §2's per-layout constant: the filter family's,
+/// cache), each bit priced by `fpr_constant` (DESIGN.md §2's per-layout constant: the filter family's,
 /// `FilterFamily::fpr_constant`).
 pub(super) fn optimal_bits_weighted(
     version: &Version,
@@ -578,7 +578,7 @@ fn measure(db: &Db, workload: &Workload, budget: f64, policy: Policy) -> CliResu
         let bits = file.bits_per_key();
         files_without_filter += usize::from(bits <= 0.0);
         if let Some(&position) = positions.get(&file.number()) {
-            // SPEC §1: eps = exp(-ln2sq * bpk); no filter (bpk 0) lets every probe through.
+            // DESIGN.md §1: eps = exp(-ln2sq * bpk); no filter (bpk 0) lets every probe through.
             predicted += workload.z_of(position) * (-LN2_SQUARED * bits).exp();
         }
     }

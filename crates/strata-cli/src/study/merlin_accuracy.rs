@@ -1,4 +1,4 @@
-//! `strata study merlin-accuracy` (Mnemosyne §5.2, Fig. 10; SPEC §4 "Accuracy check"): how
+//! `strata study merlin-accuracy` (Mnemosyne §5.2, Fig. 10; DESIGN.md §4 "Accuracy check"): how
 //! close Merlin's per-file zero-result estimates `z_i`, and the naive baseline's, are to the
 //! truth while a mixed workload runs.
 //!
@@ -9,7 +9,7 @@
 //! issued so far* with `Db::trace_lookups` against the current tree (memtables included; one
 //! frozen view, so background compactions cannot change it mid-replay): the number of replayed
 //! lookups that probe file `i` without finding their key is the true `z_i` — what `z_i` means
-//! for Merlin, "probes over the whole horizon since D = 0" (SPEC §4). Tracing records nothing,
+//! for Merlin, "probes over the whole horizon since D = 0" (DESIGN.md §4). Tracing records nothing,
 //! so the estimates are not disturbed. Then compare, over the live files of that tree, the vector
 //! of true `z_i` with `FileMetadata::access_estimate().z` (Merlin) and
 //! `naive_access_estimate().z` (plain counters since the file was written) by Euclidean distance
@@ -38,7 +38,7 @@ use crate::bench::parse_count;
 use crate::bench::workload::{random_value, KeyFormat};
 use crate::error::{CliError, CliResult};
 
-/// SPEC §4's target on the uniform workload: Merlin's cosine similarity at least this...
+/// DESIGN.md §4's target on the uniform workload: Merlin's cosine similarity at least this...
 const TARGET_COSINE: f64 = 0.9;
 /// ...and its Euclidean distance at most this fraction of the naive baseline's.
 const TARGET_DISTANCE_RATIO: f64 = 0.5;
@@ -363,7 +363,7 @@ fn print_table(
     )?;
     writeln!(
         out,
-        "SPEC §4 target (merlin cosine >= {TARGET_COSINE}, distance <= {TARGET_DISTANCE_RATIO} x \
+        "DESIGN.md §4 target (merlin cosine >= {TARGET_COSINE}, distance <= {TARGET_DISTANCE_RATIO} x \
          naive's) met at {met} of {} checkpoints",
         results.len()
     )?;

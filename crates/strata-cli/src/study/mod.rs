@@ -4,7 +4,7 @@
 //! * `headroom` (`headroom.rs`, Mnemosyne §3.2, Fig. 4): unnecessary data-block reads per lookup
 //!   of uniform filters, Monkey on the actual shape and the per-file optimum of eq. 3 fed the
 //!   exact per-file zero-result counts, on one static tree;
-//! * `merlin-accuracy` (`merlin_accuracy.rs`, Mnemosyne §5.2, Fig. 10; SPEC §4 "Accuracy
+//! * `merlin-accuracy` (`merlin_accuracy.rs`, Mnemosyne §5.2, Fig. 10; DESIGN.md §4 "Accuracy
 //!   check"): Euclidean distance and cosine similarity of Merlin's and the naive baseline's
 //!   per-file `z` estimates against the truth, at checkpoints of a mixed workload;
 //! * `regret` (`regret.rs`, issue 15): each filter allocator's unnecessary reads divided by the
@@ -163,7 +163,7 @@ impl Drop for ScratchDir {
 
 /// The filter bits per key in use (`Stats::effective_bits_per_key`) during a load, sampled every
 /// [`IN_USE_SAMPLE_PUTS`] puts: the most at any sample, and the least once the tree had a last
-/// level (two non-empty levels), where SPEC §3.5's floor of 0.95 of the budget applies.
+/// level (two non-empty levels), where DESIGN.md §3.5's floor of 0.95 of the budget applies.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 struct InUseRange {
     least: Option<f64>,

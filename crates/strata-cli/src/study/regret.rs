@@ -78,14 +78,14 @@ pub struct RegretArgs {
     /// running finished) instead of letting compactions settle it: issue 15's unsettled trees.
     #[arg(long)]
     pub no_settle: bool,
-    /// Record access statistics (Merlin, SPEC §4) while the policy's own filters answer the
+    /// Record access statistics (Merlin, DESIGN.md §4) while the policy's own filters answer the
     /// lookups, so that policies which re-divide the budget from live statistics (elastic
     /// filters, Mnemosyne+'s skips) learn the workload during the replay. Mnemosyne+ records
     /// them in any case.
     #[arg(long)]
     pub access_statistics: bool,
     /// Let the policy's filters be rebuilt (`Options::filter_rebuild_bytes_per_sec`, elastic
-    /// filters' priced rebuild, SPEC §3.5) at this many bytes per second while the lookups are
+    /// filters' priced rebuild, DESIGN.md §3.5) at this many bytes per second while the lookups are
     /// replayed as a warm-up, round after round, until a round brings no rebuild (at most
     /// 20 rounds); then the measured replay. 0 (the default): no rebuild, no warm-up.
     #[arg(long, default_value = "0", value_parser = crate::bench::parse_bytes)]
@@ -105,7 +105,7 @@ pub struct RegretArgs {
     pub elastic_disk_modules: Option<usize>,
     /// The filter family every filter is built in (`bloom` or `ribbon`; `Options::filter_family`):
     /// the policies', the optimum's and uniform filters' on the same tree. The optimum and the
-    /// predictions price a bit with the family's constant (SPEC §2, §3.5 "Filter families").
+    /// predictions price a bit with the family's constant (DESIGN.md §2, §3.5 "Filter families").
     #[arg(long, default_value = "bloom", value_parser = parse_one_family)]
     pub filter_family: FilterFamily,
     /// The allocators compared, comma-separated.
@@ -159,7 +159,7 @@ struct Row {
     warmup_rounds: u32,
     filter_rebuilds: u64,
     filter_rebuild_bytes: u64,
-    /// SPEC §1's model, `sum_i z_i * exp(-ln2sq * b_i) / lookups`, on the traced counts with
+    /// DESIGN.md §1's model, `sum_i z_i * exp(-ln2sq * b_i) / lookups`, on the traced counts with
     /// the bits in use of the policy and of the optimum.
     policy_predicted_per_lookup: f64,
     optimal_predicted_per_lookup: f64,
@@ -356,7 +356,7 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
         let version = db.version();
         let at = positions(&version);
         let lookups = workload.keys.len().max(1) as f64;
-        // SPEC §1's model of what the filters in use cost on the traced counts.
+        // DESIGN.md §1's model of what the filters in use cost on the traced counts.
         let policy_predicted = version
             .files()
             .map(|(_, run, file)| {

@@ -1,4 +1,4 @@
-//! How close an estimated vector of per-file statistics is to the true one (SPEC §4, "Accuracy
+//! How close an estimated vector of per-file statistics is to the true one (DESIGN.md §4, "Accuracy
 //! check"; Mnemosyne §5.2, Fig. 10): Euclidean distance (the absolute error) and cosine
 //! similarity (agreement in direction, blind to scale).
 

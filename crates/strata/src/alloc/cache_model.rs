@@ -1,4 +1,4 @@
-//! The block cache as filter allocation sees it (SPEC §3.5 "Cache-miss weight"): the chance
+//! The block cache as filter allocation sees it (DESIGN.md §3.5 "Cache-miss weight"): the chance
 //! that a false positive in a file costs a device read, predicted from what lookups measured.
 //!
 //! # Why a model, not the measured miss share
@@ -58,7 +58,7 @@ use crate::version::{FileMetadata, LookupCounts, ProbeTimes};
 /// order, and a false positive on a cached block still costs a cache lookup and a block search.
 /// Chosen, not derived: a level-0 file is reached by every lookup and a file of a 40-file run by
 /// a fortieth, so a floor near 0.01 kept a module in use in cached level-0 files; 0.001 read
-/// fewer blocks than 0.01 in both workloads of `scripts/issue15_cache_model.sh`
+/// fewer blocks than 0.01 in both workloads of `scripts/elastic_filters_with_cache.sh`
 /// (docs/BENCHMARKS.md, "Predicted cache misses").
 pub const MIN_MISS_CHANCE: f64 = 0.001;
 

@@ -1,4 +1,4 @@
-//! Elastic filters: Strata's own allocation (SPEC §3.5; not in the papers). The filter budget is
+//! Elastic filters: Strata's own allocation (DESIGN.md §3.5; not in the papers). The filter budget is
 //! a hard cap that is spent in full, re-divided between existing files at every flush and
 //! compaction without rewriting any of them.
 //!
@@ -12,7 +12,7 @@
 //!
 //! # How
 //!
-//! Every filter this allocator sizes is written as modules of `m` bits per key each (SPEC §1's
+//! Every filter this allocator sizes is written as modules of `m` bits per key each (DESIGN.md §1's
 //! modular layout, independent seeds, probed in order), with more modules on disk than the file's
 //! share of the budget: at least [`Elastic::with_disk_modules`] modules (default 3, so 1.5 times
 //! the budget with the default `m` of half the budget), more if the file's optimum needs more (at
@@ -25,7 +25,7 @@
 //!   without a filter included), and the modules in use never hold more;
 //! * modules are taken greedily by avoided false positives per bit: the next module of file `i`
 //!   is worth `w_i * (eps(b_before) - eps(b_before + m)) / (n_i * m)`, with
-//!   `eps(b) = exp(-ln2sq * b)` (SPEC §1); a module that does not fit ends that file's prefix
+//!   `eps(b) = exp(-ln2sq * b)` (DESIGN.md §1); a module that does not fit ends that file's prefix
 //!   (its later modules cost as much and avoid less). With the same module size for every
 //!   file, the marginal value of a file's modules falls along the prefix, so the greedy choice
 //!   is the optimum of the divided problem up to one module per file; when that one module
@@ -47,7 +47,7 @@
 //!   is what keeps a file with many bits from looking cold only because its few false
 //!   positives find its blocks cold.
 //! * `z_i` is the share of lookups that can reach file `i` and find nothing there. With access
-//!   statistics (Merlin, SPEC §4) it is the file's estimated zero-result probes `z_i`. Without
+//!   statistics (Merlin, DESIGN.md §4) it is the file's estimated zero-result probes `z_i`. Without
 //!   them, it is the empty probes per second the engine counts in every file on the lookup
 //!   path (`FileMetadata::lookup_counts`), once lookups have reached the file 32 times; before
 //!   that, the share of the tree's key range the file covers (`model::tree`'s key space) times
@@ -74,7 +74,7 @@
 //! A file with a partitioned filter (`table/partition.rs`) has one block per module and
 //! partition, so a module that does not fit whole is put in use in as many of its partitions as
 //! fit ([`ModulesInUse`]). Without that, a file holding most of a small tree's keys makes one
-//! module a large share of the budget, and the floor of SPEC §3.5 (0.95 of the budget) cannot be
+//! module a large share of the budget, and the floor of DESIGN.md §3.5 (0.95 of the budget) cannot be
 //! met: measured in `tests/elastic.rs`, 1.20 bits per key of a budget of 2 with whole modules,
 //! 1.96 with partitions. A job's outputs report their partitions before the allocation
 //! (`NewFile::filter_layout`).
@@ -93,7 +93,7 @@
 //! # Families
 //!
 //! Each file's bits are priced with its family's curve (`FilterFamily::false_positive_rate`,
-//! SPEC §3.5 "Filter families"), so Bloom and Ribbon files mix in one greedy choice.
+//! DESIGN.md §3.5 "Filter families"), so Bloom and Ribbon files mix in one greedy choice.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -289,7 +289,7 @@ impl Selection {
 struct Candidate {
     number: u64,
     entries: f64,
-    /// `w_i = z_i * c_i` (SPEC §3.5).
+    /// `w_i = z_i * c_i` (DESIGN.md §3.5).
     weight: f64,
     /// Bits per key of the file (opaque layouts) or of one module.
     module_bits: f64,
@@ -298,7 +298,7 @@ struct Candidate {
     /// Key-range partitions of the filter (1 unless partitioned): a module that does not fit
     /// whole can be put in use in some of them.
     partitions: u32,
-    /// The family whose false-positive curve prices the file's bits (SPEC §3.5 "Filter
+    /// The family whose false-positive curve prices the file's bits (DESIGN.md §3.5 "Filter
     /// families"), the file's own (a job's output reports the one its builder will use).
     family: FilterFamily,
 }
@@ -338,7 +338,7 @@ impl Ord for Next {
 }
 
 /// Avoided false positives per bit of module `index` of `candidate`, weighed by what they
-/// cost (SPEC §3.5).
+/// cost (DESIGN.md §3.5).
 fn value_per_bit(candidate: &Candidate, index: usize) -> f64 {
     let before = index as f64 * candidate.module_bits;
     let eps = |bits: f64| candidate.family.false_positive_rate(bits);
@@ -376,7 +376,7 @@ const REBUILD_CANDIDATES: usize = 8;
 /// partitions whose next module does not fit whole, while the modules of others took what it
 /// needed), the choice is made again with that file's next module taken first, for each of the
 /// [`SPEND_REPAIRS`] largest such modules, and the choice spending the most is kept, for up to
-/// [`SPEND_REPAIRS`] rounds: SPEC §3.5's floor of 0.95 of the budget is a target of the
+/// [`SPEND_REPAIRS`] rounds: DESIGN.md §3.5's floor of 0.95 of the budget is a target of the
 /// issue, not a result of the greedy. Measured without it (`strata bench --paced-fill --num
 /// 200000`, 2 bits per key): a tree of three level-0 files and one unpartitioned last-level
 /// file of 171,672 entries held 1.56 bits per key in use; with cached false positives priced
@@ -421,7 +421,7 @@ fn select(candidates: &[Candidate], budget_bits: f64) -> Vec<InUse> {
     best
 }
 
-/// The share of the budget below which [`select`] repairs the greedy choice (SPEC §3.5).
+/// The share of the budget below which [`select`] repairs the greedy choice (DESIGN.md §3.5).
 const SPEND_AT_LEAST: f64 = 0.95;
 
 /// Files and rounds [`select`]'s repair tries.
@@ -585,7 +585,7 @@ impl Default for Elastic {
 
 impl Elastic {
     /// Elastic filters with a budget of `bits_per_key_target` bits per key (finite, in
-    /// `0..=64`), modules of half the budget (at least 0.5 bit, SPEC §1's smallest module) and
+    /// `0..=64`), modules of half the budget (at least 0.5 bit, DESIGN.md §1's smallest module) and
     /// [`DEFAULT_DISK_MODULES`] modules on disk per file at least.
     pub fn new(bits_per_key_target: f64) -> Result<Self> {
         Ok(Self::with_valid_target(validated_target(
@@ -872,7 +872,7 @@ impl Elastic {
         self.generation.store(next, AtomicOrdering::Release);
     }
 
-    /// SPEC §3.5 "Rebuild, priced" (see [`FilterAllocator::filter_rebuild`]). A file is a
+    /// DESIGN.md §3.5 "Rebuild, priced" (see [`FilterAllocator::filter_rebuild`]). A file is a
     /// candidate when every module it has on disk is in use and it could hold more. For each
     /// of the [`REBUILD_CANDIDATES`] most promising, the greedy choice is made again as if the
     /// file had six modules on disk; if it would then use more than it has, the gain is the
@@ -1018,7 +1018,7 @@ enum Weights {
 }
 
 /// The weight of every file in one selection: its reach `z_i` times its predicted chance `c_i`
-/// that a false positive costs a device read (SPEC §3.5; `alloc::cache_model`).
+/// that a false positive costs a device read (DESIGN.md §3.5; `alloc::cache_model`).
 struct Weighing {
     reach: Weights,
     cache: CacheModel,
@@ -1027,7 +1027,7 @@ struct Weighing {
 }
 
 impl Weighing {
-    /// `w_i = z_i * c_i` (SPEC §3.5).
+    /// `w_i = z_i * c_i` (DESIGN.md §3.5).
     fn of_file(&self, file: &FileMetadata) -> f64 {
         self.reach.of_file(file) * self.false_positive_cost(file)
     }
@@ -1118,7 +1118,7 @@ impl FilterAllocator for Elastic {
         self.bits_per_key_target
     }
 
-    /// The budget itself: the modules in use never hold more (SPEC §3.5's hard cap).
+    /// The budget itself: the modules in use never hold more (DESIGN.md §3.5's hard cap).
     fn bits_per_key_cap(&self) -> Option<f64> {
         Some(self.bits_per_key_target)
     }

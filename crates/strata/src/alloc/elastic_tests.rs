@@ -721,7 +721,7 @@ fn a_budget_in_bytes_caps_the_filters_in_use() {
     assert!((14_000.0..=16_000.0).contains(&used), "{used}");
 }
 
-/// SPEC §3.5 "Filter families": a bit of a Ribbon filter avoids more false positives than a
+/// DESIGN.md §3.5 "Filter families": a bit of a Ribbon filter avoids more false positives than a
 /// bit of a Bloom filter, so with room for one module the greedy choice gives it to the Ribbon
 /// file of two otherwise equal files.
 #[test]

@@ -1,9 +1,9 @@
-//! `Mnemosyne` (SPEC §3.3): the filter budget re-divided over the tree's sorted runs at every
+//! `Mnemosyne` (DESIGN.md §3.3): the filter budget re-divided over the tree's sorted runs at every
 //! flush and compaction, with no knowledge of the workload.
 //!
 //! At each job the allocator takes the shape *after the job* (live runs minus the job's inputs,
 //! plus its outputs), gives every run weight `z = 1` (each sorted run is probed once by a
-//! zero-result lookup whose key is in its range), solves SPEC §2 with `M = bpk_target * sum(n)`,
+//! zero-result lookup whose key is in its range), solves DESIGN.md §2 with `M = bpk_target * sum(n)`,
 //! and hands the job's outputs their run's solved bits per key, then:
 //!
 //! 1. rounds (minimum-bpk-1 variant only; the pure form keeps the real value): below 0.5 becomes
@@ -25,7 +25,7 @@
 //! At query time a run whose most recently solved bits per key is 0 has its filters skipped, and
 //! the guard counts those files as 0 bits (their filter blocks are never loaded into the cache).
 //! A skipped file whose run later solves above 0 starts probing its filter again only if the
-//! cap has room for its bits once the job's outputs are served (Strata's rule: SPEC §3.3 is
+//! cap has room for its bits once the job's outputs are served (Strata's rule: DESIGN.md §3.3 is
 //! silent, and letting every such file back in unconditionally would take the average over the
 //! cap without any new file being written). Files come back in order of their run's solved bits
 //! per key, highest first; the others stay skipped until a later job finds room.
@@ -44,7 +44,7 @@ use super::{FilterAllocator, FilterJob, JobKind, NewFile, Uniform};
 use crate::error::{Error, Result};
 use crate::version::{FileMetadata, Version};
 
-/// How far the budget guard lets the tree's average bits per key exceed the budget (SPEC §3.3).
+/// How far the budget guard lets the tree's average bits per key exceed the budget (DESIGN.md §3.3).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Overuse {
     /// At most `bpk_target * (1 + f)` (the paper's 20%: `Fraction(0.2)`, the default).
@@ -93,10 +93,10 @@ pub(super) fn validated_target(bits_per_key_target: f64) -> Result<f64> {
     Ok(bits_per_key_target)
 }
 
-/// SPEC §3.3's budget guard over a job's outputs, in key order: each output gets its `wanted`
+/// DESIGN.md §3.3's budget guard over a job's outputs, in key order: each output gets its `wanted`
 /// bits per key (rounded), lowered so that `kept_bits` plus the bits given so far stay within
 /// `allowed_bits`, then rounded again. Rounding `[0.5, 1)` up to 1 may exceed the room: that is
-/// the overshoot SPEC §3.3 allows (reported, not hidden: `Stats::effective_bits_per_key`).
+/// the overshoot DESIGN.md §3.3 allows (reported, not hidden: `Stats::effective_bits_per_key`).
 /// Returns the bits per key given and adds their bits to `kept_bits`.
 pub(super) fn guard_outputs(
     variant: Variant,
@@ -182,7 +182,7 @@ struct Solved {
     skipped_files: HashSet<u64>,
 }
 
-/// Mnemosyne's per-run allocation (SPEC §3.3).
+/// Mnemosyne's per-run allocation (DESIGN.md §3.3).
 #[derive(Debug)]
 pub struct Mnemosyne {
     bits_per_key_target: f64,
@@ -216,7 +216,7 @@ impl Mnemosyne {
         Ok(self)
     }
 
-    /// Sets the solver variant (SPEC §2): [`Variant::Pure`] (default) or
+    /// Sets the solver variant (DESIGN.md §2): [`Variant::Pure`] (default) or
     /// [`Variant::MinimumBitsPerKeyOne`] (the paper's, with rounding).
     pub fn with_variant(mut self, variant: Variant) -> Self {
         self.variant = variant;
@@ -229,7 +229,7 @@ impl Mnemosyne {
     }
 }
 
-/// SPEC §3.3's rounding: with the minimum-bpk-1 variant, below 0.5 becomes 0 and `[0.5, 1)`
+/// DESIGN.md §3.3's rounding: with the minimum-bpk-1 variant, below 0.5 becomes 0 and `[0.5, 1)`
 /// becomes 1; the pure form keeps the real value.
 pub(super) fn round(variant: Variant, bits: f64) -> f64 {
     {
@@ -276,7 +276,7 @@ fn runs_after(tree: &Version, job: &FilterJob<'_>) -> Vec<RunAfter> {
     runs
 }
 
-/// SPEC §2's per-layout constant for a solve over the tree after `job`: the filters of the
+/// DESIGN.md §2's per-layout constant for a solve over the tree after `job`: the filters of the
 /// files that stay and of the job's outputs, by family ([`crate::alloc::fpr_constant_of`]).
 pub(super) fn fpr_constant_after(tree: &Version, job: &FilterJob<'_>) -> f64 {
     let staying = tree
@@ -395,7 +395,7 @@ impl FilterAllocator for Mnemosyne {
         file.bits_per_key() > 0.0 && self.solved.load().skipped_files.contains(&file.number())
     }
 
-    /// Re-solves over the recovered runs (SPEC §3.3: skip the filters of runs whose latest solved
+    /// Re-solves over the recovered runs (DESIGN.md §3.3: skip the filters of runs whose latest solved
     /// bits per key is 0), then holds the cap by skipping the filters worth the fewest avoided
     /// empty probes per bit: an empty lookup probes one file of every run, so a file's share of
     /// its run's `z = 1` is its share of the run's entries.
@@ -552,7 +552,7 @@ mod tests {
 
     #[test]
     fn ribbon_filters_are_solved_with_ribbons_constant() {
-        // The shape above with every filter, the new one's too, in Ribbon: SPEC §2's per-layout
+        // The shape above with every filter, the new one's too, in Ribbon: DESIGN.md §2's per-layout
         // constant is Ribbon's (`ln 2 / 1.058`), and the solve is the one with that constant.
         let mut shape = tree(&[
             (1, 5, 1, "a", "z", 4000),

@@ -1,10 +1,10 @@
-//! `Mnemosyne+` (SPEC §3.4): the filter budget re-divided over the tree's *files* at every flush
+//! `Mnemosyne+` (DESIGN.md §3.4): the filter budget re-divided over the tree's *files* at every flush
 //! and compaction, weighted by Merlin's per-file estimates of the empty lookups that probe them
-//! (SPEC §4).
+//! (DESIGN.md §4).
 //!
 //! At each job: one solver item per file of the tree after the job (live files minus the job's
 //! inputs, plus its outputs) with `n_i` entries and weight `z_i` (Merlin's estimate; a new file's
-//! is its inherited `q' - x'`); solve SPEC §2 with `M = bpk_target * sum(n)`; give each output its
+//! is its inherited `q' - x'`); solve DESIGN.md §2 with `M = bpk_target * sum(n)`; give each output its
 //! solved bits per key; round (minimum-bpk-1 variant only), guard, round again, as Mnemosyne does.
 //!
 //! * **Cold start** (from the paper's artifact): before any point lookup has been recorded the
@@ -24,7 +24,7 @@
 //! * **Standby filters** (Strata's rule, on by default; [`MnemosynePlus::with_standby_filters`]):
 //!   the filters in use are chosen by avoided reads per bit under the cap, not first come, first
 //!   served, and a file whose optimum is 0 still gets a (skipped) filter a later workload can use.
-//! * **Budget guard**: skipped files count 0 bits (SPEC §3.4): their filter blocks are never
+//! * **Budget guard**: skipped files count 0 bits (DESIGN.md §3.4): their filter blocks are never
 //!   loaded, so their memory goes to the files lookups do probe. The cap holds at every moment
 //!   because a skipped file only returns to probing through the guard (above), as in Mnemosyne.
 //!   The paper's fork re-enabled filters freely and ended 19-74% over its budget.
@@ -44,7 +44,7 @@ use super::{FilterAllocator, FilterJob, NewFile, Uniform};
 use crate::error::Result;
 use crate::version::{FileMetadata, Version};
 
-/// Mnemosyne+'s per-file, workload-aware allocation (SPEC §3.4).
+/// Mnemosyne+'s per-file, workload-aware allocation (DESIGN.md §3.4).
 #[derive(Debug)]
 pub struct MnemosynePlus {
     bits_per_key_target: f64,
@@ -74,8 +74,8 @@ impl MnemosynePlus {
         })
     }
 
-    /// Standby filters, Strata's extension (on by default since session 4; `false` gives SPEC
-    /// §3.4's first-come guard): the filters in use are chosen by value under the cap instead of
+    /// Standby filters, Strata's extension (on by default: it holds the cap without refusing a
+    /// valuable filter; `false` gives DESIGN.md §3.4's first-come guard): the filters in use are chosen by value under the cap instead of
     /// first come, first served.
     ///
     /// * A new file whose optimal bits per key is 0 gets a filter of Mnemosyne's bits for its
@@ -107,7 +107,7 @@ impl MnemosynePlus {
         Ok(self)
     }
 
-    /// Sets the solver variant (SPEC §2).
+    /// Sets the solver variant (DESIGN.md §2).
     pub fn with_variant(mut self, variant: Variant) -> Self {
         self.variant = variant;
         self
@@ -122,12 +122,12 @@ impl MnemosynePlus {
         f64::from_bits(self.constant.load(Ordering::Relaxed))
     }
 
-    /// Strata's rule, a departure from SPEC §3.4 (docs/ARCHITECTURE.md): if the tree after the
+    /// Strata's rule, a departure from DESIGN.md §3.4 (docs/ARCHITECTURE.md): if the tree after the
     /// job would hold fewer filter bits than the budget (`held` bits in the files that stay and
     /// probe their filters, plus what the outputs want), the outputs that lookups probe get the
     /// difference, divided among them by the same solve restricted to them.
     ///
-    /// Why: SPEC's solve prices every file of the tree, but only the job's outputs receive their
+    /// Why: the paper's solve prices every file of the tree, but only the job's outputs receive their
     /// share; the files that stay keep the bits they were given when *they* were written. When
     /// those are below today's optimum (the shape, or the estimates, moved since), the tree
     /// spends less than its budget and never gets it back, as no filter is rebuilt. Measured on
@@ -375,7 +375,7 @@ impl FilterAllocator for MnemosynePlus {
     /// scale of the estimates it is compared with (they grow with `D` and change as windows
     /// fill), and skips the filters of files whose optimal bits per key has dropped to 0. A
     /// refresh only ever adds files to the skipped set: a skipped file probes its filter again
-    /// only when a flush or compaction finds room for it under the cap (Strata's rule: SPEC
+    /// only when a flush or compaction finds room for it under the cap (Strata's rule: DESIGN.md
     /// §3.4 re-evaluates per probe, which cannot hold the cap once skipped files count 0).
     fn refresh(&self, tree: &Version) {
         if self.constant().is_nan() {
@@ -465,7 +465,7 @@ fn current_estimates(tree: &Version) -> Vec<(&Arc<FileMetadata>, f64)> {
 }
 
 impl MnemosynePlus {
-    /// Solves SPEC §2 over the files' estimates (priced by their families' constant) and
+    /// Solves DESIGN.md §2 over the files' estimates (priced by their families' constant) and
     /// records its `C` (the skip threshold).
     fn solve_constant(&self, estimates: &[(&Arc<FileMetadata>, f64)]) -> Option<Threshold> {
         let items = estimates
@@ -538,7 +538,7 @@ impl MnemosynePlus {
 }
 
 /// Empty probes a filter of `bits_per_key` avoids for a file probed `z` times by lookups that do
-/// not find their key there (SPEC §1's false-positive model).
+/// not find their key there (DESIGN.md §1's false-positive model).
 pub(super) fn avoided_reads(z: f64, bits_per_key: f64, family: crate::FilterFamily) -> f64 {
     z * (1.0 - family.false_positive_rate(bits_per_key))
 }
@@ -589,7 +589,7 @@ fn cheapest_to_free(
     (end, freed, lost)
 }
 
-/// True once a file's window holds `w` probes (SPEC §4), so its estimate rests on its own recent
+/// True once a file's window holds `w` probes (DESIGN.md §4), so its estimate rests on its own recent
 /// probes rather than on one or two of them or on what it inherited. Strata's rule: a refresh
 /// skips only such files. Between jobs a skipped filter's bits cannot go anywhere else, so a
 /// wrong skip only adds reads: with the window alone weighing in (`r = 1`), files probed a few
@@ -600,7 +600,7 @@ fn window_is_full(file: &FileMetadata) -> bool {
         .is_some_and(|handle| handle.file.window_len() >= crate::stats::merlin::WINDOW)
 }
 
-/// The skip test of one solve (SPEC §3.4): its `C` and its per-layout constant `c` (SPEC §2;
+/// The skip test of one solve (DESIGN.md §3.4): its `C` and its per-layout constant `c` (DESIGN.md §2;
 /// the filters' families, [`crate::alloc::fpr_constant_of`]).
 #[derive(Debug, Clone, Copy)]
 struct Threshold {
@@ -608,7 +608,7 @@ struct Threshold {
     fpr_constant: f64,
 }
 
-/// SPEC §3.4: a file's optimal bits per key is 0 when `z / n < exp(C + 0.5 c)` (no `C`, no skip).
+/// DESIGN.md §3.4: a file's optimal bits per key is 0 when `z / n < exp(C + 0.5 c)` (no `C`, no skip).
 fn optimal_is_zero(threshold: Threshold, entries: u64, z: f64) -> bool {
     !threshold.constant.is_nan()
         && entries > 0
@@ -741,7 +741,7 @@ mod tests {
         assert!(bits[0] <= 2.0 + 1e-9, "{bits:?}");
     }
 
-    /// Mnemosyne+ with SPEC §3.4's first-come guard instead of standby filters.
+    /// Mnemosyne+ with DESIGN.md §3.4's first-come guard instead of standby filters.
     fn first_come() -> MnemosynePlus {
         MnemosynePlus::new(2.0)
             .expect("valid")

@@ -1,4 +1,4 @@
-//! Filter-memory allocation (SPEC §3): how many bits per key each new table file's filter gets.
+//! Filter-memory allocation (DESIGN.md §3): how many bits per key each new table file's filter gets.
 //!
 //! The engine asks its [`FilterAllocator`] once per flush or compaction, when the job has written
 //! every output file's entries and is about to build their filters. The allocator sees the tree as
@@ -11,7 +11,7 @@
 //! The engine holds one install lock from the allocation until the job's version edit is
 //! installed, and every flush, compaction and trivial move installs under it. So the tree the
 //! allocator is shown is exactly the tree the job's outputs join (`tree - inputs + outputs`), and
-//! a budget guard computed on it (SPEC §3.3) holds after the install: no concurrent job can have
+//! a budget guard computed on it (DESIGN.md §3.3) holds after the install: no concurrent job can have
 //! sized its files against a different tree. (Strata's rule; the paper's RocksDB fork allocates per
 //! file against whatever version is current and ends 19-74% over its budget.)
 
@@ -35,7 +35,7 @@ use crate::stats::merlin::AccessEstimate;
 use crate::version::{FileMetadata, Version};
 
 /// The most bits per key a file's filter can hold when the allocator's budget (the module size,
-/// SPEC §1) is `bits_per_key_budget`: six modules, the last at most 64 bits per key. An allocation
+/// DESIGN.md §1) is `bits_per_key_budget`: six modules, the last at most 64 bits per key. An allocation
 /// above it (a solver's optimum for a tiny, hot file) builds this much; `FileMetadata::bits_per_key`
 /// records what was built.
 pub fn max_file_bits_per_key(bits_per_key_budget: f64) -> f64 {
@@ -43,7 +43,7 @@ pub fn max_file_bits_per_key(bits_per_key_budget: f64) -> f64 {
 }
 
 /// The bits per key a file's filter holds when the allocator answers `bits_per_key` and its
-/// budget (the module size, SPEC §1) is `bits_per_key_budget`: the sum of the modules the table
+/// budget (the module size, DESIGN.md §1) is `bits_per_key_budget`: the sum of the modules the table
 /// builder writes (0 for no filter; each module at most 64 bits per key). This is what
 /// `FileMetadata::bits_per_key` records; simulators that write no table use it to record the same.
 pub fn built_file_bits_per_key(bits_per_key: f64, bits_per_key_budget: f64) -> f64 {
@@ -54,11 +54,11 @@ pub fn built_file_bits_per_key(bits_per_key: f64, bits_per_key_budget: f64) -> f
     }
 }
 
-/// SPEC §2's per-layout constant for one solve over filters of these `(entries, family)`: the
+/// DESIGN.md §2's per-layout constant for one solve over filters of these `(entries, family)`: the
 /// entries-weighted mean of the families' constants ([`crate::FilterFamily::fpr_constant`]),
 /// `ln2sq` when there are no entries. Exact when every filter is of one family (`Options::
 /// filter_family` Bloom or Ribbon only); under `auto` (Bloom for flushes, Ribbon below) one
-/// constant for a mixed set is an approximation: the closed form of SPEC §2 has one `c`.
+/// constant for a mixed set is an approximation: the closed form of DESIGN.md §2 has one `c`.
 pub(crate) fn fpr_constant_of(
     filters: impl IntoIterator<Item = (u64, crate::FilterFamily)>,
 ) -> f64 {
@@ -76,7 +76,7 @@ pub(crate) fn fpr_constant_of(
     }
 }
 
-/// How much of a file's filter lookups probe (SPEC §3.5): the first `modules` modules of every
+/// How much of a file's filter lookups probe (DESIGN.md §3.5): the first `modules` modules of every
 /// filter partition, and one module more in the last `extra_partitions` partitions.
 ///
 /// # Why partitions
@@ -85,7 +85,7 @@ pub(crate) fn fpr_constant_of(
 /// per key-range partition. A module in use in only some partitions is read, cached and counted
 /// in the budget only there, so the allocator can spend a share of a module: with whole modules,
 /// a file holding most of a small tree's keys makes one module a large share of the budget, and
-/// the budget cannot be spent to SPEC §3.5's floor of 0.95. The extra module goes to the *last*
+/// the budget cannot be spent to DESIGN.md §3.5's floor of 0.95. The extra module goes to the *last*
 /// partitions because the last partition may be short (the builder cuts partitions at a size):
 /// counting every partition as an equal share then never under-counts the bits in use.
 ///
@@ -225,7 +225,7 @@ pub struct NewFile {
     /// Entries in the new file (the filter holds one hash per distinct user key).
     pub entries: u64,
     /// Merlin's estimate of the lookups that will probe the new file, from the statistics it
-    /// inherits (SPEC §4: an empty window reports the inherited `q'`, `x'`). `None` when the
+    /// inherits (DESIGN.md §4: an empty window reports the inherited `q'`, `x'`). `None` when the
     /// engine keeps no access statistics.
     pub access: Option<AccessEstimate>,
     /// The family its filter will be built in, and the key-range partitions it will have if its
@@ -236,7 +236,7 @@ pub struct NewFile {
     pub filter_layout: crate::FilterLayout,
 }
 
-/// What the engine measured that prices a filter rebuild (SPEC §3.5 "Rebuild, priced"): the
+/// What the engine measured that prices a filter rebuild (DESIGN.md §3.5 "Rebuild, priced"): the
 /// allocator weighs the device reads a bigger filter would avoid over the file's expected
 /// remaining life against the bytes the rebuild reads and writes, both in bytes of device time.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -257,7 +257,7 @@ pub struct RebuildPricing {
     pub read_cost_bytes: f64,
 }
 
-/// A file whose filter is worth rebuilding with more bits on disk (SPEC §3.5 "Rebuild,
+/// A file whose filter is worth rebuilding with more bits on disk (DESIGN.md §3.5 "Rebuild,
 /// priced"), as an allocator prices it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FilterRebuild {
@@ -284,7 +284,7 @@ impl FilterRebuild {
     }
 }
 
-/// Decides the bits per key of every new file's filter (SPEC §3).
+/// Decides the bits per key of every new file's filter (DESIGN.md §3).
 pub trait FilterAllocator: Send + Sync + Debug {
     /// A short name for reports (`uniform(10)`).
     fn name(&self) -> String;
@@ -293,13 +293,13 @@ pub trait FilterAllocator: Send + Sync + Debug {
     fn bits_per_key_budget(&self) -> f64;
 
     /// The filter budget in bytes, when one caps the filters in use besides the bits per key
-    /// (SPEC §3.5: `Options` takes the budget in bits per key and optionally in bytes; elastic
+    /// (DESIGN.md §3.5: `Options` takes the budget in bits per key and optionally in bytes; elastic
     /// filters honour it). `None` (the default): the bits per key alone.
     fn filter_budget_bytes(&self) -> Option<u64> {
         None
     }
 
-    /// The most the tree's average bits per key may reach (the budget guard's cap, SPEC §3.3),
+    /// The most the tree's average bits per key may reach (the budget guard's cap, DESIGN.md §3.3),
     /// or `None` if the policy does not guard its budget (Uniform spends exactly the budget;
     /// static Monkey spends whatever its prediction gives).
     fn bits_per_key_cap(&self) -> Option<f64> {
@@ -329,7 +329,7 @@ pub trait FilterAllocator: Send + Sync + Debug {
     /// How many of `file`'s filter modules lookups probe, in probe order:
     /// [`ModulesInUse::NONE`] skips the filter, [`ModulesInUse::ALL`] (the default unless
     /// [`FilterAllocator::skip_filter`]) probes them all. Called on the lookup path: must not
-    /// block. Elastic filters (SPEC §3.5) answer a prefix, which may be one module longer in some
+    /// block. Elastic filters (DESIGN.md §3.5) answer a prefix, which may be one module longer in some
     /// partitions of a partitioned filter.
     fn filter_modules_in_use(&self, run_id: u64, file: &FileMetadata) -> ModulesInUse {
         if self.skip_filter(run_id, file) {
@@ -350,7 +350,7 @@ pub trait FilterAllocator: Send + Sync + Debug {
         }
     }
 
-    /// Bits per key of one filter module (SPEC §1): the table builder splits a filter with more
+    /// Bits per key of one filter module (DESIGN.md §1): the table builder splits a filter with more
     /// bits per key than this into modules of this size. The default is the budget (the paper's
     /// modular filter).
     fn filter_module_bits_per_key(&self) -> f64 {
@@ -385,7 +385,7 @@ pub trait FilterAllocator: Send + Sync + Debug {
     fn restore(&self, _tree: &Version) {}
 
     /// The file whose filter most repays a rebuild with more bits on disk, priced by
-    /// `pricing` (SPEC §3.5 "Rebuild, priced"), or `None`. The engine asks when its compaction
+    /// `pricing` (DESIGN.md §3.5 "Rebuild, priced"), or `None`. The engine asks when its compaction
     /// workers are idle and its rebuild rate limit allows, and rewrites the file in place; the
     /// allocator then sizes the new file's filter as for any compaction output. Pure: no I/O,
     /// no state change. The default (every allocator but elastic filters) never rebuilds.
@@ -399,7 +399,7 @@ pub trait FilterAllocator: Send + Sync + Debug {
         false
     }
 
-    /// True if the policy needs per-file access statistics (Merlin, SPEC §4): the engine then
+    /// True if the policy needs per-file access statistics (Merlin, DESIGN.md §4): the engine then
     /// keeps them whatever `Options::access_statistics` says.
     fn needs_access_statistics(&self) -> bool {
         false

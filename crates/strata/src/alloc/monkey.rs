@@ -1,23 +1,23 @@
-//! `Monkey(static)` (SPEC §3.2): the baseline from the Monkey paper. Before loading, predict the
+//! `Monkey(static)` (DESIGN.md §3.2): the baseline from the Monkey paper. Before loading, predict the
 //! final tree from the configured number of entries, the write buffer and the size ratio `T`,
-//! solve SPEC §2 once over the predicted levels, and give every new file the bits per key of the
+//! solve DESIGN.md §2 once over the predicted levels, and give every new file the bits per key of the
 //! level it is written to.
 //!
-//! # The predicted shape (Strata's rule; SPEC §3.2 capacities, compared with SPEC §7)
+//! # The predicted shape (Strata's rule; DESIGN.md §3.2 capacities, compared with DESIGN.md §7)
 //!
 //! With `N = expected_entries`, `B = write_buffer_entries` and `T = size_ratio`, disk level
-//! `i >= 1` has capacity `C_i = floor(B * T^i)` entries (level 1 = `B * T`; SPEC §3.2). The
+//! `i >= 1` has capacity `C_i = floor(B * T^i)` entries (level 1 = `B * T`; DESIGN.md §3.2). The
 //! predicted tree has `L` levels, `L` the smallest `L >= 1` with `C_1 + ... + C_L >= N`. Levels
 //! `1..L-1` are full (`n_i = C_i`) and level `L` holds the remainder `N - (C_1 + ... + C_(L-1))`
 //! (between 1 and `C_L` entries), so the predicted levels hold exactly `N` entries. Without the
-//! floor, `sum_{i<=L} C_i >= N` is `T^L >= N (T-1) / (B T) + 1`, i.e. the same `L` as SPEC §7's
+//! floor, `sum_{i<=L} C_i >= N` is `T^L >= N (T-1) / (B T) + 1`, i.e. the same `L` as DESIGN.md §7's
 //! `L = max(1, ceil(log_T(N/B * (T-1)/T)))` except when `N (T-1) / (B T)` is exactly a power of
 //! `T` (then this rule needs one level more). The level sizes differ from §7's idealised
 //! `N (T-1)/T / T^(L-i)`: this rule fills the upper levels to capacity (what a tree grown
 //! top-down holds), §7 assumes a full tree whose last level is `T` times the one above.
 //!
 //! One solver item per predicted level: `n_i` entries, weight 1 (plain Monkey: every lookup is
-//! zero-result, `f0 = 1`), or SPEC §2's Monkey-general weights when a zero-result fraction
+//! zero-result, `f0 = 1`), or DESIGN.md §2's Monkey-general weights when a zero-result fraction
 //! `f0 < 1` is set: 1 above the last level and `f0` (leveling) or
 //! `g = 1 - (1 - f0) T / (2 (T - 1))` (tiering) on it. Under tiering each level is modelled as
 //! one item rather than `T - 1` runs: runs of one level share their bpk, and giving every level
@@ -30,7 +30,7 @@
 //!
 //! A file written to level 0 gets `bpk_target` (Monkey applies "to Level 1 and onward"); a file
 //! written to level `i` in `1..=L` gets the stored `bpk_i`; a file on a level deeper than `L`
-//! gets `bpk_target` (SPEC §3.2). The allocator looks only at the job's output level: whether the
+//! gets `bpk_target` (DESIGN.md §3.2). The allocator looks only at the job's output level: whether the
 //! tree grows top-down or bottom-up is the compaction policy's business (leveling with
 //! `dynamic_level_bytes` off or on), and both share this one list. That is the point of the
 //! baseline: when the real tree does not match the prediction, the filter memory is over-used
@@ -44,7 +44,7 @@ use super::{FilterAllocator, FilterJob, NewFile, Uniform};
 use crate::error::{Error, Result};
 use crate::version::Version;
 
-/// Monkey's static per-level allocation (SPEC §3.2), solved once at construction.
+/// Monkey's static per-level allocation (DESIGN.md §3.2), solved once at construction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Monkey {
     bits_per_key_target: f64,
@@ -116,7 +116,7 @@ impl Monkey {
         Ok(monkey)
     }
 
-    /// Monkey-general (SPEC §2; Monkey §4.4): a fraction `f0` of point lookups are zero-result,
+    /// Monkey-general (DESIGN.md §2; Monkey §4.4): a fraction `f0` of point lookups are zero-result,
     /// the rest find their key (worst case: on the last level). Default 1 (plain Monkey). Fails
     /// unless `0 <= f0 <= 1`.
     pub fn with_zero_result_fraction(mut self, zero_result_fraction: f64) -> Result<Self> {
@@ -131,7 +131,7 @@ impl Monkey {
     }
 
     /// Weights the last level for tiering (`true`) or leveling (`false`, the default); matters
-    /// only with a zero-result fraction below 1 (SPEC §2, Monkey-general).
+    /// only with a zero-result fraction below 1 (DESIGN.md §2, Monkey-general).
     pub fn with_tiering(mut self, tiering: bool) -> Result<Self> {
         self.tiering = tiering;
         self.solve()?;
@@ -157,7 +157,7 @@ impl Monkey {
             .unwrap_or(self.bits_per_key_target)
     }
 
-    /// Solves SPEC §2 once over the predicted levels with `M = bpk_target * N`.
+    /// Solves DESIGN.md §2 once over the predicted levels with `M = bpk_target * N`.
     fn solve(&mut self) -> Result<()> {
         let runs: Vec<RunShape> = self
             .level_entries

@@ -1,4 +1,4 @@
-//! The filter-memory allocation solver (SPEC §2; Mnemosyne §4.1, Theorem 4.1, Algorithm 1,
+//! The filter-memory allocation solver (DESIGN.md §2; Mnemosyne §4.1, Theorem 4.1, Algorithm 1,
 //! "sort-and-search").
 //!
 //! Given items (files or sorted runs), each with `n_i` entries and `z_i` expected zero-result
@@ -10,7 +10,7 @@
 //! subject to sum_i n_i * (-ln eps_i) / c <= M,   0 < eps_i <= 1
 //! ```
 //!
-//! with `eps_i = exp(-c * bpk_i)` (SPEC §1; `c = ln2sq` unless a constant fitted to the measured
+//! with `eps_i = exp(-c * bpk_i)` (DESIGN.md §1; `c = ln2sq` unless a constant fitted to the measured
 //! filter is given). The problem is convex; its solution (Theorem 4.1) keeps a filter on a set `S`
 //! that is a prefix of the items sorted by `z_i / n_i` descending, and gives every kept item
 //! `eps_i = (n_i / z_i) * exp(C)` for one constant `C` (eq. 4). [`Problem::solve`] finds `S` and
@@ -18,14 +18,14 @@
 //! solver, with other weights, is Monkey on the actual shape ([`monkey_items`]) and Monkey-general
 //! ([`monkey_general_items`]).
 //!
-//! This module is pure: no I/O, no engine types. The allocators of SPEC §3 build a [`Problem`]
+//! This module is pure: no I/O, no engine types. The allocators of DESIGN.md §3 build a [`Problem`]
 //! from the tree shape and read the answer from the [`Allocation`].
 
 use crate::error::{Error, Result};
 use crate::filter::bloom::LN2_SQUARED;
 
 /// `(ln 2)^2 ~= 0.4805`: the FPR constant `c` of an ideal Bloom filter with the optimal number of
-/// hash functions, `eps = exp(-c * bpk)` (SPEC §1). The default of [`Problem::fpr_constant`].
+/// hash functions, `eps = exp(-c * bpk)` (DESIGN.md §1). The default of [`Problem::fpr_constant`].
 pub const DEFAULT_FPR_CONSTANT: f64 = LN2_SQUARED;
 
 /// Smallest FPR constant accepted. A filter with `c = 0.01` needs 460 bits per key for a 1%
@@ -54,7 +54,7 @@ impl Item {
     }
 }
 
-/// Which items may keep a filter (SPEC §2).
+/// Which items may keep a filter (DESIGN.md §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Variant {
     /// The optimum of eq. 3: any real `bpk > 0` is allowed; an item is dropped (bpk 0) only if
@@ -114,7 +114,7 @@ impl Problem {
     }
 
     /// A problem whose budget is `bits_per_key` times the items' total entries:
-    /// `M = bpk_target * sum(n_i)` (SPEC notation). Fails like [`Problem::with_memory_bits`].
+    /// `M = bpk_target * sum(n_i)` (DESIGN.md §2 notation). Fails like [`Problem::with_memory_bits`].
     pub fn with_bits_per_key(items: Vec<Item>, bits_per_key: f64) -> Result<Self> {
         if !bits_per_key.is_finite() || bits_per_key < 0.0 {
             return Err(Error::InvalidArgument(format!(
@@ -125,7 +125,7 @@ impl Problem {
         Problem::with_memory_bits(items, memory_bits)
     }
 
-    /// Uses `c` in `eps = exp(-c * bpk)` instead of `ln2sq` (SPEC §1: a constant fitted to the
+    /// Uses `c` in `eps = exp(-c * bpk)` instead of `ln2sq` (DESIGN.md §1: a constant fitted to the
     /// measured FPR of the blocked layout). Must lie in
     /// [`MIN_FPR_CONSTANT`]`..=`[`MAX_FPR_CONSTANT`].
     pub fn fpr_constant(mut self, c: f64) -> Result<Self> {
@@ -164,7 +164,7 @@ impl Problem {
         }
     }
 
-    /// Solves the problem: Mnemosyne Algorithm 1, as SPEC §2 states it.
+    /// Solves the problem: Mnemosyne Algorithm 1, as DESIGN.md §2 states it.
     ///
     /// 1. If `M = 0`, every bpk is 0. Items with `z_i = 0` or `n_i = 0` get bpk 0 (a filter
     ///    would serve no zero-result lookup, or hold nothing); the rest are sorted by `z_i / n_i`
@@ -195,7 +195,7 @@ impl Problem {
     ///   and the tiny differences that decide whether it keeps a filter drown in its rounding.)
     ///
     /// Complexity `O(F log F)` for `F` items, dominated by the sort; `O(F)` scratch space. Well
-    /// under a millisecond for `F = 1,000` (SPEC §2 asks for that, and for under 10 ms at
+    /// under a millisecond for `F = 1,000` (DESIGN.md §2 asks for that, and for under 10 ms at
     /// `F = 10,000`).
     ///
     /// The pure form is the optimum of eq. 3 (the problem is convex and the result satisfies its
@@ -203,7 +203,7 @@ impl Problem {
     /// `z_i / n_i <= exp(C)`). The minimum-bpk-1 variant is not an optimum: removing an item
     /// whose bpk was in `(0, 1)` hands its memory to the others and lowers `C`, so with the final
     /// `C` a dropped item may have `z / n > exp(C + c)`, i.e. line 20 would now give it more than
-    /// 1 bit per key (SPEC §2's own 6-run example at 2 bits/key: the dropped last level would get
+    /// 1 bit per key (DESIGN.md §2's own 6-run example at 2 bits/key: the dropped last level would get
     /// 2.1 bits). What holds is the condition at the time of removal (`z_j / n_j <=
     /// exp(C_j + c)` with `C_j` the constant of the prefix ending at `j`). The variant can also
     /// cost slightly more than uniform allocation, even at `bpk_target >= 1`.
@@ -288,7 +288,7 @@ impl Problem {
         self.allocation(bits_per_key, Some(constant), kept)
     }
 
-    /// The reference the solver must never lose to (SPEC §3.1, uniform filters): every item gets
+    /// The reference the solver must never lose to (DESIGN.md §3.1, uniform filters): every item gets
     /// `bpk_target = M / sum(n_i)`, whatever its weight. Has no constant `C`.
     pub fn uniform(&self) -> Allocation {
         let bits_per_key_target = self.bits_per_key_target();
@@ -342,7 +342,7 @@ impl Allocation {
 
     /// The constant `C` of eq. 4 over the final set `S`: every kept item has
     /// `eps_i = (n_i / z_i) * exp(C)`. `None` when no item keeps a filter (no memory, no
-    /// weights, or the variant dropped everything) and for the uniform reference. SPEC §3.4's
+    /// weights, or the variant dropped everything) and for the uniform reference. DESIGN.md §3.4's
     /// skip test compares `z_i / n_i` with `exp(C + 0.5 * c)`.
     pub fn constant(&self) -> Option<f64> {
         self.constant
@@ -400,7 +400,7 @@ impl Allocation {
     }
 }
 
-/// Monkey on the actual shape (SPEC §2, "IdealMonkey"): one item per sorted run with weight 1,
+/// Monkey on the actual shape (DESIGN.md §2, "IdealMonkey"): one item per sorted run with weight 1,
 /// so that the solver makes every run's FPR proportional to its size — Monkey's rule.
 pub fn monkey_items(run_entries: &[u64]) -> Vec<Item> {
     run_entries
@@ -430,7 +430,7 @@ pub struct RunShape {
     pub entries: u64,
 }
 
-/// The weight of a last-level run under Monkey-general (SPEC §2; Monkey §4.4, eq. 13) when a
+/// The weight of a last-level run under Monkey-general (DESIGN.md §2; Monkey §4.4, eq. 13) when a
 /// fraction `zero_result_fraction` (`f0`) of point lookups find nothing and the rest target
 /// existing keys (worst case: on the last level).
 ///
@@ -461,13 +461,13 @@ pub fn monkey_general_last_level_weight(
                     "size ratio must be finite and >= 2, got {size_ratio}"
                 )));
             }
-            // g = 1 - (1 - f0) * T / (2 (T - 1)) [SPEC §2; Monkey §4.4]; in [f0, 1] for T >= 2.
+            // g = 1 - (1 - f0) * T / (2 (T - 1)) [DESIGN.md §2; Monkey §4.4]; in [f0, 1] for T >= 2.
             Ok(1.0 - (1.0 - f0) * size_ratio / (2.0 * (size_ratio - 1.0)))
         }
     }
 }
 
-/// Monkey-general items (SPEC §2): weight 1 for every run above the last level and
+/// Monkey-general items (DESIGN.md §2): weight 1 for every run above the last level and
 /// [`monkey_general_last_level_weight`] for every run on it (the largest `level` in `runs`).
 pub fn monkey_general_items(
     runs: &[RunShape],
@@ -525,7 +525,7 @@ mod tests {
 
     const C: f64 = DEFAULT_FPR_CONSTANT;
 
-    /// SPEC §2's 6-run tree: three level-0 runs of 36k entries, then runs of 145k, 580k, 1.17M.
+    /// DESIGN.md §2's 6-run tree: three level-0 runs of 36k entries, then runs of 145k, 580k, 1.17M.
     fn spec_six_runs() -> Vec<Item> {
         monkey_items(&[36_000, 36_000, 36_000, 145_000, 580_000, 1_170_000])
     }
@@ -680,7 +680,7 @@ mod tests {
             .collect()
     }
 
-    /// The third option SPEC §2 quotes: solve the pure form, raise every bpk in (0, 1) to 1 and
+    /// The third option DESIGN.md §2 quotes: solve the pure form, raise every bpk in (0, 1) to 1 and
     /// re-solve the others with what memory is left.
     fn pure_raised_to_one(items: &[Item], bits_per_key: f64) -> Vec<f64> {
         let (problem, pure) = solve(items, bits_per_key, Variant::Pure);
@@ -793,7 +793,7 @@ mod tests {
         }
     }
 
-    /// SPEC §7 "exact finite-L value": on the idealised leveled shape (level `i` of `L` holds
+    /// DESIGN.md §7 "exact finite-L value": on the idealised leveled shape (level `i` of `L` holds
     /// `N (T-1)/T / T^(L-i)` entries) with `z = 1` per run, the pure solver's cost is
     /// `exp(-(M / sum n) c) * exp(H)`, `H = -sum w_i ln w_i`, `w_i = n_i / sum n`.
     #[test]
@@ -832,8 +832,8 @@ mod tests {
         assert_eq!(checked, 5 * 7 * 5);
     }
 
-    /// SPEC §2 says the variant's dropped files satisfy `z/n <= exp(C + c)`. With the final `C`
-    /// they do not, on SPEC §2's own example: dropping the last level (bpk 0.87 < 1) gives its
+    /// DESIGN.md §2 says the variant's dropped files satisfy `z/n <= exp(C + c)`. With the final `C`
+    /// they do not, on DESIGN.md §2's own example: dropping the last level (bpk 0.87 < 1) gives its
     /// memory to the others and lowers `C`, after which line 20 would give that run 2.1 bits.
     /// What holds is the condition with the `C` of the prefix at the time of removal.
     #[test]
@@ -844,7 +844,7 @@ mod tests {
         let last = items[5];
         assert!(
             log_density(&last) > constant + C,
-            "SPEC's final-C condition fails"
+            "the final-C condition of DESIGN.md §2 fails"
         );
         let would_get = variant.bits_per_key_at(last.entries, last.weight);
         assert_eq!((would_get * 10.0).round(), 21.0, "{would_get}");

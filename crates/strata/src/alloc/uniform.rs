@@ -1,5 +1,5 @@
 //! `Uniform(bpk)`: every file gets the same bits per key — what RocksDB, LevelDB, Pebble and fjall
-//! do (SPEC §3.1), and the baseline every other allocator is measured against.
+//! do (DESIGN.md §3.1), and the baseline every other allocator is measured against.
 
 use super::{FilterAllocator, FilterJob, NewFile};
 use crate::error::{Error, Result};

@@ -2,7 +2,7 @@
 //!
 //! One byte-bounded cache (`quick_cache`, S3-FIFO eviction) holds data, index and filter blocks of
 //! every table, so under memory pressure filters compete with index and data blocks for the same
-//! bytes, as SPEC §1 requires. Keys are `(file number, block offset)`; file numbers are never
+//! bytes, as DESIGN.md §1 requires. Keys are `(file number, block offset)`; file numbers are never
 //! reused, so a deleted file's blocks just age out. The table cache keeps open table readers
 //! (file handle, footer, properties, pinned blocks), bounded by `max_open_files`.
 

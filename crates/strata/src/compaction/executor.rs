@@ -44,7 +44,7 @@ pub(crate) struct ExecutorContext<'a> {
     pub(crate) tables: &'a Arc<TableCache>,
     pub(crate) versions: &'a VersionSet,
     pub(crate) observer: &'a dyn AccessObserver,
-    /// Merlin (SPEC §4), when the engine keeps access statistics.
+    /// Merlin (DESIGN.md §4), when the engine keeps access statistics.
     pub(crate) merlin: Option<&'a Arc<Merlin>>,
     pub(crate) block_bytes: usize,
     pub(crate) restart_interval: usize,
@@ -53,7 +53,7 @@ pub(crate) struct ExecutorContext<'a> {
     pub(crate) target_file_bytes: u64,
     /// Read-ahead window over each input file (`Options::compaction_readahead_bytes`).
     pub(crate) readahead_bytes: usize,
-    /// Bits per key of one filter module (the allocator's budget, SPEC §1).
+    /// Bits per key of one filter module (the allocator's budget, DESIGN.md §1).
     pub(crate) filter_module_bits: f64,
     /// When outputs get a partitioned index and filter (`Options::partition_metadata_above_bytes`).
     pub(crate) metadata_partitioning: MetadataPartitioning,
@@ -202,18 +202,18 @@ fn output_is_bottom(
 pub(crate) struct PendingTable {
     pub(crate) number: u64,
     pub(crate) builder: TableBuilder,
-    /// The access statistics the file starts with (SPEC §4: flush hand-over or compaction
+    /// The access statistics the file starts with (DESIGN.md §4: flush hand-over or compaction
     /// inheritance), when the engine keeps them.
     pub(crate) inherited: Option<Inherited>,
 }
 
-/// Which inputs of a merge are *upper* for Merlin's inheritance (SPEC §4): a lookup that probed
+/// Which inputs of a merge are *upper* for Merlin's inheritance (DESIGN.md §4): a lookup that probed
 /// an upper input and missed went on to an older input, so only its hits carry over. Returns,
 /// per resolved input run, true if upper.
 ///
 /// * Inputs on the output level (leveling's target files) are lower; everything else is upper.
 /// * If every input is on the output level (a same-level merge), the oldest run is lower.
-/// * If no input is on the output level: runs of level 0 are all upper (SPEC: "level-0 files
+/// * If no input is on the output level: runs of level 0 are all upper (DESIGN.md §4: "level-0 files
 ///   compacting into level 1 are all upper"); several runs of one deeper level (a tiering merge)
 ///   have their oldest run lower.
 fn upper_inputs(job: &CompactionJob, inputs: &[ResolvedRun]) -> Vec<bool> {
@@ -400,7 +400,7 @@ pub(crate) fn run_compaction(
     let mut merged = MergingIterator::new(children);
     merged.seek_to_first();
 
-    // Merlin's inheritance (SPEC §4), carried through the merge entry by entry.
+    // Merlin's inheritance (DESIGN.md §4), carried through the merge entry by entry.
     let mut inheritance = context.merlin.map(|merlin| {
         let view = merlin.view();
         let upper = upper_inputs(job, &inputs);
@@ -471,7 +471,7 @@ pub(crate) fn run_compaction(
                 let mut builder =
                     TableBuilder::new(path, file, context.block_bytes, context.restart_interval);
                 builder.set_index_restart_interval(context.index_restart_interval);
-                // Filters above the budget are split into modules of the budget's size (SPEC §1).
+                // Filters above the budget are split into modules of the budget's size (DESIGN.md §1).
                 builder.set_filter_module_bits(context.filter_module_bits);
                 builder.set_metadata_partitioning(context.metadata_partitioning);
                 builder.set_filter_families(context.filter_family, false);

@@ -1,4 +1,4 @@
-//! Garnering (SPEC §5.4, the Autumn paper): leveling whose capacities depend on the current
+//! Garnering (DESIGN.md §5.4, the Autumn paper): leveling whose capacities depend on the current
 //! logical number of disk levels `L`. Level `i` (1..=L) holds up to
 //! `C_i = base * T^(i-1) / c^((2L-1-i) * i / 2)` bytes [Autumn eq. 5], so adjacent levels differ
 //! by `C_i / C_(i-1) = T / c^(L-i)` [eq. 4]: `T` between the last two levels, more toward level 1,
@@ -142,7 +142,7 @@ impl Garnering {
 
 /// Capacity in bytes of every level (index = level; 0 for level 0 and levels below `L`) when the
 /// tree has `level_count` disk levels: `C_i = base * T^(i-1) / c^((2L-1-i) * i / 2)` for
-/// `i` in 1..=L [Autumn eq. 5, SPEC §5.4]. The exponent `(2L-1-i)*i` is always even.
+/// `i` in 1..=L [Autumn eq. 5, DESIGN.md §5.4]. The exponent `(2L-1-i)*i` is always even.
 pub fn garnering_capacities(
     base: f64,
     size_ratio: f64,
@@ -164,7 +164,7 @@ pub fn garnering_capacities(
 }
 
 /// Number of disk levels Garnering needs for `data` (entries or bytes, in the unit of `base`):
-/// the exact solution of `sum C_i >= N` (SPEC §5.4, not the paper's O() bound eq. 6). With
+/// the exact solution of `sum C_i >= N` (DESIGN.md §5.4, not the paper's O() bound eq. 6). With
 /// `a = ln(1/c)` and `X = ln(N * (T-1) / base)`,
 /// `L = ceil( ( -(ln T - a/2) + sqrt( (ln T - a/2)^2 + 2*a*X ) ) / a )`, and `ceil(X / ln T)` at
 /// `c = 1`. At least 1; 1 for meaningless input (non-positive or non-finite numbers).
@@ -312,7 +312,7 @@ mod tests {
 
     #[test]
     fn level_count_matches_the_spec_check_values() {
-        // SPEC §5.4 / Autumn §4: base 256 MB, T = 5, 87 GB -> 5, 4, 3 levels.
+        // DESIGN.md §5.4 / Autumn §4: base 256 MB, T = 5, 87 GB -> 5, 4, 3 levels.
         let count = |c| garnering_level_count(87.0 * GIB, 256.0 * MIB, 5.0, c);
         assert_eq!(count(1.0), 5);
         assert_eq!(count(0.8), 4);

@@ -1,4 +1,4 @@
-//! Lazy leveling (SPEC §5.3, Dostoevsky): tiering on every level but the last, one run on the
+//! Lazy leveling (DESIGN.md §5.3, Dostoevsky): tiering on every level but the last, one run on the
 //! last. An upper level holds up to `T - 1` runs; when the `T`-th arrives, all its runs merge into
 //! one new run of the next level (whole runs, no partial compaction). A merge into the last level
 //! takes the last level's run with it, so the last level stays one run. Level 0 merges on

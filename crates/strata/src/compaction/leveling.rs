@@ -1,4 +1,4 @@
-//! Leveling (SPEC §5.1): one sorted run per disk level, level `i` holding up to
+//! Leveling (DESIGN.md §5.1): one sorted run per disk level, level `i` holding up to
 //! `base * T^(i-1)` bytes. Level 0 (flushed runs, tiered) is merged into the base level when it
 //! has `level0_compaction_trigger` runs. An over-full level compacts *one file* — the one whose
 //! key range overlaps the fewest bytes of the next level relative to its own size (RocksDB's
@@ -256,7 +256,7 @@ fn merge_within_level0(
 }
 
 /// The sizes a leveled policy gives its levels, from which [`pick_leveled`] decides. Leveling
-/// and Garnering (SPEC §5.4, leveling with other capacities) share the picking rules through it.
+/// and Garnering (DESIGN.md §5.4, leveling with other capacities) share the picking rules through it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LeveledShape<'a> {
     /// Capacity in bytes of every level (index = level; 0 for level 0). A level between

@@ -1,4 +1,4 @@
-//! Compaction: *what* to merge is decided by a [`CompactionPolicy`] (one file per policy, SPEC §5),
+//! Compaction: *what* to merge is decided by a [`CompactionPolicy`] (one file per policy, DESIGN.md §5),
 //! *how* is the executor's job (`executor.rs`: a k-way merge that keeps every version a live
 //! snapshot can see and drops tombstones only where nothing older lies below).
 //!
@@ -56,12 +56,12 @@ pub struct CompactionContext {
     pub level0_slowdown_writes_trigger: usize,
     /// Level-0 runs at which writes stop (`Options::level0_stop_writes_trigger`).
     pub level0_stop_writes_trigger: usize,
-    /// Rates the engine measured (EcoTune's `T_w` and `T_c`, SPEC §6); unknown in tests and
+    /// Rates the engine measured (EcoTune's `T_w` and `T_c`, DESIGN.md §6); unknown in tests and
     /// simulators unless they set them.
     pub rates: MeasuredRates,
 }
 
-/// Rates the engine measures for policies that time their work (EcoTune, SPEC §6): how fast
+/// Rates the engine measures for policies that time their work (EcoTune, DESIGN.md §6): how fast
 /// flushed bytes arrive and how fast a compaction worker writes. Each is a moving average over
 /// recent flushes and jobs; `None` until one has been seen.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -182,7 +182,7 @@ impl RunningCompactions {
     /// file with one of them, or writes to a level one of them writes to. One pair may share an
     /// output level: a job that starts a new run there and a job that rewrites runs of that level
     /// in place (its output joins one of its own input runs, EcoTune's main-level merges,
-    /// SPEC §6). The new run takes a fresh id, newer than every run; the rewrite keeps an
+    /// DESIGN.md §6). The new run takes a fresh id, newer than every run; the rewrite keeps an
     /// existing one; whichever installs first, recency order holds.
     pub fn conflict(&self, job: &CompactionJob) -> Option<String> {
         if job.is_state_only() {
@@ -296,7 +296,7 @@ impl CompactionJob {
     }
 }
 
-/// Decides the next compaction from the tree's shape (SPEC §5).
+/// Decides the next compaction from the tree's shape (DESIGN.md §5).
 pub trait CompactionPolicy: Send + Sync + Debug {
     /// A short name for reports (`leveling(T=10)`).
     fn name(&self) -> String;
@@ -323,7 +323,7 @@ pub trait CompactionPolicy: Send + Sync + Debug {
     }
 
     /// True if the engine should keep a full in-memory index of level 0's keys (key to run), so a
-    /// point lookup probes at most one level-0 run (EcoTune's top level, SPEC §6, whose runs
+    /// point lookup probes at most one level-0 run (EcoTune's top level, DESIGN.md §6, whose runs
     /// are never merged among themselves).
     fn indexes_top_level(&self) -> bool {
         false

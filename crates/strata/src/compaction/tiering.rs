@@ -1,4 +1,4 @@
-//! Tiering (SPEC §5.2): up to `T - 1` sorted runs per level; when the `T`-th run arrives, all
+//! Tiering (DESIGN.md §5.2): up to `T - 1` sorted runs per level; when the `T`-th run arrives, all
 //! runs of the level are merged into one new run of the next level (whole runs, no partial
 //! compaction). Level 0 merges on `level0_compaction_trigger` runs instead. The last level merges
 //! its runs in place.

@@ -1,4 +1,4 @@
-//! Persistence of Merlin's access statistics (SPEC §4) across restarts: the `ACCESS` file.
+//! Persistence of Merlin's access statistics (DESIGN.md §4) across restarts: the `ACCESS` file.
 //!
 //! Bits per key need nothing here: every file's bits per key is in its manifest record and in its
 //! own properties block. The statistics (the global lookup counter, and per live file its window,

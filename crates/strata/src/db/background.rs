@@ -56,7 +56,7 @@ pub(crate) fn write_level0_entries(
         options.block_restart_interval,
     );
     builder.set_index_restart_interval(options.index_block_restart_interval);
-    // Filters above the budget are split into modules of the budget's size (SPEC §1).
+    // Filters above the budget are split into modules of the budget's size (DESIGN.md §1).
     builder.set_filter_module_bits(filter_module_bits);
     builder.set_metadata_partitioning(options.metadata_partitioning());
     builder.set_filter_families(options.filter_family, true);
@@ -64,7 +64,7 @@ pub(crate) fn write_level0_entries(
     // A flush is never bottommost (RocksDB's `GetCompressionFlush`): level 0's choice.
     builder.set_compression(options.compression.for_output(0, false));
     mem.for_each_entry(|key, value| builder.add(key, value))?;
-    // Merlin's flush hand-over (SPEC §4): the memtable's probes, scaled to the whole horizon.
+    // Merlin's flush hand-over (DESIGN.md §4): the memtable's probes, scaled to the whole horizon.
     let inherited = merlin.map(|merlin| mem.access.hand_over(merlin.lookups(), merlin.recorded()));
     Ok(Some((
         PendingTable {
@@ -430,7 +430,7 @@ impl DbInner {
     /// Lets every open pinned reader of `version` go of the filter blocks `allocator` no longer
     /// has in use (`TableCache::trim_pinned_filters`): after a flush, a compaction, a refresh or
     /// a switch moved the allocation, the pinned filter memory follows the modules in use, in
-    /// files no lookup reaches too, so it stays within the budget (SPEC §3.5's hard cap). One
+    /// files no lookup reaches too, so it stays within the budget (DESIGN.md §3.5's hard cap). One
     /// pass over the files, no I/O (a reader whose choice did not move costs one load); nothing
     /// to do when no metadata is pinned.
     pub(super) fn release_unused_pinned_filters(
@@ -588,7 +588,7 @@ impl DbInner {
             index_restart_interval: self.options.index_block_restart_interval,
             target_file_bytes,
             readahead_bytes: self.options.compaction_readahead_bytes,
-            // Filters above the budget are split into modules of the budget's size (SPEC §1).
+            // Filters above the budget are split into modules of the budget's size (DESIGN.md §1).
             filter_module_bits: self.filter_allocator().filter_module_bits_per_key(),
             metadata_partitioning: self.options.metadata_partitioning(),
             filter_family: self.options.filter_family,

@@ -1,4 +1,4 @@
-//! The priced background rebuild of filters (SPEC §3.5 "Rebuild, priced"; Strata's own rule, not
+//! The priced background rebuild of filters (DESIGN.md §3.5 "Rebuild, priced"; Strata's own rule, not
 //! in the papers).
 //!
 //! Elastic filters (`alloc/elastic.rs`) move bits between the modules files already have on
@@ -27,7 +27,7 @@ use crate::version::Version;
 /// How often an idle compaction worker prices a rebuild.
 pub(crate) const CHECK_EVERY: Duration = Duration::from_secs(1);
 
-/// The longest remaining life credited to a file when nothing is being written (SPEC §3.5: the
+/// The longest remaining life credited to a file when nothing is being written (DESIGN.md §3.5: the
 /// gain is counted over the file's expected life; without writes no compaction replaces it, but
 /// ten minutes of the lookups seen so far is as far as the price trusts them).
 pub(crate) const HORIZON_SECS: f64 = 600.0;

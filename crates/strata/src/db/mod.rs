@@ -241,7 +241,7 @@ pub(crate) struct DbInner {
     /// Held for the whole of `close`, so that a second `close` returns only once the first has
     /// finished (threads joined, WAL synced, directory lock released).
     pub(crate) close_lock: Mutex<()>,
-    /// Merlin's per-file access statistics and global lookup counter `D` (SPEC §4), when kept.
+    /// Merlin's per-file access statistics and global lookup counter `D` (DESIGN.md §4), when kept.
     pub(crate) merlin: Option<Arc<Merlin>>,
     /// When access statistics were last saved (`db::access_file`).
     pub(crate) access_saved_at: Mutex<Option<std::time::Instant>>,
@@ -335,7 +335,7 @@ impl Db {
         self.inner.read_only
     }
 
-    /// Opens with an access observer (per-file statistics, SPEC §4).
+    /// Opens with an access observer (per-file statistics, DESIGN.md §4).
     pub(crate) fn open_with_observer(
         path: &Path,
         options: Options,

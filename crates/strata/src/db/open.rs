@@ -121,7 +121,7 @@ fn wal_numbers_and_highest_file_number(names: &[String]) -> (Vec<u64>, u64) {
     (wal_numbers, highest_number)
 }
 
-/// Merlin (SPEC §4): restored from the last snapshot in the `ACCESS` file if there is a sound
+/// Merlin (DESIGN.md §4): restored from the last snapshot in the `ACCESS` file if there is a sound
 /// one, and attached to every recovered file. `None` when access statistics are off. Only reads.
 fn restore_access_statistics(
     dir: &Path,

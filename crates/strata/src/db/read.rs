@@ -25,7 +25,7 @@ impl DbInner {
         // false positive on a cached block, `alloc/cache_model.rs`): two clock reads per probe
         // of a sixteenth of the lookups.
         let timed = lookup_number.is_multiple_of(PROBE_TIMING_EVERY);
-        // Merlin's lookup number `d` and whether this thread records it (SPEC §4).
+        // Merlin's lookup number `d` and whether this thread records it (DESIGN.md §4).
         let ticket = self.merlin.as_ref().map(|merlin| merlin.begin_lookup());
         let recording = ticket.filter(|ticket| ticket.record);
         // The view is loaded *before* the sequence number is read: a compaction installed

@@ -1,5 +1,5 @@
 //! Engine hooks for offline studies of filter allocation (`strata study`; Mnemosyne Fig. 4, the
-//! "headroom" of optimal per-file filters, and Fig. 10, the accuracy of Merlin's estimates, SPEC
+//! "headroom" of optimal per-file filters, and Fig. 10, the accuracy of Merlin's estimates, DESIGN.md
 //! §4 "Accuracy check"). Not for serving traffic:
 //!
 //! * [`Db::trace_lookup`] / [`Db::trace_lookups`]: which files a point lookup would probe, and
@@ -35,7 +35,7 @@ impl Db {
     /// `key`), each with whether it holds the key. The lookup would stop at the first file that
     /// does, so only the last element can say `true`. Empty if a memtable answers the lookup or
     /// no file's range holds the key. Filters are ignored: "probed" means what it means for
-    /// Merlin (SPEC §4), the lookup reached the file, whatever its filter would answer.
+    /// Merlin (DESIGN.md §4), the lookup reached the file, whatever its filter would answer.
     ///
     /// For offline studies. It records nothing in Merlin's statistics (not `D`, not any file's
     /// window) and leaves the lookup-path counters of [`Db::stats`] alone (point lookups, files
@@ -72,7 +72,7 @@ impl Db {
 
     /// Rewrites every live table file with a filter of `bits_for(file)` bits per key (0 = no
     /// filter; filters above the configured allocator's budget are split into modules of the
-    /// budget's size, as for every file, SPEC §1). Each file is replaced by a new file (a new
+    /// budget's size, as for every file, DESIGN.md §1). Each file is replaced by a new file (a new
     /// number) with exactly the same entries, on the same level and in the same run, installed
     /// as its own version edit under the install lock. The tree's shape (levels, runs, key ranges,
     /// entries) is unchanged; only the filters differ. For offline studies (Mnemosyne §3.2:
@@ -88,7 +88,7 @@ impl Db {
     /// * The rewrite is a one-input compaction through the ordinary executor: its reads count as
     ///   compaction reads; it adds nothing to the compaction or write counters. Merlin's
     ///   statistics (if kept) carry over to the new file by the compaction inheritance rule
-    ///   (SPEC §4, the file is its own lower input), so the recent window restarts.
+    ///   (DESIGN.md §4, the file is its own lower input), so the recent window restarts.
     /// * The memtables are not flushed: their contents are not in table files.
     pub fn rewrite_filters(&self, bits_for: &dyn Fn(&FileMetadata) -> f64) -> Result<()> {
         self.inner.check_writable()?;

@@ -1,4 +1,4 @@
-//! The full in-memory index of level 0's keys that EcoTune's top level needs (SPEC §6; the
+//! The full in-memory index of level 0's keys that EcoTune's top level needs (DESIGN.md §6; the
 //! policy asks for it through `CompactionPolicy::indexes_top_level`).
 //!
 //! EcoTune never merges its top-level runs among themselves, so there are many of them, and a

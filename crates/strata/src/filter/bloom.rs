@@ -1,5 +1,5 @@
-//! Cache-line-blocked Bloom filter with a real-valued bits-per-key chosen per file (SPEC §1), and
-//! the FPR math the allocation policies use (SPEC §1-3).
+//! Cache-line-blocked Bloom filter with a real-valued bits-per-key chosen per file (DESIGN.md §1), and
+//! the FPR math the allocation policies use (DESIGN.md §1-3).
 //!
 //! # Layout
 //!
@@ -58,10 +58,10 @@ use std::f64::consts::LN_2;
 
 use crate::coding::{put_fixed32, put_fixed64, Decoder};
 
-/// `(ln 2)^2 ~= 0.4805`, the exponent constant of the optimal Bloom FPR (SPEC §1, `ln2sq`).
+/// `(ln 2)^2 ~= 0.4805`, the exponent constant of the optimal Bloom FPR (DESIGN.md §1, `ln2sq`).
 #[allow(
     dead_code,
-    reason = "FPR math for the Monkey and Mnemosyne allocators (SPEC §2-3)"
+    reason = "FPR math for the Monkey and Mnemosyne allocators (DESIGN.md §2-3)"
 )]
 pub(crate) const LN2_SQUARED: f64 = LN_2 * LN_2;
 
@@ -90,21 +90,21 @@ const PROBE_MULTIPLIER: u32 = 0x9e37_79b9;
 const PROBE_SHIFT: u32 = 32 - 9;
 
 /// FPR of a Bloom filter with `bits_per_key` bits per key and the optimal number of hash
-/// functions: `eps = exp(-ln2sq * bpk)` (SPEC §1; Monkey Eq. 2). `1.0` (every probe says "maybe")
+/// functions: `eps = exp(-ln2sq * bpk)` (DESIGN.md §1; Monkey Eq. 2). `1.0` (every probe says "maybe")
 /// when `bits_per_key <= 0` or NaN, i.e. when there is no filter.
 #[allow(
     dead_code,
-    reason = "FPR math for the Monkey and Mnemosyne allocators (SPEC §2-3)"
+    reason = "FPR math for the Monkey and Mnemosyne allocators (DESIGN.md §2-3)"
 )]
 pub(crate) fn false_positive_rate(bits_per_key: f64) -> f64 {
     super::exponential_rate(LN2_SQUARED, bits_per_key)
 }
 
-/// Inverse of [`false_positive_rate`]: `bpk = -ln(eps) / ln2sq` (SPEC §1). `0.0` for
+/// Inverse of [`false_positive_rate`]: `bpk = -ln(eps) / ln2sq` (DESIGN.md §1). `0.0` for
 /// `rate >= 1` or NaN (no filter needed), `f64::INFINITY` for `rate <= 0`.
 #[allow(
     dead_code,
-    reason = "FPR math for the Monkey and Mnemosyne allocators (SPEC §2-3)"
+    reason = "FPR math for the Monkey and Mnemosyne allocators (DESIGN.md §2-3)"
 )]
 pub(crate) fn bits_per_key_for_rate(rate: f64) -> f64 {
     super::exponential_bits_for_rate(LN2_SQUARED, rate)
@@ -113,7 +113,7 @@ pub(crate) fn bits_per_key_for_rate(rate: f64) -> f64 {
 /// Number of probes per key for a filter with `bits_per_key` bits per key:
 /// `k = max(1, round(bpk * ln 2))`, capped at [`MAX_HASH_COUNT`].
 ///
-/// SPEC §1 allows rounding or the paper artifact's ceiling, whichever the blocked layout's
+/// DESIGN.md §1 allows rounding or the paper artifact's ceiling, whichever the blocked layout's
 /// measured FPR favours. Rounding wins at every bpk where the two rules differ (1.5, 2, 3, 3.5,
 /// 4.5, 5, 6, 7.5, 9, 10.5, 12, 13, ... 19 in steps of 0.5): in a blocked filter an extra probe
 /// fills the overloaded blocks faster, so the smaller `k` gives the lower FPR. Measured with 1e6
@@ -138,7 +138,7 @@ pub(crate) fn bits_per_key_for_rate(rate: f64) -> f64 {
 /// | 20 | 0.00007 | 14 | 0.00023 | 14 | 0.00023 |
 ///
 /// Up to 10 bpk the blocked FPR is within 1.2x of the formula; beyond it the 512-bit block
-/// dominates (about 2x at 16 bpk, 3.3x at 20), which is what the per-layout constant `c` of SPEC
+/// dominates (about 2x at 16 bpk, 3.3x at 20), which is what the per-layout constant `c` of DESIGN.md
 /// §2 (`eps = exp(-c * bpk)`) exists to absorb.
 pub(crate) fn hash_count(bits_per_key: f64) -> u32 {
     let k = (sanitize_bits_per_key(bits_per_key) * LN_2).round();
@@ -226,7 +226,7 @@ fn block_count(keys: usize, bits_per_key: f64) -> u32 {
 }
 
 /// The false-positive rate a filter built for `keys` distinct keys at `bits_per_key` has, by its
-/// actual layout rather than SPEC §1's `exp(-ln2sq * bpk)`: `k` probes in one 512-bit block of
+/// actual layout rather than DESIGN.md §1's `exp(-ln2sq * bpk)`: `k` probes in one 512-bit block of
 /// `max(1, ceil(keys * bpk / 512))`, so a small filter's rounding up to whole blocks lowers it,
 /// and the blocks' uneven loads (Poisson, mean `keys / blocks`) raise it at high bits per key:
 /// `sum_j P(j) * (1 - (1 - 1/512)^(k j))^k`. 1 without a filter. What the per-file cost model
@@ -622,7 +622,7 @@ mod tests {
         }
     }
 
-    /// SPEC §1: measured FPR within 1.5x of `exp(-ln2sq * bpk)` for bpk 2..=10 on 1e6 keys.
+    /// DESIGN.md §1: measured FPR within 1.5x of `exp(-ln2sq * bpk)` for bpk 2..=10 on 1e6 keys.
     #[test]
     fn measured_fpr_is_within_1_5x_of_formula() {
         let inserted = key_hashes(0, 1_000_000);
@@ -816,7 +816,7 @@ mod tests {
         }
     }
 
-    /// Compares the two `k` rules SPEC §1 allows on the blocked layout; the numbers in
+    /// Compares the two `k` rules DESIGN.md §1 allows on the blocked layout; the numbers in
     /// [`hash_count`]'s doc come from here. Slow-ish; run with
     /// `cargo test -p strata measure_hash_count_rules -- --ignored --nocapture`.
     #[test]

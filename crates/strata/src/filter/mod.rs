@@ -1,9 +1,9 @@
-//! Filters (SPEC §1): the per-file structures a point lookup consults to skip files that cannot
+//! Filters (DESIGN.md §1): the per-file structures a point lookup consults to skip files that cannot
 //! hold its key.
 //!
 //! * [`bloom`]: the cache-line-blocked Bloom filter with a real-valued bits-per-key chosen per
 //!   file, its on-disk format, and the FPR math (`eps = exp(-ln2sq * bpk)` and its inverse) that
-//!   the allocation policies (SPEC §2-3) use.
+//!   the allocation policies (DESIGN.md §2-3) use.
 //! * [`modular`]: the modular filter (Mnemosyne §4.2): how a file's bits per key is split into
 //!   independently seeded Bloom modules, the index block that locates them, and the product rule
 //!   for their combined FPR.
@@ -23,7 +23,7 @@ pub(crate) mod ribbon;
 use crate::filter::bloom::{BloomFilter, BloomFilterBuilder};
 use crate::filter::ribbon::{RibbonFilter, RibbonFilterBuilder};
 
-/// The layout a filter module is built in (SPEC §1; SPEC §3.5 "Filter families"). Each module
+/// The layout a filter module is built in (DESIGN.md §1; DESIGN.md §3.5 "Filter families"). Each module
 /// block says which it is by its first byte (the Bloom format's version 1, the Ribbon format's
 /// 2), so files, modules and partitions of both families mix in one tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -36,7 +36,7 @@ pub enum FilterFamily {
     Ribbon,
 }
 
-/// `exp(-c * bits)`, the false-positive curve of a family with exponent `c` per bit (SPEC §1's
+/// `exp(-c * bits)`, the false-positive curve of a family with exponent `c` per bit (DESIGN.md §1's
 /// per-layout constant); 1 without bits (`bits <= 0` or NaN).
 pub(crate) fn exponential_rate(c: f64, bits_per_key: f64) -> f64 {
     if bits_per_key > 0.0 {
@@ -80,8 +80,8 @@ impl Default for FilterLayout {
 }
 
 impl FilterFamily {
-    /// The family's false-positive curve at `bits_per_key` (SPEC §3.5 "Filter families"):
-    /// `exp(-ln2sq * b)` for Bloom (SPEC §1), `2^(-b / 1.058)` for Ribbon (its measured space
+    /// The family's false-positive curve at `bits_per_key` (DESIGN.md §3.5 "Filter families"):
+    /// `exp(-ln2sq * b)` for Bloom (DESIGN.md §1), `2^(-b / 1.058)` for Ribbon (its measured space
     /// overhead, `filter/ribbon.rs`); 1 without bits. What allocators price a bit with.
     pub fn false_positive_rate(self, bits_per_key: f64) -> f64 {
         match self {
@@ -90,7 +90,7 @@ impl FilterFamily {
         }
     }
 
-    /// The constant `c` of the family's curve written as `exp(-c * b)` (SPEC §2's per-layout
+    /// The constant `c` of the family's curve written as `exp(-c * b)` (DESIGN.md §2's per-layout
     /// constant, what the allocation solver prices a bit with): `ln2sq` for Bloom, `ln 2 /
     /// 1.058` for Ribbon.
     pub fn fpr_constant(self) -> f64 {
@@ -297,7 +297,7 @@ mod tests {
         assert!(Filter::decode(Vec::new()).is_err());
     }
 
-    /// The modular filter multiplies module FPRs (SPEC §1), which holds only if filters of the
+    /// The modular filter multiplies module FPRs (DESIGN.md §1), which holds only if filters of the
     /// same family with different seeds over the same keys make independent errors.
     #[test]
     fn different_seeds_give_independent_false_positives() {

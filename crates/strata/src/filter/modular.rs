@@ -1,16 +1,16 @@
-//! Modular filters (SPEC §1 "Modular filter"; Mnemosyne §4.2, ModularBF): a file whose assigned
+//! Modular filters (DESIGN.md §1 "Modular filter"; Mnemosyne §4.2, ModularBF): a file whose assigned
 //! bits per key exceeds the module size is given several independent Bloom filters ("modules")
 //! instead of one big one, so that a lookup reads only as much filter as it needs.
 //!
 //! # Why
 //!
-//! An allocator (SPEC §2-3) may give a file many more bits per key than the budget `bpk_target`
+//! An allocator (DESIGN.md §2-3) may give a file many more bits per key than the budget `bpk_target`
 //! (small, hot files). One filter of `bpk` bits per key must be read whole on a cache miss. Split
 //! into modules of `bpk_target` bits per key, a probe reads module 1 and stops as soon as a module
 //! says "certainly absent": module `j + 1` is read only with probability `eps_1 * ... * eps_j`.
 //! Because every module is an independent Bloom filter with its own seed, the file's combined FPR
 //! is the product of the modules' FPRs, `prod_j exp(-ln2sq * bpk_j) = exp(-ln2sq * sum_j bpk_j)`:
-//! the same as one filter of `bpk` bits per key by the formula (SPEC §1). Independence comes from
+//! the same as one filter of `bpk` bits per key by the formula (DESIGN.md §1). Independence comes from
 //! the Bloom filter's seed remix (see [`super::bloom`]); the bloom tests measure it.
 //!
 //! # Split rule ([`module_bits_per_key`])
@@ -56,7 +56,7 @@ use crate::coding::{put_fixed64, Decoder};
 use crate::filter::bloom::MAX_BITS_PER_KEY;
 use crate::table::format::BlockHandle;
 
-/// Most modules a file's filter is split into (SPEC §1, as Mnemosyne's artifact does).
+/// Most modules a file's filter is split into (DESIGN.md §1, as Mnemosyne's artifact does).
 pub(crate) const MAX_MODULES: usize = 6;
 
 /// Smallest remainder that becomes a module of its own; a smaller one is folded into the previous
@@ -80,7 +80,7 @@ pub(crate) fn module_seed(index: usize) -> u32 {
 }
 
 /// The bits per key of each module of a file with `bits_per_key` bits per key when modules hold
-/// `module_bits_per_key` (SPEC §1; the split rule is in the module doc). Empty when the file gets
+/// `module_bits_per_key` (DESIGN.md §1; the split rule is in the module doc). Empty when the file gets
 /// no filter (`bits_per_key <= 0` or NaN); one entry when `module_bits_per_key` is not a positive
 /// finite number (splitting disabled) or `bits_per_key <= module_bits_per_key`. Each entry is
 /// clamped to [`MAX_BITS_PER_KEY`], which is what the Bloom builder builds.
@@ -121,11 +121,11 @@ pub(crate) fn max_bits_per_key(module_bits_per_key: f64) -> f64 {
     (MAX_MODULES - 1) as f64 * module + MAX_BITS_PER_KEY
 }
 
-/// The combined FPR of independent modules: the product of their FPRs (SPEC §1). A lookup of an
+/// The combined FPR of independent modules: the product of their FPRs (DESIGN.md §1). A lookup of an
 /// absent key passes the file's filter only if every module says "maybe".
 #[allow(
     dead_code,
-    reason = "FPR math for tests, `strata inspect` and the allocators (SPEC §1-3)"
+    reason = "FPR math for tests, `strata inspect` and the allocators (DESIGN.md §1-3)"
 )]
 pub(crate) fn combined_false_positive_rate(module_rates: &[f64]) -> f64 {
     module_rates.iter().product()

@@ -1,7 +1,7 @@
 //! Standard Ribbon filter with 128-bit coefficient rows and interleaved solution storage
 //! (Dillinger & Walzer 2021, "Ribbon filter: practically smaller than Bloom and Xor"), modelled on
 //! RocksDB's `Standard128Ribbon`: a static filter with a real-valued bits per key chosen per file,
-//! like the Bloom filter of [`super::bloom`] (SPEC §1), but with a lower FPR at equal memory.
+//! like the Bloom filter of [`super::bloom`] (DESIGN.md §1), but with a lower FPR at equal memory.
 //!
 //! # Why
 //!
@@ -82,7 +82,7 @@
 //! # FPR model ([`false_positive_rate`])
 //!
 //! With `b = bpk / f` bits per slot, where `f` is the slots-per-key overhead, a Ribbon filter has
-//! `eps = 2^-b = exp(-(ln 2 / f) * bpk)`: the form `eps = exp(-c * bpk)` of SPEC §2 with
+//! `eps = 2^-b = exp(-(ln 2 / f) * bpk)`: the form `eps = exp(-c * bpk)` of DESIGN.md §2 with
 //! `c = ln 2 / f` instead of Bloom's `ln2sq`. The model fixes `f` at [`MODEL_SLOTS_PER_KEY`].
 //! The interleaved layout's exact expectation mixes `2^-(r-1)` and `2^-r` linearly
 //! ([`expected_false_positive_rate`]), which lies up to 6% above `2^-b` between whole columns.

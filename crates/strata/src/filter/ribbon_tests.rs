@@ -448,7 +448,7 @@ fn check_fpr_table(rows: &[(f64, f64, f64, f64, f64)]) {
     }
 }
 
-/// SPEC §1's check for the Bloom filter, applied to Ribbon: measured FPR within 1.5x of the model
+/// DESIGN.md §1's check for the Bloom filter, applied to Ribbon: measured FPR within 1.5x of the model
 /// for bpk 2..=10 on 10^6 inserted and 10^6 absent keys (and within 15% of the layout's exact
 /// expectation), and below the blocked Bloom filter's at the same bytes. Prints the table in the
 /// module doc (`cargo test -p strata --lib measured_fpr_is_near_the_model_and_below_bloom --

@@ -38,7 +38,7 @@ pub(crate) struct MemTable {
     /// Number of the WAL that holds this memtable's writes.
     wal_number: u64,
     /// The lookups that probed this memtable since it became active, handed over to the file
-    /// it is flushed into (Merlin, SPEC §4 "At flush").
+    /// it is flushed into (Merlin, DESIGN.md §4 "At flush").
     pub(crate) access: MemtableAccess,
 }
 

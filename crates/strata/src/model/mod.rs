@@ -1,16 +1,16 @@
-//! Closed-form cost models of an LSM-tree design (SPEC §7; Monkey §4 and Appendices A-D): what a
+//! Closed-form cost models of an LSM-tree design (DESIGN.md §7; Monkey §4 and Appendices A-D): what a
 //! design — merge policy, size ratio `T`, buffer and filter memory — costs in I/Os per operation
 //! before it is built. Pure functions of the design and the workload, no engine types, so that the
 //! tuner, `strata whatif` and the tests can evaluate thousands of designs.
 //!
-//! Units follow SPEC §7: `N` entries, `E` bits per entry, `M_buf` buffer bits, `M` filter bits,
+//! Units follow DESIGN.md §7: `N` entries, `E` bits per entry, `M_buf` buffer bits, `M` filter bits,
 //! `B` entries per page, `phi` the device's write/read cost ratio, `s` range selectivity (fraction
 //! of entries a range lookup returns), `v` non-zero-result / zero-result point lookups. Costs are
 //! in I/Os (page reads; a write counts `phi`).
 //!
 //! The closed forms are Monkey's, for leveling and tiering. Lazy leveling and Garnering have none
 //! in the papers; for them every function here uses Strata's own per-run model ([`per_run`],
-//! SPEC §7, last paragraph): the policy's idealised tree as sorted runs, costed with the §2
+//! DESIGN.md §7, last paragraph): the policy's idealised tree as sorted runs, costed with the §2
 //! allocation solver. [`MergePolicy::model`] names which model a policy's figures come from.
 
 pub mod per_run;
@@ -54,10 +54,10 @@ impl MergePolicy {
     pub fn model(&self) -> &'static str {
         match self {
             MergePolicy::Leveling | MergePolicy::Tiering => {
-                "monkey, exact on the design's runs (SPEC §7)"
+                "monkey, exact on the design's runs (DESIGN.md §7)"
             }
             MergePolicy::LazyLeveling | MergePolicy::Garnering { .. } => {
-                "strata per-run model (SPEC §7)"
+                "strata per-run model (DESIGN.md §7)"
             }
         }
     }
@@ -67,7 +67,7 @@ impl MergePolicy {
     }
 }
 
-/// The idealised shape of a tree of `N` entries (SPEC §7, "Shape").
+/// The idealised shape of a tree of `N` entries (DESIGN.md §7, "Shape").
 #[derive(Debug, Clone, PartialEq)]
 pub struct Shape {
     /// `L`, the number of disk levels.
@@ -105,7 +105,7 @@ fn check_size_ratio(size_ratio: f64) -> Result<()> {
 }
 
 /// The idealised shape: `L = max(1, ceil(log_T(N*E/M_buf * (T-1)/T)))` levels, level `i` holding
-/// `N * (T-1)/T / T^(L-i)` entries (SPEC §7).
+/// `N * (T-1)/T / T^(L-i)` entries (DESIGN.md §7).
 pub fn shape(entries: f64, entry_bits: f64, buffer_bits: f64, size_ratio: f64) -> Result<Shape> {
     check("entries", entries, entries >= 1.0, "finite and >= 1")?;
     check("entry bits", entry_bits, entry_bits > 0.0, "finite and > 0")?;
@@ -199,7 +199,7 @@ pub fn zero_result_cost(
 
 /// The exact zero-result cost on a given set of runs when Monkey filters every run:
 /// `R = exp(-(M / sum n) * ln2sq) * exp(H)`, `H = -sum w_i ln w_i`, `w_i = n_i / sum n`
-/// (SPEC §7). It is what the allocation solver's optimum costs on the same runs, and tends to the
+/// (DESIGN.md §7). It is what the allocation solver's optimum costs on the same runs, and tends to the
 /// leveling coefficient `T^(T/(T-1))/(T-1)` of [`zero_result_cost`] as the number of levels grows.
 pub fn zero_result_cost_exact(filter_bits: f64, run_entries: &[f64]) -> Result<f64> {
     check_filter_bits(filter_bits)?;
@@ -392,7 +392,7 @@ mod tests {
 
     #[test]
     fn memory_threshold_per_entry_matches_the_hand_checked_values() {
-        // SPEC §7: 1/ln 2 = 1.4427 bits at T = 2; 1.143, 0.962, 0.838, 0.533 at T = 3, 4, 5, 10
+        // DESIGN.md §7: 1/ln 2 = 1.4427 bits at T = 2; 1.143, 0.962, 0.838, 0.533 at T = 3, 4, 5, 10
         // (three decimals; at T = 5 the formula gives 0.83746, so within 0.001).
         for (t, expected) in [
             (2.0, std::f64::consts::LOG2_E), // 1/ln 2 = 1.4427
@@ -438,7 +438,7 @@ mod tests {
             let total: f64 = runs.iter().sum();
             let memory = bits_per_key * total;
             let exact = zero_result_cost_exact(memory, &runs).expect("valid");
-            // (a) the §2 solver on the idealised shape costs exactly this (SPEC §7: to 1e-9).
+            // (a) the §2 solver on the idealised shape costs exactly this (DESIGN.md §7: to 1e-9).
             let items = monkey_items(&runs.iter().map(|&r| r as u64).collect::<Vec<_>>());
             let solved = Problem::with_memory_bits(items, memory)
                 .expect("valid")
@@ -456,7 +456,7 @@ mod tests {
                 assert!((ratio - 1.0).abs() < 0.05, "T = {t}, L = {levels}: {ratio}");
             }
         }
-        // At T = 2, L = 5 the exact cost is about 13% below the asymptotic one (SPEC §7: the
+        // At T = 2, L = 5 the exact cost is about 13% below the asymptotic one (DESIGN.md §7: the
         // approximation, not a bug): 1 - exp(H)/4 = 0.134.
         let runs: Vec<f64> = (1..=5).map(|i| 2f64.powi(i)).collect();
         let total: f64 = runs.iter().sum();

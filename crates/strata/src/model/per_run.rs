@@ -1,4 +1,4 @@
-//! Strata's own models for lazy leveling and Garnering (SPEC §7, last paragraph; neither paper
+//! Strata's own models for lazy leveling and Garnering (DESIGN.md §7, last paragraph; neither paper
 //! gives a closed form): the policy's idealised tree written out as its sorted runs, and its
 //! costs read off those runs — `R` from the §2 allocation solver (Monkey's rule: every run
 //! weighted 1, so each run's false-positive rate follows its size), `Q = s*N/B + runs`, and
@@ -8,11 +8,11 @@
 //! runs' `R` is the exact finite-`L` form ([`super::zero_result_cost_exact`]) of which eq. 7 is
 //! the `L -> infinity` limit.
 //!
-//! The idealised trees follow SPEC §7's convention for leveling: the last level holds
+//! The idealised trees follow DESIGN.md §7's convention for leveling: the last level holds
 //! `N (T-1)/T` entries and the levels above follow the policy's capacity ratios.
-//! - **Lazy leveling** (SPEC §5.3): leveling's level sizes; every level but the last holds
+//! - **Lazy leveling** (DESIGN.md §5.3): leveling's level sizes; every level but the last holds
 //!   `T - 1` equal runs, the last one run.
-//! - **Garnering** (SPEC §5.4): `L` from the exact level-count formula with level 1's base at
+//! - **Garnering** (DESIGN.md §5.4): `L` from the exact level-count formula with level 1's base at
 //!   `T` write buffers (as the engine sets it), level `i` sized in proportion to
 //!   `C_i = base * T^(i-1) / c^((2L-1-i) i / 2)`, so `r_i = T / c^(L-i)` (level 1 against the
 //!   buffer: `T / c^(L-1)`). At `c = 1` this is leveling's tree exactly.
@@ -50,7 +50,7 @@ impl RunTree {
 
     /// Runs a lookup for a key on the last level probes: every run above that level, then on
     /// average half of the last level's runs and the one holding the key (`(k+1)/2` of `k`
-    /// runs, newest first). The key's position is the one Monkey's `V` assumes (SPEC §7).
+    /// runs, newest first). The key's position is the one Monkey's `V` assumes (DESIGN.md §7).
     pub fn runs_probed_for_existing_key(&self) -> f64 {
         match self.levels.split_last() {
             Some((last, above)) => {
@@ -78,7 +78,7 @@ impl RunTree {
 }
 
 /// Disk levels of `policy`'s idealised tree of `entries` entries of `entry_bits` bits with a
-/// write buffer of `buffer_bits` (SPEC §7's shape; Garnering: SPEC §5.4's exact count with a
+/// write buffer of `buffer_bits` (DESIGN.md §7's shape; Garnering: DESIGN.md §5.4's exact count with a
 /// level-1 base of `T` buffers, which equals the shape's count at `c = 1`).
 pub fn levels(
     policy: MergePolicy,
@@ -218,7 +218,7 @@ pub fn update_cost(
     per_entry * (1.0 + write_read_cost_ratio) / entries_per_page.max(1.0)
 }
 
-/// `Q = s*N/B + runs` (SPEC §7).
+/// `Q = s*N/B + runs` (DESIGN.md §7).
 pub fn range_cost(tree: &RunTree, selectivity: f64, entries: f64, entries_per_page: f64) -> f64 {
     selectivity * entries / entries_per_page.max(1.0) + tree.runs()
 }
@@ -361,7 +361,7 @@ mod tests {
         }
     }
 
-    /// SPEC §5.4's example: base 256 MB, T = 5, 87 GB give 5, 4 and 3 levels at c = 1, 0.8 and
+    /// DESIGN.md §5.4's example: base 256 MB, T = 5, 87 GB give 5, 4 and 3 levels at c = 1, 0.8 and
     /// 0.4; with a 256/5 MB buffer `levels` reproduces it, and leveling's shape gives 5.
     #[test]
     fn garnering_levels_follow_the_exact_formula() {

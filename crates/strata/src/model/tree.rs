@@ -1,4 +1,4 @@
-//! The cost models on an actual tree (Strata's per-file form of SPEC §7; SPEC §7 validation (c)):
+//! The cost models on an actual tree (Strata's per-file form of DESIGN.md §7; DESIGN.md §7 validation (c)):
 //! the I/Os a point lookup is predicted to cost on a given `Version`, with the bits per key its
 //! files' filters really have and the filters lookups really skip, so the model can be held
 //! against what the engine counts on the same tree (`strata bench` prints both).
@@ -15,7 +15,7 @@
 //!   their first 8 bytes after the prefix every key shares; a run that covers a narrow range,
 //!   such as a file moved down alone, is probed only that often);
 //! - a file's filter answers "maybe" with the rate its layout gives `b` bits per key for its
-//!   entries (`filter::bloom::expected_false_positive_rate`: SPEC §1's `exp(-ln2sq * b)` but for
+//!   entries (`filter::bloom::expected_false_positive_rate`: DESIGN.md §1's `exp(-ln2sq * b)` but for
 //!   the rounding of a small filter up to whole 64-byte blocks and the blocks' uneven loads), and
 //!   always when it has no filter or the allocator skips it;
 //! - every "maybe" costs one data-block read and the block holding an existing key costs one more
@@ -124,7 +124,7 @@ impl KeySpace {
 /// The predicted cost of a point lookup on `tree` (module documentation). `bits_in_use(run_id,
 /// file)` is the bits per key of the file's filter lookups use
 /// (`FilterAllocator::bits_per_key_in_use`: 0 when skipped, a prefix of modules for elastic
-/// filters; the modules' combined rate is taken as one filter of their summed bits, SPEC §1).
+/// filters; the modules' combined rate is taken as one filter of their summed bits, DESIGN.md §1).
 pub fn lookup_cost(
     tree: &Version,
     bits_in_use: &dyn Fn(u64, &FileMetadata) -> f64,

@@ -1,4 +1,4 @@
-//! Monkey's holistic tuner (SPEC §7; Monkey Algorithm 1 + Algorithm 5, eqs. 41-52): for a data
+//! Monkey's holistic tuner (DESIGN.md §7; Monkey Algorithm 1 + Algorithm 5, eqs. 41-52): for a data
 //! size, a workload, a device and a memory budget, the merge policy, size ratio and split of
 //! memory between the write buffer and the filters with the most operations per second.
 //!
@@ -19,7 +19,7 @@
 //! than Monkey's filters in the model).
 //!
 //! Lazy leveling and Garnering (`c` in [`GARNERING_SCALING_FACTORS`]) join the candidates with
-//! Strata's own per-run models ([`super::per_run`], SPEC §7); each design says which model its
+//! Strata's own per-run models ([`super::per_run`], DESIGN.md §7); each design says which model its
 //! figures come from ([`MergePolicy::model`]). Monkey's split derivation has no coefficients for
 //! them, so each is evaluated at both the leveling split and the tiering split of its `T` and
 //! keeps the better (Strata's choice; a fixed buffer is kept as given). Every policy is costed
@@ -63,7 +63,7 @@ pub struct Device {
     /// Cost of a page a merge reads relative to a page a lookup reads (`rho`). Monkey's `W`
     /// charges a merge's reads as lookups' reads (`rho = 1`); a merge reads its inputs in
     /// order with readahead, which on a solid-state drive costs a fraction of a random read, so
-    /// `W = merges * (rho + phi) / B` (Strata's departure when `rho != 1`; SPEC §7).
+    /// `W = merges * (rho + phi) / B` (Strata's departure when `rho != 1`; DESIGN.md §7).
     pub merge_read_cost_ratio: f64,
     /// Bytes per page.
     pub page_bytes: f64,
@@ -72,7 +72,7 @@ pub struct Device {
 }
 
 /// Processor time per unit of work: Strata's addition to Monkey's model, which counts only I/Os
-/// (SPEC §7's `tau = 1/(theta * Omega)`). When the filters leave almost nothing to read, as on a
+/// (DESIGN.md §7's `tau = 1/(theta * Omega)`). When the filters leave almost nothing to read, as on a
 /// workload of empty lookups, an I/O-only model ranks designs by false positives alone, while
 /// what a lookup really costs is a probe of every run: finding the run's file, hashing into its
 /// filter. A design with fewer runs is then faster, which I/Os cannot show. With these figures
@@ -138,7 +138,7 @@ impl CpuCosts {
     }
 }
 
-/// Garnering's scaling factors the tuner tries (SPEC §7).
+/// Garnering's scaling factors the tuner tries (DESIGN.md §7).
 pub const GARNERING_SCALING_FACTORS: [f64; 4] = [0.4, 0.6, 0.8, 1.0];
 
 /// A tuning problem: the data, the workload, the device, the memory and the SLA bounds.
@@ -165,7 +165,7 @@ pub struct TuningProblem {
     /// tree, where a flush merges straight into level 1). Strata, like RocksDB, merges level 0
     /// into level 1 once it holds `level0_compaction_trigger` runs, so a lookup also probes
     /// the runs waiting there: `(trigger - 1) / 2` on average, 1.5 at the default of 4 (Strata's
-    /// addition, SPEC §7). They weigh most where filter memory is short: a design that gives
+    /// addition, DESIGN.md §7). They weigh most where filter memory is short: a design that gives
     /// its filters nothing leaves them unfiltered too.
     pub level0_runs: f64,
 }
@@ -196,7 +196,7 @@ pub struct Prediction {
 /// How a design's filter memory is spread over its runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FilterAllocation {
-    /// Monkey's: every run's false-positive rate proportional to its size (SPEC §2, §7). What
+    /// Monkey's: every run's false-positive rate proportional to its size (DESIGN.md §2, §7). What
     /// the tuner recommends.
     Monkey,
     /// The same bits per key on every run: the state of the art Monkey measures itself against
@@ -341,7 +341,7 @@ impl TuningProblem {
 }
 
 /// The costs of `policy` at size ratio `T` with `buffer_bits` of write buffer and the rest of the
-/// memory in Monkey's filters, on the idealised tree (SPEC §7).
+/// memory in Monkey's filters, on the idealised tree (DESIGN.md §7).
 pub fn evaluate(
     problem: &TuningProblem,
     policy: MergePolicy,
@@ -386,7 +386,7 @@ pub fn evaluate_with(
     let w = &problem.workload;
     // The discrete design's own runs: Monkey's allocation costed exactly on them (the §2 solver;
     // eq. 7 is its L -> infinity limit), uniform filters spreading the same memory over the
-    // runs' entries (SPEC §7: "N the actual sum of level sizes").
+    // runs' entries (DESIGN.md §7: "N the actual sum of level sizes").
     let mut runs = per_run::run_tree(policy, n, size_ratio, levels)?;
     if problem.level0_runs > 0.0 {
         let buffer_entries = buffer_bits / (problem.entry_bytes * 8.0);

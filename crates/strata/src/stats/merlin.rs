@@ -1,8 +1,8 @@
-//! Merlin: per-file point-lookup statistics (SPEC §4; Mnemosyne §5.2, eq. 10-11).
+//! Merlin: per-file point-lookup statistics (DESIGN.md §4; Mnemosyne §5.2, eq. 10-11).
 //!
 //! This module owns the data structures and the arithmetic, nothing else: it does no I/O and knows
 //! no engine types, so every rule can be unit-tested on hand-made numbers. The engine decides when
-//! to call what (SPEC §3.4 reads the estimates; the read path records; flush and compaction hand
+//! to call what (DESIGN.md §3.4 reads the estimates; the read path records; flush and compaction hand
 //! statistics to their outputs).
 //!
 //! * [`Merlin`] is engine-wide: the lookup counter `D`, the count of *recorded* lookups, the
@@ -14,13 +14,13 @@
 //!   [`AccessEstimate`] `{q, x, z}`.
 //! * [`CompactionInheritance`] gives a compaction's outputs their starting `q'`, `x'` (eq. 10, 11
 //!   and the lower bound), and [`MemtableAccess`] does the same for a flushed memtable (Strata's
-//!   rule, SPEC §4 "At flush").
+//!   rule, DESIGN.md §4 "At flush").
 //! * Both also carry the *naive baseline* (plain counters) that the accuracy check compares
-//!   against (SPEC §4 "Naive baseline", "Accuracy check").
+//!   against (DESIGN.md §4 "Naive baseline", "Accuracy check").
 //!
 //! # Scale: recorded lookups versus all lookups
 //!
-//! Only the token holder records (SPEC §4 "Concurrency"), so a file's window, `q'`, `x'` and the
+//! Only the token holder records (DESIGN.md §4 "Concurrency"), so a file's window, `q'`, `x'` and the
 //! naive counters count *recorded* probes. All stored state stays in that *recorded scale*, and so
 //! does everything that feeds stored state: [`FileAccess::sampled_estimate`] (the input of
 //! compaction inheritance), [`MemtableAccess::hand_over`] and [`Inherited`]. Estimates meant for a
@@ -65,10 +65,10 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 use crate::coding::{get_fixed64, get_varint64, put_fixed64, put_varint64};
 use crate::error::{Error, Result};
 
-/// Length of a file's window `W` (SPEC §4: `w = 64`); also the width of the bitmap `H`.
+/// Length of a file's window `W` (DESIGN.md §4: `w = 64`); also the width of the bitmap `H`.
 pub(crate) const WINDOW: usize = 64;
 
-/// Default weight `r` of the recent window in the estimates (SPEC §4 leaves it to Strata; the
+/// Default weight `r` of the recent window in the estimates (DESIGN.md §4 leaves it to Strata; the
 /// paper gives none). 0.75, by measurement (docs/ARCHITECTURE.md, "Merlin's recent weight"):
 /// after a shift from lookups that find their keys to lookups that miss, a heavy history term
 /// keeps pricing the last level by its old hits (at 0.5 Mnemosyne+ read more than Mnemosyne),
@@ -180,7 +180,7 @@ pub(crate) struct MerlinView {
     pub(crate) lookups: u64,
     /// Lookups the token holder recorded, `<= D`.
     pub(crate) recorded: u64,
-    /// `r`, the weight of the recent window (SPEC §4).
+    /// `r`, the weight of the recent window (DESIGN.md §4).
     pub(crate) recent_weight: f64,
 }
 
@@ -235,7 +235,7 @@ impl MerlinState {
     }
 }
 
-/// Engine-wide Merlin state (SPEC §4 "Global", "Concurrency").
+/// Engine-wide Merlin state (DESIGN.md §4 "Global", "Concurrency").
 ///
 /// The lookup path calls [`Self::begin_lookup`] and [`Self::end_lookup`]; both use atomics only.
 pub(crate) struct Merlin {
@@ -250,7 +250,7 @@ pub(crate) struct Merlin {
     /// `r` in `[0, 1]`.
     recent_weight: f64,
     /// Only lookups whose number is a multiple of this are recorded (1 = every lookup of the
-    /// recording thread). SPEC §4 allows sampling: estimates are rescaled by the recorded share.
+    /// recording thread). DESIGN.md §4 allows sampling: estimates are rescaled by the recorded share.
     sample_every: u64,
 }
 
@@ -305,7 +305,7 @@ impl Merlin {
 
     /// Records only one lookup in `every` (at least 1): the recording thread's cost per lookup
     /// drops by that factor, and estimates stay on the scale of all lookups (they are rescaled
-    /// by the recorded share, SPEC §4 "Concurrency").
+    /// by the recorded share, DESIGN.md §4 "Concurrency").
     pub(crate) fn with_sampling(mut self, every: u64) -> Self {
         self.sample_every = every.max(1);
         self
@@ -319,7 +319,7 @@ impl Merlin {
 
     /// Starts a point lookup: increments `D` and says whether this thread records it.
     ///
-    /// The recording right (SPEC §4 "Concurrency") is one atomic word holding the holder's thread
+    /// The recording right (DESIGN.md §4 "Concurrency") is one atomic word holding the holder's thread
     /// id. A thread records if it holds the right, or if the right is free and its
     /// `compare_exchange` claims it first. It may also take the right from a holder that has not
     /// recorded for [`RECORDER_IDLE_LOOKUPS`] lookups; if that holder was merely slow, both may
@@ -420,12 +420,12 @@ impl Merlin {
 // Estimates.
 // ---------------------------------------------------------------------------------------------
 
-/// Estimated point-lookup traffic of one file (Merlin, SPEC §4), counted over the whole history
+/// Estimated point-lookup traffic of one file (Merlin, DESIGN.md §4), counted over the whole history
 /// of the database — every lookup since the first, including those issued before the file
 /// existed (then: lookups that would have probed its keys) — so files of different ages compare.
 ///
 /// A file is *probed* by a lookup that reaches it: the key is in the file's range and no newer
-/// file answered first. `q = x + z`. Filter allocation (SPEC §3.4, Mnemosyne+) gives filter
+/// file answered first. `q = x + z`. Filter allocation (DESIGN.md §3.4, Mnemosyne+) gives filter
 /// memory to files in proportion to `z / entries`: only zero-result probes are saved by a filter.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct AccessEstimate {
@@ -478,7 +478,7 @@ struct WindowSummary {
     hits_before: f64,
 }
 
-/// SPEC §4's estimator, in recorded scale.
+/// DESIGN.md §4's estimator, in recorded scale.
 ///
 /// ```text
 /// gap_window  = (D - W.first) / |W|
@@ -555,7 +555,7 @@ pub(crate) struct Inherited {
     pub(crate) naive_x: f64,
 }
 
-/// Merlin's statistics of one live file (SPEC §4 "Per live file"). Owned through an `Arc` by the
+/// Merlin's statistics of one live file (DESIGN.md §4 "Per live file"). Owned through an `Arc` by the
 /// file's metadata; written by the recording thread only, read by anyone.
 pub(crate) struct FileAccess {
     /// Ring buffer of lookup numbers. With `count` records so far, the next record goes to slot
@@ -641,7 +641,7 @@ impl FileAccess {
         }
     }
 
-    /// Bytes of per-file state (SPEC §4 asks for it to be reported; the paper's figure is 544 B:
+    /// Bytes of per-file state (DESIGN.md §4 asks for it to be reported; the paper's figure is 544 B:
     /// 64 window slots plus `q'`, `x'`, `H` and the file's bpk, 8 bytes each). Strata's is
     /// 70 words = 560 B: the same window, `q'`, `x'` and `H`, plus the sequence word that gives
     /// the ring its position, plus the two naive-baseline counters; the bpk lives in the file
@@ -870,7 +870,7 @@ impl FileAccess {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Inheritance at compaction (SPEC §4, Mnemosyne eq. 10, 11).
+// Inheritance at compaction (DESIGN.md §4, Mnemosyne eq. 10, 11).
 // ---------------------------------------------------------------------------------------------
 
 /// One input file of a compaction, as [`CompactionInheritance::new`] needs it.
@@ -879,7 +879,7 @@ pub(crate) struct InheritanceInput {
     /// The input file's number (for [`CompactionInheritance::input_position`]).
     pub(crate) file_number: u64,
     /// True for every input except those of the oldest (target, lower) level; in a merge of runs
-    /// within one level, every run but the oldest. The caller decides (SPEC §4).
+    /// within one level, every run but the oldest. The caller decides (DESIGN.md §4).
     pub(crate) is_upper: bool,
     /// The file's Merlin estimate in *recorded* scale ([`FileAccess::sampled_estimate`]), taken
     /// when the job starts.
@@ -904,7 +904,7 @@ struct InputWeights {
     naive: AccessEstimate,
 }
 
-/// Accumulates the statistics a compaction's outputs inherit (SPEC §4 "Inheritance at
+/// Accumulates the statistics a compaction's outputs inherit (DESIGN.md §4 "Inheritance at
 /// compaction"). One per job, driven by the compaction iterator:
 ///
 /// ```text
@@ -997,7 +997,7 @@ impl CompactionInheritance {
     }
 
     /// The statistics output `output_index` starts with. Applies the (range-aware) lower bound
-    /// (SPEC §4, Strata's rule below). The naive baseline is the unweighted mean of the naive estimates of
+    /// (DESIGN.md §4, Strata's rule below). The naive baseline is the unweighted mean of the naive estimates of
     /// the inputs that contributed at least one entry to this output (0 if none did).
     pub(crate) fn finish_output(&self, output_index: usize) -> Inherited {
         let counts = self
@@ -1020,7 +1020,7 @@ impl CompactionInheritance {
             naive_x += input.naive.x;
             contributors += 1;
         }
-        // The lower bound, range-aware (Strata's rule; SPEC §4 / eq. 11 write
+        // The lower bound, range-aware (Strata's rule; DESIGN.md §4 / eq. 11 write
         // `n_o * min_{i in upper}(q_i / n_i)`): every lookup that probed an upper input at a key
         // now in this output will probe this output, so `q'_o` is at least what the output's
         // entries from each upper input carried, `e_io * q_i / n_i`, for the best such input.
@@ -1051,7 +1051,7 @@ impl CompactionInheritance {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Flush hand-over (SPEC §4 "At flush", Strata's rule).
+// Flush hand-over (DESIGN.md §4 "At flush", Strata's rule).
 // ---------------------------------------------------------------------------------------------
 
 /// Probes of one memtable, counted from the lookup number `D_mem` at which it became active until
@@ -1131,7 +1131,7 @@ mod tests {
         );
     }
 
-    /// The `r` the worked examples below are computed with: both terms of SPEC §4's formulas
+    /// The `r` the worked examples below are computed with: both terms of DESIGN.md §4's formulas
     /// weigh in (the engine's default, [`DEFAULT_RECENT_WEIGHT`], is tested separately).
     const R: f64 = 0.5;
 

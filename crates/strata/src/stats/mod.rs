@@ -1,5 +1,5 @@
-//! I/O accounting and engine statistics (SPEC §8), and the per-file access observer hook that
-//! Merlin's statistics (SPEC §4) plug into.
+//! I/O accounting and engine statistics (DESIGN.md §8), and the per-file access observer hook that
+//! Merlin's statistics (DESIGN.md §4) plug into.
 //!
 //! Every counter is a relaxed atomic: counting never takes a lock on the read path. A block read
 //! is counted where it happens — in the table reader, on a block-cache miss — so benchmarks count
@@ -71,7 +71,7 @@ pub(crate) struct IoCounters {
     pub(crate) flushes: AtomicU64,
     pub(crate) compactions: AtomicU64,
     pub(crate) compaction_micros: AtomicU64,
-    /// Files rewritten to rebuild their filter (SPEC §3.5 "Rebuild, priced").
+    /// Files rewritten to rebuild their filter (DESIGN.md §3.5 "Rebuild, priced").
     pub(crate) filter_rebuilds: AtomicU64,
     pub(crate) filter_rebuild_read_bytes: AtomicU64,
     pub(crate) filter_rebuild_write_bytes: AtomicU64,
@@ -331,7 +331,7 @@ pub struct IoStats {
     pub filter_false_positives: [u64; MAX_LEVELS],
     /// Files a point lookup consulted (key in range, not answered by a newer file), by level.
     pub files_probed: [u64; MAX_LEVELS],
-    /// Probes of files that have a filter whose filter was skipped (SPEC §3.3-3.4), by level.
+    /// Probes of files that have a filter whose filter was skipped (DESIGN.md §3.3-3.4), by level.
     pub filter_skips: [u64; MAX_LEVELS],
     /// Files a bounded iterator (both bounds set) asked its range filter about, by level.
     pub range_filter_probes: [u64; MAX_LEVELS],
@@ -355,7 +355,7 @@ pub struct IoStats {
     /// Time spent in compactions, microseconds.
     pub compaction_micros: u64,
     /// Table files rewritten in place to give their filter more bits on disk (elastic
-    /// filters' priced rebuild, SPEC §3.5; `Options::filter_rebuild_bytes_per_sec`).
+    /// filters' priced rebuild, DESIGN.md §3.5; `Options::filter_rebuild_bytes_per_sec`).
     pub filter_rebuilds: u64,
     /// Bytes those rebuilds read (the rewritten files' sizes).
     pub filter_rebuild_read_bytes: u64,
@@ -458,7 +458,7 @@ impl IoStats {
     }
 }
 
-/// One file a point lookup consulted, for per-file access statistics (SPEC §4).
+/// One file a point lookup consulted, for per-file access statistics (DESIGN.md §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileProbe {
     pub(crate) file_number: u64,
@@ -466,7 +466,7 @@ pub(crate) struct FileProbe {
     pub(crate) found: bool,
 }
 
-/// Receives what the engine learns about file accesses. The default is a no-op; Merlin (SPEC §4)
+/// Receives what the engine learns about file accesses. The default is a no-op; Merlin (DESIGN.md §4)
 /// implements it. Called on the lookup path without any lock held, so implementations must not
 /// block.
 pub(crate) trait AccessObserver: Send + Sync {

@@ -46,9 +46,9 @@ pub struct Stats {
     pub block_cache_capacity_bytes: u64,
     /// Index and filter blocks pinned outside the cache (level-0 pinning).
     pub pinned_bytes: u64,
-    /// Merlin's per-file access statistics (SPEC §4), 0 when they are off.
+    /// Merlin's per-file access statistics (DESIGN.md §4), 0 when they are off.
     pub access_statistics_bytes: u64,
-    /// Key hashes in the top-level index (EcoTune's full index of level 0's keys, SPEC §6); 0
+    /// Key hashes in the top-level index (EcoTune's full index of level 0's keys, DESIGN.md §6); 0
     /// without one.
     pub top_index_entries: u64,
     /// Memory of the top-level index.
@@ -62,7 +62,7 @@ pub struct Stats {
     /// filter count as 0).
     pub average_bits_per_key: f64,
     /// The same mean with filters the allocator currently skips counted as 0 bits (they are never
-    /// probed, so never loaded into the cache): what the budget guard holds to the cap (SPEC §3).
+    /// probed, so never loaded into the cache): what the budget guard holds to the cap (DESIGN.md §3).
     /// Equals [`Stats::average_bits_per_key`] for policies that never skip.
     pub effective_bits_per_key: f64,
     /// The filter allocator's budget in bits per key.
@@ -95,7 +95,7 @@ pub struct Stats {
     pub filter_allocator: String,
     /// The probes point lookups timed in the live files (one lookup in 16), pooled, by what
     /// they read past the filter, since each file was first probed in this process: what
-    /// elastic filters price a false positive on a cached block by (SPEC §3.5,
+    /// elastic filters price a false positive on a cached block by (DESIGN.md §3.5,
     /// `alloc::cache_model`).
     pub probe_times: crate::version::ProbeTimes,
 }

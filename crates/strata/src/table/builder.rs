@@ -2,13 +2,13 @@
 //! (`docs/FORMAT.md`). Entries must arrive in internal-key order.
 //!
 //! The filter's bits per key is chosen at `finish`, when the file's final entry count is known
-//! (SPEC §3: "the answer is given when the file is finished"), so the builder keeps one 8-byte hash
+//! (DESIGN.md §3: "the answer is given when the file is finished"), so the builder keeps one 8-byte hash
 //! per distinct user key until then.
 //!
 //! When the file's bits per key exceeds the module size set with
 //! [`TableBuilder::set_filter_module_bits`] (the filter budget `bpk_target`), the filter is split
 //! into independently seeded Bloom modules, each its own block, located by a modular filter index
-//! block (SPEC §1; the split rule and the index format are in `filter/modular.rs`). With one module
+//! block (DESIGN.md §1; the split rule and the index format are in `filter/modular.rs`). With one module
 //! the file is byte for byte what it was before modular filters existed.
 //!
 //! The index is built at `finish`, from one entry per data block (its separator, handle and the
@@ -177,7 +177,7 @@ impl TableBuilder {
     }
 
     /// Splits a filter of more than `module_bits_per_key` bits per key into modules of that size
-    /// (SPEC §1, Mnemosyne §4.2); callers pass the filter budget `bpk_target`. Not a positive
+    /// (DESIGN.md §1, Mnemosyne §4.2); callers pass the filter budget `bpk_target`. Not a positive
     /// finite number (the default is infinity) means never split.
     pub(crate) fn set_filter_module_bits(&mut self, module_bits_per_key: f64) {
         self.filter_module_bits = module_bits_per_key;
@@ -326,7 +326,7 @@ impl TableBuilder {
 
     /// The key-range partitions the file's filter will have if its largest filter module holds
     /// the module size ([`TableBuilder::set_filter_module_bits`]; `partition.rs` decides by the
-    /// index's and the largest module's bytes): what an elastic filter allocator (SPEC §3.5) may
+    /// index's and the largest module's bytes): what an elastic filter allocator (DESIGN.md §3.5) may
     /// put part of a module in use in. 1 when the file will not be partitioned, or when that
     /// cannot be known yet (no module size). The partitioned-or-not test uses the partitions'
     /// total index bytes, at least the whole index's, so it may say partitioned when `finish`

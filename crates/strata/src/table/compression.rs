@@ -154,7 +154,7 @@ impl FromStr for Compression {
 /// by default: a database written with default options stays readable by Strata builds from
 /// before block compression (which refuse the new block types: rolling a deployment back must not
 /// strand its data), and the engine's default block and byte counts, which the filter studies
-/// (SPEC §3, §8) and the benchmark history compare, keep their meaning. For a deployment,
+/// (DESIGN.md §3, §8) and the benchmark history compare, keep their meaning. For a deployment,
 /// [`CompressionPolicy::lz4_with_zstd_bottom`] is what RocksDB's tuning guide recommends and what
 /// we suggest.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -51,7 +51,7 @@
 //! The format version's low byte is the file's *layout*; it says what the filter handle names:
 //!
 //! * **1**: the table's one Bloom filter block (`filter/bloom.rs`), or nothing (size 0);
-//! * **2**: a modular filter index block (`filter/modular.rs`, SPEC §1) that locates the two to
+//! * **2**: a modular filter index block (`filter/modular.rs`, DESIGN.md §1) that locates the two to
 //!   six Bloom filter blocks ("modules") of the table's filter.
 //! * **3**: a partitioned table (`partition.rs`): the *index* handle names the top-level index,
 //!   which locates every index partition and filter partition; the filter handle is unused and
@@ -116,7 +116,7 @@ pub(crate) const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"STRATA01");
 /// Table format of files whose filter handle names a single Bloom filter block (or no filter).
 pub(crate) const TABLE_FORMAT_VERSION: u32 = 1;
 
-/// Table format of files whose filter handle names a modular filter index (SPEC §1).
+/// Table format of files whose filter handle names a modular filter index (DESIGN.md §1).
 pub(crate) const TABLE_FORMAT_VERSION_MODULAR_FILTER: u32 = 2;
 
 /// Table format of partitioned files: the index handle names a top-level partition index.

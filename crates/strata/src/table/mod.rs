@@ -7,7 +7,7 @@
 //! data block 0 | data block 1 | ... | filter block (optional) | properties block | index block | footer
 //! ```
 //!
-//! A filter split into modules (SPEC §1, `filter/modular.rs`) takes one block per module plus a
+//! A filter split into modules (DESIGN.md §1, `filter/modular.rs`) takes one block per module plus a
 //! small modular filter index block in place of the single filter block (table format version 2).
 //!
 //! A large table (its whole-file index or a filter module above

@@ -274,7 +274,7 @@ fn assert_alike(tables: &Tables, pin: bool) {
 
 #[test]
 fn partitioned_tables_answer_like_unpartitioned_ones() {
-    // No filter, one filter, and a filter split into modules (SPEC §1): 6.5 bits per key in
+    // No filter, one filter, and a filter split into modules (DESIGN.md §1): 6.5 bits per key in
     // modules of 2, 2, 2 and 0.5.
     for (bits_per_key, module_bits) in [(0.0, f64::INFINITY), (10.0, f64::INFINITY), (6.5, 2.0)] {
         for pin in [false, true] {
@@ -878,7 +878,7 @@ fn version_3_files_are_pinned_and_read() {
     );
 }
 
-/// A module in use in only the last partitions (`ModulesInUse::extra_partitions`, SPEC §3.5's
+/// A module in use in only the last partitions (`ModulesInUse::extra_partitions`, DESIGN.md §3.5's
 /// elastic filters): keys of those partitions are filtered by both modules, keys of the others
 /// by the first alone (or by none, when no whole module is in use), and present keys are found
 /// everywhere.
@@ -963,7 +963,7 @@ fn a_module_in_use_in_the_last_partitions_filters_only_there() {
     }
 }
 
-/// Ribbon filter modules (SPEC §3.5 "Filter families") in both layouts: every module block is a
+/// Ribbon filter modules (DESIGN.md §3.5 "Filter families") in both layouts: every module block is a
 /// Ribbon filter, present keys are found, and at the same memory the Ribbon modules pass fewer
 /// absent keys than Bloom modules (three 2-bit modules: about 0.27^3 against 0.39^3).
 #[test]

@@ -19,7 +19,7 @@
 //! `bits per key` is the file's total over all filter modules and `filter bytes` the total size of
 //! the modules' serialized Bloom filters (block contents, without trailers or the modular filter
 //! index): the memory the filter occupies once cached. Their combined FPR is the product of the
-//! modules' FPRs (SPEC §1), by the formula `exp(-ln2sq * bits per key)`.
+//! modules' FPRs (DESIGN.md §1), by the formula `exp(-ln2sq * bits per key)`.
 //!
 //! Version 2 differs from version 1 only by the trailing module count. It is written only for
 //! files whose filter is split into modules, so files with zero or one module keep the version-1
@@ -58,7 +58,7 @@ pub(crate) struct TableProperties {
     pub(crate) filter_bytes: u64,
     pub(crate) level: u64,
     pub(crate) run_id: u64,
-    /// Number of filter modules (SPEC §1): 0 = no filter, 1 = a single Bloom filter.
+    /// Number of filter modules (DESIGN.md §1): 0 = no filter, 1 = a single Bloom filter.
     pub(crate) filter_modules: u64,
     /// The range filter block (`filter/range.rs`), if the file has one.
     pub(crate) range_filter: Option<BlockHandle>,

@@ -9,7 +9,7 @@
 //! the block cache and pinned blocks hold it uncompressed, so a cache hit never decompresses. The
 //! time spent decompressing is counted in `Stats`.
 //!
-//! A table's filter has zero, one or several modules (SPEC §1, modular filter). Where they are is
+//! A table's filter has zero, one or several modules (DESIGN.md §1, modular filter). Where they are is
 //! learnt once, when the file is opened: a version-1 footer names the single filter block; a
 //! version-2 footer names a modular filter index, read and checked at open like the properties
 //! block (and, like it, not counted as a lookup's block read). Each module is then a block of its
@@ -85,7 +85,7 @@ pub(crate) struct TableReader {
     /// When pinned: a slot for every filter module in probe order, or every filter partition
     /// (partition-major, as [`PartitionIndex::all_filter_handles`]), filled by the first probe
     /// that reads it and held for the reader's life; empty otherwise. Filled lazily because a
-    /// file's modules are not all in use (elastic filters keep spare ones on disk, SPEC §3.5):
+    /// file's modules are not all in use (elastic filters keep spare ones on disk, DESIGN.md §3.5):
     /// pinning every module at open would hold the bits on disk, not the budget in use. When
     /// the allocation takes held modules out of use, the engine replaces the reader with a copy
     /// that holds only the modules in use ([`TableReader::without_filters_out_of_use`]), so a
@@ -407,7 +407,7 @@ impl TableReader {
 
     /// A copy of this reader that holds only the pinned filter blocks `in_use` probes, or `None`
     /// when it holds none that `in_use` does not (or is not pinned). When the allocator takes
-    /// modules out of use (elastic filters moving the budget, SPEC §3.5), the engine puts the
+    /// modules out of use (elastic filters moving the budget, DESIGN.md §3.5), the engine puts the
     /// copy in the file's slot (`TableCache::trim_pinned_filters`) and the blocks out of use go
     /// with the old reader once the lookups in it finish: pinned filter memory follows the
     /// modules in use, and a probe still reads a pinned block with one plain load. The copy
@@ -675,7 +675,7 @@ impl TableReader {
     /// `key_hash` is the key's filter hash; `in_use` says how many of the filter's modules to
     /// probe, in order, in the partition that covers the key ([`ModulesInUse::NONE`] bypasses
     /// the filter: the allocator says it is not worth probing; [`ModulesInUse::ALL`] probes
-    /// every module; elastic filters, SPEC §3.5, probe a prefix). Counts filter probes,
+    /// every module; elastic filters, DESIGN.md §3.5, probe a prefix). Counts filter probes,
     /// negatives, false positives and unnecessary data-block reads on `level`.
     pub(crate) fn get(
         &self,
@@ -726,7 +726,7 @@ impl TableReader {
         let mut filter_passed = false;
         let mut data_block = None;
         if !filter_handles.is_empty() && !skip_filter {
-            // One probe per file lookup, however many modules it reads (SPEC §1: module j + 1 is
+            // One probe per file lookup, however many modules it reads (DESIGN.md §1: module j + 1 is
             // read only if modules 1..=j all said "maybe").
             add(&counters.filter_probes[level_slot], 1);
             for (module, &handle) in filter_handles.iter().enumerate().take(filter_modules) {
@@ -793,7 +793,7 @@ impl TableReader {
 }
 
 /// The blocks of the table's filter modules in probe order, from the footer and, for a version-2
-/// footer, the modular filter index (SPEC §1). Every module must lie before the footer.
+/// footer, the modular filter index (DESIGN.md §1). Every module must lie before the footer.
 fn filter_modules(
     file: &dyn RandomAccessFile,
     path: &Path,

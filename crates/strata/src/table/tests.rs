@@ -1,4 +1,4 @@
-//! Table round trips: builder → reader → point lookups and iteration, modular filters (SPEC §1),
+//! Table round trips: builder → reader → point lookups and iteration, modular filters (DESIGN.md §1),
 //! and corruption handling.
 
 use std::sync::Arc;
@@ -37,7 +37,7 @@ fn fixture(count: u64, bits_per_key: f64, cache_bytes: u64) -> Fixture {
     modular_fixture(count, bits_per_key, f64::INFINITY, cache_bytes)
 }
 
-/// [`fixture`] with filter modules of `module_bits` bits per key (SPEC §1).
+/// [`fixture`] with filter modules of `module_bits` bits per key (DESIGN.md §1).
 fn modular_fixture(count: u64, bits_per_key: f64, module_bits: f64, cache_bytes: u64) -> Fixture {
     build_fixture(
         count,
@@ -478,7 +478,7 @@ fn multi_module_round_trip_has_no_false_negatives() {
     );
 }
 
-/// Elastic filters (SPEC §3.5) probe a prefix of a file's modules: with only the first of the
+/// Elastic filters (DESIGN.md §3.5) probe a prefix of a file's modules: with only the first of the
 /// four modules in use, absent keys pass at the first module's rate (2 bits per key), with all
 /// four at the whole filter's (6.5), with none every lookup goes to the index; present keys are
 /// found in every case.
@@ -613,7 +613,7 @@ fn version_1_files_still_read() {
     assert!(counters.snapshot().filter_negatives[1] > 950);
 }
 
-/// SPEC §1: the combined FPR of independent modules is the product of theirs. 200k keys at 6 bits
+/// DESIGN.md §1: the combined FPR of independent modules is the product of theirs. 200k keys at 6 bits
 /// per key in three 2-bit modules, 200k absent lookups through the table reader.
 #[test]
 fn combined_fpr_of_modules_is_the_product_of_theirs() {
@@ -664,7 +664,7 @@ fn combined_fpr_of_modules_is_the_product_of_theirs() {
     );
 }
 
-/// SPEC §1: a probe reads module j + 1 only if modules 1..=j said "maybe". With the block cache
+/// DESIGN.md §1: a probe reads module j + 1 only if modules 1..=j said "maybe". With the block cache
 /// disabled every module a lookup needs is one device read, so over 10k absent keys on a 3-module
 /// file the filter reads are exactly 10k (module 1) + the keys module 1 passed (module 2) + the
 /// keys modules 1 and 2 passed (module 3).
@@ -781,7 +781,7 @@ fn probe_with(table: &super::reader::TableReader, user_key: &[u8], in_use: Modul
         .result
 }
 
-/// A pinned reader holds only the modules in use (SPEC §3.5's hard cap, issue 15): when the
+/// A pinned reader holds only the modules in use (DESIGN.md §3.5's hard cap, issue 15): when the
 /// allocation takes held modules out of use, the trimmed copy keeps the ones in use and the old
 /// reader's going uncounts the rest; a module back in use is read again by its first probe, and
 /// a reader that holds nothing out of use is kept as it is.

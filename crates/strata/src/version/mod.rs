@@ -81,7 +81,7 @@ pub struct FileMetadata {
 }
 
 /// Reports a file number to the obsolete list when the last reference to the file drops, and
-/// holds the file's access statistics (SPEC §4), which follow the file through trivial moves.
+/// holds the file's access statistics (DESIGN.md §4), which follow the file through trivial moves.
 struct FileLiveness {
     number: u64,
     /// Set when the file joins a version the engine installs (`Version::apply` with a sink):
@@ -89,15 +89,15 @@ struct FileLiveness {
     sink: OnceLock<Arc<ObsoleteFiles>>,
     access: OnceLock<AccessHandle>,
     /// Data blocks point lookups read in this file since it was opened in this process, and how
-    /// many of them the block cache did not hold (SPEC §3.5's cache-miss weight; in memory only).
+    /// many of them the block cache did not hold (DESIGN.md §3.5's cache-miss weight; in memory only).
     data_block_reads: AtomicU64,
     data_block_misses: AtomicU64,
     /// Point lookups that reached this file (its key range held the key) and found nothing
     /// here, since it was opened in this process: the probes a better filter would have
-    /// answered without a data-block read (SPEC §3.5 "Rebuild, priced"; in memory only).
+    /// answered without a data-block read (DESIGN.md §3.5 "Rebuild, priced"; in memory only).
     empty_probes: AtomicU64,
     /// Point lookups that found a version of their key (or its tombstone) in this file: its
-    /// data-block reads that are not false positives (SPEC §3.5's cache model).
+    /// data-block reads that are not false positives (DESIGN.md §3.5's cache model).
     found_probes: AtomicU64,
     /// When this process first knew the file (written or recovered): the probe rate's clock.
     known_since: std::time::Instant,
@@ -105,7 +105,7 @@ struct FileLiveness {
     /// [`LookupCounts`], so that a file written long before lookups began does not show a
     /// lower rate than one written just before.
     first_probe: OnceLock<std::time::Instant>,
-    /// Sampled probe times (SPEC §3.5's cache model: what a false positive costs when its
+    /// Sampled probe times (DESIGN.md §3.5's cache model: what a false positive costs when its
     /// block is cached), by [`ProbeOutcome`]: probes and nanoseconds.
     probe_times: [(AtomicU64, AtomicU64); 3],
     /// One word the filter allocator may keep for the lookup path (`FileMetadata::allocator_memo`;
@@ -178,7 +178,7 @@ impl ProbeTimes {
 }
 
 /// What point lookups did in one file since the first of them reached it in this process
-/// (in memory only; shared through trivial moves): the measurements of SPEC §3.5's cache
+/// (in memory only; shared through trivial moves): the measurements of DESIGN.md §3.5's cache
 /// model, which predicts how often a false positive in the file would miss the block cache.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct LookupCounts {
@@ -204,7 +204,7 @@ pub(crate) struct AccessHandle {
 }
 
 impl AccessHandle {
-    /// Merlin's estimate, scaled to every lookup issued so far (SPEC §4).
+    /// Merlin's estimate, scaled to every lookup issued so far (DESIGN.md §4).
     pub(crate) fn estimate(&self) -> AccessEstimate {
         self.file.estimate(&self.merlin.view())
     }
@@ -339,13 +339,13 @@ impl FileMetadata {
     }
 
     /// Merlin's estimate of the point lookups that probed this file over the whole horizon
-    /// (SPEC §4): `q` all probes, `x` those that found the key here, `z = q - x`. `None` when the
+    /// (DESIGN.md §4): `q` all probes, `x` those that found the key here, `z = q - x`. `None` when the
     /// engine keeps no access statistics (see `Options::access_statistics`).
     pub fn access_estimate(&self) -> Option<AccessEstimate> {
         self.access().map(AccessHandle::estimate)
     }
 
-    /// The naive baseline's estimate (plain counters since the file was written, SPEC §4), for
+    /// The naive baseline's estimate (plain counters since the file was written, DESIGN.md §4), for
     /// comparison with [`FileMetadata::access_estimate`].
     pub fn naive_access_estimate(&self) -> Option<AccessEstimate> {
         self.access()
@@ -372,7 +372,7 @@ impl FileMetadata {
 
     /// (data blocks point lookups read in this file, of which from the device) since the file
     /// was opened in this process: how often a false positive here costs a device read
-    /// (SPEC §3.5). Shared by every metadata of the file (trivial moves keep it).
+    /// (DESIGN.md §3.5). Shared by every metadata of the file (trivial moves keep it).
     pub fn data_block_reads(&self) -> (u64, u64) {
         (
             self.liveness.data_block_reads.load(AtomicOrdering::Relaxed),
@@ -419,7 +419,7 @@ impl FileMetadata {
     }
 
     /// What point lookups did in this file since the first reached it, read at `now`
-    /// (SPEC §3.5's cache model).
+    /// (DESIGN.md §3.5's cache model).
     pub fn lookup_counts(&self, now: std::time::Instant) -> LookupCounts {
         let liveness = &self.liveness;
         let (data_block_reads, data_block_misses) = self.data_block_reads();
@@ -449,7 +449,7 @@ impl FileMetadata {
     /// Point lookups that reached this file and found nothing here, per second, since this
     /// process first knew the file (written or recovered; shared through trivial moves): the
     /// measured rate at which a filter false positive here would cost a data-block read
-    /// (SPEC §3.5 "Rebuild, priced"). 0 for a file known for under a millisecond.
+    /// (DESIGN.md §3.5 "Rebuild, priced"). 0 for a file known for under a millisecond.
     pub fn empty_probes_per_sec(&self, now: std::time::Instant) -> f64 {
         let seconds = now
             .saturating_duration_since(self.liveness.known_since)

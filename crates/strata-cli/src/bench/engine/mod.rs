@@ -100,7 +100,7 @@ pub struct EngineConfig {
     pub filter_family: strata::FilterFamilies,
     /// Strata's range filters (`Options::range_filter_bits`; 0 = none).
     pub range_filter_bits: u32,
-    /// Keep Merlin's access statistics in Strata (SPEC §4).
+    /// Keep Merlin's access statistics in Strata (DESIGN.md §4).
     pub access_statistics: bool,
     /// Record one lookup in this many in them.
     pub access_sample_every: u32,

@@ -1,21 +1,21 @@
-//! EcoTune's dynamic programs (SPEC §6; EcoTune §4.3, Algorithms 1 and 2), as pure functions.
+//! EcoTune's dynamic programs (DESIGN.md §6; EcoTune §4.3, Algorithms 1 and 2), as pure functions.
 //!
 //! A round of EcoTune receives `R` unit runs, one every `T_w`, into the main level; the DP decides
 //! which main-level runs to merge and when, to maximise the queries served over the round (the
 //! integral of query speed over time). Query speed with `e` main-level runs is
 //! `q(e) = 1 / ((e + 2) * r + (1 - r) * (1 + f))`, and `beta_q * q(e)` while a merge runs.
 //!
-//! Three programs, as SPEC §6 states them:
+//! Three programs, as DESIGN.md §6 states them:
 //!
 //! * [`Dp::simple`], `f(e, c)` (§4.3.1): merges finish within one arrival interval and do not
 //!   slow queries;
-//! * [`Dp::algorithm1`], `f(e, c, m)` (Algorithm 1, with SPEC's correction of the last merge's
+//! * [`Dp::algorithm1`], `f(e, c, m)` (Algorithm 1, with the correction of DESIGN.md §6 of the last merge's
 //!   run count, `q'(e + 1)`);
 //! * [`Dp::algorithm2`], `f(e, b, c, m)` (Algorithm 2): merges that span several arrivals, with
 //!   the units that arrive meanwhile pending (`b`). This is the one the policy follows; the other
-//!   two validate it (SPEC §6's exact checks, in the tests).
+//!   two validate it (DESIGN.md §6's exact checks, in the tests).
 //!
-//! The ceilings of `x * T_c / T_w` are taken with a relative tolerance (SPEC §6: `T_c / T_w = 1/3`
+//! The ceilings of `x * T_c / T_w` are taken with a relative tolerance (DESIGN.md §6: `T_c / T_w = 1/3`
 //! with `x = 3` must count one arrival, however the floating-point product rounds).
 
 use std::collections::HashMap;
@@ -23,7 +23,7 @@ use std::collections::HashMap;
 /// Relative tolerance of the arrival counts' ceilings.
 const CEIL_TOLERANCE: f64 = 1e-9;
 
-/// The parameters of one round (SPEC §6).
+/// The parameters of one round (DESIGN.md §6).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RoundParameters {
     /// `r`: the fraction of queries that are long range scans, in `[0, 1]`.
@@ -65,7 +65,7 @@ impl RoundParameters {
     }
 
     /// Queries served while a main-level merge of `units` units runs with `e` main-level runs at
-    /// its start (SPEC §6 `MergeScore`).
+    /// its start (DESIGN.md §6 `MergeScore`).
     pub fn merge_score(&self, e: u32, units: u32) -> f64 {
         let during = self.arrivals_until_merged(units).saturating_sub(1);
         let mut score = 0.0;
@@ -164,7 +164,7 @@ impl Dp {
         p.t_w * p.q(0) + self.algorithm1(0, p.units, p.ccap * p.units)
     }
 
-    /// `f(e, c, m)` (Algorithm 1 with SPEC §6's `q'(e + 1)` for the ending merge).
+    /// `f(e, c, m)` (Algorithm 1 with DESIGN.md §6's `q'(e + 1)` for the ending merge).
     pub fn algorithm1(&mut self, e: u32, c: u32, m: u32) -> f64 {
         let p = self.parameters;
         if c <= 1 {
@@ -278,7 +278,7 @@ impl Merge {
     }
 }
 
-/// SPEC §6's event simulator: the queries `merges` serve, by the time model alone. Unit `k`
+/// DESIGN.md §6's event simulator: the queries `merges` serve, by the time model alone. Unit `k`
 /// arrives at `k * T_w` (every `k >= 1`, during the global compaction too) and adds a run; a
 /// merge starts at an arrival, counts its runs until it ends, and replaces them with one; one
 /// merge at a time. Speed is `q(runs)`, `beta_q * q(runs)` while a merge runs; the score is its
@@ -397,7 +397,7 @@ pub fn layouts(units: u32, merges: &[Merge]) -> Vec<String> {
 }
 
 impl Dp {
-    /// The schedule Algorithm 2 chooses for the round (SPEC §6 "Schedule"), its global
+    /// The schedule Algorithm 2 chooses for the round (DESIGN.md §6 "Schedule"), its global
     /// compaction last.
     pub fn schedule(&mut self) -> Vec<Merge> {
         let p = self.parameters;

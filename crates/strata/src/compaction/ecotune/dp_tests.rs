@@ -18,7 +18,7 @@ fn close(a: f64, b: f64) -> bool {
 
 #[test]
 fn arrival_counts_take_exact_multiples_as_they_are() {
-    // SPEC §6: T_c / T_w = 1/3 with x = 3 must give one arrival.
+    // DESIGN.md §6: T_c / T_w = 1/3 with x = 3 must give one arrival.
     let p = RoundParameters {
         t_w: 3.0,
         t_c: 1.0,
@@ -57,7 +57,7 @@ fn a_merge_is_scored_at_the_slowed_speed_of_the_runs_it_sees() {
     assert!(close(gets_only.q(1), gets_only.q(9)));
 }
 
-/// SPEC §6's first exact check: with `beta_q = 0` and `(R - 1) * T_c <= T_w`, Algorithm 2
+/// DESIGN.md §6's first exact check: with `beta_q = 0` and `(R - 1) * T_c <= T_w`, Algorithm 2
 /// equals `T_w * q(0) + f(0, R)`.
 #[test]
 fn algorithm2_reduces_to_the_simple_program_when_merges_are_short_and_free() {
@@ -83,7 +83,7 @@ fn algorithm2_reduces_to_the_simple_program_when_merges_are_short_and_free() {
     }
 }
 
-/// SPEC §6's second exact check: with `(Ccap + 1) * R * T_c <= T_w`, Algorithm 2 equals the
+/// DESIGN.md §6's second exact check: with `(Ccap + 1) * R * T_c <= T_w`, Algorithm 2 equals the
 /// corrected Algorithm 1.
 #[test]
 fn algorithm2_reduces_to_algorithm1_when_every_merge_fits_one_interval() {
@@ -143,7 +143,7 @@ fn invalid_parameters_are_refused() {
     assert!(Dp::new(parameters(5, 0.1, 0.5, -0.1, 0.01)).is_err());
 }
 
-/// SPEC §6: the simulator's score of the DP's schedule equals the DP's score.
+/// DESIGN.md §6: the simulator's score of the DP's schedule equals the DP's score.
 #[test]
 fn the_simulator_scores_the_dp_schedule_as_the_dp_does() {
     for units in 1..=14u32 {
@@ -171,7 +171,7 @@ fn the_simulator_scores_the_dp_schedule_as_the_dp_does() {
     }
 }
 
-/// SPEC §6: for every R <= 8, the DP's score is the best of every schedule in its space.
+/// DESIGN.md §6: for every R <= 8, the DP's score is the best of every schedule in its space.
 #[test]
 fn the_dp_finds_the_best_schedule_of_its_space() {
     for units in 1..=8u32 {

@@ -1,4 +1,4 @@
-//! EcoTune as a [`CompactionPolicy`] (SPEC §6): the three-level layout and the runtime picker that
+//! EcoTune as a [`CompactionPolicy`] (DESIGN.md §6): the three-level layout and the runtime picker that
 //! follows the dynamic program's schedule.
 //!
 //! Layout on Strata's levels:
@@ -51,15 +51,15 @@ pub const ROUND_STATE_OWNER: &str = "ecotune.round";
 pub const MERGES_STATE_OWNER: &str = "ecotune.merges";
 const STATE_FORMAT: u8 = 1;
 
-/// The main level (SPEC §6): level 1.
+/// The main level (DESIGN.md §6): level 1.
 pub const MAIN_LEVEL: usize = 1;
 /// The last level of a tree EcoTune built from scratch.
 pub const LAST_LEVEL: usize = 2;
 
-/// `T_c / T_w` before the engine has measured either rate (the paper's setting, SPEC §6).
+/// `T_c / T_w` before the engine has measured either rate (the paper's setting, DESIGN.md §6).
 pub const DEFAULT_TC_OVER_TW: f64 = 0.1;
 
-/// What EcoTune is built from (SPEC §6; the paper's values are the defaults).
+/// What EcoTune is built from (DESIGN.md §6; the paper's values are the defaults).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct EcoTuneSettings {
@@ -74,7 +74,7 @@ pub struct EcoTuneSettings {
     pub beta_q: f64,
     /// The largest `R`: a round's DP has `O(R^4)` states (R = 32 solves in well under a second).
     pub max_units: u32,
-    /// Keep the full index of the top level's keys (SPEC §6); off only to measure what it saves.
+    /// Keep the full index of the top level's keys (DESIGN.md §6); off only to measure what it saves.
     pub top_level_index: bool,
 }
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issue 5 measurements (docs/BENCHMARKS.md, "Filter allocation under memory pressure"). Release, seed 42, medians of 3.
 set -x
-# Usage: scripts/issue5_measurements.sh [OUT_DIR]   (needs `apt-get install libclang-dev valgrind`; about 4 hours)
+# Usage: scripts/filter_allocation_under_memory_pressure.sh [OUT_DIR]   (needs `apt-get install libclang-dev valgrind`; about 4 hours)
 cd "$(dirname "$0")/.."
 cargo build --release -p strata-cli
 CARGO_TARGET_DIR=target/peers cargo build --release -p strata-cli --features peers

@@ -9,7 +9,7 @@
 # index blocks read per seek, the runs a range filter ruled out per seek, and the range filters'
 # memory in bits per key loaded.
 #
-#   scripts/issue17_seek_cost.sh [BITS] [POLICIES] [RUNS] [NUM] [READS]
+#   scripts/range_filter_seek_cost.sh [BITS] [POLICIES] [RUNS] [NUM] [READS]
 #     defaults: "0 6 10", "ecotune,leveling,lazy-leveling,tiering", 3, 1000000, 300000
 #
 # PEERS=1 adds RocksDB (needs the `peers` feature: set CARGO_TARGET_DIR to a peers build, which

@@ -7,7 +7,7 @@
 # the same tree and lookups). Prints one row per policy, budget and workload: medians over the
 # seeds, with the least and most.
 #
-#   scripts/issue15_regret_grid.sh [SEEDS] [BUDGETS] [POLICIES]
+#   scripts/allocator_regret_grid.sh [SEEDS] [BUDGETS] [POLICIES]
 #     defaults: "42 7 8 9 10", "2 3 5", "uniform,monkey,mnemosyne,mnemosyne-plus,elastic"
 #
 # About 25 s per seed, budget and workload on this machine (600,000 keys, 200,000 lookups).

@@ -7,7 +7,7 @@
 # filters' own tree ("vs unif"), the study's cache-weighted optimum over uniform's on the
 # same tree, and the measured replays' lookups per second with both filters on that tree.
 #
-#   scripts/issue15_cache_model.sh [SEEDS] [CACHE] [BUDGET] [STRATA]
+#   scripts/elastic_filters_with_cache.sh [SEEDS] [CACHE] [BUDGET] [STRATA]
 #     defaults: "42 7 8 9 10 11", 8MiB, 2, the workspace's release build
 #
 # STRATA names another build to compare (e.g. one of an earlier commit). EXTRA adds flags to

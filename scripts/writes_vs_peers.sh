@@ -7,7 +7,7 @@
 #      buffer (Strata vs RocksDB vs fjall).
 # Prints the harness's median tables (ops/s, ratio to Strata, p50/p99, write stalls).
 #
-#   scripts/issue13_writes.sh [RUNS]          (default 3)
+#   scripts/writes_vs_peers.sh [RUNS]          (default 3)
 #
 # Needs a build with the peers (README: "Peers"); set CARGO_TARGET_DIR to reuse one.
 set -euo pipefail

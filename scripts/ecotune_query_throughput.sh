@@ -8,11 +8,11 @@
 # second, its ratio to EcoTune's, the compaction CPU share, and EcoTune's round state at the end
 # of the phase (R, T_c/T_w: one round must fit in the phase).
 #
-#   scripts/issue17_ecotune_grid.sh [RATIOS] [POLICIES] [RUNS] [READS] [RATE]
+#   scripts/ecotune_query_throughput.sh [RATIOS] [POLICIES] [RUNS] [READS] [RATE]
 #     defaults: "0.1 0.3 0.5 1", "ecotune,leveling,lazy-leveling,tiering,garnering", 3,
 #               2000000, 4
 #
-# Size ratio 10 for leveling, lazy leveling, tiering and Garnering (SPEC §6's baselines), 1 MiB
+# Size ratio 10 for leveling, lazy leveling, tiering and Garnering (DESIGN.md §6's baselines), 1 MiB
 # write buffer (EcoTune's unit run is the tree over 100, about 1.2 MB here), 10 bits per key.
 # About 35 minutes with the defaults on this machine. OUT=dir keeps the files.
 # RANGE_FILTER_BITS=b gives every Strata file a range filter of b quantum bits
