@@ -75,8 +75,8 @@ impl MnemosynePlus {
     }
 
     /// Standby filters, Strata's extension (on by default: it holds the cap without refusing a
-    /// valuable filter; `false` gives DESIGN.md §3.4's first-come guard): the filters in use are chosen by value under the cap instead of
-    /// first come, first served.
+    /// valuable filter; `false` gives DESIGN.md §3.4's first-come guard): the filters in use
+    /// are chosen by value under the cap instead of first come, first served.
     ///
     /// * A new file whose optimal bits per key is 0 gets a filter of Mnemosyne's bits for its
     ///   run (capped at the budget) that starts skipped: it costs disk, not memory (skipped
