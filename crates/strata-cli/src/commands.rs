@@ -123,7 +123,7 @@ fn open_for_writing(path: &Path, create: bool) -> CliResult<(Db, Options)> {
 
 /// Every open of a writable database flushes the WAL the previous session left into a new
 /// level-0 run, and a command's process exits before a background compaction gets to it: 50
-/// `put` commands used to leave 52 level-0 runs behind (issue 12). Once level 0 holds the
+/// `put` commands used to leave 52 level-0 runs behind. Once level 0 holds the
 /// compaction trigger's number of runs, this runs the compactions the policy picks before the
 /// command exits, so level 0 stays below the trigger between commands. Below it, nothing waits
 /// and the command stays as fast as one open, one write and one close.

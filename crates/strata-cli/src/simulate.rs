@@ -31,7 +31,8 @@
 //!   rounded up, are reported apart. Write amplification is (bytes flushed + bytes compacted) /
 //!   bytes flushed.
 //!
-//! The predicted lookup cost is not printed: the cost models do not exist yet (issue 16).
+//! The predicted lookup cost is not printed here: `strata whatif` and `strata tune` print the cost
+//! models' predictions (DESIGN.md §7).
 
 use std::collections::VecDeque;
 use std::io::Write;

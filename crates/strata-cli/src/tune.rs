@@ -123,7 +123,7 @@ fn parse_pairs(flag: &str, text: &str, names: &[&str]) -> CliResult<Vec<Option<f
     Ok(values)
 }
 
-/// A design as `--json` prints it (issue 16's field names).
+/// A design as `--json` prints it (stable field names, read by scripts).
 #[derive(Debug, Serialize)]
 struct DesignJson {
     policy: &'static str,

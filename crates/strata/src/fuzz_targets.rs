@@ -1,5 +1,5 @@
 //! One entry point per on-disk decoder, taking arbitrary bytes: what the `cargo fuzz` targets in
-//! `fuzz/fuzz_targets/` call (issue 12, "Reliability"), and what this module's proptests call, so
+//! `fuzz/fuzz_targets/` call, and what this module's proptests call, so
 //! fuzzing and the normal test suite drive exactly the same code. Compiled with the `fuzzing`
 //! cargo feature (for the fuzz crate, which lives outside the workspace) and in this crate's own
 //! tests; hidden from the docs and not part of Strata's API.

@@ -145,7 +145,7 @@ fn the_budget_is_a_hard_cap_and_spent_under_tiering() {
     check(Arc::new(Tiering::new(4.0).expect("valid")));
 }
 
-/// Few, large, partitioned files (the default 64 MiB files of issue 15's measurement, scaled
+/// Few, large, partitioned files (like the default 64 MiB files, scaled
 /// down): one whole module of the largest file is a large share of the budget, so the allocator
 /// puts a module in use in part of its partitions. The filters in use stay within one
 /// partition's share under the budget once the tree has a last level, the partitions are

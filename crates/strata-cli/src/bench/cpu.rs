@@ -1,5 +1,6 @@
 //! CPU time by thread, from Linux's `/proc/self/task/*/stat`: what share of the process's CPU a
-//! phase spent in compaction threads (issue 17 asks for "the CPU share spent on compaction").
+//! phase spent in compaction threads (EcoTune trades compaction CPU for query speed, so its
+//! comparisons need it).
 //! Threads are told apart by name: Strata's compaction workers are `strata-compaction-N`,
 //! RocksDB's compaction pool runs as `rocksdb:low`. Elsewhere than Linux, or if `/proc` cannot
 //! be read, there is no sample and the report says `null`.

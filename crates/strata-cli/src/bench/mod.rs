@@ -1081,7 +1081,7 @@ impl Bench<'_> {
             result.compaction_cpu_share = cpu_before
                 .zip(cpu::CpuSample::now())
                 .and_then(|(before, after)| after.compaction_share_since(&before));
-            // The filter memory in use over the phase, not only at its end (issue 15).
+            // The filter memory in use over the phase, not only at its end (the budget is a cap at every moment).
             result.include_filter_samples(self.series.get(series_start..).unwrap_or_default());
             // Live table bytes over the bytes of the newest version of each key; only what is
             // in table files counts, so the figure is meaningful once the tree is settled.

@@ -197,7 +197,8 @@ pub const MNEMOSYNE_DEFAULT_EMPTY_FRACTION: f64 = 0.5;
 /// 100 entries from the sought key.
 pub const ECOTUNE_LONG_SCAN_NEXTS: u64 = 100;
 
-/// The long-range-scan ratio of `ecotune` without a parameter: 0.3, issue 17's target point.
+/// The long-range-scan ratio of `ecotune` without a parameter: 0.3, the ratio EcoTune's paper
+/// reports its largest gains around.
 pub const ECOTUNE_DEFAULT_LONG_SCAN_RATIO: f64 = 0.3;
 
 /// The Mnemosyne paper's "normal distribution with σ = 3.0" (§6) in this module's units: mean

@@ -7,7 +7,7 @@
 //! * `merlin-accuracy` (`merlin_accuracy.rs`, Mnemosyne §5.2, Fig. 10; DESIGN.md §4 "Accuracy
 //!   check"): Euclidean distance and cosine similarity of Merlin's and the naive baseline's
 //!   per-file `z` estimates against the truth, at checkpoints of a mixed workload;
-//! * `regret` (`regret.rs`, issue 15): each filter allocator's unnecessary reads divided by the
+//! * `regret` (`regret.rs`): each filter allocator's unnecessary reads divided by the
 //!   per-file optimum's on the tree that allocator built (the shape-independent figure).
 //!
 //! Each prints a table on stdout (progress on stderr) and, with `--json FILE`, writes the
@@ -48,7 +48,7 @@ pub enum StudyCommand {
     /// Mnemosyne Fig. 10: accuracy of Merlin's per-file zero-result estimates (and the naive
     /// baseline's) against replayed ground truth, at checkpoints of a mixed workload.
     MerlinAccuracy(MerlinAccuracyArgs),
-    /// Issue 15: each filter allocator's unnecessary reads against the per-file optimum (exact
+    /// Each filter allocator's unnecessary reads against the per-file optimum (exact
     /// per-file counts, same budget) on the tree that allocator built.
     Regret(RegretArgs),
 }

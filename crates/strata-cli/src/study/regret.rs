@@ -1,6 +1,6 @@
-//! `strata study regret` (issue 15): each filter allocator against the optimum, on the tree that
+//! `strata study regret`: each filter allocator against the optimum, on the tree that
 //! allocator built. A comparison of two allocators in `strata bench` also compares two trees:
-//! the shapes differ from run to run (2 to 6 runs in issue 15's measurements) and the shape
+//! the shapes differ from run to run (2 to 6 runs in the measurements of docs/BENCHMARKS.md) and the shape
 //! alone can swing the reads per lookup more than the allocation does. The regret is the
 //! shape-independent figure: the unnecessary reads a policy's filters cost, divided by what the
 //! per-file optimum (Mnemosyne eq. 3, fed the exact per-file zero-result counts of the same
@@ -75,7 +75,8 @@ pub struct RegretArgs {
     #[arg(long, default_value = "uniform")]
     pub distribution: KeyDistribution,
     /// Freeze the tree as the load leaves it (after a flush, with the compactions already
-    /// running finished) instead of letting compactions settle it: issue 15's unsettled trees.
+    /// running finished) instead of letting compactions settle it: an unsettled tree, as a
+    /// live database has between compactions.
     #[arg(long)]
     pub no_settle: bool,
     /// Record access statistics (Merlin, DESIGN.md §4) while the policy's own filters answer the

@@ -8,8 +8,8 @@
 //! is what the allocator first weighed files by, and it is measured under the allocation the
 //! allocator itself made: a file given many bits sees few false positives, its few reads find
 //! its blocks cold, and its share stays near 1 however well the cache would hold its blocks
-//! under fewer bits. Measured in session 15 (`strata study regret --block-cache-bytes 8MiB`,
-//! docs/BENCHMARKS.md): elastic filters weighed that way read 0.97-1.03x of uniform filters'
+//! under fewer bits. Measured with `scripts/elastic_filters_with_cache.sh` (`strata study regret
+//! --block-cache-bytes 8MiB`, docs/BENCHMARKS.md): elastic filters weighed that way read 0.97-1.03x of uniform filters'
 //! data blocks on the same tree, while the optimum weighted by the shares measured *under
 //! uniform filters* read 0.83-0.90x (type I) and 0.45-0.68x (type II).
 //!

@@ -7,7 +7,7 @@
 //! The papers' allocators size a file's filter once, when the file is written, and never change
 //! it. The budget they divide is the tree's *after* the job, but the tree keeps changing: files
 //! that were sized for a small tree hold too few bits once it grows, and the bits of a file that
-//! left are not handed back to the files that stay. Measured on this machine (issue 15): after a
+//! left are not handed back to the files that stay. Measured on this machine (`scripts/allocator_regret_grid.sh`): after a
 //! 600,000-key fill at 2 bits per key, Mnemosyne's filters in use held 1.58-1.82 bits per key.
 //!
 //! # How
@@ -42,7 +42,7 @@
 //!   leaving a hot file's blocks too rarely requested to stay cached counts the misses it
 //!   causes) was tried and measured worse with direct reads (docs/BENCHMARKS.md, "Elastic
 //!   filters' lookups on the same tree"). A file whose data blocks stay cached gains little
-//!   from a filter, however often it is probed (issue 15 measured Mnemosyne giving 9.8 bits per
+//!   from a filter, however often it is probed (the regret study measured Mnemosyne giving 9.8 bits per
 //!   key to level-0 runs whose data fit the cache). The prediction, not the file's measured miss share,
 //!   is what keeps a file with many bits from looking cold only because its few false
 //!   positives find its blocks cold.

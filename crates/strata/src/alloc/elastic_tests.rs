@@ -614,7 +614,7 @@ fn a_module_that_does_not_fit_whole_is_put_in_use_in_some_partitions() {
     }
 }
 
-/// A tree dominated by one large file (issue 15's 64 MiB files): with whole modules the budget
+/// A tree dominated by one large file (like the default 64 MiB files): with whole modules the budget
 /// could be spent to 0.80 at best; with the large file's module put in use partition by
 /// partition it is spent to within one partition's share, and never over.
 #[test]

@@ -6,7 +6,7 @@
 //! that started after the ticket was issued, or, once the compaction thread is gone, with the
 //! error it left — and an answer is never taken by another ticket's caller. A single shared
 //! result slot broke both: a second caller's request cleared the first caller's result, and one
-//! `compact()` never returned (issue 12).
+//! `compact()` never returned.
 
 use std::collections::HashMap;
 

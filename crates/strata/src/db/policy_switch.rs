@@ -2,7 +2,7 @@
 //! (`Db::set_compaction_policy`, `Db::set_filter_allocator`), and keeping the switch across a
 //! reopen.
 //!
-//! A tuner that reads a live database (issue 16's `strata tune --from-db`) is only useful if its
+//! A tuner that reads a live database (`strata tune --from-db`) is only useful if its
 //! design can be applied without taking the database down. A compaction-policy switch swaps the
 //! policy the compaction workers and the write-stall rule ask; the tree then reaches the new
 //! policy's shape through ordinary compactions (every policy accepts a tree another one wrote:

@@ -1,5 +1,5 @@
 //! A range filter for one table file: "may the file hold a key in `[lo, hi]`?", with no false
-//! negatives (issue 17: EcoTune puts a range filter on every file so that a short seek does not
+//! negatives (EcoTune puts a range filter on every file so that a short seek does not
 //! pay for every main-level run).
 //!
 //! Strata's own design, after SNARF (Vaidya et al., VLDB 2022): a monotone map from keys to

@@ -24,7 +24,7 @@
 //! link, which are that tall ([`Node::levels`] carries that knowledge, so a link outside the
 //! tower cannot be named).
 //!
-//! A node's address is the memory address of its meta word. Until session 11 it was a chunk
+//! A node's address is the memory address of its meta word. It used to be a chunk
 //! number and an offset, translated through a chunk directory at every step of a search; that
 //! translation and its bounds checks were a third of an insert's instructions (docs/BENCHMARKS.md,
 //! "Write path"). The price is `unsafe` in one place, [`Node::at_address`], whose contract the

@@ -4,8 +4,8 @@
 //! A compaction reads every data block of every input file in order. Read block by block, that is
 //! one `pread` per 4 KiB block: the kernel's readahead hides the cost when reads go through the
 //! page cache, but with `Options::direct_reads` (O_DIRECT) there is no kernel readahead and every
-//! block is a device round trip, which starved compactions and stalled writers (issue 13: a load
-//! ran at 0.19x RocksDB with direct reads on). RocksDB reads compaction inputs in 2 MiB chunks
+//! block is a device round trip, which starved compactions and stalled writers (a load ran at
+//! 0.19x RocksDB's throughput with direct reads on). RocksDB reads compaction inputs in 2 MiB chunks
 //! (`compaction_readahead_size`); [`Readahead`] does the same: it keeps one window of the file and
 //! serves blocks from it, refilling it with one read when a block falls outside.
 //!

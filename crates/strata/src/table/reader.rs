@@ -327,10 +327,7 @@ impl TableReader {
         crate::FilterLayout { family, partitions }
     }
 
-    #[allow(
-        dead_code,
-        reason = "read by `strata inspect` and the filter policies (issue 5)"
-    )]
+    #[allow(dead_code, reason = "read by `strata inspect` and the filter policies")]
     pub(crate) fn properties(&self) -> &TableProperties {
         &self.properties
     }

@@ -781,7 +781,7 @@ fn probe_with(table: &super::reader::TableReader, user_key: &[u8], in_use: Modul
         .result
 }
 
-/// A pinned reader holds only the modules in use (DESIGN.md §3.5's hard cap, issue 15): when the
+/// A pinned reader holds only the modules in use (DESIGN.md §3.5's hard cap): when the
 /// allocation takes held modules out of use, the trimmed copy keeps the ones in use and the old
 /// reader's going uncounts the rest; a module back in use is read again by its first probe, and
 /// a reader that holds nothing out of use is kept as it is.

@@ -275,7 +275,7 @@ pub struct TreeShape {
     /// The budget guard's cap in bits per key (Strata's Mnemosyne policies), where there is one.
     pub bits_per_key_cap: Option<f64>,
     /// Bytes of every live filter on disk, where known: with elastic filters more than is in use
-    /// (the disk overhead issue 15 asks to report).
+    /// (the disk overhead of keeping modules beyond those in use).
     pub filter_bytes_on_disk: Option<u64>,
     /// Bytes of the filters lookups use (Strata), where known.
     pub filter_bytes_in_use: Option<u64>,

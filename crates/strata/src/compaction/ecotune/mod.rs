@@ -1,6 +1,6 @@
 //! EcoTune (DESIGN.md §6; Wang et al., SIGMOD 2025): a three-level layout whose main-level merges are
 //! timed by a dynamic program to maximise the queries served over a round under a steady write
-//! stream. Built so far (issue 17), all in [`dp`] as pure functions: the dynamic programs (§4.3.1,
+//! stream. All in [`dp`] as pure functions: the dynamic programs (§4.3.1,
 //! Algorithm 1 corrected, Algorithm 2), the event simulator that scores any schedule by DESIGN.md §6's
 //! time model, the brute force over the DP's schedule space, the schedule walk and its Table-4
 //! layouts. The three-level layout, the policy and its runtime picker are still to come.
