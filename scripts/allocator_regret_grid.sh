@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15's measurement 1: every filter allocator on unsettled trees (`strata study regret
+# Allocator regret grid: every filter allocator on unsettled trees (`strata study regret
 # --no-settle`), at BUDGETS bits per key, on type-I lookups (every key absent) and type-II
 # lookups (every key present), SEEDS seeds each. Per configuration: the bits per key in use
 # during the load (least once a last level existed, most), at the end, the unnecessary

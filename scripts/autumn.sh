@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14's measurement: Autumn's micro-benchmark scaled to this machine. 2,000,000 keys of 16
+# Merge policies on Autumn's micro-benchmark, scaled to this machine. 2,000,000 keys of 16
 # bytes with 100-byte values are loaded (random order), then point reads (readrandom) and short
 # scans (seekrandom: a seek and 10 nexts) run against a block cache of 5% of the data, with
 # buffered and with direct reads. Small level base: 2 MiB write buffers and files, so level 1 holds

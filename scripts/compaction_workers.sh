@@ -3,8 +3,8 @@
 # workers, run by run alternating the worker count (RUNS rounds), and the median of each:
 #   1. fillrandom: 1,000,000 keys, 16-byte keys, 100-byte values, 10 bits/key, 1 MiB write buffer
 #      and files, T = 4 (small buffers, so that compaction, not the memtable, sets the pace);
-#   2. issue 13's direct-read load: 300,000 entries of 128-byte keys and 384-byte values, 2 MiB
-#      write buffers and files, T = 4, direct reads.
+#   2. the direct-read load (as in scripts/writes_vs_peers.sh): 300,000 entries of 128-byte
+#      keys and 384-byte values, 2 MiB write buffers and files, T = 4, direct reads.
 # Prints one line per load and worker count: median ops/s, p99 µs, write stalls and stall ms,
 # write amplification, and the tree shape (levels, runs) of the median run.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 17's measurement 1: average query throughput under a steady write stream, for EcoTune
+# EcoTune query throughput: average queries per second under a steady write stream, for EcoTune
 # and the other merge policies, at long-scan ratios R (EcoTune's workload: long scans of 100
 # entries with probability r, seeks and gets with (1 - r) / 2 each; `strata bench --workloads
 # ecotune:r`). One `strata bench` per r, each policy on its own fresh tree: 1,000,000 keys

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Issue 15: elastic filters with and without the priced rebuild (DESIGN.md §3.5 "Rebuild, priced"),
-# on `strata study regret`'s unsettled trees, with Merlin recording during the replay so the
-# filters learn the lookups. Per seed and workload (type I: every lookup absent; type II: every
-# lookup present), one run without rebuilds and one with `--rebuild-rate RATE` (the warm-up
-# replays the lookups until a round brings no rebuild); prints medians over the seeds of the
-# unnecessary reads per lookup, the regret, the bits in use and on disk, and the rebuilds.
+# Elastic filter rebuilds: elastic filters with and without the priced rebuild (DESIGN.md §3.5
+# "Rebuild, priced"), on `strata study regret`'s unsettled trees, with Merlin recording during the
+# replay so the filters learn the lookups. Per seed and workload (type I: every lookup absent;
+# type II: every lookup present), one run without rebuilds and one with `--rebuild-rate RATE` (the
+# warm-up replays the lookups until a round brings no rebuild); prints medians over the seeds of
+# the unnecessary reads per lookup, the regret, the bits in use and on disk, and the rebuilds.
 #
 #   scripts/elastic_filter_rebuilds.sh [SEEDS] [RATE] [BUDGET]
 #     defaults: "42 7 8 9 10", 8MiB (Strata's default rate), 2

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Issue 15: elastic filters against uniform filters on the same tree with a block cache, the
-# measurement behind elastic filters' predicted cache-miss chance (`alloc/cache_model.rs`).
-# Per seed and workload (type I: every lookup absent; type II: every lookup present), one
-# `strata study regret` run on an unsettled tree with `--block-cache-bytes CACHE`; prints, per
-# seed and as medians, elastic filters' unnecessary reads over uniform filters' on elastic
-# filters' own tree ("vs unif"), the study's cache-weighted optimum over uniform's on the
-# same tree, and the measured replays' lookups per second with both filters on that tree.
+# Elastic filters with a cache: elastic filters against uniform filters on the same tree with a
+# block cache, the measurement behind elastic filters' predicted cache-miss chance
+# (`alloc/cache_model.rs`). Per seed and workload (type I: every lookup absent; type II: every
+# lookup present), one `strata study regret` run on an unsettled tree with `--block-cache-bytes
+# CACHE`; prints, per seed and as medians, elastic filters' unnecessary reads over uniform
+# filters' on elastic filters' own tree ("vs unif"), the study's cache-weighted optimum over
+# uniform's on the same tree, and the measured replays' lookups per second with both filters on
+# that tree.
 #
 #   scripts/elastic_filters_with_cache.sh [SEEDS] [CACHE] [BUDGET] [STRATA]
 #     defaults: "42 7 8 9 10 11", 8MiB, 2, the workspace's release build

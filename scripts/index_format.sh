@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13's index format (user-key index, delta-encoded block handles; docs/FORMAT.md) against
+# Index format: the user-key index with delta-encoded block handles (docs/FORMAT.md) against
 # the format before it: the same benchmark on a build of BEFORE (a git revision, built in a
 # temporary worktree) and on this tree, alternating, RUNS times each. Per entry size:
 #   type II: 210,000 keys of 128 bytes, values of 384, 4 bits/key, 2 MiB buffers and files, T = 4;

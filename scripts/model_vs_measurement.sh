@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16's model-vs-measurement table: the cost model on the tree each run actually built
+# Model vs measurement: the cost model on the tree each run actually built
 # (strata::model::tree, printed by `strata bench` under every point-read phase) against the
 # data-block reads per lookup the engine counted. Leveling, tiering, lazy leveling and Garnering
 # at two filter budgets, direct reads, pinned index and filter blocks and by default no block

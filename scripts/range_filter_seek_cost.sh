@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 17's measurement 3 for seeks: what a short closed-range seek costs with and without
+# Range-filter seek cost: what a short closed-range seek costs with and without
 # Strata's range filters (`--range-filter-bits`), on the trees four merge policies build, beside
 # RocksDB (with `iterate_upper_bound`, no range filter). Each configuration gets a fresh tree:
 # NUM keys loaded by fillrandom (1 MiB write buffer, 10 bits per key, size ratio 10, an 8 MiB

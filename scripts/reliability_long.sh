@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The long version of the reliability suite (issue 12; docs/TESTING.md). CI runs the short
+# The long version of the reliability suite (docs/TESTING.md). CI runs the short
 # version inside `cargo test --workspace`. This runs, in order:
 #
 #   1. the crash loop: ITERATIONS crash iterations (default 1008) spread round-robin over every

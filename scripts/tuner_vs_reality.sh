@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16's tuner-vs-reality check: for three workload mixes, `strata tune` recommends a design
+# Tuner vs reality: for three workload mixes, `strata tune` recommends a design
 # (merge policy, size ratio, buffer/filter split) for this machine's device, and the
 # recommendation and its two runners-up are run through `strata bench` with that mix. Each design
 # runs RUNS times, the three designs in rotating order (run 1: 1 2 3, run 2: 2 3 1, ...); the

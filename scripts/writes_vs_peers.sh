@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 13's write measurements, every engine in the same run, medians of RUNS alternating runs
-# (the harness alternates engines run by run with --runs):
+# Write throughput and amplification against RocksDB and fjall, every engine in the same run,
+# medians of RUNS alternating runs (the harness alternates engines run by run with --runs):
 #   1. the direct-read load: 300,000 entries of 128-byte keys and 384-byte values, 2 MiB write
 #      buffers and files, T = 4, with direct reads and with buffered reads (Strata vs RocksDB);
 #   2. fillrandom: 1,000,000 keys, 16-byte keys, 100-byte values, 10 bits/key, 64 MiB write
