@@ -32,14 +32,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::cache::BlockCache;
-use crate::db::access_file;
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::key::{compare_internal_keys, parse_internal_key, ValueKind};
 use crate::options::Options;
+use crate::stats::access_file;
 use crate::stats::{BlockKind, IoCounters};
 use crate::table::block::BlockIter;
 use crate::table::format::IndexKeys;
+use crate::table::index_iter::IndexIter;
 use crate::table::properties::TableProperties;
 use crate::table::reader::{ReadMode, TableReader};
 use crate::table::table_file_name;
@@ -579,7 +580,7 @@ pub(crate) fn scan_table(
         }
     }
     let index_offset = reader.footer().index.offset;
-    let mut index = match reader.index_iter(ReadMode::Compaction) {
+    let mut index = match IndexIter::open(&reader, ReadMode::Compaction) {
         Ok(index) => index,
         Err(error) => {
             scan.problems.push(Problem::from_error(&path, error));

@@ -26,7 +26,6 @@ use parking_lot::Mutex;
 
 use crate::cache::BlockCache;
 use crate::coding::Decoder;
-use crate::db::access_file;
 use crate::env::{FileLock, FileSystem, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 use crate::filter::bloom::BloomFilter;
@@ -35,6 +34,7 @@ use crate::filter::range::RangeFilter;
 use crate::filter::ribbon::RibbonFilter;
 use crate::iterator::InternalIterator;
 use crate::key::compare_internal_keys;
+use crate::stats::access_file;
 use crate::stats::merlin::{FileAccess, MerlinState};
 use crate::stats::IoCounters;
 use crate::table::block::{Block, BlockBuilder, BlockIter, HandleCoding, DEFAULT_RESTART_INTERVAL};
@@ -501,7 +501,7 @@ pub fn manifest(data: &[u8]) {
     let _ = replay_manifest(&framed, path, u64::MAX, None);
 }
 
-/// The `ACCESS` file (`db/access_file.rs`: `decode`) and the Merlin encodings inside it
+/// The `ACCESS` file (`stats/access_file.rs`: `decode`) and the Merlin encodings inside it
 /// (`stats/merlin.rs`: `MerlinState::decode`, `FileAccess::decode`). The input is decoded as a
 /// whole file, and again with a valid CRC32C appended so a fuzzer gets past the checksum.
 /// `FileAccess` is fixed-width, so a decoded one must re-encode to its exact bytes.

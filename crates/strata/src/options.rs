@@ -10,12 +10,7 @@ use crate::table::compression::CompressionPolicy;
 use crate::table::partition::MetadataPartitioning;
 use crate::wal::WalRecoveryMode;
 
-/// The largest user key Strata accepts, in bytes.
-pub const MAX_KEY_BYTES: usize = 64 * 1024;
-/// The largest value Strata accepts, in bytes.
-pub const MAX_VALUE_BYTES: usize = 64 * 1024 * 1024;
-/// The largest encoded write batch Strata accepts, in bytes.
-pub const MAX_BATCH_BYTES: usize = 512 * 1024 * 1024;
+pub use crate::limits::{MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_VALUE_BYTES};
 /// Default of [`Options::filter_rebuild_bytes_per_sec`]: 8 MiB/s, a small share of a device's
 /// bandwidth, so rebuilds never compete with compactions for long.
 pub const DEFAULT_FILTER_REBUILD_BYTES_PER_SEC: u64 = 8 << 20;

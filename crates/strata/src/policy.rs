@@ -18,11 +18,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::alloc::solver::Variant;
 use crate::alloc::{Elastic, FilterAllocator, Mnemosyne, MnemosynePlus, Monkey, Uniform};
 use crate::compaction::ecotune::{EcoTune, EcoTuneSettings};
 use crate::compaction::{CompactionPolicy, Garnering, LazyLeveling, Leveling, Moose, Tiering};
 use crate::error::{Error, Result};
+use crate::solver::Variant;
 
 /// A compaction (merge) policy by name (DESIGN.md §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -29,12 +29,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::check::{check, parse_number, scan_table, CheckReport};
-use crate::db::access_file;
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::key::parse_internal_key;
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::stats::access_file;
 use crate::table::{table_file_name, TableBuilder};
 use crate::version::edit::MANIFEST_FORMAT_VERSION;
 use crate::version::set::{manifest_name, CURRENT_FILE};

@@ -52,15 +52,9 @@
 
 use std::time::Instant;
 
+pub(crate) use crate::stats::lookups::ProbePrices;
+pub use crate::stats::lookups::{cached_false_positive_cost, MIN_MISS_CHANCE, MIN_TIMED_PROBES};
 use crate::version::{FileMetadata, LookupCounts, ProbeTimes};
-
-/// The smallest miss chance the model gives: with every file at 0 the allocation would have no
-/// order, and a false positive on a cached block still costs a cache lookup and a block search.
-/// Chosen, not derived: a level-0 file is reached by every lookup and a file of a 40-file run by
-/// a fortieth, so a floor near 0.01 kept a module in use in cached level-0 files; 0.001 read
-/// fewer blocks than 0.01 in both workloads of `scripts/elastic_filters_with_cache.sh`
-/// (docs/BENCHMARKS.md, "Predicted cache misses").
-pub const MIN_MISS_CHANCE: f64 = 0.001;
 
 /// Cache hits that weigh as much as the global characteristic time in a file's own.
 pub const PRIOR_HITS: f64 = 16.0;
@@ -110,61 +104,6 @@ pub fn empty_probe_rate(counts: &LookupCounts) -> Option<f64> {
 /// The data bytes of `file`: its bytes less its filter's.
 fn data_bytes(file: &FileMetadata) -> f64 {
     file.file_bytes().saturating_sub(file.filter_bytes()).max(1) as f64
-}
-
-/// Timed probes of each outcome the price of a cached false positive needs before it is used.
-pub const MIN_TIMED_PROBES: u64 = 16;
-
-/// What a false positive whose data block the cache holds costs, as a share of one whose block
-/// is read from the device: `(t_cached - t_rejected) / (t_device - t_rejected)` over the timed
-/// probes of every file pooled (`FileMetadata::lookup_counts`'s `probe_times`), so what each
-/// adds beyond a probe the filter answers. `None` until [`MIN_TIMED_PROBES`] of each outcome
-/// were timed, or when device reads measured no slower than cached ones.
-///
-/// Why it is measured: with reads served by the operating system's page cache a "device" read
-/// is a system call and a copy, and a cached block's search costs a sizeable share of it; with
-/// direct reads from a disk it is a small share. A constant floor would be right for one of
-/// them only: `strata bench --paced-fill` (page cache, no direct reads) measured elastic
-/// filters with the floor alone at 0.97x uniform filters' device reads and 0.85x their
-/// lookups per second on the same tree (docs/BENCHMARKS.md, "Elastic filters' lookups on the
-/// same tree").
-pub fn cached_false_positive_cost(times: &ProbeTimes) -> Option<f64> {
-    if times.cached_block.probes < MIN_TIMED_PROBES {
-        return None;
-    }
-    ProbePrices::of(times)?.cached_share(times.cached_block.mean_nanos()?)
-}
-
-/// The pooled times a cached false positive is priced against: a probe the filter answers,
-/// and what a device read adds to it (nanoseconds).
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct ProbePrices {
-    rejected: f64,
-    device_extra: f64,
-}
-
-impl ProbePrices {
-    /// `None` until [`MIN_TIMED_PROBES`] rejected and device probes were timed, or when device
-    /// reads measured no slower than rejected probes.
-    fn of(times: &ProbeTimes) -> Option<ProbePrices> {
-        if times.rejected.probes < MIN_TIMED_PROBES || times.device_block.probes < MIN_TIMED_PROBES
-        {
-            return None;
-        }
-        let rejected = times.rejected.mean_nanos()?;
-        let device_extra = times.device_block.mean_nanos()? - rejected;
-        (device_extra > 0.0 && device_extra.is_finite()).then_some(ProbePrices {
-            rejected,
-            device_extra,
-        })
-    }
-
-    /// What a cached probe of `cached_nanos` adds to a rejected one, as a share of a device
-    /// read's addition, within `[MIN_MISS_CHANCE, 1]`.
-    fn cached_share(&self, cached_nanos: f64) -> Option<f64> {
-        let share = (cached_nanos - self.rejected).max(0.0) / self.device_extra;
-        share.is_finite().then(|| share.clamp(MIN_MISS_CHANCE, 1.0))
-    }
 }
 
 /// What a false positive in one file costs in device reads as a function of the share `p` of

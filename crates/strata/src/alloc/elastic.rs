@@ -111,7 +111,7 @@ use crate::coding::{put_fixed64, put_varint64, Decoder};
 use crate::error::{Error, Result};
 use crate::filter::modular::{MAX_MODULES, MIN_MODULE_BITS_PER_KEY};
 use crate::filter::FilterFamily;
-use crate::model::tree::KeySpace;
+use crate::version::key_space::KeySpace;
 use crate::version::{FileMetadata, PolicyState, Version};
 
 /// The owner of the allocator's state in the manifest.

@@ -38,10 +38,9 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
-use super::mnemosyne_plus::avoided_reads;
-use super::solver::{Item, Problem, Variant};
 use super::{FilterAllocator, FilterJob, JobKind, NewFile, Uniform};
 use crate::error::{Error, Result};
+use crate::solver::{Item, Problem, Variant};
 use crate::version::{FileMetadata, Version};
 
 /// How far the budget guard lets the tree's average bits per key exceed the budget (DESIGN.md §3.3).
@@ -434,6 +433,12 @@ impl FilterAllocator for Mnemosyne {
         });
         self.solved.store(Arc::new(Solved { skipped_files }));
     }
+}
+
+/// Empty probes a filter of `bits_per_key` avoids for a file probed `z` times by lookups that do
+/// not find their key there (DESIGN.md §1's false-positive model).
+pub(super) fn avoided_reads(z: f64, bits_per_key: f64, family: crate::FilterFamily) -> f64 {
+    z * (1.0 - family.false_positive_rate(bits_per_key))
 }
 
 /// The filter bits of `file`.

@@ -36,12 +36,12 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 
 use super::mnemosyne::{
-    admit_returning, file_bits, fpr_constant_after, guard_outputs, skip_until_under_cap,
-    solve_runs, validated_target, Overuse,
+    admit_returning, avoided_reads, file_bits, fpr_constant_after, guard_outputs,
+    skip_until_under_cap, solve_runs, validated_target, Overuse,
 };
-use super::solver::{Item, Problem, Variant};
 use super::{FilterAllocator, FilterJob, NewFile, Uniform};
 use crate::error::Result;
+use crate::solver::{Item, Problem, Variant};
 use crate::version::{FileMetadata, Version};
 
 /// Mnemosyne+'s per-file, workload-aware allocation (DESIGN.md §3.4).
@@ -535,12 +535,6 @@ impl MnemosynePlus {
         }
         (swapped_in, swapped_out)
     }
-}
-
-/// Empty probes a filter of `bits_per_key` avoids for a file probed `z` times by lookups that do
-/// not find their key there (DESIGN.md §1's false-positive model).
-pub(super) fn avoided_reads(z: f64, bits_per_key: f64, family: crate::FilterFamily) -> f64 {
-    z * (1.0 - family.false_positive_rate(bits_per_key))
 }
 
 /// A file's filter priced by what it saves: standby filters keep the filters worth the most

@@ -23,7 +23,7 @@
 //! one item rather than `T - 1` runs: runs of one level share their bpk, and giving every level
 //! the same number of runs scales every weight by the same factor, which does not change the
 //! solution. The budget is `M = bpk_target * N` bits and the solver runs in its default variant
-//! ([`Variant::Pure`](super::solver::Variant::Pure)), so
+//! ([`Variant::Pure`](crate::solver::Variant::Pure)), so
 //! `sum_i n_i * bpk_i = bpk_target * N` over the predicted levels.
 //!
 //! # Which file gets what
@@ -39,9 +39,9 @@
 //! it was written to: the allocator is only consulted when a filter is built. Bits per key are not
 //! capped here; the filter builder clamps anything above 64.
 
-use super::solver::{monkey_general_items, MergeKind, Problem, RunShape};
 use super::{FilterAllocator, FilterJob, NewFile, Uniform};
 use crate::error::{Error, Result};
+use crate::solver::{monkey_general_items, MergeKind, Problem, RunShape};
 use crate::version::Version;
 
 /// Monkey's static per-level allocation (DESIGN.md §3.2), solved once at construction.

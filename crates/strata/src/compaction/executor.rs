@@ -34,6 +34,8 @@ use crate::table::partition::MetadataPartitioning;
 use crate::table::reader::ReadMode;
 use crate::table::TableCache;
 use crate::table::{table_file_name, TableBuilder};
+pub(crate) use crate::version::job::{check_recency_order, inputs_exist};
+use crate::version::job::{resolve_inputs, ResolvedRun};
 use crate::version::set::VersionSet;
 use crate::version::{AccessHandle, AddedFile, DeletedFile, FileMetadata, Version, VersionEdit};
 
@@ -64,120 +66,6 @@ pub(crate) struct ExecutorContext<'a> {
     /// Chooses the outputs' block compression from the output level and whether the output is
     /// bottommost (`Options::compression`).
     pub(crate) compression: &'a CompressionPolicy,
-}
-
-/// One input run resolved against the version: level, run id and the files taken from it.
-type ResolvedRun = (usize, u64, Vec<Arc<FileMetadata>>);
-
-/// True if every input run and file `job` names is in `version`.
-pub(crate) fn inputs_exist(job: &CompactionJob, version: &Version) -> bool {
-    resolve_inputs(job, version).is_ok()
-}
-
-/// The job's input files, resolved against the version, newest run first.
-fn resolve_inputs(job: &CompactionJob, version: &Version) -> Result<Vec<ResolvedRun>> {
-    let mut resolved = Vec::new();
-    for input in &job.inputs {
-        let run = version
-            .levels()
-            .get(input.level)
-            .and_then(|level| level.runs().iter().find(|r| r.id() == input.run_id))
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "compaction job names run {} on level {}, which does not exist",
-                    input.run_id, input.level
-                ))
-            })?;
-        let mut files = Vec::new();
-        for &number in &input.file_numbers {
-            let file = run
-                .files()
-                .iter()
-                .find(|f| f.number() == number)
-                .ok_or_else(|| {
-                    Error::InvalidArgument(format!(
-                        "compaction job names file {number}, not in run {} of level {}",
-                        input.run_id, input.level
-                    ))
-                })?;
-            files.push(Arc::clone(file));
-        }
-        resolved.push((input.level, input.run_id, files));
-    }
-    Ok(resolved)
-}
-
-/// Checks that a job keeps the tree's recency order: every run outside the job that overlaps its
-/// key range and is newer than all inputs stays newer than the output, every one older than all
-/// inputs stays older, and none lies between inputs. A policy that breaks this would make reads
-/// return stale versions, so the job is refused (the engine then stops taking writes) instead.
-pub(crate) fn check_recency_order(job: &CompactionJob, version: &Version) -> Result<()> {
-    use std::cmp::Reverse;
-    /// A run's place in read order: by level, then newest (largest id) first.
-    type Position = (usize, Reverse<u64>);
-    let position = |level: usize, run_id: u64| -> Position { (level, Reverse(run_id)) };
-    let refuse = |what: String| {
-        Err(Error::InvalidArgument(format!(
-            "compaction job refused ({}): {what}",
-            job.reason
-        )))
-    };
-    if job.inputs.is_empty() {
-        return refuse("it has no inputs".into());
-    }
-    if let Some(input) = job.inputs.iter().find(|i| i.level > job.output_level) {
-        return refuse(format!(
-            "input on level {} is below the output level",
-            input.level
-        ));
-    }
-    let output = match job.output_run {
-        OutputRun::Existing(id) => position(job.output_level, id),
-        // A new run is the newest of its level.
-        OutputRun::New => position(job.output_level, u64::MAX),
-    };
-    let inputs = resolve_inputs(job, version)?;
-    let is_input = |number: u64| job.inputs.iter().any(|i| i.file_numbers.contains(&number));
-    for (level_index, level) in version.levels().iter().enumerate() {
-        for run in level.runs() {
-            let at = position(level_index, run.id());
-            for file in run.files().iter().filter(|f| !is_input(f.number())) {
-                // Only inputs sharing keys with this file constrain where it may end up.
-                let sharing = inputs.iter().filter(|(_, _, files)| {
-                    files
-                        .iter()
-                        .any(|f| f.overlaps(file.smallest_user_key(), file.largest_user_key()))
-                });
-                let mut range: Option<(Position, Position)> = None;
-                for (input_level, input_run, _) in sharing {
-                    let p = position(*input_level, *input_run);
-                    range = Some(match range {
-                        None => (p, p),
-                        Some((newest, oldest)) => (newest.min(p), oldest.max(p)),
-                    });
-                }
-                let Some((newest, oldest)) = range else {
-                    continue;
-                };
-                let fine = if at < newest {
-                    at < output
-                } else if at > oldest {
-                    at > output
-                } else {
-                    false
-                };
-                if !fine {
-                    return refuse(format!(
-                        "file {} (level {level_index}, run {}) shares keys with the job's inputs and would end up on the wrong side of its output on level {}",
-                        file.number(),
-                        run.id(),
-                        job.output_level
-                    ));
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 /// True if no file outside the inputs, at or below the output level, overlaps `[smallest,

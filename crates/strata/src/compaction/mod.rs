@@ -42,6 +42,7 @@ pub use tiering::Tiering;
 
 use std::fmt::Debug;
 
+pub use crate::version::job::{CompactionJob, OutputRun, RunInput, RunningCompactions};
 pub use crate::version::PolicyState;
 use crate::version::Version;
 
@@ -120,182 +121,6 @@ pub fn level0_write_pressure(tree: &Version, context: &CompactionContext) -> Wri
     }
 }
 
-/// The jobs compaction workers are running, as a policy sees them when it picks the next one.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RunningCompactions {
-    jobs: Vec<CompactionJob>,
-}
-
-impl RunningCompactions {
-    /// No job in flight.
-    pub fn none() -> Self {
-        RunningCompactions::default()
-    }
-
-    /// The given jobs in flight (for simulators and tests).
-    pub fn new(jobs: Vec<CompactionJob>) -> Self {
-        RunningCompactions { jobs }
-    }
-
-    /// The jobs in flight.
-    pub fn jobs(&self) -> &[CompactionJob] {
-        &self.jobs
-    }
-
-    /// True if no job is in flight.
-    pub fn is_empty(&self) -> bool {
-        self.jobs.is_empty()
-    }
-
-    /// True if a running job takes file `number` as input.
-    pub fn holds_file(&self, number: u64) -> bool {
-        self.jobs.iter().any(|job| {
-            job.inputs
-                .iter()
-                .any(|input| input.file_numbers.contains(&number))
-        })
-    }
-
-    /// True if a running job takes any file of run `run_id` on `level` as input.
-    pub fn holds_run(&self, level: usize, run_id: u64) -> bool {
-        self.jobs.iter().any(|job| {
-            job.inputs
-                .iter()
-                .any(|input| input.level == level && input.run_id == run_id)
-        })
-    }
-
-    /// True if a running job writes its output to `level`.
-    pub fn writes_level(&self, level: usize) -> bool {
-        self.jobs.iter().any(|job| job.output_level == level)
-    }
-
-    /// True if a running job writes to `level` in a way `job` may not run beside: see
-    /// [`RunningCompactions::conflict`].
-    fn writes_level_against(&self, job: &CompactionJob) -> bool {
-        self.jobs.iter().any(|running| {
-            running.output_level == job.output_level && !running.may_share_output_level(job)
-        })
-    }
-
-    /// Why `job` may not start beside the running jobs, or `None` if it may: it shares an input
-    /// file with one of them, or writes to a level one of them writes to. One pair may share an
-    /// output level: a job that starts a new run there and a job that rewrites runs of that level
-    /// in place (its output joins one of its own input runs, EcoTune's main-level merges,
-    /// DESIGN.md §6). The new run takes a fresh id, newer than every run; the rewrite keeps an
-    /// existing one; whichever installs first, recency order holds.
-    pub fn conflict(&self, job: &CompactionJob) -> Option<String> {
-        if job.is_state_only() {
-            return None;
-        }
-        if let Some(number) = job
-            .inputs
-            .iter()
-            .flat_map(|input| input.file_numbers.iter())
-            .find(|&&number| self.holds_file(number))
-        {
-            return Some(format!("file {number} is an input of a running job"));
-        }
-        if self.writes_level_against(job) {
-            return Some(format!(
-                "a running job writes to level {}",
-                job.output_level
-            ));
-        }
-        None
-    }
-
-    pub(crate) fn push(&mut self, job: CompactionJob) {
-        self.jobs.push(job);
-    }
-
-    /// Removes one job equal to `job` (it finished).
-    pub(crate) fn remove(&mut self, job: &CompactionJob) {
-        if let Some(index) = self.jobs.iter().position(|j| j == job) {
-            self.jobs.swap_remove(index);
-        }
-    }
-}
-
-/// Where a job's output goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutputRun {
-    /// Join this existing run of the output level (leveling's partial compaction).
-    Existing(u64),
-    /// Start a new run (newer than every run already on the output level).
-    New,
-}
-
-/// Files of one run taken as input.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunInput {
-    /// The run's level.
-    pub level: usize,
-    /// The run.
-    pub run_id: u64,
-    /// Numbers of the run's files that are merged.
-    pub file_numbers: Vec<u64>,
-}
-
-/// A compaction to run: merge the inputs into `output_level`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CompactionJob {
-    /// Inputs, newest run first.
-    pub inputs: Vec<RunInput>,
-    /// Level of the output run.
-    pub output_level: usize,
-    /// The run the outputs join.
-    pub output_run: OutputRun,
-    /// Why the policy chose this job (for logs and `strata simulate`).
-    pub reason: String,
-    /// State the policy keeps in the manifest, logged with this job's version edit (see the
-    /// module docs). `None` leaves the policy's state as it is.
-    pub state: Option<PolicyState>,
-}
-
-impl CompactionJob {
-    /// A decision that changes only the policy's state (Garnering's level-count increment): no
-    /// files are read or written; the engine logs the state in the manifest.
-    pub fn state_only(state: PolicyState, reason: impl Into<String>) -> Self {
-        CompactionJob {
-            inputs: Vec::new(),
-            output_level: 0,
-            output_run: OutputRun::New,
-            reason: reason.into(),
-            state: Some(state),
-        }
-    }
-
-    /// True for a decision made by [`CompactionJob::state_only`].
-    pub fn is_state_only(&self) -> bool {
-        self.inputs.is_empty() && self.state.is_some()
-    }
-
-    /// Number of input files.
-    pub fn input_file_count(&self) -> usize {
-        self.inputs.iter().map(|i| i.file_numbers.len()).sum()
-    }
-
-    /// True if the job's output joins one of its own input runs on the output level: it
-    /// rewrites runs of that level in place and takes no new run id.
-    pub fn rewrites_in_place(&self) -> bool {
-        match self.output_run {
-            OutputRun::Existing(id) => self
-                .inputs
-                .iter()
-                .any(|input| input.level == self.output_level && input.run_id == id),
-            OutputRun::New => false,
-        }
-    }
-
-    /// True if `self` and `other`, both writing to the same level, may run at once: one starts a
-    /// new run and the other rewrites runs in place (see [`RunningCompactions::conflict`]).
-    fn may_share_output_level(&self, other: &CompactionJob) -> bool {
-        let new_run = |job: &CompactionJob| job.output_run == OutputRun::New;
-        (new_run(self) && other.rewrites_in_place()) || (self.rewrites_in_place() && new_run(other))
-    }
-}
-
 /// Decides the next compaction from the tree's shape (DESIGN.md §5).
 pub trait CompactionPolicy: Send + Sync + Debug {
     /// A short name for reports (`leveling(T=10)`).
@@ -368,10 +193,10 @@ pub fn default_full_compaction(
 pub const DEFAULT_LAST_LEVEL: usize = 6;
 
 pub(crate) fn check_last_level(last_level: usize) -> crate::Result<usize> {
-    if !(1..crate::version::MAX_LEVELS).contains(&last_level) {
+    if !(1..crate::limits::MAX_LEVELS).contains(&last_level) {
         return Err(crate::Error::InvalidArgument(format!(
             "last_level must be between 1 and {}, got {last_level}",
-            crate::version::MAX_LEVELS - 1
+            crate::limits::MAX_LEVELS - 1
         )));
     }
     Ok(last_level)

@@ -9,7 +9,6 @@
 //! thread asks the policy for jobs. Each installs a new version through the manifest and swaps in
 //! a new read view.
 
-pub(crate) mod access_file;
 mod background;
 mod filter_rebuild;
 mod info_log;
@@ -43,6 +42,7 @@ use crate::error::{Error, Result};
 use crate::key::ValueKind;
 use crate::memtable::MemTable;
 use crate::options::{Options, WriteOptions};
+use crate::stats::access_file;
 use crate::stats::merlin::Merlin;
 use crate::stats::{AccessObserver, IoCounters, LevelStats, Stats, WorkloadTotals};
 use crate::table::TableCache;
@@ -243,7 +243,7 @@ pub(crate) struct DbInner {
     pub(crate) close_lock: Mutex<()>,
     /// Merlin's per-file access statistics and global lookup counter `D` (DESIGN.md §4), when kept.
     pub(crate) merlin: Option<Arc<Merlin>>,
-    /// When access statistics were last saved (`db::access_file`).
+    /// When access statistics were last saved (`stats::access_file`).
     pub(crate) access_saved_at: Mutex<Option<std::time::Instant>>,
     pub(crate) info_log: InfoLog,
     /// The workload totals up to the last reset of the counters (restored from the manifest on
@@ -695,7 +695,7 @@ impl DbInner {
         self.merlin.as_ref().map_or(0, |merlin| merlin.lookups())
     }
 
-    /// Saves the access statistics snapshot (`db::access_file`) if they are kept and `force` is
+    /// Saves the access statistics snapshot (`stats::access_file`) if they are kept and `force` is
     /// set or the last save is a second old. Failures are logged, never fatal.
     pub(crate) fn save_access_statistics(&self, force: bool) {
         let Some(merlin) = &self.merlin else {
@@ -713,7 +713,17 @@ impl DbInner {
             }
             *saved_at = Some(now);
         }
-        let bytes = access_file::encode(&merlin.state(), &self.versions.current());
+        let version = self.versions.current();
+        let mut seen = std::collections::HashSet::new();
+        let files: Vec<(u64, &crate::stats::merlin::FileAccess)> = version
+            .files()
+            .filter(|(_, _, file)| seen.insert(file.number()))
+            .filter_map(|(_, _, file)| {
+                file.access()
+                    .map(|access| (file.number(), access.file.as_ref()))
+            })
+            .collect();
+        let bytes = access_file::encode(&merlin.state(), &files);
         if let Err(error) = access_file::save(self.fs.as_ref(), &self.dir, &bytes) {
             self.info_log
                 .log(format!("could not save access statistics: {error}"));

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 
-use super::access_file;
 use super::background::{finish_level0_table, spawn_threads, write_level0_entries};
 use super::info_log::InfoLog;
 use super::policy_switch::{policies_at_open, PoliciesAtOpen};
@@ -23,6 +22,7 @@ use crate::env::FileLock;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::stats::access_file;
 use crate::stats::merlin::Merlin;
 use crate::stats::{AccessObserver, IoCounters, WorkloadTotals};
 use crate::table::TableCache;

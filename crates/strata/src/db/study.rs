@@ -22,6 +22,7 @@ use crate::key::{compare_internal_keys, lookup_key, parse_internal_key};
 use crate::memtable::Lookup;
 use crate::stats::BlockKind;
 use crate::table::block::BlockIter;
+use crate::table::index_iter::IndexIter;
 use crate::table::reader::ReadMode;
 use crate::version::{FileMetadata, Version};
 
@@ -229,7 +230,7 @@ impl DbInner {
         let table = self
             .tables
             .reader(file, self.options.pins_metadata_on(level))?;
-        let mut index = table.index_iter(ReadMode::Compaction)?;
+        let mut index = IndexIter::open(&table, ReadMode::Compaction)?;
         index.seek(&table, target);
         let corrupt = |reason: &str| {
             Error::corruption(

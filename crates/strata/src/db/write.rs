@@ -7,8 +7,8 @@ use super::{CommitState, DbInner, PendingWrite, ReadView};
 use crate::compaction::WritePressure;
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
+use crate::limits::{MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_VALUE_BYTES};
 use crate::memtable::MemTable;
-use crate::options::{MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_VALUE_BYTES};
 use crate::stats::add;
 use crate::wal::{wal_path, LogWriter, WriteBatch};
 

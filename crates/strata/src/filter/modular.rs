@@ -193,6 +193,92 @@ pub(crate) fn decode_index(bytes: &[u8]) -> Result<Vec<BlockHandle>, String> {
     Ok(modules)
 }
 
+/// How much of a file's filter lookups probe (DESIGN.md §3.5): the first `modules` modules of every
+/// filter partition, and one module more in the last `extra_partitions` partitions.
+///
+/// # Why partitions
+///
+/// A file of a partitioned filter (`table/partition.rs`) has one filter block per module and
+/// per key-range partition. A module in use in only some partitions is read, cached and counted
+/// in the budget only there, so the allocator can spend a share of a module: with whole modules,
+/// a file holding most of a small tree's keys makes one module a large share of the budget, and
+/// the budget cannot be spent to DESIGN.md §3.5's floor of 0.95. The extra module goes to the *last*
+/// partitions because the last partition may be short (the builder cuts partitions at a size):
+/// counting every partition as an equal share then never under-counts the bits in use.
+///
+/// An unpartitioned filter is one partition: `extra_partitions == 1` is one more module in use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModulesInUse {
+    /// Modules probed in every partition, in probe order (`usize::MAX`: all of them).
+    pub modules: usize,
+    /// Partitions, counted from the last, that probe `modules + 1` modules.
+    pub extra_partitions: u32,
+}
+
+impl ModulesInUse {
+    /// The filter is not probed.
+    pub const NONE: ModulesInUse = ModulesInUse {
+        modules: 0,
+        extra_partitions: 0,
+    };
+
+    /// Every module is probed.
+    pub const ALL: ModulesInUse = ModulesInUse {
+        modules: usize::MAX,
+        extra_partitions: 0,
+    };
+
+    /// The first `modules` modules in every partition.
+    pub const fn prefix(modules: usize) -> ModulesInUse {
+        ModulesInUse {
+            modules,
+            extra_partitions: 0,
+        }
+    }
+
+    /// The choice as one word (modules, saturated at `u32::MAX`, above the extra partitions),
+    /// so a pinned reader can tell with one load whether the allocation moved since it last let
+    /// go of the modules out of use (`table/reader.rs`). `u64::MAX` is never a choice's code.
+    pub(crate) fn code(&self) -> u64 {
+        let modules = u64::try_from(self.modules)
+            .unwrap_or(u64::MAX)
+            .min(u64::from(u32::MAX));
+        let extra = u64::from(self.extra_partitions.min(u32::MAX - 1));
+        (modules << 32) | extra
+    }
+
+    /// The choice [`ModulesInUse::code`] made `code`; `None` for `u64::MAX` (no choice yet).
+    pub(crate) fn from_code(code: u64) -> Option<ModulesInUse> {
+        (code != u64::MAX).then(|| {
+            let modules = code >> 32;
+            ModulesInUse {
+                modules: if modules == u64::from(u32::MAX) {
+                    usize::MAX
+                } else {
+                    usize::try_from(modules).unwrap_or(usize::MAX)
+                },
+                extra_partitions: (code & u64::from(u32::MAX)) as u32,
+            }
+        })
+    }
+
+    /// True if no partition probes any module.
+    pub fn is_none(&self) -> bool {
+        self.modules == 0 && self.extra_partitions == 0
+    }
+
+    /// Modules probed in partition `partition` (0-based) of a filter of `partitions` partitions
+    /// (1 for an unpartitioned filter).
+    pub fn in_partition(&self, partition: usize, partitions: usize) -> usize {
+        let extra = usize::try_from(self.extra_partitions).unwrap_or(usize::MAX);
+        if partition.saturating_add(extra) >= partitions {
+            self.modules.saturating_add(1)
+        } else {
+            self.modules
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -14,10 +14,10 @@ use crate::filter::bloom::BloomFilterBuilder;
 use crate::filter::range::{RangeFilter, RangeFilterBuilder};
 use crate::filter::ribbon::RibbonFilterBuilder;
 use crate::key::{encode_internal_key, ValueKind};
+use crate::limits::MAX_LEVELS;
 use crate::table::format::{append_block, verify_block};
 use crate::version::edit::{AddedFile, DeletedFile, MANIFEST_FORMAT_VERSION};
 use crate::version::FileMetadata;
-use crate::version::MAX_LEVELS;
 
 /// Cases per proptest unless `PROPTEST_CASES` says otherwise: each case runs a decoder over a
 /// few hundred bytes, twice, so the default keeps the suite quick.
@@ -284,7 +284,7 @@ fn file_access_bytes() -> impl Strategy<Value = Vec<u8>> {
         })
 }
 
-/// An `ACCESS` file (`db/access_file.rs`, `docs/FORMAT.md`), assembled field by field.
+/// An `ACCESS` file (`stats/access_file.rs`, `docs/FORMAT.md`), assembled field by field.
 fn access_file_bytes() -> impl Strategy<Value = Vec<u8>> {
     (
         (0u64..1 << 40, 0u64..1 << 40),

@@ -46,7 +46,7 @@ use parking_lot::Mutex;
 use zerocopy::FromZeros;
 
 use crate::key::{SequenceNumber, ValueKind, TRAILER_LEN};
-use crate::options::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
+use crate::limits::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
 
 /// Tallest tower. With a branching factor of 4 this indexes 4^12 (16 million) entries at full
 /// speed and stays correct (only slower) beyond.

@@ -17,8 +17,8 @@ pub mod per_run;
 pub mod tree;
 pub mod tuner;
 
-use crate::alloc::solver::DEFAULT_FPR_CONSTANT as LN2_SQUARED;
 use crate::error::{Error, Result};
+use crate::solver::DEFAULT_FPR_CONSTANT as LN2_SQUARED;
 
 /// The merge policies the models cover.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -384,7 +384,7 @@ pub fn throughput(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::alloc::solver::{monkey_items, Problem};
+    use crate::solver::{monkey_items, Problem};
 
     fn close(a: f64, b: f64, tolerance: f64) -> bool {
         (a - b).abs() <= tolerance * b.abs().max(1e-12)

@@ -18,9 +18,9 @@
 //!   buffer: `T / c^(L-1)`). At `c = 1` this is leveling's tree exactly.
 
 use super::{check, check_filter_bits, check_size_ratio, MergePolicy};
-use crate::alloc::solver::{Item, Problem};
 use crate::compaction::{garnering_capacities, garnering_level_count};
 use crate::error::Result;
+use crate::solver::{Item, Problem};
 
 /// One disk level of a policy's idealised tree.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -193,7 +193,7 @@ pub fn zero_result_cost(tree: &RunTree, filter_bits: f64) -> Result<(f64, f64)> 
 pub fn zero_result_cost_uniform(tree: &RunTree, filter_bits: f64, entries: f64) -> Result<f64> {
     check("entries", entries, entries > 0.0, "finite and > 0")?;
     check_filter_bits(filter_bits)?;
-    let per_run = (-filter_bits / entries * crate::alloc::solver::DEFAULT_FPR_CONSTANT).exp();
+    let per_run = (-filter_bits / entries * crate::solver::DEFAULT_FPR_CONSTANT).exp();
     Ok(tree.runs() * per_run)
 }
 

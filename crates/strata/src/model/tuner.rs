@@ -34,9 +34,9 @@
 //! first two on the machine and the engine; docs/BENCHMARKS.md holds what each changed.
 
 use super::{existing_lookup_cost, merges_per_update, per_run, range_cost, MergePolicy};
-use crate::alloc::solver::DEFAULT_FPR_CONSTANT as LN2_SQUARED;
-use crate::alloc::solver::{monkey_general_last_level_weight, MergeKind};
 use crate::error::{Error, Result};
+use crate::solver::DEFAULT_FPR_CONSTANT as LN2_SQUARED;
+use crate::solver::{monkey_general_last_level_weight, MergeKind};
 
 /// What the workload does, as proportions of its operations.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -589,7 +589,7 @@ pub fn tune(problem: &TuningProblem) -> Result<Tuning> {
             // last level would take the rest): Strata's leveling, tiering and lazy leveling stop
             // at level 6 by default, Garnering at its own count.
             let deepest = match design.policy {
-                MergePolicy::Garnering { .. } => crate::version::MAX_LEVELS - 1,
+                MergePolicy::Garnering { .. } => crate::limits::MAX_LEVELS - 1,
                 _ => crate::compaction::DEFAULT_LAST_LEVEL,
             };
             if design.levels > deepest {

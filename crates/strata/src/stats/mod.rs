@@ -5,6 +5,8 @@
 //! is counted where it happens — in the table reader, on a block-cache miss — so benchmarks count
 //! device reads exactly, by kind and by level.
 
+pub(crate) mod access_file;
+pub mod lookups;
 pub(crate) mod merlin;
 mod report;
 pub(crate) mod workload;
@@ -14,7 +16,7 @@ pub use workload::WorkloadTotals;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::version::MAX_LEVELS;
+use crate::limits::MAX_LEVELS;
 
 /// What a block holds, for I/O accounting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,11 +160,7 @@ impl IoCounters {
     }
 
     /// Counts what compressing a new table file's blocks on `level` did.
-    pub(crate) fn count_compression(
-        &self,
-        level: usize,
-        counts: &crate::table::compression::CompressionCounts,
-    ) {
+    pub(crate) fn count_compression(&self, level: usize, counts: &CompressionCounts) {
         let level = level.min(MAX_LEVELS - 1);
         add(&self.block_bytes_uncompressed[level], counts.raw_bytes);
         add(&self.block_bytes_stored[level], counts.stored_bytes);
@@ -484,6 +482,31 @@ impl AccessObserver for NoopObserver {
     fn compaction_entry(&self, _source_file: u64, _output_file: u64) {}
 }
 
+/// What compressing a table's blocks did, summed over the blocks offered to the compressor.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CompressionCounts {
+    /// Uncompressed bytes of the blocks offered.
+    pub(crate) raw_bytes: u64,
+    /// Bytes those blocks occupy as stored (compressed or raw), trailers excluded.
+    pub(crate) stored_bytes: u64,
+    /// Blocks stored compressed.
+    pub(crate) compressed_blocks: u64,
+    /// Blocks stored raw because compressing did not save an eighth.
+    pub(crate) raw_blocks: u64,
+    /// Elapsed time spent in the compressor, nanoseconds.
+    pub(crate) compress_nanos: u64,
+}
+
+impl CompressionCounts {
+    pub(crate) fn add(&mut self, other: &CompressionCounts) {
+        self.raw_bytes += other.raw_bytes;
+        self.stored_bytes += other.stored_bytes;
+        self.compressed_blocks += other.compressed_blocks;
+        self.raw_blocks += other.raw_blocks;
+        self.compress_nanos += other.compress_nanos;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -504,7 +527,7 @@ mod tests {
         assert_eq!(snapshot.compression_ratio(), 1.0);
         counters.count_compression(
             1,
-            &crate::table::compression::CompressionCounts {
+            &CompressionCounts {
                 raw_bytes: 8_000,
                 stored_bytes: 2_000,
                 compressed_blocks: 2,

@@ -97,7 +97,7 @@ pub struct Stats {
     /// they read past the filter, since each file was first probed in this process: what
     /// elastic filters price a false positive on a cached block by (DESIGN.md §3.5,
     /// `alloc::cache_model`).
-    pub probe_times: crate::version::ProbeTimes,
+    pub probe_times: super::lookups::ProbeTimes,
 }
 
 impl Stats {
@@ -112,10 +112,10 @@ impl Stats {
     }
 
     /// What a false positive on a cached block costs as a share of one read from the device,
-    /// from [`Stats::probe_times`] (`alloc::cache_model::cached_false_positive_cost`); `None`
+    /// from [`Stats::probe_times`] (`stats::lookups::cached_false_positive_cost`); `None`
     /// until enough probes of each kind were timed.
     pub fn cached_false_positive_cost(&self) -> Option<f64> {
-        crate::alloc::cache_model::cached_false_positive_cost(&self.probe_times)
+        super::lookups::cached_false_positive_cost(&self.probe_times)
     }
 }
 

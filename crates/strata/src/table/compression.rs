@@ -292,30 +292,7 @@ impl FromStr for CompressionPolicy {
     }
 }
 
-/// What compressing a table's blocks did, summed over the blocks offered to the compressor.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct CompressionCounts {
-    /// Uncompressed bytes of the blocks offered.
-    pub(crate) raw_bytes: u64,
-    /// Bytes those blocks occupy as stored (compressed or raw), trailers excluded.
-    pub(crate) stored_bytes: u64,
-    /// Blocks stored compressed.
-    pub(crate) compressed_blocks: u64,
-    /// Blocks stored raw because compressing did not save an eighth.
-    pub(crate) raw_blocks: u64,
-    /// Elapsed time spent in the compressor, nanoseconds.
-    pub(crate) compress_nanos: u64,
-}
-
-impl CompressionCounts {
-    pub(crate) fn add(&mut self, other: &CompressionCounts) {
-        self.raw_bytes += other.raw_bytes;
-        self.stored_bytes += other.stored_bytes;
-        self.compressed_blocks += other.compressed_blocks;
-        self.raw_blocks += other.raw_blocks;
-        self.compress_nanos += other.compress_nanos;
-    }
-}
+pub(crate) use crate::stats::CompressionCounts;
 
 /// Compresses blocks with one algorithm, keeping the Zstd context across the blocks of a file
 /// (creating one per block would cost more than compressing a 4 KiB block).

@@ -39,6 +39,7 @@ pub(crate) mod block;
 pub(crate) mod builder;
 pub(crate) mod compression;
 pub(crate) mod format;
+pub(crate) mod index_iter;
 pub(crate) mod iter;
 pub(crate) mod partition;
 pub(crate) mod properties;

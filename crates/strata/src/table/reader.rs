@@ -28,7 +28,7 @@
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, OnceLock};
 
 use super::block::{Block, BlockIter, HandleCoding};
@@ -36,17 +36,15 @@ use super::compression::{decompress_block, BLOCK_TYPE_UNCOMPRESSED};
 use super::format::{
     verify_stored_block, BlockHandle, Footer, IndexKeys, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
-use super::iter::IndexIter;
 use super::partition::PartitionIndex;
 use super::properties::TableProperties;
 use super::readahead::Readahead;
-use super::table_cache::OpenReaders;
 use super::table_file_name;
-use crate::alloc::ModulesInUse;
 use crate::cache::{BlockCache, CachedBlock};
 use crate::env::{FileSystem, RandomAccessFile};
 use crate::error::{Error, Result};
 use crate::filter::modular::decode_index;
+use crate::filter::modular::ModulesInUse;
 use crate::filter::range::RangeFilter;
 use crate::filter::Filter;
 use crate::key::{compare_internal_keys, parse_internal_key, ValueKind};
@@ -599,7 +597,7 @@ impl TableReader {
     /// Index block `slot` (the index block, or an index partition; its place in
     /// [`TableReader::index_block_handles`]) at `handle`: pinned, cached or read, and whether it
     /// came from the device.
-    fn index_block_traced(
+    pub(super) fn index_block_traced(
         &self,
         slot: usize,
         handle: BlockHandle,
@@ -630,18 +628,6 @@ impl TableReader {
             })?;
         let (block, _) = self.index_block_traced(partition, handle, mode)?;
         Ok((block, handle))
-    }
-
-    /// An iterator over the index: the index block, or every index partition in turn.
-    pub(crate) fn index_iter(&self, mode: ReadMode) -> Result<IndexIter> {
-        if self.partitions.is_some() {
-            return Ok(IndexIter::partitioned(mode, self.footer.index_format()));
-        }
-        let (index, _) = self.index_block_traced(0, self.footer.index, mode)?;
-        Ok(IndexIter::whole(
-            self.index_block_iter(index, Vec::new()),
-            self.footer.index_format().keys,
-        ))
     }
 
     /// An iterator over index block (or partition) `block` in the file's index order, decoding
@@ -683,7 +669,7 @@ impl TableReader {
         in_use: ModulesInUse,
     ) -> Result<FileLookup> {
         let counters = &self.counters;
-        let level_slot = level.min(crate::version::MAX_LEVELS - 1);
+        let level_slot = level.min(crate::limits::MAX_LEVELS - 1);
         // The index block and filter modules that can answer: the file's, or those of the one
         // partition whose keys cover the lookup key.
         let (index_slot, index_handle, filter_slot, filter_handles, filter_modules) =
@@ -895,4 +881,14 @@ fn check_full_read(raw: &[u8], len: usize, path: &Path, handle: BlockHandle) -> 
             raw.len()
         ),
     ))
+}
+
+/// Readers alive and the bytes they pin, kept by every reader the cache opens (decremented when
+/// it drops).
+#[derive(Default)]
+pub(crate) struct OpenReaders {
+    pub(crate) readers: AtomicUsize,
+    pub(crate) pinned_bytes: AtomicU64,
+    /// Memory of the open readers' range filters (`filter/range.rs`).
+    pub(crate) range_filter_bytes: AtomicU64,
 }

@@ -24,16 +24,16 @@
 //! tries again.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
 
-use super::reader::TableReader;
-use crate::alloc::ModulesInUse;
+use super::reader::{OpenReaders, TableReader};
 use crate::cache::BlockCache;
 use crate::env::FileSystem;
 use crate::error::Result;
+use crate::filter::modular::ModulesInUse;
 use crate::stats::IoCounters;
 use crate::version::FileMetadata;
 
@@ -276,14 +276,4 @@ impl TableCache {
     pub(crate) fn open_readers(&self) -> usize {
         self.open.readers.load(Ordering::Relaxed)
     }
-}
-
-/// Readers alive and the bytes they pin, kept by every reader the cache opens (decremented when
-/// it drops).
-#[derive(Default)]
-pub(crate) struct OpenReaders {
-    pub(crate) readers: AtomicUsize,
-    pub(crate) pinned_bytes: AtomicU64,
-    /// Memory of the open readers' range filters (`filter/range.rs`).
-    pub(crate) range_filter_bytes: AtomicU64,
 }

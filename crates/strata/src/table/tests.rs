@@ -6,15 +6,16 @@ use std::sync::Arc;
 use super::block::{Block, BlockIter, HandleCoding};
 use super::compression::{Compression, BLOCK_TYPE_UNCOMPRESSED};
 use super::format::{verify_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use super::index_iter::IndexIter;
 use super::iter::TableIter;
 use super::reader::ReadMode;
 use super::TableCache;
 use super::{table_file_name, TableBuilder};
-use crate::alloc::ModulesInUse;
 use crate::cache::BlockCache;
 use crate::env::{FileSystem, RealFileSystem};
 use crate::error::Error;
 use crate::filter::bloom::{false_positive_rate, key_hash, BloomFilter};
+use crate::filter::modular::ModulesInUse;
 use crate::filter::modular::{combined_false_positive_rate, decode_index};
 use crate::iterator::InternalIterator;
 use crate::key::{encode_internal_key, lookup_key, parse_internal_key, ValueKind};
@@ -1116,7 +1117,7 @@ fn the_cache_holds_uncompressed_blocks_and_read_bytes_are_stored_bytes() {
     assert_eq!(first.data_block_reads[1], 1);
     assert_eq!(first.index_block_reads[1], 1);
     assert_eq!(first.blocks_decompressed, 2);
-    let index = table.index_iter(ReadMode::Compaction).expect("index");
+    let index = IndexIter::open(&table, ReadMode::Compaction).expect("index");
     let mut index = index;
     index.seek_to_first(&table);
     let first_data = index.handle();
@@ -1195,7 +1196,7 @@ fn a_damaged_compressed_block_is_a_corruption_error_with_file_and_offset() {
         for (name, rewrite) in rewrites {
             let fixture = compressed_fixture(300, compression, 0);
             let table = fixture.tables.open(7, false).expect("open");
-            let mut index = table.index_iter(ReadMode::Compaction).expect("index");
+            let mut index = IndexIter::open(&table, ReadMode::Compaction).expect("index");
             index.seek_to_first(&table);
             let handle = index.handle();
             drop(table);

@@ -17,8 +17,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use super::job::{check_recency_order, CompactionJob, OutputRun};
 use super::{FileLiveness, FileMetadata, PolicyState, Version, MAX_LEVELS};
-use crate::compaction::{CompactionJob, OutputRun};
 use crate::error::{Error, Result};
 use crate::key::{encode_internal_key, ValueKind, MAX_SEQUENCE};
 use crate::table::TableSlot;
@@ -194,7 +194,7 @@ impl Version {
                 )));
             }
         } else {
-            crate::compaction::executor::check_recency_order(job, self)?;
+            check_recency_order(job, self)?;
             let output_run_id = match job.output_run {
                 OutputRun::Existing(id) => id,
                 OutputRun::New => {

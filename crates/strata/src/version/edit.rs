@@ -194,11 +194,11 @@ impl VersionEdit {
                         Some((level, run_id, file))
                     })()
                     .ok_or_else(|| truncated("new file"))?;
-                    if level >= crate::version::MAX_LEVELS {
+                    if level >= crate::limits::MAX_LEVELS {
                         return Err(format!(
                             "file {} is on level {level}, beyond the {} levels Strata supports",
                             file.number,
-                            crate::version::MAX_LEVELS
+                            crate::limits::MAX_LEVELS
                         ));
                     }
                     edit.new_files.push(AddedFile {

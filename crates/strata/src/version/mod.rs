@@ -14,6 +14,8 @@
 
 mod builder;
 pub(crate) mod edit;
+pub mod job;
+pub(crate) mod key_space;
 pub(crate) mod set;
 
 use std::cmp::Ordering;
@@ -31,8 +33,8 @@ pub use builder::VersionBuilder;
 pub use edit::PolicyState;
 pub(crate) use edit::{AddedFile, DeletedFile, VersionEdit};
 
-/// The deepest level Strata addresses (level 0 plus 15 disk levels).
-pub const MAX_LEVELS: usize = 16;
+pub use crate::limits::MAX_LEVELS;
+pub use crate::stats::lookups::{LookupCounts, ProbeOutcome, ProbeTime, ProbeTimes};
 
 /// Where dropped file references report the numbers of files no version needs any more.
 #[derive(Default)]
@@ -111,89 +113,6 @@ struct FileLiveness {
     /// One word the filter allocator may keep for the lookup path (`FileMetadata::allocator_memo`;
     /// 0 until it writes one; in memory only).
     allocator_memo: AtomicU64,
-}
-
-/// What a point lookup's probe of one file read past the filter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProbeOutcome {
-    /// No data block: the filter (or the index) answered.
-    Rejected,
-    /// A data block the block cache held.
-    CachedBlock,
-    /// A data block read from the device.
-    DeviceBlock,
-}
-
-impl ProbeOutcome {
-    fn index(self) -> usize {
-        match self {
-            ProbeOutcome::Rejected => 0,
-            ProbeOutcome::CachedBlock => 1,
-            ProbeOutcome::DeviceBlock => 2,
-        }
-    }
-}
-
-/// Timed probes of one outcome: how many, and their nanoseconds in all.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct ProbeTime {
-    /// Probes timed.
-    pub probes: u64,
-    /// Their nanoseconds in all.
-    pub nanos: u64,
-}
-
-impl ProbeTime {
-    /// Mean nanoseconds of a probe, if any was timed.
-    pub fn mean_nanos(&self) -> Option<f64> {
-        (self.probes > 0).then(|| self.nanos as f64 / self.probes as f64)
-    }
-}
-
-/// A sample of a file's probes timed whole (filter, index, data block), by what they read: the
-/// measured price of a false positive whose block the cache holds, against one it does not.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct ProbeTimes {
-    /// Probes that read no data block.
-    pub rejected: ProbeTime,
-    /// Probes that read a data block the block cache held.
-    pub cached_block: ProbeTime,
-    /// Probes that read a data block from the device.
-    pub device_block: ProbeTime,
-}
-
-impl ProbeTimes {
-    /// The sum of two samples (files pooled).
-    pub fn plus(self, other: ProbeTimes) -> ProbeTimes {
-        let add = |a: ProbeTime, b: ProbeTime| ProbeTime {
-            probes: a.probes.saturating_add(b.probes),
-            nanos: a.nanos.saturating_add(b.nanos),
-        };
-        ProbeTimes {
-            rejected: add(self.rejected, other.rejected),
-            cached_block: add(self.cached_block, other.cached_block),
-            device_block: add(self.device_block, other.device_block),
-        }
-    }
-}
-
-/// What point lookups did in one file since the first of them reached it in this process
-/// (in memory only; shared through trivial moves): the measurements of DESIGN.md §3.5's cache
-/// model, which predicts how often a false positive in the file would miss the block cache.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct LookupCounts {
-    /// Seconds since the first lookup reached the file (0 if none has).
-    pub seconds: f64,
-    /// Lookups whose key the file's range held and that found nothing in the file.
-    pub empty_probes: u64,
-    /// Lookups that found their key (a value or a tombstone) in the file.
-    pub found_probes: u64,
-    /// Data blocks the lookups read in the file (false positives and found keys).
-    pub data_block_reads: u64,
-    /// Of those, the blocks the block cache did not hold.
-    pub data_block_misses: u64,
-    /// A sample of the probes, timed.
-    pub probe_times: ProbeTimes,
 }
 
 /// A file's Merlin statistics and the engine-wide lookup clock they are read against.

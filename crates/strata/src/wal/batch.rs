@@ -9,7 +9,7 @@
 
 use crate::coding::{put_length_prefixed, Decoder};
 use crate::key::{SequenceNumber, ValueKind};
-use crate::options::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
+use crate::limits::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
 
 /// Bytes of the batch header (sequence + count).
 pub(crate) const BATCH_HEADER_LEN: usize = 12;

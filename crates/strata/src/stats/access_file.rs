@@ -17,10 +17,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use super::merlin::{FileAccess, MerlinState};
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
-use crate::stats::merlin::{FileAccess, MerlinState};
-use crate::version::Version;
 
 pub(crate) const ACCESS_FILE: &str = "ACCESS";
 const ACCESS_TEMP_FILE: &str = "ACCESS.tmp";
@@ -33,26 +32,21 @@ pub(crate) struct Restored {
     pub(crate) files: HashMap<u64, FileAccess>,
 }
 
-/// Encodes the statistics of every live file of `version` that has them.
-pub(crate) fn encode(state: &MerlinState, version: &Version) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64 + version.files().count() * 600);
+/// Encodes the lookup clock and the statistics of the live files given as `(number, access)`
+/// (each file once; the caller collects them from the current version).
+pub(crate) fn encode(state: &MerlinState, files: &[(u64, &FileAccess)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + files.len() * 600);
     out.extend_from_slice(MAGIC);
     out.push(FORMAT);
     let mut scratch = Vec::new();
     state.encode_to(&mut scratch);
     push_u32(&mut out, scratch.len());
     out.extend_from_slice(&scratch);
-    let mut seen = std::collections::HashSet::new();
-    let files: Vec<_> = version
-        .files()
-        .filter(|(_, _, file)| seen.insert(file.number()))
-        .filter_map(|(_, _, file)| file.access().map(|access| (file.number(), access)))
-        .collect();
     push_u32(&mut out, files.len());
     for (number, access) in files {
         out.extend_from_slice(&number.to_le_bytes());
         scratch.clear();
-        access.file.encode_to(&mut scratch);
+        access.encode_to(&mut scratch);
         push_u32(&mut out, scratch.len());
         out.extend_from_slice(&scratch);
     }
@@ -130,7 +124,7 @@ mod tests {
     use super::*;
     use crate::stats::merlin::{Inherited, Merlin};
     use crate::version::tests::new_file;
-    use crate::version::{AccessHandle, VersionEdit};
+    use crate::version::{AccessHandle, Version, VersionEdit};
     use std::sync::Arc;
 
     fn version_with_access() -> (Version, Arc<Merlin>) {
@@ -157,6 +151,16 @@ mod tests {
         (Version::default().apply(&edit, None).expect("tree"), merlin)
     }
 
+    /// Encodes the statistics of `version`'s files, as the engine does at close.
+    fn encode_live(state: &MerlinState, version: &Version) -> Vec<u8> {
+        let files: Vec<(u64, Arc<FileAccess>)> = version
+            .files()
+            .filter_map(|(_, _, f)| f.access().map(|a| (f.number(), Arc::clone(&a.file))))
+            .collect();
+        let refs: Vec<(u64, &FileAccess)> = files.iter().map(|(n, a)| (*n, a.as_ref())).collect();
+        encode(state, &refs)
+    }
+
     #[test]
     fn a_snapshot_round_trips_and_damage_is_detected() {
         let (version, merlin) = version_with_access();
@@ -171,7 +175,7 @@ mod tests {
             }
             merlin.end_lookup(ticket);
         }
-        let bytes = encode(&merlin.state(), &version);
+        let bytes = encode_live(&merlin.state(), &version);
         let restored = decode(&bytes).expect("decodes");
         assert_eq!(restored.state.lookups, 5);
         assert_eq!(restored.files.len(), 3);
@@ -200,7 +204,7 @@ mod tests {
         let fs = crate::env::RealFileSystem;
         assert!(load(&fs, dir.path()).expect("no file").is_none());
         let (version, merlin) = version_with_access();
-        save(&fs, dir.path(), &encode(&merlin.state(), &version)).expect("save");
+        save(&fs, dir.path(), &encode_live(&merlin.state(), &version)).expect("save");
         let restored = load(&fs, dir.path()).expect("load").expect("present");
         assert_eq!(restored.files.len(), 3);
         std::fs::write(dir.path().join(ACCESS_FILE), b"garbage").expect("write");

@@ -1,0 +1,299 @@
+//! A compaction job as the policies return it and the executor runs it: the runs taken as input,
+//! where the output goes, the jobs in flight, and the check that a job keeps the tree's recency
+//! order. These describe versions (which runs of which level a merge reads and writes), so they
+//! live with the versions; `compaction/` decides and runs jobs.
+
+use std::sync::Arc;
+
+use super::{FileMetadata, PolicyState, Version};
+use crate::error::{Error, Result};
+
+/// The jobs compaction workers are running, as a policy sees them when it picks the next one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunningCompactions {
+    jobs: Vec<CompactionJob>,
+}
+
+impl RunningCompactions {
+    /// No job in flight.
+    pub fn none() -> Self {
+        RunningCompactions::default()
+    }
+
+    /// The given jobs in flight (for simulators and tests).
+    pub fn new(jobs: Vec<CompactionJob>) -> Self {
+        RunningCompactions { jobs }
+    }
+
+    /// The jobs in flight.
+    pub fn jobs(&self) -> &[CompactionJob] {
+        &self.jobs
+    }
+
+    /// True if no job is in flight.
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// True if a running job takes file `number` as input.
+    pub fn holds_file(&self, number: u64) -> bool {
+        self.jobs.iter().any(|job| {
+            job.inputs
+                .iter()
+                .any(|input| input.file_numbers.contains(&number))
+        })
+    }
+
+    /// True if a running job takes any file of run `run_id` on `level` as input.
+    pub fn holds_run(&self, level: usize, run_id: u64) -> bool {
+        self.jobs.iter().any(|job| {
+            job.inputs
+                .iter()
+                .any(|input| input.level == level && input.run_id == run_id)
+        })
+    }
+
+    /// True if a running job writes its output to `level`.
+    pub fn writes_level(&self, level: usize) -> bool {
+        self.jobs.iter().any(|job| job.output_level == level)
+    }
+
+    /// True if a running job writes to `level` in a way `job` may not run beside: see
+    /// [`RunningCompactions::conflict`].
+    fn writes_level_against(&self, job: &CompactionJob) -> bool {
+        self.jobs.iter().any(|running| {
+            running.output_level == job.output_level && !running.may_share_output_level(job)
+        })
+    }
+
+    /// Why `job` may not start beside the running jobs, or `None` if it may: it shares an input
+    /// file with one of them, or writes to a level one of them writes to. One pair may share an
+    /// output level: a job that starts a new run there and a job that rewrites runs of that level
+    /// in place (its output joins one of its own input runs, EcoTune's main-level merges,
+    /// DESIGN.md §6). The new run takes a fresh id, newer than every run; the rewrite keeps an
+    /// existing one; whichever installs first, recency order holds.
+    pub fn conflict(&self, job: &CompactionJob) -> Option<String> {
+        if job.is_state_only() {
+            return None;
+        }
+        if let Some(number) = job
+            .inputs
+            .iter()
+            .flat_map(|input| input.file_numbers.iter())
+            .find(|&&number| self.holds_file(number))
+        {
+            return Some(format!("file {number} is an input of a running job"));
+        }
+        if self.writes_level_against(job) {
+            return Some(format!(
+                "a running job writes to level {}",
+                job.output_level
+            ));
+        }
+        None
+    }
+
+    pub(crate) fn push(&mut self, job: CompactionJob) {
+        self.jobs.push(job);
+    }
+
+    /// Removes one job equal to `job` (it finished).
+    pub(crate) fn remove(&mut self, job: &CompactionJob) {
+        if let Some(index) = self.jobs.iter().position(|j| j == job) {
+            self.jobs.swap_remove(index);
+        }
+    }
+}
+
+/// Where a job's output goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputRun {
+    /// Join this existing run of the output level (leveling's partial compaction).
+    Existing(u64),
+    /// Start a new run (newer than every run already on the output level).
+    New,
+}
+
+/// Files of one run taken as input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunInput {
+    /// The run's level.
+    pub level: usize,
+    /// The run.
+    pub run_id: u64,
+    /// Numbers of the run's files that are merged.
+    pub file_numbers: Vec<u64>,
+}
+
+/// A compaction to run: merge the inputs into `output_level`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactionJob {
+    /// Inputs, newest run first.
+    pub inputs: Vec<RunInput>,
+    /// Level of the output run.
+    pub output_level: usize,
+    /// The run the outputs join.
+    pub output_run: OutputRun,
+    /// Why the policy chose this job (for logs and `strata simulate`).
+    pub reason: String,
+    /// State the policy keeps in the manifest, logged with this job's version edit (see the
+    /// module docs). `None` leaves the policy's state as it is.
+    pub state: Option<PolicyState>,
+}
+
+impl CompactionJob {
+    /// A decision that changes only the policy's state (Garnering's level-count increment): no
+    /// files are read or written; the engine logs the state in the manifest.
+    pub fn state_only(state: PolicyState, reason: impl Into<String>) -> Self {
+        CompactionJob {
+            inputs: Vec::new(),
+            output_level: 0,
+            output_run: OutputRun::New,
+            reason: reason.into(),
+            state: Some(state),
+        }
+    }
+
+    /// True for a decision made by [`CompactionJob::state_only`].
+    pub fn is_state_only(&self) -> bool {
+        self.inputs.is_empty() && self.state.is_some()
+    }
+
+    /// Number of input files.
+    pub fn input_file_count(&self) -> usize {
+        self.inputs.iter().map(|i| i.file_numbers.len()).sum()
+    }
+
+    /// True if the job's output joins one of its own input runs on the output level: it
+    /// rewrites runs of that level in place and takes no new run id.
+    pub fn rewrites_in_place(&self) -> bool {
+        match self.output_run {
+            OutputRun::Existing(id) => self
+                .inputs
+                .iter()
+                .any(|input| input.level == self.output_level && input.run_id == id),
+            OutputRun::New => false,
+        }
+    }
+
+    /// True if `self` and `other`, both writing to the same level, may run at once: one starts a
+    /// new run and the other rewrites runs in place (see [`RunningCompactions::conflict`]).
+    fn may_share_output_level(&self, other: &CompactionJob) -> bool {
+        let new_run = |job: &CompactionJob| job.output_run == OutputRun::New;
+        (new_run(self) && other.rewrites_in_place()) || (self.rewrites_in_place() && new_run(other))
+    }
+}
+
+/// One input run resolved against the version: level, run id and the files taken from it.
+pub(crate) type ResolvedRun = (usize, u64, Vec<Arc<FileMetadata>>);
+
+/// True if every input run and file `job` names is in `version`.
+pub(crate) fn inputs_exist(job: &CompactionJob, version: &Version) -> bool {
+    resolve_inputs(job, version).is_ok()
+}
+
+/// The job's input files, resolved against the version, newest run first.
+pub(crate) fn resolve_inputs(job: &CompactionJob, version: &Version) -> Result<Vec<ResolvedRun>> {
+    let mut resolved = Vec::new();
+    for input in &job.inputs {
+        let run = version
+            .levels()
+            .get(input.level)
+            .and_then(|level| level.runs().iter().find(|r| r.id() == input.run_id))
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "compaction job names run {} on level {}, which does not exist",
+                    input.run_id, input.level
+                ))
+            })?;
+        let mut files = Vec::new();
+        for &number in &input.file_numbers {
+            let file = run
+                .files()
+                .iter()
+                .find(|f| f.number() == number)
+                .ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "compaction job names file {number}, not in run {} of level {}",
+                        input.run_id, input.level
+                    ))
+                })?;
+            files.push(Arc::clone(file));
+        }
+        resolved.push((input.level, input.run_id, files));
+    }
+    Ok(resolved)
+}
+
+/// Checks that a job keeps the tree's recency order: every run outside the job that overlaps its
+/// key range and is newer than all inputs stays newer than the output, every one older than all
+/// inputs stays older, and none lies between inputs. A policy that breaks this would make reads
+/// return stale versions, so the job is refused (the engine then stops taking writes) instead.
+pub(crate) fn check_recency_order(job: &CompactionJob, version: &Version) -> Result<()> {
+    use std::cmp::Reverse;
+    /// A run's place in read order: by level, then newest (largest id) first.
+    type Position = (usize, Reverse<u64>);
+    let position = |level: usize, run_id: u64| -> Position { (level, Reverse(run_id)) };
+    let refuse = |what: String| {
+        Err(Error::InvalidArgument(format!(
+            "compaction job refused ({}): {what}",
+            job.reason
+        )))
+    };
+    if job.inputs.is_empty() {
+        return refuse("it has no inputs".into());
+    }
+    if let Some(input) = job.inputs.iter().find(|i| i.level > job.output_level) {
+        return refuse(format!(
+            "input on level {} is below the output level",
+            input.level
+        ));
+    }
+    let output = match job.output_run {
+        OutputRun::Existing(id) => position(job.output_level, id),
+        // A new run is the newest of its level.
+        OutputRun::New => position(job.output_level, u64::MAX),
+    };
+    let inputs = resolve_inputs(job, version)?;
+    let is_input = |number: u64| job.inputs.iter().any(|i| i.file_numbers.contains(&number));
+    for (level_index, level) in version.levels().iter().enumerate() {
+        for run in level.runs() {
+            let at = position(level_index, run.id());
+            for file in run.files().iter().filter(|f| !is_input(f.number())) {
+                // Only inputs sharing keys with this file constrain where it may end up.
+                let sharing = inputs.iter().filter(|(_, _, files)| {
+                    files
+                        .iter()
+                        .any(|f| f.overlaps(file.smallest_user_key(), file.largest_user_key()))
+                });
+                let mut range: Option<(Position, Position)> = None;
+                for (input_level, input_run, _) in sharing {
+                    let p = position(*input_level, *input_run);
+                    range = Some(match range {
+                        None => (p, p),
+                        Some((newest, oldest)) => (newest.min(p), oldest.max(p)),
+                    });
+                }
+                let Some((newest, oldest)) = range else {
+                    continue;
+                };
+                let fine = if at < newest {
+                    at < output
+                } else if at > oldest {
+                    at > output
+                } else {
+                    false
+                };
+                if !fine {
+                    return refuse(format!(
+                        "file {} (level {level_index}, run {}) shares keys with the job's inputs and would end up on the wrong side of its output on level {}",
+                        file.number(),
+                        run.id(),
+                        job.output_level
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
