@@ -832,8 +832,8 @@ mod tests {
         assert_eq!(checked, 5 * 7 * 5);
     }
 
-    /// DESIGN.md §2 says the variant's dropped files satisfy `z/n <= exp(C + c)`. With the final `C`
-    /// they do not, on DESIGN.md §2's own example: dropping the last level (bpk 0.87 < 1) gives its
+    /// A reading of the paper's minimum-one-bit variant says its dropped files satisfy
+    /// `z/n <= exp(C + c)`. With the final `C` they do not, on DESIGN.md §2's example: dropping the last level (bpk 0.87 < 1) gives its
     /// memory to the others and lowers `C`, after which line 20 would give that run 2.1 bits.
     /// What holds is the condition with the `C` of the prefix at the time of removal.
     #[test]

@@ -218,9 +218,10 @@ impl CacheModel {
         self.cost_curve(file).at(pass_rate)
     }
 
-    /// [`false_positive_cost`](Self::false_positive_cost) of `file` at any pass rate: the
-    /// allocator prices each module at the pass rate it leaves, since a file whose filter
-    /// passes fewer false positives has its blocks requested less often and cached less.
+    /// [`false_positive_cost`](Self::false_positive_cost) of `file` at any pass rate (a file
+    /// whose filter passes fewer false positives has its blocks requested less often and cached
+    /// less). Elastic filters read it at uniform filters' pass rate for every file; pricing each
+    /// module at the pass rate it leaves was tried and not kept (DESIGN.md §3.5).
     pub fn cost_curve(&self, file: &FileMetadata) -> FalsePositiveCost {
         let counts = file.lookup_counts(self.now);
         let Some(rates) = Rates::of(&counts, data_bytes(file)) else {

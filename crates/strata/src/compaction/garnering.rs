@@ -164,7 +164,8 @@ pub fn garnering_capacities(
 }
 
 /// Number of disk levels Garnering needs for `data` (entries or bytes, in the unit of `base`):
-/// the exact solution of `sum C_i >= N` (DESIGN.md §5.4, not the paper's O() bound eq. 6). With
+/// the exact solution of Autumn's own capacity equation, `C_L * T / (T - 1) >= N` (the last
+/// level times the tail above it; DESIGN.md §5.4), not the paper's O() bound eq. 6. With
 /// `a = ln(1/c)` and `X = ln(N * (T-1) / base)`,
 /// `L = ceil( ( -(ln T - a/2) + sqrt( (ln T - a/2)^2 + 2*a*X ) ) / a )`, and `ceil(X / ln T)` at
 /// `c = 1`. At least 1; 1 for meaningless input (non-positive or non-finite numbers).

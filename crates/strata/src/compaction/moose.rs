@@ -1,4 +1,4 @@
-//! Moose-style fluid merging (WIP, not registered): per-level run counts `K_i` and per-level size
+//! Moose-style fluid merging (registered as `moose` in `policy.rs`): per-level run counts `K_i` and per-level size
 //! ratios `T_i` (the EcoTune paper's Moose baseline: 5 levels, 3 runs per non-last level, ratio 7,
 //! 6 into the last level; Dostoevsky's fluid LSM with per-level parameters).
 //!

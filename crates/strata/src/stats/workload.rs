@@ -1,5 +1,5 @@
 //! What a database has been asked to do over its whole life, kept across restarts: the workload
-//! mix `strata tune --from-db` tunes for (DESIGN.md §7's `r`, `v`, `w`, `q` and the selectivity).
+//! mix `strata tune --from-db` tunes for (DESIGN.md §7's `z`, `v`, `w`, `q` and the selectivity).
 //!
 //! The I/O counters (`IoCounters`) start at zero on every open and whenever a benchmark resets
 //! them between phases; a tuner reading a database offline needs the totals since it was
