@@ -106,7 +106,10 @@ use arc_swap::ArcSwap;
 
 use super::cache_model::{empty_probe_rate, CacheModel};
 use super::mnemosyne::validated_target;
-use super::{FilterAllocator, FilterJob, FilterRebuild, ModulesInUse, NewFile, RebuildPricing};
+use super::{
+    BudgetGuard, FilterAllocator, FilterJob, FilterRebuild, FilterRebuilds, LiveDecisions,
+    ModuleSizing, ModulesInUse, NewFile, RebuildPricing,
+};
 use crate::coding::{put_fixed64, put_varint64, Decoder};
 use crate::error::{Error, Result};
 use crate::filter::modular::{MAX_MODULES, MIN_MODULE_BITS_PER_KEY};
@@ -1110,36 +1113,14 @@ impl FilterAllocator for Elastic {
         }
     }
 
-    fn filter_budget_bytes(&self) -> Option<u64> {
-        self.budget_bytes
-    }
-
     fn bits_per_key_budget(&self) -> f64 {
         self.bits_per_key_target
-    }
-
-    /// The budget itself: the modules in use never hold more (DESIGN.md §3.5's hard cap).
-    fn bits_per_key_cap(&self) -> Option<f64> {
-        Some(self.bits_per_key_target)
-    }
-
-    fn bits_per_key(&self, tree: &Version, job: &FilterJob<'_>, file: &NewFile) -> f64 {
-        let (_, bits) = self.plan(tree, job);
-        job.outputs
-            .iter()
-            .zip(bits)
-            .find(|(output, _)| output.file_number == file.file_number)
-            .map_or(0.0, |(_, bits)| bits)
     }
 
     fn allocate(&self, tree: &Version, job: &FilterJob<'_>) -> Vec<f64> {
         let (selection, bits) = self.plan(tree, job);
         self.store_selection(Arc::new(selection));
         bits
-    }
-
-    fn skip_filter(&self, _run_id: u64, file: &FileMetadata) -> bool {
-        self.filter_modules_in_use(_run_id, file).is_none()
     }
 
     fn filter_modules_in_use(&self, _run_id: u64, file: &FileMetadata) -> ModulesInUse {
@@ -1156,26 +1137,56 @@ impl FilterAllocator for Elastic {
         in_use
     }
 
-    fn bits_per_key_in_use(&self, _run_id: u64, file: &FileMetadata) -> f64 {
-        self.layout(file)
-            .map_or(0.0, |layout| layout.bits_in_use(file))
+    fn budget_guard(&self) -> Option<&dyn BudgetGuard> {
+        Some(self)
     }
 
+    fn live_decisions(&self) -> Option<&dyn LiveDecisions> {
+        Some(self)
+    }
+
+    fn module_sizing(&self) -> Option<&dyn ModuleSizing> {
+        Some(self)
+    }
+
+    /// Rebuilds whenever there is a budget to spend.
+    fn filter_rebuilds(&self) -> Option<&dyn FilterRebuilds> {
+        (self.bits_per_key_target > 0.0).then_some(self as &dyn FilterRebuilds)
+    }
+}
+
+impl BudgetGuard for Elastic {
+    /// The budget itself: the modules in use never hold more (DESIGN.md §3.5's hard cap).
+    fn bits_per_key_cap(&self) -> f64 {
+        self.bits_per_key_target
+    }
+
+    fn filter_budget_bytes(&self) -> Option<u64> {
+        self.budget_bytes
+    }
+}
+
+impl ModuleSizing for Elastic {
     fn filter_module_bits_per_key(&self) -> f64 {
         self.module_bits
     }
 
-    /// The cache-miss weights change with the reads, statistics or not.
-    fn refreshes_without_statistics(&self) -> bool {
-        true
+    fn bits_per_key_in_use(&self, file: &FileMetadata) -> f64 {
+        self.layout(file)
+            .map_or(0.0, |layout| layout.bits_in_use(file))
     }
+}
 
+impl FilterRebuilds for Elastic {
     fn filter_rebuild(&self, tree: &Version, pricing: &RebuildPricing) -> Option<FilterRebuild> {
         self.price_rebuild(tree, pricing)
     }
+}
 
-    fn rebuilds_filters(&self) -> bool {
-        self.bits_per_key_target > 0.0
+impl LiveDecisions for Elastic {
+    /// The cache-miss weights change with the reads, statistics or not.
+    fn refreshes_without_statistics(&self) -> bool {
+        true
     }
 
     fn policy_state(&self) -> Option<PolicyState> {

@@ -1,5 +1,6 @@
 use super::*;
 use crate::alloc::test_support::{flush as flush_into, outputs};
+use crate::alloc::AsDyn;
 use crate::alloc::{JobInput, JobKind};
 
 /// A flush into run 99.
@@ -33,7 +34,7 @@ fn in_use_and_budget(allocator: &Elastic, tree: &Version) -> (f64, f64) {
     let mut bits = 0.0;
     let mut entries = 0.0;
     for (_, run, file) in tree.files() {
-        bits += allocator.bits_per_key_in_use(run, file) * file.entries() as f64;
+        bits += allocator.as_dyn().bits_per_key_in_use(run, file) * file.entries() as f64;
         entries += file.entries() as f64;
     }
     (bits, allocator.bits_per_key_budget() * entries)
@@ -113,14 +114,14 @@ fn a_flush_into_an_empty_tree_gets_its_share_in_use_and_more_on_disk() {
     );
     let (_, _, only) = tree.files().next().expect("one file");
     // Modules of 1 bit per key, three on disk, two in use: exactly the budget.
-    assert_eq!(allocator.filter_module_bits_per_key(), 1.0);
+    assert_eq!(allocator.as_dyn().filter_module_bits_per_key(), 1.0);
     assert!((only.bits_per_key() - 3.0).abs() < 1e-9);
     assert_eq!(
         allocator.filter_modules_in_use(99, only),
         ModulesInUse::prefix(2)
     );
-    assert!((allocator.bits_per_key_in_use(99, only) - 2.0).abs() < 1e-9);
-    assert_eq!(allocator.bits_per_key_cap(), Some(2.0));
+    assert!((allocator.as_dyn().bits_per_key_in_use(99, only) - 2.0).abs() < 1e-9);
+    assert_eq!(allocator.as_dyn().bits_per_key_cap(), Some(2.0));
 }
 
 #[test]
@@ -215,7 +216,7 @@ fn files_reached_by_fewer_lookups_get_fewer_bits() {
         after
             .files()
             .find(|(_, _, file)| file.number() == number)
-            .map(|(_, run, file)| allocator.bits_per_key_in_use(run, file))
+            .map(|(_, run, file)| allocator.as_dyn().bits_per_key_in_use(run, file))
             .expect("file")
     };
     // The existing files were written by no elastic allocator: opaque, without a filter.
@@ -236,7 +237,7 @@ fn files_reached_by_fewer_lookups_get_fewer_bits() {
         .build()
         .expect("builds");
     let allocator = Elastic::new(2.0).expect("valid");
-    allocator.restore(&tree);
+    allocator.as_dyn().restore(&tree);
     let modules_of = |number: u64| {
         tree.files()
             .find(|(_, _, file)| file.number() == number)
@@ -259,7 +260,7 @@ fn the_state_round_trips_and_a_restart_resumes_it_exactly() {
         }];
         tree = apply(&allocator, &tree, &flush(&files), 0, ("a", "z"));
     }
-    let state = allocator.policy_state().expect("state");
+    let state = allocator.as_dyn().policy_state().expect("state");
     assert_eq!(state.owner, OWNER);
     let decoded = Selection::decode(&state.bytes).expect("decodes");
     assert_eq!(decoded, **allocator.selection.load());
@@ -271,7 +272,7 @@ fn the_state_round_trips_and_a_restart_resumes_it_exactly() {
     }
     let recovered = builder.policy_state(state.clone()).build().expect("builds");
     let restarted = Elastic::new(2.0).expect("valid");
-    restarted.restore(&recovered);
+    restarted.as_dyn().restore(&recovered);
     for (_, run, file) in recovered.files() {
         assert_eq!(
             restarted.filter_modules_in_use(run, file),
@@ -301,7 +302,7 @@ fn the_state_round_trips_and_a_restart_resumes_it_exactly() {
             .build()
             .expect("builds");
         let restarted = Elastic::new(2.0).expect("valid");
-        restarted.restore(&recovered);
+        restarted.as_dyn().restore(&recovered);
         let (used, budget) = in_use_and_budget(&restarted, &recovered);
         assert!(used <= budget + 1e-9, "{used} > {budget}");
     }
@@ -339,8 +340,8 @@ fn a_refresh_moves_bits_from_files_whose_data_stays_cached() {
     // from the block cache, all of file 2's from the device. A false positive in file 1 costs
     // no I/O, so after a refresh the budget goes to file 2.
     let (tree, allocator) = two_halves();
-    assert!(allocator.refreshes_without_statistics());
-    allocator.restore(&tree);
+    assert!(allocator.as_dyn().refreshes_without_statistics());
+    allocator.as_dyn().restore(&tree);
     let modules = |number: u64| whole_modules_in_use(&allocator, &tree, number);
     assert_eq!(
         (modules(1), modules(2)),
@@ -358,7 +359,7 @@ fn a_refresh_moves_bits_from_files_whose_data_stays_cached() {
             .collect::<Vec<_>>(),
         vec![(1_000, 0), (1_000, 1_000)]
     );
-    allocator.refresh(&tree);
+    allocator.as_dyn().refresh(&tree);
     assert_eq!((modules(1), modules(2)), (0, 3));
     let (used, budget) = in_use_and_budget(&allocator, &tree);
     assert!(used <= budget + 1e-9, "{used} > {budget}");
@@ -372,7 +373,7 @@ fn a_refresh_keeps_bits_in_cached_files_when_cached_false_positives_are_measured
     // 1,100), as reads served by the page cache make it: file 1's false positives still cost,
     // and it keeps a module where the floor alone gave it none.
     let (tree, allocator) = two_halves();
-    allocator.restore(&tree);
+    allocator.as_dyn().restore(&tree);
     for (_, _, file) in tree.files() {
         let misses = if file.number() == 2 { 1_000 } else { 0 };
         counted(file, 1_000, 0, 1_000, misses);
@@ -400,7 +401,7 @@ fn a_refresh_keeps_bits_in_cached_files_when_cached_false_positives_are_measured
             std::time::Instant::now(),
         );
     }
-    allocator.refresh(&tree);
+    allocator.as_dyn().refresh(&tree);
     let modules = |number: u64| whole_modules_in_use(&allocator, &tree, number);
     assert_eq!((modules(1), modules(2)), (1, 2));
     let (used, budget) = in_use_and_budget(&allocator, &tree);
@@ -449,7 +450,7 @@ fn without_statistics_the_counted_empty_probes_weigh_files_not_their_key_ranges(
     // found nothing. By key range they weigh the same; by what was counted, only the second
     // gains from a filter.
     let (tree, allocator) = two_halves();
-    allocator.restore(&tree);
+    allocator.as_dyn().restore(&tree);
     let modules = |number: u64| whole_modules_in_use(&allocator, &tree, number);
     for (_, _, file) in tree.files() {
         if file.number() == 1 {
@@ -458,7 +459,7 @@ fn without_statistics_the_counted_empty_probes_weigh_files_not_their_key_ranges(
             counted(file, 1_000, 0, 400, 400);
         }
     }
-    allocator.refresh(&tree);
+    allocator.as_dyn().refresh(&tree);
     assert_eq!((modules(1), modules(2)), (0, 3));
 }
 
@@ -479,7 +480,7 @@ fn a_file_whose_few_reads_missed_under_many_bits_is_still_seen_cached() {
         .build()
         .expect("builds");
     let allocator = Elastic::new(1.0).expect("valid");
-    allocator.restore(&tree);
+    allocator.as_dyn().restore(&tree);
     let modules = |number: u64| whole_modules_in_use(&allocator, &tree, number);
     for (_, _, file) in tree.files() {
         match file.number() {
@@ -488,7 +489,7 @@ fn a_file_whose_few_reads_missed_under_many_bits_is_still_seen_cached() {
             _ => counted(file, 10_000, 0, 6_200, 3_340),
         }
     }
-    allocator.refresh(&tree);
+    allocator.as_dyn().refresh(&tree);
     assert_eq!(
         modules(3),
         1,
@@ -524,7 +525,7 @@ fn a_refresh_on_an_older_tree_than_the_last_job_changes_nothing() {
     }];
     let after = apply(&allocator, &before, &flush(&second), 0, ("a", "z"));
     let stored = (**allocator.selection.load()).clone();
-    allocator.refresh(&before);
+    allocator.as_dyn().refresh(&before);
     assert_eq!(**allocator.selection.load(), stored);
     let (used, budget) = in_use_and_budget(&allocator, &after);
     assert!(
@@ -628,10 +629,10 @@ fn a_tree_dominated_by_one_partitioned_file_spends_its_budget() {
         .build()
         .expect("builds");
     let allocator = Elastic::new(2.5).expect("valid");
-    allocator.restore(&tree);
+    allocator.as_dyn().restore(&tree);
     let (used, budget) = in_use_and_budget(&allocator, &tree);
     assert!((used - 203_000.0).abs() < 1e-6, "the stored state: {used}");
-    allocator.refresh(&tree);
+    allocator.as_dyn().refresh(&tree);
     let (used, budget_after) = in_use_and_budget(&allocator, &tree);
     assert_eq!(budget, budget_after);
     assert!(used <= budget * (1.0 + 1e-12), "{used} over {budget}");
@@ -651,14 +652,14 @@ fn a_tree_dominated_by_one_partitioned_file_spends_its_budget() {
 
     // The partly used module survives a restart (state version 2), and a version-1 state (no
     // partial modules) still reads.
-    let state = allocator.policy_state().expect("state");
+    let state = allocator.as_dyn().policy_state().expect("state");
     let mut builder = Version::builder();
     for (level, run, file) in tree.files() {
         builder = builder.add_file(level, run, file.copy_facts());
     }
     let recovered = builder.policy_state(state).build().expect("builds");
     let restarted = Elastic::new(2.5).expect("valid");
-    restarted.restore(&recovered);
+    restarted.as_dyn().restore(&recovered);
     for (_, run, file) in recovered.files() {
         assert_eq!(
             restarted.filter_modules_in_use(run, file),
@@ -694,7 +695,7 @@ fn a_budget_in_bytes_caps_the_filters_in_use() {
         .expect("valid")
         .with_budget_bytes(2_000)
         .expect("valid");
-    assert_eq!(allocator.filter_budget_bytes(), Some(2_000));
+    assert_eq!(allocator.as_dyn().filter_budget_bytes(), Some(2_000));
     assert!(
         allocator.name().contains("2000 bytes"),
         "{}",
@@ -785,7 +786,7 @@ fn rebuild_tree(first: (u8, u8, u64), second: (u8, u8, u64)) -> (Elastic, Versio
         .expect("valid")
         .with_module_bits(1.0)
         .expect("valid");
-    allocator.restore(&tree);
+    allocator.as_dyn().restore(&tree);
     (allocator, tree)
 }
 
@@ -805,7 +806,7 @@ fn a_saturated_file_that_lookups_reach_is_priced_for_a_rebuild() {
     // gives one and three. Both are reached by the same lookups, so the optimum is two and two:
     // file 1 needs a module it does not have.
     let (allocator, tree) = rebuild_tree((1, 1, 10_000), (3, 3, 10_000));
-    assert!(allocator.rebuilds_filters());
+    assert!(allocator.as_dyn().rebuilds_filters());
     let rebuild = allocator
         .filter_rebuild(&tree, &pricing(None))
         .expect("a rebuild pays");
@@ -839,10 +840,18 @@ fn a_saturated_file_that_lookups_reach_is_priced_for_a_rebuild() {
 fn a_rebuild_is_not_asked_for_when_it_does_not_pay() {
     // No lookups: nothing to avoid.
     let (allocator, tree) = rebuild_tree((1, 1, 0), (3, 3, 0));
-    assert_eq!(allocator.filter_rebuild(&tree, &pricing(None)), None);
+    assert_eq!(
+        allocator.as_dyn().filter_rebuild(&tree, &pricing(None)),
+        None
+    );
     // A short life: the level turns over in a millisecond at this write rate.
     let (allocator, tree) = rebuild_tree((1, 1, 10_000), (3, 3, 10_000));
-    assert_eq!(allocator.filter_rebuild(&tree, &pricing(Some(2e9))), None);
+    assert_eq!(
+        allocator
+            .as_dyn()
+            .filter_rebuild(&tree, &pricing(Some(2e9))),
+        None
+    );
     // The same at a write rate that leaves the level ten seconds: it pays again.
     let rebuild = allocator
         .filter_rebuild(&tree, &pricing(Some(2e5)))
@@ -850,7 +859,10 @@ fn a_rebuild_is_not_asked_for_when_it_does_not_pay() {
     assert!((rebuild.life_secs - 10.0).abs() < 1e-9);
     // Enough modules on disk: the greedy takes two of file 1's three without a rebuild.
     let (allocator, tree) = rebuild_tree((3, 2, 10_000), (3, 2, 10_000));
-    assert_eq!(allocator.filter_rebuild(&tree, &pricing(None)), None);
+    assert_eq!(
+        allocator.as_dyn().filter_rebuild(&tree, &pricing(None)),
+        None
+    );
     // A file the allocator did not write (opaque) is never rebuilt.
     let tree_opaque = Version::builder()
         .add_file(2, 1, file(1, "a", "m", 10_000, 1.0))
@@ -860,10 +872,18 @@ fn a_rebuild_is_not_asked_for_when_it_does_not_pay() {
     for (_, _, file) in tree_opaque.files() {
         file.add_empty_probes(10_000);
     }
-    allocator.restore(&tree_opaque);
-    assert_eq!(allocator.filter_rebuild(&tree_opaque, &pricing(None)), None);
+    allocator.as_dyn().restore(&tree_opaque);
+    assert_eq!(
+        allocator
+            .as_dyn()
+            .filter_rebuild(&tree_opaque, &pricing(None)),
+        None
+    );
     // No filters at all: nothing to rebuild.
-    assert!(!Elastic::new(0.0).expect("valid").rebuilds_filters());
+    assert!(!Elastic::new(0.0)
+        .expect("valid")
+        .as_dyn()
+        .rebuilds_filters());
 }
 
 #[test]
@@ -913,7 +933,7 @@ fn a_probe_memo_round_trips_and_only_answers_for_its_own_selection() {
 #[test]
 fn a_probe_reads_its_files_memo_until_a_selection_is_stored() {
     let (tree, allocator) = two_halves();
-    allocator.restore(&tree);
+    allocator.as_dyn().restore(&tree);
     let (_, run, first) = tree.files().next().expect("file 1");
     assert_eq!(first.allocator_memo(), 0, "no probe yet");
     assert_eq!(
@@ -931,14 +951,14 @@ fn a_probe_reads_its_files_memo_until_a_selection_is_stored() {
     );
     // Another allocator over the same files never takes this one's memo.
     let other = Elastic::new(1.5).expect("valid");
-    other.restore(&tree);
+    other.as_dyn().restore(&tree);
     assert_eq!(
         other.filter_modules_in_use(run, first),
         ModulesInUse::prefix(2)
     );
     // Any store of a selection (a job, a restore, a refresh that changed it) retires the memos.
     first.set_allocator_memo(forged);
-    allocator.restore(&tree);
+    allocator.as_dyn().restore(&tree);
     assert_eq!(
         allocator.filter_modules_in_use(run, first),
         ModulesInUse::prefix(2)
@@ -951,7 +971,7 @@ fn a_probe_reads_its_files_memo_until_a_selection_is_stored() {
         )
         .expect("fits"),
     );
-    allocator.refresh(&tree);
+    allocator.as_dyn().refresh(&tree);
     assert_eq!(
         allocator.filter_modules_in_use(run, first),
         ModulesInUse::prefix(3)

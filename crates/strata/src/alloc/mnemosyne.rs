@@ -38,7 +38,9 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
-use super::{FilterAllocator, FilterJob, JobKind, NewFile, Uniform};
+use super::{
+    BudgetGuard, FilterAllocator, FilterJob, JobKind, LiveDecisions, ModulesInUse, NewFile, Uniform,
+};
 use crate::error::{Error, Result};
 use crate::solver::{Item, Problem, Variant};
 use crate::version::{FileMetadata, Version};
@@ -333,21 +335,6 @@ impl FilterAllocator for Mnemosyne {
         self.bits_per_key_target
     }
 
-    fn bits_per_key_cap(&self) -> Option<f64> {
-        Some(self.cap())
-    }
-
-    /// One file alone: allocates the job and returns this file's share (the engine calls
-    /// [`FilterAllocator::allocate`]; this exists for callers that ask file by file).
-    fn bits_per_key(&self, tree: &Version, job: &FilterJob<'_>, file: &NewFile) -> f64 {
-        let bits = self.allocate(tree, job);
-        job.outputs
-            .iter()
-            .position(|output| output.file_number == file.file_number)
-            .and_then(|index| bits.get(index).copied())
-            .unwrap_or(0.0)
-    }
-
     fn allocate(&self, tree: &Version, job: &FilterJob<'_>) -> Vec<f64> {
         let (runs, solved) = solve_runs(tree, job, self.bits_per_key_target, self.variant);
         let output_run_bits = solved.get(&job.output_run_id).copied().unwrap_or(0.0);
@@ -390,10 +377,30 @@ impl FilterAllocator for Mnemosyne {
         bits
     }
 
-    fn skip_filter(&self, _run_id: u64, file: &FileMetadata) -> bool {
-        file.bits_per_key() > 0.0 && self.solved.load().skipped_files.contains(&file.number())
+    fn filter_modules_in_use(&self, _run_id: u64, file: &FileMetadata) -> ModulesInUse {
+        if file.bits_per_key() > 0.0 && self.solved.load().skipped_files.contains(&file.number()) {
+            ModulesInUse::NONE
+        } else {
+            ModulesInUse::ALL
+        }
     }
 
+    fn budget_guard(&self) -> Option<&dyn BudgetGuard> {
+        Some(self)
+    }
+
+    fn live_decisions(&self) -> Option<&dyn LiveDecisions> {
+        Some(self)
+    }
+}
+
+impl BudgetGuard for Mnemosyne {
+    fn bits_per_key_cap(&self) -> f64 {
+        self.cap()
+    }
+}
+
+impl LiveDecisions for Mnemosyne {
     /// Re-solves over the recovered runs (DESIGN.md §3.3: skip the filters of runs whose latest solved
     /// bits per key is 0), then holds the cap by skipping the filters worth the fewest avoided
     /// empty probes per bit: an empty lookup probes one file of every run, so a file's share of
@@ -450,6 +457,7 @@ pub(super) fn file_bits(file: &FileMetadata) -> f64 {
 mod tests {
     use super::*;
     use crate::alloc::test_support::{flush, outputs};
+    use crate::alloc::AsDyn;
     use crate::alloc::{JobInput, JobKind};
     use crate::version::tests::new_file;
     use crate::version::VersionEdit;
@@ -504,14 +512,15 @@ mod tests {
         );
         let allocator = Mnemosyne::new(2.0).expect("valid");
         assert!((in_use(&allocator, &tree) - 4.0).abs() < 1e-9);
-        allocator.restore(&tree);
+        allocator.as_dyn().restore(&tree);
         let after = in_use(&allocator, &tree);
         assert!(after <= allocator.cap() + 1e-9, "{after}");
         // Every empty lookup probes the level-1 file, but only one of the two level-2 files:
         // their filters avoid fewer reads per bit and go first.
         let skipped = |number: u64| {
-            tree.files()
-                .any(|(_, run, file)| file.number() == number && allocator.skip_filter(run, file))
+            tree.files().any(|(_, run, file)| {
+                file.number() == number && allocator.as_dyn().skip_filter(run, file)
+            })
         };
         assert!(!skipped(1));
         assert!(skipped(2) != skipped(3), "one is enough");
@@ -699,9 +708,9 @@ mod tests {
         let bits = allocator.allocate(&shape, &flush(&files, 9));
         assert!(bits[0] > 0.0);
         let last = &shape.levels()[1].runs()[0].files()[0];
-        assert!(allocator.skip_filter(5, last));
+        assert!(allocator.as_dyn().skip_filter(5, last));
         let first = &shape.levels()[0].runs()[0].files()[0];
-        assert!(!allocator.skip_filter(7, first));
+        assert!(!allocator.as_dyn().skip_filter(7, first));
     }
 
     #[test]
@@ -718,7 +727,10 @@ mod tests {
         let files = outputs(&[10_000]);
         allocator.allocate(&shape, &flush(&files, 9));
         let last = &shape.levels()[2].runs()[0].files()[0];
-        assert!(allocator.skip_filter(6, last), "the big run is dropped");
+        assert!(
+            allocator.as_dyn().skip_filter(6, last),
+            "the big run is dropped"
+        );
 
         // The tree then becomes a single run (the level-1 and level-0 data compacted away): the
         // big run solves to 1.5 bits again, but its 150,000 bits fit under the cap (1.8 * 100,000)
@@ -727,11 +739,14 @@ mod tests {
         let none: Vec<NewFile> = Vec::new();
         allocator.allocate(&single, &flush(&none, 6));
         let last = &single.levels()[2].runs()[0].files()[0];
-        assert!(!allocator.skip_filter(6, last), "room: back in use");
+        assert!(
+            !allocator.as_dyn().skip_filter(6, last),
+            "room: back in use"
+        );
 
         // Drop it again, then a job whose outputs take the room: it stays skipped.
         allocator.allocate(&shape, &flush(&files, 9));
-        assert!(allocator.skip_filter(6, last));
+        assert!(allocator.as_dyn().skip_filter(6, last));
         let crowded = tree_with_bits(&[(2, 6, 2, "a", "z", 100_000)], 1.5);
         let big_output = outputs(&[20_000]);
         let bits = allocator.allocate(&crowded, &flush(&big_output, 9));
@@ -739,7 +754,10 @@ mod tests {
         // first, and 150,000 more bits do not fit beside it.
         assert!(bits[0] > 1.0, "{bits:?}");
         assert!(bits[0] * 20_000.0 + 150_000.0 > 1.8 * 120_000.0);
-        assert!(allocator.skip_filter(6, last), "no room: still skipped");
+        assert!(
+            allocator.as_dyn().skip_filter(6, last),
+            "no room: still skipped"
+        );
     }
 
     #[test]

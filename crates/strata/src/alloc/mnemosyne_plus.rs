@@ -39,7 +39,9 @@ use super::mnemosyne::{
     admit_returning, avoided_reads, file_bits, fpr_constant_after, guard_outputs,
     skip_until_under_cap, solve_runs, validated_target, Overuse,
 };
-use super::{FilterAllocator, FilterJob, NewFile, Uniform};
+use super::{
+    BudgetGuard, FilterAllocator, FilterJob, LiveDecisions, ModulesInUse, NewFile, Uniform,
+};
 use crate::error::Result;
 use crate::solver::{Item, Problem, Variant};
 use crate::version::{FileMetadata, Version};
@@ -206,24 +208,6 @@ impl FilterAllocator for MnemosynePlus {
         self.bits_per_key_target
     }
 
-    fn bits_per_key_cap(&self) -> Option<f64> {
-        Some(self.cap())
-    }
-
-    fn needs_access_statistics(&self) -> bool {
-        true
-    }
-
-    /// One file alone: allocates the job and returns this file's share.
-    fn bits_per_key(&self, tree: &Version, job: &FilterJob<'_>, file: &NewFile) -> f64 {
-        let bits = self.allocate(tree, job);
-        job.outputs
-            .iter()
-            .position(|output| output.file_number == file.file_number)
-            .and_then(|index| bits.get(index).copied())
-            .unwrap_or(0.0)
-    }
-
     fn allocate(&self, tree: &Version, job: &FilterJob<'_>) -> Vec<f64> {
         // The files after the job, with their estimates.
         let mut items = Vec::new();
@@ -371,6 +355,34 @@ impl FilterAllocator for MnemosynePlus {
         bits
     }
 
+    fn filter_modules_in_use(&self, _run_id: u64, file: &FileMetadata) -> ModulesInUse {
+        if file.bits_per_key() > 0.0 && self.skipped.load().contains(&file.number()) {
+            ModulesInUse::NONE
+        } else {
+            ModulesInUse::ALL
+        }
+    }
+
+    fn budget_guard(&self) -> Option<&dyn BudgetGuard> {
+        Some(self)
+    }
+
+    fn live_decisions(&self) -> Option<&dyn LiveDecisions> {
+        Some(self)
+    }
+}
+
+impl BudgetGuard for MnemosynePlus {
+    fn bits_per_key_cap(&self) -> f64 {
+        self.cap()
+    }
+}
+
+impl LiveDecisions for MnemosynePlus {
+    fn needs_access_statistics(&self) -> bool {
+        true
+    }
+
     /// Re-solves over the live files' current estimates so the skip threshold `C` stays on the
     /// scale of the estimates it is compared with (they grow with `D` and change as windows
     /// fill), and skips the filters of files whose optimal bits per key has dropped to 0. A
@@ -412,10 +424,6 @@ impl FilterAllocator for MnemosynePlus {
             }
             next
         });
-    }
-
-    fn skip_filter(&self, _run_id: u64, file: &FileMetadata) -> bool {
-        file.bits_per_key() > 0.0 && self.skipped.load().contains(&file.number())
     }
 
     /// After a restart the skipped set (in memory only) is empty, and every filter the tree
@@ -612,6 +620,7 @@ fn optimal_is_zero(threshold: Threshold, entries: u64, z: f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::alloc::AsDyn;
     use crate::alloc::JobKind;
     use crate::stats::merlin::AccessEstimate;
 
@@ -667,7 +676,7 @@ mod tests {
         let bits = allocator.allocate(&Version::default(), &flush(&files));
         assert!((bits[0] - 2.0).abs() < 1e-9, "{bits:?}");
         assert!(allocator.constant().is_nan());
-        assert!(allocator.needs_access_statistics());
+        assert!(allocator.as_dyn().needs_access_statistics());
     }
 
     #[test]
@@ -807,7 +816,7 @@ mod tests {
             allocator
                 .constant
                 .store((-10.0f64).to_bits(), Ordering::Relaxed);
-            allocator.refresh(&tree);
+            allocator.as_dyn().refresh(&tree);
             let skipped = allocator.skipped.load();
             if standby {
                 assert!(!skipped.contains(&8) && skipped.contains(&7), "{skipped:?}");
@@ -884,10 +893,11 @@ mod tests {
             });
         }
         let allocator = MnemosynePlus::new(2.0).expect("valid");
-        allocator.restore(&tree);
+        allocator.as_dyn().restore(&tree);
         let skipped = |number: u64| {
-            tree.files()
-                .any(|(_, run, file)| file.number() == number && allocator.skip_filter(run, file))
+            tree.files().any(|(_, run, file)| {
+                file.number() == number && allocator.as_dyn().skip_filter(run, file)
+            })
         };
         assert!(skipped(3), "its optimum is 0");
         assert!(!skipped(1), "the most valuable filter stays in use");

@@ -199,7 +199,12 @@ impl FilterRebuild {
     }
 }
 
-/// Decides the bits per key of every new file's filter (DESIGN.md §3).
+/// Decides the bits per key of every new file's filter (DESIGN.md §3): what every allocator must
+/// answer. What only some allocators do — guard a cap, keep query-time decisions from live
+/// statistics, size filter modules below the budget, rebuild filters — are capabilities
+/// ([`BudgetGuard`], [`LiveDecisions`], [`ModuleSizing`], [`FilterRebuilds`]) an allocator
+/// offers through the accessors below; the engine reads them through the methods of
+/// `dyn FilterAllocator`, which give every capability's neutral answer when it is absent.
 pub trait FilterAllocator: Send + Sync + Debug {
     /// A short name for reports (`uniform(10)`).
     fn name(&self) -> String;
@@ -207,117 +212,209 @@ pub trait FilterAllocator: Send + Sync + Debug {
     /// The filter budget in bits per key.
     fn bits_per_key_budget(&self) -> f64;
 
+    /// Bits per key for every output of `job`, in `job.outputs` order (0 = no filter). `tree`
+    /// is the tree the outputs join, before the job's inputs leave it. Called once per flush or
+    /// compaction.
+    fn allocate(&self, tree: &Version, job: &FilterJob<'_>) -> Vec<f64>;
+
+    /// How many of `file`'s filter modules lookups probe, in probe order (`file` is a file of
+    /// run `run_id`): [`ModulesInUse::NONE`] skips the filter (its optimal bits per key is now
+    /// 0, so a probe only costs CPU and possibly a block read), [`ModulesInUse::ALL`] (the
+    /// default) probes them all; elastic filters (DESIGN.md §3.5) answer a prefix, which may be
+    /// one module longer in some partitions of a partitioned filter. Called on the lookup path:
+    /// must not block.
+    fn filter_modules_in_use(&self, _run_id: u64, _file: &FileMetadata) -> ModulesInUse {
+        ModulesInUse::ALL
+    }
+
+    /// The cap the allocator holds the filters in use under, if it guards one.
+    fn budget_guard(&self) -> Option<&dyn BudgetGuard> {
+        None
+    }
+
+    /// The query-time decisions the allocator derives from live statistics, if it keeps any.
+    fn live_decisions(&self) -> Option<&dyn LiveDecisions> {
+        None
+    }
+
+    /// The sizing of filter modules below the budget, if the allocator sizes them itself.
+    fn module_sizing(&self) -> Option<&dyn ModuleSizing> {
+        None
+    }
+
+    /// Filter rebuilds, if the allocator can ever ask for one.
+    fn filter_rebuilds(&self) -> Option<&dyn FilterRebuilds> {
+        None
+    }
+}
+
+/// A cap on the filters in use (the budget guard of DESIGN.md §3.3; elastic filters' hard cap,
+/// §3.5). Uniform spends exactly the budget and static Monkey whatever its prediction gives: they
+/// guard nothing.
+pub trait BudgetGuard {
+    /// The most the tree's average bits per key in use may reach.
+    fn bits_per_key_cap(&self) -> f64;
+
     /// The filter budget in bytes, when one caps the filters in use besides the bits per key
-    /// (DESIGN.md §3.5: `Options` takes the budget in bits per key and optionally in bytes; elastic
-    /// filters honour it). `None` (the default): the bits per key alone.
+    /// (`Options` takes the budget in bits per key and optionally in bytes). `None` (the
+    /// default): the bits per key alone.
     fn filter_budget_bytes(&self) -> Option<u64> {
         None
     }
+}
 
-    /// The most the tree's average bits per key may reach (the budget guard's cap, DESIGN.md §3.3),
-    /// or `None` if the policy does not guard its budget (Uniform spends exactly the budget;
-    /// static Monkey spends whatever its prediction gives).
-    fn bits_per_key_cap(&self) -> Option<f64> {
-        None
-    }
+/// Query-time decisions derived from live statistics (which filters are skipped, which modules
+/// are in use), kept in memory or in the manifest.
+pub trait LiveDecisions {
+    /// Called once when a database opens, with the recovered tree (Merlin's statistics restored,
+    /// before any lookup): decisions that live only in memory are derived again here, within the
+    /// cap.
+    fn restore(&self, tree: &Version);
 
-    /// Bits per key for `file` (0 = no filter), for policies that decide file by file. The
-    /// engine calls [`FilterAllocator::allocate`], whose default asks this for every output.
-    fn bits_per_key(&self, tree: &Version, job: &FilterJob<'_>, file: &NewFile) -> f64;
+    /// Called on the lookup path every [`REFRESH_EVERY_LOOKUPS`] recorded lookups, by the thread
+    /// that records them, with the tree lookups are reading: decisions that depend on live
+    /// statistics (Mnemosyne+'s skip threshold) are derived again. Must not block; may take as
+    /// long as one solve. The default does nothing.
+    fn refresh(&self, _tree: &Version) {}
 
-    /// Bits per key for every output of `job`, in `job.outputs` order. `tree` is the tree the
-    /// outputs join, before the job's inputs leave it. Called once per flush or compaction.
-    fn allocate(&self, tree: &Version, job: &FilterJob<'_>) -> Vec<f64> {
-        job.outputs
-            .iter()
-            .map(|file| self.bits_per_key(tree, job, file))
-            .collect()
-    }
-
-    /// True if lookups should not probe the filter of `file`, a file of run `run_id` (its current
-    /// optimal bits per key is 0, so the probe only costs CPU and possibly a block read). Called
-    /// on the lookup path: must not block. Uniform never skips.
-    fn skip_filter(&self, _run_id: u64, _file: &FileMetadata) -> bool {
+    /// True if [`LiveDecisions::refresh`] should also be called when the engine keeps no access
+    /// statistics (elastic filters re-divide by the measured cache misses). Default false.
+    fn refreshes_without_statistics(&self) -> bool {
         false
     }
 
-    /// How many of `file`'s filter modules lookups probe, in probe order:
-    /// [`ModulesInUse::NONE`] skips the filter, [`ModulesInUse::ALL`] (the default unless
-    /// [`FilterAllocator::skip_filter`]) probes them all. Called on the lookup path: must not
-    /// block. Elastic filters (DESIGN.md §3.5) answer a prefix, which may be one module longer in some
-    /// partitions of a partitioned filter.
-    fn filter_modules_in_use(&self, run_id: u64, file: &FileMetadata) -> ModulesInUse {
-        if self.skip_filter(run_id, file) {
-            ModulesInUse::NONE
-        } else {
-            ModulesInUse::ALL
-        }
+    /// True if the decisions need per-file access statistics (Merlin, DESIGN.md §4): the engine
+    /// then keeps them whatever `Options::access_statistics` says. Default false.
+    fn needs_access_statistics(&self) -> bool {
+        false
+    }
+
+    /// State kept in the manifest, logged with every flush's and compaction's version edit after
+    /// [`FilterAllocator::allocate`] (which filter modules are in use, for elastic filters), so
+    /// that it survives a restart as it was. `None` (the default): nothing to keep.
+    fn policy_state(&self) -> Option<crate::version::PolicyState> {
+        None
+    }
+}
+
+/// Filter modules sized apart from the budget (elastic filters, DESIGN.md §3.5).
+pub trait ModuleSizing {
+    /// Bits per key of one filter module (DESIGN.md §1): the table builder splits a filter with
+    /// more bits per key than this into modules of this size.
+    fn filter_module_bits_per_key(&self) -> f64;
+
+    /// Bits per key of `file`'s filter that lookups use: those of its modules in use.
+    fn bits_per_key_in_use(&self, file: &FileMetadata) -> f64;
+}
+
+/// Filters rebuilt with more bits on disk when that repays its cost (DESIGN.md §3.5 "Rebuild,
+/// priced").
+pub trait FilterRebuilds {
+    /// The file whose filter most repays a rebuild, priced by `pricing`, or `None`. The engine
+    /// asks when its compaction workers are idle and its rebuild rate limit allows, and rewrites
+    /// the file in place; the allocator then sizes the new file's filter as for any compaction
+    /// output. Pure: no I/O, no state change.
+    fn filter_rebuild(&self, tree: &Version, pricing: &RebuildPricing) -> Option<FilterRebuild>;
+}
+
+/// A concrete allocator seen as the engine sees it (tests call the capability answers of
+/// `dyn FilterAllocator` on concrete allocators).
+#[cfg(test)]
+pub(crate) trait AsDyn {
+    fn as_dyn(&self) -> &dyn FilterAllocator;
+}
+
+#[cfg(test)]
+impl<A: FilterAllocator> AsDyn for A {
+    fn as_dyn(&self) -> &dyn FilterAllocator {
+        self
+    }
+}
+
+/// Every capability's answer for any allocator, neutral where the allocator lacks it: what the
+/// engine calls.
+impl<'a> dyn FilterAllocator + 'a {
+    /// True if lookups should not probe the filter of `file`, a file of run `run_id`.
+    pub fn skip_filter(&self, run_id: u64, file: &FileMetadata) -> bool {
+        self.filter_modules_in_use(run_id, file).is_none()
     }
 
     /// Bits per key of `file`'s filter that lookups use: 0 when the filter is skipped, the
     /// modules in use when only a prefix is. What `Stats::effective_bits_per_key` and the
     /// per-file cost model count.
-    fn bits_per_key_in_use(&self, run_id: u64, file: &FileMetadata) -> f64 {
-        if self.skip_filter(run_id, file) {
-            0.0
-        } else {
-            file.bits_per_key()
+    pub fn bits_per_key_in_use(&self, run_id: u64, file: &FileMetadata) -> f64 {
+        match self.module_sizing() {
+            Some(sizing) => sizing.bits_per_key_in_use(file),
+            None if self.skip_filter(run_id, file) => 0.0,
+            None => file.bits_per_key(),
         }
     }
 
-    /// Bits per key of one filter module (DESIGN.md §1): the table builder splits a filter with more
-    /// bits per key than this into modules of this size. The default is the budget (the paper's
-    /// modular filter).
-    fn filter_module_bits_per_key(&self) -> f64 {
-        self.bits_per_key_budget()
+    /// [`BudgetGuard::bits_per_key_cap`], or `None` if the allocator guards no cap.
+    pub fn bits_per_key_cap(&self) -> Option<f64> {
+        self.budget_guard().map(BudgetGuard::bits_per_key_cap)
     }
 
-    /// State the allocator keeps in the manifest, logged with every flush's and compaction's
-    /// version edit after [`FilterAllocator::allocate`] (which filter modules are in use, for
-    /// elastic filters), so that it survives a restart as it was. `None` (the default): nothing
-    /// to keep.
-    fn policy_state(&self) -> Option<crate::version::PolicyState> {
-        None
+    /// [`BudgetGuard::filter_budget_bytes`], or `None`.
+    pub fn filter_budget_bytes(&self) -> Option<u64> {
+        self.budget_guard()
+            .and_then(BudgetGuard::filter_budget_bytes)
     }
 
-    /// Called on the lookup path every [`REFRESH_EVERY_LOOKUPS`] recorded lookups, by the thread
-    /// that records them, with the tree lookups are reading: a policy whose query-time decisions
-    /// depend on live statistics (Mnemosyne+'s skip threshold) re-derives them here. Must not
-    /// block; may take as long as one solve. The default does nothing.
-    fn refresh(&self, _tree: &Version) {}
-
-    /// True if [`FilterAllocator::refresh`] should also be called when the engine keeps no
-    /// access statistics (elastic filters re-divide by the measured cache misses). Default
-    /// false.
-    fn refreshes_without_statistics(&self) -> bool {
-        false
+    /// [`ModuleSizing::filter_module_bits_per_key`]; the budget by default (the paper's modular
+    /// filter).
+    pub fn filter_module_bits_per_key(&self) -> f64 {
+        self.module_sizing().map_or_else(
+            || self.bits_per_key_budget(),
+            ModuleSizing::filter_module_bits_per_key,
+        )
     }
 
-    /// Called once when a database opens, with the recovered tree (Merlin's statistics restored,
-    /// before any lookup): a policy whose query-time decisions live only in memory (which filters
-    /// are skipped) re-derives them here, and must leave the filters in use within its cap. The
-    /// default does nothing.
-    fn restore(&self, _tree: &Version) {}
-
-    /// The file whose filter most repays a rebuild with more bits on disk, priced by
-    /// `pricing` (DESIGN.md §3.5 "Rebuild, priced"), or `None`. The engine asks when its compaction
-    /// workers are idle and its rebuild rate limit allows, and rewrites the file in place; the
-    /// allocator then sizes the new file's filter as for any compaction output. Pure: no I/O,
-    /// no state change. The default (every allocator but elastic filters) never rebuilds.
-    fn filter_rebuild(&self, _tree: &Version, _pricing: &RebuildPricing) -> Option<FilterRebuild> {
-        None
+    /// [`LiveDecisions::refresh`], if the allocator keeps live decisions.
+    pub fn refresh(&self, tree: &Version) {
+        if let Some(live) = self.live_decisions() {
+            live.refresh(tree);
+        }
     }
 
-    /// True if [`FilterAllocator::filter_rebuild`] can ever answer a file: the engine's idle
-    /// compaction workers then wake up to ask. Default false.
-    fn rebuilds_filters(&self) -> bool {
-        false
+    /// [`LiveDecisions::restore`], if the allocator keeps live decisions.
+    pub fn restore(&self, tree: &Version) {
+        if let Some(live) = self.live_decisions() {
+            live.restore(tree);
+        }
     }
 
-    /// True if the policy needs per-file access statistics (Merlin, DESIGN.md §4): the engine then
-    /// keeps them whatever `Options::access_statistics` says.
-    fn needs_access_statistics(&self) -> bool {
-        false
+    /// [`LiveDecisions::refreshes_without_statistics`]; false without live decisions.
+    pub fn refreshes_without_statistics(&self) -> bool {
+        self.live_decisions()
+            .is_some_and(LiveDecisions::refreshes_without_statistics)
+    }
+
+    /// [`LiveDecisions::needs_access_statistics`]; false without live decisions.
+    pub fn needs_access_statistics(&self) -> bool {
+        self.live_decisions()
+            .is_some_and(LiveDecisions::needs_access_statistics)
+    }
+
+    /// [`LiveDecisions::policy_state`]; `None` without live decisions.
+    pub fn policy_state(&self) -> Option<crate::version::PolicyState> {
+        self.live_decisions().and_then(LiveDecisions::policy_state)
+    }
+
+    /// [`FilterRebuilds::filter_rebuild`]; `None` for an allocator that never rebuilds.
+    pub fn filter_rebuild(
+        &self,
+        tree: &Version,
+        pricing: &RebuildPricing,
+    ) -> Option<FilterRebuild> {
+        self.filter_rebuilds()
+            .and_then(|rebuilds| rebuilds.filter_rebuild(tree, pricing))
+    }
+
+    /// True if [`FilterRebuilds::filter_rebuild`] can ever answer a file: the engine's idle
+    /// compaction workers then wake up to ask.
+    pub fn rebuilds_filters(&self) -> bool {
+        self.filter_rebuilds().is_some()
     }
 }
 

@@ -39,7 +39,7 @@
 //! it was written to: the allocator is only consulted when a filter is built. Bits per key are not
 //! capped here; the filter builder clamps anything above 64.
 
-use super::{FilterAllocator, FilterJob, NewFile, Uniform};
+use super::{FilterAllocator, FilterJob, Uniform};
 use crate::error::{Error, Result};
 use crate::solver::{monkey_general_items, MergeKind, Problem, RunShape};
 use crate::version::Version;
@@ -224,8 +224,8 @@ impl FilterAllocator for Monkey {
         self.bits_per_key_target
     }
 
-    fn bits_per_key(&self, _tree: &Version, job: &FilterJob<'_>, _file: &NewFile) -> f64 {
-        self.bits_per_key_for_level(job.output_level)
+    fn allocate(&self, _tree: &Version, job: &FilterJob<'_>) -> Vec<f64> {
+        vec![self.bits_per_key_for_level(job.output_level); job.outputs.len()]
     }
 }
 
@@ -233,6 +233,7 @@ impl FilterAllocator for Monkey {
 mod tests {
     use super::*;
     use crate::alloc::JobKind;
+    use crate::alloc::NewFile;
 
     fn memory_bits(monkey: &Monkey) -> f64 {
         monkey
@@ -311,12 +312,23 @@ mod tests {
             access: None,
             filter_layout: crate::FilterLayout::default(),
         };
-        assert_eq!(monkey.bits_per_key(&tree, &job(0), &file), 2.0);
+        let outputs = [file; 2];
+        let bits_at = |level: usize| {
+            let job = FilterJob {
+                outputs: &outputs,
+                ..job(level)
+            };
+            let bits = monkey.allocate(&tree, &job);
+            assert_eq!(bits.len(), 2);
+            assert_eq!(bits[0], bits[1]);
+            bits[0]
+        };
+        assert_eq!(bits_at(0), 2.0);
         for (index, &bits) in levels.iter().enumerate() {
-            assert_eq!(monkey.bits_per_key(&tree, &job(index + 1), &file), bits);
+            assert_eq!(bits_at(index + 1), bits);
         }
-        assert_eq!(monkey.bits_per_key(&tree, &job(4), &file), 2.0);
-        assert_eq!(monkey.bits_per_key(&tree, &job(60), &file), 2.0);
+        assert_eq!(bits_at(4), 2.0);
+        assert_eq!(bits_at(60), 2.0);
         assert_eq!(monkey.bits_per_key_budget(), 2.0);
         assert_eq!(monkey.name(), "monkey(bpk=2, N=1000000, T=10)");
     }

@@ -1,7 +1,7 @@
 //! `Uniform(bpk)`: every file gets the same bits per key — what RocksDB, LevelDB, Pebble and fjall
 //! do (DESIGN.md §3.1), and the baseline every other allocator is measured against.
 
-use super::{FilterAllocator, FilterJob, NewFile};
+use super::{FilterAllocator, FilterJob};
 use crate::error::{Error, Result};
 use crate::version::Version;
 
@@ -43,35 +43,36 @@ impl FilterAllocator for Uniform {
         self.bits_per_key
     }
 
-    fn bits_per_key(&self, _tree: &Version, _job: &FilterJob<'_>, _file: &NewFile) -> f64 {
-        self.bits_per_key
+    fn allocate(&self, _tree: &Version, job: &FilterJob<'_>) -> Vec<f64> {
+        vec![self.bits_per_key; job.outputs.len()]
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::alloc::JobKind;
+    use crate::alloc::{JobKind, NewFile};
 
     #[test]
     fn uniform_gives_every_file_the_budget_and_validates_it() {
         let allocator = Uniform::new(2.5).expect("valid");
-        let job = FilterJob {
-            kind: JobKind::Flush,
-            inputs: &[],
-            output_level: 0,
-            output_run_id: 1,
-            outputs: &[],
-        };
         let file = NewFile {
             file_number: 3,
             entries: 1000,
             access: None,
             filter_layout: crate::FilterLayout::default(),
         };
+        let outputs = [file; 2];
+        let job = FilterJob {
+            kind: JobKind::Flush,
+            inputs: &[],
+            output_level: 0,
+            output_run_id: 1,
+            outputs: &outputs,
+        };
         assert_eq!(
-            allocator.bits_per_key(&Version::default(), &job, &file),
-            2.5
+            allocator.allocate(&Version::default(), &job),
+            vec![2.5, 2.5]
         );
         assert!(Uniform::new(-1.0).is_err());
         assert!(Uniform::new(f64::NAN).is_err());

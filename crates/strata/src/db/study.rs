@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{Db, DbInner, ReadView};
-use crate::alloc::{FilterAllocator, FilterJob, JobKind, NewFile as AllocatorFile};
+use crate::alloc::{FilterAllocator, FilterJob, JobKind};
 use crate::compaction::executor::{
     check_recency_order, finish_outputs, run_compaction, trivial_move,
 };
@@ -177,12 +177,14 @@ impl FilterAllocator for RewriteAllocator {
         self.budget
     }
 
-    fn bits_per_key(&self, _tree: &Version, job: &FilterJob<'_>, _file: &AllocatorFile) -> f64 {
-        job.inputs
+    fn allocate(&self, _tree: &Version, job: &FilterJob<'_>) -> Vec<f64> {
+        let bits = job
+            .inputs
             .first()
             .and_then(|input| self.bits_by_input.get(&input.file_number))
             .copied()
-            .unwrap_or(0.0)
+            .unwrap_or(0.0);
+        vec![bits; job.outputs.len()]
     }
 }
 
