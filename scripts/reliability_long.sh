@@ -3,7 +3,7 @@
 # version inside `cargo test --workspace`. This runs, in order:
 #
 #   1. the crash loop: ITERATIONS crash iterations (default 1008) spread round-robin over every
-#      compaction policy x filter allocator (3 x 6 pairs), each crash checked by the next child;
+#      compaction policy x filter allocator (7 x 7 pairs), each crash checked by the next child;
 #   2. multi-threaded stress: six runs of STRESS_SECONDS each (default 330, 33 minutes in all)
 #      over different policy pairs, three of them with random write and read faults;
 #   3. the fuzz targets, FUZZ_SECONDS each (default 600), two at a time (needs cargo-fuzz and a

@@ -66,6 +66,7 @@ mod options;
 pub mod options_file;
 pub mod policy;
 pub mod repair;
+pub mod sim;
 pub mod solver;
 pub mod stats;
 pub(crate) mod table;

@@ -115,7 +115,7 @@ pub struct Options {
     /// `1 - r`, goes to the file's whole history. Higher values follow a change of workload
     /// sooner (a file whose lookups used to find their key and now miss is priced by its recent
     /// misses), lower ones smooth a steady workload's noise. Default 0.75 (DESIGN.md §4 leaves `r` to
-    /// Strata; chosen by measurement, docs/ARCHITECTURE.md).
+    /// Strata; chosen by measurement, docs/decisions/merlin-recent-weight.md).
     pub access_recent_weight: f64,
     /// Level-0 runs that trigger a level-0 compaction. Default 4.
     pub level0_compaction_trigger: usize,

@@ -124,7 +124,7 @@ impl MnemosynePlus {
         f64::from_bits(self.constant.load(Ordering::Relaxed))
     }
 
-    /// Strata's rule, a departure from DESIGN.md §3.4 (docs/ARCHITECTURE.md): if the tree after the
+    /// Strata's rule, a departure from DESIGN.md §3.4 (docs/decisions/mnemosyne-plus-fills-the-budget.md): if the tree after the
     /// job would hold fewer filter bits than the budget (`held` bits in the files that stay and
     /// probe their filters, plus what the outputs want), the outputs that lookups probe get the
     /// difference, divided among them by the same solve restricted to them.

@@ -422,6 +422,34 @@ pub(crate) fn trivial_move(
     version: &Version,
     versions: &VersionSet,
 ) -> Option<VersionEdit> {
+    let file = trivial_move_file(job, version)?;
+    let input = job.inputs.first()?;
+    let run_id = match job.output_run {
+        OutputRun::Existing(id) => id,
+        OutputRun::New => versions.new_run_id(),
+    };
+    Some(VersionEdit {
+        deleted_files: vec![DeletedFile {
+            level: input.level,
+            run_id: input.run_id,
+            number: file.number,
+        }],
+        new_files: vec![AddedFile {
+            level: job.output_level,
+            run_id,
+            file: Arc::clone(file),
+        }],
+        ..Default::default()
+    })
+}
+
+/// The rule of [`trivial_move`], shared with the simulator (`crate::sim`): the file `job` moves
+/// instead of merging, or `None`. A trivial move takes exactly one file from one run into a
+/// deeper level, either into a new run or into an existing run none of whose files overlaps it.
+pub(crate) fn trivial_move_file<'v>(
+    job: &CompactionJob,
+    version: &'v Version,
+) -> Option<&'v Arc<FileMetadata>> {
     let [input] = job.inputs.as_slice() else {
         return None;
     };
@@ -441,32 +469,16 @@ pub(crate) fn trivial_move(
         .iter()
         .find(|f| f.number() == *number)?;
     let output_level = version.levels().get(job.output_level)?;
-    let run_id = match job.output_run {
-        OutputRun::Existing(id) => {
-            let run = output_level.runs().iter().find(|r| r.id() == id)?;
-            if !run
-                .overlapping_files(file.smallest_user_key(), file.largest_user_key())
-                .is_empty()
-            {
-                return None;
-            }
-            id
+    if let OutputRun::Existing(id) = job.output_run {
+        let run = output_level.runs().iter().find(|r| r.id() == id)?;
+        if !run
+            .overlapping_files(file.smallest_user_key(), file.largest_user_key())
+            .is_empty()
+        {
+            return None;
         }
-        OutputRun::New => versions.new_run_id(),
-    };
-    Some(VersionEdit {
-        deleted_files: vec![DeletedFile {
-            level: input.level,
-            run_id: input.run_id,
-            number: *number,
-        }],
-        new_files: vec![AddedFile {
-            level: job.output_level,
-            run_id,
-            file: Arc::clone(file),
-        }],
-        ..Default::default()
-    })
+    }
+    Some(file)
 }
 
 #[cfg(test)]

@@ -22,11 +22,16 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use super::ecotune::dp::RoundParameters;
+use super::ecotune::{
+    decode_merges_done, encode_merges_done, EcoTune, EcoTuneSettings, Round, MERGES_STATE_OWNER,
+    ROUND_STATE_OWNER,
+};
 use super::test_support::{tree_with_states, CONTEXT};
 use super::{
     decode_level_count, encode_level_count, CompactionContext, CompactionJob, CompactionPolicy,
-    Garnering, LazyLeveling, Leveling, OutputRun, PolicyState, RunInput, RunningCompactions,
-    Tiering, GARNERING_STATE_OWNER,
+    Garnering, LazyLeveling, Leveling, Moose, OutputRun, PolicyState, RunInput, RunningCompactions,
+    Tiering, WritePressure, GARNERING_STATE_OWNER,
 };
 
 fn testdata_dir() -> PathBuf {
@@ -42,6 +47,7 @@ struct Case {
     states: Vec<PolicyState>,
     running: Vec<CompactionJob>,
     expect: Option<String>,
+    pressure: Option<WritePressure>,
 }
 
 fn options(words: &[&str]) -> Result<Vec<(String, String)>, String> {
@@ -61,6 +67,11 @@ fn number<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, String> {
 
 fn parse_policy(words: &[&str]) -> Result<Box<dyn CompactionPolicy>, String> {
     let (name, rest) = words.split_first().ok_or("policy needs a name")?;
+    match *name {
+        "moose" => return parse_moose(rest),
+        "ecotune" => return parse_ecotune(rest),
+        _ => {}
+    }
     let mut size_ratio = None;
     let mut c = None;
     let mut base = None;
@@ -125,6 +136,47 @@ fn parse_policy(words: &[&str]) -> Result<Box<dyn CompactionPolicy>, String> {
     })
 }
 
+/// `moose K=3,3,3 T=7,7,6` (per-level run counts and ratios, level 1 first), or `moose paper`.
+fn parse_moose(words: &[&str]) -> Result<Box<dyn CompactionPolicy>, String> {
+    fn list<T: std::str::FromStr>(text: &str, what: &str) -> Result<Vec<T>, String> {
+        text.split(',').map(|v| number(v, what)).collect()
+    }
+    let mut runs = None;
+    let mut ratios = None;
+    for (key, value) in options(words)? {
+        match key.as_str() {
+            "paper" => return Ok(Box::new(Moose::ecotune_paper())),
+            "K" => runs = Some(list::<usize>(&value, "K")?),
+            "T" => ratios = Some(list::<f64>(&value, "T")?),
+            other => return Err(format!("unknown moose option {other:?}")),
+        }
+    }
+    let policy = Moose::new(
+        runs.ok_or("moose needs K=")?,
+        ratios.ok_or("moose needs T=")?,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(Box::new(policy))
+}
+
+/// `ecotune ccap=3 K=100 r=0.3 beta=0.5 max_units=32 no_index` (every option optional; the
+/// defaults are `EcoTuneSettings::default()`, the paper's).
+fn parse_ecotune(words: &[&str]) -> Result<Box<dyn CompactionPolicy>, String> {
+    let mut settings = EcoTuneSettings::default();
+    for (key, value) in options(words)? {
+        match key.as_str() {
+            "ccap" => settings.ccap = number(&value, "ccap")?,
+            "K" => settings.scan_length = number(&value, "K")?,
+            "r" => settings.long_scan_ratio = number(&value, "r")?,
+            "beta" => settings.beta_q = number(&value, "beta")?,
+            "max_units" => settings.max_units = number(&value, "max_units")?,
+            "no_index" => settings.top_level_index = false,
+            other => return Err(format!("unknown ecotune option {other:?}")),
+        }
+    }
+    Ok(Box::new(EcoTune::new(settings).map_err(|e| e.to_string())?))
+}
+
 fn parse_context(words: &[&str]) -> Result<CompactionContext, String> {
     let mut context = CONTEXT;
     for (key, value) in options(words)? {
@@ -133,6 +185,13 @@ fn parse_context(words: &[&str]) -> Result<CompactionContext, String> {
             "level0_trigger" => {
                 context.level0_compaction_trigger = number(&value, "level0_trigger")?
             }
+            "slowdown" => context.level0_slowdown_writes_trigger = number(&value, "slowdown")?,
+            "stop" => context.level0_stop_writes_trigger = number(&value, "stop")?,
+            "flush_rate" => context.rates.flush_bytes_per_sec = Some(number(&value, "flush_rate")?),
+            "compaction_rate" => {
+                context.rates.compaction_bytes_per_sec = Some(number(&value, "compaction_rate")?)
+            }
+            "flush_bytes" => context.rates.flush_bytes = Some(number(&value, "flush_bytes")?),
             other => return Err(format!("unknown context option {other:?}")),
         }
     }
@@ -171,8 +230,65 @@ fn parse_run(
     Ok(())
 }
 
-/// `garnering L=3` or `OWNER hex=01ff`
+/// The words of EcoTune's round record, in [`describe_state`]'s order.
+const ROUND_WORDS: [&str; 12] = [
+    "n", "S", "flushes", "boundary", "arrivals", "R", "ccap", "r", "f", "beta", "tw", "tc",
+];
+
+/// `ecotune.round n=1 S=1000 flushes=1 boundary=0 arrivals=3 R=7 ccap=3 r=0.3 f=0.01 beta=0.5
+/// tw=1 tc=0.4` (every word required).
+fn parse_round(words: &[&str]) -> Result<PolicyState, String> {
+    let values = options(words)?;
+    let get = |name: &str| -> Result<&str, String> {
+        values
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+            .ok_or_else(|| format!("the round record needs {name}="))
+    };
+    if let Some((key, _)) = values
+        .iter()
+        .find(|(key, _)| !ROUND_WORDS.contains(&key.as_str()))
+    {
+        return Err(format!("unknown round word {key:?}"));
+    }
+    let round = Round {
+        number: number(get("n")?, "n")?,
+        unit_bytes: number(get("S")?, "S")?,
+        unit_flushes: number(get("flushes")?, "flushes")?,
+        boundary_run: number(get("boundary")?, "boundary")?,
+        arrivals: number(get("arrivals")?, "arrivals")?,
+        parameters: RoundParameters {
+            long_scan_ratio: number(get("r")?, "r")?,
+            false_positive_rate: number(get("f")?, "f")?,
+            beta_q: number(get("beta")?, "beta")?,
+            t_w: number(get("tw")?, "tw")?,
+            t_c: number(get("tc")?, "tc")?,
+            units: number(get("R")?, "R")?,
+            ccap: number(get("ccap")?, "ccap")?,
+        },
+    };
+    Ok(round.encode())
+}
+
+/// `garnering L=3`, `ecotune.round n=1 ...` (see [`parse_round`]), `ecotune.merges round=1
+/// done=2`, or `OWNER hex=01ff`
 fn parse_state(words: &[&str]) -> Result<PolicyState, String> {
+    if words.first() == Some(&ROUND_STATE_OWNER) && words.len() > 2 {
+        return parse_round(&words[1..]);
+    }
+    if let [MERGES_STATE_OWNER, round, done] = words {
+        let round = round
+            .strip_prefix("round=")
+            .ok_or("expected `ecotune.merges round=<n> done=<n>`")?;
+        let done = done
+            .strip_prefix("done=")
+            .ok_or("expected `ecotune.merges round=<n> done=<n>`")?;
+        return Ok(encode_merges_done(
+            number(round, "round")?,
+            number(done, "done")?,
+        ));
+    }
     let [owner, value] = words else {
         return Err(format!(
             "expected `state <owner> L=<n>|hex=<bytes>`, got {words:?}"
@@ -200,7 +316,8 @@ fn parse_state(words: &[&str]) -> Result<PolicyState, String> {
     })
 }
 
-/// `L1.5[3,4] L2.6[7] -> L2` (a job in flight; its output run does not matter).
+/// `L1.5[3,4] L2.6[7] -> L2` (a job in flight starting a new run on level 2; `-> L1.5` for a job
+/// whose output joins run 5, e.g. EcoTune's in-place main-level merge).
 fn parse_running(text: &str) -> Result<CompactionJob, String> {
     let (inputs, output) = text.split_once("->").ok_or("a running job needs `->`")?;
     let inputs = inputs
@@ -225,17 +342,57 @@ fn parse_running(text: &str) -> Result<CompactionJob, String> {
         })
         .collect::<Result<Vec<_>, String>>()?;
     let output = output.trim().trim_start_matches('L');
-    let output_level = number(output.split('.').next().unwrap_or(output), "output level")?;
+    let (output_level, output_run) = match output.split_once('.') {
+        None | Some((_, "new")) => (output.split('.').next().unwrap_or(output), OutputRun::New),
+        Some((level, run)) => (level, OutputRun::Existing(number(run, "output run")?)),
+    };
+    let output_level = number(output_level, "output level")?;
     Ok(CompactionJob {
         inputs,
         output_level,
-        output_run: OutputRun::New,
+        output_run,
         reason: "running".into(),
         state: None,
     })
 }
 
+/// A rate or time of the round record, to six decimals (what the data files write).
+fn decimal(value: f64) -> String {
+    let rounded = (value * 1e6).round() / 1e6;
+    format!("{rounded}")
+}
+
 fn describe_state(state: &PolicyState) -> String {
+    if state.owner == ROUND_STATE_OWNER {
+        if let Some(round) = Round::decode(&state.bytes) {
+            let p = &round.parameters;
+            let values = [
+                round.number.to_string(),
+                round.unit_bytes.to_string(),
+                round.unit_flushes.to_string(),
+                round.boundary_run.to_string(),
+                round.arrivals.to_string(),
+                p.units.to_string(),
+                p.ccap.to_string(),
+                decimal(p.long_scan_ratio),
+                decimal(p.false_positive_rate),
+                decimal(p.beta_q),
+                decimal(p.t_w),
+                decimal(p.t_c),
+            ];
+            let words: Vec<String> = ROUND_WORDS
+                .iter()
+                .zip(values)
+                .map(|(key, value)| format!("{key}={value}"))
+                .collect();
+            return format!("state {} {}", state.owner, words.join(" "));
+        }
+    }
+    if state.owner == MERGES_STATE_OWNER {
+        if let Some((round, done)) = decode_merges_done(&state.bytes) {
+            return format!("state {} round={round} done={done}", state.owner);
+        }
+    }
     match (state.owner.as_str(), decode_level_count(&state.bytes)) {
         (GARNERING_STATE_OWNER, Some(level)) => format!("state {} L={level}", state.owner),
         _ => {
@@ -277,6 +434,18 @@ fn describe(decision: Option<&CompactionJob>) -> String {
     out
 }
 
+/// `pressure none|slowdown|stop`: the write-stall decision the case also checks.
+fn parse_pressure(words: &[&str]) -> Result<WritePressure, String> {
+    match words {
+        ["none"] => Ok(WritePressure::None),
+        ["slowdown"] => Ok(WritePressure::Slowdown),
+        ["stop"] => Ok(WritePressure::Stop),
+        _ => Err(format!(
+            "expected `pressure none|slowdown|stop`, got {words:?}"
+        )),
+    }
+}
+
 fn normalize(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -311,6 +480,18 @@ fn run_file(path: &Path) -> Result<(usize, Vec<String>), String> {
         let decision = policy.pick(&tree, context, &running);
         let got = describe(decision.as_ref());
         cases += 1;
+        if let Some(expected) = case.pressure {
+            let pressure = policy.write_pressure(&tree, context);
+            if pressure != expected {
+                failures.push(format!(
+                    "{}:{}: case {:?} ({})\n  expected pressure: {expected:?}\n  got pressure:      {pressure:?}",
+                    path.display(),
+                    case.line,
+                    case.name,
+                    policy.name(),
+                ));
+            }
+        }
         if normalize(&got) != normalize(expect) {
             failures.push(format!(
                 "{}:{}: case {:?} ({})\n  expected: {}\n  got:      {}\n  reason:   {}",
@@ -361,6 +542,8 @@ fn run_file(path: &Path) -> Result<(usize, Vec<String>), String> {
                 } else if first == "running" {
                     let job = line.trim_start_matches("running");
                     current.running.push(parse_running(job).map_err(at)?);
+                } else if first == "pressure" {
+                    current.pressure = Some(parse_pressure(&words[1..]).map_err(at)?);
                 } else if first == "expect" {
                     current.expect = Some(line.trim_start_matches("expect").trim().to_string());
                 } else {
@@ -377,7 +560,14 @@ fn run_file(path: &Path) -> Result<(usize, Vec<String>), String> {
 fn every_picker_case_decides_as_written() {
     let mut failures = Vec::new();
     let mut summary = Vec::new();
-    for policy in ["leveling", "tiering", "lazy_leveling", "garnering"] {
+    for policy in [
+        "leveling",
+        "tiering",
+        "lazy_leveling",
+        "garnering",
+        "ecotune",
+        "moose",
+    ] {
         let path = testdata_dir().join(policy);
         let (cases, mut file_failures) = run_file(&path).unwrap_or_else(|e| panic!("{e}"));
         assert!(cases >= 4, "{}: only {cases} cases", path.display());

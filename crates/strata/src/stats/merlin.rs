@@ -69,7 +69,7 @@ use crate::error::{Error, Result};
 pub(crate) const WINDOW: usize = 64;
 
 /// Default weight `r` of the recent window in the estimates (DESIGN.md §4 leaves it to Strata; the
-/// paper gives none). 0.75, by measurement (docs/ARCHITECTURE.md, "Merlin's recent weight"):
+/// paper gives none). 0.75, by measurement (docs/decisions/merlin-recent-weight.md):
 /// after a shift from lookups that find their keys to lookups that miss, a heavy history term
 /// keeps pricing the last level by its old hits (at 0.5 Mnemosyne+ read more than Mnemosyne),
 /// while the window alone (1) is noisy for files probed a few times since a write burst.
@@ -1660,7 +1660,7 @@ mod tests {
         assert_eq!(merlin.view().sampled_share(), 1.0);
     }
 
-    /// The default weight (0.75, chosen by measurement: docs/ARCHITECTURE.md) prices a file
+    /// The default weight (0.75, chosen by measurement: docs/decisions/merlin-recent-weight.md) prices a file
     /// mostly by its recent window: a file whose lookups used to find their key here and now
     /// miss is estimated mostly by its misses.
     #[test]
