@@ -36,6 +36,8 @@ if (( ${#missing[@]} )); then
 fi
 
 if ! $python_only; then
+    # The engine's layering: no import cycle, no new upward import (docs/ARCHITECTURE.md).
+    python3 scripts/import_graph.py
     cargo test --workspace
 fi
 
