@@ -37,7 +37,7 @@ LAYERS = [
     ["compaction"],
     ["model"],
     ["policy", "options", "options_file"],
-    ["db", "check", "repair"],
+    ["db", "check", "repair", "sim"],
     ["bench_internals", "fuzz_targets", "lib"],
 ]
 MAX_UP = 10

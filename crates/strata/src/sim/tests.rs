@@ -1,0 +1,275 @@
+use std::collections::HashSet;
+
+use super::merge::merge;
+use super::*;
+use crate::alloc::max_file_bits_per_key;
+
+/// `strata simulate`'s defaults with a small tree: 60 flushes of 1,000 entries, compaction
+/// outputs of 2,000, size ratio 3, 5 bits per key.
+fn config() -> SimConfig {
+    SimConfig {
+        compaction: CompactionKind::Leveling,
+        filter_policy: FilterAllocatorKind::Elastic,
+        bits_per_key: 5.0,
+        num: 60_000,
+        write_buffer_bytes: 116_000,
+        size_ratio: 3.0,
+        garnering_c: crate::policy::DEFAULT_GARNERING_C,
+        entry_bytes: 116,
+        key_space: None,
+        target_file_bytes: Some(232_000),
+        level0_compaction_trigger: 4,
+        max_background_compactions: 1,
+    }
+}
+
+/// SplitMix64's uniform draws from `seed` (the library has no `rand` dependency).
+fn draws(seed: u64) -> UniformDraws {
+    let mut state = seed;
+    Box::new(move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    })
+}
+
+/// A tree as the engine keeps it: files of a run sorted and disjoint, numbers unique.
+fn check_tree(tree: &Version) {
+    let mut numbers = HashSet::new();
+    for (level, run_id, file) in tree.files() {
+        assert!(
+            numbers.insert(file.number()),
+            "file {} twice",
+            file.number()
+        );
+        assert!(file.smallest_user_key() <= file.largest_user_key());
+        assert!(
+            file.entries() > 0,
+            "empty file on level {level} run {run_id}"
+        );
+    }
+    for level in tree.levels() {
+        for run in level.runs() {
+            for pair in run.files().windows(2) {
+                assert!(pair[0].largest_user_key() < pair[1].smallest_user_key());
+            }
+        }
+    }
+}
+
+#[test]
+fn every_policy_with_every_allocator_keeps_the_tree_valid() {
+    for &compaction in CompactionKind::all() {
+        for &filter_policy in FilterAllocatorKind::all() {
+            for workers in [1, 2] {
+                let config = SimConfig {
+                    compaction,
+                    filter_policy,
+                    max_background_compactions: workers,
+                    ..config()
+                };
+                let label = format!("{} {} W={workers}", compaction.name(), filter_policy.name());
+                let simulation = Simulation::new(&config, draws(42)).expect("valid settings");
+                let cap = simulation.allocator.bits_per_key_cap();
+                let mut flushed = 0;
+                let mut steps = 0;
+                let mut last_tree = Version::default();
+                let summary = simulation
+                    .run(&mut |step, tree| -> Result<()> {
+                        steps += 1;
+                        assert_eq!(step.step, steps, "{label}");
+                        check_tree(tree);
+                        if step.kind == StepKind::Flush {
+                            flushed += 1000;
+                        }
+                        assert!(
+                            tree.entries() <= flushed,
+                            "{label}: entries grew past what was flushed"
+                        );
+                        for file in tree.files().map(|(_, _, f)| f) {
+                            assert!(file.bits_per_key() <= max_file_bits_per_key(5.0), "{label}");
+                        }
+                        last_tree = tree.clone();
+                        Ok(())
+                    })
+                    .expect("runs");
+                assert_eq!(summary.flushes, 60, "{label}");
+                assert_eq!(summary.entries_flushed, 60_000, "{label}");
+                assert_eq!(summary.entries, last_tree.entries(), "{label}");
+                assert!(summary.entries <= summary.entries_flushed, "{label}");
+                assert!(summary.compactions > 0, "{label}");
+                assert!(summary.write_amplification >= 1.0, "{label}");
+                if workers == 2
+                    && matches!(
+                        compaction,
+                        CompactionKind::Leveling | CompactionKind::LevelingDynamic
+                    )
+                {
+                    // Level-0 and deeper merges overlap: the policy picked beside a job.
+                    assert_eq!(summary.most_jobs_in_flight, 2, "{label}");
+                }
+                assert_eq!(summary.sorted_runs, last_tree.run_count(), "{label}");
+                let disk_levels = &last_tree.levels()[1..];
+                match compaction {
+                    CompactionKind::Leveling | CompactionKind::LevelingDynamic => {
+                        for level in disk_levels {
+                            assert!(level.runs().len() <= 1, "{label}: leveling");
+                        }
+                    }
+                    CompactionKind::Tiering => {
+                        for level in disk_levels {
+                            assert!(level.runs().len() <= 2, "{label}: T - 1 = 2 runs");
+                        }
+                    }
+                    CompactionKind::LazyLeveling => {
+                        let last = last_tree.last_non_empty_level().unwrap_or(0);
+                        for (index, level) in last_tree.levels().iter().enumerate().skip(1) {
+                            let most = if index == last { 1 } else { 2 };
+                            assert!(
+                                level.runs().len() <= most,
+                                "{label}: level {index} has {} runs",
+                                level.runs().len()
+                            );
+                        }
+                    }
+                    CompactionKind::Garnering => {
+                        for level in disk_levels {
+                            assert!(level.runs().len() <= 1, "{label}: garnering is leveled");
+                        }
+                    }
+                    CompactionKind::Ecotune => {
+                        let main = disk_levels[0].runs().len();
+                        assert!(main <= 32, "{label}: at most R runs on the main level");
+                        let below: usize = disk_levels[1..].iter().map(|l| l.runs().len()).sum();
+                        assert!(below <= 1, "{label}: one last-level run");
+                    }
+                    CompactionKind::Moose => {
+                        // Levels 1 to 3 hold at most K = 3 runs (one more may arrive while a
+                        // merge takes the level down), the last level 4 one.
+                        for level in &disk_levels[..3] {
+                            assert!(level.runs().len() <= 4, "{label}: K = 3 per level");
+                        }
+                        assert!(disk_levels[3].runs().len() <= 1, "{label}: last level");
+                        assert!(
+                            disk_levels[4..].iter().all(|l| l.is_empty()),
+                            "{label}: nothing below level 4"
+                        );
+                    }
+                }
+                assert!(last_tree.levels()[0].runs().len() < 4, "{label}: level 0");
+                match filter_policy {
+                    FilterAllocatorKind::Uniform => {
+                        assert!((summary.bits_per_key - 5.0).abs() < 1e-9, "{label}")
+                    }
+                    _ => {
+                        assert!(summary.bits_per_key > 2.5, "{label}");
+                        if let Some(cap) = cap {
+                            assert!(summary.bits_per_key <= cap + 1e-9, "{label}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_merge_keeps_the_expected_distinct_keys_in_disjoint_files() {
+    let file = |number: u64, smallest: u64, largest: u64, entries: u64| {
+        FileMetadata::new(number, &smallest.to_be_bytes(), &largest.to_be_bytes())
+            .with_entries(entries)
+    };
+    // Two files holding every key of the same 1,000: the union is the 1,000.
+    let full = [file(1, 0, 999, 1000), file(2, 0, 999, 1000)];
+    let pieces = merge(&full.iter().collect::<Vec<_>>(), 300);
+    assert_eq!(pieces.iter().map(|p| p.entries).sum::<u64>(), 1000);
+    assert_eq!(pieces.len(), 4);
+    assert_eq!(pieces.first().map(|p| p.smallest), Some(0));
+    assert_eq!(pieces.last().map(|p| p.largest), Some(999));
+    for pair in pieces.windows(2) {
+        assert!(pair[0].largest < pair[1].smallest, "{pieces:?}");
+    }
+    // Two half-dense files over the same keys: 1000 * (1 - 0.5 * 0.5) = 750 distinct.
+    let half = [file(1, 0, 999, 500), file(2, 0, 999, 500)];
+    let pieces = merge(&half.iter().collect::<Vec<_>>(), 10_000);
+    assert_eq!(pieces.iter().map(|p| p.entries).sum::<u64>(), 750);
+    // Disjoint files: nothing overwritten, the gap between them left out of both ends.
+    let apart = [file(1, 0, 99, 50), file(2, 1000, 1099, 50)];
+    let pieces = merge(&apart.iter().collect::<Vec<_>>(), 50);
+    assert_eq!(pieces.iter().map(|p| p.entries).sum::<u64>(), 100);
+    assert_eq!(pieces.first().map(|p| p.smallest), Some(0));
+    assert_eq!(pieces.last().map(|p| p.largest), Some(1099));
+    // Narrow ranges cut into more files than keys: no empty or overlapping file.
+    let narrow = [file(1, 10, 12, 3), file(2, 10, 12, 3)];
+    let pieces = merge(&narrow.iter().collect::<Vec<_>>(), 1);
+    assert_eq!(pieces.iter().map(|p| p.entries).sum::<u64>(), 3);
+    for piece in &pieces {
+        assert!(piece.smallest <= piece.largest && piece.entries > 0);
+    }
+    for pair in pieces.windows(2) {
+        assert!(pair[0].largest < pair[1].smallest, "{pieces:?}");
+    }
+}
+
+#[test]
+fn invalid_settings_are_errors() {
+    type Spoil = fn(&mut SimConfig);
+    let invalid: [(&str, Spoil); 7] = [
+        ("entry_bytes", |c| c.entry_bytes = 0),
+        ("num", |c| c.num = 0),
+        ("max_background_compactions", |c| {
+            c.max_background_compactions = 0
+        }),
+        ("key_space", |c| c.key_space = Some(0)),
+        ("size_ratio", |c| c.size_ratio = 1.0),
+        ("bits_per_key", |c| c.bits_per_key = -1.0),
+        ("write_buffer_bytes", |c| c.write_buffer_bytes = 10),
+    ];
+    for (what, spoil) in invalid {
+        let mut config = config();
+        spoil(&mut config);
+        assert!(Simulation::new(&config, draws(42)).is_err(), "{what}");
+    }
+    // A field out of range is named as the field; the policies' own settings are not checked
+    // before they are built.
+    let mut config = config();
+    config.entry_bytes = 0;
+    assert_eq!(
+        config.check(),
+        Err(InvalidSetting {
+            field: "entry_bytes",
+            requirement: "must be at least 1"
+        })
+    );
+    config = SimConfig {
+        size_ratio: 1.0,
+        ..self::config()
+    };
+    assert_eq!(config.check(), Ok(()));
+}
+
+#[test]
+fn a_flush_writes_one_file_of_the_buffer_entries_with_the_allocators_bits() {
+    // Uniform filters: every file's filter holds the budget's 5 bits per key (the default
+    // elastic filters write three modules of half the budget on disk).
+    let config = SimConfig {
+        num: 5000,
+        filter_policy: FilterAllocatorKind::Uniform,
+        ..config()
+    };
+    let mut steps = Vec::new();
+    let summary = Simulation::new(&config, draws(42))
+        .expect("valid settings")
+        .run(&mut |step, _| -> Result<()> {
+            steps.push(step.clone());
+            Ok(())
+        })
+        .expect("runs");
+    assert_eq!(summary.flushes, 5);
+    assert_eq!(steps.len() as u64, steps.last().expect("a step").step);
+    assert_eq!(steps[0].kind, StepKind::Flush);
+    assert_eq!(steps[0].levels[0].entries, 1000);
+    assert_eq!(steps[0].levels[0].bits_per_key, 5.0);
+}
