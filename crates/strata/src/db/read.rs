@@ -1,155 +1,241 @@
 //! The point-lookup path: memtables newest first, then each level's runs newest first, one file
 //! per run (binary search on key ranges), each file through its filter, index and one data block.
 
-use super::{DbInner, Value};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::{DbInner, ReadView, Value};
+use crate::alloc::REFRESH_EVERY_LOOKUPS;
 use crate::error::Result;
 use crate::filter::bloom::key_hash;
 use crate::key::LookupKey;
 use crate::memtable::Lookup;
+use crate::stats::merlin::LookupTicket;
 use crate::stats::{add, FileProbe};
-use crate::version::ProbeOutcome;
-use std::time::Instant;
+use crate::version::{FileMetadata, ProbeOutcome};
 
 /// Lookups per timed lookup (every probe of a timed lookup is timed).
 const PROBE_TIMING_EVERY: u64 = 16;
 
+/// What one lookup carries through its probes: whether it times them and Merlin's ticket.
+struct LookupContext {
+    /// One lookup in [`PROBE_TIMING_EVERY`] times its probes (the cache model's price of a false
+    /// positive on a cached block, `alloc/cache_model.rs`): two clock reads per probe of a
+    /// sixteenth of the lookups.
+    timed: bool,
+    /// Merlin's lookup number `d` and whether this thread records it (DESIGN.md §4).
+    ticket: Option<LookupTicket>,
+}
+
+impl LookupContext {
+    /// The ticket, if this lookup records its probes in Merlin's statistics.
+    fn recording(&self) -> Option<LookupTicket> {
+        self.ticket.filter(|ticket| ticket.record)
+    }
+}
+
+/// What probing one table file did: the record the statistics are applied from
+/// ([`DbInner::account_probe`]).
+struct ProbeRecord<'a> {
+    level: usize,
+    file: &'a FileMetadata,
+    /// `Some(from_device)` when a data block was read.
+    data_block: Option<bool>,
+    /// True when the file has a filter the lookup did not probe.
+    filter_skipped: bool,
+    /// The probe's time, when the lookup is timed.
+    nanos: Option<u64>,
+    /// True if the file held the key (a value or a tombstone).
+    found: bool,
+}
+
+fn found(lookup: Lookup) -> Option<Option<Value>> {
+    match lookup {
+        Lookup::Found(value) => Some(Some(Value(value))),
+        Lookup::Deleted => Some(None),
+        Lookup::Absent => None,
+    }
+}
+
 impl DbInner {
     /// The newest version of `key` visible at `sequence` (a snapshot's), or at the newest
-    /// sequence number when `None`.
+    /// sequence number when `None`: the memtables, then the table files
+    /// ([`DbInner::search_tables`]), then the statistics of the lookup as a whole
+    /// ([`DbInner::finish_lookup`]).
     pub(crate) fn get(&self, key: &[u8], sequence: Option<u64>) -> Result<Option<Value>> {
-        let lookup_number = self
-            .counters
-            .point_lookups
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        // One lookup in `PROBE_TIMING_EVERY` times its probes (the cache model's price of a
-        // false positive on a cached block, `alloc/cache_model.rs`): two clock reads per probe
-        // of a sixteenth of the lookups.
-        let timed = lookup_number.is_multiple_of(PROBE_TIMING_EVERY);
-        // Merlin's lookup number `d` and whether this thread records it (DESIGN.md §4).
-        let ticket = self.merlin.as_ref().map(|merlin| merlin.begin_lookup());
-        let recording = ticket.filter(|ticket| ticket.record);
+        let lookup_number = self.counters.point_lookups.fetch_add(1, Ordering::Relaxed);
+        let context = LookupContext {
+            timed: lookup_number.is_multiple_of(PROBE_TIMING_EVERY),
+            ticket: self.merlin.as_ref().map(|merlin| merlin.begin_lookup()),
+        };
         // The view is loaded *before* the sequence number is read: a compaction installed
         // before the load only dropped versions hidden by newer ones at or below a sequence
         // number we are about to see, and one installed after it cannot touch the files we
         // hold. Reading the number first would let a compaction drop a version it still needs.
         let view = self.view.load_full();
         let sequence = sequence.unwrap_or_else(|| self.versions.last_sequence());
-        let found = |lookup: Lookup| match lookup {
-            Lookup::Found(value) => Some(Some(Value(value))),
-            Lookup::Deleted => Some(None),
-            Lookup::Absent => None,
+        let result = match self.search_memtables(&view, key, sequence, &context) {
+            Some(value) => Ok(value),
+            None => {
+                let mut probes = self.observer.as_ref().map(|_| Vec::new());
+                let result = self.search_tables(&view, key, sequence, &context, &mut |probe| {
+                    self.account_probe(&probe, &context, probes.as_mut());
+                });
+                if let (Some(observer), Some(probes), Ok(_)) = (&self.observer, &probes, &result) {
+                    observer.lookup_finished(probes);
+                }
+                result
+            }
         };
-        let result = (|| {
-            for mem in std::iter::once(&view.mem).chain(&view.immutable) {
-                // An empty memtable (the active one just after a switch or a reopen) answers
-                // without a search: one load instead of packing the key and descending the list.
-                let lookup = if mem.is_empty() {
-                    Lookup::Absent
-                } else {
-                    mem.get(key, sequence)
-                };
-                if recording.is_some() {
-                    mem.access.record(lookup != Lookup::Absent);
-                }
-                if let Some(result) = found(lookup) {
-                    return Ok(result);
-                }
-            }
-            let target = LookupKey::new(key, sequence);
-            let hash = key_hash(key);
-            let mut probes = self.observer.as_ref().map(|_| Vec::new());
-            let allocator = &view.filter_allocator;
-            // With a top-level index (EcoTune), level 0's runs newer than the newest one
-            // holding the key's hash cannot hold the key, and no run can if no entry exists:
-            // one run is probed (older ones only after a hash collision; `top_index.rs`).
-            let newest_level0_run = view
-                .top_index
-                .as_ref()
-                .map(|index| index.newest_run(hash).unwrap_or(0));
-            for (level_index, level) in view.version.levels().iter().enumerate() {
-                for run in level.runs() {
-                    if level_index == 0 && newest_level0_run.is_some_and(|newest| run.id() > newest)
-                    {
-                        continue;
-                    }
-                    let Some(file) = run.file_for_key(key) else {
-                        continue;
-                    };
-                    add(&self.counters.files_probed[level_index], 1);
-                    let pin = self.options.pins_metadata_on(level_index);
-                    let in_use = allocator.filter_modules_in_use(run.id(), file);
-                    let started = timed.then(Instant::now);
-                    let probe = self.tables.with_reader(file, pin, |table| {
-                        table.get(target.as_bytes(), key, hash, level_index, in_use)
-                    })?;
-                    if let Some(started) = started {
-                        let outcome = match probe.data_block {
-                            None => ProbeOutcome::Rejected,
-                            Some(false) => ProbeOutcome::CachedBlock,
-                            Some(true) => ProbeOutcome::DeviceBlock,
-                        };
-                        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                        file.record_probe_time(outcome, nanos);
-                    }
-                    if probe.filter_skipped {
-                        add(&self.counters.filter_skips[level_index], 1);
-                    }
-                    if let Some(from_device) = probe.data_block {
-                        file.record_data_block_read(from_device);
-                    }
-                    let lookup = probe.result;
-                    file.record_probe(lookup != Lookup::Absent);
-                    if let (Some(ticket), Some(access)) = (recording, file.access()) {
-                        access
-                            .file
-                            .record(ticket.lookup_number, lookup != Lookup::Absent);
-                    }
-                    if let Some(probes) = probes.as_mut() {
-                        probes.push(FileProbe {
-                            file_number: file.number(),
-                            found: lookup != Lookup::Absent,
-                        });
-                    }
-                    if let Some(result) = found(lookup) {
-                        if let (Some(observer), Some(probes)) = (&self.observer, &probes) {
-                            observer.lookup_finished(probes);
-                        }
-                        return Ok(result);
-                    }
-                }
-            }
-            if let (Some(observer), Some(probes)) = (&self.observer, &probes) {
-                observer.lookup_finished(probes);
-            }
-            Ok(None)
-        })();
-        // An allocator that re-divides by what lookups see without access statistics (elastic
-        // filters' cache-miss weights) refreshes on the same schedule, counted in lookups.
-        if self.merlin.is_none()
-            && view.filter_allocator.refreshes_without_statistics()
-            && self
-                .counters
-                .point_lookups
-                .load(std::sync::atomic::Ordering::Relaxed)
-                .is_multiple_of(crate::alloc::REFRESH_EVERY_LOOKUPS)
-        {
-            view.filter_allocator.refresh(&view.version);
-            self.release_unused_pinned_filters(&view.version, view.filter_allocator.as_ref());
-        }
-        if let (Some(merlin), Some(ticket)) = (&self.merlin, ticket) {
-            if ticket.record
-                && ticket
-                    .lookup_number
-                    .is_multiple_of(crate::alloc::REFRESH_EVERY_LOOKUPS)
-            {
-                view.filter_allocator.refresh(&view.version);
-                self.release_unused_pinned_filters(&view.version, view.filter_allocator.as_ref());
-            }
-            merlin.end_lookup(ticket);
-        }
+        self.finish_lookup(&view, context);
         if let Ok(Some(_)) = &result {
             add(&self.counters.point_lookups_found, 1);
         }
         result
+    }
+
+    /// The active memtable, then the immutable ones newest first: the key's newest version
+    /// there (`Some(None)` for a tombstone), or `None` to search the table files.
+    fn search_memtables(
+        &self,
+        view: &ReadView,
+        key: &[u8],
+        sequence: u64,
+        context: &LookupContext,
+    ) -> Option<Option<Value>> {
+        for mem in std::iter::once(&view.mem).chain(&view.immutable) {
+            // An empty memtable (the active one just after a switch or a reopen) answers
+            // without a search: one load instead of packing the key and descending the list.
+            let lookup = if mem.is_empty() {
+                Lookup::Absent
+            } else {
+                mem.get(key, sequence)
+            };
+            if context.recording().is_some() {
+                mem.access.record(lookup != Lookup::Absent);
+            }
+            if let Some(value) = found(lookup) {
+                return Some(value);
+            }
+        }
+        None
+    }
+
+    /// Each level's runs newest first, one file per run whose key range holds the key, each
+    /// through its filter (the modules the allocator has in use), index and one data block.
+    /// Every probe is handed to `record` as it is made; this function keeps no statistics.
+    fn search_tables(
+        &self,
+        view: &ReadView,
+        key: &[u8],
+        sequence: u64,
+        context: &LookupContext,
+        record: &mut dyn FnMut(ProbeRecord<'_>),
+    ) -> Result<Option<Value>> {
+        let target = LookupKey::new(key, sequence);
+        let hash = key_hash(key);
+        // With a top-level index (EcoTune), level 0's runs newer than the newest one holding
+        // the key's hash cannot hold the key, and no run can if no entry exists: one run is
+        // probed (older ones only after a hash collision; `top_index.rs`).
+        let newest_level0_run = view
+            .top_index
+            .as_ref()
+            .map(|index| index.newest_run(hash).unwrap_or(0));
+        for (level, runs) in view.version.levels().iter().enumerate() {
+            for run in runs.runs() {
+                if level == 0 && newest_level0_run.is_some_and(|newest| run.id() > newest) {
+                    continue;
+                }
+                let Some(file) = run.file_for_key(key) else {
+                    continue;
+                };
+                let pin = self.options.pins_metadata_on(level);
+                let in_use = view.filter_allocator.filter_modules_in_use(run.id(), file);
+                let started = context.timed.then(Instant::now);
+                let probe = self.tables.with_reader(file, pin, |table| {
+                    table.get(target.as_bytes(), key, hash, level, in_use)
+                })?;
+                let nanos = started
+                    .map(|started| u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX));
+                record(ProbeRecord {
+                    level,
+                    file,
+                    data_block: probe.data_block,
+                    filter_skipped: probe.filter_skipped,
+                    nanos,
+                    found: probe.result != Lookup::Absent,
+                });
+                if let Some(value) = found(probe.result) {
+                    return Ok(value);
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Applies what one probe did to the engine's counters, the file's lookup counts and probe
+    /// times (elastic filters' cache model), Merlin's statistics when this lookup records, and
+    /// the observer's list.
+    fn account_probe(
+        &self,
+        probe: &ProbeRecord<'_>,
+        context: &LookupContext,
+        observed: Option<&mut Vec<FileProbe>>,
+    ) {
+        let file = probe.file;
+        add(&self.counters.files_probed[probe.level], 1);
+        if let Some(nanos) = probe.nanos {
+            let outcome = match probe.data_block {
+                None => ProbeOutcome::Rejected,
+                Some(false) => ProbeOutcome::CachedBlock,
+                Some(true) => ProbeOutcome::DeviceBlock,
+            };
+            file.record_probe_time(outcome, nanos);
+        }
+        if probe.filter_skipped {
+            add(&self.counters.filter_skips[probe.level], 1);
+        }
+        if let Some(from_device) = probe.data_block {
+            file.record_data_block_read(from_device);
+        }
+        file.record_probe(probe.found);
+        if let (Some(ticket), Some(access)) = (context.recording(), file.access()) {
+            access.file.record(ticket.lookup_number, probe.found);
+        }
+        if let Some(observed) = observed {
+            observed.push(FileProbe {
+                file_number: file.number(),
+                found: probe.found,
+            });
+        }
+    }
+
+    /// The lookup's end: every [`REFRESH_EVERY_LOOKUPS`] lookups the allocator re-derives its
+    /// query-time decisions (counted in Merlin's recorded lookups when statistics are kept, in
+    /// all lookups for an allocator that re-divides without them, such as elastic filters'
+    /// cache-miss weights), and Merlin's ticket is handed back.
+    fn finish_lookup(&self, view: &ReadView, context: LookupContext) {
+        let allocator = view.filter_allocator.as_ref();
+        let refresh = match (&self.merlin, context.ticket) {
+            (Some(_), Some(ticket)) => {
+                ticket.record && ticket.lookup_number.is_multiple_of(REFRESH_EVERY_LOOKUPS)
+            }
+            (None, _) => {
+                allocator.refreshes_without_statistics()
+                    && self
+                        .counters
+                        .point_lookups
+                        .load(Ordering::Relaxed)
+                        .is_multiple_of(REFRESH_EVERY_LOOKUPS)
+            }
+            (Some(_), None) => false,
+        };
+        if refresh {
+            allocator.refresh(&view.version);
+            self.release_unused_pinned_filters(&view.version, allocator);
+        }
+        if let (Some(merlin), Some(ticket)) = (&self.merlin, context.ticket) {
+            merlin.end_lookup(ticket);
+        }
     }
 }
