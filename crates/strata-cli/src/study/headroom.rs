@@ -39,8 +39,8 @@ use std::time::Instant;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::Serialize;
-use strata::alloc::solver::{Item, Problem};
 use strata::alloc::Uniform;
+use strata::solver::{monkey_items, Item, Problem};
 use strata::version::{FileMetadata, Version};
 use strata::{Db, Options};
 
@@ -435,7 +435,8 @@ pub(super) fn shape_signature(version: &Version) -> Vec<(Position, Vec<u8>, Vec<
 }
 
 /// Bits per key by file position for uniform (every file `budget`) or Monkey on the actual
-/// shape (DESIGN.md §2, IdealMonkey: one solver item per run with `z = 1`; files take their run's).
+/// shape (DESIGN.md §2, IdealMonkey: the solver over [`monkey_items`], one item per run with
+/// `z = 1`; files take their run's).
 fn shared_bits(
     version: &Version,
     policy: Policy,
@@ -456,11 +457,8 @@ fn shared_bits(
                 .flat_map(|level| level.runs())
                 .map(|run| (run.id(), run.entries()))
                 .collect();
-            let items = runs
-                .iter()
-                .map(|&(_, entries)| Item::new(entries, 1.0))
-                .collect();
-            let allocation = Problem::with_bits_per_key(items, budget)?.solve();
+            let entries: Vec<u64> = runs.iter().map(|&(_, entries)| entries).collect();
+            let allocation = Problem::with_bits_per_key(monkey_items(&entries), budget)?.solve();
             let by_run: HashMap<u64, f64> = runs
                 .iter()
                 .zip(allocation.bits_per_key())
