@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 use strata::model::tuner::{
-    buildable_size_ratio, tune, CpuCosts, Design, Device, FilterAllocation, TuningProblem, Workload,
+    buildable_size_ratio, tune, CpuCosts, Design, Device, TuningProblem, Workload,
 };
 use strata::model::MergePolicy;
 
@@ -433,14 +433,9 @@ pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
 /// write buffer, and its filters at the design's bits per key (Monkey's with the tree it
 /// predicts, or uniform).
 fn options_file(design: &Design, problem: &TuningProblem) -> OptionsFile {
-    let (policy, garnering_c) = match design.policy {
-        MergePolicy::Leveling => (CompactionKind::Leveling, None),
-        MergePolicy::Tiering => (CompactionKind::Tiering, None),
-        MergePolicy::LazyLeveling => (CompactionKind::LazyLeveling, None),
-        MergePolicy::Garnering { scaling_factor } => {
-            (CompactionKind::Garnering, Some(scaling_factor))
-        }
-    };
+    let (policy, garnering_c) = CompactionKind::for_model(design.policy);
+    let allocator = FilterAllocatorKind::for_model(design.filters);
+    let monkey = allocator == FilterAllocatorKind::Monkey;
     let buffer_bytes = (design.buffer_bits / 8.0).max(1.0);
     OptionsFile {
         write_buffer_bytes: Some(buffer_bytes.round() as usize),
@@ -453,25 +448,16 @@ fn options_file(design: &Design, problem: &TuningProblem) -> OptionsFile {
             ccap: None,
             scan_length: None,
         }),
-        filters: Some(match design.filters {
-            FilterAllocation::Monkey => FilterSection {
-                allocator: FilterAllocatorKind::Monkey,
-                bits_per_key: design.filter_bits / problem.entries,
-                expected_entries: Some(problem.entries.round() as u64),
-                buffer_entries: Some((buffer_bytes / problem.entry_bytes).round().max(1.0) as u64),
-                budget_bytes: None,
-                disk_modules: None,
-                family: None,
-            },
-            FilterAllocation::Uniform => FilterSection {
-                allocator: FilterAllocatorKind::Uniform,
-                bits_per_key: design.filter_bits / problem.entries,
-                expected_entries: None,
-                buffer_entries: None,
-                budget_bytes: None,
-                disk_modules: None,
-                family: None,
-            },
+        filters: Some(FilterSection {
+            allocator,
+            bits_per_key: design.filter_bits / problem.entries,
+            // Monkey predicts its tree from the entries and the write buffer; uniform needs neither.
+            expected_entries: monkey.then(|| problem.entries.round() as u64),
+            buffer_entries: monkey
+                .then(|| (buffer_bytes / problem.entry_bytes).round().max(1.0) as u64),
+            budget_bytes: None,
+            disk_modules: None,
+            family: None,
         }),
         ..OptionsFile::default()
     }

@@ -22,6 +22,8 @@ use crate::alloc::{Elastic, FilterAllocator, Mnemosyne, MnemosynePlus, Monkey, U
 use crate::compaction::ecotune::{EcoTune, EcoTuneSettings};
 use crate::compaction::{CompactionPolicy, Garnering, LazyLeveling, Leveling, Moose, Tiering};
 use crate::error::{Error, Result};
+use crate::model::tuner::FilterAllocation;
+use crate::model::MergePolicy;
 use crate::solver::Variant;
 
 /// A compaction (merge) policy by name (DESIGN.md §5).
@@ -117,6 +119,19 @@ impl CompactionKind {
     /// True for policies built from a size ratio `T` (all but EcoTune and Moose).
     pub fn uses_size_ratio(self) -> bool {
         !matches!(self, CompactionKind::Ecotune | CompactionKind::Moose)
+    }
+
+    /// The registered policy that builds `policy`, a merge policy the cost models price and the
+    /// tuner recommends (DESIGN.md §7), and Garnering's `c` when it is Garnering.
+    pub fn for_model(policy: MergePolicy) -> (CompactionKind, Option<f64>) {
+        match policy {
+            MergePolicy::Leveling => (CompactionKind::Leveling, None),
+            MergePolicy::Tiering => (CompactionKind::Tiering, None),
+            MergePolicy::LazyLeveling => (CompactionKind::LazyLeveling, None),
+            MergePolicy::Garnering { scaling_factor } => {
+                (CompactionKind::Garnering, Some(scaling_factor))
+            }
+        }
     }
 
     /// The policy with `settings`; an invalid setting (a size ratio below 2, `c` outside
@@ -224,6 +239,15 @@ impl FilterAllocatorKind {
             self,
             FilterAllocatorKind::MnemosynePlus | FilterAllocatorKind::MnemosynePlusFirstCome
         )
+    }
+
+    /// The registered allocator that builds `filters`, a tuner design's filter allocation
+    /// (DESIGN.md §7.5).
+    pub fn for_model(filters: FilterAllocation) -> FilterAllocatorKind {
+        match filters {
+            FilterAllocation::Monkey => FilterAllocatorKind::Monkey,
+            FilterAllocation::Uniform => FilterAllocatorKind::Uniform,
+        }
     }
 
     /// The allocator with `settings`; an invalid budget is an [`Error::InvalidArgument`].
@@ -407,5 +431,33 @@ mod tests {
             }
         }
         assert!("bloom".parse::<FilterAllocatorKind>().is_err());
+    }
+
+    #[test]
+    fn the_models_policies_are_built_as_the_registered_ones_of_the_same_name() {
+        for policy in [
+            MergePolicy::Leveling,
+            MergePolicy::Tiering,
+            MergePolicy::LazyLeveling,
+            MergePolicy::Garnering {
+                scaling_factor: 0.6,
+            },
+        ] {
+            let (kind, garnering_c) = CompactionKind::for_model(policy);
+            assert_eq!(kind.name(), policy.name());
+            assert_eq!(garnering_c.is_some(), kind == CompactionKind::Garnering);
+        }
+        assert_eq!(
+            CompactionKind::for_model(MergePolicy::Garnering {
+                scaling_factor: 0.6
+            }),
+            (CompactionKind::Garnering, Some(0.6))
+        );
+        for filters in [FilterAllocation::Monkey, FilterAllocation::Uniform] {
+            assert_eq!(
+                FilterAllocatorKind::for_model(filters).name(),
+                filters.name()
+            );
+        }
     }
 }
