@@ -9,12 +9,12 @@ use super::format::BlockHandle;
 use super::index_iter::IndexIter;
 use super::readahead::Readahead;
 use super::reader::{ReadMode, TableReader};
+use super::table_cache::TableFile;
 use super::TableCache;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::key::compare_internal_keys;
 use crate::stats::BlockKind;
-use crate::version::FileMetadata;
 
 /// A two-level iterator: the index picks data blocks, a block iterator walks each.
 pub(crate) struct TableIter {
@@ -177,8 +177,8 @@ impl InternalIterator for TableIter {
 }
 
 /// Iterates a sorted run: its files in key order, each opened when reached.
-pub(crate) struct RunIter {
-    files: Vec<Arc<FileMetadata>>,
+pub(crate) struct RunIter<F> {
+    files: Vec<Arc<F>>,
     tables: Arc<TableCache>,
     mode: ReadMode,
     pin: bool,
@@ -189,9 +189,9 @@ pub(crate) struct RunIter {
     error: Option<Error>,
 }
 
-impl RunIter {
+impl<F: TableFile> RunIter<F> {
     pub(crate) fn new(
-        files: Vec<Arc<FileMetadata>>,
+        files: Vec<Arc<F>>,
         tables: Arc<TableCache>,
         mode: ReadMode,
         pin: bool,
@@ -256,7 +256,7 @@ impl RunIter {
     }
 }
 
-impl InternalIterator for RunIter {
+impl<F: TableFile> InternalIterator for RunIter<F> {
     fn valid(&self) -> bool {
         self.error.is_none() && self.current.as_ref().is_some_and(|c| c.valid())
     }
@@ -273,7 +273,7 @@ impl InternalIterator for RunIter {
     fn seek(&mut self, target: &[u8]) {
         let position = self
             .files
-            .partition_point(|f| compare_internal_keys(&f.largest, target) == Ordering::Less);
+            .partition_point(|f| compare_internal_keys(f.largest_key(), target) == Ordering::Less);
         if self.open(position) {
             if let Some(current) = self.current.as_mut() {
                 current.seek(target);

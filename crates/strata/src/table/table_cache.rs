@@ -1,7 +1,8 @@
 //! Open table readers: each held in its file's metadata ([`TableSlot`]), at most
 //! `Options::max_open_files` of them at a time.
 //!
-//! A point lookup that probes a run goes straight from the run's [`FileMetadata`] to the file's
+//! A point lookup that probes a run goes straight from the run's file metadata (a [`TableFile`]:
+//! the version's `FileMetadata`) to the file's
 //! reader (as fjall keeps its tables in the version and RocksDB keeps
 //! `FileDescriptor::table_reader` when the table cache is unbounded): one uncontended read lock
 //! (two atomic operations), instead of a hash-map lookup under a shard lock and a reference-count
@@ -35,7 +36,46 @@ use crate::env::FileSystem;
 use crate::error::Result;
 use crate::filter::modular::ModulesInUse;
 use crate::stats::IoCounters;
-use crate::version::FileMetadata;
+
+/// A table file as the table layer needs to know it: its number, its largest internal key (where
+/// a run iterator seeks) and the slot that holds its open reader. The version's `FileMetadata`
+/// is the one implementation; the table layer names this trait instead of the version's type.
+pub(crate) trait TableFile: Send + Sync {
+    /// The file's number (its name on disk).
+    fn number(&self) -> u64;
+    /// The largest internal key in the file.
+    fn largest_key(&self) -> &[u8];
+    /// The slot that holds the file's open reader.
+    fn table_slot(&self) -> &Arc<TableSlot>;
+}
+
+impl<T: TableFile + ?Sized> TableFile for &T {
+    fn number(&self) -> u64 {
+        (**self).number()
+    }
+
+    fn largest_key(&self) -> &[u8] {
+        (**self).largest_key()
+    }
+
+    fn table_slot(&self) -> &Arc<TableSlot> {
+        (**self).table_slot()
+    }
+}
+
+impl<T: TableFile + ?Sized> TableFile for Arc<T> {
+    fn number(&self) -> u64 {
+        (**self).number()
+    }
+
+    fn largest_key(&self) -> &[u8] {
+        (**self).largest_key()
+    }
+
+    fn table_slot(&self) -> &Arc<TableSlot> {
+        (**self).table_slot()
+    }
+}
 
 /// Where a table file's open reader lives: in the file's metadata, shared by every version that
 /// names the file. Empty until a read opens the file, and again after the cache's bound empties it.
@@ -159,7 +199,7 @@ impl TableCache {
     /// lookup path: no reference count is taken when the reader is already there.
     pub(crate) fn with_reader<T>(
         &self,
-        file: &FileMetadata,
+        file: &impl TableFile,
         pin: bool,
         read: impl FnOnce(&TableReader) -> Result<T>,
     ) -> Result<T> {
@@ -183,7 +223,7 @@ impl TableCache {
     /// of use, goes when the lookups in it finish (they hold the slot's read lock) and any other
     /// holder lets it go. Opens nothing, marks nothing used, and leaves a slot that another
     /// thread filled or emptied in the meantime as it is.
-    pub(crate) fn trim_pinned_filters(&self, file: &FileMetadata, in_use: ModulesInUse) {
+    pub(crate) fn trim_pinned_filters(&self, file: &impl TableFile, in_use: ModulesInUse) {
         let slot = file.table_slot();
         let Some(current) = slot.reader.read().clone() else {
             return;
@@ -216,7 +256,7 @@ impl TableCache {
 
     /// `file`'s reader, shared (iterators and compactions, which hold it while they walk the
     /// file). Opens it into the file's slot like [`TableCache::with_reader`].
-    pub(crate) fn reader(&self, file: &FileMetadata, pin: bool) -> Result<Arc<TableReader>> {
+    pub(crate) fn reader(&self, file: &impl TableFile, pin: bool) -> Result<Arc<TableReader>> {
         let slot = file.table_slot();
         let held = slot.reader.read().clone();
         if let Some(reader) = held {

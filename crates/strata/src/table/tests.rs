@@ -9,6 +9,7 @@ use super::format::{verify_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER
 use super::index_iter::IndexIter;
 use super::iter::TableIter;
 use super::reader::ReadMode;
+use super::table_cache::TableFile;
 use super::TableCache;
 use super::{table_file_name, TableBuilder};
 use crate::cache::BlockCache;

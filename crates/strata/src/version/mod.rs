@@ -198,6 +198,20 @@ impl PartialEq for FileMetadata {
     }
 }
 
+impl crate::table::table_cache::TableFile for FileMetadata {
+    fn number(&self) -> u64 {
+        self.number
+    }
+
+    fn largest_key(&self) -> &[u8] {
+        &self.largest
+    }
+
+    fn table_slot(&self) -> &Arc<TableSlot> {
+        &self.table
+    }
+}
+
 impl FileMetadata {
     /// The metadata of file `number`, `file_bytes` long, from the properties its table builder
     /// wrote (or a reader read back), with the access statistics it starts with.
@@ -269,11 +283,6 @@ impl FileMetadata {
     pub fn naive_access_estimate(&self) -> Option<AccessEstimate> {
         self.access()
             .map(|handle| handle.file.naive_estimate(&handle.merlin.view()))
-    }
-
-    /// The slot that holds the file's open reader.
-    pub(crate) fn table_slot(&self) -> &Arc<TableSlot> {
-        &self.table
     }
 
     /// Counts a data block a point lookup read in this file, `from_device` if the block cache
@@ -822,6 +831,7 @@ impl Version {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::table::table_cache::TableFile;
 
     /// File `number` with user keys `lo..=hi` (sequence 1, 10 entries, 1,000 bytes, a 10
     /// bits-per-key filter of 16 bytes), added to run `run_id` of `level`.
