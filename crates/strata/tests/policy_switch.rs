@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use strata::compaction::ecotune::EcoTuneSettings;
 use strata::policy::{CompactionKind, CompactionSettings, FilterAllocatorKind, FilterSettings};
 use strata::version::Version;
 use strata::{Db, Error, Options};
@@ -70,32 +69,24 @@ fn check(db: &Db, model: &Model) {
     assert!(scanned == *model, "the scan differs from the model");
 }
 
-/// The shape each policy promises once settled, on the disk levels (level 0 aside).
+/// The shape each policy promises once settled, on the disk levels (level 0 aside): the runs
+/// per level its `CompactionPolicy::max_runs` states.
 fn assert_settled_shape(kind: CompactionKind, tree: &Version) {
+    let policy = kind.build(&settings()).expect("builds");
     let levels = tree.levels();
-    let last = (1..levels.len()).rev().find(|&l| !levels[l].is_empty());
+    let last = (1..levels.len())
+        .rev()
+        .find(|&l| !levels[l].is_empty())
+        .unwrap_or(1);
     for (level, l) in levels.iter().enumerate().skip(1) {
         let runs = l.runs().len();
-        let allowed = match kind {
-            CompactionKind::Leveling
-            | CompactionKind::LevelingDynamic
-            | CompactionKind::Garnering => 1,
-            CompactionKind::LazyLeveling if Some(level) == last => 1,
-            // Tiering and lazy leveling's upper levels: fewer than T runs once settled.
-            CompactionKind::LazyLeveling | CompactionKind::Tiering => SIZE_RATIO as usize - 1,
-            // EcoTune: at most a round's units on the main level; below it one run in all
-            // (checked after the loop).
-            CompactionKind::Ecotune if level == 1 => EcoTuneSettings::default().max_units as usize,
-            CompactionKind::Ecotune => 1,
-            // Moose: K = 3 runs on every level above the last, one on the last.
-            CompactionKind::Moose if Some(level) == last => 1,
-            CompactionKind::Moose => 3,
-        };
+        let allowed = policy.max_runs(level, last);
         assert!(
             runs <= allowed,
             "{kind}: level {level} holds {runs} runs, at most {allowed} allowed"
         );
     }
+    // EcoTune: below the main level, one run in all.
     if kind == CompactionKind::Ecotune {
         let below_main: usize = levels.iter().skip(2).map(|l| l.runs().len()).sum();
         assert!(

@@ -235,6 +235,11 @@ impl CompactionPolicy for Garnering {
         )
     }
 
+    /// Leveling: one run per disk level.
+    fn max_runs(&self, _level: usize, _last_level: usize) -> usize {
+        1
+    }
+
     fn pick(
         &self,
         tree: &Version,

@@ -94,6 +94,15 @@ impl CompactionPolicy for LazyLeveling {
         format!("lazy-leveling(T={})", self.size_ratio)
     }
 
+    /// Tiering's `T - 1` on every level above the last, one run on the last.
+    fn max_runs(&self, level: usize, last_level: usize) -> usize {
+        if level >= last_level {
+            1
+        } else {
+            self.size_ratio - 1
+        }
+    }
+
     fn pick(
         &self,
         tree: &Version,

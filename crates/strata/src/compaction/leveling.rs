@@ -180,6 +180,11 @@ impl CompactionPolicy for Leveling {
         )
     }
 
+    /// One run per disk level.
+    fn max_runs(&self, _level: usize, _last_level: usize) -> usize {
+        1
+    }
+
     fn full_compaction(
         &self,
         tree: &Version,

@@ -135,6 +135,14 @@ pub trait CompactionPolicy: Send + Sync + Debug {
         running: &RunningCompactions,
     ) -> Option<CompactionJob>;
 
+    /// The most runs disk level `level` (1 and deeper) holds once compactions have caught up,
+    /// when `last_level` is the deepest non-empty level: the shape the policy promises, stated
+    /// once for the simulator, the tests and reports. The default, `usize::MAX`, promises
+    /// nothing.
+    fn max_runs(&self, _level: usize, _last_level: usize) -> usize {
+        usize::MAX
+    }
+
     /// How far compaction is behind (the engine slows or stops writes on it). By default the
     /// level-0 rule ([`level0_write_pressure`]).
     fn write_pressure(&self, tree: &Version, context: &CompactionContext) -> WritePressure {

@@ -160,6 +160,15 @@ impl CompactionPolicy for Moose {
         )
     }
 
+    /// `K_i` runs on every level above the last, one on the last.
+    fn max_runs(&self, level: usize, last_level: usize) -> usize {
+        if level >= last_level {
+            1
+        } else {
+            self.runs_allowed(level, last_level)
+        }
+    }
+
     fn pick(
         &self,
         tree: &Version,

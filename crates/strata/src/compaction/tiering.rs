@@ -50,6 +50,11 @@ impl CompactionPolicy for Tiering {
         format!("tiering(T={})", self.size_ratio)
     }
 
+    /// Fewer than `T` runs per level: a level's `T`-th run triggers its merge.
+    fn max_runs(&self, _level: usize, _last_level: usize) -> usize {
+        self.size_ratio - 1
+    }
+
     fn pick(
         &self,
         tree: &Version,

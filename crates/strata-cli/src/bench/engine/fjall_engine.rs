@@ -308,10 +308,8 @@ impl FjallEngine {
             CompactionKind::Tiering => format!(
                 "compaction: TIERING NOT SUPPORTED by fjall 3.1.13 (lsm-tree's size-tiered strategy is unimplemented; fjall keyspaces take only Leveled or FIFO); ran {leveled} instead"
             ),
-            CompactionKind::LazyLeveling
-            | CompactionKind::Garnering
-            | CompactionKind::Ecotune
-            | CompactionKind::Moose => {
+            // Every other merge policy is Strata's own.
+            _ => {
                 return Err(CliError::InvalidArgument(format!(
                     "fjall has no {} compaction (the bench runs it on Strata only)",
                     config.compaction.name()

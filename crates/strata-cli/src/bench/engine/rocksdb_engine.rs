@@ -270,15 +270,6 @@ impl RocksDbEngine {
                     config.size_ratio
                 ));
             }
-            CompactionKind::LazyLeveling
-            | CompactionKind::Garnering
-            | CompactionKind::Ecotune
-            | CompactionKind::Moose => {
-                return Err(CliError::InvalidArgument(format!(
-                    "RocksDB has no {} compaction (the bench runs it on Strata only)",
-                    config.compaction.name()
-                )));
-            }
             CompactionKind::Tiering => {
                 options.set_compaction_style(DBCompactionStyle::Universal);
                 let mut universal = UniversalCompactOptions::default();
@@ -289,6 +280,13 @@ impl RocksDbEngine {
                     "compaction tiering approximated by universal compaction with min_merge_width {} (RocksDB has no per-level tiering)",
                     ratio.max(2)
                 ));
+            }
+            // Every other merge policy is Strata's own.
+            _ => {
+                return Err(CliError::InvalidArgument(format!(
+                    "RocksDB has no {} compaction (the bench runs it on Strata only)",
+                    config.compaction.name()
+                )));
             }
         }
         let mut table = BlockBasedOptions::default();

@@ -616,6 +616,15 @@ impl CompactionPolicy for EcoTune {
         )
     }
 
+    /// At most a round's units on the main level (level 1); one run below it.
+    fn max_runs(&self, level: usize, _last_level: usize) -> usize {
+        if level <= 1 {
+            self.settings.max_units as usize
+        } else {
+            1
+        }
+    }
+
     fn pick(
         &self,
         tree: &Version,
