@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::alloc::{Elastic, FilterAllocator, Uniform};
-use crate::compaction::{CompactionPolicy, Leveling};
+use crate::compaction::CompactionPolicy;
 use crate::env::{FileSystem, RealFileSystem};
 use crate::error::{Error, Result};
 use crate::table::compression::CompressionPolicy;
@@ -230,39 +230,6 @@ impl std::fmt::Debug for Options {
     }
 }
 
-/// The default merge policy: leveling with RocksDB's defaults.
-#[cfg(not(feature = "test-policy-override"))]
-fn default_compaction_policy() -> Arc<dyn CompactionPolicy> {
-    Arc::new(Leveling::default())
-}
-
-/// The default merge policy, or the one `STRATA_TEST_COMPACTION` names from the registry
-/// (`crate::policy`; the `test-policy-override` test hook, see `scripts/test_every_policy.sh`).
-/// Leveling runs at its default size ratio of 10, every other policy at 4, where 10 would leave
-/// the tests' small trees on one level; an unknown name fails loudly rather than testing the
-/// wrong policy.
-#[cfg(feature = "test-policy-override")]
-#[allow(
-    clippy::expect_used,
-    reason = "a test hook: a wrong name must stop the run"
-)]
-fn default_compaction_policy() -> Arc<dyn CompactionPolicy> {
-    use crate::policy::{CompactionKind, CompactionSettings};
-    let name = std::env::var("STRATA_TEST_COMPACTION").unwrap_or_default();
-    if name.is_empty() {
-        return Arc::new(Leveling::default());
-    }
-    let kind: CompactionKind = name
-        .parse()
-        .expect("STRATA_TEST_COMPACTION names a registered compaction policy");
-    let size_ratio = match kind {
-        CompactionKind::Leveling | CompactionKind::LevelingDynamic => 10.0,
-        _ => 4.0,
-    };
-    kind.build(&CompactionSettings::with_size_ratio(size_ratio))
-        .expect("valid")
-}
-
 impl Default for Options {
     fn default() -> Self {
         Options {
@@ -297,7 +264,7 @@ impl Default for Options {
             filter_family: crate::FilterFamilies::default(),
             range_filter_bits: 0,
             filter_rebuild_bytes_per_sec: DEFAULT_FILTER_REBUILD_BYTES_PER_SEC,
-            compaction_policy: default_compaction_policy(),
+            compaction_policy: crate::policy::default_compaction_policy(),
             file_system: Arc::new(RealFileSystem),
         }
     }

@@ -355,6 +355,39 @@ impl fmt::Display for FilterAllocatorKind {
     }
 }
 
+/// The default merge policy: leveling with RocksDB's defaults.
+#[cfg(not(feature = "test-policy-override"))]
+pub(crate) fn default_compaction_policy() -> Arc<dyn CompactionPolicy> {
+    Arc::new(crate::compaction::Leveling::default())
+}
+
+/// The default merge policy, or the one `STRATA_TEST_COMPACTION` names from the registry
+/// (the `test-policy-override` test hook, see `scripts/test_every_policy.sh`; it lives with the
+/// registry, and `Options::default` only calls it).
+/// Leveling runs at its default size ratio of 10, every other policy at 4, where 10 would leave
+/// the tests' small trees on one level; an unknown name fails loudly rather than testing the
+/// wrong policy.
+#[cfg(feature = "test-policy-override")]
+#[allow(
+    clippy::expect_used,
+    reason = "a test hook: a wrong name must stop the run"
+)]
+pub(crate) fn default_compaction_policy() -> Arc<dyn CompactionPolicy> {
+    let name = std::env::var("STRATA_TEST_COMPACTION").unwrap_or_default();
+    if name.is_empty() {
+        return Arc::new(crate::compaction::Leveling::default());
+    }
+    let kind: CompactionKind = name
+        .parse()
+        .expect("STRATA_TEST_COMPACTION names a registered compaction policy");
+    let size_ratio = match kind {
+        CompactionKind::Leveling | CompactionKind::LevelingDynamic => 10.0,
+        _ => 4.0,
+    };
+    kind.build(&CompactionSettings::with_size_ratio(size_ratio))
+        .expect("valid")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
