@@ -21,6 +21,8 @@ mod mnemosyne;
 mod mnemosyne_plus;
 mod monkey;
 pub use crate::solver;
+#[cfg(test)]
+mod allocation_tests;
 mod uniform;
 
 pub use crate::filter::modular::ModulesInUse;

@@ -10,9 +10,14 @@
 //! L1 run 5: 1 a..c 2000
 //! L2 run 6: 2 a..z 6000, 3 za..zz 10  # file number, key range, bytes
 //! state garnering L=2                 # optional (or: state OWNER hex=01ff)
-//! running L1.5[1] -> L2               # optional, repeatable: a job in flight
+//! running L1.5[1] -> L2               # optional, repeatable: a job in flight (`-> L1.5`: in place)
 //! expect state garnering L=3
+//! pressure none                       # optional: the write-stall decision (none|slowdown|stop)
 //! ```
+//!
+//! Moose (`policy moose K=3,3,3 T=7,7,6`) and EcoTune (`policy ecotune ccap=3 K=100 ...`, with
+//! its round record `state ecotune.round n=1 S=1000 ...` and `state ecotune.merges round=1
+//! done=0`) have options of their own; the README next to the data files lists every word.
 //!
 //! Decisions are written `nothing`, `state OWNER ...` (a state-only job), or
 //! `L0.11[2] L1.5[4,5] -> L1.5` (inputs as level.run[files], newest first, then the output level
