@@ -736,44 +736,14 @@ impl DbInner {
         let install = self.install_lock.lock();
         let view = self.view.load_full();
         let version = &view.version;
-        let mut levels = Vec::new();
-        let mut filter_bits = 0.0;
-        let mut skipped_bits = 0.0;
-        let mut entries_total = 0u64;
         let allocator = &view.filter_allocator;
-        for (index, level) in version.levels().iter().enumerate() {
-            if level.is_empty() {
-                continue;
-            }
-            let mut level_bits = 0.0;
-            let mut filter_bytes = 0;
-            for run in level.runs() {
-                for file in run.files() {
-                    let bits = file.bits_per_key() * file.entries() as f64;
-                    level_bits += bits;
-                    filter_bytes += file.filter_bytes();
-                    // Skipped filters and modules not in use (elastic filters) count 0.
-                    skipped_bits += bits
-                        - allocator.bits_per_key_in_use(run.id(), file) * file.entries() as f64;
-                }
-            }
-            let entries = level.entries();
-            filter_bits += level_bits;
-            entries_total += entries;
-            levels.push(LevelStats {
-                level: index,
-                runs: level.runs().len(),
-                files: level.file_count(),
-                bytes: level.bytes(),
-                entries,
-                filter_bytes,
-                bits_per_key: if entries == 0 {
-                    0.0
-                } else {
-                    level_bits / entries as f64
-                },
-            });
-        }
+        let filters = FilterTotals::of(version, allocator.as_ref());
+        let (levels, filter_bits, skipped_bits, entries_total) = (
+            filters.levels,
+            filters.filter_bits,
+            filters.skipped_bits,
+            filters.entries,
+        );
         drop(install);
         let memtable_bytes = (view.mem.approximate_bytes()
             + view
@@ -851,6 +821,56 @@ impl DbInner {
                 )
             },
         }
+    }
+}
+
+/// Per-level rows and the tree's filter bits in all and out of use (skipped filters, modules not
+/// in use), for [`DbInner::stats`].
+#[derive(Default)]
+struct FilterTotals {
+    levels: Vec<LevelStats>,
+    filter_bits: f64,
+    skipped_bits: f64,
+    entries: u64,
+}
+
+impl FilterTotals {
+    fn of(version: &Version, allocator: &dyn FilterAllocator) -> Self {
+        let mut totals = FilterTotals::default();
+        for (index, level) in version.levels().iter().enumerate() {
+            if level.is_empty() {
+                continue;
+            }
+            let mut level_bits = 0.0;
+            let mut filter_bytes = 0;
+            for run in level.runs() {
+                for file in run.files() {
+                    let bits = file.bits_per_key() * file.entries() as f64;
+                    level_bits += bits;
+                    filter_bytes += file.filter_bytes();
+                    // Skipped filters and modules not in use (elastic filters) count 0.
+                    totals.skipped_bits += bits
+                        - allocator.bits_per_key_in_use(run.id(), file) * file.entries() as f64;
+                }
+            }
+            let entries = level.entries();
+            totals.filter_bits += level_bits;
+            totals.entries += entries;
+            totals.levels.push(LevelStats {
+                level: index,
+                runs: level.runs().len(),
+                files: level.file_count(),
+                bytes: level.bytes(),
+                entries,
+                filter_bytes,
+                bits_per_key: if entries == 0 {
+                    0.0
+                } else {
+                    level_bits / entries as f64
+                },
+            });
+        }
+        totals
     }
 }
 

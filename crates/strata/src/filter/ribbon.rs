@@ -661,6 +661,8 @@ pub(crate) struct RibbonFilter {
 impl RibbonFilter {
     /// Parses a serialized filter. Never panics; on malformed input returns a description of the
     /// problem (the caller wraps it in `Error::Corruption` with the file name and offset).
+    // Long: the header's fields are read and checked one after another in their on-disk order
+    // (docs/FORMAT.md), each check using the ones before.
     pub(crate) fn decode(bytes: Vec<u8>) -> Result<RibbonFilter, String> {
         if bytes.len() < HEADER_LEN {
             return Err(format!(

@@ -123,8 +123,9 @@ fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
 
-impl fmt::Display for Stats {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Stats {
+    /// The policies, their state and budgets, and what the filters and indexes hold.
+    fn fmt_policy(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
             "policy: compaction={} filters={} (budget {:.2} bits/key{}, actual {:.2}, without skipped filters {:.2})",
@@ -186,6 +187,11 @@ impl fmt::Display for Stats {
                 mib(budget)
             )?;
         }
+        Ok(())
+    }
+
+    /// One row per level.
+    fn fmt_levels(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
             "{:>5} {:>5} {:>6} {:>12} {:>12} {:>10} {:>8}",
@@ -204,6 +210,11 @@ impl fmt::Display for Stats {
                 level.bits_per_key
             )?;
         }
+        Ok(())
+    }
+
+    /// Memory, I/O, compression and background jobs.
+    fn fmt_io(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
             "memory: memtables {:.2} MiB ({} immutable), block cache {:.2}/{:.2} MiB, pinned {:.2} MiB, access statistics {:.3} MiB, total {:.2} MiB",
@@ -290,6 +301,15 @@ impl fmt::Display for Stats {
                 io.filter_rebuilds, io.filter_rebuild_read_bytes, io.filter_rebuild_write_bytes
             )?;
         }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_policy(f)?;
+        self.fmt_levels(f)?;
+        self.fmt_io(f)?;
         write!(
             f,
             "recovery: {} WAL records replayed, {} bytes dropped; last sequence {}",

@@ -461,6 +461,8 @@ impl TableBuilder {
     /// properties, index and footer, and fsyncs. A partitioned file (see
     /// [`TableBuilder::set_metadata_partitioning`]) has each partition's modules instead, then the
     /// properties, the index partitions, the top-level index and the footer.
+    // Long: it writes the file's metadata blocks in their on-disk order (docs/FORMAT.md), each
+    // handle feeding the footer; the two layouts share most steps.
     pub(crate) fn finish(
         mut self,
         bits_per_key: f64,

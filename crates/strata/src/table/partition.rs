@@ -157,6 +157,8 @@ impl PartitionIndex {
     /// Decodes a top-level index block's contents, checking everything the module doc lists:
     /// `modules` is the properties block's module count and `blocks_end` the offset of the footer.
     /// Never panics; the error is a reason for the caller to wrap in `Error::Corruption`.
+    // Long: the checks run in the order the module doc lists them, each on the fields read
+    // before it.
     pub(crate) fn decode(
         contents: Vec<u8>,
         modules: usize,
