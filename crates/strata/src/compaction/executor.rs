@@ -28,7 +28,7 @@ use crate::stats::merlin::{
     CompactionInheritance, FileAccess, InheritanceInput, Inherited, Merlin,
 };
 use crate::stats::AccessObserver;
-use crate::table::compression::{CompressionCounts, CompressionPolicy};
+use crate::table::compression::{Compression, CompressionCounts, CompressionPolicy};
 use crate::table::iter::RunIter;
 use crate::table::partition::MetadataPartitioning;
 use crate::table::reader::ReadMode;
@@ -241,18 +241,7 @@ pub(crate) fn run_compaction(
     smallest_snapshot: u64,
 ) -> Result<PendingCompaction> {
     let inputs = resolve_inputs(job, version)?;
-    let input_files: Vec<&Arc<FileMetadata>> = inputs.iter().flat_map(|(_, _, f)| f).collect();
-    let smallest = input_files
-        .iter()
-        .map(|f| f.smallest_user_key())
-        .min()
-        .unwrap_or(&[]);
-    let largest = input_files
-        .iter()
-        .map(|f| f.largest_user_key())
-        .max()
-        .unwrap_or(&[]);
-    let bottom = output_is_bottom(job, version, smallest, largest);
+    let bottom = inputs_are_bottom(job, version, &inputs);
     // RocksDB's bottommost test too (`Compaction::bottommost_level_`): the outputs hold the oldest
     // data for their keys, so `bottommost_compression` applies.
     let compression = context.compression.for_output(job.output_level, bottom);
@@ -260,60 +249,11 @@ pub(crate) fn run_compaction(
         OutputRun::Existing(id) => id,
         OutputRun::New => context.versions.new_run_id(),
     };
-    let job_inputs: Vec<JobInput> = inputs
-        .iter()
-        .flat_map(|(level, run_id, files)| {
-            files.iter().map(move |f| JobInput {
-                level: *level,
-                run_id: *run_id,
-                file_number: f.number(),
-            })
-        })
-        .collect();
 
-    let children: Vec<Box<dyn InternalIterator>> = inputs
-        .iter()
-        .map(|(_, _, files)| {
-            Box::new(
-                RunIter::new(
-                    files.clone(),
-                    Arc::clone(context.tables),
-                    ReadMode::Compaction,
-                    false,
-                )
-                .with_readahead(context.readahead_bytes),
-            ) as Box<dyn InternalIterator>
-        })
-        .collect();
-    let mut merged = MergingIterator::new(children);
-    merged.seek_to_first();
+    let mut merged = merged_inputs(context, &inputs);
 
     // Merlin's inheritance (DESIGN.md §4), carried through the merge entry by entry.
-    let mut inheritance = context.merlin.map(|merlin| {
-        let view = merlin.view();
-        let upper = upper_inputs(job, &inputs);
-        let described: Vec<InheritanceInput> = inputs
-            .iter()
-            .zip(upper)
-            .flat_map(|((_, _, files), is_upper)| {
-                files.iter().map(move |file| {
-                    let access = file.access();
-                    InheritanceInput {
-                        file_number: file.number(),
-                        is_upper,
-                        estimate: access
-                            .map(|a| a.file.sampled_estimate(&view))
-                            .unwrap_or_default(),
-                        naive: access
-                            .map(|a| a.file.sampled_naive_estimate())
-                            .unwrap_or_default(),
-                        entries: file.entries(),
-                    }
-                })
-            })
-            .collect();
-        CompactionInheritance::new(&described)
-    });
+    let mut inheritance = compaction_inheritance(context, job, &inputs);
     // The input position of the last source file seen (entries come in long runs per file).
     let mut last_source: Option<(u64, Option<usize>)> = None;
 
@@ -353,23 +293,7 @@ pub(crate) fn run_compaction(
                 }
             }
             if output.is_none() {
-                let number = context.versions.new_file_number();
-                let path = context.dir.join(table_file_name(number));
-                let file = context.fs.create_writable(&path)?;
-                let mut builder =
-                    TableBuilder::new(path, file, context.block_bytes, context.restart_interval);
-                builder.set_index_restart_interval(context.index_restart_interval);
-                // Filters above the budget are split into modules of the budget's size (DESIGN.md §1).
-                builder.set_filter_module_bits(context.filter_module_bits);
-                builder.set_metadata_partitioning(context.metadata_partitioning);
-                builder.set_filter_families(context.filter_family, false);
-                builder.set_range_filter_bits(context.range_filter_bits);
-                builder.set_compression(compression);
-                output = Some(PendingTable {
-                    inherited: None,
-                    number,
-                    builder,
-                });
+                output = Some(new_output(context, compression)?);
             }
             if let Some(current) = output.as_mut() {
                 current.builder.add(key, merged.value())?;
@@ -396,21 +320,134 @@ pub(crate) fn run_compaction(
     merged.status()?;
     outputs.extend(output.take());
     if let (Some(inheritance), Some(merlin)) = (&inheritance, context.merlin) {
-        // No file can have been probed by more lookups than were issued: the lower bound of
-        // eq. 11 can exceed that when small upper inputs span a wide key range (Strata's clamp).
-        let recorded = merlin.recorded() as f64;
-        for (index, output) in outputs.iter_mut().enumerate() {
-            let mut inherited = inheritance.finish_output(index);
-            inherited.q_prime = inherited.q_prime.min(recorded);
-            inherited.x_prime = inherited.x_prime.min(inherited.q_prime);
-            output.inherited = Some(inherited);
-        }
+        finish_inheritance(inheritance, merlin.recorded() as f64, &mut outputs);
     }
     Ok(PendingCompaction {
-        inputs: job_inputs,
+        inputs: job_inputs(&inputs),
         output_level: job.output_level,
         output_run_id,
         outputs,
+    })
+}
+
+/// True if the outputs of `job` hold the oldest data for every key in its inputs' range.
+fn inputs_are_bottom(job: &CompactionJob, version: &Version, inputs: &[ResolvedRun]) -> bool {
+    let input_files: Vec<&Arc<FileMetadata>> = inputs.iter().flat_map(|(_, _, f)| f).collect();
+    let smallest = input_files
+        .iter()
+        .map(|f| f.smallest_user_key())
+        .min()
+        .unwrap_or(&[]);
+    let largest = input_files
+        .iter()
+        .map(|f| f.largest_user_key())
+        .max()
+        .unwrap_or(&[]);
+    output_is_bottom(job, version, smallest, largest)
+}
+
+/// The input files as the filter allocator sees them.
+fn job_inputs(inputs: &[ResolvedRun]) -> Vec<JobInput> {
+    inputs
+        .iter()
+        .flat_map(|(level, run_id, files)| {
+            files.iter().map(move |f| JobInput {
+                level: *level,
+                run_id: *run_id,
+                file_number: f.number(),
+            })
+        })
+        .collect()
+}
+
+/// Each output's inherited statistics. No file can have been probed by more lookups than were
+/// issued (`recorded`): the lower bound of eq. 11 can exceed that when small upper inputs span a
+/// wide key range (Strata's clamp).
+fn finish_inheritance(
+    inheritance: &CompactionInheritance,
+    recorded: f64,
+    outputs: &mut [PendingTable],
+) {
+    for (index, output) in outputs.iter_mut().enumerate() {
+        let mut inherited = inheritance.finish_output(index);
+        inherited.q_prime = inherited.q_prime.min(recorded);
+        inherited.x_prime = inherited.x_prime.min(inherited.q_prime);
+        output.inherited = Some(inherited);
+    }
+}
+
+/// Merlin's inheritance for `job`'s outputs (DESIGN.md §4): each input file's estimate, whether it
+/// is an upper input, and its entries; `None` when the engine keeps no access statistics.
+fn compaction_inheritance(
+    context: &ExecutorContext<'_>,
+    job: &CompactionJob,
+    inputs: &[ResolvedRun],
+) -> Option<CompactionInheritance> {
+    context.merlin.map(|merlin| {
+        let view = merlin.view();
+        let upper = upper_inputs(job, inputs);
+        let described: Vec<InheritanceInput> = inputs
+            .iter()
+            .zip(upper)
+            .flat_map(|((_, _, files), is_upper)| {
+                files.iter().map(move |file| {
+                    let access = file.access();
+                    InheritanceInput {
+                        file_number: file.number(),
+                        is_upper,
+                        estimate: access
+                            .map(|a| a.file.sampled_estimate(&view))
+                            .unwrap_or_default(),
+                        naive: access
+                            .map(|a| a.file.sampled_naive_estimate())
+                            .unwrap_or_default(),
+                        entries: file.entries(),
+                    }
+                })
+            })
+            .collect();
+        CompactionInheritance::new(&described)
+    })
+}
+
+/// The job's input runs merged into one iterator, each read ahead in compaction-sized chunks.
+fn merged_inputs(context: &ExecutorContext<'_>, inputs: &[ResolvedRun]) -> MergingIterator {
+    let children: Vec<Box<dyn InternalIterator>> = inputs
+        .iter()
+        .map(|(_, _, files)| {
+            Box::new(
+                RunIter::new(
+                    files.clone(),
+                    Arc::clone(context.tables),
+                    ReadMode::Compaction,
+                    false,
+                )
+                .with_readahead(context.readahead_bytes),
+            ) as Box<dyn InternalIterator>
+        })
+        .collect();
+    let mut merged = MergingIterator::new(children);
+    merged.seek_to_first();
+    merged
+}
+
+/// A new output table file, its builder set up as the options say.
+fn new_output(context: &ExecutorContext<'_>, compression: Compression) -> Result<PendingTable> {
+    let number = context.versions.new_file_number();
+    let path = context.dir.join(table_file_name(number));
+    let file = context.fs.create_writable(&path)?;
+    let mut builder = TableBuilder::new(path, file, context.block_bytes, context.restart_interval);
+    builder.set_index_restart_interval(context.index_restart_interval);
+    // Filters above the budget are split into modules of the budget's size (DESIGN.md §1).
+    builder.set_filter_module_bits(context.filter_module_bits);
+    builder.set_metadata_partitioning(context.metadata_partitioning);
+    builder.set_filter_families(context.filter_family, false);
+    builder.set_range_filter_bits(context.range_filter_bits);
+    builder.set_compression(compression);
+    Ok(PendingTable {
+        inherited: None,
+        number,
+        builder,
     })
 }
 
