@@ -391,15 +391,13 @@ impl Options {
 
     /// Checks every field; the error names the field and the accepted range.
     pub fn validate(&self) -> Result<()> {
-        fn check(ok: bool, field: &str, rule: &str, value: impl std::fmt::Display) -> Result<()> {
-            if ok {
-                Ok(())
-            } else {
-                Err(Error::InvalidArgument(format!(
-                    "{field} must be {rule}, got {value}"
-                )))
-            }
-        }
+        self.validate_memory()?;
+        self.validate_blocks()?;
+        self.validate_files_and_levels()
+    }
+
+    /// Write buffers and access statistics.
+    fn validate_memory(&self) -> Result<()> {
         let wb = self.write_buffer_bytes;
         check(
             (4096..=(1 << 34)).contains(&wb),
@@ -425,6 +423,11 @@ impl Options {
             "between 1 and 64",
             self.max_write_buffers,
         )?;
+        Ok(())
+    }
+
+    /// Blocks, their compression, indexes and filters.
+    fn validate_blocks(&self) -> Result<()> {
         check(
             (256..=(64 << 20)).contains(&self.block_bytes),
             "block_bytes",
@@ -462,6 +465,11 @@ impl Options {
             "at least metadata_block_bytes (a smaller index or filter would make one partition)",
             self.partition_metadata_above_bytes,
         )?;
+        Ok(())
+    }
+
+    /// Files, background work and the level-0 triggers.
+    fn validate_files_and_levels(&self) -> Result<()> {
         check(
             self.target_file_bytes >= 4096,
             "target_file_bytes",
@@ -505,6 +513,17 @@ impl Options {
             self.level0_stop_writes_trigger,
         )?;
         Ok(())
+    }
+}
+
+/// `Ok` if `ok`, else an error naming `field`, the `rule` it breaks and its `value`.
+fn check(ok: bool, field: &str, rule: &str, value: impl std::fmt::Display) -> Result<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "{field} must be {rule}, got {value}"
+        )))
     }
 }
 
