@@ -289,14 +289,33 @@ pub(crate) fn pick_leveled(
         base_level,
         last_level,
     } = *shape;
-    let levels = tree.levels();
-    let free = |job: CompactionJob| running.conflict(&job).is_none().then_some(job);
     // A disk level with several runs (a tree written by another policy, before a reopen or a
     // `Db::set_compaction_policy`) is first merged into one run in place. Until then nothing
     // else may move data into or out of it: a file taken from one of its runs, or merged into
     // one of them, would pass the level's other runs in recency order (the engine refuses such
     // a job). So while the in-place merge waits for a running job, the level is left alone.
-    let several_runs = |level: usize| levels.get(level).is_some_and(|l| l.runs().len() > 1);
+    merge_levels_in_place(tree, running, last_level)
+        .or_else(|| merge_level0(tree, context, running, base_level))
+        .or_else(|| move_from_over_full_level(tree, running, capacity, last_level))
+}
+
+/// Whether `job` may run beside the running jobs.
+fn free(running: &RunningCompactions, job: CompactionJob) -> Option<CompactionJob> {
+    running.conflict(&job).is_none().then_some(job)
+}
+
+/// True if disk level `level` holds several runs (see [`pick_leveled`]).
+fn several_runs(tree: &Version, level: usize) -> bool {
+    tree.levels().get(level).is_some_and(|l| l.runs().len() > 1)
+}
+
+/// A disk level (down to `last_level`) with several runs, merged into one run in place.
+fn merge_levels_in_place(
+    tree: &Version,
+    running: &RunningCompactions,
+    last_level: usize,
+) -> Option<CompactionJob> {
+    let levels = tree.levels();
     for (level, l) in levels.iter().enumerate().take(last_level + 1).skip(1) {
         if l.runs().len() > 1 {
             let job = CompactionJob {
@@ -306,13 +325,27 @@ pub(crate) fn pick_leveled(
                 reason: format!("level {level} has {} runs", l.runs().len()),
                 state: None,
             };
-            if let Some(job) = free(job) {
+            if let Some(job) = free(running, job) {
                 return Some(job);
             }
         }
     }
+    None
+}
+
+/// Level 0 at its trigger merged into the base level (or, if that conflicts, level 0's runs
+/// among themselves).
+fn merge_level0(
+    tree: &Version,
+    context: &CompactionContext,
+    running: &RunningCompactions,
+    base_level: usize,
+) -> Option<CompactionJob> {
+    let levels = tree.levels();
     let level0_runs = levels[0].runs();
-    if level0_runs.len() >= context.level0_compaction_trigger.max(1) && !several_runs(base_level) {
+    if level0_runs.len() >= context.level0_compaction_trigger.max(1)
+        && !several_runs(tree, base_level)
+    {
         let smallest = level0_runs.iter().map(|r| r.smallest_user_key()).min()?;
         let largest = level0_runs.iter().map(|r| r.largest_user_key()).max()?;
         let inputs = level0_runs.iter().map(|run| whole_run(0, run)).collect();
@@ -324,13 +357,26 @@ pub(crate) fn pick_leveled(
             base_level,
             format!("level 0 has {} runs", level0_runs.len()),
         );
-        if let Some(job) = free(job) {
+        if let Some(job) = free(running, job) {
             return Some(job);
         }
-        if let Some(job) = merge_within_level0(tree, context, running).and_then(free) {
+        if let Some(job) =
+            merge_within_level0(tree, context, running).and_then(|job| free(running, job))
+        {
             return Some(job);
         }
     }
+    None
+}
+
+/// The most over-full level's file with the least overlap below, moved into the next level.
+fn move_from_over_full_level(
+    tree: &Version,
+    running: &RunningCompactions,
+    capacity: &[f64],
+    last_level: usize,
+) -> Option<CompactionJob> {
+    let levels = tree.levels();
     // Over-full levels (score = bytes / capacity > 1), most over-full first, move one file
     // down. Levels above the dynamic base level have no capacity: anything left there moves
     // down first. A level whose every candidate conflicts with a running job gives way to the
@@ -352,7 +398,10 @@ pub(crate) fn pick_leveled(
         .collect();
     over_full.sort_by(|a, b| b.1.total_cmp(&a.1));
     for (level, score) in over_full {
-        if running.writes_level(level + 1) || several_runs(level) || several_runs(level + 1) {
+        if running.writes_level(level + 1)
+            || several_runs(tree, level)
+            || several_runs(tree, level + 1)
+        {
             continue;
         }
         let Some(run) = levels[level].runs().first() else {
@@ -383,7 +432,7 @@ pub(crate) fn pick_leveled(
                 level + 1,
                 format!("level {level} score {score:.2}"),
             );
-            if let Some(job) = free(job) {
+            if let Some(job) = free(running, job) {
                 return Some(job);
             }
         }
