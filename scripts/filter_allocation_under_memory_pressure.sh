@@ -8,7 +8,7 @@ cargo build --release -p strata-cli
 CARGO_TARGET_DIR=target/peers cargo build --release -p strata-cli --features peers
 S=target/release/strata
 P=target/peers/release/strata
-OUT=${1:-issue5-results}
+OUT=${1:-filter-allocation-results}
 mkdir -p $OUT
 # Workload-aware allocation (Figs. 12-13): type II at 1/100 scale (reads 150,000 per phase),
 # 2..7 bits/key, uniform and normal keys, with RocksDB.
