@@ -140,10 +140,14 @@ def test_two_reader_threads_progress_together(big_db):
     counts each reports show interleaving (each saw the other's count move)."""
     counts = [0, 0]
     seen_other_move = [False, False]
+    # Both start together: on a loaded machine a thread started second could otherwise begin
+    # only after the first had finished, and there would be nothing to interleave.
+    start = threading.Barrier(2)
     done = threading.Barrier(2)
 
     def reader(me):
         other = 1 - me
+        start.wait(JOIN_TIMEOUT)
         last_other = counts[other]
         for i in range(20_000):
             assert big_db.get(key(i % 100_000)) is not None
