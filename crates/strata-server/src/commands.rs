@@ -474,6 +474,46 @@ fn set(node: &Node, args: &[Bytes]) -> Reply {
     }
 }
 
+/// Plain `SET key value` requests (`[name, key, value]` each), applied in order as one write
+/// batch under their keys' locks: one reply for all of them (OK, or the engine's error).
+pub(crate) fn set_many(node: &Node, requests: &[Vec<Bytes>]) -> Reply {
+    node.counters
+        .commands
+        .fetch_add(requests.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    let _locks = node.lock_keys(requests.iter().map(|args| &args[1][..]));
+    let result = if let [args] = requests {
+        node.db.put_opt(&args[1], &args[2], node.write_options())
+    } else {
+        let mut batch = WriteBatch::with_capacity(
+            requests
+                .iter()
+                .map(|args| args[1].len() + args[2].len() + 16)
+                .sum(),
+        );
+        for args in requests {
+            batch.put(&args[1], &args[2]);
+        }
+        node.db.write_opt(batch, node.write_options())
+    };
+    match result {
+        Ok(()) => Reply::OK,
+        Err(error) => engine_error(error),
+    }
+}
+
+/// Whether a connection may run the command named `name` on its own task rather than on the
+/// blocking pool (`--sync everysec` and `no`): the key commands, whose engine calls take
+/// microseconds (unless writes stall for a flush), and the connection commands. SCAN, FLUSHDB,
+/// INFO, DBSIZE, CONFIG, CLIENT, COMMAND, CLUSTER, SHUTDOWN and unknown names go to the pool.
+pub(crate) fn is_fast(name: &[u8]) -> bool {
+    const FAST: &[&[u8]] = &[
+        b"get", b"set", b"del", b"exists", b"mget", b"mset", b"getdel", b"incr", b"decr",
+        b"incrby", b"decrby", b"append", b"strlen", b"ping", b"echo", b"select", b"quit", b"auth",
+        b"hello",
+    ];
+    FAST.iter().any(|fast| fast.eq_ignore_ascii_case(name))
+}
+
 fn del(node: &Node, keys: &[Bytes]) -> Reply {
     let _locks = node.lock_keys(keys.iter().map(|k| &k[..]));
     let mut seen = HashSet::new();
