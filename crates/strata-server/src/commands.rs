@@ -1,6 +1,6 @@
 //! The commands: argument checks, Redis's replies and errors, and the engine calls behind them.
-//! Every command runs on a blocking thread (the connection hands whole batches to tokio's
-//! blocking pool), so engine calls block nothing else.
+//! Under `--sync always` every command runs on tokio's blocking pool; under `everysec` and `no`
+//! the key and connection commands ([`is_fast`]) run on the connection's own task (`net.rs`).
 
 use std::collections::HashSet;
 
@@ -237,10 +237,11 @@ pub(crate) const COMMANDS: &[Spec] = &[
 ];
 
 /// Looks a command up by its (case-insensitive) name.
-pub(crate) fn spec(name: &str) -> Option<&'static Spec> {
+pub(crate) fn spec(name: impl AsRef<[u8]>) -> Option<&'static Spec> {
+    let name = name.as_ref();
     COMMANDS
         .iter()
-        .find(|spec| spec.name.eq_ignore_ascii_case(name))
+        .find(|spec| spec.name.as_bytes().eq_ignore_ascii_case(name))
 }
 
 /// `ERR value is not an integer or out of range`.
@@ -278,8 +279,7 @@ pub fn execute(node: &Node, session: &mut Session, args: Vec<Bytes>) -> (Option<
     node.counters
         .commands
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let name = String::from_utf8_lossy(first).to_ascii_uppercase();
-    let Some(spec) = spec(&name) else {
+    let Some(spec) = spec(first) else {
         return (Some(unknown_command(first, &args[1..])), Action::NeedInput);
     };
     if !session.authenticated && !matches!(spec.name, "auth" | "hello" | "quit") {

@@ -9,10 +9,12 @@
 //! ```
 //!
 //! # Protocol
-//! Requests are RESP arrays of bulk strings, decoded by the `redis-protocol` crate (inline
-//! commands are not supported); replies are RESP2, or RESP3 after `HELLO 3`. Pipelining: a
-//! connection reads whatever requests have arrived, runs them in order and writes their replies
-//! in order. A malformed request gets `ERR Protocol error: ...` and its connection is closed;
+//! Requests are RESP arrays of bulk strings, parsed by the server's own scanner ([`frame`];
+//! inline commands are not supported); replies are RESP2, or RESP3 after `HELLO 3` (arrays and
+//! maps encoded by the `redis-protocol` crate). Pipelining: a connection reads whatever requests
+//! have arrived, runs them in order and writes their replies in order, in one write; consecutive
+//! plain `SET key value` requests are committed as one write batch (atomically together), each
+//! answered in turn. A malformed request gets `ERR Protocol error: ...` and its connection is closed;
 //! other connections are not affected.
 //!
 //! # Commands
@@ -55,7 +57,12 @@
 //! written, and reply bytes buffered per connection. A request over a limit is refused from its
 //! headers, before it is buffered.
 //!
-//! Engine calls block, so each batch of requests runs on tokio's blocking pool. SIGTERM, SIGINT
+//! Engine calls block. Under `--sync always`, where a write waits for an fsync, each batch of
+//! requests runs on tokio's blocking pool (many connections' writes then share one fsync).
+//! Under `everysec` and `no` the key and connection commands run on the connection's task,
+//! their engine calls taking microseconds; a batch reaching a command that may take long (SCAN,
+//! FLUSHDB, INFO, ...) runs the rest on the blocking pool. A write that stalls for a flush (the
+//! memtables full, level 0 too deep) holds its worker thread meanwhile. SIGTERM, SIGINT
 //! and SHUTDOWN stop the server gracefully: it stops accepting, lets every connection finish
 //! the batch it is running and write its replies, closes the database ([`strata::Db::close`],
 //! which syncs the log) and returns.

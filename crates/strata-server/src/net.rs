@@ -162,20 +162,12 @@ async fn connection(
         if *shutdown.borrow() {
             break;
         }
-        if !session.has_request(&node, &input) {
-            input.reserve(READ_CHUNK);
-            tokio::select! {
-                _ = shutdown.changed() => break,
-                read = reader.read_buf(&mut input) => match read {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => continue,
-                },
-            }
-        }
         out.clear();
         let mut run = 0;
         let done = if inline {
             process_batch(&node, &mut session, &mut input, &mut out, &mut run, true)
+        } else if !session.has_request(&node, &input) {
+            Some(Action::NeedInput)
         } else {
             None
         };
@@ -209,7 +201,7 @@ async fn connection(
                 action
             }
         };
-        if writer.write_all(&out).await.is_err() {
+        if !out.is_empty() && writer.write_all(&out).await.is_err() {
             break;
         }
         if out.capacity() > REPLY_BUFFER_KEEP_BYTES {
@@ -217,7 +209,17 @@ async fn connection(
             out = BytesMut::with_capacity(READ_CHUNK);
         }
         match action {
-            Action::NeedInput | Action::More => {}
+            Action::More => {}
+            Action::NeedInput => {
+                input.reserve(READ_CHUNK);
+                tokio::select! {
+                    _ = shutdown.changed() => break,
+                    read = reader.read_buf(&mut input) => match read {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    },
+                }
+            }
             Action::Close => break,
             Action::Shutdown => {
                 let _ = shutdown_tx.send(true);

@@ -4,7 +4,6 @@
 use std::time::Instant;
 
 use bytes::{Buf, Bytes, BytesMut};
-use redis_protocol::resp2::types::BytesFrame;
 
 use crate::commands::{self, execute};
 use crate::frame::{FrameScanner, Scanned};
@@ -129,17 +128,16 @@ pub(crate) fn process_batch(
                 break Some(protocol_error(session, out, &message));
             }
         };
-        if fast_only && !is_fast(&input[..length]) {
+        if fast_only && !is_fast(input, session.scanner.arguments()) {
             break None;
         }
         let request = input.split_to(length).freeze();
-        let args = match decode(&request) {
-            Ok(args) => args,
-            Err(message) => {
-                group.commit(node, session, out);
-                break Some(protocol_error(session, out, &message));
-            }
-        };
+        let args: Vec<Bytes> = session
+            .scanner
+            .arguments()
+            .iter()
+            .map(|range| request.slice(range.clone()))
+            .collect();
         *run += 1;
         session.commands += 1;
         if group.accepts(node, session, &args) {
@@ -159,24 +157,14 @@ pub(crate) fn process_batch(
     action
 }
 
-/// Whether the command of `request` (a complete request the scanner delimited) is one a
-/// connection may run on its own task: see [`commands::is_fast`].
-fn is_fast(request: &[u8]) -> bool {
-    command_name(request).is_some_and(commands::is_fast)
-}
-
-/// The first argument of a complete request: after the array header `*N\r\n` and the bulk
-/// header `$LEN\r\n`.
-fn command_name(request: &[u8]) -> Option<&[u8]> {
-    let array_end = request.iter().position(|&b| b == b'\n')? + 1;
-    let rest = request.get(array_end..)?;
-    let header_end = rest.iter().position(|&b| b == b'\n')?;
-    let length: usize = std::str::from_utf8(rest.get(1..header_end.checked_sub(1)?)?)
-        .ok()?
-        .parse()
-        .ok()?;
-    let start = array_end + header_end + 1;
-    request.get(start..start.checked_add(length)?)
+/// Whether the command of the request at the front of `input`, whose arguments the scanner
+/// found at `arguments`, is one a connection may run on its own task: see
+/// [`commands::is_fast`].
+fn is_fast(input: &[u8], arguments: &[std::ops::Range<usize>]) -> bool {
+    arguments
+        .first()
+        .and_then(|name| input.get(name.clone()))
+        .is_some_and(commands::is_fast)
 }
 
 /// Consecutive plain SETs waiting to be committed as one write batch.
@@ -223,22 +211,6 @@ impl SetGroup {
         }
         self.requests.clear();
         self.bytes = 0;
-    }
-}
-
-/// The arguments of one request the scanner delimited, decoded by redis-protocol.
-fn decode(request: &Bytes) -> Result<Vec<Bytes>, String> {
-    match redis_protocol::resp2::decode::decode_bytes(request) {
-        Ok(Some((BytesFrame::Array(items), used))) if used == request.len() => items
-            .into_iter()
-            .map(|item| match item {
-                BytesFrame::BulkString(bytes) => Ok(bytes),
-                _ => Err("expected a bulk string".to_string()),
-            })
-            .collect(),
-        Ok(Some(_)) => Err("expected an array of bulk strings".to_string()),
-        Ok(None) => Err("incomplete request".to_string()),
-        Err(error) => Err(format!("{error}")),
     }
 }
 
