@@ -501,18 +501,23 @@ pub(crate) fn set_many(node: &Node, requests: &[Vec<Bytes>]) -> Reply {
     }
 }
 
-/// Whether a connection may run the command named `name` on its own task rather than on the
-/// blocking pool (`--sync everysec` and `no`): the key commands, whose engine calls take
-/// microseconds (unless writes stall for a flush), and the connection commands. SCAN, FLUSHDB,
-/// INFO, DBSIZE, CONFIG, CLIENT, COMMAND, CLUSTER, SHUTDOWN and unknown names go to the pool.
-pub(crate) fn is_fast(name: &[u8]) -> bool {
+/// Whether a connection may run a command named `name` with `args` arguments (the name
+/// included) on its own task rather than on the blocking pool (`--sync everysec` and `no`): the
+/// key commands, whose engine calls take microseconds (unless writes stall for a flush), with at
+/// most [`FAST_ARGUMENTS`] arguments, and the connection commands. SCAN, FLUSHDB, INFO, DBSIZE,
+/// CONFIG, CLIENT, COMMAND, CLUSTER, SHUTDOWN, unknown names and an MGET, MSET, DEL or EXISTS
+/// of more keys go to the pool.
+pub(crate) fn is_fast(name: &[u8], args: usize) -> bool {
     const FAST: &[&[u8]] = &[
         b"get", b"set", b"del", b"exists", b"mget", b"mset", b"getdel", b"incr", b"decr",
         b"incrby", b"decrby", b"append", b"strlen", b"ping", b"echo", b"select", b"quit", b"auth",
         b"hello",
     ];
-    FAST.iter().any(|fast| fast.eq_ignore_ascii_case(name))
+    args <= FAST_ARGUMENTS && FAST.iter().any(|fast| fast.eq_ignore_ascii_case(name))
 }
+
+/// See [`is_fast`].
+pub(crate) const FAST_ARGUMENTS: usize = 129;
 
 fn del(node: &Node, keys: &[Bytes]) -> Reply {
     let _locks = node.lock_keys(keys.iter().map(|k| &k[..]));
@@ -718,5 +723,23 @@ mod tests {
         assert!(!constant_time_eq(b"secret", b"secret2"));
         assert!(!constant_time_eq(b"", b"x"));
         assert!(constant_time_eq(b"", b""));
+    }
+
+    #[test]
+    fn the_connection_runs_only_short_commands_itself() {
+        assert!(is_fast(b"GET", 2));
+        assert!(is_fast(b"set", 3));
+        assert!(is_fast(b"mget", FAST_ARGUMENTS));
+        assert!(!is_fast(b"mget", FAST_ARGUMENTS + 1));
+        for slow in [
+            &b"scan"[..],
+            b"FLUSHDB",
+            b"info",
+            b"dbsize",
+            b"shutdown",
+            b"nosuch",
+        ] {
+            assert!(!is_fast(slow, 1), "{}", String::from_utf8_lossy(slow));
+        }
     }
 }

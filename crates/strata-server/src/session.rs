@@ -164,7 +164,7 @@ fn is_fast(input: &[u8], arguments: &[std::ops::Range<usize>]) -> bool {
     arguments
         .first()
         .and_then(|name| input.get(name.clone()))
-        .is_some_and(commands::is_fast)
+        .is_some_and(|name| commands::is_fast(name, arguments.len()))
 }
 
 /// Consecutive plain SETs waiting to be committed as one write batch.
