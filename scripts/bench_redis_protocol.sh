@@ -11,6 +11,8 @@
 #   proxy     three strata serve --sync no nodes behind nutcracker (twemproxy)
 #             vs three redis-server (no persistence) nodes behind nutcracker, both with
 #             crates/strata-server/twemproxy/nutcracker.yml on other ports
+#   proxy-everysec  the same with strata serve --sync everysec nodes vs redis-server
+#             --appendonly yes --appendfsync everysec nodes
 # Every row is run 3 times, alternating which server goes first, and the medians are reported:
 # ops/s, p50 and p99 latency (redis-benchmark --csv) and strata/redis for ops/s. A table is
 # printed and the rows are written to OUT.json.
@@ -19,7 +21,7 @@
 # with apt-get when missing and run as root) and builds `strata` in release mode. Environment:
 #   N_P1=200000 N_P16=1000000   requests per test without and with pipelining
 #   RUNS=3                      runs per row
-#   CONFIGS="nosync everysec proxy"
+#   CONFIGS="nosync everysec proxy proxy-everysec"
 # Servers run in a temporary directory on free loopback ports; a trap stops every process this
 # script starts and removes the directory, however it exits. The system's Redis service is not
 # used.
@@ -34,7 +36,7 @@ out_json=$1
 n_p1=${N_P1:-200000}
 n_p16=${N_P16:-1000000}
 runs=${RUNS:-3}
-configs=${CONFIGS:-"nosync everysec proxy"}
+configs=${CONFIGS:-"nosync everysec proxy proxy-everysec"}
 
 missing=()
 command -v redis-benchmark >/dev/null || missing+=(redis-tools)
@@ -152,15 +154,20 @@ for config in $configs; do
         start_strata "strata-$config" everysec
         start_redis "redis-$config" --save '' --appendonly yes --appendfsync everysec
         ;;
-    proxy)
+    proxy | proxy-everysec)
         for i in 1 2 3; do
-            start_strata "strata-node-$i" no
-            start_redis "redis-node-$i" --save '' --appendonly no
+            if [[ $config == proxy ]]; then
+                start_strata "strata-$config-node-$i" no
+                start_redis "redis-$config-node-$i" --save '' --appendonly no
+            else
+                start_strata "strata-$config-node-$i" everysec
+                start_redis "redis-$config-node-$i" --save '' --appendonly yes --appendfsync everysec
+            fi
         done
-        start_proxy "strata-$config" "$(port_of strata-node-1)" "$(port_of strata-node-2)" \
-            "$(port_of strata-node-3)"
-        start_proxy "redis-$config" "$(port_of redis-node-1)" "$(port_of redis-node-2)" \
-            "$(port_of redis-node-3)"
+        start_proxy "strata-$config" "$(port_of "strata-$config-node-1")" \
+            "$(port_of "strata-$config-node-2")" "$(port_of "strata-$config-node-3")"
+        start_proxy "redis-$config" "$(port_of "redis-$config-node-1")" \
+            "$(port_of "redis-$config-node-2")" "$(port_of "redis-$config-node-3")"
         ;;
     *)
         echo "$0: unknown configuration $config" >&2
@@ -192,7 +199,7 @@ for config, p, server, run, test, rps, p50, p99 in csv.reader(open(results)):
 def median(samples, i):
     return statistics.median(s[i] for s in samples)
 
-order = {"nosync": 0, "everysec": 1, "proxy": 2}
+order = {"nosync": 0, "everysec": 1, "proxy": 2, "proxy-everysec": 3}
 table = []
 for (config, p, test) in sorted(rows, key=lambda k: (order.get(k[0], 9), k[1], k[2] != "SET")):
     by = rows[(config, p, test)]
@@ -207,13 +214,13 @@ for (config, p, test) in sorted(rows, key=lambda k: (order.get(k[0], 9), k[1], k
     row["ratio_ops"] = row["strata"]["ops_per_sec"] / row["redis"]["ops_per_sec"]
     table.append(row)
 
-head = (f"{'config':<9} {'P':>2} {'test':<4} {'strata ops/s':>13} {'p50':>6} {'p99':>6}   "
+head = (f"{'config':<14} {'P':>2} {'test':<4} {'strata ops/s':>13} {'p50':>6} {'p99':>6}   "
         f"{'redis ops/s':>12} {'p50':>6} {'p99':>6}   {'strata/redis':>12}")
 print(head)
 print("-" * len(head))
 for r in table:
     s, d = r["strata"], r["redis"]
-    print(f"{r['config']:<9} {r['pipeline']:>2} {r['test']:<4} {s['ops_per_sec']:>13,.0f} "
+    print(f"{r['config']:<14} {r['pipeline']:>2} {r['test']:<4} {s['ops_per_sec']:>13,.0f} "
           f"{s['p50_ms']:>6.3f} {s['p99_ms']:>6.3f}   {d['ops_per_sec']:>12,.0f} "
           f"{d['p50_ms']:>6.3f} {d['p99_ms']:>6.3f}   {r['ratio_ops']:>12.2f}")
 print("(latencies in ms; medians of", runs, "runs; 16-byte keys, 100-byte values, 50 clients)")

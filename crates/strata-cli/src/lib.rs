@@ -235,7 +235,8 @@ struct ServeArgs {
     /// Address to listen on (port 0 picks a free one; the bound address is printed).
     #[arg(long, default_value = "127.0.0.1:6380")]
     listen: String,
-    /// Engine options from a TOML options file (`strata tune --options-out`).
+    /// Engine options from a TOML options file (`strata tune --options-out`), applied over the
+    /// server's defaults: the engine's, with 8 MiB memtables (`write_buffer_bytes`).
     #[arg(long, value_name = "FILE")]
     options: Option<PathBuf>,
     /// When writes reach the device: always, everysec or no (see above for what a crash loses).

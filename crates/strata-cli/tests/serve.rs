@@ -345,6 +345,42 @@ fn pipelined_batches_are_answered_in_order() {
         assert_eq!(client.read(), bulk(&format!("v{i}")));
         assert_eq!(client.read(), R::Int(i + 1));
     }
+    // Commands the connection runs itself (GET, SET) between ones it hands to the blocking pool
+    // (DBSIZE, an MGET of many keys): still answered in order, each seeing the writes before it.
+    let mut batch = Vec::new();
+    let many_keys: Vec<String> = (0..200).map(|i| format!("p{i}")).collect();
+    for i in 0..50 {
+        let (key, value) = (format!("q{i}"), format!("w{i}"));
+        batch.extend(
+            format!(
+                "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n{value}\r\n",
+                key.len(),
+                value.len()
+            )
+            .as_bytes(),
+        );
+        batch.extend(b"*1\r\n$6\r\nDBSIZE\r\n");
+        batch.extend(format!("*2\r\n$3\r\nGET\r\n${}\r\n{key}\r\n", key.len()).as_bytes());
+        if i % 10 == 0 {
+            batch.extend(format!("*{}\r\n$4\r\nMGET\r\n", many_keys.len() + 1).as_bytes());
+            for key in &many_keys {
+                batch.extend(format!("${}\r\n{key}\r\n", key.len()).as_bytes());
+            }
+        }
+    }
+    client.send_raw(&batch);
+    for i in 0..50 {
+        assert_eq!(client.read(), R::Ok("OK".to_string()));
+        assert!(matches!(client.read(), R::Int(n) if n > 0));
+        assert_eq!(client.read(), bulk(&format!("w{i}")));
+        if i % 10 == 0 {
+            let R::Array(values) = client.read() else {
+                panic!("MGET");
+            };
+            assert_eq!(values.len(), many_keys.len());
+            assert_eq!(values[199], bulk("v199"));
+        }
+    }
 }
 
 #[test]

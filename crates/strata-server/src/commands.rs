@@ -1,6 +1,6 @@
 //! The commands: argument checks, Redis's replies and errors, and the engine calls behind them.
-//! Every command runs on a blocking thread (the connection hands whole batches to tokio's
-//! blocking pool), so engine calls block nothing else.
+//! Under `--sync always` every command runs on tokio's blocking pool; under `everysec` and `no`
+//! the key and connection commands ([`is_fast`]) run on the connection's own task (`net.rs`).
 
 use std::collections::HashSet;
 
@@ -237,10 +237,11 @@ pub(crate) const COMMANDS: &[Spec] = &[
 ];
 
 /// Looks a command up by its (case-insensitive) name.
-pub(crate) fn spec(name: &str) -> Option<&'static Spec> {
+pub(crate) fn spec(name: impl AsRef<[u8]>) -> Option<&'static Spec> {
+    let name = name.as_ref();
     COMMANDS
         .iter()
-        .find(|spec| spec.name.eq_ignore_ascii_case(name))
+        .find(|spec| spec.name.as_bytes().eq_ignore_ascii_case(name))
 }
 
 /// `ERR value is not an integer or out of range`.
@@ -278,8 +279,7 @@ pub fn execute(node: &Node, session: &mut Session, args: Vec<Bytes>) -> (Option<
     node.counters
         .commands
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let name = String::from_utf8_lossy(first).to_ascii_uppercase();
-    let Some(spec) = spec(&name) else {
+    let Some(spec) = spec(first) else {
         return (Some(unknown_command(first, &args[1..])), Action::NeedInput);
     };
     if !session.authenticated && !matches!(spec.name, "auth" | "hello" | "quit") {
@@ -473,6 +473,51 @@ fn set(node: &Node, args: &[Bytes]) -> Reply {
         (false, false) => Reply::OK,
     }
 }
+
+/// Plain `SET key value` requests (`[name, key, value]` each), applied in order as one write
+/// batch under their keys' locks: one reply for all of them (OK, or the engine's error).
+pub(crate) fn set_many(node: &Node, requests: &[Vec<Bytes>]) -> Reply {
+    node.counters
+        .commands
+        .fetch_add(requests.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    let _locks = node.lock_keys(requests.iter().map(|args| &args[1][..]));
+    let result = if let [args] = requests {
+        node.db.put_opt(&args[1], &args[2], node.write_options())
+    } else {
+        let mut batch = WriteBatch::with_capacity(
+            requests
+                .iter()
+                .map(|args| args[1].len() + args[2].len() + 16)
+                .sum(),
+        );
+        for args in requests {
+            batch.put(&args[1], &args[2]);
+        }
+        node.db.write_opt(batch, node.write_options())
+    };
+    match result {
+        Ok(()) => Reply::OK,
+        Err(error) => engine_error(error),
+    }
+}
+
+/// Whether a connection may run a command named `name` with `args` arguments (the name
+/// included) on its own task rather than on the blocking pool (`--sync everysec` and `no`): the
+/// key commands, whose engine calls take microseconds (unless writes stall for a flush), with at
+/// most [`FAST_ARGUMENTS`] arguments, and the connection commands. SCAN, FLUSHDB, INFO, DBSIZE,
+/// CONFIG, CLIENT, COMMAND, CLUSTER, SHUTDOWN, unknown names and an MGET, MSET, DEL or EXISTS
+/// of more keys go to the pool.
+pub(crate) fn is_fast(name: &[u8], args: usize) -> bool {
+    const FAST: &[&[u8]] = &[
+        b"get", b"set", b"del", b"exists", b"mget", b"mset", b"getdel", b"incr", b"decr",
+        b"incrby", b"decrby", b"append", b"strlen", b"ping", b"echo", b"select", b"quit", b"auth",
+        b"hello",
+    ];
+    args <= FAST_ARGUMENTS && FAST.iter().any(|fast| fast.eq_ignore_ascii_case(name))
+}
+
+/// See [`is_fast`].
+pub(crate) const FAST_ARGUMENTS: usize = 129;
 
 fn del(node: &Node, keys: &[Bytes]) -> Reply {
     let _locks = node.lock_keys(keys.iter().map(|k| &k[..]));
@@ -678,5 +723,23 @@ mod tests {
         assert!(!constant_time_eq(b"secret", b"secret2"));
         assert!(!constant_time_eq(b"", b"x"));
         assert!(constant_time_eq(b"", b""));
+    }
+
+    #[test]
+    fn the_connection_runs_only_short_commands_itself() {
+        assert!(is_fast(b"GET", 2));
+        assert!(is_fast(b"set", 3));
+        assert!(is_fast(b"mget", FAST_ARGUMENTS));
+        assert!(!is_fast(b"mget", FAST_ARGUMENTS + 1));
+        for slow in [
+            &b"scan"[..],
+            b"FLUSHDB",
+            b"info",
+            b"dbsize",
+            b"shutdown",
+            b"nosuch",
+        ] {
+            assert!(!is_fast(slow, 1), "{}", String::from_utf8_lossy(slow));
+        }
     }
 }

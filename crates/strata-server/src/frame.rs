@@ -1,15 +1,14 @@
 //! Where one request ends in the input buffer, and the limits on requests, checked before the
 //! request is buffered in full.
 //!
-//! redis-protocol decodes every request (`resp2::decode::decode_bytes_mut`). Its decoder needs
-//! the whole frame in memory and recurses into nested arrays without a depth limit, so before it
-//! runs this scanner reads the headers of the request as clients send it — an array header
-//! `*N` followed by N bulk-string headers `$LEN` and their bytes — and refuses, from the headers
-//! alone and before the bytes arrive, a frame of another shape (a nested array, an inline
-//! command), a bulk string over the size limit, more arguments than allowed and a request over
-//! the request-size limit. It remembers how far it got, so a large request arriving in many
-//! reads is scanned once. It returns the frame's length; the decoder then decodes exactly that
-//! frame.
+//! Requests are parsed here, as clients send them: an array header `*N` followed by N
+//! bulk-string headers `$LEN` and their bytes. The scanner refuses, from the headers alone and
+//! before the bytes arrive, a frame of another shape (a nested array, an inline command), a
+//! bulk string over the size limit, more arguments than allowed and a request over the
+//! request-size limit. It remembers how far it got, so a large request arriving in many reads
+//! is scanned once. It returns the frame's length and records where each argument lies in it
+//! ([`FrameScanner::arguments`]), so a complete request is split into its arguments without
+//! being parsed again.
 
 /// The limits a request is checked against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,13 +55,16 @@ pub struct FrameScanner {
     remaining: Option<usize>,
     /// Bytes of the buffer scanned so far.
     position: usize,
+    /// Where each argument scanned so far lies in the buffer.
+    arguments: Vec<std::ops::Range<usize>>,
 }
 
 impl FrameScanner {
     /// Scans `buffer` (whose front is the start of a request) from where the last call stopped.
     /// An `Err` is the protocol error to report (the connection is then closed). After
     /// [`Scanned::Request`] or [`Scanned::Empty`] the caller removes that many bytes from the
-    /// front; the scanner is then ready for the next request.
+    /// front; the scanner is then ready for the next request, and [`FrameScanner::arguments`]
+    /// says where the request's arguments lie in it.
     pub fn scan(&mut self, buffer: &[u8], limits: &FrameLimits) -> Result<Scanned, String> {
         if self.remaining.is_none() {
             let Some(&first) = buffer.first() else {
@@ -98,6 +100,7 @@ impl FrameScanner {
             }
             self.remaining = Some(count);
             self.position = end;
+            self.arguments.clear();
         }
         while let Some(remaining) = self.remaining.filter(|&r| r > 0) {
             let start = self.position;
@@ -132,12 +135,20 @@ impl FrameScanner {
             if &buffer[end - 2..end] != b"\r\n" {
                 return Err("bulk string not followed by CRLF".to_string());
             }
+            self.arguments.push(data..end - 2);
             self.position = end;
             self.remaining = Some(remaining - 1);
         }
         let length = self.position;
-        *self = FrameScanner::default();
+        self.remaining = None;
+        self.position = 0;
         Ok(Scanned::Request(length))
+    }
+
+    /// After [`Scanned::Request`]: the byte range of each argument (the command name first)
+    /// within the request.
+    pub fn arguments(&self) -> &[std::ops::Range<usize>] {
+        &self.arguments
     }
 }
 
@@ -161,11 +172,35 @@ fn header(buffer: &[u8], start: usize, what: &str) -> Result<Option<(i64, usize)
     if lf != b'\n' {
         return Err(format!("{what} not followed by CRLF"));
     }
-    let value = std::str::from_utf8(&line[..cr])
-        .ok()
-        .and_then(|digits| digits.parse::<i64>().ok())
-        .ok_or_else(|| format!("invalid {what}"))?;
+    let value = parse_i64(&line[..cr]).ok_or_else(|| format!("invalid {what}"))?;
     Ok(Some((value, start + 1 + cr + 2)))
+}
+
+/// A decimal integer as `str::parse::<i64>` reads one (an optional sign, then at least one
+/// digit, within i64), without the UTF-8 check.
+fn parse_i64(text: &[u8]) -> Option<i64> {
+    let (negative, digits) = match text {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, text),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut value: i64 = 0;
+    for &byte in digits {
+        let digit = i64::from(byte.wrapping_sub(b'0'));
+        if digit > 9 {
+            return None;
+        }
+        value = value.checked_mul(10)?;
+        value = if negative {
+            value.checked_sub(digit)?
+        } else {
+            value.checked_add(digit)?
+        };
+    }
+    Some(value)
 }
 
 fn printable(byte: u8) -> String {
@@ -212,6 +247,46 @@ mod tests {
         assert_eq!(scan(b"*0\r\n"), Ok(Scanned::Empty(4)));
         assert_eq!(scan(b"\r\n*1"), Ok(Scanned::Empty(2)));
         assert_eq!(scan(b"*-1\r\n$"), Ok(Scanned::Empty(5)));
+    }
+
+    #[test]
+    fn records_the_arguments_and_parses_headers_as_str_parse_does() {
+        let request = b"*3\r\n$3\r\nSET\r\n$0\r\n\r\n$2\r\nab\r\n";
+        let mut scanner = FrameScanner::default();
+        assert_eq!(
+            scanner.scan(request, &LIMITS),
+            Ok(Scanned::Request(request.len()))
+        );
+        let arguments: Vec<&[u8]> = scanner
+            .arguments()
+            .iter()
+            .map(|range| &request[range.clone()])
+            .collect();
+        assert_eq!(arguments, [&b"SET"[..], b"", b"ab"]);
+        for text in [
+            "0",
+            "-0",
+            "+7",
+            "-12",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "",
+            "-",
+            "+",
+            "1x",
+            " 1",
+            "--1",
+            "+-1",
+            "\u{e9}",
+        ] {
+            assert_eq!(
+                parse_i64(text.as_bytes()),
+                text.parse::<i64>().ok(),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

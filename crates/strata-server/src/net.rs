@@ -14,11 +14,14 @@ use tokio::task::JoinSet;
 
 use crate::node::Node;
 use crate::reply::Reply;
-use crate::session::{process, Action, Session};
+use crate::session::{process_batch, Action, Session};
 use crate::{io_error, ServeError, SyncMode};
 
 /// Read buffer space reserved before each read.
 const READ_CHUNK: usize = 16 * 1024;
+
+/// The reply buffer is kept from batch to batch unless a batch grew it past this.
+const REPLY_BUFFER_KEEP_BYTES: usize = 1 << 20;
 
 /// Serves `listener` until a signal or SHUTDOWN, then shuts down gracefully and closes the
 /// database.
@@ -132,8 +135,15 @@ impl Drop for Connected {
     }
 }
 
-/// One connection: read what has arrived, run the complete requests on the blocking pool, write
-/// the replies, repeat, until the client leaves, QUIT, a protocol error or shutdown.
+/// One connection: read what has arrived, run the complete requests, write the replies, repeat,
+/// until the client leaves, QUIT, a protocol error or shutdown.
+///
+/// Under `--sync everysec` and `no` the key and connection commands (`commands::is_fast`) run
+/// right here on the connection's task: their engine calls take microseconds, and handing each
+/// batch to another thread cost more than the commands (two thread switches per batch). A
+/// command that may take long (SCAN, FLUSHDB, INFO, ...) and everything after it in the batch
+/// run on tokio's blocking pool, as every batch does under `--sync always`, where a write waits
+/// for an fsync and many connections' writes waiting together share one (group commit).
 async fn connection(
     stream: TcpStream,
     addr: SocketAddr,
@@ -144,42 +154,72 @@ async fn connection(
     let _connected = Connected(Arc::clone(&node));
     let _ = stream.set_nodelay(true);
     let (mut reader, mut writer) = stream.into_split();
+    let inline = node.settings.sync != SyncMode::Always;
     let mut input = BytesMut::with_capacity(READ_CHUNK);
+    let mut out = BytesMut::with_capacity(READ_CHUNK);
     let mut session = Session::new(&node, addr.to_string());
     loop {
         if *shutdown.borrow() {
             break;
         }
-        if !session.has_request(&node, &input) {
-            input.reserve(READ_CHUNK);
-            tokio::select! {
-                _ = shutdown.changed() => break,
-                read = reader.read_buf(&mut input) => match read {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => continue,
-                },
-            }
-        }
-        let batch_node = Arc::clone(&node);
-        let mut batch_input = std::mem::take(&mut input);
-        let mut batch_session = session;
-        let ran = tokio::task::spawn_blocking(move || {
-            let mut out = BytesMut::new();
-            let action = process(&batch_node, &mut batch_session, &mut batch_input, &mut out);
-            (batch_session, batch_input, out, action)
-        })
-        .await;
-        let Ok((returned, rest, out, action)) = ran else {
-            // The batch panicked (a bug): drop this connection only.
-            return;
+        out.clear();
+        let mut run = 0;
+        let done = if inline {
+            process_batch(&node, &mut session, &mut input, &mut out, &mut run, true)
+        } else if !session.has_request(&node, &input) {
+            Some(Action::NeedInput)
+        } else {
+            None
         };
-        session = returned;
-        input = rest;
-        if writer.write_all(&out).await.is_err() {
+        let action = match done {
+            Some(action) => action,
+            None => {
+                let batch_node = Arc::clone(&node);
+                let mut batch_input = std::mem::take(&mut input);
+                let mut batch_out = std::mem::take(&mut out);
+                let mut batch_session = session;
+                let ran = tokio::task::spawn_blocking(move || {
+                    let action = process_batch(
+                        &batch_node,
+                        &mut batch_session,
+                        &mut batch_input,
+                        &mut batch_out,
+                        &mut run,
+                        false,
+                    )
+                    .unwrap_or(Action::More);
+                    (batch_session, batch_input, batch_out, action)
+                })
+                .await;
+                let Ok((returned, rest, replies, action)) = ran else {
+                    // The batch panicked (a bug): drop this connection only.
+                    return;
+                };
+                session = returned;
+                input = rest;
+                out = replies;
+                action
+            }
+        };
+        if !out.is_empty() && writer.write_all(&out).await.is_err() {
             break;
         }
+        if out.capacity() > REPLY_BUFFER_KEEP_BYTES {
+            // One large reply does not pin its buffer for the life of the connection.
+            out = BytesMut::with_capacity(READ_CHUNK);
+        }
         match action {
-            Action::NeedInput | Action::More => {}
+            Action::More => {}
+            Action::NeedInput => {
+                input.reserve(READ_CHUNK);
+                tokio::select! {
+                    _ = shutdown.changed() => break,
+                    read = reader.read_buf(&mut input) => match read {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    },
+                }
+            }
             Action::Close => break,
             Action::Shutdown => {
                 let _ = shutdown_tx.send(true);

@@ -56,6 +56,28 @@ impl Reply {
 
     /// Appends the reply to `out` in protocol version `protocol` (2 or 3).
     pub fn encode(self, protocol: u8, out: &mut BytesMut) {
+        // The replies of the key commands, written directly; arrays and maps through
+        // redis-protocol's encoders.
+        match self {
+            Reply::Simple(text) => return line(out, b'+', text.as_bytes()),
+            Reply::Error(text) => return line(out, b'-', sanitize(text).as_bytes()),
+            Reply::Integer(value) => {
+                let mut digits = [0; 20];
+                return line(out, b':', decimal(value, &mut digits));
+            }
+            Reply::Bulk(bytes) => {
+                let mut digits = [0; 20];
+                line(out, b'$', decimal(bytes.len() as i64, &mut digits));
+                out.extend_from_slice(&bytes);
+                out.extend_from_slice(b"\r\n");
+                return;
+            }
+            Reply::Nil => {
+                out.extend_from_slice(if protocol >= 3 { b"_\r\n" } else { b"$-1\r\n" });
+                return;
+            }
+            Reply::Array(_) | Reply::Map(_) => {}
+        }
         let result = if protocol >= 3 {
             redis_protocol::resp3::encode::complete::extend_encode(out, &self.into_resp3(), false)
         } else {
@@ -123,6 +145,33 @@ impl Reply {
     }
 }
 
+/// One line: `kind`, `text`, CRLF.
+fn line(out: &mut BytesMut, kind: u8, text: &[u8]) {
+    out.reserve(text.len() + 3);
+    out.extend_from_slice(&[kind]);
+    out.extend_from_slice(text);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `value` in decimal, written at the end of `digits`.
+fn decimal(value: i64, digits: &mut [u8; 20]) -> &[u8] {
+    let mut magnitude = value.unsigned_abs();
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (magnitude % 10) as u8;
+        magnitude /= 10;
+        if magnitude == 0 {
+            break;
+        }
+    }
+    if value < 0 {
+        start -= 1;
+        digits[start] = b'-';
+    }
+    &digits[start..]
+}
+
 /// An error's text on one line (a simple error cannot hold CR or LF).
 fn sanitize(text: String) -> String {
     if text.contains(['\r', '\n']) {
@@ -148,6 +197,48 @@ mod tests {
         assert_eq!(encoded(Reply::Nil, 2), b"$-1\r\n");
         assert_eq!(encoded(Reply::Nil, 3), b"_\r\n");
         assert_eq!(encoded(Reply::Integer(-3), 3), b":-3\r\n");
+        assert_eq!(
+            encoded(Reply::Integer(i64::MIN), 2),
+            b":-9223372036854775808\r\n"
+        );
+        assert_eq!(encoded(Reply::text("ab"), 2), b"$2\r\nab\r\n");
+        assert_eq!(encoded(Reply::text(""), 3), b"$0\r\n\r\n");
+        assert_eq!(encoded(Reply::OK, 3), b"+OK\r\n");
+        assert_eq!(encoded(Reply::error("ERR x"), 3), b"-ERR x\r\n");
+        // Each reply as redis-protocol encodes it.
+        for reply in [
+            Reply::OK,
+            Reply::Nil,
+            Reply::Integer(0),
+            Reply::Integer(i64::MAX),
+            Reply::text("value"),
+            Reply::error("ERR e\r\nf"),
+        ] {
+            for protocol in [2, 3] {
+                let mut expected = BytesMut::new();
+                let ok = if protocol == 3 {
+                    redis_protocol::resp3::encode::complete::extend_encode(
+                        &mut expected,
+                        &reply.clone().into_resp3(),
+                        false,
+                    )
+                    .is_ok()
+                } else {
+                    redis_protocol::resp2::encode::extend_encode(
+                        &mut expected,
+                        &reply.clone().into_resp2(),
+                        false,
+                    )
+                    .is_ok()
+                };
+                assert!(ok);
+                assert_eq!(
+                    encoded(reply.clone(), protocol),
+                    expected.to_vec(),
+                    "{reply:?}"
+                );
+            }
+        }
         assert_eq!(encoded(Reply::error("ERR a\r\nb"), 2), b"-ERR a  b\r\n");
         let map = Reply::Map(vec![(Reply::text("k"), Reply::Integer(1))]);
         assert_eq!(encoded(map.clone(), 2), b"*2\r\n$1\r\nk\r\n:1\r\n");

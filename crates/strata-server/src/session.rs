@@ -4,9 +4,8 @@
 use std::time::Instant;
 
 use bytes::{Buf, Bytes, BytesMut};
-use redis_protocol::resp2::types::BytesFrame;
 
-use crate::commands::execute;
+use crate::commands::{self, execute};
 use crate::frame::{FrameScanner, Scanned};
 use crate::node::Node;
 use crate::reply::Reply;
@@ -87,54 +86,131 @@ pub fn process(
     out: &mut BytesMut,
 ) -> Action {
     let mut run = 0;
-    loop {
-        if run >= node.settings.max_pipeline || out.len() >= node.settings.max_reply_bytes {
-            return if input.is_empty() {
+    process_batch(node, session, input, out, &mut run, false).unwrap_or(Action::More)
+}
+
+/// [`process`], counting the commands of the batch in `run` (so a batch run in two calls keeps
+/// one commands-per-batch limit). With `fast_only`, stops before a command that is not
+/// [`commands::is_fast`] and returns `None`, leaving that request at the front of `input`: the
+/// connection runs the rest on the blocking pool. Never returns `None` without `fast_only`.
+///
+/// Consecutive plain `SET key value` requests are applied as one write batch (one commit, one
+/// write-ahead-log record), each still answered in order; the group is committed before any
+/// other command runs and before the call returns, so nothing can observe the difference except
+/// that the group's writes land atomically together.
+pub(crate) fn process_batch(
+    node: &Node,
+    session: &mut Session,
+    input: &mut BytesMut,
+    out: &mut BytesMut,
+    run: &mut usize,
+    fast_only: bool,
+) -> Option<Action> {
+    let mut group = SetGroup::default();
+    let action = loop {
+        if *run >= node.settings.max_pipeline || out.len() >= node.settings.max_reply_bytes {
+            break Some(if input.is_empty() {
                 Action::NeedInput
             } else {
                 Action::More
-            };
+            });
         }
         let limits = session.limits(node);
         let length = match session.scanner.scan(input, &limits) {
-            Ok(Scanned::Incomplete) => return Action::NeedInput,
+            Ok(Scanned::Incomplete) => break Some(Action::NeedInput),
             Ok(Scanned::Empty(length)) => {
                 input.advance(length);
                 continue;
             }
             Ok(Scanned::Request(length)) => length,
-            Err(message) => return protocol_error(session, out, &message),
+            Err(message) => {
+                group.commit(node, session, out);
+                break Some(protocol_error(session, out, &message));
+            }
         };
+        if fast_only && !is_fast(input, session.scanner.arguments()) {
+            break None;
+        }
         let request = input.split_to(length).freeze();
-        let args = match decode(&request) {
-            Ok(args) => args,
-            Err(message) => return protocol_error(session, out, &message),
-        };
-        run += 1;
+        let args: Vec<Bytes> = session
+            .scanner
+            .arguments()
+            .iter()
+            .map(|range| request.slice(range.clone()))
+            .collect();
+        *run += 1;
         session.commands += 1;
+        if group.accepts(node, session, &args) {
+            group.push(args);
+            continue;
+        }
+        group.commit(node, session, out);
         let (reply, action) = execute(node, session, args);
         if let Some(reply) = reply {
             reply.encode(session.protocol, out);
         }
         if action != Action::NeedInput {
-            return action;
+            break Some(action);
         }
-    }
+    };
+    group.commit(node, session, out);
+    action
 }
 
-/// The arguments of one request the scanner delimited, decoded by redis-protocol.
-fn decode(request: &Bytes) -> Result<Vec<Bytes>, String> {
-    match redis_protocol::resp2::decode::decode_bytes(request) {
-        Ok(Some((BytesFrame::Array(items), used))) if used == request.len() => items
-            .into_iter()
-            .map(|item| match item {
-                BytesFrame::BulkString(bytes) => Ok(bytes),
-                _ => Err("expected a bulk string".to_string()),
-            })
-            .collect(),
-        Ok(Some(_)) => Err("expected an array of bulk strings".to_string()),
-        Ok(None) => Err("incomplete request".to_string()),
-        Err(error) => Err(format!("{error}")),
+/// Whether the command of the request at the front of `input`, whose arguments the scanner
+/// found at `arguments`, is one a connection may run on its own task: see
+/// [`commands::is_fast`].
+fn is_fast(input: &[u8], arguments: &[std::ops::Range<usize>]) -> bool {
+    arguments
+        .first()
+        .and_then(|name| input.get(name.clone()))
+        .is_some_and(|name| commands::is_fast(name, arguments.len()))
+}
+
+/// Consecutive plain SETs waiting to be committed as one write batch.
+#[derive(Default)]
+struct SetGroup {
+    requests: Vec<Vec<Bytes>>,
+    bytes: usize,
+}
+
+/// Most bytes of keys and values in one group of SETs.
+const SET_GROUP_BYTES: usize = 1 << 20;
+
+impl SetGroup {
+    /// Whether `args` is a SET the group may take: `SET key value` without options, by an
+    /// authenticated client outside cluster mode (where every key is routed on its own), with a
+    /// key and value the engine accepts (so one SET's error cannot fail the others), and
+    /// within the group's byte budget.
+    fn accepts(&self, node: &Node, session: &Session, args: &[Bytes]) -> bool {
+        let [name, key, value] = args else {
+            return false;
+        };
+        let entry = key.len() + value.len();
+        name.eq_ignore_ascii_case(b"set")
+            && session.authenticated
+            && node.cluster.is_none()
+            && key.len() <= strata::MAX_KEY_BYTES
+            && value.len() <= strata::MAX_VALUE_BYTES
+            && (self.requests.is_empty() || self.bytes + entry <= SET_GROUP_BYTES)
+    }
+
+    fn push(&mut self, args: Vec<Bytes>) {
+        self.bytes += args[1].len() + args[2].len();
+        self.requests.push(args);
+    }
+
+    /// Commits the waiting SETs and appends their replies.
+    fn commit(&mut self, node: &Node, session: &Session, out: &mut BytesMut) {
+        if self.requests.is_empty() {
+            return;
+        }
+        let reply = commands::set_many(node, &self.requests);
+        for _ in 0..self.requests.len() {
+            reply.clone().encode(session.protocol, out);
+        }
+        self.requests.clear();
+        self.bytes = 0;
     }
 }
 

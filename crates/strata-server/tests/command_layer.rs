@@ -167,3 +167,105 @@ fn nested_arrays_and_oversize_bulk_strings_are_refused_from_their_headers() {
         assert!(String::from_utf8_lossy(&out).starts_with("-ERR Protocol error"));
     }
 }
+
+/// Consecutive plain SETs of one batch are committed as one write batch: they are still
+/// answered one by one and in order, a later command sees them, and a SET the engine refuses
+/// (a key over its limit) fails alone.
+#[test]
+fn pipelined_sets_answer_as_if_run_one_by_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = strata::Db::open(dir.path(), strata::Options::default()).expect("open");
+    let mut config = Config::new(dir.path());
+    config.max_bulk_bytes = 1 << 20;
+    let node = Node::new(db, Settings::from_config(&config));
+    let mut session = Session::new(&node, "test");
+    let long_key = vec![b'k'; strata::MAX_KEY_BYTES + 1];
+    let requests: Vec<Vec<Vec<u8>>> = vec![
+        vec![b"SET".to_vec(), b"a".to_vec(), b"1".to_vec()],
+        vec![b"set".to_vec(), b"b".to_vec(), b"2".to_vec()],
+        vec![b"SET".to_vec(), b"a".to_vec(), b"3".to_vec()],
+        vec![b"GET".to_vec(), b"a".to_vec()],
+        vec![b"SET".to_vec(), b"c".to_vec(), b"4".to_vec()],
+        vec![b"SET".to_vec(), long_key.clone(), b"5".to_vec()],
+        vec![b"SET".to_vec(), b"d".to_vec(), b"6".to_vec()],
+        vec![
+            b"SET".to_vec(),
+            b"d".to_vec(),
+            b"7".to_vec(),
+            b"NX".to_vec(),
+        ],
+        vec![b"INCR".to_vec(), b"b".to_vec()],
+        vec![b"SET".to_vec(), b"b".to_vec(), b"10".to_vec()],
+        vec![
+            b"MGET".to_vec(),
+            b"a".to_vec(),
+            b"b".to_vec(),
+            b"c".to_vec(),
+            b"d".to_vec(),
+        ],
+        vec![b"EXISTS".to_vec(), long_key],
+    ];
+    let input: Vec<u8> = requests.iter().flat_map(|r| frame(r)).collect();
+    let (out, action) = run(&node, &mut session, &input);
+    assert_eq!(action, Action::NeedInput);
+    let text = String::from_utf8_lossy(&out);
+    let expected = "+OK\r\n+OK\r\n+OK\r\n$1\r\n3\r\n+OK\r\n-ERR key of 65537 bytes exceeds the \
+                    65536-byte limit\r\n+OK\r\n$-1\r\n:3\r\n+OK\r\n*4\r\n$1\r\n3\r\n$2\r\n10\r\n\
+                    $1\r\n4\r\n$1\r\n6\r\n:0\r\n";
+    assert_eq!(text, expected);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Pipelines of SET (grouped into write batches), GET, INCR, APPEND and DEL on a few keys
+    /// give the replies a model that runs them one at a time gives.
+    #[test]
+    fn pipelines_of_writes_agree_with_a_model(
+        commands in prop::collection::vec((0..5usize, 0..4u8, 0..100u32), 1..60)
+    ) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let node = node(dir.path());
+        let mut session = Session::new(&node, "test");
+        let mut model = std::collections::HashMap::<Vec<u8>, Vec<u8>>::new();
+        let mut input = Vec::new();
+        let mut expected = Vec::new();
+        for &(kind, key, number) in &commands {
+            let key = vec![b'k', b'0' + key];
+            let value = number.to_string().into_bytes();
+            let request = match kind {
+                0 | 1 => {
+                    model.insert(key.clone(), value.clone());
+                    expected.extend_from_slice(b"+OK\r\n");
+                    vec![b"SET".to_vec(), key, value]
+                }
+                2 => {
+                    match model.get(&key) {
+                        Some(v) => {
+                            expected.extend(format!("${}\r\n", v.len()).into_bytes());
+                            expected.extend_from_slice(v);
+                            expected.extend_from_slice(b"\r\n");
+                        }
+                        None => expected.extend_from_slice(b"$-1\r\n"),
+                    }
+                    vec![b"GET".to_vec(), key]
+                }
+                3 => {
+                    let entry = model.entry(key.clone()).or_default();
+                    entry.extend_from_slice(&value);
+                    expected.extend(format!(":{}\r\n", entry.len()).into_bytes());
+                    vec![b"APPEND".to_vec(), key, value]
+                }
+                _ => {
+                    let existed = model.remove(&key).is_some();
+                    expected.extend(format!(":{}\r\n", u8::from(existed)).into_bytes());
+                    vec![b"DEL".to_vec(), key]
+                }
+            };
+            input.extend(frame(&request));
+        }
+        let (out, action) = run(&node, &mut session, &input);
+        prop_assert_eq!(action, Action::NeedInput);
+        prop_assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&expected));
+    }
+}

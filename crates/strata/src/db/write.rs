@@ -93,21 +93,45 @@ impl DbInner {
         self.write_queued(batch, sync)
     }
 
-    /// Syncs the current write-ahead log (`Db::sync_wal`): takes the commit lock, so every write
-    /// acknowledged before the call and still in this log is on the device when it returns.
+    /// Syncs the current write-ahead log (`Db::sync_wal`): every write acknowledged before the
+    /// call and still in this log is on the device when it returns. The commit lock is held
+    /// only to flush the log's buffer and take a sync handle to the file; the fsync itself runs
+    /// after the lock is released, so writers go on meanwhile (an fsync of a second of writes
+    /// can take tens of milliseconds) instead of all waiting for it. A file system without sync
+    /// handles is synced under the lock.
     pub(crate) fn sync_wal(&self) -> Result<()> {
         self.check_writable()?;
         if let Some(error) = self.background_error() {
             return Err(error);
         }
-        let mut commit = self.commit.lock();
-        self.check_open()?;
-        if let Some(wal) = commit.wal.as_mut() {
+        let handle = {
+            let mut commit = self.commit.lock();
+            self.check_open()?;
+            let Some(wal) = commit.wal.as_mut() else {
+                return Ok(());
+            };
             add(&self.counters.wal_syncs, 1);
-            if let Err(error) = wal.sync() {
-                self.set_background_error(&error);
-                return Err(error);
+            let handle = match wal.flush() {
+                Ok(()) => wal.sync_handle(),
+                Err(error) => {
+                    self.set_background_error(&error);
+                    return Err(error);
+                }
+            };
+            match handle {
+                Some(handle) => handle,
+                None => {
+                    if let Err(error) = wal.sync() {
+                        self.set_background_error(&error);
+                        return Err(error);
+                    }
+                    return Ok(());
+                }
             }
+        };
+        if let Err(error) = handle() {
+            self.set_background_error(&error);
+            return Err(error);
         }
         Ok(())
     }
@@ -382,7 +406,13 @@ impl DbInner {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::time::Duration;
+
     use crate::counting_allocator::heap_count;
+    use crate::env::WritableFile;
+    use crate::env::{FileLock, FileSystem, RandomAccessFile, RealFileSystem, SyncHandle};
     use crate::{Db, Options, WriteBatch, WriteOptions};
 
     #[test]
@@ -398,6 +428,144 @@ mod tests {
         let reader = Db::open_read_only(dir.path(), Options::default()).expect("read-only");
         assert!(matches!(reader.sync_wal(), Err(crate::Error::ReadOnly)));
         assert_eq!(reader.get(b"a").expect("get").as_deref(), Some(&b"1"[..]));
+    }
+
+    /// A file system whose log files' sync handles wait for a gate, and say when they start.
+    struct GatedSyncs {
+        started: std::sync::Mutex<std::sync::mpsc::Sender<()>>,
+        gate: std::sync::Arc<std::sync::Mutex<std::sync::mpsc::Receiver<()>>>,
+    }
+
+    struct GatedFile {
+        inner: Box<dyn WritableFile>,
+        started: std::sync::mpsc::Sender<()>,
+        gate: std::sync::Arc<std::sync::Mutex<std::sync::mpsc::Receiver<()>>>,
+    }
+
+    impl WritableFile for GatedFile {
+        fn append(&mut self, data: &[u8]) -> crate::Result<()> {
+            self.inner.append(data)
+        }
+        fn flush(&mut self) -> crate::Result<()> {
+            self.inner.flush()
+        }
+        fn sync(&mut self) -> crate::Result<()> {
+            self.inner.sync()
+        }
+        fn len(&self) -> u64 {
+            self.inner.len()
+        }
+        fn sync_handle(&self) -> Option<SyncHandle> {
+            let sync = self.inner.sync_handle()?;
+            let (started, gate) = (self.started.clone(), Arc::clone(&self.gate));
+            Some(Box::new(move || {
+                let _ = started.send(());
+                let _ = gate.lock().expect("gate").recv();
+                sync()
+            }))
+        }
+    }
+
+    impl FileSystem for GatedSyncs {
+        fn create_dir_all(&self, path: &Path) -> crate::Result<()> {
+            RealFileSystem.create_dir_all(path)
+        }
+        fn create_writable(&self, path: &Path) -> crate::Result<Box<dyn WritableFile>> {
+            let inner = RealFileSystem.create_writable(path)?;
+            if path.extension().is_some_and(|e| e == "log") {
+                return Ok(Box::new(GatedFile {
+                    inner,
+                    started: self.started.lock().expect("sender").clone(),
+                    gate: Arc::clone(&self.gate),
+                }));
+            }
+            Ok(inner)
+        }
+        fn open_random_access(
+            &self,
+            path: &Path,
+            direct: bool,
+        ) -> crate::Result<Arc<dyn RandomAccessFile>> {
+            RealFileSystem.open_random_access(path, direct)
+        }
+        fn read_to_end(&self, path: &Path) -> crate::Result<Vec<u8>> {
+            RealFileSystem.read_to_end(path)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> crate::Result<()> {
+            RealFileSystem.rename(from, to)
+        }
+        fn remove_file(&self, path: &Path) -> crate::Result<()> {
+            RealFileSystem.remove_file(path)
+        }
+        fn list_dir(&self, path: &Path) -> crate::Result<Vec<String>> {
+            RealFileSystem.list_dir(path)
+        }
+        fn exists(&self, path: &Path) -> bool {
+            RealFileSystem.exists(path)
+        }
+        fn sync_dir(&self, path: &Path) -> crate::Result<()> {
+            RealFileSystem.sync_dir(path)
+        }
+        fn lock(&self, path: &Path) -> crate::Result<Box<dyn FileLock>> {
+            RealFileSystem.lock(path)
+        }
+    }
+
+    /// `sync_wal`'s fsync runs without the commit lock: a write completes while it is under
+    /// way. A file system without sync handles (fault injection) is synced under the lock, and
+    /// its failures are reported.
+    #[test]
+    fn writes_go_on_while_sync_wal_fsyncs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (started_tx, started) = std::sync::mpsc::channel();
+        let (open_gate, gate) = std::sync::mpsc::channel();
+        let options = Options {
+            file_system: Arc::new(GatedSyncs {
+                started: std::sync::Mutex::new(started_tx),
+                gate: Arc::new(std::sync::Mutex::new(gate)),
+            }),
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), options).expect("open");
+        db.put(b"a", b"1").expect("put");
+        let before = db.stats().io.wal_syncs;
+        let syncer = {
+            let db = db.clone();
+            std::thread::spawn(move || db.sync_wal())
+        };
+        started
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the sync started");
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let writer = {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let _ = done_tx.send(db.put(b"b", b"2"));
+            })
+        };
+        done.recv_timeout(Duration::from_secs(30))
+            .expect("a write completes while the fsync waits")
+            .expect("put");
+        open_gate.send(()).expect("gate");
+        syncer.join().expect("join").expect("sync_wal");
+        writer.join().expect("join");
+        assert_eq!(db.stats().io.wal_syncs, before + 1);
+        assert_eq!(db.get(b"b").expect("get").as_deref(), Some(&b"2"[..]));
+        db.close().expect("close");
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let faults = Arc::new(crate::env::FaultInjectionFileSystem::new(Arc::new(
+            RealFileSystem,
+        )));
+        let options = Options {
+            file_system: faults.clone(),
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), options).expect("open");
+        db.put(b"a", b"1").expect("put");
+        db.sync_wal().expect("sync");
+        faults.set_fail_syncs(true);
+        assert!(db.sync_wal().is_err());
     }
 
     /// With the commit lock free, a put or delete allocates nothing: the memtable's arena makes

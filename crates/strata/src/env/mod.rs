@@ -29,7 +29,17 @@ pub trait WritableFile: Send {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// A function that fsyncs the data flushed to the file so far and may run on any thread
+    /// without the file (so a caller can sync outside the lock that guards the appends), or
+    /// `None` when the file has none: the caller then uses [`WritableFile::sync`]. The default
+    /// is `None`.
+    fn sync_handle(&self) -> Option<SyncHandle> {
+        None
+    }
 }
+
+/// See [`WritableFile::sync_handle`].
+pub type SyncHandle = Box<dyn FnOnce() -> Result<()> + Send>;
 
 /// A file read at arbitrary offsets (table files).
 pub trait RandomAccessFile: Send + Sync {

@@ -52,6 +52,17 @@ impl WritableFile for RealWritableFile {
     fn len(&self) -> u64 {
         self.len
     }
+
+    fn sync_handle(&self) -> Option<super::SyncHandle> {
+        // A second descriptor of the same open file: fdatasync through it syncs what was
+        // written through either.
+        let file = self.writer.get_ref().try_clone().ok()?;
+        let path = self.path.clone();
+        Some(Box::new(move || {
+            file.sync_data()
+                .map_err(|e| Error::io(describe("syncing", &path), e))
+        }))
+    }
 }
 
 struct RealRandomAccessFile {

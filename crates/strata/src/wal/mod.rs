@@ -87,6 +87,11 @@ impl LogWriter {
     pub(crate) fn len(&self) -> u64 {
         self.file.len()
     }
+
+    /// Syncs what was flushed so far without the writer (`WritableFile::sync_handle`).
+    pub(crate) fn sync_handle(&self) -> Option<crate::env::SyncHandle> {
+        self.file.sync_handle()
+    }
 }
 
 /// Why reading a log stopped early.
