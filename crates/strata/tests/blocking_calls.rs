@@ -1,5 +1,5 @@
-//! Every blocking call returns: several threads call `compact()`, `flush()` and
-//! `wait_for_compactions()` at once while others write, and another thread closes the database.
+//! Every blocking call returns: several threads call `compact()`, `flush()`,
+//! `wait_for_compactions()` and `sync_wal()` at once while others write, and another thread closes the database.
 //! Each call must return, with the right result: `Ok` while the database is open, `Error::Closed`
 //! once it is closed, never a hang.
 //!
@@ -191,11 +191,13 @@ fn every_entry_point_returns_across_a_close(policy: Arc<dyn CompactionPolicy>) {
             }
         }
     };
-    let entry_points: [(&str, EntryPoint); 4] = [
+    let entry_points: [(&str, EntryPoint); 5] = [
         ("put", |db| db.put(b"shared-key", vec![7u8; 100])),
         ("compact", Db::compact),
         ("flush", Db::flush),
         ("wait_for_compactions", Db::wait_for_compactions),
+        // Syncs the log outside the commit lock while the others write and switch memtables.
+        ("sync_wal", Db::sync_wal),
     ];
     for (name, call) in entry_points {
         for thread in 0..2 {
@@ -258,12 +260,13 @@ fn every_entry_point_returns_across_a_close(policy: Arc<dyn CompactionPolicy>) {
         calls_before_close.load(Ordering::SeqCst) > 0,
         "no call completed before the close"
     );
-    // All eight looping threads ended on `Closed` (they loop until they see it).
-    assert_eq!(closed_errors.load(Ordering::SeqCst), 8);
+    // All ten looping threads ended on `Closed` (they loop until they see it).
+    assert_eq!(closed_errors.load(Ordering::SeqCst), 10);
     // Every entry point keeps returning `Closed` after the close.
     assert!(matches!(db.compact(), Err(Error::Closed)));
     assert!(matches!(db.flush(), Err(Error::Closed)));
     assert!(matches!(db.wait_for_compactions(), Err(Error::Closed)));
+    assert!(matches!(db.sync_wal(), Err(Error::Closed)));
     assert!(matches!(db.put(b"k", b"v"), Err(Error::Closed)));
     assert!(db.close().is_ok(), "a second close is a no-op");
     drop(db);
