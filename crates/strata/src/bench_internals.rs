@@ -208,13 +208,17 @@ impl From<memtable::Lookup> for Lookup {
 pub struct MemTable(memtable::MemTable);
 
 impl MemTable {
-    /// An empty memtable (WAL number and first lookup number 0).
+    /// An empty memtable (WAL number and first lookup number 0) for the default write buffer.
     #[allow(
         clippy::new_without_default,
         reason = "mirrors the engine's constructor"
     )]
     pub fn new() -> Self {
-        MemTable(memtable::MemTable::new(0, 0))
+        MemTable(memtable::MemTable::new(
+            0,
+            0,
+            crate::Options::default().write_buffer_bytes,
+        ))
     }
 
     /// Inserts one entry; each insert takes a new sequence number.

@@ -162,7 +162,8 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
         .map_or(1, |n| n + 1);
 
     // The WALs, up to the first damage in each, into one new table.
-    let mem = MemTable::new(0, 0);
+    // Never looked up: the smallest key filter.
+    let mem = MemTable::new(0, 0, 0);
     let mut last_sequence = 0u64;
     for &number in &wal_numbers {
         let path = wal_path(dir, number);

@@ -142,7 +142,11 @@ fn pinned_level0_metadata_is_not_read_through_the_cache() {
     assert!(stats.pinned_bytes > 0);
     assert_eq!(
         stats.total_memory_bytes,
-        stats.memtable_bytes + stats.block_cache_bytes + stats.pinned_bytes + stats.top_index_bytes
+        stats.memtable_bytes
+            + stats.memtable_filter_bytes
+            + stats.block_cache_bytes
+            + stats.pinned_bytes
+            + stats.top_index_bytes
     );
 }
 

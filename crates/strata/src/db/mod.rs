@@ -751,6 +751,10 @@ impl DbInner {
                 .iter()
                 .map(|m| m.approximate_bytes())
                 .sum::<usize>()) as u64;
+        let memtable_filter_bytes = std::iter::once(&view.mem)
+            .chain(&view.immutable)
+            .map(|m| m.key_filter_bytes() as u64)
+            .sum::<u64>();
         let io = self.counters.snapshot();
         let block_cache_bytes = self.block_cache.used_bytes();
         let pinned_bytes = self.tables.pinned_bytes();
@@ -775,6 +779,7 @@ impl DbInner {
             runs: version.run_count(),
             levels,
             memtable_bytes,
+            memtable_filter_bytes,
             memtable_entries: view.mem.entries()
                 + view.immutable.iter().map(|m| m.entries()).sum::<u64>(),
             immutable_memtables: view.immutable.len(),
@@ -786,6 +791,7 @@ impl DbInner {
             top_index_bytes,
             range_filter_bytes,
             total_memory_bytes: memtable_bytes
+                + memtable_filter_bytes
                 + block_cache_bytes
                 + pinned_bytes
                 + access_statistics_bytes

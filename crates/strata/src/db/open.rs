@@ -203,7 +203,11 @@ pub(crate) fn open(
         &info_log,
     )?;
 
-    let recovered = Arc::new(MemTable::new(0, merlin.as_ref().map_or(0, |m| m.lookups())));
+    let recovered = Arc::new(MemTable::new(
+        0,
+        merlin.as_ref().map_or(0, |m| m.lookups()),
+        options.write_buffer_bytes,
+    ));
     let replay = replay_wals(dir, &options, &wal_numbers, &recovered, &info_log)?;
     versions.set_last_sequence(versions.last_sequence().max(replay.max_sequence));
 
@@ -259,6 +263,7 @@ pub(crate) fn open(
     let mem = Arc::new(MemTable::new(
         wal_number,
         merlin.as_ref().map_or(0, |m| m.lookups()),
+        options.write_buffer_bytes,
     ));
     let inner = assemble(
         dir,
@@ -430,7 +435,11 @@ pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<Arc<DbInner
         &versions,
         &info_log,
     )?;
-    let mem = Arc::new(MemTable::new(0, merlin.as_ref().map_or(0, |m| m.lookups())));
+    let mem = Arc::new(MemTable::new(
+        0,
+        merlin.as_ref().map_or(0, |m| m.lookups()),
+        options.write_buffer_bytes,
+    ));
     let replay = replay_wals(dir, &options, &wal_numbers, &mem, &info_log)?;
     versions.set_last_sequence(versions.last_sequence().max(replay.max_sequence));
     policies.filter_allocator.restore(&versions.current());

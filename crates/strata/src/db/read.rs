@@ -74,13 +74,16 @@ impl DbInner {
         // hold. Reading the number first would let a compaction drop a version it still needs.
         let view = self.view.load_full();
         let sequence = sequence.unwrap_or_else(|| self.versions.last_sequence());
-        let result = match self.search_memtables(&view, key, sequence, &context) {
+        // One hash for the memtables' key filters and the table files' filters.
+        let hash = key_hash(key);
+        let result = match self.search_memtables(&view, key, hash, sequence, &context) {
             Some(value) => Ok(value),
             None => {
                 let mut probes = self.observer.as_ref().map(|_| Vec::new());
-                let result = self.search_tables(&view, key, sequence, &context, &mut |probe| {
-                    self.account_probe(&probe, &context, probes.as_mut());
-                });
+                let result =
+                    self.search_tables(&view, key, hash, sequence, &context, &mut |probe| {
+                        self.account_probe(&probe, &context, probes.as_mut());
+                    });
                 if let (Some(observer), Some(probes), Ok(_)) = (&self.observer, &probes, &result) {
                     observer.lookup_finished(probes);
                 }
@@ -95,11 +98,13 @@ impl DbInner {
     }
 
     /// The active memtable, then the immutable ones newest first: the key's newest version
-    /// there (`Some(None)` for a tombstone), or `None` to search the table files.
+    /// there (`Some(None)` for a tombstone), or `None` to search the table files. `hash` is the
+    /// key's filter hash, which each memtable's key filter answers first.
     fn search_memtables(
         &self,
         view: &ReadView,
         key: &[u8],
+        hash: u64,
         sequence: u64,
         context: &LookupContext,
     ) -> Option<Option<Value>> {
@@ -109,7 +114,7 @@ impl DbInner {
             let lookup = if mem.is_empty() {
                 Lookup::Absent
             } else {
-                mem.get(key, sequence)
+                mem.get_hashed(key, hash, sequence)
             };
             if context.recording().is_some() {
                 mem.access.record(lookup != Lookup::Absent);
@@ -128,12 +133,12 @@ impl DbInner {
         &self,
         view: &ReadView,
         key: &[u8],
+        hash: u64,
         sequence: u64,
         context: &LookupContext,
         record: &mut dyn FnMut(ProbeRecord<'_>),
     ) -> Result<Option<Value>> {
         let target = LookupKey::new(key, sequence);
-        let hash = key_hash(key);
         // With a top-level index (EcoTune), level 0's runs newer than the newest one holding
         // the key's hash cannot hold the key, and no run can if no entry exists: one run is
         // probed (older ones only after a hash collision; `top_index.rs`).

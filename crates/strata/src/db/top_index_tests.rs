@@ -52,7 +52,7 @@ fn a_flush_adds_the_memtables_keys_and_a_tm_compaction_drops_the_oldest_runs() {
     let first =
         TopLevelIndex::for_version(None, &level0(&[2, 1]), None, keys_of(&runs)).expect("builds");
     // A flush of run 3: its keys come from the memtable, no file is read.
-    let mem = MemTable::new(1, 0);
+    let mem = MemTable::new(1, 0, 4 << 20);
     mem.insert(10, ValueKind::Value, b"c", b"v");
     mem.insert(11, ValueKind::Deletion, b"x", b"");
     let after_flush = TopLevelIndex::for_version(
@@ -99,7 +99,7 @@ fn a_change_of_another_shape_rebuilds_from_the_files() {
     assert_eq!(rebuilt.newest_run(hash("b")), None);
     assert_eq!(rebuilt.newest_run(hash("a")), Some(1));
     // A memtable is not taken for a run that is not the newest one added to a carried index.
-    let mem = MemTable::new(1, 0);
+    let mem = MemTable::new(1, 0, 4 << 20);
     mem.insert(1, ValueKind::Value, b"zzz", b"v");
     let fresh = TopLevelIndex::for_version(None, &level0(&[3]), Some(&mem), keys_of(&runs))
         .expect("builds");

@@ -349,7 +349,11 @@ impl DbInner {
             immutable.push(Arc::clone(&current.mem));
             immutable.extend(current.immutable.iter().cloned());
             self.view.store(Arc::new(ReadView {
-                mem: Arc::new(MemTable::new(wal_number, self.lookup_count())),
+                mem: Arc::new(MemTable::new(
+                    wal_number,
+                    self.lookup_count(),
+                    self.options.write_buffer_bytes,
+                )),
                 immutable,
                 version: Arc::clone(&current.version),
                 filter_allocator: Arc::clone(&current.filter_allocator),

@@ -10,14 +10,17 @@
 //! bytes its entries use (nodes, keys, values): the heap it holds is that plus at most one
 //! partly used chunk and the list of chunks, and a test checks both bounds.
 
+mod key_filter;
 mod skiplist;
 
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
+use crate::filter::bloom::key_hash;
 use crate::iterator::InternalIterator;
 use crate::key::{SequenceNumber, ValueKind};
 use crate::stats::merlin::MemtableAccess;
+use key_filter::KeyFilter;
 use skiplist::{Position, SkipList, Target};
 
 /// What a memtable (or any newer source) says about a key.
@@ -34,6 +37,8 @@ pub(crate) enum Lookup {
 /// A sorted in-memory table of recent writes.
 pub(crate) struct MemTable {
     list: SkipList,
+    /// Every user key inserted, so a lookup of another key skips the skiplist.
+    key_filter: KeyFilter,
     entries: AtomicU64,
     /// Number of the WAL that holds this memtable's writes.
     wal_number: u64,
@@ -43,9 +48,17 @@ pub(crate) struct MemTable {
 }
 
 impl MemTable {
-    pub(crate) fn new(wal_number: u64, first_lookup_number: u64) -> Self {
+    /// An empty memtable whose writes go to log `wal_number`, for a write buffer of
+    /// `write_buffer_bytes` (which sizes its key filter), the engine's lookup count being
+    /// `first_lookup_number`.
+    pub(crate) fn new(
+        wal_number: u64,
+        first_lookup_number: u64,
+        write_buffer_bytes: usize,
+    ) -> Self {
         MemTable {
             list: SkipList::new(),
+            key_filter: KeyFilter::for_write_buffer(write_buffer_bytes),
             entries: AtomicU64::new(0),
             wal_number,
             access: MemtableAccess::new(first_lookup_number),
@@ -64,12 +77,27 @@ impl MemTable {
         user_key: &[u8],
         value: &[u8],
     ) {
+        // Before the entry: a reader that can see the entry sees its key's bits (`key_filter`).
+        self.key_filter.add(key_hash(user_key));
         self.list.insert(user_key, sequence, kind, value);
         self.entries.fetch_add(1, AtomicOrdering::Relaxed);
     }
 
     /// The newest version of `user_key` with a sequence number `<= sequence`.
     pub(crate) fn get(&self, user_key: &[u8], sequence: SequenceNumber) -> Lookup {
+        self.get_hashed(user_key, key_hash(user_key), sequence)
+    }
+
+    /// [`MemTable::get`] for a key whose filter hash (`filter::bloom::key_hash`) the caller has.
+    pub(crate) fn get_hashed(
+        &self,
+        user_key: &[u8],
+        hash: u64,
+        sequence: SequenceNumber,
+    ) -> Lookup {
+        if !self.key_filter.may_contain(hash) {
+            return Lookup::Absent;
+        }
         // The largest kind byte sorts first at equal sequence, so the seek lands on the newest
         // version at or below `sequence` (`crate::key::lookup_key`).
         let target = Target {
@@ -97,6 +125,11 @@ impl MemTable {
     /// holds at most one partly used arena chunk and the list of chunks more.
     pub(crate) fn approximate_bytes(&self) -> usize {
         self.list.used_bytes()
+    }
+
+    /// Bytes of the key filter, fixed when the memtable was made.
+    pub(crate) fn key_filter_bytes(&self) -> usize {
+        self.key_filter.bytes()
     }
 
     /// Number of entries (all versions and tombstones).
@@ -205,7 +238,7 @@ mod tests {
 
     #[test]
     fn get_sees_the_newest_visible_version() {
-        let table = MemTable::new(1, 0);
+        let table = MemTable::new(1, 0, 4 << 20);
         table.insert(1, ValueKind::Value, b"k", b"v1");
         table.insert(2, ValueKind::Value, b"k", b"v2");
         table.insert(3, ValueKind::Deletion, b"k", b"");
@@ -222,7 +255,7 @@ mod tests {
 
     #[test]
     fn iterator_walks_internal_key_order_and_seeks() {
-        let table = Arc::new(MemTable::new(1, 0));
+        let table = Arc::new(MemTable::new(1, 0, 4 << 20));
         table.insert(1, ValueKind::Value, b"b", b"1");
         table.insert(2, ValueKind::Value, b"a", b"2");
         table.insert(3, ValueKind::Value, b"b", b"3");
@@ -271,7 +304,7 @@ mod tests {
                 .collect();
             let value = vec![b'v'; value_len];
             let before = heap_count();
-            let table = MemTable::new(1, 0);
+            let table = MemTable::new(1, 0, 4 << 20);
             for (i, key) in keys.iter().enumerate() {
                 table.insert(i as u64 + 1, ValueKind::Value, key, &value);
             }
@@ -284,7 +317,8 @@ mod tests {
             let real = usize::try_from(after.live_bytes - before.live_bytes).expect("grew");
             // A chunk the allocator maps from the OS is rounded up to whole 4 KiB pages.
             let page_rounding = allocations as usize * 4096;
-            let counted = table.approximate_bytes();
+            // The key filter is one allocation, made with the memtable.
+            let counted = table.approximate_bytes() + table.key_filter_bytes();
             eprintln!(
                 "{key_len}-byte keys, {value_len}-byte values: {:.1} bytes per entry accounted, \
                  {:.1} on the heap",
@@ -298,7 +332,7 @@ mod tests {
             );
             // The arena's own count of its heap is the allocator's, up to malloc's headers and
             // page rounding.
-            let allocated = table.list.allocated_bytes();
+            let allocated = table.list.allocated_bytes() + table.key_filter_bytes();
             assert!(
                 allocated <= real && real <= allocated + 64 * 64 + page_rounding,
                 "{allocated} vs {real}"
@@ -321,7 +355,7 @@ mod tests {
         ) {
             use std::cmp::Reverse;
             use std::collections::BTreeMap;
-            let table = Arc::new(MemTable::new(1, 0));
+            let table = Arc::new(MemTable::new(1, 0, 4 << 20));
             type ModelKey = (Vec<u8>, Reverse<u64>);
             let mut model: BTreeMap<ModelKey, (ValueKind, Vec<u8>)> = BTreeMap::new();
             for (i, (key, is_put, value)) in writes.iter().enumerate() {

@@ -36,6 +36,9 @@ pub struct Stats {
     pub runs: usize,
     /// Bytes in the active and immutable memtables.
     pub memtable_bytes: u64,
+    /// Bytes of the memtables' key filters (a fixed fraction of the write buffer each,
+    /// `memtable/key_filter.rs`), besides `memtable_bytes`.
+    pub memtable_filter_bytes: u64,
     /// Entries in the active and immutable memtables (not yet in any table file).
     pub memtable_entries: u64,
     /// Memtables waiting to be flushed.
@@ -217,9 +220,10 @@ impl Stats {
     fn fmt_io(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "memory: memtables {:.2} MiB ({} immutable), block cache {:.2}/{:.2} MiB, pinned {:.2} MiB, access statistics {:.3} MiB, total {:.2} MiB",
+            "memory: memtables {:.2} MiB ({} immutable; key filters {:.3} MiB), block cache {:.2}/{:.2} MiB, pinned {:.2} MiB, access statistics {:.3} MiB, total {:.2} MiB",
             mib(self.memtable_bytes),
             self.immutable_memtables,
+            mib(self.memtable_filter_bytes),
             mib(self.block_cache_bytes),
             mib(self.block_cache_capacity_bytes),
             mib(self.pinned_bytes),
