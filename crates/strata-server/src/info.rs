@@ -117,6 +117,10 @@ fn section_lines(node: &Node, stats: &strata::Stats, section: &str) -> Vec<(&'st
             ("maxmemory", "0".to_string()),
             ("strata_memtable_bytes", stats.memtable_bytes.to_string()),
             (
+                "strata_memtable_filter_bytes",
+                stats.memtable_filter_bytes.to_string(),
+            ),
+            (
                 "strata_block_cache_bytes",
                 stats.block_cache_bytes.to_string(),
             ),
