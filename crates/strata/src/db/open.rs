@@ -151,7 +151,7 @@ fn restore_access_statistics(
     };
     let merlin = Arc::new(merlin.with_sampling(u64::from(options.access_sample_every)));
     for (_, _, file) in versions.current().files() {
-        file.attach_access(AccessHandle {
+        file.state().attach_access(AccessHandle {
             file: Arc::new(files.remove(&file.number()).unwrap_or_default()),
             merlin: Arc::clone(&merlin),
         });
