@@ -205,8 +205,11 @@ fn file_report(file: &FileMetadata) -> FileReport {
         filter_bytes: file.filter_bytes(),
         smallest_key: printable_key(file.smallest_user_key()),
         largest_key: printable_key(file.largest_user_key()),
-        merlin: file.access_estimate().map(EstimateReport::from),
-        naive: file.naive_access_estimate().map(EstimateReport::from),
+        merlin: file.state().access_estimate().map(EstimateReport::from),
+        naive: file
+            .state()
+            .naive_access_estimate()
+            .map(EstimateReport::from),
     }
 }
 

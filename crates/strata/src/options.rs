@@ -103,7 +103,7 @@ pub struct Options {
     /// a 2-core machine, docs/BENCHMARKS.md).
     pub max_background_compactions: usize,
     /// Keep Merlin's per-file access statistics (DESIGN.md §4: which files point lookups probe, and
-    /// whether they find their key there), readable through `FileMetadata::access_estimate`.
+    /// whether they find their key there), readable through `FileState::access_estimate`.
     /// Costs about 580 bytes per table file and a few atomic operations per lookup. Default
     /// `false`; always on when the filter allocator needs them (Mnemosyne+).
     pub access_statistics: bool,

@@ -167,7 +167,7 @@ fn lookups_count_their_probes_per_file_and_time_a_sample_of_them() {
     let version = db.version();
     let files: Vec<_> = version.files().map(|(_, _, file)| file.clone()).collect();
     assert_eq!(files.len(), 1, "one file holds every key");
-    let counts = files[0].lookup_counts(std::time::Instant::now());
+    let counts = files[0].state().lookup_counts(std::time::Instant::now());
     assert_eq!((counts.found_probes, counts.empty_probes), (800, 800));
     assert!(counts.seconds > 0.0);
     let times = counts.probe_times;

@@ -36,7 +36,7 @@ fn lookups_are_attributed_to_the_files_they_probe_and_survive_a_restart() {
     let version = db.version();
     let mut total_z = 0.0;
     for (_, _, file) in version.files() {
-        let estimate = file.access_estimate().expect("statistics are on");
+        let estimate = file.state().access_estimate().expect("statistics are on");
         assert!(estimate.q >= 0.0 && estimate.z >= 0.0 && estimate.x >= 0.0);
         assert!(estimate.x <= 1e-9, "no lookup found its key: {estimate:?}");
         total_z += estimate.z;
@@ -59,7 +59,7 @@ fn lookups_are_attributed_to_the_files_they_probe_and_survive_a_restart() {
         .version()
         .files()
         .map(|(_, _, f)| {
-            let e = f.access_estimate().expect("on");
+            let e = f.state().access_estimate().expect("on");
             (f.number(), e.q, e.x)
         })
         .collect();
@@ -72,7 +72,7 @@ fn lookups_are_attributed_to_the_files_they_probe_and_survive_a_restart() {
         .version()
         .files()
         .map(|(_, _, f)| {
-            let e = f.access_estimate().expect("on");
+            let e = f.state().access_estimate().expect("on");
             (f.number(), e.q, e.x)
         })
         .collect();
@@ -100,7 +100,7 @@ fn compaction_outputs_inherit_the_probes_of_their_inputs() {
     let probed_before: f64 = db
         .version()
         .files()
-        .map(|(_, _, f)| f.access_estimate().expect("on").q)
+        .map(|(_, _, f)| f.state().access_estimate().expect("on").q)
         .sum();
     assert!(probed_before > 0.0);
     // Rewrite everything: the compaction outputs start from inherited statistics, not zero.
@@ -108,7 +108,7 @@ fn compaction_outputs_inherit_the_probes_of_their_inputs() {
     let version = db.version();
     let inherited: f64 = version
         .files()
-        .map(|(_, _, f)| f.access_estimate().expect("on").q)
+        .map(|(_, _, f)| f.state().access_estimate().expect("on").q)
         .sum();
     assert!(
         inherited > 0.3 * probed_before,
@@ -123,7 +123,7 @@ fn compaction_outputs_inherit_the_probes_of_their_inputs() {
     assert!(db
         .version()
         .files()
-        .all(|(_, _, f)| f.access_estimate().is_none()));
+        .all(|(_, _, f)| f.state().access_estimate().is_none()));
     assert_eq!(db.stats().access_statistics_bytes, 0);
 }
 
@@ -156,7 +156,11 @@ fn the_recent_weight_decides_how_fast_estimates_follow_a_shift_from_hits_to_miss
         let version = db.version();
         let files: Vec<_> = version.files().collect();
         assert_eq!(files.len(), 1, "one flushed file");
-        let estimate = files[0].2.access_estimate().expect("statistics are on");
+        let estimate = files[0]
+            .2
+            .state()
+            .access_estimate()
+            .expect("statistics are on");
         assert!((estimate.q - 4_000.0).abs() < 400.0, "{estimate:?}");
         estimate.z
     };

@@ -81,7 +81,7 @@ fn estimates(db: &Db) -> Vec<(u64, f64, f64)> {
     db.version()
         .files()
         .map(|(_, _, file)| {
-            let estimate = file.access_estimate().expect("statistics are on");
+            let estimate = file.state().access_estimate().expect("statistics are on");
             (file.number(), estimate.q, estimate.x)
         })
         .collect()
@@ -228,7 +228,10 @@ fn rewrite_filters_changes_only_the_filters() {
             );
             assert_eq!(file.filter_bytes() == 0, asked == 0.0);
             with_filter += usize::from(asked > 0.0);
-            assert!(file.access_estimate().is_some(), "statistics carried over");
+            assert!(
+                file.state().access_estimate().is_some(),
+                "statistics carried over"
+            );
         }
         assert!(with_filter > 0 && with_filter < version.files().count());
         for i in 0..KEYS {

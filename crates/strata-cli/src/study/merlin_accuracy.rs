@@ -11,7 +11,7 @@
 //! lookups that probe file `i` without finding their key is the true `z_i` — what `z_i` means
 //! for Merlin, "probes over the whole horizon since D = 0" (DESIGN.md §4). Tracing records nothing,
 //! so the estimates are not disturbed. Then compare, over the live files of that tree, the vector
-//! of true `z_i` with `FileMetadata::access_estimate().z` (Merlin) and
+//! of true `z_i` with `FileState::access_estimate().z` (Merlin) and
 //! `naive_access_estimate().z` (plain counters since the file was written) by Euclidean distance
 //! and cosine similarity (`vectors.rs`).
 //!
@@ -260,9 +260,10 @@ fn measure(db: &Db, lookups: &[Vec<u8>], operations: u64, updates: u64) -> CliRe
     })?;
     let (mut truth, mut merlin, mut naive) = (Vec::new(), Vec::new(), Vec::new());
     for (_, _, file) in version.files() {
-        let (Some(estimate), Some(naive_estimate)) =
-            (file.access_estimate(), file.naive_access_estimate())
-        else {
+        let (Some(estimate), Some(naive_estimate)) = (
+            file.state().access_estimate(),
+            file.state().naive_access_estimate(),
+        ) else {
             return Err(CliError::CheckFailed(format!(
                 "file {} has no access statistics although they are on",
                 file.number()

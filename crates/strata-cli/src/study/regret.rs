@@ -392,7 +392,7 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
             let misses: HashMap<_, f64> = version
                 .files()
                 .filter_map(|(_, _, file)| {
-                    let (reads, missed) = file.data_block_reads();
+                    let (reads, missed) = file.state().data_block_reads();
                     at.get(&file.number())
                         .map(|&p| (p, (missed as f64 + 4.0) / (reads as f64 + 4.0)))
                 })

@@ -301,7 +301,7 @@ fn build_tree(files: &[TreeFile]) -> Version {
     for (_, _, metadata) in tree.files() {
         let written = files.iter().find(|f| f.number == metadata.number());
         if let Some((q, x)) = written.and_then(|f| f.estimate) {
-            metadata.attach_access(access(q, x));
+            metadata.state().attach_access(access(q, x));
         }
     }
     tree

@@ -23,7 +23,7 @@
 //! A file's data blocks are taken as requested alike, so per byte of its data
 //! `λ_i(p) = (a_i p + f_i) / d_i`: `a_i` its empty probes per second, `p` the share of them its
 //! filter passes, `f_i` its found probes per second, `d_i` its data bytes (all measured since
-//! the first lookup reached the file, `FileMetadata::lookup_counts`).
+//! the first lookup reached the file, `FileState::lookup_counts`).
 //!
 //! * `T` is calibrated so that the model reproduces the misses measured over every file:
 //!   `sum_i M_i = sum_i R_i exp(-T r_i / d_i)`, with `R_i` the file's data-block reads, `M_i`
@@ -175,7 +175,7 @@ impl CacheModel {
         let rates: Vec<Rates> = files
             .into_iter()
             .filter_map(|file| {
-                let counts = file.lookup_counts(now);
+                let counts = file.state().lookup_counts(now);
                 times = times.plus(counts.probe_times);
                 Rates::of(&counts, data_bytes(file))
             })
@@ -223,7 +223,7 @@ impl CacheModel {
     /// less). Elastic filters read it at uniform filters' pass rate for every file; pricing each
     /// module at the pass rate it leaves was tried and not kept (DESIGN.md §3.5).
     pub fn cost_curve(&self, file: &FileMetadata) -> FalsePositiveCost {
-        let counts = file.lookup_counts(self.now);
+        let counts = file.state().lookup_counts(self.now);
         let Some(rates) = Rates::of(&counts, data_bytes(file)) else {
             return FalsePositiveCost::DEVICE_READ;
         };
@@ -367,7 +367,7 @@ mod tests {
         let small = file(1, "a", "z", 100_000);
         let large = file(2, "a", "z", 100_000_000);
         for (f, misses) in [(&small, 50), (&large, 9_000)] {
-            f.add_lookup_counts(
+            f.state().add_lookup_counts(
                 LookupCounts {
                     seconds: 1.0,
                     empty_probes: 10_000,
@@ -419,7 +419,7 @@ mod tests {
     fn a_file_no_lookup_reached_often_enough_counts_every_read_as_a_miss() {
         let now = Instant::now();
         let f = file(1, "a", "z", 100_000);
-        f.add_lookup_counts(
+        f.state().add_lookup_counts(
             LookupCounts {
                 seconds: 1.0,
                 empty_probes: MIN_PROBES - 1,
@@ -434,7 +434,7 @@ mod tests {
         assert_eq!(model.miss_chance(&f, 0.5), 1.0);
         // With no cache at all (T = 0), every read misses whatever the rates.
         let g = file(2, "a", "z", 100_000);
-        g.add_lookup_counts(
+        g.state().add_lookup_counts(
             LookupCounts {
                 seconds: 1.0,
                 empty_probes: 1_000,
@@ -457,7 +457,7 @@ mod tests {
         let hot = file(1, "a", "m", 1_000_000);
         let cold = file(2, "n", "z", 1_000_000);
         for (f, misses) in [(&hot, 0), (&cold, 1_000)] {
-            f.add_lookup_counts(
+            f.state().add_lookup_counts(
                 LookupCounts {
                     seconds: 1.0,
                     empty_probes: 1_000,

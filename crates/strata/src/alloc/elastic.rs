@@ -49,7 +49,7 @@
 //! * `z_i` is the share of lookups that can reach file `i` and find nothing there. With access
 //!   statistics (Merlin, DESIGN.md §4) it is the file's estimated zero-result probes `z_i`. Without
 //!   them, it is the empty probes per second the engine counts in every file on the lookup
-//!   path (`FileMetadata::lookup_counts`), once lookups have reached the file 32 times; before
+//!   path (`FileState::lookup_counts`), once lookups have reached the file 32 times; before
 //!   that, the share of the tree's key range the file covers (`model::tree`'s key space) times
 //!   the rate the counted files show per unit of the range they cover. Leveled trees after
 //!   random fills are partitioned by key range, so a file of a 20-file run is reached by about
@@ -524,7 +524,7 @@ pub struct Elastic {
 static SELECTIONS_STORED: AtomicU64 = AtomicU64::new(0);
 
 /// A file's modules in use as the lookup path reads them: one word in the file's metadata
-/// (`FileMetadata::allocator_memo`), tagged with the selection it was read from. A probe that
+/// (`FileState::allocator_memo`), tagged with the selection it was read from. A probe that
 /// finds its file's memo tagged with the current selection uses it; otherwise it looks the file
 /// up in the selection and writes the memo. Without it every probe paid an `ArcSwap` load and a
 /// hash-map lookup: in a profile of a 500,000-key fill and 3,000,000 `readmissing` lookups at 10
@@ -775,7 +775,8 @@ impl Elastic {
     /// recorded, else the share of the key range the file covers.
     fn weights(tree: &Version, job: Option<&FilterJob<'_>>) -> Weights {
         let recorded = tree.files().any(|(_, _, file)| {
-            file.access_estimate()
+            file.state()
+                .access_estimate()
                 .is_some_and(|estimate| estimate.q > 0.0)
         }) || job.is_some_and(|job| {
             job.outputs
@@ -912,7 +913,7 @@ impl Elastic {
         let reads_per_pass: Vec<f64> = placed
             .iter()
             .map(|(_, _, file)| {
-                file.empty_probes_per_sec(pricing.now) * weighing.false_positive_cost(file)
+                file.state().empty_probes_per_sec(pricing.now) * weighing.false_positive_cost(file)
             })
             .collect();
         let reads = |selection: &[InUse], candidates: &[Candidate]| -> f64 {
@@ -1051,6 +1052,7 @@ impl Weights {
     fn of_file(&self, file: &FileMetadata) -> f64 {
         match self {
             Weights::Statistics => file
+                .state()
                 .access_estimate()
                 .map_or(0.0, |estimate| estimate.z.max(0.0)),
             Weights::Coverage {
@@ -1058,8 +1060,8 @@ impl Weights {
                 rate_per_coverage,
                 now,
             } => {
-                let counted =
-                    rate_per_coverage.and_then(|_| empty_probe_rate(&file.lookup_counts(*now)));
+                let counted = rate_per_coverage
+                    .and_then(|_| empty_probe_rate(&file.state().lookup_counts(*now)));
                 counted.unwrap_or_else(|| {
                     Weights::coverage(space.as_ref(), file) * rate_per_coverage.unwrap_or(1.0)
                 })
@@ -1081,7 +1083,7 @@ impl Weights {
         let now = Instant::now();
         let (mut rate, mut covered) = (0.0, 0.0);
         for (_, _, file) in tree.files() {
-            if let Some(counted) = empty_probe_rate(&file.lookup_counts(now)) {
+            if let Some(counted) = empty_probe_rate(&file.state().lookup_counts(now)) {
                 rate += counted;
                 covered += Weights::coverage(space.as_ref(), file);
             }
@@ -1127,12 +1129,12 @@ impl FilterAllocator for Elastic {
         // The tag first, then the selection: a memo tagged `generation` then holds a choice at
         // least as new as that selection (`store_selection` stores, then moves the tag on).
         let generation = self.generation.load(AtomicOrdering::Acquire);
-        if let Some(in_use) = ProbeMemo::decode(generation, file.allocator_memo()) {
+        if let Some(in_use) = ProbeMemo::decode(generation, file.state().allocator_memo()) {
             return in_use;
         }
         let in_use = self.modules_in_use_now(file);
         if let Some(word) = ProbeMemo::encode(generation, in_use) {
-            file.set_allocator_memo(word);
+            file.state().set_allocator_memo(word);
         }
         in_use
     }

@@ -355,7 +355,7 @@ fn a_refresh_moves_bits_from_files_whose_data_stays_cached() {
     }
     assert_eq!(
         tree.files()
-            .map(|(_, _, f)| f.data_block_reads())
+            .map(|(_, _, f)| f.state().data_block_reads())
             .collect::<Vec<_>>(),
         vec![(1_000, 0), (1_000, 1_000)]
     );
@@ -393,7 +393,7 @@ fn a_refresh_keeps_bits_in_cached_files_when_cached_false_positives_are_measured
                 ..Default::default()
             }
         };
-        file.add_lookup_counts(
+        file.state().add_lookup_counts(
             crate::version::LookupCounts {
                 probe_times: times,
                 ..Default::default()
@@ -430,7 +430,7 @@ fn whole_modules_in_use(allocator: &Elastic, tree: &Version, number: u64) -> usi
 
 /// Pretends lookups did `empty`, `found`, `reads` and `misses` in `file` over the last second.
 fn counted(file: &FileMetadata, empty: u64, found: u64, reads: u64, misses: u64) {
-    file.add_lookup_counts(
+    file.state().add_lookup_counts(
         crate::version::LookupCounts {
             seconds: 1.0,
             empty_probes: empty,
@@ -780,7 +780,7 @@ fn rebuild_tree(first: (u8, u8, u64), second: (u8, u8, u64)) -> (Elastic, Versio
         .build()
         .expect("builds");
     for ((_, _, file), probes) in tree.files().zip([first.2, second.2]) {
-        file.add_empty_probes(probes);
+        file.state().add_empty_probes(probes);
     }
     let allocator = Elastic::new(2.0)
         .expect("valid")
@@ -870,7 +870,7 @@ fn a_rebuild_is_not_asked_for_when_it_does_not_pay() {
         .build()
         .expect("builds");
     for (_, _, file) in tree_opaque.files() {
-        file.add_empty_probes(10_000);
+        file.state().add_empty_probes(10_000);
     }
     allocator.as_dyn().restore(&tree_opaque);
     assert_eq!(
@@ -935,16 +935,20 @@ fn a_probe_reads_its_files_memo_until_a_selection_is_stored() {
     let (tree, allocator) = two_halves();
     allocator.as_dyn().restore(&tree);
     let (_, run, first) = tree.files().next().expect("file 1");
-    assert_eq!(first.allocator_memo(), 0, "no probe yet");
+    assert_eq!(first.state().allocator_memo(), 0, "no probe yet");
     assert_eq!(
         allocator.filter_modules_in_use(run, first),
         ModulesInUse::prefix(2)
     );
-    assert_ne!(first.allocator_memo(), 0, "the first probe writes the memo");
+    assert_ne!(
+        first.state().allocator_memo(),
+        0,
+        "the first probe writes the memo"
+    );
     // While the selection stands, the memo answers (forged here to tell it from the selection).
     let generation = allocator.generation.load(AtomicOrdering::Relaxed);
     let forged = ProbeMemo::encode(generation, ModulesInUse::prefix(3)).expect("fits");
-    first.set_allocator_memo(forged);
+    first.state().set_allocator_memo(forged);
     assert_eq!(
         allocator.filter_modules_in_use(run, first),
         ModulesInUse::prefix(3)
@@ -957,14 +961,14 @@ fn a_probe_reads_its_files_memo_until_a_selection_is_stored() {
         ModulesInUse::prefix(2)
     );
     // Any store of a selection (a job, a restore, a refresh that changed it) retires the memos.
-    first.set_allocator_memo(forged);
+    first.state().set_allocator_memo(forged);
     allocator.as_dyn().restore(&tree);
     assert_eq!(
         allocator.filter_modules_in_use(run, first),
         ModulesInUse::prefix(2)
     );
     // A refresh that changes nothing keeps them.
-    first.set_allocator_memo(
+    first.state().set_allocator_memo(
         ProbeMemo::encode(
             allocator.generation.load(AtomicOrdering::Relaxed),
             ModulesInUse::prefix(3),

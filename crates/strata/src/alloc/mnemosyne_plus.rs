@@ -218,7 +218,7 @@ impl FilterAllocator for MnemosynePlus {
             if job.is_input(file.number()) {
                 continue;
             }
-            let estimate = file.access_estimate().unwrap_or_default();
+            let estimate = file.state().access_estimate().unwrap_or_default();
             any_lookup |= estimate.q > 0.0;
             items.push(Item::new(file.entries(), estimate.z.max(0.0)));
             staying.push((file, estimate.z.max(0.0)));
@@ -434,7 +434,8 @@ impl LiveDecisions for MnemosynePlus {
     fn restore(&self, tree: &Version) {
         let estimates = current_estimates(tree);
         let any_lookup = estimates.iter().any(|(file, _)| {
-            file.access_estimate()
+            file.state()
+                .access_estimate()
                 .is_some_and(|estimate| estimate.q > 0.0)
         });
         let mut skipped = HashSet::new();
@@ -466,7 +467,10 @@ impl LiveDecisions for MnemosynePlus {
 fn current_estimates(tree: &Version) -> Vec<(&Arc<FileMetadata>, f64)> {
     tree.files()
         .map(|(_, _, file)| {
-            let z = file.access_estimate().map_or(0.0, |estimate| estimate.z);
+            let z = file
+                .state()
+                .access_estimate()
+                .map_or(0.0, |estimate| estimate.z);
             (file, z.max(0.0))
         })
         .collect()
@@ -598,7 +602,8 @@ fn cheapest_to_free(
 /// times since a write burst looked unprobed and skipping them took Mnemosyne+ to 1.12x uniform
 /// filters' reads on 3-run trees.
 fn window_is_full(file: &FileMetadata) -> bool {
-    file.access()
+    file.state()
+        .access()
         .is_some_and(|handle| handle.file.window_len() >= crate::stats::merlin::WINDOW)
 }
 
@@ -710,7 +715,7 @@ mod tests {
         };
         let tree = Version::default().apply(&edit, None).expect("valid tree");
         for (_, _, file) in tree.files() {
-            file.attach_access(AccessHandle {
+            file.state().attach_access(AccessHandle {
                 file: Arc::new(FileAccess::from_inherited(Inherited {
                     q_prime: z,
                     x_prime: 0.0,
@@ -731,7 +736,9 @@ mod tests {
         // The staying file holds 0.5 bits per key (4,500 bits): the budget of 20,000 bits
         // leaves 15,500 for the output, within the cap (24,000).
         let tree = probed_tree(9000, 0.5, 900.0);
-        assert!(tree.files().all(|(_, _, f)| f.access_estimate().is_some()));
+        assert!(tree
+            .files()
+            .all(|(_, _, f)| f.state().access_estimate().is_some()));
         let bits = allocator.allocate(&tree, &flush(&files));
         assert!((bits[0] - 15.5).abs() < 1e-6, "{bits:?}");
         // At the budget already: the solve's share, then the guard (24,000 - 22,500 bits).
@@ -789,7 +796,7 @@ mod tests {
             .map(|_| Arc::new(FileAccess::from_inherited(Inherited::default())))
             .collect();
         for (index, (_, _, file)) in tree.files().enumerate() {
-            file.attach_access(AccessHandle {
+            file.state().attach_access(AccessHandle {
                 file: Arc::clone(&accesses[index]),
                 merlin: Arc::clone(&merlin),
             });
@@ -882,7 +889,7 @@ mod tests {
                 .iter()
                 .find(|spec| spec.0 == file.number())
                 .map_or(0.0, |spec| spec.4);
-            file.attach_access(AccessHandle {
+            file.state().attach_access(AccessHandle {
                 file: Arc::new(FileAccess::from_inherited(Inherited {
                     q_prime: z + 100.0,
                     x_prime: 100.0,

@@ -159,7 +159,7 @@ pub struct NewFile {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RebuildPricing {
     /// The clock the files' measured probe rates are read against
-    /// ([`FileMetadata::empty_probes_per_sec`]).
+    /// ([`FileState::empty_probes_per_sec`]).
     pub now: std::time::Instant,
     /// Bytes flushed per second lately (`None`: no write measured). A level's data turns over
     /// about once per its size in arriving bytes, so a file's expected remaining life is its

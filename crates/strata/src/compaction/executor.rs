@@ -391,7 +391,7 @@ fn compaction_inheritance(
             .zip(upper)
             .flat_map(|((_, _, files), is_upper)| {
                 files.iter().map(move |file| {
-                    let access = file.access();
+                    let access = file.state().access();
                     InheritanceInput {
                         file_number: file.number(),
                         is_upper,

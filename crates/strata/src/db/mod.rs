@@ -719,7 +719,8 @@ impl DbInner {
             .files()
             .filter(|(_, _, file)| seen.insert(file.number()))
             .filter_map(|(_, _, file)| {
-                file.access()
+                file.state()
+                    .access()
                     .map(|access| (file.number(), access.file.as_ref()))
             })
             .collect();
@@ -823,7 +824,7 @@ impl DbInner {
                 let now = std::time::Instant::now();
                 version.files().fold(
                     crate::version::ProbeTimes::default(),
-                    |times, (_, _, file)| times.plus(file.lookup_counts(now).probe_times),
+                    |times, (_, _, file)| times.plus(file.state().lookup_counts(now).probe_times),
                 )
             },
         }

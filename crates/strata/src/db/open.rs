@@ -27,7 +27,7 @@ use crate::stats::merlin::Merlin;
 use crate::stats::{AccessObserver, IoCounters, WorkloadTotals};
 use crate::table::TableCache;
 use crate::version::set::{VersionSet, CURRENT_FILE};
-use crate::version::{AccessHandle, VersionEdit};
+use crate::version::{AccessHandle, AddedFile, VersionEdit};
 use crate::wal::{read_log, wal_path, LogWriter, WalRecoveryMode, WriteBatch};
 
 struct Replay {
@@ -151,7 +151,7 @@ fn restore_access_statistics(
     };
     let merlin = Arc::new(merlin.with_sampling(u64::from(options.access_sample_every)));
     for (_, _, file) in versions.current().files() {
-        file.attach_access(AccessHandle {
+        file.state().attach_access(AccessHandle {
             file: Arc::new(files.remove(&file.number()).unwrap_or_default()),
             merlin: Arc::clone(&merlin),
         });
@@ -159,13 +159,10 @@ fn restore_access_statistics(
     Ok(Some(merlin))
 }
 
-pub(crate) fn open(
-    dir: &Path,
-    options: Options,
-    observer: Option<Arc<dyn AccessObserver>>,
-) -> Result<Arc<DbInner>> {
-    options.validate()?;
-    let fs = Arc::clone(&options.file_system);
+/// Creates `dir` if it is missing and `create_if_missing` allows, and locks it: the lock, and
+/// whether a database is there already (refused if `error_if_exists`).
+fn lock_dir(dir: &Path, options: &Options) -> Result<(Box<dyn FileLock>, bool)> {
+    let fs = options.file_system.as_ref();
     if !fs.exists(dir) {
         if !options.create_if_missing {
             return Err(Error::InvalidArgument(format!(
@@ -183,6 +180,63 @@ pub(crate) fn open(
             dir.display()
         )));
     }
+    Ok((lock, exists))
+}
+
+/// The new WAL `wal_number`, created and its directory entry synced; `None` when the WAL is off.
+fn create_wal(dir: &Path, options: &Options, wal_number: u64) -> Result<Option<LogWriter>> {
+    if options.disable_wal {
+        return Ok(None);
+    }
+    let fs = options.file_system.as_ref();
+    let file = fs.create_writable(&wal_path(dir, wal_number))?;
+    fs.sync_dir(dir)?;
+    Ok(Some(LogWriter::new(file)))
+}
+
+/// Writes what the WALs replayed into `recovered` as a level-0 table of the current version,
+/// with the filter `allocator` gives it: the file to add, `None` if nothing was replayed.
+fn flush_replayed(
+    dir: &Path,
+    options: &Options,
+    versions: &VersionSet,
+    allocator: &dyn FilterAllocator,
+    merlin: Option<&Arc<Merlin>>,
+    counters: &IoCounters,
+    recovered: &Arc<MemTable>,
+) -> Result<Option<AddedFile>> {
+    // Recovery runs before any background thread: the current version is the tree the file joins.
+    let Some((pending, run_id)) = write_level0_entries(
+        dir,
+        options.file_system.as_ref(),
+        versions,
+        options,
+        allocator.filter_module_bits_per_key(),
+        merlin,
+        recovered,
+    )?
+    else {
+        return Ok(None);
+    };
+    finish_level0_table(
+        allocator,
+        merlin,
+        counters,
+        &versions.current(),
+        pending,
+        run_id,
+    )
+    .map(Some)
+}
+
+pub(crate) fn open(
+    dir: &Path,
+    options: Options,
+    observer: Option<Arc<dyn AccessObserver>>,
+) -> Result<Arc<DbInner>> {
+    options.validate()?;
+    let fs = Arc::clone(&options.file_system);
+    let (lock, exists) = lock_dir(dir, &options)?;
     let info_log = InfoLog::open(fs.as_ref(), dir);
     info_log.log(format!("opening {} with {options:?}", dir.display()));
 
@@ -213,13 +267,7 @@ pub(crate) fn open(
 
     let counters = Arc::new(IoCounters::default());
     let wal_number = versions.new_file_number();
-    let wal = if options.disable_wal {
-        None
-    } else {
-        let file = fs.create_writable(&wal_path(dir, wal_number))?;
-        fs.sync_dir(dir)?;
-        Some(LogWriter::new(file))
-    };
+    let wal = create_wal(dir, &options, wal_number)?;
     let mut edit = VersionEdit {
         log_number: Some(wal_number),
         ..Default::default()
@@ -227,24 +275,15 @@ pub(crate) fn open(
     // The allocator learns the recovered tree (and its own state in the manifest) before it
     // sizes the recovered table's filter.
     policies.filter_allocator.restore(&versions.current());
-    // Recovery runs before any background thread: the current version is the tree the file joins.
-    if let Some((pending, run_id)) = write_level0_entries(
+    if let Some(file) = flush_replayed(
         dir,
-        fs.as_ref(),
-        &versions,
         &options,
-        policies.filter_allocator.filter_module_bits_per_key(),
+        &versions,
+        policies.filter_allocator.as_ref(),
         merlin.as_ref(),
+        &counters,
         &recovered,
     )? {
-        let file = finish_level0_table(
-            policies.filter_allocator.as_ref(),
-            merlin.as_ref(),
-            &counters,
-            &versions.current(),
-            pending,
-            run_id,
-        )?;
         info_log.log(format!(
             "recovered {} WAL records ({} entries) into table {}",
             replay.records, file.file.entries, file.file.number

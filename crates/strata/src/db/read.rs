@@ -188,6 +188,7 @@ impl DbInner {
         observed: Option<&mut Vec<FileProbe>>,
     ) {
         let file = probe.file;
+        let state = file.state();
         add(&self.counters.files_probed[probe.level], 1);
         if let Some(nanos) = probe.nanos {
             let outcome = match probe.data_block {
@@ -195,16 +196,16 @@ impl DbInner {
                 Some(false) => ProbeOutcome::CachedBlock,
                 Some(true) => ProbeOutcome::DeviceBlock,
             };
-            file.record_probe_time(outcome, nanos);
+            state.record_probe_time(outcome, nanos);
         }
         if probe.filter_skipped {
             add(&self.counters.filter_skips[probe.level], 1);
         }
         if let Some(from_device) = probe.data_block {
-            file.record_data_block_read(from_device);
+            state.record_data_block_read(from_device);
         }
-        file.record_probe(probe.found);
-        if let (Some(ticket), Some(access)) = (context.recording(), file.access()) {
+        state.record_probe(probe.found);
+        if let (Some(ticket), Some(access)) = (context.recording(), state.access()) {
             access.file.record(ticket.lookup_number, probe.found);
         }
         if let Some(observed) = observed {

@@ -51,7 +51,7 @@ impl Db {
 
     /// [`Db::trace_lookup`] for many keys against one frozen view of the database (memtables and
     /// tree, loaded once): `visit` gets each key's probes in turn. Returns the tree the traces ran
-    /// against, so a study can read every file's statistics (`FileMetadata::access_estimate`)
+    /// against, so a study can read every file's statistics (`FileState::access_estimate`)
     /// from exactly the files it traced, even while background compactions go on.
     pub fn trace_lookups<K: AsRef<[u8]>>(
         &self,

@@ -138,7 +138,7 @@ mod tests {
                 naive_q: 0.0,
                 naive_x: 0.0,
             });
-            file.file.attach_access(AccessHandle {
+            file.file.state().attach_access(AccessHandle {
                 file: Arc::new(access),
                 merlin: Arc::clone(&merlin),
             });
@@ -155,7 +155,11 @@ mod tests {
     fn encode_live(state: &MerlinState, version: &Version) -> Vec<u8> {
         let files: Vec<(u64, Arc<FileAccess>)> = version
             .files()
-            .filter_map(|(_, _, f)| f.access().map(|a| (f.number(), Arc::clone(&a.file))))
+            .filter_map(|(_, _, f)| {
+                f.state()
+                    .access()
+                    .map(|a| (f.number(), Arc::clone(&a.file)))
+            })
             .collect();
         let refs: Vec<(u64, &FileAccess)> = files.iter().map(|(n, a)| (*n, a.as_ref())).collect();
         encode(state, &refs)
@@ -169,7 +173,7 @@ mod tests {
             if let Some(file) = version
                 .files()
                 .next()
-                .and_then(|(_, _, f)| f.access().cloned())
+                .and_then(|(_, _, f)| f.state().access().cloned())
             {
                 file.file.record(ticket.lookup_number, false);
             }
@@ -180,7 +184,7 @@ mod tests {
         assert_eq!(restored.state.lookups, 5);
         assert_eq!(restored.files.len(), 3);
         for (_, _, file) in version.files() {
-            let original = file.access().expect("access");
+            let original = file.state().access().expect("access");
             let mut a = Vec::new();
             let mut b = Vec::new();
             original.file.encode_to(&mut a);

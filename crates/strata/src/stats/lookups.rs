@@ -99,7 +99,7 @@ pub const MIN_TIMED_PROBES: u64 = 16;
 
 /// What a false positive whose data block the cache holds costs, as a share of one whose block
 /// is read from the device: `(t_cached - t_rejected) / (t_device - t_rejected)` over the timed
-/// probes of every file pooled (`FileMetadata::lookup_counts`'s `probe_times`), so what each
+/// probes of every file pooled (`FileState::lookup_counts`'s `probe_times`), so what each
 /// adds beyond a probe the filter answers. `None` until [`MIN_TIMED_PROBES`] of each outcome
 /// were timed, or when device reads measured no slower than cached ones.
 ///

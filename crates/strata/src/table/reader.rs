@@ -150,33 +150,11 @@ impl TableReader {
     ) -> Result<TableReader> {
         let path = dir.join(table_file_name(number));
         let file = fs.open_random_access(&path, direct_reads)?;
-        let len = file.len();
-        if len < FOOTER_LEN as u64 {
-            return Err(Error::corruption(
-                &path,
-                0,
-                format!("file of {len} bytes is too short to be a table"),
-            ));
-        }
-        let footer_offset = len - FOOTER_LEN as u64;
-        let footer_bytes = file.read_at(footer_offset, FOOTER_LEN)?;
-        let footer = Footer::decode(&footer_bytes)
-            .and_then(|footer| footer.check_bounds(len).map(|()| footer))
-            .map_err(|reason| Error::corruption(&path, footer_offset, reason))?;
+        let footer = read_footer(file.as_ref(), &path)?;
         let properties_raw = read_block(file.as_ref(), &path, footer.properties, None)?;
         let properties = TableProperties::decode(&properties_raw)
             .map_err(|reason| Error::corruption(&path, footer.properties.offset, reason))?;
-        let partitions = if footer.is_partitioned() {
-            let raw = read_block(file.as_ref(), &path, footer.index, None)?;
-            let blocks_end = len - FOOTER_LEN as u64;
-            let modules = usize::try_from(properties.filter_modules).unwrap_or(usize::MAX);
-            Some(
-                PartitionIndex::decode(raw, modules, blocks_end, footer.index_format().keys)
-                    .map_err(|reason| Error::corruption(&path, footer.index.offset, reason))?,
-            )
-        } else {
-            None
-        };
+        let partitions = read_partition_index(file.as_ref(), &path, &footer, &properties)?;
         let filter_modules = filter_modules(file.as_ref(), &path, &footer)?;
         if partitions.is_none() && properties.filter_modules != filter_modules.len() as u64 {
             return Err(Error::corruption(
@@ -189,41 +167,13 @@ impl TableReader {
                 ),
             ));
         }
-        let mut data_end = footer.index.offset.min(footer.properties.offset);
-        if footer.filter.size > 0 {
-            data_end = data_end.min(footer.filter.offset);
-        }
-        data_end = filter_modules
-            .iter()
-            .fold(data_end, |end, module| end.min(module.offset));
-        if let Some(partitions) = &partitions {
-            data_end = data_end.min(partitions.first_block_offset());
-        }
-        let range_filter = match properties.range_filter {
-            Some(handle) => {
-                if handle
-                    .len_with_trailer()
-                    .and_then(|len| handle.offset.checked_add(len))
-                    .is_none_or(|end| end > footer.properties.offset)
-                {
-                    return Err(Error::corruption(
-                        &path,
-                        footer.properties.offset,
-                        format!(
-                            "range filter block at {} of {} bytes does not end before the properties",
-                            handle.offset, handle.size
-                        ),
-                    ));
-                }
-                let raw = read_block(file.as_ref(), &path, handle, None)?;
-                data_end = data_end.min(handle.offset);
-                Some(
-                    RangeFilter::decode(&raw)
-                        .map_err(|reason| Error::corruption(&path, handle.offset, reason))?,
-                )
-            }
-            None => None,
-        };
+        let range_filter = read_range_filter(file.as_ref(), &path, &footer, &properties)?;
+        let data_end = data_end(
+            &footer,
+            &filter_modules,
+            partitions.as_ref(),
+            properties.range_filter,
+        );
         let mut reader = TableReader {
             number,
             path,
@@ -244,20 +194,27 @@ impl TableReader {
             open_readers: None,
         };
         if pin {
-            let mut pinned_index = Vec::new();
-            for handle in reader.index_block_handles() {
-                let raw = reader.read_raw(handle)?;
-                pinned_index.push(Arc::new(reader.decode_block(raw, handle)?));
-            }
-            reader.pinned_filters = reader
-                .filter_block_handles()
-                .iter()
-                .map(|_| OnceLock::new())
-                .collect();
-            reader.pinned_index = pinned_index;
-            reader.pinned = true;
+            reader.pin_index_and_filter_slots()?;
         }
         Ok(reader)
+    }
+
+    /// Reads and holds every index block (or partition), and makes an empty slot for every
+    /// filter block, which the first probe that needs it fills.
+    fn pin_index_and_filter_slots(&mut self) -> Result<()> {
+        let mut pinned_index = Vec::new();
+        for handle in self.index_block_handles() {
+            let raw = self.read_raw(handle)?;
+            pinned_index.push(Arc::new(self.decode_block(raw, handle)?));
+        }
+        self.pinned_filters = self
+            .filter_block_handles()
+            .iter()
+            .map(|_| OnceLock::new())
+            .collect();
+        self.pinned_index = pinned_index;
+        self.pinned = true;
+        Ok(())
     }
 
     /// Counts this reader, and the bytes it pins, in `open` until it drops.
@@ -670,67 +627,122 @@ impl TableReader {
     ) -> Result<FileLookup> {
         let counters = &self.counters;
         let level_slot = level.min(crate::limits::MAX_LEVELS - 1);
-        // The index block and filter modules that can answer: the file's, or those of the one
-        // partition whose keys cover the lookup key.
-        let (index_slot, index_handle, filter_slot, filter_handles, filter_modules) =
-            match &self.partitions {
-                None => (
-                    0,
-                    self.footer.index,
-                    0,
-                    self.filter_modules.as_slice(),
-                    in_use.in_partition(0, 1),
-                ),
-                Some(partitions) => match partitions.find(lookup_key) {
-                    Some(partition) => (
-                        partition,
-                        partitions.index_handle(partition).unwrap_or_default(),
-                        partition * partitions.modules(),
-                        partitions.filter_handles(partition),
-                        in_use.in_partition(partition, partitions.len()),
-                    ),
-                    None => {
-                        // Above every key of the file: the top-level index answers without a
-                        // read, counted as the filter's negative when there is a filter to ask.
-                        let skip_filter = in_use.is_none();
-                        if partitions.modules() > 0 && !skip_filter {
-                            add(&counters.filter_probes[level_slot], 1);
-                            add(&counters.filter_negatives[level_slot], 1);
-                        }
-                        return Ok(FileLookup {
-                            result: Lookup::Absent,
-                            data_block: None,
-                            filter_skipped: partitions.modules() > 0 && skip_filter,
-                        });
-                    }
-                },
-            };
-        let skip_filter = filter_modules == 0;
+        let Some(target) = self.lookup_target(lookup_key, in_use) else {
+            return Ok(self.above_every_partition(level_slot, in_use));
+        };
+        let skip_filter = target.filter_modules == 0;
         let mut filter_passed = false;
-        let mut data_block = None;
-        if !filter_handles.is_empty() && !skip_filter {
+        if !target.filter_handles.is_empty() && !skip_filter {
             // One probe per file lookup, however many modules it reads (DESIGN.md §1: module j + 1 is
             // read only if modules 1..=j all said "maybe").
             add(&counters.filter_probes[level_slot], 1);
-            for (module, &handle) in filter_handles.iter().enumerate().take(filter_modules) {
-                if !self.filter_may_contain(filter_slot + module, handle, level, key_hash)? {
-                    add(&counters.filter_negatives[level_slot], 1);
-                    return Ok(FileLookup {
-                        result: Lookup::Absent,
-                        data_block: None,
-                        filter_skipped: false,
-                    });
-                }
+            if !self.filter_modules_may_contain(&target, level, key_hash)? {
+                add(&counters.filter_negatives[level_slot], 1);
+                return Ok(FileLookup {
+                    result: Lookup::Absent,
+                    data_block: None,
+                    filter_skipped: false,
+                });
             }
             filter_passed = true;
         }
+        let (result, data_block) =
+            self.search_blocks(&target, lookup_key, user_key, level, level_slot)?;
+        if filter_passed && result == Lookup::Absent {
+            add(&counters.filter_false_positives[level_slot], 1);
+        }
+        Ok(FileLookup {
+            result,
+            data_block,
+            filter_skipped: skip_filter && !target.filter_handles.is_empty(),
+        })
+    }
+
+    /// The index block and filter modules that can answer a lookup of `lookup_key`: the
+    /// file's, or those of the one partition whose keys cover it. `None` when the key is above
+    /// every partition of a partitioned file.
+    #[inline]
+    fn lookup_target(&self, lookup_key: &[u8], in_use: ModulesInUse) -> Option<LookupTarget<'_>> {
+        match &self.partitions {
+            None => Some(LookupTarget {
+                index_slot: 0,
+                index_handle: self.footer.index,
+                filter_slot: 0,
+                filter_handles: self.filter_modules.as_slice(),
+                filter_modules: in_use.in_partition(0, 1),
+            }),
+            Some(partitions) => {
+                let partition = partitions.find(lookup_key)?;
+                Some(LookupTarget {
+                    index_slot: partition,
+                    index_handle: partitions.index_handle(partition).unwrap_or_default(),
+                    filter_slot: partition * partitions.modules(),
+                    filter_handles: partitions.filter_handles(partition),
+                    filter_modules: in_use.in_partition(partition, partitions.len()),
+                })
+            }
+        }
+    }
+
+    /// A lookup key above every key of a partitioned file: the top-level index answers without
+    /// a read, counted as the filter's negative when there is a filter to ask.
+    #[cold]
+    fn above_every_partition(&self, level_slot: usize, in_use: ModulesInUse) -> FileLookup {
+        let modules = self.partitions.as_ref().map_or(0, PartitionIndex::modules);
+        let skip_filter = in_use.is_none();
+        if modules > 0 && !skip_filter {
+            add(&self.counters.filter_probes[level_slot], 1);
+            add(&self.counters.filter_negatives[level_slot], 1);
+        }
+        FileLookup {
+            result: Lookup::Absent,
+            data_block: None,
+            filter_skipped: modules > 0 && skip_filter,
+        }
+    }
+
+    /// Probes `target`'s filter modules in use, in order: false at the first that says no.
+    #[inline]
+    fn filter_modules_may_contain(
+        &self,
+        target: &LookupTarget<'_>,
+        level: usize,
+        key_hash: u64,
+    ) -> Result<bool> {
+        for (module, &handle) in target
+            .filter_handles
+            .iter()
+            .enumerate()
+            .take(target.filter_modules)
+        {
+            if !self.filter_may_contain(target.filter_slot + module, handle, level, key_hash)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Searches `target`'s index block for the data block that may hold `lookup_key`, and that
+    /// block for the key: what the file holds for `user_key`, and `Some(from_device)` if a
+    /// data block was read. Reuses this thread's key buffers ([`LOOKUP_KEY_BUFFERS`]).
+    #[inline]
+    fn search_blocks(
+        &self,
+        target: &LookupTarget<'_>,
+        lookup_key: &[u8],
+        user_key: &[u8],
+        level: usize,
+        level_slot: usize,
+    ) -> Result<(Lookup, Option<bool>)> {
         let mode = ReadMode::Cached { level };
         // A buffer lost to an error below is simply allocated again by the next lookup.
         let (index_key_buffer, mut data_key_buffer) = LOOKUP_KEY_BUFFERS.take();
-        let (index_block, _) = self.index_block_traced(index_slot, index_handle, mode)?;
+        let (index_block, _) =
+            self.index_block_traced(target.index_slot, target.index_handle, mode)?;
         let mut index = self.index_block_iter(index_block, index_key_buffer);
         index.seek(self.index_keys().seek_key(lookup_key));
-        self.block_error(&index, index_handle)?;
+        self.block_error(&index, target.index_handle)?;
+        let mut data_block = None;
         let result = if index.valid() {
             let handle = index.handle();
             let (block, read_from_device) =
@@ -740,23 +752,9 @@ impl TableReader {
                 BlockIter::with_key_buffer(block, compare_internal_keys, data_key_buffer);
             iter.seek(lookup_key);
             self.block_error(&iter, handle)?;
-            let found = if iter.valid() {
-                let parsed = parse_internal_key(iter.key()).ok_or_else(|| {
-                    Error::corruption(
-                        &self.path,
-                        handle.offset,
-                        "malformed internal key in data block",
-                    )
-                })?;
-                (parsed.user_key == user_key).then(|| match parsed.kind {
-                    ValueKind::Value => Lookup::Found(iter.value().to_vec()),
-                    ValueKind::Deletion => Lookup::Deleted,
-                })
-            } else {
-                None
-            };
+            let found = self.entry_for(&iter, handle, user_key)?;
             if found.is_none() && read_from_device {
-                add(&counters.unnecessary_data_reads[level_slot], 1);
+                add(&self.counters.unnecessary_data_reads[level_slot], 1);
             }
             data_key_buffer = iter.into_key_buffer();
             found.unwrap_or(Lookup::Absent)
@@ -764,15 +762,136 @@ impl TableReader {
             Lookup::Absent
         };
         LOOKUP_KEY_BUFFERS.set((index.into_key_buffer(), data_key_buffer));
-        if filter_passed && result == Lookup::Absent {
-            add(&counters.filter_false_positives[level_slot], 1);
-        }
-        Ok(FileLookup {
-            result,
-            data_block,
-            filter_skipped: skip_filter && !filter_handles.is_empty(),
-        })
+        Ok((result, data_block))
     }
+
+    /// What the entry `iter` (in the data block at `handle`) was sought to says of `user_key`:
+    /// its value or tombstone, or `None` if the entry is another key's or there is none.
+    #[inline]
+    fn entry_for(
+        &self,
+        iter: &BlockIter,
+        handle: BlockHandle,
+        user_key: &[u8],
+    ) -> Result<Option<Lookup>> {
+        if !iter.valid() {
+            return Ok(None);
+        }
+        let parsed = parse_internal_key(iter.key()).ok_or_else(|| {
+            Error::corruption(
+                &self.path,
+                handle.offset,
+                "malformed internal key in data block",
+            )
+        })?;
+        Ok((parsed.user_key == user_key).then(|| match parsed.kind {
+            ValueKind::Value => Lookup::Found(iter.value().to_vec()),
+            ValueKind::Deletion => Lookup::Deleted,
+        }))
+    }
+}
+
+/// The index block and filter modules that can answer one lookup (`TableReader::lookup_target`).
+struct LookupTarget<'a> {
+    /// The index block's place in [`TableReader::index_block_handles`], and its handle.
+    index_slot: usize,
+    index_handle: BlockHandle,
+    /// The first filter module's place in the reader's filter slots, the modules' blocks, and
+    /// how many of them the lookup probes.
+    filter_slot: usize,
+    filter_handles: &'a [BlockHandle],
+    filter_modules: usize,
+}
+
+/// The file's footer, checked against the file's length.
+fn read_footer(file: &dyn RandomAccessFile, path: &Path) -> Result<Footer> {
+    let len = file.len();
+    if len < FOOTER_LEN as u64 {
+        return Err(Error::corruption(
+            path,
+            0,
+            format!("file of {len} bytes is too short to be a table"),
+        ));
+    }
+    let footer_offset = len - FOOTER_LEN as u64;
+    let footer_bytes = file.read_at(footer_offset, FOOTER_LEN)?;
+    Footer::decode(&footer_bytes)
+        .and_then(|footer| footer.check_bounds(len).map(|()| footer))
+        .map_err(|reason| Error::corruption(path, footer_offset, reason))
+}
+
+/// A partitioned table's top-level index (`partition.rs`), read, checked and decoded; `None`
+/// for a table that is not partitioned.
+fn read_partition_index(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    footer: &Footer,
+    properties: &TableProperties,
+) -> Result<Option<PartitionIndex>> {
+    if !footer.is_partitioned() {
+        return Ok(None);
+    }
+    let raw = read_block(file, path, footer.index, None)?;
+    let blocks_end = file.len() - FOOTER_LEN as u64;
+    let modules = usize::try_from(properties.filter_modules).unwrap_or(usize::MAX);
+    PartitionIndex::decode(raw, modules, blocks_end, footer.index_format().keys)
+        .map(Some)
+        .map_err(|reason| Error::corruption(path, footer.index.offset, reason))
+}
+
+/// The file's range filter (`filter/range.rs`), if its properties name one, read, checked and
+/// decoded; its block must end before the properties block.
+fn read_range_filter(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    footer: &Footer,
+    properties: &TableProperties,
+) -> Result<Option<RangeFilter>> {
+    let Some(handle) = properties.range_filter else {
+        return Ok(None);
+    };
+    if handle
+        .len_with_trailer()
+        .and_then(|len| handle.offset.checked_add(len))
+        .is_none_or(|end| end > footer.properties.offset)
+    {
+        return Err(Error::corruption(
+            path,
+            footer.properties.offset,
+            format!(
+                "range filter block at {} of {} bytes does not end before the properties",
+                handle.offset, handle.size
+            ),
+        ));
+    }
+    let raw = read_block(file, path, handle, None)?;
+    RangeFilter::decode(&raw)
+        .map(Some)
+        .map_err(|reason| Error::corruption(path, handle.offset, reason))
+}
+
+/// Where the data blocks end: the first byte of any other block (index, properties, filter,
+/// filter modules, partitions, range filter).
+fn data_end(
+    footer: &Footer,
+    filter_modules: &[BlockHandle],
+    partitions: Option<&PartitionIndex>,
+    range_filter: Option<BlockHandle>,
+) -> u64 {
+    let mut data_end = footer.index.offset.min(footer.properties.offset);
+    if footer.filter.size > 0 {
+        data_end = data_end.min(footer.filter.offset);
+    }
+    data_end = filter_modules
+        .iter()
+        .fold(data_end, |end, module| end.min(module.offset));
+    if let Some(partitions) = partitions {
+        data_end = data_end.min(partitions.first_block_offset());
+    }
+    if let Some(handle) = range_filter {
+        data_end = data_end.min(handle.offset);
+    }
+    data_end
 }
 
 /// The blocks of the table's filter modules in probe order, from the footer and, for a version-2

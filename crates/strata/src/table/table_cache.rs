@@ -1,5 +1,5 @@
-//! Open table readers: each held in its file's metadata ([`TableSlot`]), at most
-//! `Options::max_open_files` of them at a time.
+//! Open table readers: each held in its file's runtime state ([`TableSlot`], in the version's
+//! `FileState`), at most `Options::max_open_files` of them at a time.
 //!
 //! A point lookup that probes a run goes straight from the run's file metadata (a [`TableFile`]:
 //! the version's `FileMetadata`) to the file's
@@ -39,7 +39,8 @@ use crate::stats::IoCounters;
 
 /// A table file as the table layer needs to know it: its number, its largest internal key (where
 /// a run iterator seeks) and the slot that holds its open reader. The version's `FileMetadata`
-/// is the one implementation; the table layer names this trait instead of the version's type.
+/// is the one implementation (the slot is its `FileState`'s); the table layer names this trait
+/// instead of the version's types.
 pub(crate) trait TableFile: Send + Sync {
     /// The file's number (its name on disk).
     fn number(&self) -> u64;
@@ -77,8 +78,8 @@ impl<T: TableFile + ?Sized> TableFile for Arc<T> {
     }
 }
 
-/// Where a table file's open reader lives: in the file's metadata, shared by every version that
-/// names the file. Empty until a read opens the file, and again after the cache's bound empties it.
+/// Where a table file's open reader lives: in the file's runtime state (`version::FileState`),
+/// shared by every version that names the file. Empty until a read opens the file, and again after the cache's bound empties it.
 #[derive(Default)]
 pub(crate) struct TableSlot {
     /// Read-locked for the length of a lookup in the file; write-locked only to fill or empty

@@ -18,10 +18,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::job::{check_recency_order, CompactionJob, OutputRun};
-use super::{FileLiveness, FileMetadata, PolicyState, Version, MAX_LEVELS};
+use super::{FileMetadata, FileState, PolicyState, Version, MAX_LEVELS};
 use crate::error::{Error, Result};
 use crate::key::{encode_internal_key, ValueKind, MAX_SEQUENCE};
-use crate::table::TableSlot;
 use crate::version::edit::{AddedFile, DeletedFile, VersionEdit};
 
 impl FileMetadata {
@@ -40,8 +39,7 @@ impl FileMetadata {
             bits_per_key: 0.0,
             filter_bytes: 0,
             filter_layout: crate::FilterLayout::default(),
-            table: Arc::new(TableSlot::default()),
-            liveness: FileLiveness::new(number, None),
+            state: FileState::new(number, None),
         }
     }
 

@@ -21,9 +21,8 @@
 
 use std::sync::Arc;
 
-use super::{FileLiveness, FileMetadata};
+use super::{FileMetadata, FileState};
 use crate::coding::{put_fixed64, put_length_prefixed, put_varint64, Decoder};
-use crate::table::TableSlot;
 
 const TAG_LOG_NUMBER: u64 = 1;
 const TAG_NEXT_FILE_NUMBER: u64 = 2;
@@ -190,8 +189,7 @@ impl VersionEdit {
                             bits_per_key: f64::from_bits(decoder.fixed64()?),
                             filter_bytes: decoder.varint64()?,
                             filter_layout: crate::FilterLayout::default(),
-                            table: Arc::new(TableSlot::default()),
-                            liveness: FileLiveness::new(number, None),
+                            state: FileState::new(number, None),
                         };
                         Some((level, run_id, file))
                     })()

@@ -14,45 +14,37 @@
 
 mod builder;
 pub(crate) mod edit;
+mod file_state;
 pub mod job;
 pub(crate) mod key_space;
 pub(crate) mod set;
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, OnceLock};
 
-use parking_lot::Mutex;
-
 use crate::key::{compare_internal_keys, user_key};
-use crate::stats::merlin::{AccessEstimate, FileAccess, Merlin};
 use crate::table::properties::TableProperties;
 use crate::table::TableSlot;
 pub use builder::VersionBuilder;
 pub use edit::PolicyState;
 pub(crate) use edit::{AddedFile, DeletedFile, VersionEdit};
+pub use file_state::FileState;
+pub(crate) use file_state::{AccessHandle, ObsoleteFiles};
 
 pub use crate::limits::MAX_LEVELS;
 pub use crate::stats::lookups::{LookupCounts, ProbeOutcome, ProbeTime, ProbeTimes};
-
-/// Where dropped file references report the numbers of files no version needs any more.
-#[derive(Default)]
-pub(crate) struct ObsoleteFiles {
-    numbers: Mutex<Vec<u64>>,
-}
-
-impl ObsoleteFiles {
-    pub(crate) fn take(&self) -> Vec<u64> {
-        std::mem::take(&mut *self.numbers.lock())
-    }
-}
 
 /// A table file as the engine knows it: the one shape of a file's metadata, shared by the
 /// versions (the tree), the version edits that add files (logged in the manifest, `edit.rs`) and
 /// the table builder's result (`FileMetadata::from_properties`). Where a file sits (level, run)
 /// is not part of it: that is the tree's business, so a trivial move re-places the same
 /// `Arc<FileMetadata>` instead of copying it.
+///
+/// Its fields are the file's facts, the ones a version edit logs in the manifest (and policies
+/// and filter allocators read); what the engine holds for the file at run time (its open reader,
+/// access statistics and lookup counters) is its [`FileState`], one handle away
+/// ([`FileMetadata::state`]).
 ///
 /// A file's properties block (`table::properties`) records a few facts only the table reader
 /// needs (its data-block count, filter modules, and the level and run it was first written to);
@@ -73,101 +65,11 @@ pub struct FileMetadata {
     /// the file's bits by its family and put a module in use in part of the file
     /// (`alloc::ModulesInUse`) without opening it.
     pub(crate) filter_layout: crate::FilterLayout,
-    /// The file's open reader, when one is open (`table::table_cache`). Shared, like `liveness`,
-    /// by every `FileMetadata` of this file; declared first so that the reader (and its file
-    /// descriptor) is dropped before `liveness` reports the file obsolete and it is deleted.
-    table: Arc<TableSlot>,
-    /// Shared by every `FileMetadata` of this file (an edit that re-adds a removed file with
-    /// changed facts makes a second one): the file is obsolete only when the last is gone.
-    liveness: Arc<FileLiveness>,
-}
-
-/// Reports a file number to the obsolete list when the last reference to the file drops, and
-/// holds the file's access statistics (DESIGN.md §4), which follow the file through trivial moves.
-struct FileLiveness {
-    number: u64,
-    /// Set when the file joins a version the engine installs (`Version::apply` with a sink):
-    /// a file whose edit never applied is not reported, the next open's cleanup finds it.
-    sink: OnceLock<Arc<ObsoleteFiles>>,
-    access: OnceLock<AccessHandle>,
-    /// Data blocks point lookups read in this file since it was opened in this process, and how
-    /// many of them the block cache did not hold (DESIGN.md §3.5's cache-miss weight; in memory only).
-    data_block_reads: AtomicU64,
-    data_block_misses: AtomicU64,
-    /// Point lookups that reached this file (its key range held the key) and found nothing
-    /// here, since it was opened in this process: the probes a better filter would have
-    /// answered without a data-block read (DESIGN.md §3.5 "Rebuild, priced"; in memory only).
-    empty_probes: AtomicU64,
-    /// Point lookups that found a version of their key (or its tombstone) in this file: its
-    /// data-block reads that are not false positives (DESIGN.md §3.5's cache model).
-    found_probes: AtomicU64,
-    /// When this process first knew the file (written or recovered): the probe rate's clock.
-    known_since: std::time::Instant,
-    /// When a point lookup first reached the file in this process: the clock of
-    /// [`LookupCounts`], so that a file written long before lookups began does not show a
-    /// lower rate than one written just before.
-    first_probe: OnceLock<std::time::Instant>,
-    /// Sampled probe times (DESIGN.md §3.5's cache model: what a false positive costs when its
-    /// block is cached), by [`ProbeOutcome`]: probes and nanoseconds.
-    probe_times: [(AtomicU64, AtomicU64); 3],
-    /// One word the filter allocator may keep for the lookup path (`FileMetadata::allocator_memo`;
-    /// 0 until it writes one; in memory only).
-    allocator_memo: AtomicU64,
-}
-
-/// A file's Merlin statistics and the engine-wide lookup clock they are read against.
-#[derive(Clone)]
-pub(crate) struct AccessHandle {
-    pub(crate) file: Arc<FileAccess>,
-    pub(crate) merlin: Arc<Merlin>,
-}
-
-impl AccessHandle {
-    /// Merlin's estimate, scaled to every lookup issued so far (DESIGN.md §4).
-    pub(crate) fn estimate(&self) -> AccessEstimate {
-        self.file.estimate(&self.merlin.view())
-    }
-}
-
-impl std::fmt::Debug for AccessHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AccessHandle")
-            .field("file", &self.file)
-            .finish()
-    }
-}
-
-/// Two handles are equal when they share the same statistics (edits compare by identity).
-impl PartialEq for AccessHandle {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.file, &other.file)
-    }
-}
-
-impl FileLiveness {
-    fn new(number: u64, access: Option<AccessHandle>) -> Arc<Self> {
-        Arc::new(FileLiveness {
-            number,
-            sink: OnceLock::new(),
-            access: access.map(OnceLock::from).unwrap_or_default(),
-            data_block_reads: AtomicU64::new(0),
-            data_block_misses: AtomicU64::new(0),
-            empty_probes: AtomicU64::new(0),
-            found_probes: AtomicU64::new(0),
-            known_since: std::time::Instant::now(),
-            first_probe: OnceLock::new(),
-            probe_times: Default::default(),
-            allocator_memo: AtomicU64::new(0),
-        })
-    }
-}
-
-impl Drop for FileLiveness {
-    fn drop(&mut self) {
-        if let Some(sink) = self.sink.get() {
-            sink.numbers.lock().push(self.number);
-        }
-    }
+    /// The file's runtime state: its open reader, access statistics, lookup counters and
+    /// obsolete report. Shared by every `FileMetadata` of this file (an edit that re-adds a
+    /// removed file with changed facts makes a second one): the file is obsolete only when the
+    /// last is gone.
+    state: Arc<FileState>,
 }
 
 impl std::fmt::Debug for FileMetadata {
@@ -208,7 +110,7 @@ impl crate::table::table_cache::TableFile for FileMetadata {
     }
 
     fn table_slot(&self) -> &Arc<TableSlot> {
-        &self.table
+        self.state.table_slot()
     }
 }
 
@@ -236,13 +138,12 @@ impl FileMetadata {
                 partitions: filter_layout.partitions.max(1),
                 ..filter_layout
             },
-            table: Arc::new(TableSlot::default()),
-            liveness: FileLiveness::new(number, access),
+            state: FileState::new(number, access),
         }
     }
 
-    /// The same facts as `facts`, sharing `self`'s open reader and liveness: `facts` re-adds
-    /// the file `self` describes.
+    /// The same facts as `facts`, sharing `self`'s runtime state: `facts` re-adds the file
+    /// `self` describes.
     fn with_facts_of(&self, facts: &FileMetadata) -> Self {
         FileMetadata {
             number: facts.number,
@@ -255,178 +156,14 @@ impl FileMetadata {
             bits_per_key: facts.bits_per_key,
             filter_bytes: facts.filter_bytes,
             filter_layout: facts.filter_layout,
-            table: Arc::clone(&self.table),
-            liveness: Arc::clone(&self.liveness),
+            state: Arc::clone(&self.state),
         }
     }
 
-    /// Attaches access statistics to a file that has none (files recovered from the manifest).
-    /// No-op if the file already has them.
-    pub(crate) fn attach_access(&self, handle: AccessHandle) {
-        let _ = self.liveness.access.set(handle);
-    }
-
-    /// The file's access statistics, if the engine keeps them (Merlin on).
-    pub(crate) fn access(&self) -> Option<&AccessHandle> {
-        self.liveness.access.get()
-    }
-
-    /// Merlin's estimate of the point lookups that probed this file over the whole horizon
-    /// (DESIGN.md §4): `q` all probes, `x` those that found the key here, `z = q - x`. `None` when the
-    /// engine keeps no access statistics (see `Options::access_statistics`).
-    pub fn access_estimate(&self) -> Option<AccessEstimate> {
-        self.access().map(AccessHandle::estimate)
-    }
-
-    /// The naive baseline's estimate (plain counters since the file was written, DESIGN.md §4), for
-    /// comparison with [`FileMetadata::access_estimate`].
-    pub fn naive_access_estimate(&self) -> Option<AccessEstimate> {
-        self.access()
-            .map(|handle| handle.file.naive_estimate(&handle.merlin.view()))
-    }
-
-    /// Counts a data block a point lookup read in this file, `from_device` if the block cache
-    /// did not hold it.
-    pub(crate) fn record_data_block_read(&self, from_device: bool) {
-        self.liveness
-            .data_block_reads
-            .fetch_add(1, AtomicOrdering::Relaxed);
-        if from_device {
-            self.liveness
-                .data_block_misses
-                .fetch_add(1, AtomicOrdering::Relaxed);
-        }
-    }
-
-    /// (data blocks point lookups read in this file, of which from the device) since the file
-    /// was opened in this process: how often a false positive here costs a device read
-    /// (DESIGN.md §3.5). Shared by every metadata of the file (trivial moves keep it).
-    pub fn data_block_reads(&self) -> (u64, u64) {
-        (
-            self.liveness.data_block_reads.load(AtomicOrdering::Relaxed),
-            self.liveness
-                .data_block_misses
-                .load(AtomicOrdering::Relaxed),
-        )
-    }
-
-    /// Counts a point lookup that reached this file (its key range held the key): `found` if it
-    /// found a version of the key (or its tombstone) here, an empty probe if not.
-    pub(crate) fn record_probe(&self, found: bool) {
-        let liveness = &self.liveness;
-        liveness.first_probe.get_or_init(std::time::Instant::now);
-        let counter = if found {
-            &liveness.found_probes
-        } else {
-            &liveness.empty_probes
-        };
-        counter.fetch_add(1, AtomicOrdering::Relaxed);
-    }
-
-    /// A word the filter allocator keeps for this file, shared by every `FileMetadata` of the
-    /// file (trivial moves included) and in memory only; 0 until the allocator writes one.
-    /// Elastic filters keep the file's modules in use here, tagged with the selection they came
-    /// from, so that a probe reads one atomic word instead of looking the file up in the
-    /// selection (`alloc::elastic`): the lookup path asks for every file it probes.
-    pub(crate) fn allocator_memo(&self) -> u64 {
-        self.liveness.allocator_memo.load(AtomicOrdering::Relaxed)
-    }
-
-    /// Sets [`FileMetadata::allocator_memo`].
-    pub(crate) fn set_allocator_memo(&self, word: u64) {
-        self.liveness
-            .allocator_memo
-            .store(word, AtomicOrdering::Relaxed);
-    }
-
-    /// Counts a timed probe of this file that took `nanos` and read what `outcome` says.
-    pub(crate) fn record_probe_time(&self, outcome: ProbeOutcome, nanos: u64) {
-        let (probes, total) = &self.liveness.probe_times[outcome.index()];
-        probes.fetch_add(1, AtomicOrdering::Relaxed);
-        total.fetch_add(nanos, AtomicOrdering::Relaxed);
-    }
-
-    /// What point lookups did in this file since the first reached it, read at `now`
-    /// (DESIGN.md §3.5's cache model).
-    pub fn lookup_counts(&self, now: std::time::Instant) -> LookupCounts {
-        let liveness = &self.liveness;
-        let (data_block_reads, data_block_misses) = self.data_block_reads();
-        let time = |outcome: ProbeOutcome| {
-            let (probes, nanos) = &liveness.probe_times[outcome.index()];
-            ProbeTime {
-                probes: probes.load(AtomicOrdering::Relaxed),
-                nanos: nanos.load(AtomicOrdering::Relaxed),
-            }
-        };
-        LookupCounts {
-            probe_times: ProbeTimes {
-                rejected: time(ProbeOutcome::Rejected),
-                cached_block: time(ProbeOutcome::CachedBlock),
-                device_block: time(ProbeOutcome::DeviceBlock),
-            },
-            seconds: liveness.first_probe.get().map_or(0.0, |first| {
-                now.saturating_duration_since(*first).as_secs_f64()
-            }),
-            empty_probes: liveness.empty_probes.load(AtomicOrdering::Relaxed),
-            found_probes: liveness.found_probes.load(AtomicOrdering::Relaxed),
-            data_block_reads,
-            data_block_misses,
-        }
-    }
-
-    /// Point lookups that reached this file and found nothing here, per second, since this
-    /// process first knew the file (written or recovered; shared through trivial moves): the
-    /// measured rate at which a filter false positive here would cost a data-block read
-    /// (DESIGN.md §3.5 "Rebuild, priced"). 0 for a file known for under a millisecond.
-    pub fn empty_probes_per_sec(&self, now: std::time::Instant) -> f64 {
-        let seconds = now
-            .saturating_duration_since(self.liveness.known_since)
-            .as_secs_f64();
-        if seconds < 1e-3 {
-            return 0.0;
-        }
-        self.liveness.empty_probes.load(AtomicOrdering::Relaxed) as f64 / seconds
-    }
-
-    /// Test hook: pretends `probes` empty probes arrived.
-    #[cfg(test)]
-    pub(crate) fn add_empty_probes(&self, probes: u64) {
-        self.liveness
-            .empty_probes
-            .fetch_add(probes, AtomicOrdering::Relaxed);
-    }
-
-    /// Test hook: pretends lookups did `counts` in the file, the first `counts.seconds` before
-    /// `now`.
-    #[cfg(test)]
-    pub(crate) fn add_lookup_counts(&self, counts: LookupCounts, now: std::time::Instant) {
-        let liveness = &self.liveness;
-        let first = now
-            .checked_sub(std::time::Duration::from_secs_f64(counts.seconds))
-            .unwrap_or(now);
-        liveness.first_probe.get_or_init(|| first);
-        liveness
-            .empty_probes
-            .fetch_add(counts.empty_probes, AtomicOrdering::Relaxed);
-        liveness
-            .found_probes
-            .fetch_add(counts.found_probes, AtomicOrdering::Relaxed);
-        liveness
-            .data_block_reads
-            .fetch_add(counts.data_block_reads, AtomicOrdering::Relaxed);
-        liveness
-            .data_block_misses
-            .fetch_add(counts.data_block_misses, AtomicOrdering::Relaxed);
-        let times = counts.probe_times;
-        for (outcome, time) in [
-            (ProbeOutcome::Rejected, times.rejected),
-            (ProbeOutcome::CachedBlock, times.cached_block),
-            (ProbeOutcome::DeviceBlock, times.device_block),
-        ] {
-            let (probes, nanos) = &liveness.probe_times[outcome.index()];
-            probes.fetch_add(time.probes, AtomicOrdering::Relaxed);
-            nanos.fetch_add(time.nanos, AtomicOrdering::Relaxed);
-        }
+    /// The file's runtime state (open reader, access statistics, lookup counters), shared by
+    /// every `FileMetadata` of the file and kept through trivial moves.
+    pub fn state(&self) -> &FileState {
+        &self.state
     }
 
     /// The file number (its name is `{number:06}.sst`).
@@ -723,8 +460,8 @@ impl Version {
         sink: Option<&Arc<ObsoleteFiles>>,
     ) -> Result<Version, String> {
         let mut next = self.clone();
-        // Files deleted and re-added by the same edit (a trivial move) keep their liveness and
-        // their open reader: the removed `Arc` itself goes to the new place.
+        // Files deleted and re-added by the same edit (a trivial move) keep their runtime state
+        // (open reader, statistics, obsolete report): the removed `Arc` itself goes to the new place.
         let mut removed: Vec<Arc<FileMetadata>> = Vec::new();
         for deleted in &edit.deleted_files {
             let level = next
@@ -805,7 +542,7 @@ impl Version {
         // Only now, with the edit known to fit, do the new files report their obsolescence.
         if let Some(sink) = sink {
             for file in added {
-                let _ = file.liveness.sink.set(Arc::clone(sink));
+                file.state.report_obsolete_to(sink);
             }
         }
         Ok(next)
@@ -1126,6 +863,7 @@ pub(crate) mod tests {
         let file = &rewritten.levels[1].runs[0].files[0];
         assert_eq!(file.bits_per_key(), 3.0);
         assert!(Arc::ptr_eq(file.table_slot(), original.table_slot()));
+        assert!(std::ptr::eq(file.state(), original.state()));
         drop((v1, moved, original));
         assert!(sink.take().is_empty(), "the re-added file is still live");
         drop(rewritten);
