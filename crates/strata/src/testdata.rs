@@ -83,6 +83,15 @@ pub(crate) fn run_line<'a>(
     Ok((level, run, files))
 }
 
+/// A data file holding `text` in a fresh temporary folder, which lives as long as the returned
+/// `TempDir` (the runners' own tests write malformed files there).
+pub(crate) fn scratch_file(text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("wrong");
+    std::fs::write(&path, text).expect("write");
+    (dir, path)
+}
+
 /// Runs `run_file` (which returns a file's number of cases and its failures) on every data file
 /// of `suite` (the README aside) and fails with every failure; each file must hold 4 cases at
 /// least.

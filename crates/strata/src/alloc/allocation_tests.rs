@@ -24,7 +24,7 @@ use super::{
 };
 use crate::solver::Variant;
 use crate::stats::merlin::{AccessEstimate, FileAccess, Inherited, Merlin};
-use crate::testdata::{check_every_file, lines, number, options, run_line};
+use crate::testdata::{check_every_file, lines, number, options, run_line, scratch_file};
 use crate::version::tests::new_file;
 use crate::version::{AccessHandle, FileMetadata, Version, VersionEdit};
 
@@ -466,14 +466,10 @@ fn every_allocation_case_matches_the_math() {
 
 #[test]
 fn the_runner_reports_a_wrong_expectation() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("wrong");
-    std::fs::write(
-        &path,
+    let (_dir, path) = scratch_file(
         "allocator uniform bpk=2\ncase right\nflush run=1: 100\nexpect 2.00\n\
          case wrong\nflush run=1: 100, 50\nexpect 2.00 2.02\nin_use 1000=1\n",
-    )
-    .expect("write");
+    );
     let (cases, failures) = run_file(&path).expect("parses");
     assert_eq!(cases, 2);
     assert_eq!(failures.len(), 2, "{failures:?}");

@@ -42,7 +42,7 @@ use super::{
     CompactionPolicy, CompactionSettings, OutputRun, PolicyState, RunInput, RunningCompactions,
     WritePressure, GARNERING_STATE_OWNER,
 };
-use crate::testdata::{check_every_file, lines, number, options, run_line};
+use crate::testdata::{check_every_file, lines, number, options, run_line, scratch_file};
 
 /// One parsed case.
 #[derive(Debug, Default)]
@@ -474,14 +474,10 @@ fn every_picker_case_decides_as_written() {
 
 #[test]
 fn the_runner_reports_a_wrong_expectation() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("wrong");
-    std::fs::write(
-        &path,
+    let (_dir, path) = scratch_file(
         "policy tiering size_ratio=2\ncase two runs\nL1 run 1: 1 a..b 10\nL1 run 2: 2 a..b 10\n\
          expect nothing\ncase garbage\nL1 run 1: 1 a..b 10\nexpect nothing\n",
-    )
-    .expect("write");
+    );
     let (cases, failures) = run_file(&path).expect("parses");
     assert_eq!(cases, 2);
     assert_eq!(failures.len(), 1, "{failures:?}");
