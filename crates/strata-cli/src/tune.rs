@@ -14,10 +14,10 @@ use serde::Serialize;
 use strata::model::tuner::{
     buildable_size_ratio, tune, CpuCosts, Design, Device, TuningProblem, Workload,
 };
-use strata::model::MergePolicy;
+use strata::model::ModelPolicy;
 
 use strata::options_file::{CompactionSection, FilterSection, OptionsFile};
-use strata::policy::{CompactionKind, FilterAllocatorKind};
+use strata::policy::FilterAllocatorKind;
 
 use crate::error::{CliError, CliResult};
 use crate::tune_inputs::{
@@ -152,10 +152,10 @@ struct PredictedJson {
 }
 
 /// `garnering(c=0.8)` for Garnering, the registry name otherwise.
-pub(crate) fn policy_label(policy: MergePolicy) -> String {
-    match policy {
-        MergePolicy::Garnering { scaling_factor } => format!("garnering(c={scaling_factor})"),
-        _ => policy.name().to_string(),
+pub(crate) fn policy_label(policy: ModelPolicy) -> String {
+    match policy.garnering_c() {
+        Some(scaling_factor) => format!("garnering(c={scaling_factor})"),
+        None => policy.name().to_string(),
     }
 }
 
@@ -163,10 +163,7 @@ fn to_json(design: &Design, entries: f64) -> DesignJson {
     let p = design.predicted;
     DesignJson {
         policy: design.policy.name(),
-        garnering_c: match design.policy {
-            MergePolicy::Garnering { scaling_factor } => Some(scaling_factor),
-            _ => None,
-        },
+        garnering_c: design.policy.garnering_c(),
         size_ratio: design.size_ratio,
         levels: design.levels,
         buffer_bytes: design.buffer_bits / 8.0,
@@ -433,8 +430,8 @@ pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
 /// write buffer, and its filters at the design's bits per key (Monkey's with the tree it
 /// predicts, or uniform).
 fn options_file(design: &Design, problem: &TuningProblem) -> OptionsFile {
-    let (policy, garnering_c) = CompactionKind::for_model(design.policy);
-    let allocator = FilterAllocatorKind::for_model(design.filters);
+    let (policy, garnering_c) = (design.policy.kind(), design.policy.garnering_c());
+    let allocator = design.filters;
     let monkey = allocator == FilterAllocatorKind::Monkey;
     let buffer_bytes = (design.buffer_bits / 8.0).max(1.0);
     OptionsFile {
@@ -563,6 +560,7 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use strata::policy::CompactionKind;
 
     fn args(extra: &[&str]) -> TuneArgs {
         use clap::Parser;

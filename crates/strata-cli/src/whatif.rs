@@ -18,10 +18,9 @@ use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 use serde::Serialize;
-use strata::model::tuner::{
-    evaluate_with, tune, Design, FilterAllocation, TuningProblem, GARNERING_SCALING_FACTORS,
-};
-use strata::model::MergePolicy;
+use strata::model::tuner::{evaluate_with, tune, Design, TuningProblem, GARNERING_SCALING_FACTORS};
+use strata::model::ModelPolicy;
+use strata::policy::FilterAllocatorKind;
 
 use crate::chart::{count_label as entries_label, plot_error, thousands, PALETTE};
 use crate::error::{CliError, CliResult};
@@ -143,10 +142,7 @@ impl Row {
             x,
             series,
             policy: design.policy.name(),
-            garnering_c: match design.policy {
-                MergePolicy::Garnering { scaling_factor } => Some(scaling_factor),
-                _ => None,
-            },
+            garnering_c: design.policy.garnering_c(),
             filter_allocation: design.filters.name(),
             model: design.policy.model(),
             size_ratio: design.size_ratio,
@@ -211,9 +207,7 @@ fn sweep_name(sweep: Sweep) -> &'static str {
     }
 }
 
-const PER_RUN_SHOWN: MergePolicy = MergePolicy::Garnering {
-    scaling_factor: 0.8,
-};
+const PER_RUN_SHOWN: ModelPolicy = ModelPolicy::garnering(0.8);
 
 /// Every design the sweep evaluates, in series order.
 fn rows(args: &WhatifArgs) -> CliResult<Vec<Row>> {
@@ -265,8 +259,8 @@ fn rows(args: &WhatifArgs) -> CliResult<Vec<Row>> {
         };
         match args.sweep {
             Sweep::Memory => {
-                for policy in [MergePolicy::Leveling, MergePolicy::Tiering] {
-                    for filters in [FilterAllocation::Uniform, FilterAllocation::Monkey] {
+                for policy in [ModelPolicy::LEVELING, ModelPolicy::TIERING] {
+                    for filters in [FilterAllocatorKind::Uniform, FilterAllocatorKind::Monkey] {
                         let design = fixed(policy, filters, size_ratio)?;
                         push(
                             format!("{}, {} filters", policy.name(), filters.name()),
@@ -275,17 +269,25 @@ fn rows(args: &WhatifArgs) -> CliResult<Vec<Row>> {
                         );
                     }
                 }
-                for policy in [MergePolicy::LazyLeveling, PER_RUN_SHOWN] {
-                    let design = fixed(policy, FilterAllocation::Monkey, size_ratio)?;
+                for policy in [ModelPolicy::LAZY_LEVELING, PER_RUN_SHOWN] {
+                    let design = fixed(policy, FilterAllocatorKind::Monkey, size_ratio)?;
                     push(
                         format!("{}, monkey filters", policy_label(policy)),
                         &design,
                         0,
                     );
                 }
-                let uniform = fixed(MergePolicy::Leveling, FilterAllocation::Uniform, size_ratio)?;
+                let uniform = fixed(
+                    ModelPolicy::LEVELING,
+                    FilterAllocatorKind::Uniform,
+                    size_ratio,
+                )?;
                 push("1: leveling, uniform filters".into(), &uniform, 1);
-                let monkey = fixed(MergePolicy::Leveling, FilterAllocation::Monkey, size_ratio)?;
+                let monkey = fixed(
+                    ModelPolicy::LEVELING,
+                    FilterAllocatorKind::Monkey,
+                    size_ratio,
+                )?;
                 push("2: + Monkey's filters".into(), &monkey, 1);
                 // A tuner may keep the design it is given: each step is the better of its
                 // recommendation and the step before (the tuner's size ratios are Monkey's
@@ -311,23 +313,31 @@ fn rows(args: &WhatifArgs) -> CliResult<Vec<Row>> {
             }
             Sweep::SizeRatio => {
                 for policy in [
-                    MergePolicy::Leveling,
-                    MergePolicy::Tiering,
-                    MergePolicy::LazyLeveling,
+                    ModelPolicy::LEVELING,
+                    ModelPolicy::TIERING,
+                    ModelPolicy::LAZY_LEVELING,
                     PER_RUN_SHOWN,
                 ] {
-                    let design = fixed(policy, FilterAllocation::Monkey, size_ratio)?;
+                    let design = fixed(policy, FilterAllocatorKind::Monkey, size_ratio)?;
                     push(policy_label(policy), &design, 2);
                 }
             }
             Sweep::Entries => {
-                let uniform = fixed(MergePolicy::Leveling, FilterAllocation::Uniform, size_ratio)?;
+                let uniform = fixed(
+                    ModelPolicy::LEVELING,
+                    FilterAllocatorKind::Uniform,
+                    size_ratio,
+                )?;
                 push("leveling, uniform filters".into(), &uniform, 2);
-                let monkey = fixed(MergePolicy::Leveling, FilterAllocation::Monkey, size_ratio)?;
+                let monkey = fixed(
+                    ModelPolicy::LEVELING,
+                    FilterAllocatorKind::Monkey,
+                    size_ratio,
+                )?;
                 push("leveling, monkey filters".into(), &monkey, 2);
                 for &scaling_factor in &GARNERING_SCALING_FACTORS {
-                    let policy = MergePolicy::Garnering { scaling_factor };
-                    let design = fixed(policy, FilterAllocation::Monkey, size_ratio)?;
+                    let policy = ModelPolicy::garnering(scaling_factor);
+                    let design = fixed(policy, FilterAllocatorKind::Monkey, size_ratio)?;
                     push(
                         format!("{}, monkey filters", policy_label(policy)),
                         &design,

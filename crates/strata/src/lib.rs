@@ -70,6 +70,8 @@ pub mod sim;
 pub mod solver;
 pub mod stats;
 pub(crate) mod table;
+#[cfg(test)]
+mod testdata;
 pub mod version;
 pub(crate) mod wal;
 

@@ -210,7 +210,6 @@ impl CompactionSection {
     pub fn settings(&self) -> CompactionSettings {
         let defaults = EcoTuneSettings::default();
         CompactionSettings {
-            size_ratio: self.size_ratio.unwrap_or(DEFAULT_SIZE_RATIO),
             garnering_c: self.garnering_c.unwrap_or(DEFAULT_GARNERING_C),
             ecotune: EcoTuneSettings {
                 long_scan_ratio: self.long_scan_ratio.unwrap_or(defaults.long_scan_ratio),
@@ -219,6 +218,7 @@ impl CompactionSection {
                 scan_length: self.scan_length.unwrap_or(defaults.scan_length),
                 ..defaults
             },
+            ..CompactionSettings::with_size_ratio(self.size_ratio.unwrap_or(DEFAULT_SIZE_RATIO))
         }
     }
 }

@@ -409,18 +409,6 @@ pub fn monkey_items(run_entries: &[u64]) -> Vec<Item> {
         .collect()
 }
 
-/// How the last level holds its runs, for [`monkey_general_items`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum MergeKind {
-    /// One run per level.
-    Leveling,
-    /// Up to `size_ratio - 1` runs per level; `size_ratio` is `T`, at least 2.
-    Tiering {
-        /// `T`, the size ratio between adjacent levels.
-        size_ratio: f64,
-    },
-}
-
 /// A sorted run: the level it is on and its entries (input of [`monkey_general_items`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunShape {
@@ -432,20 +420,19 @@ pub struct RunShape {
 
 /// The weight of a last-level run under Monkey-general (DESIGN.md §2; Monkey §4.4, eq. 13) when a
 /// fraction `zero_result_fraction` (`f0`) of point lookups find nothing and the rest target
-/// existing keys (worst case: on the last level).
+/// existing keys (worst case: on the last level), and the last level holds `k =
+/// last_level_runs` runs: `g = f0 + (1 - f0) (k - 1) / (2k)`. A non-empty lookup passes on
+/// average `(k - 1) / 2` of the `k` runs before the one holding its key, so each last-level run
+/// is probed in vain by every zero-result lookup and by a fraction `(k - 1) / (2k)` of the others.
 ///
-/// * Leveling: `f0` — existing-key lookups end at the last level, so its filter only helps the
-///   zero-result ones.
-/// * Tiering: `g = 1 - (1 - f0) * T / (2 * (T - 1))` — a non-empty lookup passes on average
-///   `(T - 2) / 2` of the last level's `T - 1` runs before the one holding its key, so each
-///   last-level run is probed in vain by every zero-result lookup and by a fraction
-///   `(T - 2) / (2 (T - 1))` of the others: `f0 + (1 - f0) (T - 2) / (2 (T - 1)) = g` (equals
-///   `f0` at `T = 2`).
+/// * Leveling, `k = 1`: `f0` — existing-key lookups end at the last level, so its filter only
+///   helps the zero-result ones.
+/// * Tiering, `k = T - 1`: `g = 1 - (1 - f0) * T / (2 * (T - 1))` (equals `f0` at `T = 2`).
 ///
-/// Fails unless `0 <= f0 <= 1` and (tiering) `T >= 2` is finite.
+/// Fails unless `0 <= f0 <= 1` and `k >= 1` is finite.
 pub fn monkey_general_last_level_weight(
     zero_result_fraction: f64,
-    merge: MergeKind,
+    last_level_runs: f64,
 ) -> Result<f64> {
     let f0 = zero_result_fraction;
     if !(0.0..=1.0).contains(&f0) {
@@ -453,28 +440,31 @@ pub fn monkey_general_last_level_weight(
             "zero-result fraction must be between 0 and 1, got {f0}"
         )));
     }
-    match merge {
-        MergeKind::Leveling => Ok(f0),
-        MergeKind::Tiering { size_ratio } => {
-            if !size_ratio.is_finite() || size_ratio < 2.0 {
-                return Err(Error::InvalidArgument(format!(
-                    "size ratio must be finite and >= 2, got {size_ratio}"
-                )));
-            }
-            // g = 1 - (1 - f0) * T / (2 (T - 1)) [DESIGN.md §2; Monkey §4.4]; in [f0, 1] for T >= 2.
-            Ok(1.0 - (1.0 - f0) * size_ratio / (2.0 * (size_ratio - 1.0)))
-        }
+    let k = last_level_runs;
+    if !k.is_finite() || k < 1.0 {
+        return Err(Error::InvalidArgument(format!(
+            "the last level's runs must be finite and >= 1, got {k}"
+        )));
     }
+    if k == 1.0 {
+        return Ok(f0);
+    }
+    // g = 1 - (1 - f0) (k + 1) / (2k), the same as f0 + (1 - f0) (k - 1) / (2k); written so that
+    // with k = T - 1 it is Monkey's 1 - (1 - f0) T / (2 (T - 1)) [DESIGN.md §2; Monkey §4.4]
+    // operation for operation. In [f0, 1] for k >= 1.
+    Ok(1.0 - (1.0 - f0) * (k + 1.0) / (2.0 * k))
 }
 
 /// Monkey-general items (DESIGN.md §2): weight 1 for every run above the last level and
-/// [`monkey_general_last_level_weight`] for every run on it (the largest `level` in `runs`).
+/// [`monkey_general_last_level_weight`] for every run on it (the largest `level` in `runs`),
+/// which holds `last_level_runs` runs when full (1 leveled, `T - 1` tiered).
 pub fn monkey_general_items(
     runs: &[RunShape],
     zero_result_fraction: f64,
-    merge: MergeKind,
+    last_level_runs: f64,
 ) -> Result<Vec<Item>> {
-    let last_level_weight = monkey_general_last_level_weight(zero_result_fraction, merge)?;
+    let last_level_weight =
+        monkey_general_last_level_weight(zero_result_fraction, last_level_runs)?;
     let last_level = runs.iter().map(|run| run.level).max().unwrap_or(0);
     Ok(runs
         .iter()
@@ -1093,33 +1083,29 @@ mod tests {
     #[test]
     fn monkey_general_weights_follow_monkey_section_4_4() {
         assert_eq!(
-            monkey_general_last_level_weight(0.3, MergeKind::Leveling).expect("valid"),
+            monkey_general_last_level_weight(0.3, 1.0).expect("valid"),
             0.3
         );
         // g = 1 - (1 - f0) T / (2 (T - 1)): equals f0 at T = 2.
         for f0 in [0.0, 0.25, 0.5, 1.0] {
-            let g = monkey_general_last_level_weight(f0, MergeKind::Tiering { size_ratio: 2.0 })
-                .expect("valid");
+            let g = monkey_general_last_level_weight(f0, 2.0 - 1.0).expect("valid");
             assert!((g - f0).abs() < 1e-15);
         }
         for (f0, size_ratio) in [(0.1, 3.0), (0.5, 4.0), (0.9, 10.0)] {
             // Each last-level run: every zero-result lookup, and the non-empty ones that pass it
             // before reaching their key's run ((T - 2) / 2 of the T - 1 runs on average).
             let in_vain = f0 + (1.0 - f0) * (size_ratio - 2.0) / (2.0 * (size_ratio - 1.0));
-            let g = monkey_general_last_level_weight(f0, MergeKind::Tiering { size_ratio })
-                .expect("valid");
+            let g = monkey_general_last_level_weight(f0, size_ratio - 1.0).expect("valid");
             assert!((g - in_vain).abs() < 1e-15);
         }
-        let g = monkey_general_last_level_weight(0.5, MergeKind::Tiering { size_ratio: 10.0 })
-            .expect("valid");
+        let g = monkey_general_last_level_weight(0.5, 10.0 - 1.0).expect("valid");
         assert!((g - (1.0 - 0.5 * 10.0 / 18.0)).abs() < 1e-15);
         assert!((g - 0.722_222).abs() < 1e-6);
         for f0 in [-0.1, 1.1, f64::NAN] {
-            assert!(monkey_general_last_level_weight(f0, MergeKind::Leveling).is_err());
+            assert!(monkey_general_last_level_weight(f0, 1.0).is_err());
         }
         for size_ratio in [1.5, f64::NAN, f64::INFINITY] {
-            let merge = MergeKind::Tiering { size_ratio };
-            assert!(monkey_general_last_level_weight(0.5, merge).is_err());
+            assert!(monkey_general_last_level_weight(0.5, size_ratio - 1.0).is_err());
         }
 
         let runs = [
@@ -1140,21 +1126,20 @@ mod tests {
                 entries: 900,
             },
         ];
-        let leveled = monkey_general_items(&runs, 0.2, MergeKind::Leveling).expect("valid");
+        let leveled = monkey_general_items(&runs, 0.2, 1.0).expect("valid");
         let weights: Vec<f64> = leveled.iter().map(|item| item.weight).collect();
         assert_eq!(weights, vec![1.0, 1.0, 0.2, 0.2]);
         assert_eq!(leveled[3].entries, 900);
-        let tiered = monkey_general_items(&runs, 0.2, MergeKind::Tiering { size_ratio: 4.0 })
-            .expect("valid");
+        let tiered = monkey_general_items(&runs, 0.2, 4.0 - 1.0).expect("valid");
         let g = 1.0 - 0.8 * 4.0 / 6.0;
         let weights: Vec<f64> = tiered.iter().map(|item| item.weight).collect();
         assert_eq!(weights, vec![1.0, 1.0, g, g]);
-        assert!(monkey_general_items(&[], 0.5, MergeKind::Leveling)
+        assert!(monkey_general_items(&[], 0.5, 1.0)
             .expect("valid")
             .is_empty());
         // With f0 = 0 the last level gets no filter at all (Mnemosyne §4.1, "Connection with
         // Monkey": existing-key lookups only).
-        let items = monkey_general_items(&runs, 0.0, MergeKind::Leveling).expect("valid");
+        let items = monkey_general_items(&runs, 0.0, 1.0).expect("valid");
         let (_, allocation) = solve(&items, 4.0, Variant::Pure);
         assert_eq!(allocation.bits_per_key()[2..], [0.0, 0.0]);
     }

@@ -132,7 +132,7 @@ fn lazy_leveling_keeps_every_write_and_its_shape() {
     );
     for &level in levels.iter().filter(|&&level| level < last) {
         assert!(
-            version.levels()[level].runs().len() < policy.size_ratio(),
+            version.levels()[level].runs().len() <= policy.size_ratio().runs_per_level(),
             "tiered level {level} holds fewer than T runs"
         );
     }
@@ -157,11 +157,11 @@ fn garnering_keeps_every_write_its_shape_and_its_level_count() {
     assert_eq!(policy.level_count(&version), level_count);
     // DESIGN.md §5.4's formula assumes full levels; delayed increments grow L as levels fill, so the
     // two agree within one level.
-    let base = WRITE_BUFFER_BYTES as f64 * policy.size_ratio();
+    let base = WRITE_BUFFER_BYTES as f64 * policy.size_ratio().get();
     let formula = garnering_level_count(
         version.bytes() as f64,
         base,
-        policy.size_ratio(),
+        policy.size_ratio().get(),
         policy.scaling_factor(),
     );
     assert!(
@@ -176,8 +176,8 @@ fn garnering_keeps_every_write_its_shape_and_its_level_count() {
     );
     // Leveled: one run per disk level, and every level above the last within its capacity.
     let capacity = garnering_capacities(
-        WRITE_BUFFER_BYTES as f64 * policy.size_ratio(),
-        policy.size_ratio(),
+        WRITE_BUFFER_BYTES as f64 * policy.size_ratio().get(),
+        policy.size_ratio().get(),
         policy.scaling_factor(),
         level_count,
     );

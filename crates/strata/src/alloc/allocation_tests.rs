@@ -15,7 +15,7 @@
 //!
 //! A case may hold several jobs, run in order on the same allocator against the tree as written.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use super::{
@@ -24,28 +24,12 @@ use super::{
 };
 use crate::solver::Variant;
 use crate::stats::merlin::{AccessEstimate, FileAccess, Inherited, Merlin};
+use crate::testdata::{check_every_file, lines, number, options, run_line, scratch_file};
 use crate::version::tests::new_file;
 use crate::version::{AccessHandle, FileMetadata, Version, VersionEdit};
 
 /// Expected values are written to two decimals.
 const TOLERANCE: f64 = 0.005 + 1e-9;
-
-fn testdata_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/testdata/filter_allocation")
-}
-
-fn number<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, String> {
-    text.parse()
-        .map_err(|_| format!("{what}: cannot parse {text:?}"))
-}
-
-/// `key=value` words (a bare word has an empty value).
-fn options<'a>(words: &[&'a str]) -> Vec<(&'a str, &'a str)> {
-    words
-        .iter()
-        .map(|word| word.split_once('=').unwrap_or((word, "")))
-        .collect()
-}
 
 /// `(q, x)` from `q=` and `x=` words, if either is there.
 fn estimate(words: &[(&str, &str)]) -> Result<Option<(f64, f64)>, String> {
@@ -179,21 +163,10 @@ fn parse_allocator(words: &[&str]) -> Result<Box<dyn FilterAllocator>, String> {
 
 /// `L2 run 6: 2 a..m 8000 bits=2 q=900 x=0, 3 n..z 8000`
 fn parse_run(line: &str, files: &mut Vec<TreeFile>) -> Result<(), String> {
-    let (head, body) = line.split_once(':').ok_or("a run line needs ':'")?;
-    let head: Vec<&str> = head.split_whitespace().collect();
-    let [level, "run", run] = head.as_slice() else {
-        return Err(format!("expected `L<level> run <id>:`, got {head:?}"));
-    };
-    let level: usize = number(level.trim_start_matches('L'), "level")?;
-    let run: u64 = number(run, "run id")?;
-    for file in body.split(',') {
-        let words: Vec<&str> = file.split_whitespace().collect();
-        let [file_number, range, entries, rest @ ..] = words.as_slice() else {
-            return Err(format!(
-                "expected `<number> <lo>..<hi> <entries> [bits=] [q=] [x=]`, got {file:?}"
-            ));
-        };
-        let (lo, hi) = range.split_once("..").ok_or("a key range is lo..hi")?;
+    let (level, run, run_files) =
+        run_line(line, 1, "<number> <lo>..<hi> <entries> [bits=] [q=] [x=]")?;
+    for file in run_files {
+        let (entries, rest) = file.rest.split_first().ok_or("a file needs its entries")?;
         let rest = options(rest);
         let mut bits = 0.0;
         for (key, value) in &rest {
@@ -206,9 +179,9 @@ fn parse_run(line: &str, files: &mut Vec<TreeFile>) -> Result<(), String> {
         files.push(TreeFile {
             level,
             run,
-            number: number(file_number, "file number")?,
-            lo: lo.to_string(),
-            hi: hi.to_string(),
+            number: file.number,
+            lo: file.lo,
+            hi: file.hi,
             entries: number(entries, "entries")?,
             bits,
             estimate: estimate(&rest)?,
@@ -409,14 +382,8 @@ fn run_file(path: &Path) -> Result<(usize, Vec<String>), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut allocator_words: Option<Vec<String>> = None;
     let mut cases: Vec<(Case, Vec<String>)> = Vec::new();
-    for (index, raw) in text.lines().enumerate() {
-        let line_number = index + 1;
-        let line = raw.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
-            continue;
-        }
+    for (line_number, line, words) in lines(&text) {
         let at = |e: String| format!("{}:{line_number}: {e}", path.display());
-        let words: Vec<&str> = line.split_whitespace().collect();
         match words[0] {
             "allocator" => {
                 // Checked here, built afresh for every case.
@@ -494,40 +461,15 @@ fn run_file(path: &Path) -> Result<(usize, Vec<String>), String> {
 
 #[test]
 fn every_allocation_case_matches_the_math() {
-    let mut failures = Vec::new();
-    let mut summary = Vec::new();
-    for allocator in [
-        "uniform",
-        "monkey",
-        "mnemosyne",
-        "mnemosyne_plus",
-        "elastic",
-    ] {
-        let path = testdata_dir().join(allocator);
-        let (cases, mut file_failures) = run_file(&path).unwrap_or_else(|e| panic!("{e}"));
-        assert!(cases >= 4, "{}: only {cases} cases", path.display());
-        summary.push(format!("{allocator}: {cases}"));
-        failures.append(&mut file_failures);
-    }
-    assert!(
-        failures.is_empty(),
-        "{} allocation check(s) differ ({}):\n{}",
-        failures.len(),
-        summary.join(", "),
-        failures.join("\n")
-    );
+    check_every_file("filter_allocation", run_file);
 }
 
 #[test]
 fn the_runner_reports_a_wrong_expectation() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("wrong");
-    std::fs::write(
-        &path,
+    let (_dir, path) = scratch_file(
         "allocator uniform bpk=2\ncase right\nflush run=1: 100\nexpect 2.00\n\
          case wrong\nflush run=1: 100, 50\nexpect 2.00 2.02\nin_use 1000=1\n",
-    )
-    .expect("write");
+    );
     let (cases, failures) = run_file(&path).expect("parses");
     assert_eq!(cases, 2);
     assert_eq!(failures.len(), 2, "{failures:?}");

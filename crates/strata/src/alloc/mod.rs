@@ -20,6 +20,7 @@ pub mod elastic;
 mod mnemosyne;
 mod mnemosyne_plus;
 mod monkey;
+pub(crate) mod registry;
 pub use crate::solver;
 #[cfg(test)]
 mod allocation_tests;
@@ -30,6 +31,7 @@ pub use elastic::Elastic;
 pub use mnemosyne::{Mnemosyne, Overuse};
 pub use mnemosyne_plus::MnemosynePlus;
 pub use monkey::Monkey;
+pub use registry::{FilterAllocatorKind, FilterSettings, PredictedShape};
 pub use uniform::Uniform;
 
 use std::fmt::Debug;

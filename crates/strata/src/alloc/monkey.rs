@@ -41,7 +41,7 @@
 
 use super::{FilterAllocator, FilterJob, Uniform};
 use crate::error::{Error, Result};
-use crate::solver::{monkey_general_items, MergeKind, Problem, RunShape};
+use crate::solver::{monkey_general_items, Problem, RunShape};
 use crate::version::Version;
 
 /// Monkey's static per-level allocation (DESIGN.md §3.2), solved once at construction.
@@ -168,14 +168,13 @@ impl Monkey {
                 entries,
             })
             .collect();
-        let merge = if self.tiering {
-            MergeKind::Tiering {
-                size_ratio: self.size_ratio,
-            }
+        // A full last level holds T - 1 runs tiered, one leveled.
+        let last_level_runs = if self.tiering {
+            self.size_ratio - 1.0
         } else {
-            MergeKind::Leveling
+            1.0
         };
-        let items = monkey_general_items(&runs, self.zero_result_fraction, merge)?;
+        let items = monkey_general_items(&runs, self.zero_result_fraction, last_level_runs)?;
         let memory_bits = self.bits_per_key_target * self.expected_entries as f64;
         let allocation = Problem::with_memory_bits(items, memory_bits)?.solve();
         self.level_bits_per_key = allocation.bits_per_key().to_vec();

@@ -36,7 +36,7 @@
 use super::leveling::{pick_leveled, LeveledShape};
 use super::{
     whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun, PolicyState,
-    RunningCompactions,
+    RunningCompactions, SizeRatio,
 };
 use crate::error::{Error, Result};
 use crate::version::{Version, MAX_LEVELS};
@@ -50,7 +50,7 @@ const STATE_FORMAT: u8 = 1;
 /// The Garnering merge policy (see the module docs).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Garnering {
-    size_ratio: f64,
+    size_ratio: SizeRatio,
     scaling_factor: f64,
     base_level_bytes: Option<u64>,
     last_level: usize,
@@ -60,13 +60,8 @@ impl Garnering {
     /// Garnering with size ratio `T` (between the last two levels, 2..=1000), scaling factor
     /// `c = 0.8` (the paper's default), level-1 base `write_buffer * T`.
     pub fn new(size_ratio: f64) -> Result<Self> {
-        if !size_ratio.is_finite() || !(2.0..=1000.0).contains(&size_ratio) {
-            return Err(Error::InvalidArgument(format!(
-                "garnering size_ratio must be between 2 and 1000, got {size_ratio}"
-            )));
-        }
         Ok(Garnering {
-            size_ratio,
+            size_ratio: SizeRatio::new("garnering size_ratio", size_ratio)?,
             scaling_factor: 0.8,
             base_level_bytes: None,
             last_level: MAX_LEVELS - 1,
@@ -98,7 +93,7 @@ impl Garnering {
     }
 
     /// The size ratio `T`.
-    pub fn size_ratio(&self) -> f64 {
+    pub fn size_ratio(&self) -> SizeRatio {
         self.size_ratio
     }
 
@@ -110,7 +105,7 @@ impl Garnering {
     fn base_bytes(&self, context: &CompactionContext) -> f64 {
         self.base_level_bytes
             .map(|b| b as f64)
-            .unwrap_or(context.write_buffer_bytes as f64 * self.size_ratio)
+            .unwrap_or(context.write_buffer_bytes as f64 * self.size_ratio.get())
             .max(1.0)
     }
 
@@ -125,7 +120,7 @@ impl Garnering {
     pub fn level_capacities(&self, context: &CompactionContext, level_count: usize) -> Vec<f64> {
         garnering_capacities(
             self.base_bytes(context),
-            self.size_ratio,
+            self.size_ratio.get(),
             self.scaling_factor,
             level_count,
         )

@@ -20,17 +20,18 @@
 //! becomes the last one and its runs are merged into one in place. A last level holding several
 //! runs (a tree written by another policy) is merged in place the same way.
 
+use super::SizeRatio;
 use super::{
     merge_last_level, whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun,
     RunningCompactions,
 };
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::version::Version;
 
 /// The lazy-leveling merge policy (see the module docs).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LazyLeveling {
-    size_ratio: usize,
+    size_ratio: SizeRatio,
     base_level_bytes: Option<u64>,
     last_level: usize,
 }
@@ -39,17 +40,8 @@ impl LazyLeveling {
     /// Lazy leveling with size ratio `T` (runs per upper level before a merge; whole number,
     /// 2..=1000), last-level growth up to level 6.
     pub fn new(size_ratio: f64) -> Result<Self> {
-        if !size_ratio.is_finite()
-            || !(2.0..=1000.0).contains(&size_ratio)
-            || size_ratio.fract() != 0.0
-        {
-            return Err(Error::InvalidArgument(format!(
-                "lazy leveling size_ratio must be a whole number between 2 and 1000, got \
-                 {size_ratio}"
-            )));
-        }
         Ok(LazyLeveling {
-            size_ratio: size_ratio as usize,
+            size_ratio: SizeRatio::whole("lazy leveling size_ratio", size_ratio)?,
             base_level_bytes: None,
             last_level: super::DEFAULT_LAST_LEVEL,
         })
@@ -69,7 +61,7 @@ impl LazyLeveling {
     }
 
     /// The size ratio `T`.
-    pub fn size_ratio(&self) -> usize {
+    pub fn size_ratio(&self) -> SizeRatio {
         self.size_ratio
     }
 
@@ -83,9 +75,9 @@ impl LazyLeveling {
         let base = self
             .base_level_bytes
             .map(|b| b as f64)
-            .unwrap_or(context.write_buffer_bytes as f64 * self.size_ratio as f64)
+            .unwrap_or(context.write_buffer_bytes as f64 * self.size_ratio.get())
             .max(1.0);
-        base * (self.size_ratio as f64).powi(level as i32 - 1)
+        base * self.size_ratio.get().powi(level as i32 - 1)
     }
 }
 
@@ -99,7 +91,7 @@ impl CompactionPolicy for LazyLeveling {
         if level >= last_level {
             1
         } else {
-            self.size_ratio - 1
+            self.size_ratio.runs_per_level()
         }
     }
 
@@ -119,7 +111,7 @@ impl CompactionPolicy for LazyLeveling {
             let trigger = if level == 0 {
                 context.level0_compaction_trigger.max(1)
             } else {
-                self.size_ratio
+                self.size_ratio.runs_per_level() + 1
             };
             if l.runs().len() < trigger {
                 continue;

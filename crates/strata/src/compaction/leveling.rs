@@ -7,17 +7,18 @@
 //! size (RocksDB's `level_compaction_dynamic_level_bytes`, the Mnemosyne paper's "bottom-up"
 //! construction); level 0 then merges straight into the first level whose capacity is needed.
 
+use super::SizeRatio;
 use super::{
     default_full_compaction, whole_run, CompactionContext, CompactionJob, CompactionPolicy,
     OutputRun, RunInput, RunningCompactions,
 };
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::version::{Version, MAX_LEVELS};
 
 /// The leveling merge policy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Leveling {
-    size_ratio: f64,
+    size_ratio: SizeRatio,
     base_level_bytes: Option<u64>,
     dynamic_level_bytes: bool,
     last_level: usize,
@@ -27,13 +28,8 @@ impl Leveling {
     /// Leveling with size ratio `T` (>= 2), level-1 capacity `write_buffer * T`, static sizing
     /// and levels 1..=6.
     pub fn new(size_ratio: f64) -> Result<Self> {
-        if !size_ratio.is_finite() || !(2.0..=1000.0).contains(&size_ratio) {
-            return Err(Error::InvalidArgument(format!(
-                "size_ratio must be between 2 and 1000, got {size_ratio}"
-            )));
-        }
         Ok(Leveling {
-            size_ratio,
+            size_ratio: SizeRatio::new("size_ratio", size_ratio)?,
             base_level_bytes: None,
             dynamic_level_bytes: false,
             last_level: super::DEFAULT_LAST_LEVEL,
@@ -59,14 +55,14 @@ impl Leveling {
     }
 
     /// The size ratio `T`.
-    pub fn size_ratio(&self) -> f64 {
+    pub fn size_ratio(&self) -> SizeRatio {
         self.size_ratio
     }
 
     fn base_bytes(&self, context: &CompactionContext) -> f64 {
         self.base_level_bytes
             .map(|b| b as f64)
-            .unwrap_or(context.write_buffer_bytes as f64 * self.size_ratio)
+            .unwrap_or(context.write_buffer_bytes as f64 * self.size_ratio.get())
             .max(1.0)
     }
 
@@ -86,7 +82,7 @@ impl Leveling {
                 .take(self.last_level + 1)
                 .skip(1)
             {
-                *slot = base * self.size_ratio.powi(level as i32 - 1);
+                *slot = base * self.size_ratio.get().powi(level as i32 - 1);
             }
             return (capacity, 1);
         }
@@ -99,7 +95,7 @@ impl Leveling {
         capacity[last] = (tree.levels()[last].bytes() as f64).max(base);
         let mut base_level = last;
         while base_level > 1 && capacity[base_level] > base {
-            capacity[base_level - 1] = capacity[base_level] / self.size_ratio;
+            capacity[base_level - 1] = capacity[base_level] / self.size_ratio.get();
             base_level -= 1;
         }
         // Level 0 must never merge below older data: if a level above the computed base level
@@ -116,7 +112,7 @@ impl Default for Leveling {
     /// Size ratio 10, static level sizes, levels 1..=6 (RocksDB's defaults but for dynamic sizing).
     fn default() -> Self {
         Leveling {
-            size_ratio: 10.0,
+            size_ratio: SizeRatio::DEFAULT,
             base_level_bytes: None,
             dynamic_level_bytes: false,
             last_level: super::DEFAULT_LAST_LEVEL,

@@ -27,7 +27,10 @@ mod leveling;
 mod manual;
 mod moose;
 #[cfg(test)]
+mod one_level;
+#[cfg(test)]
 mod picker_tests;
+mod size_ratio;
 mod tiering;
 
 pub use garnering::{
@@ -37,14 +40,251 @@ pub use garnering::{
 pub use lazy_leveling::LazyLeveling;
 pub use leveling::Leveling;
 pub use manual::Manual;
-pub use moose::Moose;
+pub use moose::{Moose, MooseSettings};
+pub use size_ratio::{SizeRatio, MAX_SIZE_RATIO};
 pub use tiering::Tiering;
 
-use std::fmt::Debug;
+use std::fmt::{self, Debug};
+use std::str::FromStr;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::alloc::registry::{parse_name, PredictedShape};
+use crate::error::{Error, Result};
+use ecotune::{EcoTune, EcoTuneSettings};
 
 pub use crate::version::job::{CompactionJob, OutputRun, RunInput, RunningCompactions};
 pub use crate::version::PolicyState;
 use crate::version::Version;
+
+/// A compaction (merge) policy by name (DESIGN.md §5): the registry. Registering a policy is this
+/// file only: its `mod` line above, a variant here, its name in [`CompactionKind::name`] and
+/// [`CompactionKind::all`], and its arm in [`CompactionKind::build`] (docs/ARCHITECTURE.md,
+/// "Adding a merge policy"). Everything that loops over "all policies" uses `all()`.
+///
+/// With the `clap` feature the kinds derive `clap::ValueEnum`, so the CLI parses the same names
+/// (the variants' doc comments are its `--help` text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum CompactionKind {
+    /// One run per level (`strata::compaction::Leveling`), level sizes from level 1 down: the
+    /// tree grows top-down.
+    Leveling,
+    /// Leveling with dynamic level bytes (RocksDB's `level_compaction_dynamic_level_bytes`):
+    /// level sizes from the last level up, the tree grows bottom-up.
+    LevelingDynamic,
+    /// Up to `T - 1` runs per level (`strata::compaction::Tiering`).
+    Tiering,
+    /// Dostoevsky's lazy leveling (`strata::compaction::LazyLeveling`, DESIGN.md §5.3): tiering on
+    /// every level but the last, which holds one run.
+    LazyLeveling,
+    /// Autumn's Garnering (`strata::compaction::Garnering`, DESIGN.md §5.4): leveling whose level
+    /// ratios grow toward the top, with delayed last-level compaction; `c` sets the growth.
+    Garnering,
+    /// EcoTune (`strata::compaction::ecotune::EcoTune`, DESIGN.md §6): a size-triggered top level with
+    /// a full key index, a main level of runs merged on a dynamic program's schedule, and a last
+    /// level of one run. Takes no size ratio.
+    Ecotune,
+    /// The EcoTune paper's Moose baseline (`strata::compaction::Moose`): levels 1 to 3 hold up
+    /// to 3 runs each, ratio 7 between them and 6 into the last level 4, capacities set from the
+    /// last level up. Takes no size ratio.
+    Moose,
+    /// The example of docs/ARCHITECTURE.md, "Adding a merge policy" (`one_level.rs`, tests only):
+    /// every flushed run merged into one run on level 1. Takes no size ratio.
+    #[cfg(test)]
+    OneLevel,
+}
+
+/// Garnering's default scaling factor `c` (DESIGN.md §5.4, the Autumn paper's recommendation).
+pub const DEFAULT_GARNERING_C: f64 = 0.8;
+
+/// What a compaction policy is built from besides its kind. A setting a policy does not have is
+/// ignored by it. The optional ones are written only when set, so a record of settings reads and
+/// writes as it did before they existed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactionSettings {
+    /// The size ratio `T` (EcoTune and Moose have none and ignore it).
+    pub size_ratio: f64,
+    /// Garnering's scaling factor `c` (`0 < c <= 1`; 1 is plain leveling).
+    pub garnering_c: f64,
+    /// EcoTune's settings.
+    #[serde(default)]
+    pub ecotune: EcoTuneSettings,
+    /// The level-1 capacity in bytes of leveling, lazy leveling and Garnering (`None`: the write
+    /// buffer times `T`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_level_bytes: Option<u64>,
+    /// The deepest level leveling, tiering, lazy leveling and Garnering use (`None`: each
+    /// policy's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_level: Option<usize>,
+    /// Moose's runs per level and ratios (`None`: the EcoTune paper's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moose: Option<MooseSettings>,
+}
+
+impl CompactionSettings {
+    /// Settings with size ratio `size_ratio`, Garnering's default `c` and every other setting
+    /// at its default.
+    pub fn with_size_ratio(size_ratio: f64) -> Self {
+        CompactionSettings {
+            size_ratio,
+            garnering_c: DEFAULT_GARNERING_C,
+            ecotune: EcoTuneSettings::default(),
+            base_level_bytes: None,
+            last_level: None,
+            moose: None,
+        }
+    }
+
+    /// `policy` with the base-level and last-level settings that are set.
+    fn sized<P: LevelSettings>(&self, mut policy: P) -> Result<P> {
+        if let Some(bytes) = self.base_level_bytes {
+            policy = policy.base_level_bytes(bytes);
+        }
+        match self.last_level {
+            Some(level) => policy.last_level(level),
+            None => Ok(policy),
+        }
+    }
+}
+
+/// The level settings of [`CompactionSettings`] the level-sizing policies take.
+trait LevelSettings: Sized {
+    /// The level-1 capacity (a policy without one ignores it).
+    fn base_level_bytes(self, bytes: u64) -> Self;
+    /// The deepest level; an invalid one is an [`Error::InvalidArgument`].
+    fn last_level(self, level: usize) -> Result<Self>;
+}
+
+/// The three policies with a base level and a last level.
+macro_rules! level_settings {
+    ($($policy:ty),*) => {$(
+        impl LevelSettings for $policy {
+            fn base_level_bytes(self, bytes: u64) -> Self {
+                self.with_base_level_bytes(bytes)
+            }
+            fn last_level(self, level: usize) -> Result<Self> {
+                self.with_last_level(level)
+            }
+        }
+    )*};
+}
+level_settings!(Leveling, LazyLeveling, Garnering);
+
+impl LevelSettings for Tiering {
+    /// Tiering's levels are counted in runs, not bytes: no base level.
+    fn base_level_bytes(self, _bytes: u64) -> Self {
+        self
+    }
+    fn last_level(self, level: usize) -> Result<Self> {
+        self.with_last_level(level)
+    }
+}
+
+impl CompactionKind {
+    /// Every registered compaction policy.
+    pub fn all() -> &'static [CompactionKind] {
+        &[
+            CompactionKind::Leveling,
+            CompactionKind::LevelingDynamic,
+            CompactionKind::Tiering,
+            CompactionKind::LazyLeveling,
+            CompactionKind::Garnering,
+            CompactionKind::Ecotune,
+            CompactionKind::Moose,
+            #[cfg(test)]
+            CompactionKind::OneLevel,
+        ]
+    }
+
+    /// The name in options files, on the command line, in reports and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            CompactionKind::Leveling => "leveling",
+            CompactionKind::LevelingDynamic => "leveling-dynamic",
+            CompactionKind::Tiering => "tiering",
+            CompactionKind::LazyLeveling => "lazy-leveling",
+            CompactionKind::Garnering => "garnering",
+            CompactionKind::Ecotune => "ecotune",
+            CompactionKind::Moose => "moose",
+            #[cfg(test)]
+            CompactionKind::OneLevel => "one-level",
+        }
+    }
+
+    /// True for policies that keep several runs per level on every level (Monkey then predicts a
+    /// tiered tree). Lazy leveling's last level is one run, like leveling's, and its many upper
+    /// runs are small: Monkey predicts it as leveled.
+    pub fn is_tiered(self) -> bool {
+        self == CompactionKind::Tiering
+    }
+
+    /// True for policies built from a size ratio `T` (all but EcoTune, Moose and the example).
+    pub fn uses_size_ratio(self) -> bool {
+        match self {
+            CompactionKind::Ecotune | CompactionKind::Moose => false,
+            #[cfg(test)]
+            CompactionKind::OneLevel => false,
+            _ => true,
+        }
+    }
+
+    /// The policy with `settings`; an invalid setting (a size ratio below 2, `c` outside
+    /// `(0, 1]`) is an [`Error::InvalidArgument`].
+    pub fn build(self, settings: &CompactionSettings) -> Result<Arc<dyn CompactionPolicy>> {
+        let size_ratio = settings.size_ratio;
+        Ok(match self {
+            CompactionKind::Leveling => Arc::new(settings.sized(Leveling::new(size_ratio)?)?),
+            CompactionKind::LevelingDynamic => {
+                Arc::new(settings.sized(Leveling::new(size_ratio)?.with_dynamic_level_bytes(true))?)
+            }
+            CompactionKind::Tiering => Arc::new(settings.sized(Tiering::new(size_ratio)?)?),
+            CompactionKind::LazyLeveling => {
+                Arc::new(settings.sized(LazyLeveling::new(size_ratio)?)?)
+            }
+            CompactionKind::Garnering => {
+                Arc::new(settings.sized(
+                    Garnering::new(size_ratio)?.with_scaling_factor(settings.garnering_c)?,
+                )?)
+            }
+            CompactionKind::Ecotune => Arc::new(EcoTune::new(settings.ecotune)?),
+            CompactionKind::Moose => Arc::new(match &settings.moose {
+                Some(moose) => Moose::new(moose.runs_per_level.clone(), moose.ratios.clone())?,
+                None => Moose::ecotune_paper(),
+            }),
+            #[cfg(test)]
+            CompactionKind::OneLevel => Arc::new(one_level::OneLevel),
+        })
+    }
+}
+
+impl PredictedShape for CompactionKind {
+    fn is_tiered(&self) -> bool {
+        CompactionKind::is_tiered(*self)
+    }
+}
+
+impl FromStr for CompactionKind {
+    type Err = Error;
+
+    fn from_str(name: &str) -> Result<Self> {
+        parse_name(
+            "compaction policy",
+            name,
+            CompactionKind::all(),
+            CompactionKind::name,
+        )
+    }
+}
+
+impl fmt::Display for CompactionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// Engine settings a policy needs to size levels and judge write pressure.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -18,10 +18,19 @@
 
 use super::{
     merge_last_level, whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun,
-    RunningCompactions,
+    RunningCompactions, SizeRatio,
 };
 use crate::error::{Error, Result};
 use crate::version::Version;
+
+/// Moose's shape as [`crate::policy::CompactionSettings`] names it (see [`Moose::new`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct MooseSettings {
+    /// `K_i`, the runs of levels `1..last`, level 1 first.
+    pub runs_per_level: Vec<usize>,
+    /// `T_i = C_(i+1) / C_i` for levels `1..last`, level 1 first.
+    pub ratios: Vec<f64>,
+}
 
 /// The Moose merge policy (see the module docs).
 #[derive(Debug, Clone, PartialEq)]
@@ -29,7 +38,7 @@ pub struct Moose {
     /// `K_i` for levels `1..last`; index 0 is level 1.
     runs_per_level: Vec<usize>,
     /// `T_i = C_(i+1) / C_i` for levels `1..last`; index 0 is the ratio of level 2 to level 1.
-    ratios: Vec<f64>,
+    ratios: Vec<SizeRatio>,
 }
 
 impl Moose {
@@ -49,14 +58,10 @@ impl Moose {
                 "moose runs per level must lie in 1..=64, got {k}"
             )));
         }
-        if let Some(t) = ratios
-            .iter()
-            .find(|t| !t.is_finite() || !(2.0..=1000.0).contains(*t))
-        {
-            return Err(Error::InvalidArgument(format!(
-                "moose ratios must lie in 2..=1000, got {t}"
-            )));
-        }
+        let ratios = ratios
+            .into_iter()
+            .map(|t| SizeRatio::new("moose ratios", t))
+            .collect::<Result<_>>()?;
         Ok(Moose {
             runs_per_level,
             ratios,
@@ -68,7 +73,7 @@ impl Moose {
     pub fn ecotune_paper() -> Self {
         Moose {
             runs_per_level: vec![3, 3, 3],
-            ratios: vec![7.0, 7.0, 6.0],
+            ratios: [7.0, 7.0, 6.0].map(SizeRatio::from_valid).to_vec(),
         }
     }
 
@@ -102,7 +107,7 @@ impl Moose {
         let mut capacity = tree.levels()[last].bytes() as f64;
         let mut capacities = vec![0.0; last - 1];
         for level in (1..last).rev() {
-            capacity /= self.ratios[self.setting(level, last)];
+            capacity /= self.ratios[self.setting(level, last)].get();
             capacity = capacity.max(buffer * self.runs_allowed(level, last) as f64);
             capacities[level - 1] = capacity;
         }

@@ -3,7 +3,7 @@
 //! policy, and this runner checks every case. The format is described at the top of each file:
 //!
 //! ```text
-//! policy garnering T=2 c=0.8          # applies to the cases below it (base=, last=, dynamic)
+//! policy garnering size_ratio=2 garnering_c=0.8   # applies to the cases below it
 //! context write_buffer=1000 level0_trigger=2   # optional; these are the defaults
 //!
 //! case the last level grows L
@@ -15,9 +15,13 @@
 //! pressure none                       # optional: the write-stall decision (none|slowdown|stop)
 //! ```
 //!
-//! Moose (`policy moose K=3,3,3 T=7,7,6`) and EcoTune (`policy ecotune ccap=3 K=100 ...`, with
-//! its round record `state ecotune.round n=1 S=1000 ...` and `state ecotune.merges round=1
-//! done=0`) have options of their own; the README next to the data files lists every word.
+//! The `policy` line is the registry's: a registered name (`CompactionKind`) and settings
+//! written as `CompactionSettings`' fields with TOML values (`last_level=2`,
+//! `ecotune.ccap=2`, `moose.ratios=[4,3]`) over `CompactionSettings::with_size_ratio(10.0)`;
+//! the registry builds the policy, so a newly registered policy needs no code here, only its
+//! data file. Every file of `tests/testdata/compaction_picker/` but the README is run.
+//! EcoTune's round record is written `state ecotune.round n=1 S=1000 ...` and its merges
+//! `state ecotune.merges round=1 done=0`; the README next to the data files lists every word.
 //!
 //! Decisions are written `nothing`, `state OWNER ...` (a state-only job), or
 //! `L0.11[2] L1.5[4,5] -> L1.5` (inputs as level.run[files], newest first, then the output level
@@ -25,23 +29,20 @@
 //! the crate because integration tests cannot build a `Version`.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 
 use super::ecotune::dp::RoundParameters;
 use super::ecotune::{
-    decode_merges_done, encode_merges_done, EcoTune, EcoTuneSettings, Round, MERGES_STATE_OWNER,
-    ROUND_STATE_OWNER,
+    decode_merges_done, encode_merges_done, Round, MERGES_STATE_OWNER, ROUND_STATE_OWNER,
 };
 use super::test_support::{tree_with_states, CONTEXT};
 use super::{
-    decode_level_count, encode_level_count, CompactionContext, CompactionJob, CompactionPolicy,
-    Garnering, LazyLeveling, Leveling, Moose, OutputRun, PolicyState, RunInput, RunningCompactions,
-    Tiering, WritePressure, GARNERING_STATE_OWNER,
+    decode_level_count, encode_level_count, CompactionContext, CompactionJob, CompactionKind,
+    CompactionPolicy, CompactionSettings, OutputRun, PolicyState, RunInput, RunningCompactions,
+    WritePressure, GARNERING_STATE_OWNER,
 };
-
-fn testdata_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/testdata/compaction_picker")
-}
+use crate::testdata::{check_every_file, lines, number, options, run_line, scratch_file};
 
 /// One parsed case.
 #[derive(Debug, Default)]
@@ -55,148 +56,69 @@ struct Case {
     pressure: Option<WritePressure>,
 }
 
-fn options(words: &[&str]) -> Result<Vec<(String, String)>, String> {
-    words
-        .iter()
-        .map(|word| match word.split_once('=') {
-            Some((key, value)) => Ok((key.to_string(), value.to_string())),
-            None => Ok((word.to_string(), String::new())),
-        })
-        .collect()
-}
-
-fn number<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, String> {
-    text.parse()
-        .map_err(|_| format!("{what}: cannot parse {text:?}"))
-}
-
-fn parse_policy(words: &[&str]) -> Result<Box<dyn CompactionPolicy>, String> {
+/// `policy <registered name> <field>=<TOML value> ...`: the registry builds the policy from the
+/// written `CompactionSettings` fields over `CompactionSettings::with_size_ratio(10.0)`; a
+/// field the settings do not have is an error.
+fn parse_policy(words: &[&str]) -> Result<Arc<dyn CompactionPolicy>, String> {
     let (name, rest) = words.split_first().ok_or("policy needs a name")?;
-    match *name {
-        "moose" => return parse_moose(rest),
-        "ecotune" => return parse_ecotune(rest),
-        _ => {}
+    let kind: CompactionKind = name.parse().map_err(|e: crate::Error| e.to_string())?;
+    let written: String = rest.iter().map(|word| format!("{word}\n")).collect();
+    let written: toml::Table =
+        toml::from_str(&written).map_err(|e| format!("policy settings: {e}"))?;
+    let mut table = toml::Table::try_from(CompactionSettings::with_size_ratio(10.0))
+        .map_err(|e| format!("policy settings: {e}"))?;
+    overlay(&mut table, written.clone());
+    let settings: CompactionSettings = table
+        .try_into()
+        .map_err(|e| format!("policy settings: {e}"))?;
+    let read = toml::Table::try_from(&settings).map_err(|e| format!("policy settings: {e}"))?;
+    if let Some(unknown) = unread(&written, &read) {
+        return Err(format!("`{unknown}` is not a compaction setting"));
     }
-    let mut size_ratio = None;
-    let mut c = None;
-    let mut base = None;
-    let mut last = None;
-    let mut dynamic = false;
-    for (key, value) in options(rest)? {
-        match key.as_str() {
-            "T" => size_ratio = Some(number::<f64>(&value, "T")?),
-            "c" => c = Some(number::<f64>(&value, "c")?),
-            "base" => base = Some(number::<u64>(&value, "base")?),
-            "last" => last = Some(number::<usize>(&value, "last")?),
-            "dynamic" => dynamic = true,
-            other => return Err(format!("unknown policy option {other:?}")),
-        }
-    }
-    let size_ratio = size_ratio.ok_or("policy needs T=")?;
-    let err = |e: crate::Error| e.to_string();
-    Ok(match *name {
-        "leveling" => {
-            let mut policy = Leveling::new(size_ratio)
-                .map_err(err)?
-                .with_dynamic_level_bytes(dynamic);
-            if let Some(base) = base {
-                policy = policy.with_base_level_bytes(base);
-            }
-            if let Some(last) = last {
-                policy = policy.with_last_level(last).map_err(err)?;
-            }
-            Box::new(policy)
-        }
-        "tiering" => {
-            let mut policy = Tiering::new(size_ratio).map_err(err)?;
-            if let Some(last) = last {
-                policy = policy.with_last_level(last).map_err(err)?;
-            }
-            Box::new(policy)
-        }
-        "lazy_leveling" => {
-            let mut policy = LazyLeveling::new(size_ratio).map_err(err)?;
-            if let Some(base) = base {
-                policy = policy.with_base_level_bytes(base);
-            }
-            if let Some(last) = last {
-                policy = policy.with_last_level(last).map_err(err)?;
-            }
-            Box::new(policy)
-        }
-        "garnering" => {
-            let mut policy = Garnering::new(size_ratio).map_err(err)?;
-            if let Some(c) = c {
-                policy = policy.with_scaling_factor(c).map_err(err)?;
-            }
-            if let Some(base) = base {
-                policy = policy.with_base_level_bytes(base);
-            }
-            if let Some(last) = last {
-                policy = policy.with_last_level(last).map_err(err)?;
-            }
-            Box::new(policy)
-        }
-        other => return Err(format!("unknown policy {other:?}")),
-    })
+    kind.build(&settings).map_err(|e| e.to_string())
 }
 
-/// `moose K=3,3,3 T=7,7,6` (per-level run counts and ratios, level 1 first), or `moose paper`.
-fn parse_moose(words: &[&str]) -> Result<Box<dyn CompactionPolicy>, String> {
-    fn list<T: std::str::FromStr>(text: &str, what: &str) -> Result<Vec<T>, String> {
-        text.split(',').map(|v| number(v, what)).collect()
-    }
-    let mut runs = None;
-    let mut ratios = None;
-    for (key, value) in options(words)? {
-        match key.as_str() {
-            "paper" => return Ok(Box::new(Moose::ecotune_paper())),
-            "K" => runs = Some(list::<usize>(&value, "K")?),
-            "T" => ratios = Some(list::<f64>(&value, "T")?),
-            other => return Err(format!("unknown moose option {other:?}")),
+/// `from`'s values written over `into`'s, table into table.
+fn overlay(into: &mut toml::Table, from: toml::Table) {
+    for (key, value) in from {
+        match (into.get_mut(&key), value) {
+            (Some(toml::Value::Table(inner)), toml::Value::Table(value)) => overlay(inner, value),
+            (_, value) => {
+                into.insert(key, value);
+            }
         }
     }
-    let policy = Moose::new(
-        runs.ok_or("moose needs K=")?,
-        ratios.ok_or("moose needs T=")?,
-    )
-    .map_err(|e| e.to_string())?;
-    Ok(Box::new(policy))
 }
 
-/// `ecotune ccap=3 K=100 r=0.3 beta=0.5 max_units=32 no_index` (every option optional; the
-/// defaults are `EcoTuneSettings::default()`, the paper's).
-fn parse_ecotune(words: &[&str]) -> Result<Box<dyn CompactionPolicy>, String> {
-    let mut settings = EcoTuneSettings::default();
-    for (key, value) in options(words)? {
-        match key.as_str() {
-            "ccap" => settings.ccap = number(&value, "ccap")?,
-            "K" => settings.scan_length = number(&value, "K")?,
-            "r" => settings.long_scan_ratio = number(&value, "r")?,
-            "beta" => settings.beta_q = number(&value, "beta")?,
-            "max_units" => settings.max_units = number(&value, "max_units")?,
-            "no_index" => settings.top_level_index = false,
-            other => return Err(format!("unknown ecotune option {other:?}")),
-        }
-    }
-    Ok(Box::new(EcoTune::new(settings).map_err(|e| e.to_string())?))
+/// The first key of `written` that `read` (the settings as they serialize) lacks: a setting the
+/// settings do not have, which deserializing skipped.
+fn unread(written: &toml::Table, read: &toml::Table) -> Option<String> {
+    written
+        .iter()
+        .find_map(|(key, value)| match (value, read.get(key)) {
+            (_, None) => Some(key.clone()),
+            (toml::Value::Table(written), Some(toml::Value::Table(read))) => {
+                unread(written, read).map(|inner| format!("{key}.{inner}"))
+            }
+            _ => None,
+        })
 }
 
 fn parse_context(words: &[&str]) -> Result<CompactionContext, String> {
     let mut context = CONTEXT;
-    for (key, value) in options(words)? {
-        match key.as_str() {
-            "write_buffer" => context.write_buffer_bytes = number(&value, "write_buffer")?,
+    for (key, value) in options(words) {
+        match key {
+            "write_buffer" => context.write_buffer_bytes = number(value, "write_buffer")?,
             "level0_trigger" => {
-                context.level0_compaction_trigger = number(&value, "level0_trigger")?
+                context.level0_compaction_trigger = number(value, "level0_trigger")?
             }
-            "slowdown" => context.level0_slowdown_writes_trigger = number(&value, "slowdown")?,
-            "stop" => context.level0_stop_writes_trigger = number(&value, "stop")?,
-            "flush_rate" => context.rates.flush_bytes_per_sec = Some(number(&value, "flush_rate")?),
+            "slowdown" => context.level0_slowdown_writes_trigger = number(value, "slowdown")?,
+            "stop" => context.level0_stop_writes_trigger = number(value, "stop")?,
+            "flush_rate" => context.rates.flush_bytes_per_sec = Some(number(value, "flush_rate")?),
             "compaction_rate" => {
-                context.rates.compaction_bytes_per_sec = Some(number(&value, "compaction_rate")?)
+                context.rates.compaction_bytes_per_sec = Some(number(value, "compaction_rate")?)
             }
-            "flush_bytes" => context.rates.flush_bytes = Some(number(&value, "flush_bytes")?),
+            "flush_bytes" => context.rates.flush_bytes = Some(number(value, "flush_bytes")?),
             other => return Err(format!("unknown context option {other:?}")),
         }
     }
@@ -208,27 +130,20 @@ fn parse_run(
     line: &str,
     files: &mut Vec<(usize, u64, u64, String, String, u64)>,
 ) -> Result<(), String> {
-    let (head, body) = line.split_once(':').ok_or("a run line needs ':'")?;
-    let head: Vec<&str> = head.split_whitespace().collect();
-    let [level, "run", run] = head.as_slice() else {
-        return Err(format!("expected `L<level> run <id>:`, got {head:?}"));
-    };
-    let level: usize = number(level.trim_start_matches('L'), "level")?;
-    let run: u64 = number(run, "run id")?;
-    for file in body.split(',') {
-        let words: Vec<&str> = file.split_whitespace().collect();
-        let [file_number, range, bytes] = words.as_slice() else {
+    let (level, run, run_files) = run_line(line, 1, "<number> <lo>..<hi> <bytes>")?;
+    for file in run_files {
+        let [bytes] = file.rest.as_slice() else {
             return Err(format!(
-                "expected `<number> <lo>..<hi> <bytes>`, got {file:?}"
+                "expected `<bytes>` after a key range, got {:?}",
+                file.rest
             ));
         };
-        let (lo, hi) = range.split_once("..").ok_or("a key range is lo..hi")?;
         files.push((
             level,
             run,
-            number(file_number, "file number")?,
-            lo.to_string(),
-            hi.to_string(),
+            file.number,
+            file.lo,
+            file.hi,
             number(bytes, "bytes")?,
         ));
     }
@@ -243,18 +158,15 @@ const ROUND_WORDS: [&str; 12] = [
 /// `ecotune.round n=1 S=1000 flushes=1 boundary=0 arrivals=3 R=7 ccap=3 r=0.3 f=0.01 beta=0.5
 /// tw=1 tc=0.4` (every word required).
 fn parse_round(words: &[&str]) -> Result<PolicyState, String> {
-    let values = options(words)?;
+    let values = options(words);
     let get = |name: &str| -> Result<&str, String> {
         values
             .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| *value)
             .ok_or_else(|| format!("the round record needs {name}="))
     };
-    if let Some((key, _)) = values
-        .iter()
-        .find(|(key, _)| !ROUND_WORDS.contains(&key.as_str()))
-    {
+    if let Some((key, _)) = values.iter().find(|(key, _)| !ROUND_WORDS.contains(key)) {
         return Err(format!("unknown round word {key:?}"));
     }
     let round = Round {
@@ -458,13 +370,13 @@ fn normalize(text: &str) -> String {
 /// Runs every case of one file; returns the number of cases and the failures.
 fn run_file(path: &Path) -> Result<(usize, Vec<String>), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut policy: Option<Box<dyn CompactionPolicy>> = None;
+    let mut policy: Option<Arc<dyn CompactionPolicy>> = None;
     let mut context = CONTEXT;
     let mut cases = 0;
     let mut failures = Vec::new();
     let mut case: Option<Case> = None;
     let mut finish = |case: Option<Case>,
-                      policy: &Option<Box<dyn CompactionPolicy>>,
+                      policy: &Option<Arc<dyn CompactionPolicy>>,
                       context: &CompactionContext|
      -> Result<(), String> {
         let Some(case) = case else { return Ok(()) };
@@ -511,14 +423,8 @@ fn run_file(path: &Path) -> Result<(usize, Vec<String>), String> {
         }
         Ok(())
     };
-    for (index, raw) in text.lines().enumerate() {
-        let line_number = index + 1;
-        let line = raw.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
-            continue;
-        }
+    for (line_number, line, words) in lines(&text) {
         let at = |e: String| format!("{}:{line_number}: {e}", path.display());
-        let words: Vec<&str> = line.split_whitespace().collect();
         match words[0] {
             "policy" => {
                 finish(case.take(), &policy, &context).map_err(at)?;
@@ -563,46 +469,32 @@ fn run_file(path: &Path) -> Result<(usize, Vec<String>), String> {
 
 #[test]
 fn every_picker_case_decides_as_written() {
-    let mut failures = Vec::new();
-    let mut summary = Vec::new();
-    for policy in [
-        "leveling",
-        "tiering",
-        "lazy_leveling",
-        "garnering",
-        "ecotune",
-        "moose",
-    ] {
-        let path = testdata_dir().join(policy);
-        let (cases, mut file_failures) = run_file(&path).unwrap_or_else(|e| panic!("{e}"));
-        assert!(cases >= 4, "{}: only {cases} cases", path.display());
-        summary.push(format!("{policy}: {cases}"));
-        failures.append(&mut file_failures);
-    }
-    assert!(
-        failures.is_empty(),
-        "{} picker case(s) differ ({}):\n{}",
-        failures.len(),
-        summary.join(", "),
-        failures.join("\n")
-    );
+    check_every_file("compaction_picker", run_file);
 }
 
 #[test]
 fn the_runner_reports_a_wrong_expectation() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("wrong");
-    std::fs::write(
-        &path,
-        "policy tiering T=2\ncase two runs\nL1 run 1: 1 a..b 10\nL1 run 2: 2 a..b 10\n\
+    let (_dir, path) = scratch_file(
+        "policy tiering size_ratio=2\ncase two runs\nL1 run 1: 1 a..b 10\nL1 run 2: 2 a..b 10\n\
          expect nothing\ncase garbage\nL1 run 1: 1 a..b 10\nexpect nothing\n",
-    )
-    .expect("write");
+    );
     let (cases, failures) = run_file(&path).expect("parses");
     assert_eq!(cases, 2);
     assert_eq!(failures.len(), 1, "{failures:?}");
     assert!(failures[0].contains("expected: nothing"));
     assert!(failures[0].contains("got:      L1.2[2] L1.1[1] -> L2.new"));
-    std::fs::write(&path, "policy tiering T=2\ncase x\nL1 run one: 1 a..b 10\n").expect("write");
+    std::fs::write(
+        &path,
+        "policy tiering size_ratio=2\ncase x\nL1 run one: 1 a..b 10\n",
+    )
+    .expect("write");
     assert!(run_file(&path).is_err(), "a malformed line is an error");
+    for policy in [
+        "levelling size_ratio=2",
+        "tiering T=2",
+        "tiering size_ratio=2.5",
+    ] {
+        std::fs::write(&path, format!("policy {policy}\n")).expect("write");
+        assert!(run_file(&path).is_err(), "{policy}: refused");
+    }
 }

@@ -3,32 +3,25 @@
 //! compaction). Level 0 merges on `level0_compaction_trigger` runs instead. The last level merges
 //! its runs in place.
 
+use super::SizeRatio;
 use super::{
     whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun, RunningCompactions,
 };
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::version::Version;
 
 /// The tiering merge policy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tiering {
-    size_ratio: usize,
+    size_ratio: SizeRatio,
     last_level: usize,
 }
 
 impl Tiering {
     /// Tiering with size ratio `T` (runs per level before a merge), `T >= 2`, levels 1..=6.
     pub fn new(size_ratio: f64) -> Result<Self> {
-        if !size_ratio.is_finite()
-            || !(2.0..=1000.0).contains(&size_ratio)
-            || size_ratio.fract() != 0.0
-        {
-            return Err(Error::InvalidArgument(format!(
-                "tiering size_ratio must be a whole number between 2 and 1000, got {size_ratio}"
-            )));
-        }
         Ok(Tiering {
-            size_ratio: size_ratio as usize,
+            size_ratio: SizeRatio::whole("tiering size_ratio", size_ratio)?,
             last_level: super::DEFAULT_LAST_LEVEL,
         })
     }
@@ -40,7 +33,7 @@ impl Tiering {
     }
 
     /// The size ratio `T`.
-    pub fn size_ratio(&self) -> usize {
+    pub fn size_ratio(&self) -> SizeRatio {
         self.size_ratio
     }
 }
@@ -52,7 +45,7 @@ impl CompactionPolicy for Tiering {
 
     /// Fewer than `T` runs per level: a level's `T`-th run triggers its merge.
     fn max_runs(&self, _level: usize, _last_level: usize) -> usize {
-        self.size_ratio - 1
+        self.size_ratio.runs_per_level()
     }
 
     fn pick(
@@ -65,7 +58,7 @@ impl CompactionPolicy for Tiering {
             let trigger = if level == 0 {
                 context.level0_compaction_trigger.max(1)
             } else {
-                self.size_ratio
+                self.size_ratio.runs_per_level() + 1
             };
             if l.runs().len() < trigger || (level == self.last_level && l.runs().len() < 2) {
                 continue;

@@ -794,7 +794,7 @@ impl DbInner {
         let state = Switch::<CompactionKind> {
             configured: self.options.compaction_policy.name(),
             kind,
-            settings: *settings,
+            settings: settings.clone(),
         }
         .to_state()?;
         // No worker is between a pick and its registration while the policy changes, so every

@@ -40,7 +40,7 @@ use crate::version::{PolicyState, Version};
 /// A family of registered policies a running database can switch between.
 pub(crate) trait Registry: Copy + std::fmt::Display + Serialize + DeserializeOwned {
     /// The settings a policy is built from.
-    type Settings: Copy + std::fmt::Debug + PartialEq + Serialize + DeserializeOwned;
+    type Settings: Clone + std::fmt::Debug + PartialEq + Serialize + DeserializeOwned;
     /// What is built.
     type Policy: ?Sized + Send + Sync;
     /// The owner of the switch record among the manifest's policy states. Prefixed `engine.` so

@@ -11,59 +11,115 @@
 //! The closed forms are Monkey's, for leveling and tiering. Lazy leveling and Garnering have none
 //! in the papers; for them every function here uses Strata's own per-run model ([`per_run`],
 //! DESIGN.md §7, last paragraph): the policy's idealised tree as sorted runs, costed with the §2
-//! allocation solver. [`MergePolicy::model`] names which model a policy's figures come from.
+//! allocation solver. [`ModelPolicy::model`] names which model a policy's figures come from.
 
 pub mod per_run;
 pub mod tree;
 pub mod tuner;
 
+use crate::compaction::CompactionKind;
 use crate::error::{Error, Result};
 use crate::solver::DEFAULT_FPR_CONSTANT as LN2_SQUARED;
 
-/// The merge policies the models cover.
+/// A merge policy as the models price it: a registered [`CompactionKind`] the models cover
+/// (leveling, tiering, lazy leveling, Garnering; [`ModelPolicy::covers`]) and, for Garnering,
+/// its scaling factor `c`. The kinds the models do not cover (leveling with dynamic level bytes,
+/// EcoTune, Moose) are refused by [`ModelPolicy::new`].
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum MergePolicy {
-    /// One run per level (Monkey's closed forms).
-    Leveling,
-    /// Up to `T - 1` runs per level (Monkey's closed forms).
-    Tiering,
-    /// Dostoevsky's lazy leveling: tiered levels above a leveled last level (Strata's per-run
-    /// model).
-    LazyLeveling,
-    /// Autumn's Garnering with scaling factor `c` in `(0, 1]` (Strata's per-run model).
-    Garnering {
-        /// `c`: level ratios grow by `1/c` per level toward the top.
-        scaling_factor: f64,
-    },
+pub struct ModelPolicy {
+    kind: CompactionKind,
+    /// `c` in `(0, 1]` when `kind` is Garnering: level ratios grow by `1/c` per level toward the
+    /// top.
+    garnering_c: Option<f64>,
 }
 
-impl MergePolicy {
-    /// The policy's name as the registry spells it (`strata::policy::CompactionKind`).
-    pub fn name(&self) -> &'static str {
-        match self {
-            MergePolicy::Leveling => "leveling",
-            MergePolicy::Tiering => "tiering",
-            MergePolicy::LazyLeveling => "lazy-leveling",
-            MergePolicy::Garnering { .. } => "garnering",
+impl ModelPolicy {
+    /// One run per level (Monkey's closed forms).
+    pub const LEVELING: ModelPolicy = ModelPolicy::plain(CompactionKind::Leveling);
+    /// Up to `T - 1` runs per level (Monkey's closed forms).
+    pub const TIERING: ModelPolicy = ModelPolicy::plain(CompactionKind::Tiering);
+    /// Dostoevsky's lazy leveling: tiered levels above a leveled last level (Strata's per-run
+    /// model).
+    pub const LAZY_LEVELING: ModelPolicy = ModelPolicy::plain(CompactionKind::LazyLeveling);
+
+    const fn plain(kind: CompactionKind) -> ModelPolicy {
+        ModelPolicy {
+            kind,
+            garnering_c: None,
         }
+    }
+
+    /// Autumn's Garnering with scaling factor `c` in `(0, 1]` (Strata's per-run model; the
+    /// models check `c` where they use it).
+    pub const fn garnering(scaling_factor: f64) -> ModelPolicy {
+        ModelPolicy {
+            kind: CompactionKind::Garnering,
+            garnering_c: Some(scaling_factor),
+        }
+    }
+
+    /// True if the models price `kind`.
+    pub fn covers(kind: CompactionKind) -> bool {
+        matches!(
+            kind,
+            CompactionKind::Leveling
+                | CompactionKind::Tiering
+                | CompactionKind::LazyLeveling
+                | CompactionKind::Garnering
+        )
+    }
+
+    /// `kind` as the models price it, with `garnering_c` if it is Garnering (ignored otherwise);
+    /// a kind the models do not cover is an [`Error::InvalidArgument`].
+    pub fn new(kind: CompactionKind, garnering_c: f64) -> Result<ModelPolicy> {
+        if !ModelPolicy::covers(kind) {
+            return Err(Error::InvalidArgument(format!(
+                "the cost models do not cover {kind}; they price leveling, tiering, lazy-leveling \
+                 and garnering"
+            )));
+        }
+        Ok(if kind == CompactionKind::Garnering {
+            ModelPolicy::garnering(garnering_c)
+        } else {
+            ModelPolicy::plain(kind)
+        })
+    }
+
+    /// The registered kind that builds this policy.
+    pub fn kind(&self) -> CompactionKind {
+        self.kind
+    }
+
+    /// Garnering's `c`, `None` for the other policies.
+    pub fn garnering_c(&self) -> Option<f64> {
+        self.garnering_c
+    }
+
+    /// The policy's name as the registry spells it.
+    pub fn name(&self) -> &'static str {
+        self.kind.name()
     }
 
     /// Which model the tuner's figures for this policy come from (the functions of this module
     /// use Monkey's closed forms for leveling and tiering; the tuner costs every design on its
     /// own runs, `tuner::evaluate`).
     pub fn model(&self) -> &'static str {
-        match self {
-            MergePolicy::Leveling | MergePolicy::Tiering => {
-                "monkey, exact on the design's runs (DESIGN.md §7)"
-            }
-            MergePolicy::LazyLeveling | MergePolicy::Garnering { .. } => {
-                "strata per-run model (DESIGN.md §7)"
-            }
+        if self.has_closed_form() {
+            "monkey, exact on the design's runs (DESIGN.md §7)"
+        } else {
+            "strata per-run model (DESIGN.md §7)"
         }
     }
 
     fn has_closed_form(&self) -> bool {
-        matches!(self, MergePolicy::Leveling | MergePolicy::Tiering)
+        matches!(
+            self.kind,
+            CompactionKind::Leveling | CompactionKind::Tiering
+        )
+    }
+
+    fn is_tiering(&self) -> bool {
+        self.kind == CompactionKind::Tiering
     }
 }
 
@@ -167,7 +223,7 @@ pub fn unfiltered_levels(
 /// `R_filtered = T^(T/(T-1)) / (T-1) * exp(-M/N * ln2sq * T^L_unf)` (leveling; tiering drops the
 /// `/(T-1)`) and `R_unfiltered = L_unf` (leveling) or `L_unf * (T-1)` (tiering).
 pub fn zero_result_cost(
-    policy: MergePolicy,
+    policy: ModelPolicy,
     filter_bits: f64,
     entries: f64,
     size_ratio: f64,
@@ -180,17 +236,15 @@ pub fn zero_result_cost(
     }
     let t = size_ratio;
     let unfiltered = unfiltered_levels(filter_bits, entries, t, levels)?;
-    let runs_per_level = match policy {
-        MergePolicy::Tiering => t - 1.0,
-        _ => 1.0,
-    };
+    let runs_per_level = if policy.is_tiering() { t - 1.0 } else { 1.0 };
     let unfiltered_cost = unfiltered as f64 * runs_per_level;
     if unfiltered == levels {
         return Ok(unfiltered_cost);
     }
-    let coefficient = match policy {
-        MergePolicy::Tiering => t.powf(t / (t - 1.0)),
-        _ => t.powf(t / (t - 1.0)) / (t - 1.0),
+    let coefficient = if policy.is_tiering() {
+        t.powf(t / (t - 1.0))
+    } else {
+        t.powf(t / (t - 1.0)) / (t - 1.0)
     };
     let filtered =
         coefficient * (-filter_bits / entries * LN2_SQUARED * t.powi(unfiltered as i32)).exp();
@@ -219,7 +273,7 @@ pub fn zero_result_cost_exact(filter_bits: f64, run_entries: &[f64]) -> Result<f
 /// Zero-result cost with the same bits per key on every run (the state of the art, Monkey
 /// eq. 55-56): `L * exp(-M/N * ln2sq)` (leveling), `L * (T-1) * exp(-M/N * ln2sq)` (tiering).
 pub fn zero_result_cost_uniform(
-    policy: MergePolicy,
+    policy: ModelPolicy,
     filter_bits: f64,
     entries: f64,
     size_ratio: f64,
@@ -238,7 +292,7 @@ pub fn zero_result_cost_uniform(
 /// unfiltered last level has `p_L = 1`. (Strata's reading of Monkey's derivation of eq. 7; the
 /// paper uses `p_L` in eq. 9 without a separate formula.)
 pub fn last_level_fpr(
-    policy: MergePolicy,
+    policy: ModelPolicy,
     filter_bits: f64,
     entries: f64,
     size_ratio: f64,
@@ -253,9 +307,10 @@ pub fn last_level_fpr(
         return Ok(1.0);
     }
     let r = zero_result_cost(policy, filter_bits, entries, t, levels)?;
-    Ok(match policy {
-        MergePolicy::Tiering => r / t,
-        _ => r * (t - 1.0) / t,
+    Ok(if policy.is_tiering() {
+        r / t
+    } else {
+        r * (t - 1.0) / t
     }
     .min(1.0))
 }
@@ -265,21 +320,22 @@ pub fn last_level_fpr(
 /// level's runs are probed before the one holding the key). Lazy leveling and Garnering have a
 /// leveled last level: leveling's form.
 pub fn existing_lookup_cost(
-    policy: MergePolicy,
+    policy: ModelPolicy,
     zero_result_cost: f64,
     last_level_fpr: f64,
     size_ratio: f64,
 ) -> f64 {
-    match policy {
-        MergePolicy::Tiering => 1.0 + zero_result_cost - last_level_fpr * size_ratio / 2.0,
-        _ => zero_result_cost - last_level_fpr + 1.0,
+    if policy.is_tiering() {
+        1.0 + zero_result_cost - last_level_fpr * size_ratio / 2.0
+    } else {
+        zero_result_cost - last_level_fpr + 1.0
     }
 }
 
 /// Point lookups mixing non-zero and zero results [Monkey eq. 13]: `v` non-zero-result lookups
 /// per zero-result one, `Z = v/(v+1) * V + R/(v+1)`.
 pub fn mixed_lookup_cost(
-    policy: MergePolicy,
+    policy: ModelPolicy,
     zero_result_cost: f64,
     last_level_fpr: f64,
     size_ratio: f64,
@@ -296,7 +352,7 @@ pub fn mixed_lookup_cost(
 /// `sum_i (r_i - 1)/2 / B * (1+phi)` with `r_i = T / c^(L-i)` ([`per_run`]). That is
 /// [`merges_per_update`] times `(1+phi)/B`.
 pub fn update_cost(
-    policy: MergePolicy,
+    policy: ModelPolicy,
     levels: usize,
     entries_per_page: f64,
     size_ratio: f64,
@@ -308,15 +364,18 @@ pub fn update_cost(
 
 /// How many times merges rewrite an entry on its way to the last level (`sum_i w_i`, the
 /// per-entry factor of [`update_cost`]).
-pub fn merges_per_update(policy: MergePolicy, levels: usize, size_ratio: f64) -> f64 {
+pub fn merges_per_update(policy: ModelPolicy, levels: usize, size_ratio: f64) -> f64 {
     let (l, t) = (levels as f64, size_ratio);
-    match policy {
-        MergePolicy::Leveling => l * (t - 1.0) / 2.0,
-        MergePolicy::Tiering => l * (t - 1.0) / t,
-        MergePolicy::LazyLeveling => (l - 1.0).max(0.0) * (t - 1.0) / t + (t - 1.0) / 2.0,
-        MergePolicy::Garnering { scaling_factor } => (1..=levels.max(1))
+    if let Some(scaling_factor) = policy.garnering_c() {
+        return (1..=levels.max(1))
             .map(|i| (t / scaling_factor.powi((levels.max(1) - i) as i32) - 1.0) / 2.0)
-            .sum(),
+            .sum();
+    }
+    match policy.kind() {
+        CompactionKind::Tiering => l * (t - 1.0) / t,
+        CompactionKind::LazyLeveling => (l - 1.0).max(0.0) * (t - 1.0) / t + (t - 1.0) / 2.0,
+        // Leveling (the only other kind a `ModelPolicy` holds).
+        _ => l * (t - 1.0) / 2.0,
     }
 }
 
@@ -324,7 +383,7 @@ pub fn merges_per_update(policy: MergePolicy, levels: usize, size_ratio: f64) ->
 /// `s*N/B + L*(T-1)` (tiering), `s*N/B + (L-1)(T-1) + 1` (lazy leveling), `s*N/B + L`
 /// (Garnering).
 pub fn range_cost(
-    policy: MergePolicy,
+    policy: ModelPolicy,
     selectivity: f64,
     entries: f64,
     entries_per_page: f64,
@@ -332,10 +391,11 @@ pub fn range_cost(
     size_ratio: f64,
 ) -> f64 {
     let l = levels as f64;
-    let runs = match policy {
-        MergePolicy::Leveling | MergePolicy::Garnering { .. } => l,
-        MergePolicy::Tiering => l * (size_ratio - 1.0),
-        MergePolicy::LazyLeveling => (l - 1.0).max(0.0) * (size_ratio - 1.0) + 1.0,
+    let runs = match policy.kind() {
+        CompactionKind::Tiering => l * (size_ratio - 1.0),
+        CompactionKind::LazyLeveling => (l - 1.0).max(0.0) * (size_ratio - 1.0) + 1.0,
+        // Leveling and Garnering: one run per level.
+        _ => l,
     };
     selectivity * entries / entries_per_page.max(1.0) + runs
 }
@@ -411,16 +471,16 @@ mod tests {
         // The R_filtered coefficient T^(T/(T-1))/(T-1): 4.0, 2.117, 1.435 at T = 2, 4, 10.
         for (t, expected) in [(2.0, 4.0), (4.0, 2.117), (10.0, 1.435)] {
             // 2 bits per entry: above M_thr for every T >= 2, so no level is unfiltered.
-            let r = zero_result_cost(MergePolicy::Leveling, 2e9, 1e9, t, 7).expect("valid")
+            let r = zero_result_cost(ModelPolicy::LEVELING, 2e9, 1e9, t, 7).expect("valid")
                 / (-2.0 * LN2_SQUARED).exp();
             assert!((r - expected).abs() < 1e-3, "T = {t}: {r}");
         }
         // T = 10, 10 bits per entry: R = 0.0118 (Monkey) against 0.0082 * L (uniform).
         let n = 1e9;
-        let monkey = zero_result_cost(MergePolicy::Leveling, 10.0 * n, n, 10.0, 7).expect("valid");
+        let monkey = zero_result_cost(ModelPolicy::LEVELING, 10.0 * n, n, 10.0, 7).expect("valid");
         assert!((monkey - 0.0118).abs() < 5e-5, "{monkey}");
         let uniform =
-            zero_result_cost_uniform(MergePolicy::Leveling, 10.0 * n, n, 10.0, 7).expect("valid");
+            zero_result_cost_uniform(ModelPolicy::LEVELING, 10.0 * n, n, 10.0, 7).expect("valid");
         assert!((uniform / 7.0 - 0.0082).abs() < 5e-5, "{uniform}");
     }
 
@@ -450,7 +510,7 @@ mod tests {
             );
             // ... and the L -> infinity form within 5% once T^L >= 100.
             let asymptotic =
-                zero_result_cost(MergePolicy::Leveling, memory, total, t, levels).expect("valid");
+                zero_result_cost(ModelPolicy::LEVELING, memory, total, t, levels).expect("valid");
             let ratio = asymptotic / exact;
             if t.powi(levels as i32) >= 100.0 {
                 assert!((ratio - 1.0).abs() < 0.05, "T = {t}, L = {levels}: {ratio}");
@@ -462,7 +522,7 @@ mod tests {
         let total: f64 = runs.iter().sum();
         let exact = zero_result_cost_exact(5.0 * total, &runs).expect("valid");
         let asymptotic =
-            zero_result_cost(MergePolicy::Leveling, 5.0 * total, total, 2.0, 5).expect("valid");
+            zero_result_cost(ModelPolicy::LEVELING, 5.0 * total, total, 2.0, 5).expect("valid");
         let gap = (asymptotic - exact) / asymptotic;
         assert!((gap - 0.134).abs() < 0.005, "{gap}");
     }
@@ -496,15 +556,15 @@ mod tests {
         );
         assert_eq!(unfiltered_levels(0.0, n, t, levels).expect("ok"), levels);
         // No filter memory: every run is probed.
-        let r = zero_result_cost(MergePolicy::Tiering, 0.0, n, t, levels).expect("ok");
+        let r = zero_result_cost(ModelPolicy::TIERING, 0.0, n, t, levels).expect("ok");
         assert_eq!(r, levels as f64 * (t - 1.0));
         assert_eq!(
-            last_level_fpr(MergePolicy::Leveling, 0.0, n, t, levels).expect("ok"),
+            last_level_fpr(ModelPolicy::LEVELING, 0.0, n, t, levels).expect("ok"),
             1.0
         );
         // Monkey never costs more than uniform filters at the same memory.
         for bits in [0.5, 1.0, 2.0, 5.0, 10.0] {
-            for policy in [MergePolicy::Leveling, MergePolicy::Tiering] {
+            for policy in [ModelPolicy::LEVELING, ModelPolicy::TIERING] {
                 let monkey = zero_result_cost(policy, bits * n, n, t, levels).expect("ok");
                 let uniform = zero_result_cost_uniform(policy, bits * n, n, t, levels).expect("ok");
                 assert!(
@@ -519,31 +579,31 @@ mod tests {
     fn lookups_updates_ranges_and_throughput() {
         let (r, p_l, t) = (0.05, 0.03, 4.0);
         assert!(close(
-            existing_lookup_cost(MergePolicy::Leveling, r, p_l, t),
+            existing_lookup_cost(ModelPolicy::LEVELING, r, p_l, t),
             1.02,
             1e-12
         ));
         assert!(close(
-            existing_lookup_cost(MergePolicy::Tiering, r, p_l, t),
+            existing_lookup_cost(ModelPolicy::TIERING, r, p_l, t),
             1.0 + 0.05 - 0.06,
             1e-12
         ));
         // v = 1: half the lookups find their key.
-        let z = mixed_lookup_cost(MergePolicy::Leveling, r, p_l, t, 1.0);
+        let z = mixed_lookup_cost(ModelPolicy::LEVELING, r, p_l, t, 1.0);
         assert!(close(z, 0.5 * 1.02 + 0.5 * 0.05, 1e-12));
         // W: L = 3, B = 32, T = 4, phi = 1.
         assert!(close(
-            update_cost(MergePolicy::Leveling, 3, 32.0, 4.0, 1.0),
+            update_cost(ModelPolicy::LEVELING, 3, 32.0, 4.0, 1.0),
             3.0 / 32.0 * 1.5 * 2.0,
             1e-12
         ));
         assert!(close(
-            update_cost(MergePolicy::Tiering, 3, 32.0, 4.0, 1.0),
+            update_cost(ModelPolicy::TIERING, 3, 32.0, 4.0, 1.0),
             3.0 / 32.0 * 0.75 * 2.0,
             1e-12
         ));
         assert!(close(
-            range_cost(MergePolicy::Tiering, 0.001, 1e6, 32.0, 3, 4.0),
+            range_cost(ModelPolicy::TIERING, 0.001, 1e6, 32.0, 3, 4.0),
             1e3 / 32.0 + 9.0,
             1e-12
         ));
@@ -567,5 +627,41 @@ mod tests {
             1e-4
         )
         .is_err());
+    }
+
+    #[test]
+    fn the_models_cover_four_registered_policies_and_refuse_the_others() {
+        for &kind in CompactionKind::all() {
+            match ModelPolicy::new(kind, 0.6) {
+                Ok(policy) => {
+                    assert!(ModelPolicy::covers(kind), "{kind}");
+                    assert_eq!(policy.kind(), kind);
+                    assert_eq!(policy.name(), kind.name());
+                    assert_eq!(
+                        policy.garnering_c(),
+                        (kind == CompactionKind::Garnering).then_some(0.6)
+                    );
+                }
+                Err(error) => {
+                    assert!(!ModelPolicy::covers(kind), "{kind}");
+                    assert!(error.to_string().contains(kind.name()), "{error}");
+                }
+            }
+        }
+        for kind in [
+            CompactionKind::LevelingDynamic,
+            CompactionKind::Ecotune,
+            CompactionKind::Moose,
+        ] {
+            assert!(ModelPolicy::new(kind, 0.8).is_err(), "{kind}");
+        }
+        assert_eq!(
+            ModelPolicy::new(CompactionKind::Garnering, 0.6).expect("covered"),
+            ModelPolicy::garnering(0.6)
+        );
+        assert_eq!(
+            ModelPolicy::new(CompactionKind::Tiering, 0.6).expect("covered"),
+            ModelPolicy::TIERING
+        );
     }
 }

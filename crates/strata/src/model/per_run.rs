@@ -17,7 +17,8 @@
 //!   `C_i = base * T^(i-1) / c^((2L-1-i) i / 2)`, so `r_i = T / c^(L-i)` (level 1 against the
 //!   buffer: `T / c^(L-1)`). At `c = 1` this is leveling's tree exactly.
 
-use super::{check, check_filter_bits, check_size_ratio, MergePolicy};
+use super::{check, check_filter_bits, check_size_ratio, ModelPolicy};
+use crate::compaction::CompactionKind;
 use crate::compaction::{garnering_capacities, garnering_level_count};
 use crate::error::Result;
 use crate::solver::{Item, Problem};
@@ -81,15 +82,15 @@ impl RunTree {
 /// write buffer of `buffer_bits` (DESIGN.md §7's shape; Garnering: DESIGN.md §5.4's exact count with a
 /// level-1 base of `T` buffers, which equals the shape's count at `c = 1`).
 pub fn levels(
-    policy: MergePolicy,
+    policy: ModelPolicy,
     entries: f64,
     entry_bits: f64,
     buffer_bits: f64,
     size_ratio: f64,
 ) -> Result<usize> {
     let shape = super::shape(entries, entry_bits, buffer_bits, size_ratio)?;
-    Ok(match policy {
-        MergePolicy::Garnering { scaling_factor } => {
+    Ok(match policy.garnering_c() {
+        Some(scaling_factor) => {
             check_scaling_factor(scaling_factor)?;
             let buffer_entries = buffer_bits / entry_bits;
             garnering_level_count(
@@ -99,7 +100,7 @@ pub fn levels(
                 scaling_factor,
             )
         }
-        _ => shape.levels,
+        None => shape.levels,
     })
 }
 
@@ -114,7 +115,7 @@ fn check_scaling_factor(scaling_factor: f64) -> Result<()> {
 
 /// `policy`'s idealised tree of `entries` entries on `levels` disk levels (see the module docs).
 pub fn run_tree(
-    policy: MergePolicy,
+    policy: ModelPolicy,
     entries: f64,
     size_ratio: f64,
     levels: usize,
@@ -125,8 +126,8 @@ pub fn run_tree(
     let levels = levels.max(1);
     let last = entries * (t - 1.0) / t;
     // Level sizes from the top, and each level's ratio to the one above.
-    let (sizes, ratios): (Vec<f64>, Vec<f64>) = match policy {
-        MergePolicy::Garnering { scaling_factor } => {
+    let (sizes, ratios): (Vec<f64>, Vec<f64>) = match policy.garnering_c() {
+        Some(scaling_factor) => {
             check_scaling_factor(scaling_factor)?;
             // Level count and base are clamped as the engine clamps them.
             let capacities = garnering_capacities(1.0, t, scaling_factor, levels);
@@ -142,7 +143,7 @@ pub fn run_tree(
                 .collect();
             (sizes, ratios)
         }
-        _ => (
+        None => (
             (1..=levels)
                 .map(|i| last / t.powi((levels - i) as i32))
                 .collect(),
@@ -155,9 +156,9 @@ pub fn run_tree(
         .zip(ratios)
         .enumerate()
         .map(|(index, (&entries, ratio))| {
-            let tiered = match policy {
-                MergePolicy::Tiering => true,
-                MergePolicy::LazyLeveling => index + 1 < levels,
+            let tiered = match policy.kind() {
+                CompactionKind::Tiering => true,
+                CompactionKind::LazyLeveling => index + 1 < levels,
                 _ => false,
             };
             ModelLevel {
@@ -230,12 +231,12 @@ mod tests {
 
     const N: f64 = 1e8;
 
-    fn tree(policy: MergePolicy, t: f64, levels: usize) -> RunTree {
+    fn tree(policy: ModelPolicy, t: f64, levels: usize) -> RunTree {
         run_tree(policy, N, t, levels).expect("tree")
     }
 
-    fn garnering(c: f64) -> MergePolicy {
-        MergePolicy::Garnering { scaling_factor: c }
+    fn garnering(c: f64) -> ModelPolicy {
+        ModelPolicy::garnering(c)
     }
 
     fn entries(tree: &RunTree) -> Vec<f64> {
@@ -251,22 +252,22 @@ mod tests {
 
     #[test]
     fn the_runs_of_each_policy() {
-        let leveling = tree(MergePolicy::Leveling, 4.0, 3);
+        let leveling = tree(ModelPolicy::LEVELING, 4.0, 3);
         assert_eq!(leveling.runs(), 3.0);
         let shape = model::shape(N, 8.0, N * 8.0 / 4.0f64.powi(3), 4.0).expect("shape");
         assert_eq!(shape.levels, 3);
         assert!(close(&entries(&leveling), &shape.level_entries));
-        let tiering = tree(MergePolicy::Tiering, 4.0, 3);
+        let tiering = tree(ModelPolicy::TIERING, 4.0, 3);
         assert_eq!(tiering.runs(), 9.0);
         assert_eq!(tiering.run_entries().len(), 9);
         assert!(close(&entries(&tiering), &shape.level_entries));
-        let lazy = tree(MergePolicy::LazyLeveling, 4.0, 3);
+        let lazy = tree(ModelPolicy::LAZY_LEVELING, 4.0, 3);
         assert_eq!(lazy.runs(), 3.0 + 3.0 + 1.0);
         let runs: Vec<f64> = lazy.levels.iter().map(|level| level.runs).collect();
         assert_eq!(runs, [3.0, 3.0, 1.0]);
         assert!(close(&entries(&lazy), &shape.level_entries));
         // A real T gives a real number of runs per tiered level, as Monkey's forms do.
-        assert_eq!(tree(MergePolicy::Tiering, 3.5, 2).runs(), 5.0);
+        assert_eq!(tree(ModelPolicy::TIERING, 3.5, 2).runs(), 5.0);
         // Garnering at c = 1 is leveling; below 1 the upper levels shrink (ratios grow upward).
         let at_one = tree(garnering(1.0), 4.0, 3);
         assert!(close(&entries(&at_one), &entries(&leveling)));
@@ -285,9 +286,9 @@ mod tests {
     #[test]
     fn the_solver_on_the_runs_is_the_exact_form() {
         for (policy, t, levels) in [
-            (MergePolicy::Leveling, 10.0, 4),
-            (MergePolicy::Tiering, 4.0, 4),
-            (MergePolicy::LazyLeveling, 5.0, 4),
+            (ModelPolicy::LEVELING, 10.0, 4),
+            (ModelPolicy::TIERING, 4.0, 4),
+            (ModelPolicy::LAZY_LEVELING, 5.0, 4),
             (garnering(0.6), 3.0, 5),
         ] {
             let tree = tree(policy, t, levels);
@@ -300,10 +301,10 @@ mod tests {
             );
             assert!(last > 0.0 && last < 1.0);
         }
-        let leveling = tree(MergePolicy::Leveling, 10.0, 4);
+        let leveling = tree(ModelPolicy::LEVELING, 10.0, 4);
         let (r, _) = zero_result_cost(&leveling, 10.0 * N).expect("cost");
         let closed =
-            model::zero_result_cost(MergePolicy::Leveling, 10.0 * N, N, 10.0, 4).expect("closed");
+            model::zero_result_cost(ModelPolicy::LEVELING, 10.0 * N, N, 10.0, 4).expect("closed");
         assert!((r - closed).abs() / closed < 0.05, "{r} vs {closed}");
     }
 
@@ -311,8 +312,8 @@ mod tests {
     fn update_and_range_costs_reduce_to_monkeys_forms() {
         let (b, phi) = (32.0, 1.0);
         for (policy, t, levels) in [
-            (MergePolicy::Leveling, 4.0, 5),
-            (MergePolicy::Tiering, 6.0, 3),
+            (ModelPolicy::LEVELING, 4.0, 5),
+            (ModelPolicy::TIERING, 6.0, 3),
         ] {
             let tree = tree(policy, t, levels);
             let w = update_cost(&tree, t, b, phi);
@@ -325,16 +326,16 @@ mod tests {
         // Lazy leveling merges each entry about once per tiered level and (T-1)/2 times at the
         // last: less than leveling's (T-1)/2 per level, more than tiering's.
         let (t, levels) = (5.0, 4);
-        let lazy = update_cost(&tree(MergePolicy::LazyLeveling, t, levels), t, b, phi);
+        let lazy = update_cost(&tree(ModelPolicy::LAZY_LEVELING, t, levels), t, b, phi);
         let expected = (3.0 * 4.0 / 5.0 + 2.0) * 2.0 / b;
         assert!((lazy - expected).abs() < 1e-12);
-        assert!(lazy < model::update_cost(MergePolicy::Leveling, levels, b, t, phi));
-        assert!(lazy > model::update_cost(MergePolicy::Tiering, levels, b, t, phi));
+        assert!(lazy < model::update_cost(ModelPolicy::LEVELING, levels, b, t, phi));
+        assert!(lazy > model::update_cost(ModelPolicy::TIERING, levels, b, t, phi));
         // Garnering's larger upper ratios cost more merging per level than leveling's.
         let g = update_cost(&tree(garnering(0.8), t, levels), t, b, phi);
-        assert!(g > model::update_cost(MergePolicy::Leveling, levels, b, t, phi));
+        assert!(g > model::update_cost(ModelPolicy::LEVELING, levels, b, t, phi));
         // The policy-level functions give the runs' figures.
-        for policy in [MergePolicy::LazyLeveling, garnering(0.8), garnering(0.4)] {
+        for policy in [ModelPolicy::LAZY_LEVELING, garnering(0.8), garnering(0.4)] {
             let runs = tree(policy, t, levels);
             let w = model::update_cost(policy, levels, b, t, phi);
             assert!(
@@ -372,7 +373,7 @@ mod tests {
             let got = levels(garnering(c), data_bits, 1.0, buffer_bits, 5.0).expect("levels");
             assert_eq!(got, want, "c = {c}");
         }
-        let leveling = levels(MergePolicy::Leveling, data_bits, 1.0, buffer_bits, 5.0);
+        let leveling = levels(ModelPolicy::LEVELING, data_bits, 1.0, buffer_bits, 5.0);
         assert_eq!(leveling.expect("levels"), 5);
         assert!(levels(garnering(0.0), 1e6, 8.0, 1e4, 4.0).is_err());
         assert!(levels(garnering(1.5), 1e6, 8.0, 1e4, 4.0).is_err());

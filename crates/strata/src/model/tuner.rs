@@ -20,7 +20,7 @@
 //!
 //! Lazy leveling and Garnering (`c` in [`GARNERING_SCALING_FACTORS`]) join the candidates with
 //! Strata's own per-run models ([`super::per_run`], DESIGN.md §7); each design says which model its
-//! figures come from ([`MergePolicy::model`]). Monkey's split derivation has no coefficients for
+//! figures come from ([`ModelPolicy::model`]). Monkey's split derivation has no coefficients for
 //! them, so each is evaluated at both the leveling split and the tiering split of its `T` and
 //! keeps the better (Strata's choice; a fixed buffer is kept as given). Every policy is costed
 //! on its own runs the same way, so the comparison between policies is even, and at the size
@@ -33,10 +33,12 @@
 //! waiting runs ([`TuningProblem::level0_runs`]). `strata tune --measure-device` measures the
 //! first two on the machine and the engine; docs/BENCHMARKS.md holds what each changed.
 
-use super::{existing_lookup_cost, merges_per_update, per_run, range_cost, MergePolicy};
+use super::{existing_lookup_cost, merges_per_update, per_run, range_cost, ModelPolicy};
+use crate::alloc::FilterAllocatorKind;
+use crate::compaction::CompactionKind;
 use crate::error::{Error, Result};
+use crate::solver::monkey_general_last_level_weight;
 use crate::solver::DEFAULT_FPR_CONSTANT as LN2_SQUARED;
-use crate::solver::{monkey_general_last_level_weight, MergeKind};
 
 /// What the workload does, as proportions of its operations.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -193,34 +195,16 @@ pub struct Prediction {
     pub throughput_ops: f64,
 }
 
-/// How a design's filter memory is spread over its runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FilterAllocation {
-    /// Monkey's: every run's false-positive rate proportional to its size (DESIGN.md §2, §7). What
-    /// the tuner recommends.
-    Monkey,
-    /// The same bits per key on every run: the state of the art Monkey measures itself against
-    /// [Monkey eqs. 55-56], for `strata whatif`'s comparisons.
-    Uniform,
-}
-
-impl FilterAllocation {
-    /// `monkey` or `uniform`, as the filter-allocator registry spells them.
-    pub fn name(&self) -> &'static str {
-        match self {
-            FilterAllocation::Monkey => "monkey",
-            FilterAllocation::Uniform => "uniform",
-        }
-    }
-}
-
 /// A design and its predicted costs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Design {
     /// The merge policy.
-    pub policy: MergePolicy,
-    /// How the filter memory is spread.
-    pub filters: FilterAllocation,
+    pub policy: ModelPolicy,
+    /// How the filter memory is spread: [`FilterAllocatorKind::Monkey`] (every run's
+    /// false-positive rate proportional to its size, DESIGN.md §2, §7: what the tuner
+    /// recommends) or [`FilterAllocatorKind::Uniform`] (the same bits per key on every run, the
+    /// state of the art Monkey measures itself against [Monkey eqs. 55-56]).
+    pub filters: FilterAllocatorKind,
     /// The size ratio `T`.
     pub size_ratio: f64,
     /// Disk levels of the idealised tree this buffer gives.
@@ -344,7 +328,7 @@ impl TuningProblem {
 /// memory in Monkey's filters, on the idealised tree (DESIGN.md §7).
 pub fn evaluate(
     problem: &TuningProblem,
-    policy: MergePolicy,
+    policy: ModelPolicy,
     size_ratio: f64,
     buffer_bits: f64,
 ) -> Result<Design> {
@@ -353,19 +337,20 @@ pub fn evaluate(
         policy,
         size_ratio,
         buffer_bits,
-        FilterAllocation::Monkey,
+        FilterAllocatorKind::Monkey,
     )
 }
 
 /// [`evaluate`] with the filter memory spread as `filters` says: with uniform filters every run
 /// has the false-positive rate `exp(-M/N * ln2sq)`, so `R` is the runs times that rate
-/// [Monkey eqs. 55-56] and `p_L` is that rate.
+/// [Monkey eqs. 55-56] and `p_L` is that rate. The models price Monkey's and uniform filters
+/// only: another allocator is an [`Error::InvalidArgument`].
 pub fn evaluate_with(
     problem: &TuningProblem,
-    policy: MergePolicy,
+    policy: ModelPolicy,
     size_ratio: f64,
     buffer_bits: f64,
-    filters: FilterAllocation,
+    filters: FilterAllocatorKind,
 ) -> Result<Design> {
     problem.validate()?;
     if !(buffer_bits.is_finite() && buffer_bits > 0.0 && buffer_bits <= problem.memory_bits) {
@@ -399,13 +384,7 @@ pub fn evaluate_with(
             },
         );
     }
-    let (r, p_last) = match filters {
-        FilterAllocation::Monkey => per_run::zero_result_cost(&runs, filter_bits)?,
-        FilterAllocation::Uniform => (
-            per_run::zero_result_cost_uniform(&runs, filter_bits, runs.entries())?,
-            (-filter_bits / runs.entries() * LN2_SQUARED).exp().min(1.0),
-        ),
-    };
+    let (r, p_last) = zero_result_cost(&runs, filter_bits, filters)?;
     let v = existing_lookup_cost(policy, r, p_last, size_ratio);
     // Z = v/(v+1) * V + R/(v+1) [Monkey eq. 13] with f0 = 1/(v+1).
     let z = (1.0 - w.zero_result_fraction) * v + w.zero_result_fraction * r;
@@ -458,6 +437,25 @@ pub fn evaluate_with(
     })
 }
 
+/// `(R, p_L)` on `runs` with `filter_bits` spread by `filters`: Monkey's (the §2 solver) or
+/// uniform (every run at `exp(-M/N * ln2sq)`); the models price no other allocator.
+fn zero_result_cost(
+    runs: &per_run::RunTree,
+    filter_bits: f64,
+    filters: FilterAllocatorKind,
+) -> Result<(f64, f64)> {
+    match filters {
+        FilterAllocatorKind::Monkey => per_run::zero_result_cost(runs, filter_bits),
+        FilterAllocatorKind::Uniform => Ok((
+            per_run::zero_result_cost_uniform(runs, filter_bits, runs.entries())?,
+            (-filter_bits / runs.entries() * LN2_SQUARED).exp().min(1.0),
+        )),
+        other => Err(invalid(format!(
+            "the cost models price monkey and uniform filters only, not {other}"
+        ))),
+    }
+}
+
 /// Filter bits `x` of the best split of `total_bits` between buffer and filters for a cost
 /// `alpha * exp(-beta x) + gamma * ln(1 / (total - x))` (up to constants) [Monkey eqs. 41-52]:
 /// Newton-Raphson on `h(x) = x - (1/beta) ln(alpha beta / gamma * (total - x))`, from
@@ -498,16 +496,47 @@ pub fn split_memory(alpha: f64, beta: f64, gamma: f64, total_bits: f64, page_bit
 /// leveling and Garnering take a real `T`. The tuner costs every candidate at this ratio, so
 /// the design it predicts is the one an options file builds (Monkey's Algorithm 1 takes the
 /// real `T = (N/B)^(1/L)` for every policy).
-pub fn buildable_size_ratio(policy: MergePolicy, size_ratio: f64) -> f64 {
-    match policy {
-        MergePolicy::Tiering | MergePolicy::LazyLeveling => size_ratio.round().max(2.0),
-        MergePolicy::Leveling | MergePolicy::Garnering { .. } => size_ratio,
+pub fn buildable_size_ratio(policy: ModelPolicy, size_ratio: f64) -> f64 {
+    match policy.kind() {
+        CompactionKind::Tiering | CompactionKind::LazyLeveling => size_ratio.round().max(2.0),
+        // Leveling and Garnering.
+        _ => size_ratio,
     }
 }
 
 /// Monkey's holistic tuner over every merge policy the models cover (see the module docs).
 pub fn tune(problem: &TuningProblem) -> Result<Tuning> {
     problem.validate()?;
+    let pages = (problem.entries / problem.entries_per_page()).max(2.0);
+    let max_levels = pages.log2().ceil().max(1.0) as usize;
+    let mut candidates = Vec::new();
+    for levels in 1..=max_levels {
+        let size_ratio = pages.powf(1.0 / levels as f64).max(2.0);
+        let designs = designs_at(problem, size_ratio)?;
+        candidates.extend(
+            designs
+                .into_iter()
+                .filter(|design| admissible(problem, design)),
+        );
+    }
+    candidates.sort_by(|a, b| {
+        b.predicted
+            .throughput_ops
+            .total_cmp(&a.predicted.throughput_ops)
+    });
+    let candidates = distinct_designs(candidates);
+    let recommended = *candidates
+        .first()
+        .ok_or_else(|| invalid("no design meets the SLA bounds".into()))?;
+    Ok(Tuning {
+        recommended,
+        candidates,
+    })
+}
+
+/// The write-buffer bits of Monkey's memory split at size ratio `t` for leveling and for
+/// tiering [Monkey eqs. 41-52]; a fixed buffer is kept as given.
+fn monkey_buffers(problem: &TuningProblem, t: f64) -> Result<(f64, f64)> {
     let n = problem.entries;
     let b = problem.entries_per_page();
     let w = &problem.workload;
@@ -515,110 +544,105 @@ pub fn tune(problem: &TuningProblem) -> Result<Tuning> {
     let rho_phi = problem.device.merge_read_cost_ratio + problem.device.write_read_cost_ratio;
     let page_bits = problem.page_bits();
     let beta = LN2_SQUARED / n;
-    let pages = (n / b).max(2.0);
-    let max_levels = pages.log2().ceil().max(1.0) as usize;
-    let mut candidates = Vec::new();
-    for levels in 1..=max_levels {
-        let size_ratio = pages.powf(1.0 / levels as f64).max(2.0);
-        let t = size_ratio;
-        // Monkey's split for each of its policies [eqs. 41-52].
-        let f0 = w.zero_result_fraction;
-        let leveling = (
-            w.point_lookups * t.powf(t / (t - 1.0)) / (t - 1.0) * f0.powf((t - 1.0) / t),
-            (w.range_lookups + w.updates * (t - 1.0) * rho_phi / (2.0 * b)) / t.ln(),
-        );
-        let g = monkey_general_last_level_weight(f0, MergeKind::Tiering { size_ratio })?;
-        let tiering = (
-            w.point_lookups * t.powf(t / (t - 1.0)) * g.powf((t - 1.0) / t),
-            (w.range_lookups * (t - 1.0) + w.updates * (t - 1.0) * rho_phi / (t * b)) / t.ln(),
-        );
-        let buffer = |(alpha, gamma): (f64, f64)| {
-            problem.memory_bits
-                - match problem.fixed_buffer_bits {
-                    Some(buffer) => problem.memory_bits - buffer,
-                    None => split_memory(alpha, beta, gamma, problem.memory_bits, page_bits),
-                }
-        };
-        let (leveling_buffer, tiering_buffer) = (buffer(leveling), buffer(tiering));
-        let per_run_policies = std::iter::once(MergePolicy::LazyLeveling).chain(
-            GARNERING_SCALING_FACTORS
-                .iter()
-                .map(|&scaling_factor| MergePolicy::Garnering { scaling_factor }),
-        );
-        // Each design at the size ratio the engine builds it with.
-        let mut designs = vec![
-            evaluate(problem, MergePolicy::Leveling, t, leveling_buffer)?,
-            evaluate(
-                problem,
-                MergePolicy::Tiering,
-                buildable_size_ratio(MergePolicy::Tiering, t),
-                tiering_buffer,
-            )?,
-        ];
-        for policy in per_run_policies {
-            let t = buildable_size_ratio(policy, t);
-            let at_leveling = evaluate(problem, policy, t, leveling_buffer)?;
-            let at_tiering = evaluate(problem, policy, t, tiering_buffer)?;
-            designs.push(
-                if at_tiering.predicted.throughput_ops > at_leveling.predicted.throughput_ops {
-                    at_tiering
-                } else {
-                    at_leveling
-                },
-            );
-        }
-        // Every design also with uniform filters at the same split: the allocation Monkey improves
-        // on, listed so the candidates show what the allocation is worth. (Mnemosyne and
-        // Mnemosyne+ solve Monkey's problem from measured statistics; on the model's uniform
-        // lookups their allocation is Monkey's, so the model has no separate figure for them.)
-        let uniform: Vec<Design> = designs
+    let f0 = w.zero_result_fraction;
+    let leveling = (
+        w.point_lookups * t.powf(t / (t - 1.0)) / (t - 1.0) * f0.powf((t - 1.0) / t),
+        (w.range_lookups + w.updates * (t - 1.0) * rho_phi / (2.0 * b)) / t.ln(),
+    );
+    // A tiered last level holds `T - 1` runs.
+    let g = monkey_general_last_level_weight(f0, t - 1.0)?;
+    let tiering = (
+        w.point_lookups * t.powf(t / (t - 1.0)) * g.powf((t - 1.0) / t),
+        (w.range_lookups * (t - 1.0) + w.updates * (t - 1.0) * rho_phi / (t * b)) / t.ln(),
+    );
+    let buffer = |(alpha, gamma): (f64, f64)| {
+        problem.memory_bits
+            - match problem.fixed_buffer_bits {
+                Some(buffer) => problem.memory_bits - buffer,
+                None => split_memory(alpha, beta, gamma, problem.memory_bits, page_bits),
+            }
+    };
+    Ok((buffer(leveling), buffer(tiering)))
+}
+
+/// Every design at size ratio `t`, each at the size ratio the engine builds it with: leveling
+/// and tiering at Monkey's split, lazy leveling and Garnering at the better of the two splits,
+/// all with Monkey's filters, then each again with uniform filters.
+fn designs_at(problem: &TuningProblem, t: f64) -> Result<Vec<Design>> {
+    let (leveling_buffer, tiering_buffer) = monkey_buffers(problem, t)?;
+    let per_run_policies = std::iter::once(ModelPolicy::LAZY_LEVELING).chain(
+        GARNERING_SCALING_FACTORS
             .iter()
-            .map(|d| {
-                evaluate_with(
-                    problem,
-                    d.policy,
-                    d.size_ratio,
-                    d.buffer_bits,
-                    FilterAllocation::Uniform,
-                )
-            })
-            .collect::<Result<_>>()?;
-        designs.extend(uniform);
-        for design in designs {
-            // A design deeper than the engine's policy goes is not what the engine builds (its
-            // last level would take the rest): Strata's leveling, tiering and lazy leveling stop
-            // at level 6 by default, Garnering at its own count.
-            let deepest = match design.policy {
-                MergePolicy::Garnering { .. } => crate::limits::MAX_LEVELS - 1,
-                _ => crate::compaction::DEFAULT_LAST_LEVEL,
-            };
-            if design.levels > deepest {
-                continue;
-            }
-            let within_sla = problem
-                .max_point_lookup_io
-                .is_none_or(|bound| design.predicted.point_lookup_io <= bound)
-                && problem
-                    .max_update_io
-                    .is_none_or(|bound| design.predicted.update_io <= bound);
-            if within_sla {
-                candidates.push(design);
-            }
-        }
+            .map(|&scaling_factor| ModelPolicy::garnering(scaling_factor)),
+    );
+    let mut designs = vec![
+        evaluate(problem, ModelPolicy::LEVELING, t, leveling_buffer)?,
+        evaluate(
+            problem,
+            ModelPolicy::TIERING,
+            buildable_size_ratio(ModelPolicy::TIERING, t),
+            tiering_buffer,
+        )?,
+    ];
+    for policy in per_run_policies {
+        let t = buildable_size_ratio(policy, t);
+        let at_leveling = evaluate(problem, policy, t, leveling_buffer)?;
+        let at_tiering = evaluate(problem, policy, t, tiering_buffer)?;
+        designs.push(
+            if at_tiering.predicted.throughput_ops > at_leveling.predicted.throughput_ops {
+                at_tiering
+            } else {
+                at_leveling
+            },
+        );
     }
-    candidates.sort_by(|a, b| {
-        b.predicted
-            .throughput_ops
-            .total_cmp(&a.predicted.throughput_ops)
-    });
-    // One entry per distinct design, the best of each:
-    // - one split per policy, filters and size ratio: tiering and lazy leveling round several
-    //   level counts' `T` to the same whole number, each with the split its real `T` gave; those
-    //   are one design at several splits, and the best split is the design's;
-    // - Garnering at `c = 1` builds leveling's tree, and at `T = 2` tiering and lazy leveling
-    //   hold one run a level as leveling does; such a design costs exactly what the one listed
-    //   first does (the sort is stable, so the policy evaluated first — leveling before tiering
-    //   before the per-run policies — is the one kept).
+    // Every design also with uniform filters at the same split: the allocation Monkey improves
+    // on, listed so the candidates show what the allocation is worth. (Mnemosyne and
+    // Mnemosyne+ solve Monkey's problem from measured statistics; on the model's uniform
+    // lookups their allocation is Monkey's, so the model has no separate figure for them.)
+    let uniform: Vec<Design> = designs
+        .iter()
+        .map(|d| {
+            evaluate_with(
+                problem,
+                d.policy,
+                d.size_ratio,
+                d.buffer_bits,
+                FilterAllocatorKind::Uniform,
+            )
+        })
+        .collect::<Result<_>>()?;
+    designs.extend(uniform);
+    Ok(designs)
+}
+
+/// True if the engine builds `design` and it meets the problem's SLA bounds. A design deeper
+/// than the engine's policy goes is not what the engine builds (its last level would take the
+/// rest): Strata's leveling, tiering and lazy leveling stop at level 6 by default, Garnering at
+/// its own count.
+fn admissible(problem: &TuningProblem, design: &Design) -> bool {
+    let deepest = match design.policy.kind() {
+        CompactionKind::Garnering => crate::limits::MAX_LEVELS - 1,
+        _ => crate::compaction::DEFAULT_LAST_LEVEL,
+    };
+    design.levels <= deepest
+        && problem
+            .max_point_lookup_io
+            .is_none_or(|bound| design.predicted.point_lookup_io <= bound)
+        && problem
+            .max_update_io
+            .is_none_or(|bound| design.predicted.update_io <= bound)
+}
+
+/// One entry per distinct design of `candidates` (sorted best first), the best of each:
+/// - one split per policy, filters and size ratio: tiering and lazy leveling round several
+///   level counts' `T` to the same whole number, each with the split its real `T` gave; those
+///   are one design at several splits, and the best split is the design's;
+/// - Garnering at `c = 1` builds leveling's tree, and at `T = 2` tiering and lazy leveling
+///   hold one run a level as leveling does; such a design costs exactly what the one listed
+///   first does (the sort is stable, so the policy evaluated first — leveling before tiering
+///   before the per-run policies — is the one kept).
+fn distinct_designs(candidates: Vec<Design>) -> Vec<Design> {
     let mut distinct: Vec<Design> = Vec::with_capacity(candidates.len());
     for design in candidates {
         let listed = distinct.iter().any(|kept| {
@@ -631,14 +655,7 @@ pub fn tune(problem: &TuningProblem) -> Result<Tuning> {
             distinct.push(design);
         }
     }
-    let candidates = distinct;
-    let recommended = *candidates
-        .first()
-        .ok_or_else(|| invalid("no design meets the SLA bounds".into()))?;
-    Ok(Tuning {
-        recommended,
-        candidates,
-    })
+    distinct
 }
 
 #[cfg(test)]
@@ -668,13 +685,13 @@ mod tests {
 
     /// Leveling at `T = 4` with Monkey's filters and with uniform ones.
     fn leveling_at_4(p: &TuningProblem, buffer_bits: f64) -> (Design, Design) {
-        let monkey = evaluate(p, MergePolicy::Leveling, 4.0, buffer_bits).expect("ok");
+        let monkey = evaluate(p, ModelPolicy::LEVELING, 4.0, buffer_bits).expect("ok");
         let uniform = evaluate_with(
             p,
-            MergePolicy::Leveling,
+            ModelPolicy::LEVELING,
             4.0,
             buffer_bits,
-            FilterAllocation::Uniform,
+            FilterAllocatorKind::Uniform,
         )
         .expect("ok");
         (monkey, uniform)
@@ -763,7 +780,7 @@ mod tests {
         };
         let for_reads = tune(&problem(reads, 10.0)).expect("tune");
         let for_writes = tune(&problem(writes, 10.0)).expect("tune");
-        let best = |tuning: &Tuning, policy: MergePolicy| {
+        let best = |tuning: &Tuning, policy: ModelPolicy| {
             tuning
                 .candidates
                 .iter()
@@ -774,21 +791,21 @@ mod tests {
         // Among Monkey's two, leveling for lookups and tiering for writes; overall, a policy
         // with a leveled last level for lookups (lazy leveling, with Dostoevsky, beats plain
         // leveling on this mix: cheaper updates, the same last-level lookups).
-        assert!(best(&for_reads, MergePolicy::Leveling) > best(&for_reads, MergePolicy::Tiering));
-        assert!(best(&for_writes, MergePolicy::Tiering) > best(&for_writes, MergePolicy::Leveling));
-        assert_ne!(for_reads.recommended.policy, MergePolicy::Tiering);
-        assert_eq!(for_writes.recommended.policy, MergePolicy::Tiering);
+        assert!(best(&for_reads, ModelPolicy::LEVELING) > best(&for_reads, ModelPolicy::TIERING));
+        assert!(best(&for_writes, ModelPolicy::TIERING) > best(&for_writes, ModelPolicy::LEVELING));
+        assert_ne!(for_reads.recommended.policy, ModelPolicy::TIERING);
+        assert_eq!(for_writes.recommended.policy, ModelPolicy::TIERING);
         // Every policy the models cover is a candidate, Garnering at each c.
         for policy in [
-            MergePolicy::Leveling,
-            MergePolicy::Tiering,
-            MergePolicy::LazyLeveling,
+            ModelPolicy::LEVELING,
+            ModelPolicy::TIERING,
+            ModelPolicy::LAZY_LEVELING,
         ]
         .into_iter()
         .chain(
             GARNERING_SCALING_FACTORS
                 .iter()
-                .map(|&scaling_factor| MergePolicy::Garnering { scaling_factor }),
+                .map(|&scaling_factor| ModelPolicy::garnering(scaling_factor)),
         ) {
             assert!(best(&for_reads, policy) > 0.0, "{policy:?} missing");
         }
@@ -803,18 +820,18 @@ mod tests {
                 tuning.candidates.len() >= 28,
                 "several L, every policy, both allocations"
             );
-            assert_eq!(tuning.recommended.filters, FilterAllocation::Monkey);
+            assert_eq!(tuning.recommended.filters, FilterAllocatorKind::Monkey);
             // A uniform-filter candidate never beats Monkey's filters on the same design.
             for uniform in tuning
                 .candidates
                 .iter()
-                .filter(|c| c.filters == FilterAllocation::Uniform)
+                .filter(|c| c.filters == FilterAllocatorKind::Uniform)
             {
                 let monkey = tuning
                     .candidates
                     .iter()
                     .find(|c| {
-                        c.filters == FilterAllocation::Monkey
+                        c.filters == FilterAllocatorKind::Monkey
                             && c.policy == uniform.policy
                             && c.size_ratio == uniform.size_ratio
                             && c.buffer_bits == uniform.buffer_bits
@@ -881,27 +898,19 @@ mod tests {
     fn per_run_policies_are_evaluated_on_their_own_trees() {
         let p = problem(BALANCED, 10.0);
         let buffer = 8.0 * 8.0 * 1048576.0;
-        let leveling = evaluate(&p, MergePolicy::Leveling, 4.0, buffer).expect("ok");
-        let garnering = |c| {
-            evaluate(
-                &p,
-                MergePolicy::Garnering { scaling_factor: c },
-                4.0,
-                buffer,
-            )
-            .expect("ok")
-        };
+        let leveling = evaluate(&p, ModelPolicy::LEVELING, 4.0, buffer).expect("ok");
+        let garnering = |c| evaluate(&p, ModelPolicy::garnering(c), 4.0, buffer).expect("ok");
         assert!(garnering(0.4).levels < leveling.levels);
         let at_one = garnering(1.0);
         assert_eq!(at_one.levels, leveling.levels);
-        let runs = super::per_run::run_tree(MergePolicy::Leveling, p.entries, 4.0, leveling.levels)
+        let runs = super::per_run::run_tree(ModelPolicy::LEVELING, p.entries, 4.0, leveling.levels)
             .expect("tree");
         let exact = super::super::zero_result_cost_exact(at_one.filter_bits, &runs.run_entries())
             .expect("exact");
         let r = at_one.predicted.zero_result_lookup_io;
         assert!((r - exact).abs() <= 1e-6 * exact, "{r} vs {exact}");
         assert_eq!(at_one.predicted.update_io, leveling.predicted.update_io);
-        let lazy = evaluate(&p, MergePolicy::LazyLeveling, 4.0, buffer).expect("ok");
+        let lazy = evaluate(&p, ModelPolicy::LAZY_LEVELING, 4.0, buffer).expect("ok");
         assert!(lazy.predicted.update_io < leveling.predicted.update_io);
         assert!(lazy.predicted.range_io > leveling.predicted.range_io);
     }
@@ -913,29 +922,41 @@ mod tests {
         let p = problem(BALANCED, 10.0);
         let buffer = 8.0 * 8.0 * 1048576.0;
         let (monkey, uniform) = leveling_at_4(&p, buffer);
-        assert_eq!(monkey.filters, FilterAllocation::Monkey);
-        assert_eq!(uniform.filters, FilterAllocation::Uniform);
+        assert_eq!(monkey.filters, FilterAllocatorKind::Monkey);
+        assert_eq!(uniform.filters, FilterAllocatorKind::Uniform);
         // The memory spread over the runs' entries (N the actual sum of level sizes).
         let runs =
-            per_run::run_tree(MergePolicy::Leveling, p.entries, 4.0, uniform.levels).expect("runs");
+            per_run::run_tree(ModelPolicy::LEVELING, p.entries, 4.0, uniform.levels).expect("runs");
         let rate = (-uniform.filter_bits / runs.entries() * LN2_SQUARED).exp();
         let r = uniform.predicted.zero_result_lookup_io;
         assert!((r - uniform.levels as f64 * rate).abs() < 1e-12);
         assert!(r > monkey.predicted.zero_result_lookup_io);
         assert!((uniform.predicted.existing_lookup_io - (r - rate + 1.0)).abs() < 1e-12);
         assert_eq!(uniform.predicted.update_io, monkey.predicted.update_io);
+        // The models price Monkey's and uniform filters only: another allocator is refused.
+        for &filters in FilterAllocatorKind::all() {
+            let design = evaluate_with(&p, ModelPolicy::LEVELING, 4.0, buffer, filters);
+            assert_eq!(
+                design.is_ok(),
+                matches!(
+                    filters,
+                    FilterAllocatorKind::Monkey | FilterAllocatorKind::Uniform
+                ),
+                "{filters}"
+            );
+        }
     }
 
     #[test]
     fn evaluate_agrees_with_the_exact_form_and_approaches_the_closed_form() {
         let p = problem(BALANCED, 10.0);
-        let design = evaluate(&p, MergePolicy::Leveling, 10.0, 64.0 * 8.0 * 1048576.0).expect("ok");
-        let runs = per_run::run_tree(MergePolicy::Leveling, p.entries, 10.0, design.levels)
+        let design = evaluate(&p, ModelPolicy::LEVELING, 10.0, 64.0 * 8.0 * 1048576.0).expect("ok");
+        let runs = per_run::run_tree(ModelPolicy::LEVELING, p.entries, 10.0, design.levels)
             .expect("runs")
             .run_entries();
         let r = super::super::zero_result_cost_exact(design.filter_bits, &runs).expect("ok");
         let closed = super::super::zero_result_cost(
-            MergePolicy::Leveling,
+            ModelPolicy::LEVELING,
             design.filter_bits,
             p.entries,
             10.0,
@@ -990,15 +1011,10 @@ mod tests {
             ..empty
         };
         for (policy, t) in [
-            (MergePolicy::Leveling, 4.0),
-            (MergePolicy::Tiering, 4.0),
-            (MergePolicy::LazyLeveling, 5.0),
-            (
-                MergePolicy::Garnering {
-                    scaling_factor: 0.6,
-                },
-                4.0,
-            ),
+            (ModelPolicy::LEVELING, 4.0),
+            (ModelPolicy::TIERING, 4.0),
+            (ModelPolicy::LAZY_LEVELING, 5.0),
+            (ModelPolicy::garnering(0.6), 4.0),
         ] {
             let io_only = evaluate(&problem(empty, 10.0), policy, t, buffer).expect("ok");
             assert_eq!(io_only.predicted.cpu_seconds_per_operation, 0.0);
@@ -1060,7 +1076,7 @@ mod tests {
             },
             ..with_cpu(workload)
         };
-        for (policy, t) in [(MergePolicy::Leveling, 4.0), (MergePolicy::Tiering, 4.0)] {
+        for (policy, t) in [(ModelPolicy::LEVELING, 4.0), (ModelPolicy::TIERING, 4.0)] {
             let serial = evaluate(&with_cpu(updates), policy, t, buffer).expect("ok");
             let p = serial.predicted;
             let merges = merges_per_update(policy, serial.levels, t);
@@ -1098,9 +1114,9 @@ mod tests {
                 },
                 ..with_cpu(updates)
             };
-            let design = evaluate(&problem, MergePolicy::Leveling, 4.0, buffer_bits).expect("ok");
+            let design = evaluate(&problem, ModelPolicy::LEVELING, 4.0, buffer_bits).expect("ok");
             let plain =
-                evaluate(&with_cpu(updates), MergePolicy::Leveling, 4.0, buffer_bits).expect("ok");
+                evaluate(&with_cpu(updates), ModelPolicy::LEVELING, 4.0, buffer_bits).expect("ok");
             design.predicted.cpu_seconds_per_operation - plain.predicted.cpu_seconds_per_operation
         };
         let entries = buffer / (128.0 * 8.0);
@@ -1108,11 +1124,11 @@ mod tests {
         assert!(flushing(buffer / 64.0) > 60.0 * flushing(buffer));
         // Tiering at T = 4 on three levels: 3 runs a level, a key on the last level found after
         // the six above it and two of the last level's three on average.
-        let tiering = per_run::run_tree(MergePolicy::Tiering, 1e8, 4.0, 3).expect("tree");
+        let tiering = per_run::run_tree(ModelPolicy::TIERING, 1e8, 4.0, 3).expect("tree");
         assert_eq!(tiering.runs(), 9.0);
         assert_eq!(tiering.runs_probed_for_existing_key(), 8.0);
-        assert_eq!(merges_per_update(MergePolicy::Tiering, 3, 4.0), 2.25);
-        assert_eq!(merges_per_update(MergePolicy::Leveling, 3, 4.0), 4.5);
+        assert_eq!(merges_per_update(ModelPolicy::TIERING, 3, 4.0), 2.25);
+        assert_eq!(merges_per_update(ModelPolicy::LEVELING, 3, 4.0), 4.5);
         // Negative or non-finite processor costs are refused.
         let bad = TuningProblem {
             device: Device {
@@ -1182,18 +1198,10 @@ mod tests {
     fn coinciding_designs_are_listed_once() {
         let p = problem(BALANCED, 10.0);
         let buffer = 8.0 * 8.0 * 1048576.0;
-        let leveling = evaluate(&p, MergePolicy::Leveling, 4.0, buffer).expect("ok");
-        let garnering_1 = evaluate(
-            &p,
-            MergePolicy::Garnering {
-                scaling_factor: 1.0,
-            },
-            4.0,
-            buffer,
-        )
-        .expect("ok");
+        let leveling = evaluate(&p, ModelPolicy::LEVELING, 4.0, buffer).expect("ok");
+        let garnering_1 = evaluate(&p, ModelPolicy::garnering(1.0), 4.0, buffer).expect("ok");
         assert!(garnering_1.is_same_design_as(&leveling));
-        let tiering = evaluate(&p, MergePolicy::Tiering, 4.0, buffer).expect("ok");
+        let tiering = evaluate(&p, ModelPolicy::TIERING, 4.0, buffer).expect("ok");
         assert!(!tiering.is_same_design_as(&leveling));
         let (_, uniform) = leveling_at_4(&p, buffer);
         assert!(!uniform.is_same_design_as(&leveling));
@@ -1219,10 +1227,11 @@ mod tests {
             }
             // No Garnering at c = 1 is left where leveling at the same split is listed.
             assert!(!tuning.candidates.iter().any(|d| {
-                matches!(d.policy, MergePolicy::Garnering { scaling_factor } if scaling_factor == 1.0)
-                    && tuning.candidates.iter().any(|l| {
-                        l.policy == MergePolicy::Leveling && l.is_same_design_as(d)
-                    })
+                d.policy.garnering_c() == Some(1.0)
+                    && tuning
+                        .candidates
+                        .iter()
+                        .any(|l| l.policy == ModelPolicy::LEVELING && l.is_same_design_as(d))
             }));
         }
     }
@@ -1231,12 +1240,10 @@ mod tests {
     /// size ratio the engine builds, not at Monkey's real `T`.
     #[test]
     fn whole_run_policies_are_costed_at_a_buildable_size_ratio() {
-        assert_eq!(buildable_size_ratio(MergePolicy::Tiering, 2.56), 3.0);
-        assert_eq!(buildable_size_ratio(MergePolicy::LazyLeveling, 1.2), 2.0);
-        assert_eq!(buildable_size_ratio(MergePolicy::Leveling, 2.56), 2.56);
-        let garnering = MergePolicy::Garnering {
-            scaling_factor: 0.8,
-        };
+        assert_eq!(buildable_size_ratio(ModelPolicy::TIERING, 2.56), 3.0);
+        assert_eq!(buildable_size_ratio(ModelPolicy::LAZY_LEVELING, 1.2), 2.0);
+        assert_eq!(buildable_size_ratio(ModelPolicy::LEVELING, 2.56), 2.56);
+        let garnering = ModelPolicy::garnering(0.8);
         assert_eq!(buildable_size_ratio(garnering, 2.56), 2.56);
         for tuning in balanced_and_write_heavy() {
             for design in &tuning.candidates {
@@ -1249,7 +1256,7 @@ mod tests {
             assert!(tuning
                 .candidates
                 .iter()
-                .any(|d| d.policy == MergePolicy::Tiering));
+                .any(|d| d.policy == ModelPolicy::TIERING));
         }
     }
 
@@ -1274,7 +1281,7 @@ mod tests {
             ..base
         };
         let buffer = 8.0 * 8.0 * 1048576.0;
-        for policy in [MergePolicy::Leveling, MergePolicy::Tiering] {
+        for policy in [ModelPolicy::LEVELING, ModelPolicy::TIERING] {
             let without = evaluate(&base, policy, 4.0, buffer).expect("ok").predicted;
             let with = evaluate(&with_level0, policy, 4.0, buffer)
                 .expect("ok")
@@ -1293,7 +1300,7 @@ mod tests {
             ..with_level0
         };
         let design =
-            evaluate(&starved, MergePolicy::Leveling, 4.0, 8.0 * 8.0 * 1048576.0).expect("ok");
+            evaluate(&starved, ModelPolicy::LEVELING, 4.0, 8.0 * 8.0 * 1048576.0).expect("ok");
         assert!(design.predicted.zero_result_lookup_io > 1.5 + design.levels as f64 - 0.01);
         assert!(tune(&TuningProblem {
             level0_runs: -1.0,
@@ -1309,7 +1316,7 @@ mod tests {
         // Small pages and a large tree: Monkey's loop reaches far more than six levels.
         for tuning in balanced_and_write_heavy() {
             for design in &tuning.candidates {
-                if !matches!(design.policy, MergePolicy::Garnering { .. }) {
+                if design.policy.kind() != CompactionKind::Garnering {
                     assert!(
                         design.levels <= crate::compaction::DEFAULT_LAST_LEVEL,
                         "{design:?}"
@@ -1319,7 +1326,7 @@ mod tests {
         }
         let deepest = evaluate(
             &problem(BALANCED, 10.0),
-            MergePolicy::Leveling,
+            ModelPolicy::LEVELING,
             2.0,
             8.0 * 4096.0,
         )

@@ -297,9 +297,8 @@ impl Simulation {
         let key_space = config.key_space();
         let flush_entries = config.flush_entries();
         let policy = config.compaction.build(&CompactionSettings {
-            size_ratio: config.size_ratio,
             garnering_c: config.garnering_c,
-            ecotune: Default::default(),
+            ..CompactionSettings::with_size_ratio(config.size_ratio)
         })?;
         let allocator = config.filter_policy.build(&FilterSettings {
             bits_per_key: config.bits_per_key,

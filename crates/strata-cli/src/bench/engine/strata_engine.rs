@@ -25,9 +25,9 @@ impl StrataEngine {
     /// Opens (or creates) a Strata database in `dir`.
     pub fn open(dir: &Path, config: &EngineConfig) -> CliResult<Self> {
         let policy = config.compaction.build(&CompactionSettings {
-            size_ratio: config.size_ratio,
             garnering_c: config.garnering_c,
             ecotune: config.ecotune,
+            ..CompactionSettings::with_size_ratio(config.size_ratio)
         })?;
         // The memtable holds about write_buffer / (entry + 8-byte trailer + ~64 bytes of
         // skiplist bookkeeping) entries when it is flushed (`memtable/mod.rs`).
