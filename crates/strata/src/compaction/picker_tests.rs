@@ -21,7 +21,9 @@
 //!
 //! Decisions are written `nothing`, `state OWNER ...` (a state-only job), or
 //! `L0.11[2] L1.5[4,5] -> L1.5` (inputs as level.run[files], newest first, then the output level
-//! and run: `.new` for a new run), optionally followed by `+ state OWNER ...`. The runner lives in
+//! and run: `.new` for a new run), optionally followed by `+ state OWNER ...`. A job the policy
+//! wants done by moving its file (a trivial move, `JobAction::Move`) starts with `move`:
+//! `move L1.5[2] -> L2.6`. The runner lives in
 //! the crate because integration tests cannot build a `Version`.
 
 use std::fmt::Write as _;
@@ -35,8 +37,8 @@ use super::ecotune::{
 use super::test_support::{tree_with_states, CONTEXT};
 use super::{
     decode_level_count, encode_level_count, CompactionContext, CompactionJob, CompactionPolicy,
-    Garnering, LazyLeveling, Leveling, Moose, OutputRun, PolicyState, RunInput, RunningCompactions,
-    Tiering, WritePressure, GARNERING_STATE_OWNER,
+    Garnering, JobAction, LazyLeveling, Leveling, Moose, OutputRun, PolicyState, RunInput,
+    RunningCompactions, Tiering, WritePressure, GARNERING_STATE_OWNER,
 };
 
 fn testdata_dir() -> PathBuf {
@@ -358,6 +360,7 @@ fn parse_running(text: &str) -> Result<CompactionJob, String> {
         output_run,
         reason: "running".into(),
         state: None,
+        action: JobAction::Merge,
     })
 }
 
@@ -416,6 +419,9 @@ fn describe(decision: Option<&CompactionJob>) -> String {
         return job.state.as_ref().map(describe_state).unwrap_or_default();
     }
     let mut out = String::new();
+    if job.action == JobAction::Move {
+        out.push_str("move ");
+    }
     for input in &job.inputs {
         let numbers: Vec<String> = input.file_numbers.iter().map(u64::to_string).collect();
         let _ = write!(
