@@ -2,54 +2,34 @@
 //! driven by `redis-cli` (Debian's redis-tools) and by raw TCP. Every server is killed when its
 //! guard drops; every wait is bounded.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+mod common;
+
+use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const STRATA: &str = env!("CARGO_BIN_EXE_strata");
+use common::{bulk, is_err, Children, Client, R, STRATA};
 
-/// A running `strata serve`, killed on drop.
+/// A running `strata serve`, killed on drop (by the guard holding it).
 struct Server {
-    child: Child,
+    children: Children,
     port: u16,
 }
 
 impl Server {
     fn start(db: &Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(STRATA)
-            .arg("serve")
-            .arg(db)
-            .args(["--listen", "127.0.0.1:0"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start strata serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read the address line");
-        let port = line
-            .trim()
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("no address in {line:?}"));
-        Server { child, port }
+        let mut children = Children::default();
+        let (port, _) = children.start_serve(db, "127.0.0.1:0", extra);
+        Server { children, port }
+    }
+
+    fn child(&mut self) -> &mut Child {
+        &mut self.children.0[0]
     }
 
     fn connect(&self) -> Client {
-        let stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
-        Client {
-            reader: BufReader::new(stream.try_clone().expect("clone")),
-            stream,
-        }
+        Client::connect(self.port)
     }
 
     fn cli(&self, args: &[&str]) -> String {
@@ -58,26 +38,19 @@ impl Server {
 
     /// Sends `signal` and waits (bounded) for the exit status.
     fn stop(mut self, signal: &str) -> std::process::ExitStatus {
-        let pid = self.child.id().to_string();
+        let pid = self.child().id().to_string();
         Command::new("kill")
             .args([signal, &pid])
             .status()
             .expect("kill");
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
+            if let Some(status) = self.child().try_wait().expect("wait") {
                 return status;
             }
             assert!(Instant::now() < deadline, "the server did not exit");
             std::thread::sleep(Duration::from_millis(20));
         }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -95,84 +68,6 @@ fn redis_cli(port: u16, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout)
         .trim_end()
         .to_string()
-}
-
-/// A reply as the tests compare it.
-#[derive(Debug, Clone, PartialEq)]
-enum R {
-    Ok(String),
-    Err(String),
-    Int(i64),
-    Bulk(Option<Vec<u8>>),
-    Array(Vec<R>),
-}
-
-/// A tiny RESP2 client: frames requests and reads replies (the test's side only).
-struct Client {
-    stream: TcpStream,
-    reader: BufReader<TcpStream>,
-}
-
-impl Client {
-    fn send_raw(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).expect("write");
-    }
-
-    fn send(&mut self, args: &[&[u8]]) {
-        let mut out = format!("*{}\r\n", args.len()).into_bytes();
-        for arg in args {
-            out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
-            out.extend_from_slice(arg);
-            out.extend_from_slice(b"\r\n");
-        }
-        self.send_raw(&out);
-    }
-
-    fn call(&mut self, args: &[&[u8]]) -> R {
-        self.send(args);
-        self.read()
-    }
-
-    fn read(&mut self) -> R {
-        let mut line = String::new();
-        self.reader.read_line(&mut line).expect("read a reply");
-        let line = line.trim_end_matches("\r\n");
-        let (kind, rest) = line.split_at(1);
-        match kind {
-            "+" => R::Ok(rest.to_string()),
-            "-" => R::Err(rest.to_string()),
-            ":" => R::Int(rest.parse().expect("integer")),
-            "$" => {
-                let length: i64 = rest.parse().expect("length");
-                if length < 0 {
-                    return R::Bulk(None);
-                }
-                let mut data = vec![0; length as usize + 2];
-                self.reader.read_exact(&mut data).expect("bulk");
-                data.truncate(length as usize);
-                R::Bulk(Some(data))
-            }
-            "*" => {
-                let count: usize = rest.parse().expect("count");
-                R::Array((0..count).map(|_| self.read()).collect())
-            }
-            _ => panic!("unexpected reply line {line:?}"),
-        }
-    }
-
-    /// True once the server has closed the connection (bounded wait).
-    fn closed(&mut self) -> bool {
-        let mut byte = [0u8; 1];
-        matches!(self.reader.read(&mut byte), Ok(0) | Err(_))
-    }
-}
-
-fn bulk(text: &str) -> R {
-    R::Bulk(Some(text.as_bytes().to_vec()))
-}
-
-fn is_err(reply: &R, start: &str) -> bool {
-    matches!(reply, R::Err(e) if e.starts_with(start))
 }
 
 #[test]
@@ -289,7 +184,7 @@ fn redis_cli_runs_every_command_and_gets_redis_errors() {
     let mut server = server;
     let deadline = Instant::now() + Duration::from_secs(30);
     let status = loop {
-        if let Some(status) = server.child.try_wait().expect("wait") {
+        if let Some(status) = server.child().try_wait().expect("wait") {
             break status;
         }
         assert!(
@@ -370,7 +265,7 @@ fn pipelined_batches_are_answered_in_order() {
     }
     client.send_raw(&batch);
     for i in 0..50 {
-        assert_eq!(client.read(), R::Ok("OK".to_string()));
+        assert_eq!(client.read(), R::Status("OK".to_string()));
         assert!(matches!(client.read(), R::Int(n) if n > 0));
         assert_eq!(client.read(), bulk(&format!("w{i}")));
         if i % 10 == 0 {
@@ -393,14 +288,7 @@ fn a_hundred_concurrent_clients_agree_with_a_model() {
     let threads: Vec<_> = (0..100u64)
         .map(|t| {
             std::thread::spawn(move || {
-                let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-                stream
-                    .set_read_timeout(Some(Duration::from_secs(30)))
-                    .expect("timeout");
-                let mut client = Client {
-                    reader: BufReader::new(stream.try_clone().expect("clone")),
-                    stream,
-                };
+                let mut client = Client::connect_with_timeout(port, Duration::from_secs(30));
                 let mut model = std::collections::HashMap::new();
                 let mut state = t.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
                 let mut incrs = 0;
@@ -413,21 +301,30 @@ fn a_hundred_concurrent_clients_agree_with_a_model() {
                         0 => {
                             let value = format!("v{}", state % 1000);
                             assert_eq!(
-                                client.call(&[b"SET", key.as_bytes(), value.as_bytes()]),
-                                R::Ok("OK".into())
+                                client.call_bytes(&[b"SET", key.as_bytes(), value.as_bytes()]),
+                                R::Status("OK".into())
                             );
                             model.insert(key, value);
                         }
                         1 => {
                             let expected = model.get(&key).map(|v| v.as_bytes().to_vec());
-                            assert_eq!(client.call(&[b"GET", key.as_bytes()]), R::Bulk(expected));
+                            assert_eq!(
+                                client.call_bytes(&[b"GET", key.as_bytes()]),
+                                R::Bulk(expected)
+                            );
                         }
                         2 => {
                             let existed = i64::from(model.remove(&key).is_some());
-                            assert_eq!(client.call(&[b"DEL", key.as_bytes()]), R::Int(existed));
+                            assert_eq!(
+                                client.call_bytes(&[b"DEL", key.as_bytes()]),
+                                R::Int(existed)
+                            );
                         }
                         _ => {
-                            assert!(matches!(client.call(&[b"INCR", b"shared"]), R::Int(_)));
+                            assert!(matches!(
+                                client.call_bytes(&[b"INCR", b"shared"]),
+                                R::Int(_)
+                            ));
                             incrs += 1;
                         }
                     }
@@ -442,10 +339,13 @@ fn a_hundred_concurrent_clients_agree_with_a_model() {
         let (model, incrs) = thread.join().expect("client thread");
         total += incrs;
         for (key, value) in model {
-            assert_eq!(client.call(&[b"GET", key.as_bytes()]), bulk(&value));
+            assert_eq!(client.call_bytes(&[b"GET", key.as_bytes()]), bulk(&value));
         }
     }
-    assert_eq!(client.call(&[b"GET", b"shared"]), bulk(&total.to_string()));
+    assert_eq!(
+        client.call_bytes(&[b"GET", b"shared"]),
+        bulk(&total.to_string())
+    );
 }
 
 #[test]
@@ -456,8 +356,8 @@ fn kill_9_under_sync_always_loses_no_acknowledged_write() {
     for i in 0..300 {
         let key = format!("durable{i}");
         assert_eq!(
-            client.call(&[b"SET", key.as_bytes(), b"yes"]),
-            R::Ok("OK".into())
+            client.call_bytes(&[b"SET", key.as_bytes(), b"yes"]),
+            R::Status("OK".into())
         );
     }
     let status = server.stop("-KILL");
@@ -466,7 +366,11 @@ fn kill_9_under_sync_always_loses_no_acknowledged_write() {
     let mut client = server.connect();
     for i in 0..300 {
         let key = format!("durable{i}");
-        assert_eq!(client.call(&[b"GET", key.as_bytes()]), bulk("yes"), "{key}");
+        assert_eq!(
+            client.call_bytes(&[b"GET", key.as_bytes()]),
+            bulk("yes"),
+            "{key}"
+        );
     }
 }
 
@@ -485,10 +389,19 @@ fn bad_frames_oversize_strings_and_wrong_passwords_leave_other_clients_alone() {
         ],
     );
     let mut bystander = server.connect();
-    assert!(is_err(&bystander.call(&[b"GET", b"k"]), "NOAUTH"));
-    assert!(is_err(&bystander.call(&[b"AUTH", b"wrong"]), "WRONGPASS"));
-    assert_eq!(bystander.call(&[b"AUTH", b"s3cret"]), R::Ok("OK".into()));
-    assert_eq!(bystander.call(&[b"SET", b"k", b"v"]), R::Ok("OK".into()));
+    assert!(is_err(&bystander.call_bytes(&[b"GET", b"k"]), "NOAUTH"));
+    assert!(is_err(
+        &bystander.call_bytes(&[b"AUTH", b"wrong"]),
+        "WRONGPASS"
+    ));
+    assert_eq!(
+        bystander.call_bytes(&[b"AUTH", b"s3cret"]),
+        R::Status("OK".into())
+    );
+    assert_eq!(
+        bystander.call_bytes(&[b"SET", b"k", b"v"]),
+        R::Status("OK".into())
+    );
 
     // A malformed frame: a protocol error, then the connection is closed.
     for garbage in [
@@ -503,7 +416,10 @@ fn bad_frames_oversize_strings_and_wrong_passwords_leave_other_clients_alone() {
     }
     // Over the bulk limit (declared in the header, never sent) and over the request limit.
     let mut big = server.connect();
-    assert_eq!(big.call(&[b"AUTH", b"s3cret"]), R::Ok("OK".into()));
+    assert_eq!(
+        big.call_bytes(&[b"AUTH", b"s3cret"]),
+        R::Status("OK".into())
+    );
     big.send_raw(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000\r\n");
     assert!(is_err(
         &big.read(),
@@ -518,8 +434,8 @@ fn bad_frames_oversize_strings_and_wrong_passwords_leave_other_clients_alone() {
     assert!(is_err(&stranger.read(), "ERR Protocol error"));
 
     // The bystander still works.
-    assert_eq!(bystander.call(&[b"GET", b"k"]), bulk("v"));
-    assert_eq!(bystander.call(&[b"PING"]), R::Ok("PONG".into()));
+    assert_eq!(bystander.call_bytes(&[b"GET", b"k"]), bulk("v"));
+    assert_eq!(bystander.call_bytes(&[b"PING"]), R::Status("PONG".into()));
 }
 
 #[test]
@@ -538,12 +454,12 @@ fn protected_mode_and_client_limit() {
     let server = Server::start(dir.path(), &["--max-clients", "2"]);
     let mut first = server.connect();
     let mut second = server.connect();
-    assert_eq!(first.call(&[b"PING"]), R::Ok("PONG".into()));
-    assert_eq!(second.call(&[b"PING"]), R::Ok("PONG".into()));
+    assert_eq!(first.call_bytes(&[b"PING"]), R::Status("PONG".into()));
+    assert_eq!(second.call_bytes(&[b"PING"]), R::Status("PONG".into()));
     let mut third = server.connect();
     assert!(is_err(&third.read(), "ERR max number of clients reached"));
     assert!(third.closed());
-    assert_eq!(first.call(&[b"PING"]), R::Ok("PONG".into()));
+    assert_eq!(first.call_bytes(&[b"PING"]), R::Status("PONG".into()));
 }
 
 #[test]
@@ -552,7 +468,7 @@ fn sigterm_shuts_down_gracefully_and_the_data_is_there_after() {
     let server = Server::start(dir.path(), &["--sync", "no"]);
     assert_eq!(server.cli(&["MSET", "x", "1", "y", "2"]), "OK");
     let mut idle = server.connect();
-    assert_eq!(idle.call(&[b"PING"]), R::Ok("PONG".into()));
+    assert_eq!(idle.call_bytes(&[b"PING"]), R::Status("PONG".into()));
     let status = server.stop("-TERM");
     assert!(status.success(), "{status:?}");
     assert!(idle.closed());

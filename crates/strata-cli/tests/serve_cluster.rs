@@ -5,50 +5,17 @@
 //! Every process started here is killed when the guard holding it drops, also when an assertion
 //! fails; every wait is bounded.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+mod common;
+
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::{Command, Stdio};
 
-const STRATA: &str = env!("CARGO_BIN_EXE_strata");
-
-/// Child processes, killed (and reaped) when this drops.
-#[derive(Default)]
-struct Children(Vec<Child>);
-
-impl Drop for Children {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
+use common::{Children, Client, R};
 
 /// Starts `strata serve --cluster-enabled` on `listen`; returns the port and the child's index.
 fn start_node(children: &mut Children, db: &Path, listen: &str) -> (u16, usize) {
-    let mut child = Command::new(STRATA)
-        .arg("serve")
-        .arg(db)
-        .args(["--listen", listen, "--cluster-enabled"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start strata serve");
-    let stdout = child.stdout.take().expect("stdout");
-    children.0.push(child);
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("read the address line");
-    let port = line
-        .trim()
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line:?}"));
-    (port, children.0.len() - 1)
+    children.start_serve(db, listen, &["--cluster-enabled"])
 }
 
 /// Runs redis-cli with `args`; returns its stdout (panics if it fails).
@@ -74,74 +41,6 @@ fn redis_cli(args: &[&str], stdin: Option<&str>) -> String {
     let output = child.wait_with_output().expect("redis-cli");
     assert!(output.status.success(), "redis-cli {args:?} failed");
     String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-/// A reply, as far as these tests read them.
-#[derive(Debug, PartialEq)]
-enum R {
-    Status(String),
-    Err(String),
-    Int(i64),
-    Bulk(Option<Vec<u8>>),
-    Array(Vec<R>),
-}
-
-/// A tiny RESP2 client.
-struct Client {
-    stream: TcpStream,
-    reader: BufReader<TcpStream>,
-}
-
-impl Client {
-    fn connect(port: u16) -> Client {
-        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
-        Client {
-            reader: BufReader::new(stream.try_clone().expect("clone")),
-            stream,
-        }
-    }
-
-    fn call(&mut self, args: &[&str]) -> R {
-        let mut out = format!("*{}\r\n", args.len()).into_bytes();
-        for arg in args {
-            out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
-            out.extend_from_slice(arg.as_bytes());
-            out.extend_from_slice(b"\r\n");
-        }
-        self.stream.write_all(&out).expect("write");
-        self.read()
-    }
-
-    fn read(&mut self) -> R {
-        let mut line = String::new();
-        self.reader.read_line(&mut line).expect("read a reply");
-        let line = line.trim_end_matches("\r\n");
-        assert!(!line.is_empty(), "the connection closed");
-        let (kind, rest) = line.split_at(1);
-        match kind {
-            "+" => R::Status(rest.to_string()),
-            "-" => R::Err(rest.to_string()),
-            ":" => R::Int(rest.parse().expect("integer")),
-            "$" => {
-                let len: i64 = rest.parse().expect("length");
-                if len < 0 {
-                    return R::Bulk(None);
-                }
-                let mut data = vec![0; usize::try_from(len).expect("length") + 2];
-                self.reader.read_exact(&mut data).expect("bulk");
-                data.truncate(data.len() - 2);
-                R::Bulk(Some(data))
-            }
-            "*" => {
-                let len: i64 = rest.parse().expect("length");
-                R::Array((0..len.max(0)).map(|_| self.read()).collect())
-            }
-            _ => panic!("unexpected reply line {line:?}"),
-        }
-    }
 }
 
 /// The slot ranges of the three nodes.

@@ -4,14 +4,15 @@
 //! node, all of them somewhere, and readable through the proxy. Every process started here is
 //! killed when the guard holding it drops, also when an assertion fails; every wait is bounded.
 
+mod common;
+
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const STRATA: &str = env!("CARGO_BIN_EXE_strata");
+use common::{Children, Client, R};
 const CONFIG: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../strata-server/twemproxy/nutcracker.yml"
@@ -29,41 +30,9 @@ fn nutcracker() -> &'static str {
     }
 }
 
-/// Child processes, killed (and reaped) when this drops.
-#[derive(Default)]
-struct Children(Vec<Child>);
-
-impl Drop for Children {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 /// Starts `strata serve` on a free loopback port; returns the port.
 fn start_node(children: &mut Children, db: &Path, extra: &[&str]) -> u16 {
-    let mut child = Command::new(STRATA)
-        .arg("serve")
-        .arg(db)
-        .args(["--listen", "127.0.0.1:0"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start strata serve");
-    let stdout = child.stdout.take().expect("stdout");
-    children.0.push(child);
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("read the address line");
-    line.trim()
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
+    children.start_serve(db, "127.0.0.1:0", extra).0
 }
 
 /// A loopback port nothing listens on right now.
@@ -136,83 +105,6 @@ fn start_proxy(children: &mut Children, dir: &Path, config: &str, listen: u16) {
         std::thread::sleep(Duration::from_millis(20));
     }
     children.0.push(child);
-}
-
-/// A reply, as far as these tests read them.
-#[derive(Debug, PartialEq)]
-enum R {
-    Status(String),
-    Err(String),
-    Int(i64),
-    Bulk(Option<Vec<u8>>),
-    Array(Vec<R>),
-}
-
-/// A tiny RESP2 client that pipelines requests.
-struct Client {
-    stream: TcpStream,
-    reader: BufReader<TcpStream>,
-}
-
-impl Client {
-    fn connect(port: u16) -> Client {
-        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
-        Client {
-            reader: BufReader::new(stream.try_clone().expect("clone")),
-            stream,
-        }
-    }
-
-    /// Sends every request, then reads one reply per request.
-    fn pipeline(&mut self, requests: &[Vec<Vec<u8>>]) -> Vec<R> {
-        let mut out = Vec::new();
-        for args in requests {
-            out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-            for arg in args {
-                out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
-                out.extend_from_slice(arg);
-                out.extend_from_slice(b"\r\n");
-            }
-        }
-        self.stream.write_all(&out).expect("write");
-        requests.iter().map(|_| self.read()).collect()
-    }
-
-    fn call(&mut self, args: &[&str]) -> R {
-        let request = args.iter().map(|a| a.as_bytes().to_vec()).collect();
-        self.pipeline(&[request]).remove(0)
-    }
-
-    fn read(&mut self) -> R {
-        let mut line = String::new();
-        self.reader.read_line(&mut line).expect("read a reply");
-        let line = line.trim_end_matches("\r\n");
-        assert!(!line.is_empty(), "the connection closed");
-        let (kind, rest) = line.split_at(1);
-        match kind {
-            "+" => R::Status(rest.to_string()),
-            "-" => R::Err(rest.to_string()),
-            ":" => R::Int(rest.parse().expect("integer")),
-            "$" => {
-                let len: i64 = rest.parse().expect("length");
-                if len < 0 {
-                    return R::Bulk(None);
-                }
-                let mut data = vec![0; usize::try_from(len).expect("length") + 2];
-                self.reader.read_exact(&mut data).expect("bulk");
-                data.truncate(data.len() - 2);
-                R::Bulk(Some(data))
-            }
-            "*" => {
-                let len: i64 = rest.parse().expect("length");
-                R::Array((0..len.max(0)).map(|_| self.read()).collect())
-            }
-            _ => panic!("unexpected reply line {line:?}"),
-        }
-    }
 }
 
 fn key(i: usize) -> String {

@@ -39,14 +39,14 @@ use crate::options::Options;
 use crate::stats::access_file;
 use crate::stats::{BlockKind, IoCounters};
 use crate::table::block::BlockIter;
-use crate::table::format::IndexKeys;
+use crate::table::format::{BlockHandle, IndexKeys};
 use crate::table::index_iter::IndexIter;
 use crate::table::properties::TableProperties;
 use crate::table::reader::{ReadMode, TableReader};
 use crate::table::table_file_name;
 use crate::version::edit::MANIFEST_FORMAT_VERSION;
 use crate::version::set::CURRENT_FILE;
-use crate::version::{Version, VersionEdit};
+use crate::version::{FileMetadata, Version, VersionEdit};
 use crate::wal::{read_log, wal_path, LogDamageKind, WriteBatch};
 
 /// How bad a problem is.
@@ -174,111 +174,12 @@ pub fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
         .iter()
         .filter_map(|name| parse_number(name, ".sst"))
         .collect();
-
-    let mut named = BTreeSet::new();
-    if let Some(manifest) = &manifest {
-        for (level, run_id, file) in manifest.version.files() {
-            if !named.insert(file.number) {
-                continue;
-            }
-            let path = dir.join(table_file_name(file.number));
-            if !tables_on_disk.contains(&file.number) {
-                report.problems.push(Problem::error(
-                    &path,
-                    None,
-                    format!("table named by the manifest (level {level}, run {run_id}) is missing"),
-                ));
-                continue;
-            }
-            let scan = scan_table(fs, dir, file.number, &mut |_, _| {});
-            report.add_scan(&scan);
-            let Some(properties) = &scan.properties else {
-                continue;
-            };
-            let mut disagree = |what: &str, manifest: String, table: String| {
-                report.problems.push(Problem::error(
-                    &path,
-                    None,
-                    format!("manifest says {what} {manifest}, the table holds {table}"),
-                ));
-            };
-            if file.file_bytes != scan.file_bytes {
-                disagree(
-                    "file size",
-                    file.file_bytes.to_string(),
-                    scan.file_bytes.to_string(),
-                );
-            }
-            if file.entries != properties.entries {
-                disagree(
-                    "entries",
-                    file.entries.to_string(),
-                    properties.entries.to_string(),
-                );
-            }
-            if file.smallest != properties.smallest {
-                disagree(
-                    "smallest key",
-                    describe_key(&file.smallest),
-                    describe_key(&properties.smallest),
-                );
-            }
-            if file.largest != properties.largest {
-                disagree(
-                    "largest key",
-                    describe_key(&file.largest),
-                    describe_key(&properties.largest),
-                );
-            }
-            if (file.smallest_sequence, file.largest_sequence)
-                != (properties.smallest_sequence, properties.largest_sequence)
-            {
-                disagree(
-                    "sequence range",
-                    format!("{}..={}", file.smallest_sequence, file.largest_sequence),
-                    format!(
-                        "{}..={}",
-                        properties.smallest_sequence, properties.largest_sequence
-                    ),
-                );
-            }
-            if let Some(largest) = scan.largest_sequence {
-                if largest > manifest.last_sequence {
-                    report.problems.push(Problem::error(
-                        &path,
-                        None,
-                        format!(
-                            "holds sequence number {largest}, above the manifest's last \
-                             sequence {} (reads would not see it)",
-                            manifest.last_sequence
-                        ),
-                    ));
-                }
-            }
-        }
-    }
+    let named = match &manifest {
+        Some(manifest) => check_named_tables(dir, fs, manifest, &tables_on_disk, &mut report),
+        None => BTreeSet::new(),
+    };
     for &number in tables_on_disk.difference(&named) {
-        let path = dir.join(table_file_name(number));
-        if manifest.is_some() {
-            report.problems.push(Problem::warning(
-                &path,
-                None,
-                "orphan table: not named by the manifest (Db::open deletes it)",
-            ));
-        }
-        let mut scan = scan_table(fs, dir, number, &mut |_, _| {});
-        if manifest.is_some() {
-            // An orphan is no part of the database: damage in it (a table a crash cut short
-            // while a flush or compaction was writing it, the usual way an orphan arises) loses
-            // nothing, and Db::open deletes it.
-            for problem in &mut scan.problems {
-                problem.severity = Severity::Warning;
-                problem
-                    .message
-                    .push_str(" (in an orphan table, which Db::open deletes)");
-            }
-        }
-        report.add_scan(&scan);
+        check_orphan_table(dir, fs, number, manifest.is_some(), &mut report);
     }
 
     let mut wal_numbers: Vec<u64> = names
@@ -303,6 +204,141 @@ pub fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
     Ok(report)
 }
 
+/// Scans every table the manifest names and compares it with the manifest's record of it;
+/// returns the numbers named.
+fn check_named_tables(
+    dir: &Path,
+    fs: &dyn FileSystem,
+    manifest: &ManifestSummary,
+    tables_on_disk: &BTreeSet<u64>,
+    report: &mut CheckReport,
+) -> BTreeSet<u64> {
+    let mut named = BTreeSet::new();
+    for (level, run_id, file) in manifest.version.files() {
+        if !named.insert(file.number) {
+            continue;
+        }
+        let path = dir.join(table_file_name(file.number));
+        if !tables_on_disk.contains(&file.number) {
+            report.problems.push(Problem::error(
+                &path,
+                None,
+                format!("table named by the manifest (level {level}, run {run_id}) is missing"),
+            ));
+            continue;
+        }
+        let scan = scan_table(fs, dir, file.number, &mut |_, _| {});
+        report.add_scan(&scan);
+        let Some(properties) = &scan.properties else {
+            continue;
+        };
+        compare_with_manifest(&path, file, &scan, properties, report);
+        if let Some(largest) = scan.largest_sequence {
+            if largest > manifest.last_sequence {
+                report.problems.push(Problem::error(
+                    &path,
+                    None,
+                    format!(
+                        "holds sequence number {largest}, above the manifest's last \
+                         sequence {} (reads would not see it)",
+                        manifest.last_sequence
+                    ),
+                ));
+            }
+        }
+    }
+    named
+}
+
+/// Reports every way the manifest's record of table `file` disagrees with the table.
+fn compare_with_manifest(
+    path: &Path,
+    file: &FileMetadata,
+    scan: &TableScan,
+    properties: &TableProperties,
+    report: &mut CheckReport,
+) {
+    let mut disagree = |what: &str, manifest: String, table: String| {
+        report.problems.push(Problem::error(
+            path,
+            None,
+            format!("manifest says {what} {manifest}, the table holds {table}"),
+        ));
+    };
+    if file.file_bytes != scan.file_bytes {
+        disagree(
+            "file size",
+            file.file_bytes.to_string(),
+            scan.file_bytes.to_string(),
+        );
+    }
+    if file.entries != properties.entries {
+        disagree(
+            "entries",
+            file.entries.to_string(),
+            properties.entries.to_string(),
+        );
+    }
+    if file.smallest != properties.smallest {
+        disagree(
+            "smallest key",
+            describe_key(&file.smallest),
+            describe_key(&properties.smallest),
+        );
+    }
+    if file.largest != properties.largest {
+        disagree(
+            "largest key",
+            describe_key(&file.largest),
+            describe_key(&properties.largest),
+        );
+    }
+    if (file.smallest_sequence, file.largest_sequence)
+        != (properties.smallest_sequence, properties.largest_sequence)
+    {
+        disagree(
+            "sequence range",
+            format!("{}..={}", file.smallest_sequence, file.largest_sequence),
+            format!(
+                "{}..={}",
+                properties.smallest_sequence, properties.largest_sequence
+            ),
+        );
+    }
+}
+
+/// Scans table `number`, which the manifest does not name; with a manifest it is an orphan,
+/// whose damage is only a warning.
+fn check_orphan_table(
+    dir: &Path,
+    fs: &dyn FileSystem,
+    number: u64,
+    has_manifest: bool,
+    report: &mut CheckReport,
+) {
+    let path = dir.join(table_file_name(number));
+    if has_manifest {
+        report.problems.push(Problem::warning(
+            &path,
+            None,
+            "orphan table: not named by the manifest (Db::open deletes it)",
+        ));
+    }
+    let mut scan = scan_table(fs, dir, number, &mut |_, _| {});
+    if has_manifest {
+        // An orphan is no part of the database: damage in it (a table a crash cut short
+        // while a flush or compaction was writing it, the usual way an orphan arises) loses
+        // nothing, and Db::open deletes it.
+        for problem in &mut scan.problems {
+            problem.severity = Severity::Warning;
+            problem
+                .message
+                .push_str(" (in an orphan table, which Db::open deletes)");
+        }
+    }
+    report.add_scan(&scan);
+}
+
 /// What the manifest says, when it can be read.
 pub(crate) struct ManifestSummary {
     pub(crate) version: Version,
@@ -317,6 +353,88 @@ fn check_manifest(
     fs: &dyn FileSystem,
     report: &mut CheckReport,
 ) -> Option<ManifestSummary> {
+    let path = manifest_named_by_current(dir, fs, report)?;
+    let bytes = match fs.read_to_end(&path) {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            report.problems.push(Problem::from_error(&path, error));
+            return None;
+        }
+    };
+    let contents = read_log(&bytes);
+    let mut usable = true;
+    if let Some(damage) = &contents.damage {
+        match &damage.kind {
+            LogDamageKind::Truncated => report.problems.push(Problem::warning(
+                &path,
+                Some(damage.offset),
+                format!(
+                    "last manifest record cut short ({} bytes; an edit whose job never \
+                     finished, ignored by Db::open)",
+                    damage.dropped_bytes
+                ),
+            )),
+            LogDamageKind::Corrupt(reason) => {
+                usable = false;
+                report.problems.push(Problem::error(
+                    &path,
+                    Some(damage.offset),
+                    format!(
+                        "{reason} ({} bytes from here unreadable)",
+                        damage.dropped_bytes
+                    ),
+                ));
+            }
+        }
+    }
+    let (version, counters) = replay_manifest(&path, &contents.records, report)?;
+    if !usable {
+        // The records after the damage may hold the counters: their absence says nothing more.
+        return None;
+    }
+    for (what, value) in [
+        ("log number", counters.log_number),
+        ("next file number", counters.next_file_number),
+        ("last sequence", counters.last_sequence),
+        ("next run id", counters.next_run_id),
+    ] {
+        if value.is_none() {
+            usable = false;
+            report.problems.push(Problem::error(
+                &path,
+                None,
+                format!("manifest has no {what}"),
+            ));
+        }
+    }
+    if let Some(next) = counters.next_file_number {
+        if let Some(number) = version
+            .files()
+            .map(|(_, _, f)| f.number)
+            .filter(|&n| n >= next)
+            .max()
+        {
+            report.problems.push(Problem::error(
+                &path,
+                None,
+                format!("table {number} is not below the next file number {next}"),
+            ));
+        }
+    }
+    usable.then_some(ManifestSummary {
+        version,
+        log_number: counters.log_number.unwrap_or(0),
+        last_sequence: counters.last_sequence.unwrap_or(0),
+    })
+}
+
+/// The path of the manifest `CURRENT` names, if `CURRENT` can be read, names one and it exists;
+/// otherwise `None`, with the problem reported.
+fn manifest_named_by_current(
+    dir: &Path,
+    fs: &dyn FileSystem,
+    report: &mut CheckReport,
+) -> Option<PathBuf> {
     let current_path = dir.join(CURRENT_FILE);
     if !fs.exists(&current_path) {
         report.problems.push(Problem::error(
@@ -355,49 +473,35 @@ fn check_manifest(
         ));
         return None;
     }
-    let bytes = match fs.read_to_end(&path) {
-        Ok(bytes) => bytes,
-        Err(error) => {
-            report.problems.push(Problem::from_error(&path, error));
-            return None;
-        }
-    };
-    let contents = read_log(&bytes);
-    let mut usable = true;
-    if let Some(damage) = &contents.damage {
-        match &damage.kind {
-            LogDamageKind::Truncated => report.problems.push(Problem::warning(
-                &path,
-                Some(damage.offset),
-                format!(
-                    "last manifest record cut short ({} bytes; an edit whose job never \
-                     finished, ignored by Db::open)",
-                    damage.dropped_bytes
-                ),
-            )),
-            LogDamageKind::Corrupt(reason) => {
-                usable = false;
-                report.problems.push(Problem::error(
-                    &path,
-                    Some(damage.offset),
-                    format!(
-                        "{reason} ({} bytes from here unreadable)",
-                        damage.dropped_bytes
-                    ),
-                ));
-            }
-        }
-    }
+    Some(path)
+}
+
+/// The counters a manifest's edits set, the last value of each.
+#[derive(Default)]
+struct ManifestCounters {
+    log_number: Option<u64>,
+    next_file_number: Option<u64>,
+    last_sequence: Option<u64>,
+    next_run_id: Option<u64>,
+}
+
+/// Applies the manifest's records (`(offset, record)`) in order; `None`, with the problem
+/// reported, at the first that does not decode, is not of the current format (the first) or
+/// does not apply.
+fn replay_manifest(
+    path: &Path,
+    records: &[(u64, Vec<u8>)],
+    report: &mut CheckReport,
+) -> Option<(Version, ManifestCounters)> {
     let mut version = Version::default();
-    let (mut log_number, mut next_file_number, mut last_sequence, mut next_run_id) =
-        (None, None, None, None);
-    for (index, (offset, record)) in contents.records.iter().enumerate() {
+    let mut counters = ManifestCounters::default();
+    for (index, (offset, record)) in records.iter().enumerate() {
         report.manifest_records += 1;
         let edit = match VersionEdit::decode(record) {
             Ok(edit) => edit,
             Err(reason) => {
                 report.problems.push(Problem::error(
-                    &path,
+                    path,
                     Some(*offset),
                     format!("version edit does not decode: {reason}"),
                 ));
@@ -406,7 +510,7 @@ fn check_manifest(
         };
         if index == 0 && edit.format_version != Some(MANIFEST_FORMAT_VERSION) {
             report.problems.push(Problem::error(
-                &path,
+                path,
                 Some(*offset),
                 format!(
                     "first manifest record has format version {:?}, expected {MANIFEST_FORMAT_VERSION}",
@@ -419,56 +523,19 @@ fn check_manifest(
             Ok(version) => version,
             Err(reason) => {
                 report.problems.push(Problem::error(
-                    &path,
+                    path,
                     Some(*offset),
                     format!("version edit does not apply: {reason}"),
                 ));
                 return None;
             }
         };
-        log_number = edit.log_number.or(log_number);
-        next_file_number = edit.next_file_number.or(next_file_number);
-        last_sequence = edit.last_sequence.or(last_sequence);
-        next_run_id = edit.next_run_id.or(next_run_id);
+        counters.log_number = edit.log_number.or(counters.log_number);
+        counters.next_file_number = edit.next_file_number.or(counters.next_file_number);
+        counters.last_sequence = edit.last_sequence.or(counters.last_sequence);
+        counters.next_run_id = edit.next_run_id.or(counters.next_run_id);
     }
-    if !usable {
-        // The records after the damage may hold the counters: their absence says nothing more.
-        return None;
-    }
-    for (what, value) in [
-        ("log number", log_number),
-        ("next file number", next_file_number),
-        ("last sequence", last_sequence),
-        ("next run id", next_run_id),
-    ] {
-        if value.is_none() {
-            usable = false;
-            report.problems.push(Problem::error(
-                &path,
-                None,
-                format!("manifest has no {what}"),
-            ));
-        }
-    }
-    if let Some(next) = next_file_number {
-        if let Some(number) = version
-            .files()
-            .map(|(_, _, f)| f.number)
-            .filter(|&n| n >= next)
-            .max()
-        {
-            report.problems.push(Problem::error(
-                &path,
-                None,
-                format!("table {number} is not below the next file number {next}"),
-            ));
-        }
-    }
-    usable.then_some(ManifestSummary {
-        version,
-        log_number: log_number.unwrap_or(0),
-        last_sequence: last_sequence.unwrap_or(0),
-    })
+    Some((version, counters))
 }
 
 /// The manifest `CURRENT` names, if it names one (`MANIFEST-<number>\n`), by the rules
@@ -566,20 +633,7 @@ pub(crate) fn scan_table(
     scan.file_bytes = reader.file_len();
     scan.filter_layout = reader.filter_layout();
     let properties = reader.properties().clone();
-    // Footer, properties and (version 2) the modular filter index or (version 3) the top-level
-    // partition index were verified by `open`.
-    scan.blocks +=
-        1 + u64::from(reader.footer().has_modular_filter() || reader.footer().is_partitioned());
-    // The range filter block, also checked and decoded by `open`; below, every key is asked.
-    scan.blocks += u64::from(reader.has_range_filter());
-    let mut range_filter_missed = false;
-    for &handle in reader.filter_block_handles() {
-        match reader.verify_filter_module(handle) {
-            Ok(()) => scan.blocks += 1,
-            Err(error) => scan.problems.push(Problem::from_error(&path, error)),
-        }
-    }
-    let index_offset = reader.footer().index.offset;
+    check_metadata_blocks(&reader, &path, &mut scan);
     let mut index = match IndexIter::open(&reader, ReadMode::Compaction) {
         Ok(index) => index,
         Err(error) => {
@@ -590,196 +644,292 @@ pub(crate) fn scan_table(
     };
     // The index block, or every index partition (read as the walk below reaches them).
     scan.blocks += reader.index_block_handles().len() as u64;
-    let mut previous_key: Option<Vec<u8>> = None;
-    let mut first_key: Option<Vec<u8>> = None;
-    let mut data_blocks = 0u64;
-    // A key above index key `index_key` in the index's order (`table/format.rs`): a user-key
-    // index orders user keys bytewise.
-    let index_keys = reader.index_keys();
-    let above_index = |key: &[u8], index_key: &[u8]| match index_keys {
-        IndexKeys::Internal => compare_internal_keys(key, index_key).is_gt(),
-        IndexKeys::User => crate::key::user_key(key) > index_key,
-    };
-    let mut previous_index_key: Option<Vec<u8>> = None;
+    let mut walk = DataWalk::new(reader.index_keys());
     index.seek_to_first(&reader);
     while index.valid() {
-        data_blocks += 1;
+        walk.data_blocks += 1;
         let index_key = index.key().to_vec();
         let handle = index.handle();
-        match reader.sorted_block(handle, BlockKind::Data, ReadMode::Compaction) {
-            Ok(block) => {
-                scan.blocks += 1;
-                let mut iter = BlockIter::new(block, compare_internal_keys);
-                iter.seek_to_first();
-                let mut last_in_block: Option<Vec<u8>> = None;
-                while iter.valid() {
-                    let key = iter.key();
-                    let Some(parsed) = parse_internal_key(key) else {
-                        scan.problems.push(Problem::error(
-                            &path,
-                            Some(handle.offset),
-                            "malformed internal key in data block",
-                        ));
-                        break;
-                    };
-                    if !range_filter_missed
-                        && !reader.may_contain_range(parsed.user_key, parsed.user_key)
-                    {
-                        // One report per file: a filter that misses one key likely misses many.
-                        range_filter_missed = true;
-                        scan.problems.push(Problem::error(
-                            &path,
-                            Some(handle.offset),
-                            format!(
-                                "the range filter rules out key {} that the file holds",
-                                describe_key(key)
-                            ),
-                        ));
-                    }
-                    if let Some(previous) = &previous_key {
-                        if compare_internal_keys(previous, key) != std::cmp::Ordering::Less {
-                            scan.problems.push(Problem::error(
-                                &path,
-                                Some(handle.offset),
-                                format!(
-                                    "keys out of order: {} does not come after {}",
-                                    describe_key(key),
-                                    describe_key(previous)
-                                ),
-                            ));
-                        }
-                    }
-                    scan.smallest_sequence = Some(
-                        scan.smallest_sequence
-                            .map_or(parsed.sequence, |s| s.min(parsed.sequence)),
-                    );
-                    scan.largest_sequence = Some(
-                        scan.largest_sequence
-                            .map_or(parsed.sequence, |s| s.max(parsed.sequence)),
-                    );
-                    visit(key, iter.value());
-                    scan.entries += 1;
-                    if first_key.is_none() {
-                        first_key = Some(key.to_vec());
-                    }
-                    // A user-key index is sound only if no user key continues from the block
-                    // before: this block's first key must be above the previous index entry.
-                    if let (true, IndexKeys::User, Some(previous_index)) =
-                        (last_in_block.is_none(), index_keys, &previous_index_key)
-                    {
-                        if !above_index(key, previous_index) {
-                            scan.problems.push(Problem::error(
-                                &path,
-                                Some(handle.offset),
-                                format!(
-                                    "the user-key index entry {:?} before the data block at \
-                                     offset {} is not below its first key {}",
-                                    String::from_utf8_lossy(previous_index),
-                                    handle.offset,
-                                    describe_key(key)
-                                ),
-                            ));
-                        }
-                    }
-                    previous_key = Some(key.to_vec());
-                    last_in_block = Some(key.to_vec());
-                    iter.next();
-                }
-                if let Err(error) = reader.block_error(&iter, handle) {
-                    scan.problems.push(Problem::from_error(&path, error));
-                }
-                match &last_in_block {
-                    None => scan.problems.push(Problem::error(
-                        &path,
-                        Some(handle.offset),
-                        "empty data block",
-                    )),
-                    Some(last) if above_index(last, &index_key) => {
-                        scan.problems.push(Problem::error(
-                            &path,
-                            Some(index_offset),
-                            format!(
-                                "index entry {} is below the last key {} of its data block at \
-                                 offset {}",
-                                match index_keys {
-                                    IndexKeys::Internal => describe_key(&index_key),
-                                    IndexKeys::User =>
-                                        format!("{:?}", String::from_utf8_lossy(&index_key)),
-                                },
-                                describe_key(last),
-                                handle.offset
-                            ),
-                        ))
-                    }
-                    Some(_) => {}
-                }
-            }
-            Err(error) => {
-                scan.problems.push(Problem::from_error(&path, error));
-                // Order across the damaged block cannot be judged.
-                previous_key = None;
-            }
-        }
-        previous_index_key = Some(index_key);
+        check_data_block(
+            &reader, &path, handle, &index_key, &mut walk, &mut scan, visit,
+        );
+        walk.previous_index_key = Some(index_key);
         index.next(&reader);
     }
     if let Err(error) = index.status(&reader) {
         scan.problems.push(Problem::from_error(&path, error));
     }
     if scan.is_sound() {
-        let properties_offset = Some(reader.footer().properties.offset);
-        let mut disagree = |what: &str, properties: String, blocks: String| {
-            scan.problems.push(Problem::error(
-                &path,
-                properties_offset,
-                format!("properties say {what} {properties}, the blocks hold {blocks}"),
-            ));
-        };
-        if properties.entries != scan.entries {
-            disagree(
-                "entries",
-                properties.entries.to_string(),
-                scan.entries.to_string(),
-            );
-        }
-        if properties.data_blocks != data_blocks {
-            disagree(
-                "data blocks",
-                properties.data_blocks.to_string(),
-                data_blocks.to_string(),
-            );
-        }
-        if let (Some(first), Some(last)) = (&first_key, &previous_key) {
-            if *first != properties.smallest {
-                disagree(
-                    "smallest key",
-                    describe_key(&properties.smallest),
-                    describe_key(first),
-                );
-            }
-            if *last != properties.largest {
-                disagree(
-                    "largest key",
-                    describe_key(&properties.largest),
-                    describe_key(last),
-                );
-            }
-        }
-        if let (Some(smallest), Some(largest)) = (scan.smallest_sequence, scan.largest_sequence) {
-            if (smallest, largest) != (properties.smallest_sequence, properties.largest_sequence) {
-                disagree(
-                    "sequence range",
-                    format!(
-                        "{}..={}",
-                        properties.smallest_sequence, properties.largest_sequence
-                    ),
-                    format!("{smallest}..={largest}"),
-                );
-            }
-        }
+        check_properties_agree(&reader, &path, &properties, &walk, &mut scan);
     }
     scan.properties = Some(properties);
     scan
+}
+
+/// Counts the blocks `TableReader::open` verified and verifies every filter module.
+fn check_metadata_blocks(reader: &TableReader, path: &Path, scan: &mut TableScan) {
+    // Footer, properties and (version 2) the modular filter index or (version 3) the top-level
+    // partition index were verified by `open`.
+    scan.blocks +=
+        1 + u64::from(reader.footer().has_modular_filter() || reader.footer().is_partitioned());
+    // The range filter block, also checked and decoded by `open`; the data walk asks it for
+    // every key.
+    scan.blocks += u64::from(reader.has_range_filter());
+    for &handle in reader.filter_block_handles() {
+        match reader.verify_filter_module(handle) {
+            Ok(()) => scan.blocks += 1,
+            Err(error) => scan.problems.push(Problem::from_error(path, error)),
+        }
+    }
+}
+
+/// What the walk over a table's data blocks carries from key to key and block to block.
+struct DataWalk {
+    /// How index keys are ordered (`table/format.rs`).
+    index_keys: IndexKeys,
+    /// The last key seen (`None` after a damaged block: order across it cannot be judged).
+    previous_key: Option<Vec<u8>>,
+    first_key: Option<Vec<u8>>,
+    data_blocks: u64,
+    previous_index_key: Option<Vec<u8>>,
+    /// True once the range filter ruled out a key the file holds (reported once per file).
+    range_filter_missed: bool,
+}
+
+impl DataWalk {
+    fn new(index_keys: IndexKeys) -> Self {
+        DataWalk {
+            index_keys,
+            previous_key: None,
+            first_key: None,
+            data_blocks: 0,
+            previous_index_key: None,
+            range_filter_missed: false,
+        }
+    }
+
+    /// True if `key` is above index key `index_key` in the index's order (`table/format.rs`): a
+    /// user-key index orders user keys bytewise.
+    fn above_index(&self, key: &[u8], index_key: &[u8]) -> bool {
+        match self.index_keys {
+            IndexKeys::Internal => compare_internal_keys(key, index_key).is_gt(),
+            IndexKeys::User => crate::key::user_key(key) > index_key,
+        }
+    }
+}
+
+/// Reads the data block at `handle` (index entry `index_key`) and checks each of its keys and
+/// its last key against the index entry.
+fn check_data_block(
+    reader: &TableReader,
+    path: &Path,
+    handle: BlockHandle,
+    index_key: &[u8],
+    walk: &mut DataWalk,
+    scan: &mut TableScan,
+    visit: &mut dyn FnMut(&[u8], &[u8]),
+) {
+    let block = match reader.sorted_block(handle, BlockKind::Data, ReadMode::Compaction) {
+        Ok(block) => block,
+        Err(error) => {
+            scan.problems.push(Problem::from_error(path, error));
+            // Order across the damaged block cannot be judged.
+            walk.previous_key = None;
+            return;
+        }
+    };
+    scan.blocks += 1;
+    let mut iter = BlockIter::new(block, compare_internal_keys);
+    iter.seek_to_first();
+    let mut last_in_block: Option<Vec<u8>> = None;
+    while iter.valid() {
+        let key = iter.key();
+        let Some(parsed) = parse_internal_key(key) else {
+            scan.problems.push(Problem::error(
+                path,
+                Some(handle.offset),
+                "malformed internal key in data block",
+            ));
+            break;
+        };
+        let first_in_block = last_in_block.is_none();
+        let entry = KeyInBlock {
+            key,
+            user_key: parsed.user_key,
+            first_in_block,
+        };
+        check_key(reader, path, handle, &entry, walk, scan);
+        scan.smallest_sequence = Some(
+            scan.smallest_sequence
+                .map_or(parsed.sequence, |s| s.min(parsed.sequence)),
+        );
+        scan.largest_sequence = Some(
+            scan.largest_sequence
+                .map_or(parsed.sequence, |s| s.max(parsed.sequence)),
+        );
+        visit(key, iter.value());
+        scan.entries += 1;
+        if walk.first_key.is_none() {
+            walk.first_key = Some(key.to_vec());
+        }
+        walk.previous_key = Some(key.to_vec());
+        last_in_block = Some(key.to_vec());
+        iter.next();
+    }
+    if let Err(error) = reader.block_error(&iter, handle) {
+        scan.problems.push(Problem::from_error(path, error));
+    }
+    match &last_in_block {
+        None => scan.problems.push(Problem::error(
+            path,
+            Some(handle.offset),
+            "empty data block",
+        )),
+        Some(last) if walk.above_index(last, index_key) => scan.problems.push(Problem::error(
+            path,
+            Some(reader.footer().index.offset),
+            format!(
+                "index entry {} is below the last key {} of its data block at offset {}",
+                match walk.index_keys {
+                    IndexKeys::Internal => describe_key(index_key),
+                    IndexKeys::User => format!("{:?}", String::from_utf8_lossy(index_key)),
+                },
+                describe_key(last),
+                handle.offset
+            ),
+        )),
+        Some(_) => {}
+    }
+}
+
+/// A well-formed internal key of a data block, as [`check_key`] checks it.
+struct KeyInBlock<'a> {
+    key: &'a [u8],
+    user_key: &'a [u8],
+    first_in_block: bool,
+}
+
+/// Checks one key of the data block at `handle` against the range filter, the key before it
+/// and, for a block's first key, the index entry before the block.
+fn check_key(
+    reader: &TableReader,
+    path: &Path,
+    handle: BlockHandle,
+    entry: &KeyInBlock<'_>,
+    walk: &mut DataWalk,
+    scan: &mut TableScan,
+) {
+    let KeyInBlock {
+        key,
+        user_key,
+        first_in_block,
+    } = *entry;
+    if !walk.range_filter_missed && !reader.may_contain_range(user_key, user_key) {
+        // One report per file: a filter that misses one key likely misses many.
+        walk.range_filter_missed = true;
+        scan.problems.push(Problem::error(
+            path,
+            Some(handle.offset),
+            format!(
+                "the range filter rules out key {} that the file holds",
+                describe_key(key)
+            ),
+        ));
+    }
+    if let Some(previous) = &walk.previous_key {
+        if compare_internal_keys(previous, key) != std::cmp::Ordering::Less {
+            scan.problems.push(Problem::error(
+                path,
+                Some(handle.offset),
+                format!(
+                    "keys out of order: {} does not come after {}",
+                    describe_key(key),
+                    describe_key(previous)
+                ),
+            ));
+        }
+    }
+    // A user-key index is sound only if no user key continues from the block before: this
+    // block's first key must be above the previous index entry.
+    if let (true, IndexKeys::User, Some(previous_index)) =
+        (first_in_block, walk.index_keys, &walk.previous_index_key)
+    {
+        if !walk.above_index(key, previous_index) {
+            scan.problems.push(Problem::error(
+                path,
+                Some(handle.offset),
+                format!(
+                    "the user-key index entry {:?} before the data block at offset {} is not \
+                     below its first key {}",
+                    String::from_utf8_lossy(previous_index),
+                    handle.offset,
+                    describe_key(key)
+                ),
+            ));
+        }
+    }
+}
+
+/// Checks that the table's properties agree with what the walk over its blocks found.
+fn check_properties_agree(
+    reader: &TableReader,
+    path: &Path,
+    properties: &TableProperties,
+    walk: &DataWalk,
+    scan: &mut TableScan,
+) {
+    let properties_offset = Some(reader.footer().properties.offset);
+    let (entries, smallest_sequence, largest_sequence) =
+        (scan.entries, scan.smallest_sequence, scan.largest_sequence);
+    let mut disagree = |what: &str, properties: String, blocks: String| {
+        scan.problems.push(Problem::error(
+            path,
+            properties_offset,
+            format!("properties say {what} {properties}, the blocks hold {blocks}"),
+        ));
+    };
+    if properties.entries != entries {
+        disagree(
+            "entries",
+            properties.entries.to_string(),
+            entries.to_string(),
+        );
+    }
+    if properties.data_blocks != walk.data_blocks {
+        disagree(
+            "data blocks",
+            properties.data_blocks.to_string(),
+            walk.data_blocks.to_string(),
+        );
+    }
+    if let (Some(first), Some(last)) = (&walk.first_key, &walk.previous_key) {
+        if *first != properties.smallest {
+            disagree(
+                "smallest key",
+                describe_key(&properties.smallest),
+                describe_key(first),
+            );
+        }
+        if *last != properties.largest {
+            disagree(
+                "largest key",
+                describe_key(&properties.largest),
+                describe_key(last),
+            );
+        }
+    }
+    if let (Some(smallest), Some(largest)) = (smallest_sequence, largest_sequence) {
+        if (smallest, largest) != (properties.smallest_sequence, properties.largest_sequence) {
+            disagree(
+                "sequence range",
+                format!(
+                    "{}..={}",
+                    properties.smallest_sequence, properties.largest_sequence
+                ),
+                format!("{smallest}..={largest}"),
+            );
+        }
+    }
 }
 
 /// Reads one WAL: every record's checksum and write batch. `later_logs` is how many logs

@@ -116,16 +116,7 @@ pub struct RepairReport {
 /// never an error here, it is what gets repaired.
 pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairReport> {
     let fs = options.file_system.as_ref();
-    // A directory with none of a database's own files is not one: repairing it would move its
-    // `.log` files into lost/ and make it a database.
-    if !fs.list_dir(dir)?.iter().any(|n| {
-        n == CURRENT_FILE || n.starts_with("MANIFEST-") || parse_number(n, ".sst").is_some()
-    }) {
-        return Err(Error::InvalidArgument(format!(
-            "{} holds no CURRENT, manifest or table file: not a Strata database",
-            dir.display()
-        )));
-    }
+    refuse_non_database(fs, dir)?;
     let _lock = fs.lock(&dir.join("LOCK"))?;
     let before = check(dir, options)?;
     let mut report = RepairReport {
@@ -136,36 +127,121 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
     if !report.repaired {
         return Ok(report);
     }
-    let names = fs.list_dir(dir)?;
-    let mut table_numbers: Vec<u64> = names
-        .iter()
-        .filter_map(|n| parse_number(n, ".sst"))
-        .collect();
-    table_numbers.sort_unstable();
-    let mut wal_numbers: Vec<u64> = names
-        .iter()
-        .filter_map(|n| parse_number(n, ".log"))
-        .collect();
-    wal_numbers.sort_unstable();
-    let manifest_numbers: Vec<u64> = names
-        .iter()
-        .filter_map(|n| {
-            n.strip_prefix("MANIFEST-")
-                .and_then(|n| parse_number(n, ""))
-        })
-        .collect();
-    let mut next_file_number = table_numbers
-        .iter()
-        .chain(&wal_numbers)
-        .chain(&manifest_numbers)
-        .max()
-        .map_or(1, |n| n + 1);
+    let mut files = DirectoryFiles::list(fs, dir)?;
 
     // The WALs, up to the first damage in each, into one new table.
+    let (mem, mut last_sequence) = replay_wals(fs, dir, &files.wals, &mut report)?;
+    if !mem.is_empty() {
+        let number = files.take_file_number();
+        write_wal_table(fs, dir, options, &mem, number)?;
+        report.wal_table = Some(number);
+        files.tables.push(number);
+    }
+
+    // Every table read in full; the damaged ones set aside.
+    let (candidates, holders) =
+        scan_candidates(fs, dir, &files.tables, &mut last_sequence, &mut report)?;
+    let edges = newer_than_edges(holders);
+    let order = newest_first(
+        &candidates
+            .iter()
+            .map(|c| c.file.as_ref())
+            .collect::<Vec<_>>(),
+        &edges,
+    );
+    report.ordering_conflicts = order.conflicts;
+
+    let mut edit = level0_runs_edit(&candidates, &order, &mut report);
+    let manifest_number = files.take_file_number();
+    edit.log_number = Some(files.next_file_number);
+    edit.next_file_number = Some(files.next_file_number + 1);
+    edit.last_sequence = Some(last_sequence);
+    report.last_sequence = last_sequence;
+    report.manifest = Some(install_manifest(fs, dir, &edit, manifest_number)?);
+    set_aside_replaced_files(fs, dir, &files, &mut report)?;
+    fs.sync_dir(dir)?;
+    Ok(report)
+}
+
+/// Refuses a directory with none of a database's own files: repairing it would move its `.log`
+/// files into lost/ and make it a database.
+fn refuse_non_database(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    if !fs.list_dir(dir)?.iter().any(|n| {
+        n == CURRENT_FILE || n.starts_with("MANIFEST-") || parse_number(n, ".sst").is_some()
+    }) {
+        return Err(Error::InvalidArgument(format!(
+            "{} holds no CURRENT, manifest or table file: not a Strata database",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The numbered files of a database directory, and the next file number free after them.
+struct DirectoryFiles {
+    /// Table numbers, ascending.
+    tables: Vec<u64>,
+    /// WAL numbers, ascending.
+    wals: Vec<u64>,
+    manifests: Vec<u64>,
+    /// Above every file present (and every number taken since).
+    next_file_number: u64,
+}
+
+impl DirectoryFiles {
+    fn list(fs: &dyn FileSystem, dir: &Path) -> Result<DirectoryFiles> {
+        let names = fs.list_dir(dir)?;
+        let mut tables: Vec<u64> = names
+            .iter()
+            .filter_map(|n| parse_number(n, ".sst"))
+            .collect();
+        tables.sort_unstable();
+        let mut wals: Vec<u64> = names
+            .iter()
+            .filter_map(|n| parse_number(n, ".log"))
+            .collect();
+        wals.sort_unstable();
+        let manifests: Vec<u64> = names
+            .iter()
+            .filter_map(|n| {
+                n.strip_prefix("MANIFEST-")
+                    .and_then(|n| parse_number(n, ""))
+            })
+            .collect();
+        let next_file_number = tables
+            .iter()
+            .chain(&wals)
+            .chain(&manifests)
+            .max()
+            .map_or(1, |n| n + 1);
+        Ok(DirectoryFiles {
+            tables,
+            wals,
+            manifests,
+            next_file_number,
+        })
+    }
+
+    /// A new file number.
+    fn take_file_number(&mut self) -> u64 {
+        let number = self.next_file_number;
+        self.next_file_number += 1;
+        number
+    }
+}
+
+/// Replays each WAL's records up to its first damage into a memtable; returns it and the largest
+/// sequence number replayed, and counts the records replayed and the bytes dropped.
+fn replay_wals(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    wal_numbers: &[u64],
+    report: &mut RepairReport,
+) -> Result<(MemTable, u64)> {
     // Never looked up: the smallest key filter.
     let mem = MemTable::new(0, 0, 0);
     let mut last_sequence = 0u64;
-    for &number in &wal_numbers {
+    for &number in wal_numbers {
         let path = wal_path(dir, number);
         let bytes = fs.read_to_end(&path)?;
         let contents = read_log(&bytes);
@@ -188,38 +264,58 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
         }
         report.wal_bytes_dropped += dropped;
     }
-    if !mem.is_empty() {
-        let number = next_file_number;
-        next_file_number += 1;
-        let path = dir.join(table_file_name(number));
-        let mut builder = TableBuilder::new(
-            path,
-            fs.create_writable(&dir.join(table_file_name(number)))?,
-            options.block_bytes,
-            options.block_restart_interval,
-        );
-        builder.set_index_restart_interval(options.index_block_restart_interval);
-        let budget = options.filter_allocator.bits_per_key_budget();
-        builder.set_filter_module_bits(budget);
-        builder.set_metadata_partitioning(options.metadata_partitioning());
-        builder.set_filter_families(options.filter_family, true);
-        builder.set_range_filter_bits(options.range_filter_bits);
-        builder.set_compression(options.compression.for_output(0, false));
-        mem.for_each_entry(|key, value| builder.add(key, value))?;
-        builder.finish(budget, 0, 0)?;
-        report.wal_table = Some(number);
-        table_numbers.push(number);
-    }
+    Ok((mem, last_sequence))
+}
 
-    // Every table read in full; the damaged ones set aside.
-    struct Candidate {
-        number: u64,
-        file: Arc<FileMetadata>,
-    }
+/// Writes the replayed WAL entries into table `number`, built as a flush would build it.
+fn write_wal_table(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: &Options,
+    mem: &MemTable,
+    number: u64,
+) -> Result<()> {
+    let path = dir.join(table_file_name(number));
+    let mut builder = TableBuilder::new(
+        path,
+        fs.create_writable(&dir.join(table_file_name(number)))?,
+        options.block_bytes,
+        options.block_restart_interval,
+    );
+    builder.set_index_restart_interval(options.index_block_restart_interval);
+    let budget = options.filter_allocator.bits_per_key_budget();
+    builder.set_filter_module_bits(budget);
+    builder.set_metadata_partitioning(options.metadata_partitioning());
+    builder.set_filter_families(options.filter_family, true);
+    builder.set_range_filter_bits(options.range_filter_bits);
+    builder.set_compression(options.compression.for_output(0, false));
+    mem.for_each_entry(|key, value| builder.add(key, value))?;
+    builder.finish(budget, 0, 0)?;
+    Ok(())
+}
+
+/// A sound table the repaired manifest keeps.
+struct Candidate {
+    number: u64,
+    file: Arc<FileMetadata>,
+}
+
+/// Per user key: (candidate index, the key's newest sequence number in that table).
+type KeyHolders = HashMap<Vec<u8>, Vec<(usize, u64)>>;
+
+/// Reads every table in full: a sound one with entries becomes a candidate (raising
+/// `last_sequence` to its largest sequence number), any other is set aside. Returns the
+/// candidates and, per user key, the candidates holding it.
+fn scan_candidates(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    table_numbers: &[u64],
+    last_sequence: &mut u64,
+    report: &mut RepairReport,
+) -> Result<(Vec<Candidate>, KeyHolders)> {
     let mut candidates: Vec<Candidate> = Vec::new();
-    // Per user key: (candidate index, the key's newest sequence number in that table).
-    let mut holders: HashMap<Vec<u8>, Vec<(usize, u64)>> = HashMap::new();
-    for &number in &table_numbers {
+    let mut holders = KeyHolders::new();
+    for &number in table_numbers {
         let index = candidates.len();
         let mut keys: Vec<(Vec<u8>, u64)> = Vec::new();
         let scan = scan_table(fs, dir, number, &mut |key, _| {
@@ -238,7 +334,7 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
                 .map(|p| p.to_string())
                 .collect::<Vec<_>>()
                 .join("; ");
-            set_aside(fs, dir, &table_file_name(number), reason, &mut report)?;
+            set_aside(fs, dir, &table_file_name(number), reason, report)?;
             continue;
         };
         if scan.entries == 0 {
@@ -247,11 +343,11 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
                 dir,
                 &table_file_name(number),
                 "table holds no entries".into(),
-                &mut report,
+                report,
             )?;
             continue;
         }
-        last_sequence = last_sequence.max(properties.largest_sequence);
+        *last_sequence = (*last_sequence).max(properties.largest_sequence);
         for (user_key, sequence) in keys {
             holders.entry(user_key).or_default().push((index, sequence));
         }
@@ -266,9 +362,12 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
             )),
         });
     }
+    Ok((candidates, holders))
+}
 
-    // "Must be searched before": from each table holding a key's newest version to each holding
-    // an older one.
+/// "Must be searched before": from each table holding a key's newest version to each holding
+/// an older one.
+fn newer_than_edges(holders: KeyHolders) -> HashSet<(usize, usize)> {
     let mut edges: HashSet<(usize, usize)> = HashSet::new();
     for list in holders.values() {
         if list.len() < 2 {
@@ -284,16 +383,16 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
             }
         }
     }
-    drop(holders);
-    let order = newest_first(
-        &candidates
-            .iter()
-            .map(|c| c.file.as_ref())
-            .collect::<Vec<_>>(),
-        &edges,
-    );
-    report.ordering_conflicts = order.conflicts;
+    edges
+}
 
+/// The new manifest's edit: every candidate its own level-0 run, in `order` (search order), and
+/// the next run id; records the kept tables in `report`.
+fn level0_runs_edit(
+    candidates: &[Candidate],
+    order: &Order,
+    report: &mut RepairReport,
+) -> VersionEdit {
     let runs = order.order.len() as u64;
     let mut edit = VersionEdit {
         format_version: Some(MANIFEST_FORMAT_VERSION),
@@ -316,16 +415,21 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
             file: Arc::clone(file),
         });
     }
-    let manifest_number = next_file_number;
-    next_file_number += 1;
-    edit.log_number = Some(next_file_number);
-    edit.next_file_number = Some(next_file_number + 1);
-    edit.last_sequence = Some(last_sequence);
     edit.next_run_id = Some(runs + 1);
-    report.last_sequence = last_sequence;
+    edit
+}
+
+/// Checks that `edit` builds a valid version, writes it as manifest `manifest_number` and
+/// points `CURRENT` at it; returns the manifest's path.
+fn install_manifest(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    edit: &VersionEdit,
+    manifest_number: u64,
+) -> Result<PathBuf> {
     let manifest_path = dir.join(manifest_name(manifest_number));
     Version::default()
-        .apply(&edit, None)
+        .apply(edit, None)
         .map_err(|reason| Error::corruption(&manifest_path, 0, reason))?;
 
     // The damaged tables are already in lost/. The old manifests and the WALs stay in place
@@ -343,18 +447,27 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
     drop(current);
     fs.rename(&temp, &dir.join(CURRENT_FILE))?;
     fs.sync_dir(dir)?;
-    report.manifest = Some(manifest_path);
+    Ok(manifest_path)
+}
 
-    for number in manifest_numbers {
+/// Moves what the new manifest replaced into `lost/`: the old manifests, the replayed WALs and
+/// a damaged `ACCESS` snapshot.
+fn set_aside_replaced_files(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    files: &DirectoryFiles,
+    report: &mut RepairReport,
+) -> Result<()> {
+    for &number in &files.manifests {
         set_aside(
             fs,
             dir,
             &manifest_name(number),
             "superseded by the repaired manifest".into(),
-            &mut report,
+            report,
         )?;
     }
-    for number in wal_numbers {
+    for &number in &files.wals {
         let name = wal_path(dir, number);
         let name = name
             .file_name()
@@ -365,7 +478,7 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
             dir,
             &name,
             "replayed into the repaired database (up to its first damage)".into(),
-            &mut report,
+            report,
         )?;
     }
     if access_file::load(fs, dir).is_err() {
@@ -374,11 +487,10 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
             dir,
             access_file::ACCESS_FILE,
             "damaged access statistics snapshot".into(),
-            &mut report,
+            report,
         )?;
     }
-    fs.sync_dir(dir)?;
-    Ok(report)
+    Ok(())
 }
 
 /// Moves `dir/name` to `dir/lost/name` (or `name.1`, `name.2`... if taken).

@@ -906,8 +906,6 @@ impl Elastic {
             });
         let (candidates, layouts): (Vec<Candidate>, Vec<Layout>) = existing.into_iter().unzip();
         let entries: f64 = candidates.iter().map(|c| c.entries).sum();
-        let budget_bits = self.budget_bits(entries);
-        let in_use = select(&candidates, budget_bits);
         // Data-block reads per second a false positive in each file costs, per unit of its
         // filter's pass rate.
         let reads_per_pass: Vec<f64> = placed
@@ -916,81 +914,19 @@ impl Elastic {
                 file.state().empty_probes_per_sec(pricing.now) * weighing.false_positive_cost(file)
             })
             .collect();
-        let reads = |selection: &[InUse], candidates: &[Candidate]| -> f64 {
-            candidates
-                .iter()
-                .zip(selection)
-                .zip(&reads_per_pass)
-                .map(|((candidate, used), per_pass)| {
-                    if *per_pass > 0.0 {
-                        per_pass * pass_rate(candidate, *used)
-                    } else {
-                        0.0
-                    }
-                })
-                .sum()
+        let priced = PricedTree {
+            placed: &placed,
+            budget_bits: self.budget_bits(entries),
+            candidates,
+            layouts,
+            reads_per_pass,
         };
-        let reads_now = reads(&in_use, &candidates);
-        // Saturated files that could hold more, by the reads their next module would avoid
-        // per byte of the file (what a rebuild costs).
-        let mut wanting: Vec<(usize, f64)> = candidates
-            .iter()
-            .zip(&layouts)
-            .zip(&in_use)
-            .enumerate()
-            .filter(|(index, ((candidate, layout), used))| {
-                !layout.is_opaque()
-                    && usize::from(layout.modules) < MAX_MODULES
-                    && used.modules >= usize::from(layout.modules)
-                    && reads_per_pass[*index] > 0.0
-                    && candidate.entries > 0.0
-            })
-            .map(|(index, ((candidate, layout), _))| {
-                let modules = usize::from(layout.modules);
-                let next = InUse {
-                    modules: modules + 1,
-                    extra: 0,
-                };
-                let now = InUse { modules, extra: 0 };
-                let gain = reads_per_pass[index]
-                    * (pass_rate(candidate, now) - pass_rate(candidate, next));
-                (index, gain / placed[index].2.file_bytes().max(1) as f64)
-            })
-            .collect();
-        wanting.sort_by(|a, b| b.1.total_cmp(&a.1));
-        wanting.truncate(REBUILD_CANDIDATES);
+        let in_use = select(&priced.candidates, priced.budget_bits);
+        let reads_now = priced.reads(&in_use, &priced.candidates);
         let mut best: Option<FilterRebuild> = None;
-        for (index, _) in wanting {
-            let mut widened = candidates.clone();
-            widened[index].modules = MAX_MODULES;
-            let after = select(&widened, budget_bits);
-            let on_disk = usize::from(layouts[index].modules);
-            let wanted = after[index].modules + usize::from(after[index].extra > 0);
-            if wanted <= on_disk {
+        for index in priced.most_promising(&in_use) {
+            let Some(rebuild) = priced.price(index, reads_now, tree, pricing) else {
                 continue;
-            }
-            let avoided = reads_now - reads(&after, &widened);
-            if avoided <= 0.0 {
-                continue;
-            }
-            let (level, run_id, file) = placed[index];
-            let level_bytes: u64 = tree.levels()[level].runs().iter().map(|r| r.bytes()).sum();
-            let life_secs = match pricing.flush_bytes_per_sec {
-                Some(rate) if rate > 0.0 => (level_bytes as f64 / rate).min(pricing.horizon_secs),
-                _ => pricing.horizon_secs,
-            };
-            // Read the file, write it again with the wanted modules' extra bits.
-            let extra_filter_bytes =
-                ((wanted - on_disk) as f64 * candidates[index].module_bits * file.entries() as f64
-                    / 8.0)
-                    .ceil() as u64;
-            let rebuild = FilterRebuild {
-                level,
-                run_id,
-                file_number: file.number(),
-                avoided_reads_per_sec: avoided,
-                life_secs,
-                cost_bytes: 2 * file.file_bytes() + extra_filter_bytes,
             };
             let saving = rebuild.net_saving_bytes(pricing.read_cost_bytes);
             if saving > 0.0
@@ -1002,6 +938,114 @@ impl Elastic {
             }
         }
         best
+    }
+}
+
+/// The tree as [`Elastic::price_rebuild`] prices it: every file with its selection
+/// candidate, on-disk layout and reads per second a pass of its filter costs.
+struct PricedTree<'a, 'v> {
+    /// Every file of the tree with its level and run, in `Version::files` order.
+    placed: &'a [(usize, u64, &'v Arc<FileMetadata>)],
+    candidates: Vec<Candidate>,
+    layouts: Vec<Layout>,
+    /// Per file: data-block reads per second a false positive costs, per unit of pass rate.
+    reads_per_pass: Vec<f64>,
+    budget_bits: f64,
+}
+
+impl PricedTree<'_, '_> {
+    /// Data-block reads per second under `selection` of `candidates`.
+    fn reads(&self, selection: &[InUse], candidates: &[Candidate]) -> f64 {
+        candidates
+            .iter()
+            .zip(selection)
+            .zip(&self.reads_per_pass)
+            .map(|((candidate, used), per_pass)| {
+                if *per_pass > 0.0 {
+                    per_pass * pass_rate(candidate, *used)
+                } else {
+                    0.0
+                }
+            })
+            .sum()
+    }
+
+    /// Saturated files that could hold more, by the reads their next module would avoid per
+    /// byte of the file (what a rebuild costs): the [`REBUILD_CANDIDATES`] most promising.
+    fn most_promising(&self, in_use: &[InUse]) -> Vec<usize> {
+        let mut wanting: Vec<(usize, f64)> = self
+            .candidates
+            .iter()
+            .zip(&self.layouts)
+            .zip(in_use)
+            .enumerate()
+            .filter(|(index, ((candidate, layout), used))| {
+                !layout.is_opaque()
+                    && usize::from(layout.modules) < MAX_MODULES
+                    && used.modules >= usize::from(layout.modules)
+                    && self.reads_per_pass[*index] > 0.0
+                    && candidate.entries > 0.0
+            })
+            .map(|(index, ((candidate, layout), _))| {
+                let modules = usize::from(layout.modules);
+                let next = InUse {
+                    modules: modules + 1,
+                    extra: 0,
+                };
+                let now = InUse { modules, extra: 0 };
+                let gain = self.reads_per_pass[index]
+                    * (pass_rate(candidate, now) - pass_rate(candidate, next));
+                (
+                    index,
+                    gain / self.placed[index].2.file_bytes().max(1) as f64,
+                )
+            })
+            .collect();
+        wanting.sort_by(|a, b| b.1.total_cmp(&a.1));
+        wanting.truncate(REBUILD_CANDIDATES);
+        wanting.into_iter().map(|(index, _)| index).collect()
+    }
+
+    /// The rebuild of file `index`, priced: the greedy choice made again as if the file had six
+    /// modules on disk; `None` if it would use no more than it has or avoid no reads.
+    fn price(
+        &self,
+        index: usize,
+        reads_now: f64,
+        tree: &Version,
+        pricing: &RebuildPricing,
+    ) -> Option<FilterRebuild> {
+        let mut widened = self.candidates.clone();
+        widened[index].modules = MAX_MODULES;
+        let after = select(&widened, self.budget_bits);
+        let on_disk = usize::from(self.layouts[index].modules);
+        let wanted = after[index].modules + usize::from(after[index].extra > 0);
+        if wanted <= on_disk {
+            return None;
+        }
+        let avoided = reads_now - self.reads(&after, &widened);
+        if avoided <= 0.0 {
+            return None;
+        }
+        let (level, run_id, file) = self.placed[index];
+        let level_bytes: u64 = tree.levels()[level].runs().iter().map(|r| r.bytes()).sum();
+        let life_secs = match pricing.flush_bytes_per_sec {
+            Some(rate) if rate > 0.0 => (level_bytes as f64 / rate).min(pricing.horizon_secs),
+            _ => pricing.horizon_secs,
+        };
+        // Read the file, write it again with the wanted modules' extra bits.
+        let extra_filter_bytes =
+            ((wanted - on_disk) as f64 * self.candidates[index].module_bits * file.entries() as f64
+                / 8.0)
+                .ceil() as u64;
+        Some(FilterRebuild {
+            level,
+            run_id,
+            file_number: file.number(),
+            avoided_reads_per_sec: avoided,
+            life_secs,
+            cost_bytes: 2 * file.file_bytes() + extra_filter_bytes,
+        })
     }
 }
 

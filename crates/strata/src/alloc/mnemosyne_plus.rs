@@ -186,6 +186,191 @@ impl MnemosynePlus {
     }
 }
 
+/// The files of the tree after a job (those that stay, then the job's outputs) as the solver
+/// sees them.
+struct FilesAfterJob<'v> {
+    /// Every file's entries and access estimate `z`: the staying files, then the outputs.
+    items: Vec<Item>,
+    /// The files that stay, with their `z`.
+    staying: Vec<(&'v Arc<FileMetadata>, f64)>,
+    /// Index in `items` of the first output.
+    first_output: usize,
+    entries_after: u64,
+    /// True if any file or output has recorded a lookup.
+    any_lookup: bool,
+}
+
+impl<'v> FilesAfterJob<'v> {
+    fn gather(tree: &'v Version, job: &FilterJob<'_>) -> Self {
+        let mut items = Vec::new();
+        let mut staying = Vec::new();
+        let mut entries_after = 0u64;
+        let mut any_lookup = false;
+        for (_, _, file) in tree.files() {
+            if job.is_input(file.number()) {
+                continue;
+            }
+            let estimate = file.state().access_estimate().unwrap_or_default();
+            any_lookup |= estimate.q > 0.0;
+            items.push(Item::new(file.entries(), estimate.z.max(0.0)));
+            staying.push((file, estimate.z.max(0.0)));
+            entries_after += file.entries();
+        }
+        let first_output = items.len();
+        for output in job.outputs {
+            let estimate = output.access.unwrap_or_default();
+            any_lookup |= estimate.q > 0.0;
+            items.push(Item::new(output.entries, estimate.z.max(0.0)));
+            entries_after += output.entries;
+        }
+        FilesAfterJob {
+            items,
+            staying,
+            first_output,
+            entries_after,
+            any_lookup,
+        }
+    }
+}
+
+impl MnemosynePlus {
+    /// The bits per key each output wants before the guard, and the solve's constant `C` (NaN
+    /// when there was no solve); `None` if the solve failed. Outputs nobody has probed get
+    /// Mnemosyne's bits for the output run (`mnemosyne_bits`, at most the target); with no
+    /// lookup recorded at all (a cold start) every output does, as under Mnemosyne. The solve
+    /// consumes `after.items`.
+    fn wanted_bits(
+        &self,
+        job: &FilterJob<'_>,
+        after: &mut FilesAfterJob<'_>,
+        mnemosyne_bits: f64,
+        fpr_constant: f64,
+    ) -> Option<(Vec<f64>, f64)> {
+        if !after.any_lookup {
+            // Cold start: no lookup recorded yet, behave as Mnemosyne (and skip nothing).
+            return Some((vec![mnemosyne_bits; job.outputs.len()], f64::NAN));
+        }
+        let items = std::mem::take(&mut after.items);
+        let allocation = Problem::with_bits_per_key(items, self.bits_per_key_target)
+            .and_then(|problem| problem.fpr_constant(fpr_constant))
+            .map(|problem| problem.variant(self.variant).solve())
+            .ok()?;
+        let wanted = job
+            .outputs
+            .iter()
+            .enumerate()
+            .map(|(index, output)| {
+                let cold = output.access.is_none_or(|estimate| estimate.q <= 0.0);
+                if cold {
+                    mnemosyne_bits.min(self.bits_per_key_target)
+                } else {
+                    allocation.bits_per_key()[after.first_output + index]
+                }
+            })
+            .collect();
+        Some((wanted, allocation.constant().unwrap_or(f64::NAN)))
+    }
+}
+
+/// The budget guard's numerator: files that stay and keep probing their filters. Files whose
+/// optimal bits per key is now 0 are skipped and count 0; files skipped before whose optimum is
+/// above 0 again wait for room (`returning`).
+struct GuardNumerator<'v> {
+    skipped: HashSet<u64>,
+    /// Files skipped before that may come back, with their lookups per entry.
+    returning: Vec<(f64, &'v Arc<FileMetadata>)>,
+    /// Bits of the filters kept in use.
+    kept_bits: f64,
+    /// The files whose filters stay in use, with their `z`.
+    kept: Vec<(&'v Arc<FileMetadata>, f64)>,
+}
+
+impl<'v> GuardNumerator<'v> {
+    fn of(
+        staying: Vec<(&'v Arc<FileMetadata>, f64)>,
+        constant: Threshold,
+        previous: &HashSet<u64>,
+    ) -> Self {
+        let mut guard = GuardNumerator {
+            skipped: HashSet::new(),
+            returning: Vec::new(),
+            kept_bits: 0.0,
+            kept: Vec::new(),
+        };
+        for (file, z) in staying {
+            if file.bits_per_key() <= 0.0 {
+                continue;
+            }
+            if optimal_is_zero(constant, file.entries(), z) {
+                guard.skipped.insert(file.number());
+            } else if previous.contains(&file.number()) {
+                guard
+                    .returning
+                    .push((z / file.entries().max(1) as f64, file));
+            } else {
+                guard.kept_bits += file_bits(file);
+                guard.kept.push((file, z));
+            }
+        }
+        guard
+    }
+
+    /// Makes room by value: if the outputs want more than the cap leaves, skips filters in use
+    /// that avoid fewer reads per bit than the outputs' filters would.
+    fn make_room_by_value(&mut self, outputs: &[NewFile], wanted: &[f64], allowed_bits: f64) {
+        let want: f64 = outputs
+            .iter()
+            .zip(wanted)
+            .map(|(output, bits)| bits * output.entries as f64)
+            .sum();
+        let gain: f64 = outputs
+            .iter()
+            .zip(wanted)
+            .map(|(output, bits)| {
+                let z = output.access.map_or(0.0, |estimate| estimate.z.max(0.0));
+                avoided_reads(z, *bits, output.filter_layout.family)
+            })
+            .sum();
+        let deficit = want - (allowed_bits - self.kept_bits);
+        if deficit > 0.0 && want > 0.0 {
+            let density_out = gain / want;
+            let mut in_use: Vec<FilterValue> = self
+                .kept
+                .iter()
+                .map(|(file, z)| FilterValue::of(file, *z))
+                .collect();
+            in_use.sort_by(|a, b| a.per_bit.total_cmp(&b.per_bit));
+            let (end, freed, lost) = cheapest_to_free(&in_use, 0, deficit, 0.9 * density_out);
+            if end > 0 && lost < 0.9 * density_out * freed.min(deficit) {
+                self.kept_bits -= freed;
+                self.skipped
+                    .extend(in_use[..end].iter().map(|value| value.file_number));
+            }
+        }
+    }
+
+    /// A probed output the guard gave fewer bits than `standby_bits` and whose optimum is 0 gets
+    /// `standby_bits` but is skipped (it counts 0 against the cap).
+    fn skip_cold_outputs(
+        &mut self,
+        outputs: &[NewFile],
+        bits: &mut [f64],
+        standby_bits: f64,
+        constant: Threshold,
+    ) {
+        for (output, given) in outputs.iter().zip(bits.iter_mut()) {
+            let z = output.access.map_or(0.0, |estimate| estimate.z.max(0.0));
+            let warm = output.access.is_some_and(|estimate| estimate.q > 0.0);
+            if warm && *given < standby_bits && optimal_is_zero(constant, output.entries, z) {
+                // Counted by the guard at `given`; skipped, it counts 0.
+                self.kept_bits -= *given * output.entries as f64;
+                *given = standby_bits;
+                self.skipped.insert(output.file_number);
+            }
+        }
+    }
+}
+
 impl FilterAllocator for MnemosynePlus {
     fn name(&self) -> String {
         let variant = match self.variant {
@@ -209,149 +394,54 @@ impl FilterAllocator for MnemosynePlus {
     }
 
     fn allocate(&self, tree: &Version, job: &FilterJob<'_>) -> Vec<f64> {
-        // The files after the job, with their estimates.
-        let mut items = Vec::new();
-        let mut staying = Vec::new();
-        let mut entries_after = 0u64;
-        let mut any_lookup = false;
-        for (_, _, file) in tree.files() {
-            if job.is_input(file.number()) {
-                continue;
-            }
-            let estimate = file.state().access_estimate().unwrap_or_default();
-            any_lookup |= estimate.q > 0.0;
-            items.push(Item::new(file.entries(), estimate.z.max(0.0)));
-            staying.push((file, estimate.z.max(0.0)));
-            entries_after += file.entries();
-        }
-        let first_output = items.len();
-        for output in job.outputs {
-            let estimate = output.access.unwrap_or_default();
-            any_lookup |= estimate.q > 0.0;
-            items.push(Item::new(output.entries, estimate.z.max(0.0)));
-            entries_after += output.entries;
-        }
+        let mut after = FilesAfterJob::gather(tree, job);
         let (_, per_run) = solve_runs(tree, job, self.bits_per_key_target, self.variant);
         let mnemosyne_bits = per_run.get(&job.output_run_id).copied().unwrap_or(0.0);
-
         let fpr_constant = fpr_constant_after(tree, job);
-        let (mut wanted, constant): (Vec<f64>, f64) = if any_lookup {
-            let allocation = Problem::with_bits_per_key(items, self.bits_per_key_target)
-                .and_then(|problem| problem.fpr_constant(fpr_constant))
-                .map(|problem| problem.variant(self.variant).solve());
-            let Ok(allocation) = allocation else {
-                return vec![0.0; job.outputs.len()];
-            };
-            let wanted = job
-                .outputs
-                .iter()
-                .enumerate()
-                .map(|(index, output)| {
-                    let cold = output.access.is_none_or(|estimate| estimate.q <= 0.0);
-                    if cold {
-                        mnemosyne_bits.min(self.bits_per_key_target)
-                    } else {
-                        allocation.bits_per_key()[first_output + index]
-                    }
-                })
-                .collect();
-            (wanted, allocation.constant().unwrap_or(f64::NAN))
-        } else {
-            // Cold start: no lookup recorded yet, behave as Mnemosyne (and skip nothing).
-            (vec![mnemosyne_bits; job.outputs.len()], f64::NAN)
+        let Some((mut wanted, constant)) =
+            self.wanted_bits(job, &mut after, mnemosyne_bits, fpr_constant)
+        else {
+            return vec![0.0; job.outputs.len()];
         };
         self.constant.store(constant.to_bits(), Ordering::Relaxed);
         let constant = Threshold {
             constant,
             fpr_constant,
         };
-
-        // The guard's numerator: files that stay and keep probing their filters. Files whose
-        // optimal bits per key is now 0 are skipped and count 0; files skipped before whose
-        // optimum is above 0 again wait for room (`returning`).
-        let previous = self.skipped.load();
-        let mut skipped = HashSet::new();
-        let mut returning = Vec::new();
-        let mut kept_bits = 0.0;
-        let mut kept = Vec::new();
-        for (file, z) in staying {
-            if file.bits_per_key() <= 0.0 {
-                continue;
-            }
-            if optimal_is_zero(constant, file.entries(), z) {
-                skipped.insert(file.number());
-            } else if previous.contains(&file.number()) {
-                returning.push((z / file.entries().max(1) as f64, file));
-            } else {
-                kept_bits += file_bits(file);
-                kept.push((file, z));
-            }
-        }
+        let (any_lookup, entries_after) = (after.any_lookup, after.entries_after);
+        let mut guard = GuardNumerator::of(after.staying, constant, &self.skipped.load());
         if any_lookup {
-            let returning_bits = returning
+            let returning_bits = guard
+                .returning
                 .iter()
                 .map(|(_, file)| file_bits(file))
                 .sum::<f64>();
-            let held = kept_bits + returning_bits;
+            let held = guard.kept_bits + returning_bits;
             self.fill_budget(job.outputs, &mut wanted, held, entries_after);
         }
         let allowed_bits = self.cap() * entries_after as f64;
         if self.standby && any_lookup {
-            // Make room by value: if the outputs want more than the cap leaves, skip filters in
-            // use that avoid fewer reads per bit than the outputs' filters would.
-            let want: f64 = job
-                .outputs
-                .iter()
-                .zip(&wanted)
-                .map(|(output, bits)| bits * output.entries as f64)
-                .sum();
-            let gain: f64 = job
-                .outputs
-                .iter()
-                .zip(&wanted)
-                .map(|(output, bits)| {
-                    let z = output.access.map_or(0.0, |estimate| estimate.z.max(0.0));
-                    avoided_reads(z, *bits, output.filter_layout.family)
-                })
-                .sum();
-            let deficit = want - (allowed_bits - kept_bits);
-            if deficit > 0.0 && want > 0.0 {
-                let density_out = gain / want;
-                let mut in_use: Vec<FilterValue> = kept
-                    .iter()
-                    .map(|(file, z)| FilterValue::of(file, *z))
-                    .collect();
-                in_use.sort_by(|a, b| a.per_bit.total_cmp(&b.per_bit));
-                let (end, freed, lost) = cheapest_to_free(&in_use, 0, deficit, 0.9 * density_out);
-                if end > 0 && lost < 0.9 * density_out * freed.min(deficit) {
-                    kept_bits -= freed;
-                    skipped.extend(in_use[..end].iter().map(|value| value.file_number));
-                }
-            }
+            guard.make_room_by_value(job.outputs, &wanted, allowed_bits);
         }
         let mut bits = guard_outputs(
             self.variant,
             allowed_bits,
-            &mut kept_bits,
+            &mut guard.kept_bits,
             job.outputs,
             wanted,
         );
         if self.standby && any_lookup {
             let standby_bits = mnemosyne_bits.min(self.bits_per_key_target);
-            for (output, given) in job.outputs.iter().zip(bits.iter_mut()) {
-                let z = output.access.map_or(0.0, |estimate| estimate.z.max(0.0));
-                let warm = output.access.is_some_and(|estimate| estimate.q > 0.0);
-                if warm && *given < standby_bits && optimal_is_zero(constant, output.entries, z) {
-                    // Counted by the guard at `given`; skipped, it counts 0.
-                    kept_bits -= *given * output.entries as f64;
-                    *given = standby_bits;
-                    skipped.insert(output.file_number);
-                }
-            }
+            guard.skip_cold_outputs(job.outputs, &mut bits, standby_bits, constant);
         }
         // The most probed (per entry) come back first, while there is room.
-        admit_returning(returning, allowed_bits, &mut kept_bits, &mut skipped);
-        self.skipped.store(Arc::new(skipped));
+        admit_returning(
+            guard.returning,
+            allowed_bits,
+            &mut guard.kept_bits,
+            &mut guard.skipped,
+        );
+        self.skipped.store(Arc::new(guard.skipped));
         bits
     }
 

@@ -35,7 +35,7 @@ use crate::table::reader::ReadMode;
 use crate::table::TableCache;
 use crate::table::{table_file_name, TableBuilder};
 pub(crate) use crate::version::job::{check_recency_order, inputs_exist};
-use crate::version::job::{resolve_inputs, ResolvedRun};
+use crate::version::job::{resolve_inputs, trivial_move_check, ResolvedRun};
 use crate::version::set::VersionSet;
 use crate::version::{AccessHandle, AddedFile, DeletedFile, FileMetadata, Version, VersionEdit};
 
@@ -451,21 +451,25 @@ fn new_output(context: &ExecutorContext<'_>, compression: Compression) -> Result
     })
 }
 
-/// A job that takes one file from one run and overlaps nothing on the output level is done by
-/// moving the file (a manifest edit, no rewrite), as RocksDB's "trivial move". The file keeps its
-/// filter. Returns `None` when the job needs a real merge.
+/// Carries out a [`JobAction::Move`](super::JobAction::Move) job: the version edit that moves its
+/// one file to the output level (a manifest edit, no rewrite: RocksDB's trivial move). The file
+/// keeps its filter. A job the rule of `merge_or_move` does not accept on `version` is refused
+/// with [`Error::InvalidArgument`] saying why; the engine then merges it instead.
 pub(crate) fn trivial_move(
     job: &CompactionJob,
     version: &Version,
     versions: &VersionSet,
-) -> Option<VersionEdit> {
-    let file = trivial_move_file(job, version)?;
-    let input = job.inputs.first()?;
+) -> Result<VersionEdit> {
+    let file = trivial_move_check(job, version).map_err(|why| {
+        Error::InvalidArgument(format!("trivial move refused ({}): {why}", job.reason))
+    })?;
+    // The check accepted exactly one input.
+    let input = &job.inputs[0];
     let run_id = match job.output_run {
         OutputRun::Existing(id) => id,
         OutputRun::New => versions.new_run_id(),
     };
-    Some(VersionEdit {
+    Ok(VersionEdit {
         deleted_files: vec![DeletedFile {
             level: input.level,
             run_id: input.run_id,
@@ -480,49 +484,11 @@ pub(crate) fn trivial_move(
     })
 }
 
-/// The rule of [`trivial_move`], shared with the simulator (`crate::sim`): the file `job` moves
-/// instead of merging, or `None`. A trivial move takes exactly one file from one run into a
-/// deeper level, either into a new run or into an existing run none of whose files overlaps it.
-pub(crate) fn trivial_move_file<'v>(
-    job: &CompactionJob,
-    version: &'v Version,
-) -> Option<&'v Arc<FileMetadata>> {
-    let [input] = job.inputs.as_slice() else {
-        return None;
-    };
-    let [number] = input.file_numbers.as_slice() else {
-        return None;
-    };
-    if input.level >= job.output_level {
-        return None;
-    }
-    let file = version
-        .levels()
-        .get(input.level)?
-        .runs()
-        .iter()
-        .find(|r| r.id() == input.run_id)?
-        .files()
-        .iter()
-        .find(|f| f.number() == *number)?;
-    let output_level = version.levels().get(job.output_level)?;
-    if let OutputRun::Existing(id) = job.output_run {
-        let run = output_level.runs().iter().find(|r| r.id() == id)?;
-        if !run
-            .overlapping_files(file.smallest_user_key(), file.largest_user_key())
-            .is_empty()
-        {
-            return None;
-        }
-    }
-    Some(file)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::compaction::test_support::tree;
-    use crate::compaction::RunInput;
+    use crate::compaction::{JobAction, RunInput};
     use crate::env::RealFileSystem;
 
     fn job(inputs: Vec<RunInput>, output_level: usize, output_run: OutputRun) -> CompactionJob {
@@ -532,6 +498,7 @@ mod tests {
             output_run,
             reason: "test".into(),
             state: None,
+            action: JobAction::Merge,
         }
     }
 
@@ -647,25 +614,41 @@ mod tests {
         let moved = shape.apply(&edit, None).expect("applies");
         assert_eq!(moved.levels()[2].runs()[0].files().len(), 2);
 
-        // Overlap with the output run, several files, or a same-level merge need a real merge.
+        // Overlap with the output run, several files, or a same-level merge need a real merge:
+        // a move of them is refused with a typed error, not a panic.
+        let refused =
+            |job: &CompactionJob, shape: &Version| match trivial_move(job, shape, &versions) {
+                Err(Error::InvalidArgument(why)) => why,
+                other => panic!("expected a refusal, got {other:?}"),
+            };
         let overlapping = RunInput {
             level: 1,
             run_id: 5,
             file_numbers: vec![1],
         };
         let shape = tree(&[(1, 5, 1, "a", "c", 4000), (2, 6, 7, "b", "z", 9000)]);
-        assert!(trivial_move(
-            &job(vec![overlapping], 2, OutputRun::Existing(6)),
+        let why = refused(
+            &job(vec![overlapping.clone()], 2, OutputRun::Existing(6)),
             &shape,
-            &versions
-        )
-        .is_none());
+        );
+        assert!(why.contains("overlaps the output run"), "{why}");
         let two = RunInput {
             level: 1,
             run_id: 5,
             file_numbers: vec![1, 2],
         };
-        assert!(trivial_move(&job(vec![two], 2, OutputRun::New), &shape, &versions).is_none());
-        assert!(trivial_move(&job(vec![single], 1, OutputRun::New), &shape, &versions).is_none());
+        let why = refused(&job(vec![two], 2, OutputRun::New), &shape);
+        assert!(why.contains("exactly one file"), "{why}");
+        let why = refused(&job(vec![single], 1, OutputRun::New), &shape);
+        assert!(why.contains("not below its input"), "{why}");
+        let gone = RunInput {
+            level: 1,
+            run_id: 5,
+            file_numbers: vec![9],
+        };
+        let why = refused(&job(vec![gone], 2, OutputRun::New), &shape);
+        assert!(why.contains("not in the tree"), "{why}");
+        let why = refused(&job(vec![overlapping], 2, OutputRun::Existing(99)), &shape);
+        assert!(why.contains("output run does not exist"), "{why}");
     }
 }

@@ -35,8 +35,8 @@
 
 use super::leveling::{pick_leveled, LeveledShape};
 use super::{
-    whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun, PolicyState,
-    RunningCompactions, SizeRatio,
+    merge_or_move, whole_run, CompactionContext, CompactionJob, CompactionPolicy, JobAction,
+    OutputRun, PolicyState, RunningCompactions, SizeRatio,
 };
 use crate::error::{Error, Result};
 use crate::version::{Version, MAX_LEVELS};
@@ -293,8 +293,12 @@ impl CompactionPolicy for Garnering {
             output_run: OutputRun::New,
             reason: "full compaction".into(),
             state: None,
+            action: JobAction::Merge,
         };
-        Some(Self::with_state(tree, job, level_count))
+        Some(merge_or_move(
+            Self::with_state(tree, job, level_count),
+            tree,
+        ))
     }
 }
 
@@ -509,6 +513,7 @@ mod tests {
             output_run: OutputRun::New,
             reason: String::new(),
             state: None,
+            action: JobAction::Merge,
         }]);
         let job = policy.pick(&shape, &CONTEXT, &running).expect("a job");
         assert_eq!(job.inputs[0].file_numbers, vec![1]);
@@ -523,6 +528,7 @@ mod tests {
             output_run: OutputRun::New,
             reason: String::new(),
             state: None,
+            action: JobAction::Merge,
         }]);
         assert_eq!(policy.pick(&shape, &CONTEXT, &running), None);
     }

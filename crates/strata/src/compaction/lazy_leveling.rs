@@ -22,8 +22,8 @@
 
 use super::SizeRatio;
 use super::{
-    merge_last_level, whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun,
-    RunningCompactions,
+    merge_last_level, merge_or_move, whole_run, CompactionContext, CompactionJob, CompactionPolicy,
+    JobAction, OutputRun, RunningCompactions,
 };
 use crate::error::Result;
 use crate::version::Version;
@@ -103,7 +103,12 @@ impl CompactionPolicy for LazyLeveling {
     ) -> Option<CompactionJob> {
         let levels = tree.levels();
         let last = self.current_last_level(tree);
-        let free = |job: CompactionJob| running.conflict(&job).is_none().then_some(job);
+        let free = |job: CompactionJob| {
+            running
+                .conflict(&job)
+                .is_none()
+                .then(|| merge_or_move(job, tree))
+        };
         if let Some(job) = merge_last_level(tree, last).and_then(free) {
             return Some(job);
         }
@@ -142,6 +147,7 @@ impl CompactionPolicy for LazyLeveling {
                 output_run: OutputRun::New,
                 reason,
                 state: None,
+                action: JobAction::Merge,
             };
             // A level whose runs a running job holds, or whose next level a running job writes,
             // waits for that job; a deeper level may go on meanwhile.
@@ -272,6 +278,7 @@ mod tests {
             output_run: OutputRun::New,
             reason: String::new(),
             state: None,
+            action: JobAction::Merge,
         }]);
         let job = policy.pick(&shape, &CONTEXT, &running).expect("a job");
         assert_eq!(

@@ -9,8 +9,8 @@
 
 use super::SizeRatio;
 use super::{
-    default_full_compaction, whole_run, CompactionContext, CompactionJob, CompactionPolicy,
-    OutputRun, RunInput, RunningCompactions,
+    default_full_compaction, merge_or_move, whole_run, CompactionContext, CompactionJob,
+    CompactionPolicy, JobAction, OutputRun, RunInput, RunningCompactions,
 };
 use crate::error::Result;
 use crate::version::{Version, MAX_LEVELS};
@@ -160,6 +160,7 @@ fn merge_into(
         output_run,
         reason,
         state: None,
+        action: JobAction::Merge,
     }
 }
 
@@ -192,7 +193,7 @@ impl CompactionPolicy for Leveling {
         if self.dynamic_level_bytes {
             job.output_level = self.last_level;
         }
-        Some(job)
+        Some(merge_or_move(job, tree))
     }
 
     fn pick(
@@ -253,6 +254,7 @@ fn merge_within_level0(
             free.len()
         ),
         state: None,
+        action: JobAction::Merge,
     })
 }
 
@@ -293,6 +295,7 @@ pub(crate) fn pick_leveled(
     merge_levels_in_place(tree, running, last_level)
         .or_else(|| merge_level0(tree, context, running, base_level))
         .or_else(|| move_from_over_full_level(tree, running, capacity, last_level))
+        .map(|job| merge_or_move(job, tree))
 }
 
 /// Whether `job` may run beside the running jobs.
@@ -320,6 +323,7 @@ fn merge_levels_in_place(
                 output_run: OutputRun::New,
                 reason: format!("level {level} has {} runs", l.runs().len()),
                 state: None,
+                action: JobAction::Merge,
             };
             if let Some(job) = free(running, job) {
                 return Some(job);
@@ -549,6 +553,48 @@ mod tests {
         );
         assert_eq!(job.inputs.len(), 1);
         assert_eq!(job.output_run, OutputRun::Existing(6));
+    }
+
+    #[test]
+    fn a_movable_pick_is_returned_as_a_move_and_any_other_as_a_merge() {
+        let policy = Leveling::new(10.0).expect("valid");
+        let none = RunningCompactions::none();
+        // File 2 overlaps nothing below: moved (the policy says so, the executor only checks).
+        let lone = tree(&[
+            (1, 5, 1, "a", "c", 4000),
+            (1, 5, 2, "d", "f", 4000),
+            (1, 5, 3, "g", "i", 4000),
+            (2, 6, 7, "a", "c", 9000),
+            (2, 6, 8, "g", "i", 500),
+        ]);
+        let job = policy.pick(&lone, &CONTEXT, &none).expect("a job");
+        assert_eq!(job.inputs[0].file_numbers, vec![2]);
+        assert_eq!(job.action, JobAction::Move);
+        // Every level-1 file overlaps level 2: the least-overlapping one is merged with it.
+        let overlapping = tree(&[
+            (1, 5, 1, "a", "c", 4000),
+            (1, 5, 2, "d", "f", 4000),
+            (1, 5, 3, "g", "i", 4000),
+            (2, 6, 7, "a", "i", 9000),
+        ]);
+        let job = policy.pick(&overlapping, &CONTEXT, &none).expect("a job");
+        assert_eq!(job.inputs.len(), 2);
+        assert_eq!(job.action, JobAction::Merge);
+        // Two level-0 runs into level 1: a merge, whatever they overlap.
+        let level0 = tree(&[(0, 10, 1, "a", "b", 1000), (0, 11, 2, "x", "y", 1000)]);
+        let job = policy.pick(&level0, &CONTEXT, &none).expect("a job");
+        assert_eq!(job.action, JobAction::Merge);
+        // `Db::compact` on a tree of one level-0 file moves it to level 1, as the engine always
+        // did; on a tree of two files it merges them.
+        let one_file = tree(&[(0, 10, 1, "a", "b", 1000)]);
+        let full = policy.full_compaction(&one_file, &CONTEXT).expect("a job");
+        assert_eq!((full.output_level, full.action), (1, JobAction::Move));
+        let full = policy.full_compaction(&level0, &CONTEXT).expect("a job");
+        assert_eq!(full.action, JobAction::Merge);
+        // A state-only decision is never a move.
+        let state = crate::compaction::encode_level_count(3);
+        let job = merge_or_move(CompactionJob::state_only(state, "grow"), &lone);
+        assert_eq!(job.action, JobAction::Merge);
     }
 
     #[test]

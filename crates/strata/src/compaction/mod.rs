@@ -3,7 +3,9 @@
 //! snapshot can see and drops tombstones only where nothing older lies below).
 //!
 //! A policy reads the public, read-only [`Version`] and returns a [`CompactionJob`] or nothing. It
-//! does no I/O, so it can be unit-tested on synthetic trees. It keeps no state of its own: what
+//! says everything it decides, a trivial move included: a job that moves one file down without
+//! rewriting it is a [`JobAction::Move`], set by [`merge_or_move`], which every policy here passes
+//! its picks through (lsm-tree's `Choice::Move`, LevelDB's `IsTrivialMove`). It does no I/O, so it can be unit-tested on synthetic trees. It keeps no state of its own: what
 //! must outlive a restart (Garnering's logical level count) it returns with a job as a
 //! [`PolicyState`], which the engine logs in the manifest with the job's version edit and shows
 //! back through [`Version::policy_state`].
@@ -54,7 +56,7 @@ use crate::alloc::registry::{parse_name, PredictedShape};
 use crate::error::{Error, Result};
 use ecotune::{EcoTune, EcoTuneSettings};
 
-pub use crate::version::job::{CompactionJob, OutputRun, RunInput, RunningCompactions};
+pub use crate::version::job::{CompactionJob, JobAction, OutputRun, RunInput, RunningCompactions};
 pub use crate::version::PolicyState;
 use crate::version::Version;
 
@@ -367,7 +369,9 @@ pub trait CompactionPolicy: Send + Sync + Debug {
     fn name(&self) -> String;
 
     /// The next job, or `None` when the tree is in shape or every job it needs conflicts with
-    /// `running` (see [`RunningCompactions::conflict`]).
+    /// `running` (see [`RunningCompactions::conflict`]). The engine moves a [`JobAction::Move`]
+    /// job's file and merges every other job, so a policy passes its pick through
+    /// [`merge_or_move`] to have a movable pick moved.
     fn pick(
         &self,
         tree: &Version,
@@ -397,13 +401,16 @@ pub trait CompactionPolicy: Send + Sync + Debug {
 
     /// True if the engine should keep a full in-memory index of level 0's keys (key to run), so a
     /// point lookup probes at most one level-0 run (EcoTune's top level, DESIGN.md §6, whose runs
-    /// are never merged among themselves).
+    /// are never merged among themselves). An optional capability like the filter allocator's
+    /// (`alloc::FilterAllocator::budget_guard`), but a yes-or-no one: the engine builds and
+    /// keeps the index itself and asks the policy nothing more, so `false` is its absence.
     fn indexes_top_level(&self) -> bool {
         false
     }
 
     /// The job that compacts the whole tree into one run (`Db::compact`): by default every run
-    /// into the deepest non-empty level (level 1 at least).
+    /// into the deepest non-empty level (level 1 at least), moved if it is one movable file
+    /// ([`merge_or_move`]).
     fn full_compaction(
         &self,
         tree: &Version,
@@ -426,13 +433,28 @@ pub fn default_full_compaction(
         .enumerate()
         .flat_map(|(level, l)| l.runs().iter().map(move |run| whole_run(level, run)))
         .collect();
-    Some(CompactionJob {
+    let job = CompactionJob {
         inputs,
         output_level: last.max(1),
         output_run: OutputRun::New,
         reason: "full compaction".into(),
         state: None,
-    })
+        action: JobAction::Merge,
+    };
+    Some(merge_or_move(job, tree))
+}
+
+/// `job` as a policy returns it: a [`JobAction::Move`] if it may be done by moving its file (it
+/// takes exactly one file from one run into a deeper level, into a new run or into an existing
+/// run none of whose files overlaps it: RocksDB's trivial move), a [`JobAction::Merge`]
+/// otherwise. The policies pass every pick through this, so the rule is in one place; the
+/// executor checks a move against the same rule when it runs it.
+pub fn merge_or_move(mut job: CompactionJob, tree: &Version) -> CompactionJob {
+    job.action = match crate::version::job::trivial_move_file(&job, tree) {
+        Some(_) => JobAction::Move,
+        None => JobAction::Merge,
+    };
+    job
 }
 
 /// Validates a policy's deepest level (`1..MAX_LEVELS`).
@@ -461,6 +483,7 @@ pub(crate) fn merge_last_level(tree: &Version, last: usize) -> Option<Compaction
         output_run: OutputRun::New,
         reason: format!("last level {last} has {} runs", runs.len()),
         state: None,
+        action: JobAction::Merge,
     })
 }
 

@@ -17,8 +17,8 @@
 //! (the settings are counted from the last level up).
 
 use super::{
-    merge_last_level, whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun,
-    RunningCompactions, SizeRatio,
+    merge_last_level, merge_or_move, whole_run, CompactionContext, CompactionJob, CompactionPolicy,
+    JobAction, OutputRun, RunningCompactions, SizeRatio,
 };
 use crate::error::{Error, Result};
 use crate::version::Version;
@@ -151,6 +151,7 @@ impl Moose {
             output_run,
             reason,
             state: None,
+            action: JobAction::Merge,
         }
     }
 }
@@ -182,7 +183,12 @@ impl CompactionPolicy for Moose {
     ) -> Option<CompactionJob> {
         let levels = tree.levels();
         let last = self.last_level(tree);
-        let free = |job: CompactionJob| running.conflict(&job).is_none().then_some(job);
+        let free = |job: CompactionJob| {
+            running
+                .conflict(&job)
+                .is_none()
+                .then(|| merge_or_move(job, tree))
+        };
         if let Some(job) = merge_last_level(tree, last).and_then(free) {
             return Some(job);
         }

@@ -4,7 +4,8 @@
 //! policy's tree) is merged up with them.
 
 use super::{
-    whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun, RunningCompactions,
+    merge_or_move, whole_run, CompactionContext, CompactionJob, CompactionPolicy, JobAction,
+    OutputRun, RunningCompactions,
 };
 use crate::version::Version;
 
@@ -45,7 +46,9 @@ impl CompactionPolicy for OneLevel {
             output_run: OutputRun::New,
             reason: format!("level 0 has {flushed} runs; every run merges into level 1"),
             state: None,
+            action: JobAction::Merge,
         };
+        let job = merge_or_move(job, tree);
         running.conflict(&job).is_none().then_some(job)
     }
 }

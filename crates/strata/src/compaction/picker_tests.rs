@@ -25,7 +25,9 @@
 //!
 //! Decisions are written `nothing`, `state OWNER ...` (a state-only job), or
 //! `L0.11[2] L1.5[4,5] -> L1.5` (inputs as level.run[files], newest first, then the output level
-//! and run: `.new` for a new run), optionally followed by `+ state OWNER ...`. The runner lives in
+//! and run: `.new` for a new run), optionally followed by `+ state OWNER ...`. A job the policy
+//! wants done by moving its file (a trivial move, `JobAction::Move`) starts with `move`:
+//! `move L1.5[2] -> L2.6`. The runner lives in
 //! the crate because integration tests cannot build a `Version`.
 
 use std::fmt::Write as _;
@@ -39,8 +41,8 @@ use super::ecotune::{
 use super::test_support::{tree_with_states, CONTEXT};
 use super::{
     decode_level_count, encode_level_count, CompactionContext, CompactionJob, CompactionKind,
-    CompactionPolicy, CompactionSettings, OutputRun, PolicyState, RunInput, RunningCompactions,
-    WritePressure, GARNERING_STATE_OWNER,
+    CompactionPolicy, CompactionSettings, JobAction, OutputRun, PolicyState, RunInput,
+    RunningCompactions, WritePressure, GARNERING_STATE_OWNER,
 };
 use crate::testdata::{check_every_file, lines, number, options, run_line, scratch_file};
 
@@ -270,6 +272,7 @@ fn parse_running(text: &str) -> Result<CompactionJob, String> {
         output_run,
         reason: "running".into(),
         state: None,
+        action: JobAction::Merge,
     })
 }
 
@@ -328,6 +331,9 @@ fn describe(decision: Option<&CompactionJob>) -> String {
         return job.state.as_ref().map(describe_state).unwrap_or_default();
     }
     let mut out = String::new();
+    if job.action == JobAction::Move {
+        out.push_str("move ");
+    }
     for input in &job.inputs {
         let numbers: Vec<String> = input.file_numbers.iter().map(u64::to_string).collect();
         let _ = write!(

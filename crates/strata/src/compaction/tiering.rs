@@ -5,7 +5,8 @@
 
 use super::SizeRatio;
 use super::{
-    whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun, RunningCompactions,
+    merge_or_move, whole_run, CompactionContext, CompactionJob, CompactionPolicy, JobAction,
+    OutputRun, RunningCompactions,
 };
 use crate::error::Result;
 use crate::version::Version;
@@ -73,11 +74,12 @@ impl CompactionPolicy for Tiering {
                     l.runs().len()
                 ),
                 state: None,
+                action: JobAction::Merge,
             };
             // A level whose runs a running job holds, or whose next level a running job
             // writes, waits for that job; a deeper level may go on meanwhile.
             if running.conflict(&job).is_none() {
-                return Some(job);
+                return Some(merge_or_move(job, tree));
             }
         }
         None

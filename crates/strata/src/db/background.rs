@@ -14,7 +14,7 @@ use crate::compaction::executor::{
     check_recency_order, finish_outputs, inputs_exist, run_compaction, trivial_move,
     ExecutorContext, PendingTable,
 };
-use crate::compaction::{CompactionContext, CompactionJob, RunningCompactions};
+use crate::compaction::{CompactionContext, CompactionJob, JobAction, RunningCompactions};
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
@@ -614,7 +614,7 @@ impl DbInner {
         let context =
             self.executor_context(observer.as_deref().unwrap_or(&noop), target_file_bytes);
         check_recency_order(job, &version)?;
-        let (edit, moved, written, _install) = match trivial_move(job, &version, &self.versions) {
+        let (edit, moved, written, _install) = match self.move_edit(job, &version) {
             Some(edit) => (edit, true, 0, self.install_lock.lock()),
             None => {
                 let mut pending =
@@ -688,6 +688,22 @@ impl DbInner {
         drop(version);
         self.delete_obsolete_files();
         Ok(())
+    }
+
+    /// The edit that carries out a [`JobAction::Move`] job, or `None` for a job to merge. A move
+    /// the executor refuses (the policy misjudged the shape) is logged and merged instead, the
+    /// way every job of another shape is carried out.
+    fn move_edit(&self, job: &CompactionJob, version: &Version) -> Option<VersionEdit> {
+        if job.action != JobAction::Move {
+            return None;
+        }
+        match trivial_move(job, version, &self.versions) {
+            Ok(edit) => Some(edit),
+            Err(refused) => {
+                self.info_log.log(format!("{refused}; merged instead"));
+                None
+            }
+        }
     }
 
     /// Runs jobs the policy picks until it picks none (or only jobs that conflict with those in

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use super::DbInner;
 use crate::alloc::{FilterRebuild, RebuildPricing};
-use crate::compaction::{CompactionJob, OutputRun, RunInput, RunningCompactions};
+use crate::compaction::{CompactionJob, JobAction, OutputRun, RunInput, RunningCompactions};
 use crate::version::Version;
 
 /// How often an idle compaction worker prices a rebuild.
@@ -137,6 +137,7 @@ pub(crate) fn rebuild_job(rebuild: &FilterRebuild) -> CompactionJob {
             rebuild.cost_bytes
         ),
         state: None,
+        action: JobAction::Merge,
     }
 }
 
@@ -182,6 +183,7 @@ mod tests {
             output_run: OutputRun::New,
             reason: String::new(),
             state: None,
+            action: JobAction::Merge,
         };
         assert!(RunningCompactions::new(vec![new_run.clone()])
             .conflict(&job)

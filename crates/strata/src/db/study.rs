@@ -13,10 +13,8 @@ use std::sync::Arc;
 
 use super::{Db, DbInner, ReadView};
 use crate::alloc::{FilterAllocator, FilterJob, JobKind};
-use crate::compaction::executor::{
-    check_recency_order, finish_outputs, run_compaction, trivial_move,
-};
-use crate::compaction::{CompactionJob, OutputRun, RunInput};
+use crate::compaction::executor::{check_recency_order, finish_outputs, run_compaction};
+use crate::compaction::{CompactionJob, JobAction, OutputRun, RunInput};
 use crate::error::{Error, Result};
 use crate::key::{compare_internal_keys, lookup_key, parse_internal_key};
 use crate::memtable::Lookup;
@@ -24,6 +22,7 @@ use crate::stats::BlockKind;
 use crate::table::block::BlockIter;
 use crate::table::index_iter::IndexIter;
 use crate::table::reader::ReadMode;
+use crate::version::job::trivial_move_file;
 use crate::version::{FileMetadata, Version};
 
 /// One file a traced point lookup probes: its number, and whether it holds the key (a value or
@@ -278,12 +277,13 @@ impl DbInner {
             output_run: OutputRun::Existing(run_id),
             reason: format!("filter rewrite of file {}", file.number()),
             state: None,
+            action: JobAction::Merge,
         };
         let _install = self.install_lock.lock();
         let version = self.versions.current();
         // A file replaced by itself keeps every other run on its side of it; refused otherwise.
         check_recency_order(&job, &version)?;
-        if trivial_move(&job, &version, &self.versions).is_some() {
+        if trivial_move_file(&job, &version).is_some() {
             return Err(Error::InvalidArgument(format!(
                 "{}: would be a trivial move, which keeps the old filter",
                 job.reason

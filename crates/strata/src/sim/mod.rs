@@ -12,8 +12,9 @@
 //! table builder would build ([`built_file_bits_per_key`]). Flushes are installed with the
 //! version builder ([`Version::to_builder`]) and jobs with [`Version::with_job_applied`], which
 //! refuse what the engine refuses (a job that breaks the recency order, overlapping files in a
-//! run). Whether a job is a trivial move (the file moves, nothing is written) is the executor's
-//! own rule (`compaction::executor::trivial_move_file`).
+//! run). Whether a job is a trivial move (the file moves, nothing is written) is the policy's
+//! decision, the job's [`JobAction`]; a move the tree does not allow is merged, as the engine
+//! merges it.
 //!
 //! What is modelled (the data):
 //! * Keys are `u64`s (8 bytes, big-endian) in a key space of `K` keys ([`SimConfig::key_space`],
@@ -51,13 +52,13 @@ use serde::Serialize;
 use crate::alloc::{
     built_file_bits_per_key, FilterAllocator, FilterJob, JobInput, JobKind, NewFile,
 };
-use crate::compaction::executor::trivial_move_file;
 use crate::compaction::{
-    CompactionContext, CompactionJob, CompactionPolicy, OutputRun, RunningCompactions,
+    CompactionContext, CompactionJob, CompactionPolicy, JobAction, OutputRun, RunningCompactions,
     WritePressure,
 };
 use crate::error::{Error, Result};
 use crate::policy::{CompactionKind, CompactionSettings, FilterAllocatorKind, FilterSettings};
+use crate::version::job::trivial_move_file;
 use crate::version::{FileMetadata, Version};
 
 use merge::merge;
@@ -493,7 +494,11 @@ impl Simulation {
                 inputs.push((input.level, input.run_id, Arc::clone(file)));
             }
         }
-        if let Some(file) = trivial_move_file(job, &self.tree) {
+        let moved = match job.action {
+            JobAction::Move => trivial_move_file(job, &self.tree),
+            JobAction::Merge => None,
+        };
+        if let Some(file) = moved {
             let moved = file.copy_facts();
             let new_run_id = self.next_run_id;
             self.tree = self.tree.with_job_applied(job, new_run_id, vec![moved])?;

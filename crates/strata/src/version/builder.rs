@@ -291,7 +291,7 @@ impl VersionBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::{CompactionJob, RunInput};
+    use crate::compaction::{CompactionJob, JobAction, RunInput};
 
     fn file(number: u64, lo: &str, hi: &str) -> FileMetadata {
         FileMetadata::new(number, lo.as_bytes(), hi.as_bytes())
@@ -390,6 +390,7 @@ mod tests {
                 owner: "test".into(),
                 bytes: vec![1],
             }),
+            action: JobAction::Merge,
         };
         let next = tree
             .with_job_applied(&job, 6, vec![file(7, "a", "f"), file(6, "g", "k")])
@@ -423,6 +424,7 @@ mod tests {
             output_run: OutputRun::New,
             reason: "upwards".into(),
             state: None,
+            action: JobAction::Merge,
         };
         assert!(tree.with_job_applied(&skips_newer, 6, vec![]).is_err());
 
@@ -460,6 +462,7 @@ mod tests {
             output_run: OutputRun::New,
             reason: "test".into(),
             state: None,
+            action: JobAction::Merge,
         };
         assert!(tree
             .with_job_applied(&job, 3, vec![file(5, "a", "b")])

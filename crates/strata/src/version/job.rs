@@ -125,7 +125,20 @@ pub struct RunInput {
     pub file_numbers: Vec<u64>,
 }
 
-/// A compaction to run: merge the inputs into `output_level`.
+/// How the engine carries a job out: the policy's decision, as lsm-tree's `Choice::{Merge, Move}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum JobAction {
+    /// Merge the inputs into new files (the executor's k-way merge).
+    #[default]
+    Merge,
+    /// Move the job's one input file to the output level by a manifest edit, without rewriting
+    /// it (RocksDB's trivial move, LevelDB's `IsTrivialMove`): the file keeps its filter and
+    /// access statistics. Valid only for a job [`trivial_move_file`] accepts; policies set it
+    /// through `compaction::merge_or_move`.
+    Move,
+}
+
+/// A compaction to run: merge the inputs into `output_level`, or move its one file there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompactionJob {
     /// Inputs, newest run first.
@@ -139,6 +152,8 @@ pub struct CompactionJob {
     /// State the policy keeps in the manifest, logged with this job's version edit (see the
     /// module docs). `None` leaves the policy's state as it is.
     pub state: Option<PolicyState>,
+    /// Merge the inputs, or move the one input file ([`JobAction`]).
+    pub action: JobAction,
 }
 
 impl CompactionJob {
@@ -151,6 +166,7 @@ impl CompactionJob {
             output_run: OutputRun::New,
             reason: reason.into(),
             state: Some(state),
+            action: JobAction::Merge,
         }
     }
 
@@ -182,6 +198,57 @@ impl CompactionJob {
         let new_run = |job: &CompactionJob| job.output_run == OutputRun::New;
         (new_run(self) && other.rewrites_in_place()) || (self.rewrites_in_place() && new_run(other))
     }
+}
+
+/// The file `job` may move instead of merging (a trivial move), or why it may not: a trivial move
+/// takes exactly one file from one run into a deeper level, either into a new run or into an
+/// existing run none of whose files overlaps it. The one rule behind `compaction::merge_or_move`
+/// (the policies' decision), the executor's check of a move and the simulator's moves.
+pub(crate) fn trivial_move_check<'v>(
+    job: &CompactionJob,
+    version: &'v Version,
+) -> std::result::Result<&'v Arc<FileMetadata>, &'static str> {
+    let [input] = job.inputs.as_slice() else {
+        return Err("it does not take exactly one run");
+    };
+    let [number] = input.file_numbers.as_slice() else {
+        return Err("it does not take exactly one file");
+    };
+    if input.level >= job.output_level {
+        return Err("its output level is not below its input");
+    }
+    let file = version
+        .levels()
+        .get(input.level)
+        .and_then(|level| level.runs().iter().find(|r| r.id() == input.run_id))
+        .and_then(|run| run.files().iter().find(|f| f.number() == *number))
+        .ok_or("its file is not in the tree")?;
+    let output_level = version
+        .levels()
+        .get(job.output_level)
+        .ok_or("its output level does not exist")?;
+    if let OutputRun::Existing(id) = job.output_run {
+        let run = output_level
+            .runs()
+            .iter()
+            .find(|r| r.id() == id)
+            .ok_or("its output run does not exist")?;
+        if !run
+            .overlapping_files(file.smallest_user_key(), file.largest_user_key())
+            .is_empty()
+        {
+            return Err("its file overlaps the output run");
+        }
+    }
+    Ok(file)
+}
+
+/// The file `job` may move instead of merging, or `None` (see [`trivial_move_check`]).
+pub(crate) fn trivial_move_file<'v>(
+    job: &CompactionJob,
+    version: &'v Version,
+) -> Option<&'v Arc<FileMetadata>> {
+    trivial_move_check(job, version).ok()
 }
 
 /// One input run resolved against the version: level, run id and the files taken from it.

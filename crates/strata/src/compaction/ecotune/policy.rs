@@ -39,8 +39,8 @@ use parking_lot::Mutex;
 use super::dp::{Dp, Merge, RoundParameters};
 use crate::coding::{put_fixed64, put_varint64, Decoder};
 use crate::compaction::{
-    whole_run, CompactionContext, CompactionJob, CompactionPolicy, OutputRun, PolicyState,
-    RunInput, RunningCompactions, WritePressure,
+    merge_or_move, whole_run, CompactionContext, CompactionJob, CompactionPolicy, JobAction,
+    OutputRun, PolicyState, RunInput, RunningCompactions, WritePressure,
 };
 use crate::error::{Error, Result};
 use crate::version::{Run, Version};
@@ -440,6 +440,7 @@ impl EcoTune {
                 }
             ),
             state: Some(next.encode()),
+            action: JobAction::Merge,
         };
         running.conflict(&job).is_none().then_some(job)
     }
@@ -509,6 +510,7 @@ impl EcoTune {
                 closed.len()
             ),
             state: None,
+            action: JobAction::Merge,
         };
         running.conflict(&job).is_none().then_some(job)
     }
@@ -572,6 +574,7 @@ impl EcoTune {
                 output_run: OutputRun::Existing(merged.last()?.id()),
                 reason,
                 state: Some(state),
+                action: JobAction::Merge,
             },
         };
         running.conflict(&job).is_none().then_some(job)
@@ -635,6 +638,7 @@ impl CompactionPolicy for EcoTune {
         self.tm_compaction(tree, round.as_ref(), context, running)
             .or_else(|| self.global_compaction(tree, round.as_ref(), running))
             .or_else(|| self.ml_compaction(tree, round.as_ref(), running))
+            .map(|job| merge_or_move(job, tree))
     }
 
     /// Writes slow down once the top level holds twice its capacity and stop at four times: the

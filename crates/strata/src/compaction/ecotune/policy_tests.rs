@@ -423,6 +423,7 @@ fn merges_run_beside_tm_compactions_one_merge_at_a_time() {
         output_run: OutputRun::New,
         reason: "global".into(),
         state: None,
+        action: JobAction::Merge,
     };
     let beside_global = RunningCompactions::new(vec![tm, global]);
     assert_eq!(policy.pick(&shape, &CONTEXT, &beside_global), None);
@@ -464,6 +465,7 @@ fn the_global_compaction_takes_only_the_closed_rounds_runs() {
         output_run: OutputRun::Existing(11),
         reason: "ML".into(),
         state: None,
+        action: JobAction::Merge,
     };
     let job = policy.pick(&shape, &CONTEXT, &RunningCompactions::new(vec![held]));
     assert!(
@@ -546,6 +548,7 @@ fn a_new_run_and_an_in_place_rewrite_may_share_a_level_and_nothing_else_may() {
         output_run,
         reason: "test".into(),
         state: None,
+        action: JobAction::Merge,
     };
     let new_run = job(&[(0, 20, 20)], OutputRun::New);
     let rewrite = job(&[(1, 12, 12), (1, 11, 11)], OutputRun::Existing(12));
