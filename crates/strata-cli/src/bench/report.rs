@@ -433,11 +433,30 @@ pub fn optional(value: Option<f64>, decimals: usize) -> String {
     }
 }
 
+/// The `bpk use/disk` cell: the filter bits per key lookups use (what the filter budget is about:
+/// the engine's effective bits per key), then the bits per key on disk after a slash where they
+/// differ at one decimal (elastic filters keep modules beyond those in use, DESIGN.md §3.5). An
+/// engine that reports only one figure shows it alone; `-` when it reports neither.
+pub fn bits_per_key_cell(in_use: Option<f64>, on_disk: Option<f64>) -> String {
+    match (in_use, on_disk) {
+        (Some(in_use), Some(on_disk)) => {
+            let (in_use, on_disk) = (format!("{in_use:.1}"), format!("{on_disk:.1}"));
+            if in_use == on_disk {
+                in_use
+            } else {
+                format!("{in_use}/{on_disk}")
+            }
+        }
+        (Some(only), None) | (None, Some(only)) => format!("{only:.1}"),
+        (None, None) => "-".to_string(),
+    }
+}
+
 /// The table header matching [`write_row`].
 pub fn write_header(out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
-        "{:<8} {:<16} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>6} {:>5} {:>9} {:>9}",
+        "{:<8} {:<16} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>6} {:>12} {:>9} {:>9}",
         "engine",
         "phase",
         "ops",
@@ -453,7 +472,7 @@ pub fn write_header(out: &mut dyn Write) -> io::Result<()> {
         "fp/lk",
         "w-amp",
         "s-amp",
-        "bpk",
+        "bpk use/disk",
         "found",
         "stall_ms"
     )
@@ -472,7 +491,7 @@ pub fn write_row(
     };
     writeln!(
         out,
-        "{:<8} {:<16} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>6} {:>5} {:>9} {:>9}",
+        "{:<8} {:<16} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>6} {:>12} {:>9} {:>9}",
         result.engine,
         result.phase.name(),
         result.ops,
@@ -488,7 +507,7 @@ pub fn write_row(
         optional(result.false_positives_per_lookup, 4),
         optional(result.write_amp, 2),
         optional(result.space_amp, 2),
-        optional(result.avg_bits_per_key, 1),
+        bits_per_key_cell(result.effective_bits_per_key, result.avg_bits_per_key),
         found,
         optional(result.write_stall_ms, 1)
     )
@@ -665,6 +684,22 @@ mod tests {
     use super::*;
     use crate::bench::engine::EngineKind;
     use crate::bench::{CompactionKind, FilterAllocatorKind};
+
+    /// The summary's bits per key column shows what the budget is about, the bits in use, and
+    /// the bits on disk beside them only where they differ.
+    #[test]
+    fn bits_per_key_cell_shows_in_use_then_on_disk() {
+        assert_eq!(bits_per_key_cell(Some(10.0), Some(15.0)), "10.0/15.0");
+        assert_eq!(bits_per_key_cell(Some(9.96), Some(9.98)), "10.0");
+        assert_eq!(bits_per_key_cell(Some(10.0), Some(10.0)), "10.0");
+        assert_eq!(bits_per_key_cell(None, Some(7.5)), "7.5");
+        assert_eq!(bits_per_key_cell(Some(2.0), None), "2.0");
+        assert_eq!(bits_per_key_cell(None, None), "-");
+        let mut header = Vec::new();
+        write_header(&mut header).expect("writes");
+        let header = String::from_utf8(header).expect("utf-8");
+        assert!(header.contains(" bpk use/disk "), "{header}");
+    }
 
     #[test]
     fn latency_summary_is_in_microseconds() {

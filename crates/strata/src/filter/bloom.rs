@@ -272,7 +272,13 @@ pub(crate) fn serialized_len(keys: usize, bits_per_key: f64) -> u64 {
 /// Collects key hashes for one file and serializes its filter.
 ///
 /// The number of blocks depends on the final key count, so hashes are buffered (8 bytes per key)
-/// until [`finish`](Self::finish). A builder with `bits_per_key <= 0` buffers nothing.
+/// until [`finish`](Self::finish). A builder with `bits_per_key <= 0` buffers nothing. Tables
+/// build their modules from the hashes they keep, with [`build_modules`]; this incremental
+/// builder is what tests and fuzz targets check them against.
+#[allow(
+    dead_code,
+    reason = "the incremental builder tests and fuzz targets use; tables build with `build_modules`"
+)]
 pub(crate) struct BloomFilterBuilder {
     bits_per_key: f64,
     hash_count: u32,
@@ -281,6 +287,10 @@ pub(crate) struct BloomFilterBuilder {
     hashes: Vec<u64>,
 }
 
+#[allow(
+    dead_code,
+    reason = "the incremental builder tests and fuzz targets use; tables build with `build_modules`"
+)]
 impl BloomFilterBuilder {
     /// A builder for a filter with `bits_per_key` bits per key (clamped to
     /// [`MAX_BITS_PER_KEY`]; `<= 0` or NaN means no filter) and hash seed `seed`.
@@ -331,28 +341,101 @@ impl BloomFilterBuilder {
         if self.bits_per_key <= 0.0 || self.hashes.is_empty() {
             return Vec::new();
         }
-        let num_blocks = block_count(self.hashes.len(), self.bits_per_key);
-        let seed_key = seed_key(self.seed);
-        let mut blocks = vec![Block::EMPTY; num_blocks as usize];
+        let mut fill = Fill::new(
+            self.bits_per_key,
+            self.hash_count,
+            self.seed,
+            self.hashes.len(),
+        );
         for &hash in &self.hashes {
-            let x = filter_hash(hash, seed_key);
-            // In bounds: block_index < num_blocks == blocks.len().
-            let block = &mut blocks[block_index(x, num_blocks)];
-            let mut state = x as u32;
-            for _ in 0..self.hash_count {
-                block.set(next_probe(&mut state));
+            fill.add(hash);
+        }
+        fill.serialize()
+    }
+}
+
+/// Builds one filter per `(bits_per_key, seed)` of `modules` over `hashes` (each a [`key_hash`])
+/// in one pass: each hash is read once and sets its bits in every module's array, and no module
+/// copies the hashes. Module `j`'s bytes are exactly what a [`BloomFilterBuilder`] given its bits
+/// per key, its seed and the same hashes returns (empty for a module without bits, or without
+/// keys). The table builder writes a file's modules (DESIGN.md §1) with it.
+pub(crate) fn build_modules(modules: &[(f64, u32)], hashes: &[u64]) -> Vec<Vec<u8>> {
+    let mut fills: Vec<Option<Fill>> = modules
+        .iter()
+        .map(|&(bits_per_key, seed)| {
+            let bits_per_key = sanitize_bits_per_key(bits_per_key);
+            (bits_per_key > 0.0 && !hashes.is_empty())
+                .then(|| Fill::new(bits_per_key, hash_count(bits_per_key), seed, hashes.len()))
+        })
+        .collect();
+    match fills.as_mut_slice() {
+        // One module (every uniform file, and an elastic file's): no per-hash module loop.
+        [Some(fill)] => {
+            for &hash in hashes {
+                fill.add(hash);
             }
         }
+        fills => {
+            for &hash in hashes {
+                for fill in fills.iter_mut().flatten() {
+                    fill.add(hash);
+                }
+            }
+        }
+    }
+    fills
+        .into_iter()
+        .map(|fill| fill.map(Fill::serialize).unwrap_or_default())
+        .collect()
+}
 
-        let mut out = Vec::with_capacity(HEADER_LEN + blocks.len() * BLOCK_BYTES);
+/// One filter's bit array being filled, with what its header says.
+struct Fill {
+    bits_per_key: f64,
+    hash_count: u32,
+    seed: u32,
+    seed_key: u64,
+    num_blocks: u32,
+    blocks: Vec<Block>,
+}
+
+impl Fill {
+    /// An empty array for `keys` keys at `bits_per_key` (sanitized, `> 0`).
+    fn new(bits_per_key: f64, hash_count: u32, seed: u32, keys: usize) -> Fill {
+        let num_blocks = block_count(keys, bits_per_key);
+        Fill {
+            bits_per_key,
+            hash_count,
+            seed,
+            seed_key: seed_key(seed),
+            num_blocks,
+            blocks: vec![Block::EMPTY; num_blocks as usize],
+        }
+    }
+
+    /// Sets the bits of one key hash.
+    #[inline]
+    fn add(&mut self, hash: u64) {
+        let x = filter_hash(hash, self.seed_key);
+        // In bounds: block_index < num_blocks == blocks.len().
+        let block = &mut self.blocks[block_index(x, self.num_blocks)];
+        let mut state = x as u32;
+        for _ in 0..self.hash_count {
+            block.set(next_probe(&mut state));
+        }
+    }
+
+    /// The filter in the format in the module doc.
+    fn serialize(self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER_LEN + self.blocks.len() * BLOCK_BYTES);
         out.push(FORMAT_VERSION);
         // hash_count <= MAX_HASH_COUNT (64) fits in a byte.
         out.push(self.hash_count as u8);
         out.extend_from_slice(&[0, 0]);
         put_fixed32(&mut out, self.seed);
-        put_fixed32(&mut out, num_blocks);
+        put_fixed32(&mut out, self.num_blocks);
         put_fixed64(&mut out, self.bits_per_key.to_bits());
-        for block in &blocks {
+        for block in &self.blocks {
             for word in block.0 {
                 out.extend_from_slice(&word.to_le_bytes());
             }

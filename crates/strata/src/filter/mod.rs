@@ -20,8 +20,8 @@ pub(crate) mod modular;
 pub(crate) mod range;
 pub(crate) mod ribbon;
 
-use crate::filter::bloom::{BloomFilter, BloomFilterBuilder};
-use crate::filter::ribbon::{RibbonFilter, RibbonFilterBuilder};
+use crate::filter::bloom::BloomFilter;
+use crate::filter::ribbon::RibbonFilter;
 
 /// The layout a filter module is built in (DESIGN.md §1; DESIGN.md §3.5 "Filter families"). Each module
 /// block says which it is by its first byte (the Bloom format's version 1, the Ribbon format's
@@ -143,23 +143,26 @@ impl FilterFamily {
     }
 
     /// Builds one module over `hashes` (`bloom::key_hash` of each distinct user key) at
-    /// `bits_per_key` with hash seed `seed`; empty for no filter (no keys, or no bits).
+    /// `bits_per_key` with hash seed `seed`; empty for no filter (no keys, or no bits). Tables
+    /// build every module of a file at once ([`FilterFamily::build_modules`]).
+    #[cfg(any(test, feature = "internal-benches"))]
     pub(crate) fn build(self, bits_per_key: f64, seed: u32, hashes: &[u64]) -> Vec<u8> {
+        self.build_modules(&[(bits_per_key, seed)], hashes)
+            .pop()
+            .unwrap_or_default()
+    }
+
+    /// Builds one module per `(bits_per_key, seed)` of `modules` over the same `hashes`, each
+    /// byte for byte what [`FilterFamily::build`] builds for it alone (empty for a module without
+    /// bits or keys). Bloom modules are filled in one pass over the hashes; Ribbon modules each
+    /// solve their own system (their seeds give them independent rows), from the same slice.
+    pub(crate) fn build_modules(self, modules: &[(f64, u32)], hashes: &[u64]) -> Vec<Vec<u8>> {
         match self {
-            FilterFamily::Bloom => {
-                let mut builder = BloomFilterBuilder::new(bits_per_key, seed);
-                for &hash in hashes {
-                    builder.add_hash(hash);
-                }
-                builder.finish()
-            }
-            FilterFamily::Ribbon => {
-                let mut builder = RibbonFilterBuilder::new(bits_per_key, seed);
-                for &hash in hashes {
-                    builder.add_hash(hash);
-                }
-                builder.finish()
-            }
+            FilterFamily::Bloom => bloom::build_modules(modules, hashes),
+            FilterFamily::Ribbon => modules
+                .iter()
+                .map(|&(bits_per_key, seed)| ribbon::build(bits_per_key, seed, hashes))
+                .collect(),
         }
     }
 }
@@ -271,6 +274,8 @@ impl Filter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filter::bloom::BloomFilterBuilder;
+    use crate::filter::ribbon::RibbonFilterBuilder;
 
     #[test]
     fn a_filter_block_says_its_family_by_its_first_byte() {
@@ -295,6 +300,121 @@ mod tests {
         let error = Filter::decode(unknown).err().expect("unknown format");
         assert!(error.contains("unknown format 9"), "{error}");
         assert!(Filter::decode(Vec::new()).is_err());
+    }
+
+    /// The table builder fills a file's modules in one pass over its key hashes
+    /// (`FilterFamily::build_modules`); every module must be byte for byte the filter a builder
+    /// of its own, given the same bits per key, seed and hashes, returns (same seeds, same bits
+    /// set, so the same false positives).
+    #[test]
+    fn one_pass_modules_are_the_separately_built_filters() {
+        let plans: [&[(f64, u32)]; 6] = [
+            &[(10.0, 0)],
+            &[(5.0, 0), (5.0, 1), (5.0, 2)],
+            &[(2.0, 0), (2.0, 1), (2.0, 2), (2.0, 3), (2.0, 4), (3.7, 5)],
+            &[(3.3, 0), (0.0, 1), (f64::NAN, 2), (2.5, 3)],
+            &[(100.0, 0), (0.6, 1)],
+            &[],
+        ];
+        for keys in [0u64, 1, 7, 130, 5_000] {
+            let hashes: Vec<u64> = (0..keys)
+                .map(|i| bloom::key_hash(&i.to_le_bytes()))
+                .collect();
+            for family in [FilterFamily::Bloom, FilterFamily::Ribbon] {
+                for plan in plans {
+                    let separately: Vec<Vec<u8>> = plan
+                        .iter()
+                        .map(|&(bits_per_key, seed)| match family {
+                            FilterFamily::Bloom => {
+                                let mut builder = BloomFilterBuilder::new(bits_per_key, seed);
+                                hashes.iter().for_each(|&hash| builder.add_hash(hash));
+                                builder.finish()
+                            }
+                            FilterFamily::Ribbon => {
+                                let mut builder = RibbonFilterBuilder::new(bits_per_key, seed);
+                                hashes.iter().for_each(|&hash| builder.add_hash(hash));
+                                builder.finish()
+                            }
+                        })
+                        .collect();
+                    let together = family.build_modules(plan, &hashes);
+                    assert_eq!(together, separately, "{family:?} {keys} keys {plan:?}");
+                    for (module, &(bits_per_key, seed)) in plan.iter().enumerate() {
+                        assert_eq!(
+                            family.build(bits_per_key, seed, &hashes),
+                            separately[module],
+                            "{family:?} {keys} keys, module {module} alone"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Times building a file's filter of 10 bits per key as one module (uniform filters) and as
+    /// three modules of 5 (elastic filters' default on disk), the way the table builder does
+    /// now (`build_modules`: one pass for Bloom, Ribbon banded in start-block order, no copies)
+    /// and the way it did before (a builder per module copying the hashes, Ribbon banded in
+    /// insertion order), over filter partitions of `keys` keys; best of 7 rounds. `cargo test
+    /// --release -p strata --lib measure_module_build_times -- --ignored --nocapture`.
+    /// How [`measure_module_build_times`] builds a file's modules, returning their bytes.
+    type BuildFn = dyn Fn(FilterFamily, &[(f64, u32)], &[u64]) -> usize;
+
+    #[test]
+    #[ignore = "a measurement, printed"]
+    fn measure_module_build_times() {
+        use std::time::Instant;
+        let total = 500_000u64;
+        let hashes: Vec<u64> = (0..total)
+            .map(|i| bloom::key_hash(&i.to_le_bytes()))
+            .collect();
+        let uniform: &[(f64, u32)] = &[(10.0, 0)];
+        let elastic: &[(f64, u32)] = &[(5.0, 0), (5.0, 1), (5.0, 2)];
+        let before = |family: FilterFamily, plan: &[(f64, u32)], part: &[u64]| -> usize {
+            plan.iter()
+                .map(|&(bits_per_key, seed)| match family {
+                    FilterFamily::Bloom => {
+                        let mut builder = BloomFilterBuilder::new(bits_per_key, seed);
+                        part.iter().for_each(|&hash| builder.add_hash(hash));
+                        builder.finish().len()
+                    }
+                    FilterFamily::Ribbon => {
+                        let copy = part.to_vec();
+                        ribbon::build_in_insertion_order(bits_per_key, seed, &copy).len()
+                    }
+                })
+                .sum()
+        };
+        let now = |family: FilterFamily, plan: &[(f64, u32)], part: &[u64]| -> usize {
+            family.build_modules(plan, part).iter().map(Vec::len).sum()
+        };
+        println!("| family | keys per partition | uniform before | elastic before | ratio before | uniform now | elastic now | ratio now |");
+        println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+        for family in [FilterFamily::Bloom, FilterFamily::Ribbon] {
+            for part_keys in [5_000usize, 50_000, 500_000] {
+                let time = |build: &BuildFn, plan: &[(f64, u32)]| {
+                    (0..7)
+                        .map(|_| {
+                            let start = Instant::now();
+                            let bytes: usize = hashes
+                                .chunks(part_keys)
+                                .map(|part| build(family, plan, part))
+                                .sum();
+                            assert!(bytes > 0);
+                            start.elapsed().as_secs_f64() * 1e3
+                        })
+                        .fold(f64::INFINITY, f64::min)
+                };
+                let (ub, eb) = (time(&before, uniform), time(&before, elastic));
+                let (un, en) = (time(&now, uniform), time(&now, elastic));
+                println!(
+                    "| {} | {part_keys} | {ub:.1} ms | {eb:.1} ms | {:.2} | {un:.1} ms | {en:.1} ms | {:.2} |",
+                    family.name(),
+                    eb / ub,
+                    en / un
+                );
+            }
+        }
     }
 
     /// The modular filter multiplies module FPRs (DESIGN.md §1), which holds only if filters of the

@@ -380,6 +380,7 @@ fn hash_key(seed: u32, attempt: u32) -> u64 {
 }
 
 /// One key's equation: where its row starts, its coefficients and its result bits.
+#[derive(Clone, Copy, Default)]
 struct Row {
     start: u64,
     coefficients: u128,
@@ -421,15 +422,60 @@ struct Equation {
     result: u64,
 }
 
-/// The banding (the upper-triangular band matrix being built) for one attempt.
+/// The banding (the upper-triangular band matrix being built) for one attempt, and the rows of
+/// the attempt in the order they are banded.
 struct Banding {
     equations: Vec<Equation>,
+    rows: Vec<Row>,
+    block_ends: Vec<usize>,
 }
 
 impl Banding {
     fn new() -> Banding {
         Banding {
             equations: Vec::new(),
+            rows: Vec::new(),
+            block_ends: Vec::new(),
+        }
+    }
+
+    /// Puts the rows of `hashes` under hash key `key` in `self.rows`, ordered by the block of
+    /// their start slot (a counting sort, two passes over the hashes), so that banding walks the
+    /// equations from the first block to the last instead of jumping across a table of 32 bytes
+    /// per slot that a large file's filter makes far bigger than the CPU's caches.
+    ///
+    /// The order changes nothing in the filter: a consistent system's equations after banding
+    /// span the rows' space whatever the order, their leading slots are the pivot columns of
+    /// that space (the same for every echelon form), and back substitution sets every other
+    /// slot to 0, which leaves one solution; an inconsistent system is inconsistent in any
+    /// order. (`banding_order_does_not_change_the_filter` checks it.)
+    fn order_rows(&mut self, hashes: &[u64], key: u64, layout: &ColumnLayout) {
+        let num_starts = layout.num_starts();
+        let blocks = layout.num_blocks as usize;
+        self.block_ends.clear();
+        self.block_ends.resize(blocks + 1, 0);
+        for &hash in hashes {
+            // start < num_starts = 128 * (num_blocks - 1) + 1, so the block is < num_blocks.
+            let block = (start_slot(mix64(hash ^ key), num_starts) / COEFF_BITS) as usize;
+            if let Some(count) = self.block_ends.get_mut(block + 1) {
+                *count += 1;
+            }
+        }
+        // block_ends[b] becomes the first position of block b's rows.
+        for block in 1..=blocks {
+            self.block_ends[block] += self.block_ends[block - 1];
+        }
+        self.rows.clear();
+        self.rows.resize(hashes.len(), Row::default());
+        for &hash in hashes {
+            let row = Row::new(hash, key, num_starts);
+            let block = (row.start / COEFF_BITS) as usize;
+            if let Some(next) = self.block_ends.get_mut(block) {
+                if let Some(slot) = self.rows.get_mut(*next) {
+                    *slot = row;
+                }
+                *next += 1;
+            }
         }
     }
 
@@ -520,16 +566,50 @@ fn band(
     // inconsistent.
     let result_mask = u64::MAX >> (u64::from(MAX_COLUMNS) - u64::from(layout.upper_columns));
     banding.reset((u64::from(layout.num_blocks) * COEFF_BITS) as usize);
+    if layout.num_blocks == 1 {
+        // One block: every row starts at slot 0, and the banding fits the cache anyway.
+        return hashes
+            .iter()
+            .all(|&hash| banding.add(Row::new(hash, key, num_starts), result_mask));
+    }
+    banding.order_rows(hashes, key, layout);
+    let rows = std::mem::take(&mut banding.rows);
+    let solved = rows.iter().all(|&row| banding.add(row, result_mask));
+    banding.rows = rows;
+    solved
+}
+
+/// [`band`] in the hashes' own order (tests compare the filters the two orders give).
+#[cfg(test)]
+fn band_in_insertion_order(
+    hashes: &[u64],
+    seed: u32,
+    attempt: u32,
+    layout: &ColumnLayout,
+    banding: &mut Banding,
+) -> bool {
+    let num_starts = layout.num_starts();
+    let key = hash_key(seed, attempt);
+    let result_mask = u64::MAX >> (u64::from(MAX_COLUMNS) - u64::from(layout.upper_columns));
+    banding.reset((u64::from(layout.num_blocks) * COEFF_BITS) as usize);
     hashes
         .iter()
         .all(|&hash| banding.add(Row::new(hash, key, num_starts), result_mask))
 }
 
+/// How an attempt bands its rows: [`band`], or in tests [`band_in_insertion_order`].
+type BandFn = fn(&[u64], u32, u32, &ColumnLayout, &mut Banding) -> bool;
+
 /// Collects key hashes for one file and serializes its Ribbon filter.
 ///
 /// The system's size depends on the final key count, so hashes are buffered (8 bytes per key)
 /// until [`finish`](Self::finish); a builder with `bits_per_key <= 0` buffers nothing.
-/// `finish` needs another 32 bytes per slot for the banding, freed before it returns.
+/// `finish` needs another 32 bytes per slot for the banding and, with two or more blocks, 32 bytes
+/// per key for the rows in banding order (`Banding::order_rows`), freed before it returns.
+#[allow(
+    dead_code,
+    reason = "the incremental builder tests and fuzz targets use; tables build from a slice (`build`)"
+)]
 pub(crate) struct RibbonFilterBuilder {
     bits_per_key: f64,
     seed: u32,
@@ -539,7 +619,7 @@ pub(crate) struct RibbonFilterBuilder {
 
 #[allow(
     dead_code,
-    reason = "the table builder and reader dispatch to Ribbon filters in a later change"
+    reason = "the incremental builder tests and fuzz targets use; tables build from a slice (`build`)"
 )]
 impl RibbonFilterBuilder {
     /// A builder for a filter with `bits_per_key` bits per key (clamped to
@@ -581,52 +661,106 @@ impl RibbonFilterBuilder {
     /// [`finish`](Self::finish) giving up after `max_attempts` attempts (tests reach the unsolved
     /// fallback with it).
     fn finish_with_attempts(self, max_attempts: u32) -> Vec<u8> {
-        if self.bits_per_key <= 0.0 || self.hashes.is_empty() {
-            return Vec::new();
-        }
-        let keys = self.hashes.len() as u64;
-        let segments = segment_count(keys, self.bits_per_key);
-        let mut banding = Banding::new();
-        let mut last_layout = ColumnLayout::new(block_count(keys, 0), segments);
-        for attempt in 0..max_attempts.min(MAX_ATTEMPTS) {
-            let layout = ColumnLayout::new(block_count(keys, attempt), segments);
-            last_layout = layout;
-            if band(&self.hashes, self.seed, attempt, &layout, &mut banding) {
-                let solution = banding.back_substitute(&layout);
-                return self.serialize(&layout, attempt, STATE_SOLVED, &solution);
-            }
-        }
-        let zeros = vec![0u128; last_layout.segments() as usize];
-        self.serialize(
-            &last_layout,
-            max_attempts.clamp(1, MAX_ATTEMPTS) - 1,
-            STATE_UNSOLVED,
-            &zeros,
+        build_with_attempts(
+            self.bits_per_key,
+            self.seed,
+            &self.hashes,
+            max_attempts,
+            band,
         )
     }
+}
 
-    fn serialize(
-        &self,
-        layout: &ColumnLayout,
-        attempt: u32,
-        state: u8,
-        segments: &[u128],
-    ) -> Vec<u8> {
-        let mut out = Vec::with_capacity(HEADER_LEN + segments.len() * SEGMENT_BYTES);
-        out.push(FORMAT_VERSION);
-        // Both fit a byte: upper_columns <= MAX_COLUMNS = 64, attempt < MAX_ATTEMPTS = 32.
-        out.push(layout.upper_columns as u8);
-        out.push(attempt as u8);
-        out.push(state);
-        put_fixed32(&mut out, self.seed);
-        put_fixed32(&mut out, layout.num_blocks);
-        put_fixed32(&mut out, layout.upper_start_block);
-        put_fixed64(&mut out, self.bits_per_key.to_bits());
-        for segment in segments {
-            out.extend_from_slice(&segment.to_le_bytes());
-        }
-        out
+/// The filter a [`RibbonFilterBuilder`] with `bits_per_key` and `seed` given `hashes` returns,
+/// built from the slice without copying it (the table builder keeps one hash per key and builds
+/// every module from it, DESIGN.md §1).
+pub(crate) fn build(bits_per_key: f64, seed: u32, hashes: &[u64]) -> Vec<u8> {
+    build_with_attempts(
+        sanitize_bits_per_key(bits_per_key),
+        seed,
+        hashes,
+        MAX_ATTEMPTS,
+        band,
+    )
+}
+
+/// [`build`] banding the rows in the hashes' own order (tests compare the two orders).
+#[cfg(test)]
+pub(crate) fn build_in_insertion_order(bits_per_key: f64, seed: u32, hashes: &[u64]) -> Vec<u8> {
+    build_with_attempts(
+        sanitize_bits_per_key(bits_per_key),
+        seed,
+        hashes,
+        MAX_ATTEMPTS,
+        band_in_insertion_order,
+    )
+}
+
+/// [`build`] giving up after `max_attempts` attempts, banding each attempt with `band`;
+/// `bits_per_key` already sanitized.
+fn build_with_attempts(
+    bits_per_key: f64,
+    seed: u32,
+    hashes: &[u64],
+    max_attempts: u32,
+    band: BandFn,
+) -> Vec<u8> {
+    if bits_per_key <= 0.0 || hashes.is_empty() {
+        return Vec::new();
     }
+    let keys = hashes.len() as u64;
+    let segments = segment_count(keys, bits_per_key);
+    let mut banding = Banding::new();
+    let mut last_layout = ColumnLayout::new(block_count(keys, 0), segments);
+    for attempt in 0..max_attempts.min(MAX_ATTEMPTS) {
+        let layout = ColumnLayout::new(block_count(keys, attempt), segments);
+        last_layout = layout;
+        if band(hashes, seed, attempt, &layout, &mut banding) {
+            let solution = banding.back_substitute(&layout);
+            return serialize(
+                bits_per_key,
+                seed,
+                &layout,
+                attempt,
+                STATE_SOLVED,
+                &solution,
+            );
+        }
+    }
+    let zeros = vec![0u128; last_layout.segments() as usize];
+    serialize(
+        bits_per_key,
+        seed,
+        &last_layout,
+        max_attempts.clamp(1, MAX_ATTEMPTS) - 1,
+        STATE_UNSOLVED,
+        &zeros,
+    )
+}
+
+/// The filter in the format in the module doc.
+fn serialize(
+    bits_per_key: f64,
+    seed: u32,
+    layout: &ColumnLayout,
+    attempt: u32,
+    state: u8,
+    segments: &[u128],
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN + segments.len() * SEGMENT_BYTES);
+    out.push(FORMAT_VERSION);
+    // Both fit a byte: upper_columns <= MAX_COLUMNS = 64, attempt < MAX_ATTEMPTS = 32.
+    out.push(layout.upper_columns as u8);
+    out.push(attempt as u8);
+    out.push(state);
+    put_fixed32(&mut out, seed);
+    put_fixed32(&mut out, layout.num_blocks);
+    put_fixed32(&mut out, layout.upper_start_block);
+    put_fixed64(&mut out, bits_per_key.to_bits());
+    for segment in segments {
+        out.extend_from_slice(&segment.to_le_bytes());
+    }
+    out
 }
 
 /// A decoded Ribbon filter, ready to probe. [`decode`](Self::decode) copies the segments into

@@ -483,6 +483,13 @@ impl TableBuilder {
         let mut filter_partitions: Vec<Vec<BlockHandle>> = Vec::new();
         let mut filter_bytes = 0;
         let family = self.filter_family();
+        // Each module's bits per key and seed; the family builds them all from one pass over
+        // the file's key hashes (hashed once, when the keys were added).
+        let module_specs: Vec<(f64, u32)> = plan
+            .iter()
+            .enumerate()
+            .map(|(index, &module_bits)| (module_bits, module_seed(index)))
+            .collect();
         if partitioned {
             let ranges: Vec<Range<usize>> = self
                 .index_partitions
@@ -491,12 +498,11 @@ impl TableBuilder {
                 .collect();
             for hashes in ranges {
                 let mut handles = Vec::with_capacity(plan.len());
-                for (index, &module_bits) in plan.iter().enumerate() {
-                    let filter = family.build(
-                        module_bits,
-                        module_seed(index),
-                        self.key_hashes.get(hashes.clone()).unwrap_or_default(),
-                    );
+                let filters = family.build_modules(
+                    &module_specs,
+                    self.key_hashes.get(hashes).unwrap_or_default(),
+                );
+                for filter in filters {
                     if filter.is_empty() {
                         // Not reached (every partition holds a key and every planned module has
                         // bits per key > 0); a partition short of a module would be unreadable.
@@ -511,8 +517,7 @@ impl TableBuilder {
                 filter_partitions.push(handles);
             }
         } else {
-            for (index, &module_bits) in plan.iter().enumerate() {
-                let filter = family.build(module_bits, module_seed(index), &self.key_hashes);
+            for filter in family.build_modules(&module_specs, &self.key_hashes) {
                 if filter.is_empty() {
                     // Not reached (every planned module has keys and bits per key > 0), but a
                     // zero-size module block would be unreadable, so none is written.
