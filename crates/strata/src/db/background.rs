@@ -233,6 +233,7 @@ enum JobPurpose {
 }
 
 /// What a compaction worker wakes up to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum CompactionTask {
     /// A full compaction for the queued `Db::compact` tickets (runs alone).
     Full,
@@ -249,24 +250,21 @@ fn compaction_loop(inner: &DbInner, worker: usize) {
                     // Queued tickets are answered `Closed` by the last `ThreadExit`.
                     return;
                 }
-                // `Db::rewrite_filters` pauses compactions (`db::study`).
-                if background.compaction_pauses == 0 {
-                    if background.manual_compactions.pending() {
-                        // A full compaction waits for the running jobs and then runs alone.
-                        if background.compactions_idle() {
-                            background.full_compaction_worker = Some(worker);
-                            // One full compaction serves every ticket queued before it starts.
-                            background.manual_compactions.start();
-                            break CompactionTask::Full;
-                        }
-                    } else if (background.compaction_requested
-                        || inner.filter_rebuild_due(Instant::now()))
-                        && background.full_compaction_worker.is_none()
-                    {
-                        // A request made during a full compaction waits for it to end.
+                let failed = inner.background_error().is_some();
+                match next_compaction_task(&background, failed, || {
+                    inner.filter_rebuild_due(Instant::now())
+                }) {
+                    Some(CompactionTask::Full) => {
+                        background.full_compaction_worker = Some(worker);
+                        // One full compaction serves every ticket queued before it starts.
+                        background.manual_compactions.start();
+                        break CompactionTask::Full;
+                    }
+                    Some(CompactionTask::Policy) => {
                         background.compaction_requested = false;
                         break CompactionTask::Policy;
                     }
+                    None => {}
                 }
                 inner.work_available.wait_for(&mut background, IDLE_WAIT);
             }
@@ -290,6 +288,33 @@ fn compaction_loop(inner: &DbInner, worker: usize) {
         inner.work_available.notify_all();
         inner.work_done.notify_all();
     }
+}
+
+/// The work a compaction worker may start now, or `None` to wait. `failed` says the engine is
+/// in its sticky error state: then only a queued full compaction starts, so that its tickets are
+/// answered (with the error) and `Db::compact` returns. A policy job or a priced filter rebuild
+/// would fail at once, and each failure wakes the other workers, which would fail in turn: the
+/// workers would spin on the processors for as long as the database stays open.
+fn next_compaction_task(
+    background: &super::BackgroundState,
+    failed: bool,
+    rebuild_due: impl FnOnce() -> bool,
+) -> Option<CompactionTask> {
+    // `Db::rewrite_filters` pauses compactions (`db::study`).
+    if background.compaction_pauses > 0 {
+        return None;
+    }
+    if background.manual_compactions.pending() {
+        // A full compaction waits for the running jobs and then runs alone.
+        return background
+            .compactions_idle()
+            .then_some(CompactionTask::Full);
+    }
+    // A request made during a full compaction waits for it to end.
+    (!failed
+        && background.full_compaction_worker.is_none()
+        && (background.compaction_requested || rebuild_due()))
+    .then_some(CompactionTask::Policy)
 }
 
 /// A policy job registered in `BackgroundState::running`; dropping it (the job finished, failed
@@ -1064,6 +1089,53 @@ impl DbInner {
 
 #[cfg(test)]
 mod tests {
+    use super::{next_compaction_task, CompactionTask};
+    use crate::db::BackgroundState;
+
+    /// After a background error a worker starts no policy job or filter rebuild (each would
+    /// fail at once and wake the other workers to fail in turn, a spin for as long as the
+    /// database stays open), but still starts a queued full compaction, whose tickets must be
+    /// answered.
+    #[test]
+    fn a_failed_engine_starts_only_the_full_compactions_that_answer_tickets() {
+        let mut background = BackgroundState {
+            compaction_requested: true,
+            ..Default::default()
+        };
+        let due = || true;
+        assert_eq!(
+            next_compaction_task(&background, false, due),
+            Some(CompactionTask::Policy)
+        );
+        assert_eq!(next_compaction_task(&background, true, due), None);
+        background.compaction_requested = false;
+        assert_eq!(
+            next_compaction_task(&background, false, due),
+            Some(CompactionTask::Policy),
+            "a priced rebuild is due"
+        );
+        assert_eq!(next_compaction_task(&background, true, due), None);
+        assert_eq!(next_compaction_task(&background, false, || false), None);
+        background.manual_compactions.issue().expect("ticket");
+        assert_eq!(
+            next_compaction_task(&background, true, due),
+            Some(CompactionTask::Full)
+        );
+        background.full_compaction_worker = Some(0);
+        assert_eq!(
+            next_compaction_task(&background, false, due),
+            None,
+            "runs alone"
+        );
+        background.full_compaction_worker = None;
+        background.compaction_pauses = 1;
+        assert_eq!(
+            next_compaction_task(&background, false, due),
+            None,
+            "paused"
+        );
+    }
+
     use super::RateTracker;
     use std::time::{Duration, Instant};
 
