@@ -215,3 +215,56 @@ fn short_reads_under_compaction_fail_the_job_and_lose_nothing() {
         assert!(db.get(key(i)).expect("get").is_some(), "{} lost", key(i));
     }
 }
+
+/// Once the engine is in its sticky error state, compaction workers start no policy job (each
+/// would fail at once and wake the others to fail in turn), yet every entry point still returns:
+/// several threads at once call `compact` (a queued full compaction still starts, so its ticket
+/// is answered), `wait_for_compactions`, `flush`, `put` and `get`, and then `close`.
+#[test]
+fn in_the_error_state_every_call_from_several_threads_returns() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fs = FaultInjectionFileSystem::default();
+    let db = Arc::new(Db::open(dir.path(), options(&fs)).expect("open"));
+    for i in 0..500 {
+        db.put(key(i), format!("value{i}")).expect("put");
+    }
+    fs.arm(FaultPoint {
+        op: FaultOp::Sync,
+        file: Some(FileKind::Manifest),
+        skip: 0,
+        fault: Fault::Io,
+    });
+    db.flush().expect_err("the flush's manifest sync fails");
+    let (done, finished) = std::sync::mpsc::channel();
+    let threads: Vec<_> = (0..6)
+        .map(|t| {
+            let db = Arc::clone(&db);
+            let done = done.clone();
+            std::thread::spawn(move || {
+                for round in 0..20u32 {
+                    match (t + round as usize) % 5 {
+                        0 => assert!(db.compact().is_err(), "a full compaction fails"),
+                        1 => assert!(db.wait_for_compactions().is_err()),
+                        2 => assert!(db.flush().is_err()),
+                        3 => assert!(matches!(db.put(b"later", b"x"), Err(Error::Background(_)))),
+                        _ => assert_eq!(
+                            db.get(key(7)).expect("reads go on").as_deref(),
+                            Some(&b"value7"[..])
+                        ),
+                    }
+                }
+                done.send(t).expect("report");
+            })
+        })
+        .collect();
+    drop(done);
+    for _ in 0..threads.len() {
+        finished
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("every call returns");
+    }
+    for thread in threads {
+        thread.join().expect("no panic");
+    }
+    db.close().expect("close");
+}
