@@ -146,9 +146,10 @@ enum Command {
         /// Open with access statistics (Merlin, from the Mnemosyne paper). Estimates persist in the database's
         /// ACCESS file (saved after flushes and compactions and at close by a database that keeps
         /// them) and are restored on open only with statistics on; without this flag every
-        /// estimate shows `-`.
-        #[arg(long)]
-        access_statistics: bool,
+        /// estimate shows `-`. `on` or `off` (the flag alone: `on`); default
+        /// `Options::default()`'s, on.
+        #[arg(long, num_args = 0..=1, default_missing_value = "on", value_parser = crate::bench::parse_on_off)]
+        access_statistics: Option<bool>,
         /// Filter allocator named in the header.
         #[arg(long, value_enum, default_value = "elastic")]
         filter_policy: FilterAllocatorKind,
@@ -332,7 +333,8 @@ fn run(command: Command, out: &mut dyn Write) -> CliResult<()> {
             bits_per_key,
         } => {
             let options = InspectOptions {
-                access_statistics,
+                access_statistics: access_statistics
+                    .unwrap_or(strata::Options::default().access_statistics),
                 filter_policy,
                 bits_per_key,
             };

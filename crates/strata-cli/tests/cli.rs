@@ -257,6 +257,8 @@ fn inspect_prints_levels_runs_files_and_the_averages() {
     let text = ok_after_close(&[
         "inspect",
         path_str(&db),
+        "--access-statistics",
+        "off",
         "--filter-policy",
         "uniform",
         "--bits-per-key",
@@ -309,6 +311,8 @@ fn inspect_json_has_every_file_and_its_entries_sum_to_the_stats() {
         "inspect",
         path_str(&db),
         "--json",
+        "--access-statistics",
+        "off",
         "--filter-policy",
         "uniform",
         "--bits-per-key",
@@ -402,10 +406,13 @@ fn inspect_shows_access_estimates_restored_from_the_access_file() {
     }
     assert!(probes > 0.0);
 
-    // Without the flag the same database shows no estimates.
-    let text = ok_after_close(&["inspect", path_str(&db)]);
+    // With statistics off the same database shows no estimates; on is the default, as
+    // `Options::default()`'s, and the flag alone means on.
+    let text = ok_after_close(&["inspect", path_str(&db), "--access-statistics", "off"]);
     assert!(text.contains("access statistics: off"), "{text}");
     let text = ok_after_close(&["inspect", path_str(&db), "--access-statistics"]);
+    assert!(text.contains("access statistics: on"), "{text}");
+    let text = ok_after_close(&["inspect", path_str(&db)]);
     assert!(text.contains("access statistics: on"), "{text}");
 }
 

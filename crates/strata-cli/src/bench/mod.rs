@@ -91,6 +91,12 @@ pub struct Variant {
     /// True when several `c` run, so Garnering labels name theirs.
     #[serde(skip)]
     pub label_garnering_c: bool,
+    /// Strata keeps Merlin's access statistics (always for an allocator that needs them; peers:
+    /// false).
+    pub access_statistics: bool,
+    /// True when statistics on and off are compared, so labels say which.
+    #[serde(skip)]
+    pub label_access_statistics: bool,
 }
 
 impl Variant {
@@ -108,6 +114,13 @@ impl Variant {
         }
         if self.label_bits_per_key {
             label.push_str(&format!("@{}bpk", self.bits_per_key));
+        }
+        if self.label_access_statistics && self.engine == EngineKind::Strata {
+            label.push_str(if self.access_statistics {
+                "@stats"
+            } else {
+                "@nostats"
+            });
         }
         label
     }
@@ -240,10 +253,18 @@ pub struct BenchArgs {
     /// default Strata's own, 4 KiB).
     #[arg(long, value_parser = parse_bytes)]
     pub metadata_block_bytes: Option<u64>,
-    /// Keep Merlin's per-file access statistics (DESIGN.md §4) in Strata whatever the filter policy
-    /// (Mnemosyne+ always keeps them): measures their overhead on the lookup path.
-    #[arg(long)]
-    pub access_statistics: bool,
+    /// Merlin's per-file access statistics (DESIGN.md §4) in Strata: `on` or `off`, or `on,off`
+    /// to compare both (the flag alone means `on`). The default is `Options::default()`'s (on);
+    /// Mnemosyne+ keeps them whatever this says. Their memory is taken from the block cache.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        num_args = 0..=1,
+        default_missing_value = "on",
+        action = clap::ArgAction::Set,
+        value_parser = parse_on_off
+    )]
+    pub access_statistics: Option<Vec<bool>>,
     /// Record one point lookup in this many in Merlin's statistics (Strata's
     /// `Options::access_sample_every`).
     #[arg(long, default_value_t = 1)]
@@ -352,6 +373,15 @@ pub struct BenchArgs {
 /// (without compression the values' contents change nothing an engine does).
 pub const DEFAULT_COMPRESSION_RATIO: f64 = 0.5;
 
+/// `on`/`off` (also `true`/`false`, `yes`/`no`, `1`/`0`).
+pub fn parse_on_off(text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        other => Err(format!("expected on or off, got {other:?}")),
+    }
+}
+
 fn parse_filter_family(text: &str) -> Result<strata::FilterFamilies, String> {
     strata::FilterFamilies::parse(text).map_err(|error| error.to_string())
 }
@@ -410,7 +440,7 @@ pub struct BenchConfig {
     #[serde(serialize_with = "serialize_filter_family")]
     pub filter_family: strata::FilterFamilies,
     pub range_filter_bits: u32,
-    pub access_statistics: bool,
+    pub access_statistics: Vec<bool>,
     pub access_sample_every: u32,
     pub access_recent_weight: f64,
     pub compaction: Vec<CompactionKind>,
@@ -539,7 +569,8 @@ impl BenchConfig {
         let variants = args.engines.len()
             * args.compaction.len()
             * args.filter_policy.len()
-            * args.bits_per_key.len();
+            * args.bits_per_key.len()
+            * args.access_statistics.as_ref().map_or(1, Vec::len);
         if args.db.is_some() && (variants > 1 || args.runs > 1) {
             return Err(CliError::InvalidArgument(
                 "--db names one database; it cannot be used with several engines, policies or runs"
@@ -563,6 +594,15 @@ impl BenchConfig {
         if let Some(distribution) = &args.distribution {
             distribution.validate().map_err(CliError::InvalidArgument)?;
         }
+        let access_statistics = match &args.access_statistics {
+            Some(list) if list.is_empty() => {
+                return Err(CliError::InvalidArgument(
+                    "--access-statistics needs on or off".into(),
+                ))
+            }
+            Some(list) => list.clone(),
+            None => vec![strata::Options::default().access_statistics],
+        };
         Ok(BenchConfig {
             workloads: args.workloads.clone(),
             distribution: args.distribution,
@@ -605,7 +645,7 @@ impl BenchConfig {
             elastic_disk_modules: args.elastic_disk_modules,
             filter_family: args.filter_family,
             range_filter_bits: args.range_filter_bits,
-            access_statistics: args.access_statistics,
+            access_statistics,
             access_sample_every: args.access_sample_every,
             access_recent_weight: args.access_recent_weight,
             compaction: args.compaction.clone(),
@@ -654,17 +694,30 @@ impl BenchConfig {
                         }
                         _ => vec![None],
                     };
+                    // Statistics are Strata's; a peer, or an allocator that always keeps
+                    // them, runs once.
+                    let statistics: Vec<bool> = if engine != EngineKind::Strata {
+                        vec![false]
+                    } else if filter_policy.needs_access_statistics() {
+                        vec![true]
+                    } else {
+                        self.access_statistics.clone()
+                    };
                     for &garnering_c in &garnering_cs {
                         for &bits_per_key in &self.bits_per_key {
-                            variants.push(Variant {
-                                engine,
-                                filter_policy,
-                                compaction,
-                                bits_per_key,
-                                label_bits_per_key: self.bits_per_key.len() > 1,
-                                garnering_c,
-                                label_garnering_c: self.garnering_c.len() > 1,
-                            });
+                            for &access_statistics in &statistics {
+                                variants.push(Variant {
+                                    engine,
+                                    filter_policy,
+                                    compaction,
+                                    bits_per_key,
+                                    label_bits_per_key: self.bits_per_key.len() > 1,
+                                    garnering_c,
+                                    label_garnering_c: self.garnering_c.len() > 1,
+                                    access_statistics,
+                                    label_access_statistics: self.access_statistics.len() > 1,
+                                });
+                            }
                         }
                     }
                 }
@@ -720,7 +773,7 @@ impl BenchConfig {
             elastic_disk_modules: self.elastic_disk_modules,
             filter_family: self.filter_family,
             range_filter_bits: self.range_filter_bits,
-            access_statistics: self.access_statistics,
+            access_statistics: variant.access_statistics,
             access_sample_every: self.access_sample_every,
             access_recent_weight: self.access_recent_weight,
             filter_policy: variant.filter_policy,
@@ -1630,5 +1683,71 @@ mod tests {
         assert!(parse_bytes("99999999999999999999G").is_err());
         assert_eq!(parse_count("1_000_000"), Ok(1_000_000));
         assert!(parse_count("-5").is_err());
+    }
+
+    fn config(flags: &[&str]) -> CliResult<BenchConfig> {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            args: BenchArgs,
+        }
+        let argv = std::iter::once("bench").chain(flags.iter().copied());
+        let wrapper = Wrapper::try_parse_from(argv)
+            .map_err(|error| CliError::InvalidArgument(error.to_string()))?;
+        BenchConfig::resolve(&wrapper.args)
+    }
+
+    /// Statistics follow `Options::default()` unless given; `on,off` runs Strata both ways,
+    /// labelled, while a peer and an allocator that always keeps them run once.
+    #[test]
+    fn access_statistics_default_to_the_engines_and_a_list_compares_them() {
+        let default = config(&[]).expect("defaults");
+        assert_eq!(
+            default.access_statistics,
+            vec![strata::Options::default().access_statistics]
+        );
+        assert_eq!(
+            config(&["--access-statistics"])
+                .expect("bare")
+                .access_statistics,
+            vec![true]
+        );
+        assert_eq!(
+            config(&["--access-statistics", "off"])
+                .expect("off")
+                .access_statistics,
+            vec![false]
+        );
+        assert!(config(&["--access-statistics", "sometimes"]).is_err());
+
+        let both = config(&[
+            "--access-statistics",
+            "on,off",
+            "--filter-policy",
+            "elastic,mnemosyne-plus",
+        ])
+        .expect("both");
+        let labels: Vec<String> = both.variants().iter().map(Variant::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "strata/elastic/leveling@stats",
+                "strata/elastic/leveling@nostats",
+                "strata/mnemosyne-plus/leveling@stats",
+            ]
+        );
+        let variants = both.variants();
+        assert_eq!(
+            variants
+                .iter()
+                .map(|v| both.engine_config(v).access_statistics)
+                .collect::<Vec<_>>(),
+            [true, false, true]
+        );
+        assert!(
+            config(&["--access-statistics", "on,off", "--db", "/tmp/x"]).is_err(),
+            "one --db cannot hold two configurations"
+        );
     }
 }

@@ -58,12 +58,19 @@ pub fn flags(file: &OptionsFile) -> CliResult<Vec<String>> {
             "metadata_block_bytes" => push(&mut flags, "metadata-block-bytes", plain()),
             "access_sample_every" => push(&mut flags, "access-sample-every", plain()),
             "access_recent_weight" => push(&mut flags, "access-recent-weight", plain()),
-            "direct_reads" | "pin_filter_and_index_blocks" | "access_statistics" => {
+            "access_statistics" => {
+                let on = value.as_bool() == Some(true);
+                push(
+                    &mut flags,
+                    "access-statistics",
+                    if on { "on" } else { "off" }.to_string(),
+                );
+            }
+            "direct_reads" | "pin_filter_and_index_blocks" => {
                 let on = value.as_bool() == Some(true);
                 let name = match key.as_str() {
                     "direct_reads" => "--direct-reads",
-                    "pin_filter_and_index_blocks" => "--pin-index-filter",
-                    _ => "--access-statistics",
+                    _ => "--pin-index-filter",
                 };
                 // The bench's switches can only turn these on; off is their default.
                 if on {

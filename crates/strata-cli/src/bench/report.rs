@@ -668,6 +668,14 @@ pub fn write_tree(out: &mut dyn Write, title: &str, shape: &TreeShape) -> io::Re
                 .map_or("?".to_string(), |bytes| format!("{:.2} MiB", mib(bytes)))
         )?;
     }
+    if let Some(bytes) = shape.access_statistics_bytes {
+        writeln!(
+            out,
+            "  access statistics: {:.1} KiB{}",
+            bytes as f64 / 1024.0,
+            if bytes == 0 { " (not kept)" } else { "" }
+        )?;
+    }
     if let (Some(bytes), Some(entries)) = (shape.range_filter_bytes.filter(|&b| b > 0), entries) {
         writeln!(
             out,
@@ -736,6 +744,8 @@ mod tests {
             label_bits_per_key: false,
             garnering_c: None,
             label_garnering_c: false,
+            access_statistics: false,
+            label_access_statistics: false,
         };
         let result = PhaseResult::new(
             &variant,
@@ -769,6 +779,8 @@ mod tests {
             label_bits_per_key: false,
             garnering_c: None,
             label_garnering_c: false,
+            access_statistics: false,
+            label_access_statistics: false,
         };
         let ended_with = |shape: &TreeShape| {
             PhaseResult::new(

@@ -88,9 +88,10 @@ pub struct StressArgs {
     /// High by default, so that rebuilds run among the workers' operations.
     #[arg(long, default_value = "64MiB", value_parser = crate::bench::parse_bytes)]
     pub filter_rebuild_rate: u64,
-    /// Keep Merlin's access statistics (always on for Mnemosyne+).
-    #[arg(long)]
-    pub access_statistics: bool,
+    /// Merlin's access statistics, `on` or `off` (the flag alone: `on`; default
+    /// `Options::default()`'s, on; always on for Mnemosyne+).
+    #[arg(long, num_args = 0..=1, default_missing_value = "on", value_parser = crate::bench::parse_on_off)]
+    pub access_statistics: Option<bool>,
     /// Probability that a write-side file operation (create, append, flush, sync, rename) fails
     /// with an I/O error or ENOSPC. 0 runs on the real file system's behaviour.
     #[arg(long, default_value_t = 0.0)]
@@ -235,7 +236,12 @@ impl Stress {
             .block_cache_bytes(256 * 1024)
             .level0_compaction_trigger(2)
             .max_background_compactions(args.max_background_compactions)
-            .access_statistics(merlin || args.access_statistics)
+            .access_statistics(
+                merlin
+                    || args
+                        .access_statistics
+                        .unwrap_or(Options::default().access_statistics),
+            )
             .compaction_policy(
                 args.compaction
                     .build(&CompactionSettings::with_size_ratio(size_ratio))?,

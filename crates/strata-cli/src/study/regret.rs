@@ -82,9 +82,11 @@ pub struct RegretArgs {
     /// Record access statistics (Merlin, DESIGN.md §4) while the policy's own filters answer the
     /// lookups, so that policies which re-divide the budget from live statistics (elastic
     /// filters, Mnemosyne+'s skips) learn the workload during the replay. Mnemosyne+ records
-    /// them in any case.
-    #[arg(long)]
-    pub access_statistics: bool,
+    /// them in any case. `on` or `off` (the flag alone: `on`); default `Options::default()`'s,
+    /// on (before statistics were on by default the study ran without them: `off` repeats
+    /// those runs).
+    #[arg(long, num_args = 0..=1, default_missing_value = "on", value_parser = crate::bench::parse_on_off)]
+    pub access_statistics: Option<bool>,
     /// Let the policy's filters be rebuilt (`Options::filter_rebuild_bytes_per_sec`, elastic
     /// filters' priced rebuild, DESIGN.md §3.5) at this many bytes per second while the lookups are
     /// replayed as a warm-up, round after round, until a round brings no rebuild (at most
@@ -119,6 +121,14 @@ pub struct RegretArgs {
     /// The seed, the directory and the JSON report.
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+impl RegretArgs {
+    /// Whether the policy's replay keeps access statistics: the flag, else the engine's default.
+    fn access_statistics(&self) -> bool {
+        self.access_statistics
+            .unwrap_or(Options::default().access_statistics)
+    }
 }
 
 /// One policy on its own tree.
@@ -206,6 +216,7 @@ fn options(
 ) -> CliResult<Options> {
     Ok(Options {
         filter_family: strata::FilterFamilies::Only(args.filter_family),
+        access_statistics: args.access_statistics(),
         ..args.tree.measured_options(allocator, frozen)?
     })
 }
@@ -327,7 +338,7 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
         let db = Db::open(
             &dir,
             options(args, Arc::clone(&frozen_allocator), true)?
-                .access_statistics(args.access_statistics)
+                .access_statistics(args.access_statistics())
                 .filter_rebuild_bytes_per_sec(args.rebuild_rate)
                 .block_cache_bytes(args.block_cache_bytes)
                 .pin_filter_and_index_blocks(!args.cache_metadata),
@@ -466,7 +477,7 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
                 empty_fraction: args.empty_fraction,
                 distribution: args.distribution.to_string(),
                 settled: !args.no_settle,
-                access_statistics: args.access_statistics,
+                access_statistics: args.access_statistics(),
                 rebuild_rate: args.rebuild_rate,
                 block_cache_bytes: args.block_cache_bytes,
                 cache_metadata: args.cache_metadata,
@@ -665,7 +676,7 @@ mod tests {
             "--block-cache-bytes",
             "256KiB",
         ]);
-        assert!(unsettled.no_settle && unsettled.access_statistics);
+        assert!(unsettled.no_settle && unsettled.access_statistics == Some(true));
         assert_eq!(unsettled.block_cache_bytes, 256 << 10);
         let mut out = Vec::new();
         run(&unsettled, &mut out).expect("runs");

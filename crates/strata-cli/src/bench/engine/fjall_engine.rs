@@ -687,6 +687,7 @@ impl Engine for FjallEngine {
             compaction_state: None,
             range_filter_bytes: None,
             pinned_bytes: None,
+            access_statistics_bytes: None,
             probe_times: None,
         }
     }

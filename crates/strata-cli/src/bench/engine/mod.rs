@@ -290,6 +290,9 @@ pub struct TreeShape {
     /// `--pin-index-filter`, level 0's), where known: with elastic filters only the modules in
     /// use stay pinned, so this follows the budget, not the bits on disk.
     pub pinned_bytes: Option<u64>,
+    /// Memory of Merlin's per-file access statistics (Strata's `Stats::access_statistics_bytes`;
+    /// 0 when it keeps none), where known.
+    pub access_statistics_bytes: Option<u64>,
     /// Mean time of the probes point lookups timed, by what they read past the filter, and
     /// what a false positive on a cached block costs as a share of a device read (Strata's
     /// sample, `Stats::probe_times`; pooled over the live files since each was first probed).

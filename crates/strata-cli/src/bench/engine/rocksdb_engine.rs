@@ -602,6 +602,7 @@ impl Engine for RocksDbEngine {
             compaction_state: None,
             range_filter_bytes: None,
             pinned_bytes: None,
+            access_statistics_bytes: None,
             probe_times: None,
         }
     }

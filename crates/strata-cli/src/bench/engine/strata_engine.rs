@@ -283,6 +283,7 @@ impl Engine for StrataEngine {
             compaction_state: stats.compaction_state.clone(),
             range_filter_bytes: Some(stats.range_filter_bytes),
             pinned_bytes: Some(stats.pinned_bytes),
+            access_statistics_bytes: Some(stats.access_statistics_bytes),
             probe_times: {
                 let times = &stats.probe_times;
                 let micros = |time: strata::version::ProbeTime| time.mean_nanos().map(|n| n / 1e3);
