@@ -105,7 +105,10 @@ pub struct Options {
     /// Keep Merlin's per-file access statistics (DESIGN.md §4: which files point lookups probe, and
     /// whether they find their key there), readable through `FileState::access_estimate`.
     /// Costs about 580 bytes per table file and a few atomic operations per lookup. Default
-    /// `false`; always on when the filter allocator needs them (Mnemosyne+).
+    /// `true`: elastic filters, the default allocator, weigh files by these estimates, which is
+    /// what makes them pay on a skewed workload (docs/BENCHMARKS.md, "Access statistics on by
+    /// default"); `false` saves their cost where lookups are known to be uniform. Always on when
+    /// the filter allocator needs them (Mnemosyne+).
     pub access_statistics: bool,
     /// Record one point lookup in this many in the access statistics (1, the default, records
     /// every lookup of the recording thread). Higher values cut the statistics' cost on the
@@ -251,7 +254,7 @@ impl Default for Options {
             direct_reads: false,
             compaction_readahead_bytes: 2 << 20,
             max_background_compactions: 2,
-            access_statistics: false,
+            access_statistics: true,
             access_sample_every: 1,
             access_recent_weight: crate::stats::merlin::DEFAULT_RECENT_WEIGHT,
             level0_compaction_trigger: 4,

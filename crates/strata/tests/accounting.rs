@@ -147,6 +147,7 @@ fn pinned_level0_metadata_is_not_read_through_the_cache() {
             + stats.block_cache_bytes
             + stats.pinned_bytes
             + stats.top_index_bytes
+            + stats.access_statistics_bytes
     );
 }
 

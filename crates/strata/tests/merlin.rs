@@ -117,7 +117,7 @@ fn compaction_outputs_inherit_the_probes_of_their_inputs() {
     // Without statistics, files report none.
     drop(db);
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = Db::open(dir.path(), Options::default()).expect("open");
+    let db = Db::open(dir.path(), Options::default().access_statistics(false)).expect("open");
     db.put(b"a", b"b").expect("put");
     db.flush().expect("flush");
     assert!(db
@@ -125,6 +125,32 @@ fn compaction_outputs_inherit_the_probes_of_their_inputs() {
         .files()
         .all(|(_, _, f)| f.state().access_estimate().is_none()));
     assert_eq!(db.stats().access_statistics_bytes, 0);
+}
+
+/// The default options keep the statistics (the default allocator, elastic filters, weighs
+/// files by them): a lookup on a flushed file shows in its estimate and in the memory report.
+#[test]
+fn the_default_options_keep_access_statistics() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = Options::default();
+    assert!(options.access_statistics && options.keeps_access_statistics());
+    let db = Db::open(dir.path(), options).expect("open");
+    db.put(b"a", b"b").expect("put");
+    db.flush().expect("flush");
+    for _ in 0..10 {
+        assert!(db.get(b"a").expect("get").is_some());
+    }
+    let version = db.version();
+    let estimates: Vec<f64> = version
+        .files()
+        .map(|(_, _, f)| f.state().access_estimate().expect("kept by default").q)
+        .collect();
+    assert_eq!(estimates.len(), 1);
+    assert!(
+        estimates[0] > 0.0,
+        "the lookups were recorded: {estimates:?}"
+    );
+    assert!(db.stats().access_statistics_bytes > 0);
 }
 
 /// `Options::access_recent_weight` reaches the estimates: after lookups that found their keys

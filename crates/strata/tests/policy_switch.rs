@@ -383,7 +383,11 @@ fn every_allocator_can_be_switched_to_and_keeps_every_write() {
 #[test]
 fn an_allocator_that_needs_statistics_is_refused_where_none_are_kept() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = Db::open(dir.path(), options(CompactionKind::Leveling)).expect("open");
+    let db = Db::open(
+        dir.path(),
+        options(CompactionKind::Leveling).access_statistics(false),
+    )
+    .expect("open");
     let before = db.filter_allocator_name();
     for kind in [
         FilterAllocatorKind::MnemosynePlus,

@@ -28,6 +28,9 @@ fn options(policy: Arc<dyn CompactionPolicy>) -> Options {
         .target_file_bytes(TARGET_FILE_BYTES)
         .block_cache_bytes(1 << 20)
         .level0_compaction_trigger(LEVEL0_TRIGGER)
+        // The shapes are the merge policy's alone: no priced filter rebuild rewrites a file
+        // (and its bytes) between the version and the statistics a check compares.
+        .filter_rebuild_bytes_per_sec(0)
         .compaction_policy(policy)
 }
 
@@ -149,12 +152,16 @@ fn check_full_compaction(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
         "compact left {:?}",
         db.stats().levels
     );
-    check_runs_and_stats(db, &version);
     assert_eq!(
         version.entries(),
         model.len() as u64,
         "a full compaction with no snapshot keeps one entry per live key"
     );
+    // The policy may move part of that run down afterwards (static sizing keeps the run on
+    // the deepest level even where it exceeds that level's capacity): compare the statistics
+    // with the tree once it is settled.
+    db.wait_for_compactions().expect("settle");
+    check_runs_and_stats(db, &db.version());
     check_contents(db, model);
 }
 
