@@ -339,3 +339,173 @@ fn racing_first_probes_of_a_pinned_filter_count_it_once() {
     };
     assert_eq!(warmed(4), warmed(1));
 }
+
+/// Bytes appended to files, by kind, as the file system sees them.
+#[derive(Default)]
+struct AppendedBytes {
+    tables: std::sync::atomic::AtomicU64,
+    wal: std::sync::atomic::AtomicU64,
+}
+
+/// A file system that counts every byte appended to a table file or a WAL.
+struct CountingFileSystem {
+    appended: std::sync::Arc<AppendedBytes>,
+}
+
+struct CountingFile {
+    inner: Box<dyn strata::env::WritableFile>,
+    kind: strata::env::FileKind,
+    appended: std::sync::Arc<AppendedBytes>,
+}
+
+impl strata::env::WritableFile for CountingFile {
+    fn append(&mut self, data: &[u8]) -> strata::Result<()> {
+        self.inner.append(data)?;
+        let counter = match self.kind {
+            strata::env::FileKind::Table => &self.appended.tables,
+            strata::env::FileKind::Wal => &self.appended.wal,
+            _ => return Ok(()),
+        };
+        counter.fetch_add(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+    fn flush(&mut self) -> strata::Result<()> {
+        self.inner.flush()
+    }
+    fn sync(&mut self) -> strata::Result<()> {
+        self.inner.sync()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    fn sync_handle(&self) -> Option<strata::env::SyncHandle> {
+        self.inner.sync_handle()
+    }
+}
+
+impl strata::env::FileSystem for CountingFileSystem {
+    fn create_dir_all(&self, path: &std::path::Path) -> strata::Result<()> {
+        strata::env::RealFileSystem.create_dir_all(path)
+    }
+    fn create_writable(
+        &self,
+        path: &std::path::Path,
+    ) -> strata::Result<Box<dyn strata::env::WritableFile>> {
+        Ok(Box::new(CountingFile {
+            inner: strata::env::RealFileSystem.create_writable(path)?,
+            kind: strata::env::FileKind::of(path),
+            appended: std::sync::Arc::clone(&self.appended),
+        }))
+    }
+    fn open_random_access(
+        &self,
+        path: &std::path::Path,
+        direct: bool,
+    ) -> strata::Result<std::sync::Arc<dyn strata::env::RandomAccessFile>> {
+        strata::env::RealFileSystem.open_random_access(path, direct)
+    }
+    fn read_to_end(&self, path: &std::path::Path) -> strata::Result<Vec<u8>> {
+        strata::env::RealFileSystem.read_to_end(path)
+    }
+    fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> strata::Result<()> {
+        strata::env::RealFileSystem.rename(from, to)
+    }
+    fn remove_file(&self, path: &std::path::Path) -> strata::Result<()> {
+        strata::env::RealFileSystem.remove_file(path)
+    }
+    fn list_dir(&self, path: &std::path::Path) -> strata::Result<Vec<String>> {
+        strata::env::RealFileSystem.list_dir(path)
+    }
+    fn exists(&self, path: &std::path::Path) -> bool {
+        strata::env::RealFileSystem.exists(path)
+    }
+    fn sync_dir(&self, path: &std::path::Path) -> strata::Result<()> {
+        strata::env::RealFileSystem.sync_dir(path)
+    }
+    fn lock(&self, path: &std::path::Path) -> strata::Result<Box<dyn strata::env::FileLock>> {
+        strata::env::RealFileSystem.lock(path)
+    }
+}
+
+#[test]
+fn bytes_written_by_cause_add_up_to_the_bytes_the_file_system_saw() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let appended = std::sync::Arc::new(AppendedBytes::default());
+    let policy = strata::compaction::Leveling::new(2.0).expect("valid");
+    let options = Options::default()
+        .write_buffer_bytes(32 * 1024)
+        .target_file_bytes(16 * 1024)
+        .compaction_policy(std::sync::Arc::new(policy))
+        .file_system(std::sync::Arc::new(CountingFileSystem {
+            appended: std::sync::Arc::clone(&appended),
+        }));
+    let db = Db::open(dir.path(), options).expect("open");
+    // Random keys (every level-0 run spans the key space) and updates of earlier keys.
+    let mut state = 7u64;
+    for _ in 0..12_000 {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        db.put(key((state >> 33) as u32 % 6000), [3u8; 60])
+            .expect("put");
+    }
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("wait");
+    let before_full = db.stats().io;
+    db.compact().expect("compact");
+    let io = db.stats().io;
+    let load = std::sync::atomic::Ordering::Relaxed;
+
+    // Every byte appended to a table file is counted once, by the job that wrote it.
+    assert_eq!(io.table_write_bytes(), appended.tables.load(load), "{io:?}");
+    let merges: u64 = io.merge_write_bytes.iter().sum();
+    assert_eq!(
+        merges + io.full_compaction_write_bytes,
+        io.compaction_write_bytes
+    );
+    let causes = io.write_causes();
+    let cause = |name: &str| causes.iter().find(|(c, _)| c == name).map(|(_, b)| *b);
+    let tables: u64 = causes
+        .iter()
+        .filter(|(c, _)| c != "wal")
+        .map(|(_, b)| b)
+        .sum();
+    assert_eq!(tables, io.table_write_bytes(), "{causes:?}");
+    assert_eq!(cause("flush"), Some(io.flush_write_bytes));
+    assert_eq!(cause("wal"), Some(io.wal_write_bytes));
+    // The WAL's records, without the log's own framing.
+    assert!(io.wal_write_bytes > 0 && io.wal_write_bytes <= appended.wal.load(load));
+    // The policy merged into level 1 and deeper before the full compaction, which wrote the
+    // rest; write amplification counts them all.
+    assert!(io.merge_write_bytes[1] > 0, "{causes:?}");
+    assert!(
+        io.merge_write_bytes[2..].iter().sum::<u64>() > 0,
+        "{causes:?}"
+    );
+    assert_eq!(before_full.full_compaction_write_bytes, 0);
+    assert!(cause("full").is_some_and(|bytes| bytes > 0), "{causes:?}");
+    let expected = io.table_write_bytes() as f64 / io.user_write_bytes as f64;
+    assert!((io.write_amplification() - expected).abs() < 1e-12);
+    db.reset_stats();
+    let io = db.stats().io;
+    assert_eq!(io.write_causes(), Vec::new());
+    assert_eq!((io.trivial_moves, io.trivial_move_bytes), (0, 0));
+}
+
+#[test]
+fn a_trivial_move_is_counted_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    for i in 0..100 {
+        db.put(key(i), [5u8; 50]).expect("put");
+    }
+    db.flush().expect("flush");
+    let flushed = db.stats().io.flush_write_bytes;
+    // One level-0 file and nothing below: a full compaction moves it to level 1.
+    db.compact().expect("compact");
+    let io = db.stats().io;
+    assert_eq!(io.trivial_moves, 1);
+    assert_eq!(io.trivial_move_bytes, flushed);
+    assert_eq!(io.compaction_write_bytes, 0);
+    assert_eq!(io.table_write_bytes(), flushed);
+}

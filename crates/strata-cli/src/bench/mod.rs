@@ -1142,6 +1142,7 @@ impl Bench<'_> {
                 .then(|| shape.table_bytes as f64 / logical_bytes);
             report::write_row(self.out, &result, &counts).map_err(report_error)?;
             report::write_compression(self.out, &result).map_err(report_error)?;
+            report::write_write_causes(self.out, &result).map_err(report_error)?;
             report::write_background(self.out, &result).map_err(report_error)?;
             if counts.background_writes > 0 {
                 // The writer changed the tree during the phase: show where it ended.
@@ -1179,11 +1180,16 @@ impl Bench<'_> {
         match self.results.last_mut() {
             Some(previous) if previous.phase.is_write() => {
                 previous.write_amp = write_amp;
+                previous.user_write_bytes = counters.user_write_bytes;
+                previous.table_write_bytes = counters.table_write_bytes;
+                previous.wal_write_bytes = counters.wal_write_bytes;
+                previous.write_causes = counters.write_causes;
                 // The space and compression figures of a write phase include its settle too.
                 *previous = previous
                     .clone()
                     .with_compression(&counters, &engine.shape());
                 report::write_compression(self.out, previous).map_err(report_error)?;
+                report::write_write_causes(self.out, previous).map_err(report_error)?;
                 writeln!(
                     self.out,
                     "settled in {seconds:.2} s: {} write amplification including the settle {}",

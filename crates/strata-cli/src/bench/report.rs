@@ -9,7 +9,7 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use super::engine::{EngineCounters, TreeShape};
+use super::engine::{EngineCounters, TreeShape, WriteCauses};
 use super::workload::Workload;
 use super::Variant;
 use hdrhistogram::Histogram;
@@ -136,6 +136,16 @@ pub struct PhaseResult {
     /// `--settle`, a write phase's figure also includes the flush and compactions of the settle
     /// that follows it. 0 for phases that write nothing.
     pub write_amp: Option<f64>,
+    /// The bytes behind `write_amp` (same span): bytes of keys and values the user wrote (every
+    /// engine counts `key + value` per put and `key` per delete; RocksDB's own
+    /// `rocksdb.bytes.written` adds its write-batch framing), bytes written to table files, and
+    /// bytes of WAL records (not in `write_amp`).
+    pub user_write_bytes: Option<u64>,
+    pub table_write_bytes: Option<u64>,
+    pub wal_write_bytes: Option<u64>,
+    /// `table_write_bytes` by cause (flush, level-0 merges, merges into each level, full
+    /// compactions, filter rebuilds), where the engine says.
+    pub write_causes: Option<WriteCauses>,
     /// Write groups delayed or stopped by the engine's write stalls during the phase; `null`
     /// where the engine does not count them (fjall).
     pub write_stalls: Option<u64>,
@@ -359,6 +369,10 @@ impl PhaseResult {
             bits_per_key_budget: shape.bits_per_key_budget,
             bits_per_key_cap: shape.bits_per_key_cap,
             write_amp: io.write_amplification(),
+            user_write_bytes: io.user_write_bytes,
+            table_write_bytes: io.table_write_bytes,
+            wal_write_bytes: io.wal_write_bytes,
+            write_causes: io.write_causes,
             write_stalls: io.write_stalls,
             write_slowdowns: io.write_slowdowns,
             write_stops: io.write_stops,
@@ -557,6 +571,59 @@ pub fn write_probe_times(out: &mut dyn Write, result: &PhaseResult) -> io::Resul
 
 /// A line under a phase's row saying what block compression did in it, when the engine counts
 /// it and there was anything to say (blocks written or decompressed).
+/// For a phase that wrote: its table bytes by cause beside its write amplification, and its WAL
+/// bytes (`  writes: user U MiB, tables T MiB (W x): flush F (f x), ->L1 ...; N trivial moves;
+/// WAL B MiB`).
+pub fn write_write_causes(out: &mut dyn Write, result: &PhaseResult) -> io::Result<()> {
+    let (Some(user), Some(table)) = (result.user_write_bytes, result.table_write_bytes) else {
+        return Ok(());
+    };
+    if user == 0 && table == 0 {
+        return Ok(());
+    }
+    let per_user = |bytes: u64| {
+        if user == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.2}x", bytes as f64 / user as f64)
+        }
+    };
+    let causes = match &result.write_causes {
+        Some(causes) => {
+            format!(
+                ": {}; {} trivial moves",
+                causes
+                    .named()
+                    .iter()
+                    .map(|(cause, bytes)| format!(
+                        "{cause} {:.2} MiB ({})",
+                        mib(*bytes),
+                        per_user(*bytes)
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                causes.trivial_moves
+            ) + &if causes.total() == table {
+                String::new()
+            } else {
+                // RocksDB's causes come from its info log, its total from its tickers.
+                format!(" (causes sum to {:.2} MiB)", mib(causes.total()))
+            }
+        }
+        None => String::new(),
+    };
+    writeln!(
+        out,
+        "  writes: user {:.2} MiB, tables {:.2} MiB ({}){causes}; WAL {}",
+        mib(user),
+        mib(table),
+        per_user(table),
+        result
+            .wal_write_bytes
+            .map_or_else(|| "-".to_string(), |wal| format!("{:.2} MiB", mib(wal)))
+    )
+}
+
 pub fn write_compression(out: &mut dyn Write, result: &PhaseResult) -> io::Result<()> {
     let (Some(uncompressed), Some(stored), Some(decompressed)) = (
         result.block_bytes_uncompressed,

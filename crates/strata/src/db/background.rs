@@ -102,6 +102,20 @@ pub(crate) fn finish_level0_table(
         .ok_or_else(|| Error::InvalidArgument("a flush produced no file".into()))
 }
 
+/// Bytes of `job`'s input files in `version` (the tree the job was picked from).
+fn input_file_bytes(job: &CompactionJob, version: &Version) -> u64 {
+    job.inputs
+        .iter()
+        .flat_map(|input| input.file_numbers.iter())
+        .filter_map(|&number| {
+            version
+                .files()
+                .find(|(_, _, file)| file.number() == number)
+                .map(|(_, _, file)| file.file_bytes())
+        })
+        .sum()
+}
+
 pub(crate) fn spawn_threads(inner: &Arc<DbInner>) -> Result<()> {
     let mut threads = inner.threads.lock();
     let workers = inner.options.max_background_compactions.max(1);
@@ -224,11 +238,13 @@ fn flush_loop(inner: &DbInner) {
     }
 }
 
-/// Why a compaction job runs: counted as a compaction, or as a filter rebuild
-/// (`filter_rebuild.rs`: one output however large, its bytes in the rebuild counters).
+/// Why a compaction job runs: counted as a compaction (the policy's, or a full compaction for
+/// `Db::compact`), or as a filter rebuild (`filter_rebuild.rs`: one output however large, its
+/// bytes in the rebuild counters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum JobPurpose {
     Compaction,
+    FullCompaction,
     FilterRebuild,
 }
 
@@ -622,17 +638,13 @@ impl DbInner {
         }
     }
 
-    fn run_job(&self, job: &CompactionJob) -> Result<()> {
-        self.run_job_for(job, JobPurpose::Compaction)
-    }
-
     fn run_job_for(&self, job: &CompactionJob, purpose: JobPurpose) -> Result<()> {
         let version = self.versions.current();
         let start = Instant::now();
         let observer = self.observer.clone();
         let noop = crate::stats::NoopObserver;
         let target_file_bytes = match purpose {
-            JobPurpose::Compaction => self.options.target_file_bytes,
+            JobPurpose::Compaction | JobPurpose::FullCompaction => self.options.target_file_bytes,
             // One output, however large the file (a flushed file may exceed the target size).
             JobPurpose::FilterRebuild => u64::MAX,
         };
@@ -657,8 +669,12 @@ impl DbInner {
                     pending.output_run_id,
                     std::mem::take(&mut pending.outputs),
                 )?;
-                if purpose == JobPurpose::Compaction {
-                    add(&self.counters.compaction_write_bytes, written);
+                if purpose != JobPurpose::FilterRebuild {
+                    self.counters.count_compaction_write(
+                        purpose == JobPurpose::FullCompaction,
+                        pending.output_level,
+                        written,
+                    );
                 }
                 self.counters
                     .count_compression(pending.output_level, &compression);
@@ -676,33 +692,25 @@ impl DbInner {
         self.save_access_statistics(false);
         let micros = start.elapsed().as_micros() as u64;
         match purpose {
-            JobPurpose::Compaction => {
-                if !moved {
+            JobPurpose::Compaction | JobPurpose::FullCompaction => {
+                if moved {
+                    self.counters
+                        .count_trivial_move(input_file_bytes(job, &version));
+                } else {
                     self.rates.lock().compacted(written, start.elapsed());
                 }
                 add(&self.counters.compactions, 1);
                 add(&self.counters.compaction_micros, micros);
             }
             JobPurpose::FilterRebuild => {
-                let read: u64 = job
-                    .inputs
-                    .iter()
-                    .flat_map(|input| input.file_numbers.iter())
-                    .filter_map(|&number| {
-                        version
-                            .files()
-                            .find(|(_, _, file)| file.number() == number)
-                            .map(|(_, _, file)| file.file_bytes())
-                    })
-                    .sum();
-                self.filter_rebuilt(read, written);
+                self.filter_rebuilt(input_file_bytes(job, &version), written);
             }
         }
         self.info_log.log(format!(
             "{} {} files into {outputs} files ({written} bytes) on level {} in {:.1} ms: {}",
             match (moved, purpose) {
                 (true, _) => "moved",
-                (false, JobPurpose::Compaction) => "compacted",
+                (false, JobPurpose::Compaction | JobPurpose::FullCompaction) => "compacted",
                 (false, JobPurpose::FilterRebuild) => "rewrote",
             },
             job.input_file_count(),
@@ -930,7 +938,7 @@ impl DbInner {
             .full_compaction(&version, &self.compaction_context());
         drop(version);
         match job {
-            Some(job) => self.run_job(&job),
+            Some(job) => self.run_job_for(&job, JobPurpose::FullCompaction),
             None => Ok(()),
         }
     }

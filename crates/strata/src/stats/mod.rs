@@ -46,7 +46,15 @@ pub(crate) struct IoCounters {
     /// Bytes read from table files by lookups and scans (not compaction).
     pub(crate) read_bytes: AtomicU64,
     pub(crate) flush_write_bytes: AtomicU64,
+    /// Every compaction's bytes written (policy jobs and full compactions, not filter rebuilds).
     pub(crate) compaction_write_bytes: AtomicU64,
+    /// Of those, the policy's merges, by output level (level 0: level-0 runs merged into one).
+    pub(crate) merge_write_bytes: PerLevel,
+    /// Of those, full compactions (`Db::compact`).
+    pub(crate) full_compaction_write_bytes: AtomicU64,
+    /// Files moved to another level without being rewritten, and their bytes (never written).
+    pub(crate) trivial_moves: AtomicU64,
+    pub(crate) trivial_move_bytes: AtomicU64,
     pub(crate) compaction_read_bytes: AtomicU64,
     pub(crate) wal_write_bytes: AtomicU64,
     /// Bytes of keys and values the user wrote (write amplification's denominator).
@@ -102,6 +110,10 @@ impl Default for IoCounters {
             read_bytes: AtomicU64::new(0),
             flush_write_bytes: AtomicU64::new(0),
             compaction_write_bytes: AtomicU64::new(0),
+            merge_write_bytes: per_level(),
+            full_compaction_write_bytes: AtomicU64::new(0),
+            trivial_moves: AtomicU64::new(0),
+            trivial_move_bytes: AtomicU64::new(0),
             compaction_read_bytes: AtomicU64::new(0),
             wal_write_bytes: AtomicU64::new(0),
             user_write_bytes: AtomicU64::new(0),
@@ -169,6 +181,26 @@ impl IoCounters {
         add(&self.compress_nanos, counts.compress_nanos);
     }
 
+    /// Counts the bytes a compaction wrote: a full compaction's (`full`), or a policy merge's
+    /// into `output_level`.
+    pub(crate) fn count_compaction_write(&self, full: bool, output_level: usize, bytes: u64) {
+        add(&self.compaction_write_bytes, bytes);
+        if full {
+            add(&self.full_compaction_write_bytes, bytes);
+        } else {
+            add(
+                &self.merge_write_bytes[output_level.min(MAX_LEVELS - 1)],
+                bytes,
+            );
+        }
+    }
+
+    /// Counts a file moved to another level without being rewritten.
+    pub(crate) fn count_trivial_move(&self, file_bytes: u64) {
+        add(&self.trivial_moves, 1);
+        add(&self.trivial_move_bytes, file_bytes);
+    }
+
     /// Counts one block decompressed after a device read.
     pub(crate) fn count_decompression(&self, nanos: u64) {
         add(&self.blocks_decompressed, 1);
@@ -203,6 +235,7 @@ impl IoCounters {
             &self.unnecessary_data_reads,
             &self.block_bytes_uncompressed,
             &self.block_bytes_stored,
+            &self.merge_write_bytes,
         ]);
         for levels in all_levels {
             for counter in levels {
@@ -213,6 +246,9 @@ impl IoCounters {
             &self.read_bytes,
             &self.flush_write_bytes,
             &self.compaction_write_bytes,
+            &self.full_compaction_write_bytes,
+            &self.trivial_moves,
+            &self.trivial_move_bytes,
             &self.compaction_read_bytes,
             &self.wal_write_bytes,
             &self.user_write_bytes,
@@ -252,6 +288,10 @@ impl IoCounters {
             read_bytes: load(&self.read_bytes),
             flush_write_bytes: load(&self.flush_write_bytes),
             compaction_write_bytes: load(&self.compaction_write_bytes),
+            merge_write_bytes: load_levels(&self.merge_write_bytes),
+            full_compaction_write_bytes: load(&self.full_compaction_write_bytes),
+            trivial_moves: load(&self.trivial_moves),
+            trivial_move_bytes: load(&self.trivial_move_bytes),
             compaction_read_bytes: load(&self.compaction_read_bytes),
             wal_write_bytes: load(&self.wal_write_bytes),
             user_write_bytes: load(&self.user_write_bytes),
@@ -311,8 +351,19 @@ pub struct IoStats {
     pub read_bytes: u64,
     /// Bytes written by flushes.
     pub flush_write_bytes: u64,
-    /// Bytes written by compactions.
+    /// Bytes written by compactions: the policy's merges and full compactions, not filter
+    /// rebuilds (`merge_write_bytes` summed plus `full_compaction_write_bytes`).
     pub compaction_write_bytes: u64,
+    /// Bytes the compaction policy's merges wrote, by the level they wrote: index 0 holds
+    /// level-0 runs merged into one level-0 run (RocksDB's intra-L0 compaction), index `L` the
+    /// merges into level `L` (from level 0 or from level `L - 1`, or a level merged in place).
+    pub merge_write_bytes: [u64; MAX_LEVELS],
+    /// Bytes full compactions (`Db::compact`) wrote.
+    pub full_compaction_write_bytes: u64,
+    /// Files the policy moved to another level without rewriting them (trivial moves).
+    pub trivial_moves: u64,
+    /// Bytes of those files: moved, never written (not in any write count).
+    pub trivial_move_bytes: u64,
     /// Bytes read by compactions.
     pub compaction_read_bytes: u64,
     /// Bytes written to the write-ahead log.
@@ -447,12 +498,44 @@ impl IoStats {
         }
         self.block_bytes_uncompressed_total() as f64 / stored as f64
     }
-    /// (flush + compaction bytes written) / user bytes written; 0 before any write.
+    /// Bytes written to table files: flushes, compactions and filter rebuilds. Every byte the
+    /// engine appends to a table file is in exactly one of the three.
+    pub fn table_write_bytes(&self) -> u64 {
+        self.flush_write_bytes + self.compaction_write_bytes + self.filter_rebuild_write_bytes
+    }
+
+    /// Bytes written to table files over bytes the user wrote ([`IoStats::table_write_bytes`]
+    /// / `user_write_bytes`, as RocksDB's flush and compaction bytes over the user's: the WAL is
+    /// not counted); 0 before any write. Filter rebuilds count: they rewrite files on the
+    /// device as compactions do.
     pub fn write_amplification(&self) -> f64 {
         if self.user_write_bytes == 0 {
             return 0.0;
         }
-        (self.flush_write_bytes + self.compaction_write_bytes) as f64 / self.user_write_bytes as f64
+        self.table_write_bytes() as f64 / self.user_write_bytes as f64
+    }
+
+    /// Bytes written, by what wrote them, in a fixed order: `wal`, `flush`, `L0->L0` (level-0
+    /// runs merged into one), `->L1` ... (the policy's merges into each level), `full`
+    /// (`Db::compact`), `rebuild` (filter rebuilds). Causes that wrote nothing are left out.
+    /// Every cause but `wal` is in [`IoStats::table_write_bytes`], which they sum to.
+    pub fn write_causes(&self) -> Vec<(String, u64)> {
+        let mut causes = vec![
+            ("wal".to_string(), self.wal_write_bytes),
+            ("flush".to_string(), self.flush_write_bytes),
+            ("L0->L0".to_string(), self.merge_write_bytes[0]),
+        ];
+        causes.extend(
+            self.merge_write_bytes
+                .iter()
+                .enumerate()
+                .skip(1)
+                .map(|(level, &bytes)| (format!("->L{level}"), bytes)),
+        );
+        causes.push(("full".to_string(), self.full_compaction_write_bytes));
+        causes.push(("rebuild".to_string(), self.filter_rebuild_write_bytes));
+        causes.retain(|(_, bytes)| *bytes > 0);
+        causes
     }
 }
 

@@ -126,6 +126,33 @@ fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
 
+/// `bytes written by cause: wal 1.00 MiB, flush ..., ->L1 ... MiB (x.xx per user byte); N
+/// trivial moves (M MiB not rewritten)`.
+fn write_causes_line(io: &super::IoStats) -> String {
+    let per_user = |bytes: u64| {
+        if io.user_write_bytes == 0 {
+            String::new()
+        } else {
+            format!(" ({:.2}x)", bytes as f64 / io.user_write_bytes as f64)
+        }
+    };
+    let causes: Vec<String> = io
+        .write_causes()
+        .iter()
+        .map(|(cause, bytes)| format!("{cause} {:.2} MiB{}", mib(*bytes), per_user(*bytes)))
+        .collect();
+    format!(
+        "bytes written by cause: {}; {} trivial moves ({:.2} MiB not rewritten)",
+        if causes.is_empty() {
+            "none".to_string()
+        } else {
+            causes.join(", ")
+        },
+        io.trivial_moves,
+        mib(io.trivial_move_bytes)
+    )
+}
+
 impl Stats {
     /// The policies, their state and budgets, and what the filters and indexes hold.
     fn fmt_policy(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -263,6 +290,7 @@ impl Stats {
             mib(io.compaction_read_bytes),
             self.write_amplification
         )?;
+        writeln!(f, "{}", write_causes_line(io))?;
         writeln!(
             f,
             "compression: {} data+index block MiB written as {:.2} MiB stored (ratio {:.2}; {} blocks compressed, {} left raw); compress {:.1} ms, decompress {:.1} ms ({} blocks)",

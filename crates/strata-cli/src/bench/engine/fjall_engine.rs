@@ -613,6 +613,8 @@ impl Engine for FjallEngine {
             user_write_bytes: Some(user),
             // fjall does not count the bytes its flushes and compactions write.
             table_write_bytes: None,
+            wal_write_bytes: None,
+            write_causes: None,
             // fjall never skips a filter.
             filter_skips: None,
             last_level_filter_probes: None,

@@ -13,6 +13,9 @@
 mod fjall_engine;
 #[cfg(feature = "peer-rocksdb")]
 mod rocksdb_engine;
+// Parsing only; used by the RocksDB engine, tested in every build.
+#[cfg_attr(not(feature = "peer-rocksdb"), allow(dead_code))]
+mod rocksdb_events;
 mod strata_engine;
 
 pub use strata_engine::StrataEngine;
@@ -187,8 +190,14 @@ pub struct EngineCounters {
     pub unnecessary_data_reads: Option<u64>,
     /// Bytes of keys and values written by the user.
     pub user_write_bytes: Option<u64>,
-    /// Bytes written by flushes and compactions.
+    /// Bytes written to table files: flushes, compactions and (Strata) filter rebuilds. The WAL
+    /// is not counted (in either engine's figure).
     pub table_write_bytes: Option<u64>,
+    /// Bytes of records written to the WAL (Strata's `wal_write_bytes`, RocksDB's
+    /// `rocksdb.wal.bytes`; neither counts the log's block framing).
+    pub wal_write_bytes: Option<u64>,
+    /// `table_write_bytes` by what wrote them, where the engine says.
+    pub write_causes: Option<WriteCauses>,
     /// Writes (or write groups) the engine delayed or stopped to let flushes and compactions
     /// catch up (Strata: slowdowns + stops; RocksDB: the `rocksdb.db.write.stall` histogram's
     /// count, one per delayed write group).
@@ -211,6 +220,59 @@ pub struct EngineCounters {
     /// such thing).
     pub filter_rebuilds: Option<u64>,
     pub filter_rebuild_bytes: Option<u64>,
+}
+
+/// Levels [`WriteCauses::merges_into`] tells apart (RocksDB's 7, Strata's deeper levels summed
+/// into the last).
+pub const CAUSE_LEVELS: usize = 8;
+
+/// Bytes written to table files, by what wrote them (Strata's `IoStats` counters; RocksDB's
+/// compaction events in its info log).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct WriteCauses {
+    /// Flushes of memtables to level 0.
+    pub flush: u64,
+    /// Merges of level-0 files into one level-0 output (RocksDB's intra-L0 compactions).
+    pub level0_merges: u64,
+    /// The policy's merges into each level (index = output level; index 0 is unused).
+    pub merges_into: [u64; CAUSE_LEVELS],
+    /// Full compactions (Strata's `Db::compact`, RocksDB's manual `CompactRange`).
+    pub full: u64,
+    /// Files rewritten to rebuild their filter (Strata's elastic filters).
+    pub filter_rebuilds: u64,
+    /// Files moved to another level without being rewritten (no bytes written).
+    pub trivial_moves: u64,
+}
+
+impl WriteCauses {
+    /// Every byte counted.
+    pub fn total(&self) -> u64 {
+        self.flush
+            + self.level0_merges
+            + self.merges_into.iter().sum::<u64>()
+            + self.full
+            + self.filter_rebuilds
+    }
+
+    /// `(cause, bytes)` of the causes that wrote something, in a fixed order: `flush`,
+    /// `L0->L0`, `->L1` ..., `full`, `rebuild`.
+    pub fn named(&self) -> Vec<(String, u64)> {
+        let mut causes = vec![
+            ("flush".to_string(), self.flush),
+            ("L0->L0".to_string(), self.level0_merges),
+        ];
+        causes.extend(
+            self.merges_into
+                .iter()
+                .enumerate()
+                .skip(1)
+                .map(|(level, &bytes)| (format!("->L{level}"), bytes)),
+        );
+        causes.push(("full".to_string(), self.full));
+        causes.push(("rebuild".to_string(), self.filter_rebuilds));
+        causes.retain(|(_, bytes)| *bytes > 0);
+        causes
+    }
 }
 
 /// What block compression did, from the engine's own counters.

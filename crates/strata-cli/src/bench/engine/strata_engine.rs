@@ -7,7 +7,7 @@ use strata::{Db, Options, WriteBatch};
 
 use super::{
     read_scan, BatchOp, CompressionCounters, Engine, EngineConfig, EngineCounters, LevelShape,
-    PredictedLookupIo, ScanOutcome, TreeShape,
+    PredictedLookupIo, ScanOutcome, TreeShape, WriteCauses, CAUSE_LEVELS,
 };
 use crate::error::CliResult;
 use crate::policies::{CompactionSettings, FilterSettings};
@@ -155,6 +155,23 @@ impl StrataEngine {
     }
 }
 
+/// Strata's bytes written by cause (`IoStats::merge_write_bytes` and the rest), levels deeper
+/// than [`CAUSE_LEVELS`] summed into the last.
+fn write_causes(io: &strata::stats::IoStats) -> WriteCauses {
+    let mut merges_into = [0u64; CAUSE_LEVELS];
+    for (level, &bytes) in io.merge_write_bytes.iter().enumerate().skip(1) {
+        merges_into[level.min(CAUSE_LEVELS - 1)] += bytes;
+    }
+    WriteCauses {
+        flush: io.flush_write_bytes,
+        level0_merges: io.merge_write_bytes[0],
+        merges_into,
+        full: io.full_compaction_write_bytes,
+        filter_rebuilds: io.filter_rebuild_write_bytes,
+        trivial_moves: io.trivial_moves,
+    }
+}
+
 impl Engine for StrataEngine {
     fn name(&self) -> &'static str {
         "strata"
@@ -233,7 +250,10 @@ impl Engine for StrataEngine {
             filter_false_positives: Some(io.filter_false_positives_total()),
             unnecessary_data_reads: Some(io.unnecessary_data_reads_total()),
             user_write_bytes: Some(io.user_write_bytes),
-            table_write_bytes: Some(io.flush_write_bytes + io.compaction_write_bytes),
+            // Filter rebuilds rewrite files on the device as compactions do: counted as writes.
+            table_write_bytes: Some(io.table_write_bytes()),
+            wal_write_bytes: Some(io.wal_write_bytes),
+            write_causes: Some(write_causes(&io)),
             write_stalls: Some(io.write_slowdowns + io.write_stops),
             write_slowdowns: Some(io.write_slowdowns),
             write_stops: Some(io.write_stops),
