@@ -110,7 +110,7 @@ pub(crate) fn spawn_threads(inner: &Arc<DbInner>) -> Result<()> {
         .chain((0..workers).map(BackgroundThread::Compaction));
     for thread in bodies {
         let shared = Arc::clone(inner);
-        let handle = std::thread::Builder::new()
+        let handle = crate::sync::thread::Builder::new()
             .name(thread.name())
             .spawn(move || {
                 let _exit = ThreadExit {
@@ -171,7 +171,7 @@ struct ThreadExit<'a> {
 
 impl Drop for ThreadExit<'_> {
     fn drop(&mut self) {
-        let panicked = std::thread::panicking();
+        let panicked = crate::sync::thread::panicking();
         if panicked {
             self.inner.set_background_error(&Error::Background(format!(
                 "the {} thread panicked",
