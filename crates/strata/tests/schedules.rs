@@ -128,8 +128,8 @@ fn ok_or_closed(call: &str, result: strata::Result<()>) -> bool {
     }
 }
 
-/// Two threads each write and call `compact()` twice while a third closes the database: every
-/// call returns `Ok` (or `Error::Closed` once the close began), every `compact()` ticket is
+/// Two threads each write, flush and call `compact()` twice while a third closes the database:
+/// every call returns `Ok` (or `Error::Closed` once the close began), every `compact()` ticket is
 /// answered, and every acknowledged write is there after a reopen. The reported hang: one of two
 /// concurrent `compact()` callers lost its answer and waited forever.
 #[test]
@@ -147,6 +147,10 @@ fn concurrent_compact_with_writes_and_close() {
                             break;
                         }
                         acknowledged.push(n);
+                        // A level-0 run for the full compaction (and the policy) to merge.
+                        if !ok_or_closed("flush", db.flush()) {
+                            break;
+                        }
                         if !ok_or_closed("compact", db.compact()) {
                             break;
                         }
