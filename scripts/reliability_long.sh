@@ -8,10 +8,12 @@
 #      over different policy pairs, three of them with random write and read faults;
 #   3. the fuzz targets, FUZZ_SECONDS each (default 600), two at a time (needs cargo-fuzz and a
 #      nightly toolchain: `cargo install cargo-fuzz`; skipped with a message if absent);
-#   4. the memtable's tests (the skiplist's `unsafe` node access) under valgrind's memcheck, which
+#   4. the background coordination under the shuttle schedule explorer: SCHEDULES schedules
+#      (default 100000) of each scenario of crates/strata/tests/schedules.rs;
+#   5. the memtable's tests (the skiplist's `unsafe` node access) under valgrind's memcheck, which
 #      fails on any read or write outside the arena (skipped with a message if valgrind is absent).
 #
-#   scripts/reliability_long.sh [ITERATIONS] [STRESS_SECONDS] [FUZZ_SECONDS]
+#   scripts/reliability_long.sh [ITERATIONS] [STRESS_SECONDS] [FUZZ_SECONDS] [SCHEDULES]
 #
 # Logs go to $OUT (default a new temporary directory), one file per step; the script stops at the
 # first failure, whose log names the seed and the operation.
@@ -19,6 +21,7 @@ set -euo pipefail
 iterations=${1:-1008}
 stress_seconds=${2:-330}
 fuzz_seconds=${3:-600}
+schedules=${4:-100000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$(mktemp -d)}
 echo "logs in $out"
@@ -74,6 +77,10 @@ while [ $# -gt 0 ]; do
 done
 )
 fi
+
+echo "== schedules: $schedules per scenario"
+STRATA_SCHEDULES="$schedules" cargo test -p strata --features shuttle --test schedules \
+  --manifest-path "$root/Cargo.toml" -- --nocapture --test-threads 1 2>&1 | tee "$out/schedules.log"
 
 echo "== memcheck: the memtable's tests"
 if ! command -v valgrind >/dev/null 2>&1; then

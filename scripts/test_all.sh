@@ -39,6 +39,10 @@ if ! $python_only; then
     # The engine's layering: no import cycle, no new upward import (docs/ARCHITECTURE.md).
     python3 scripts/import_graph.py
     cargo test --workspace
+    # The background coordination under the shuttle schedule explorer (a build of `strata` with
+    # the `shuttle` feature): 10,000 schedules of each of four scenarios, about a minute
+    # (docs/TESTING.md, "Schedules explored").
+    STRATA_SCHEDULES=10000 cargo test -p strata --features shuttle --test schedules
 fi
 
 venv=target/py-venv

@@ -69,6 +69,7 @@ pub mod repair;
 pub mod sim;
 pub mod solver;
 pub mod stats;
+pub(crate) mod sync;
 pub(crate) mod table;
 #[cfg(test)]
 mod testdata;

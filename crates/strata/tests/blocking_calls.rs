@@ -632,3 +632,163 @@ fn every_entry_point_returns_while_filters_are_rebuilt() {
         assert!(db.get(format!("key{i:08}")).expect("get").is_some());
     }
 }
+
+/// The real file system, but appends to table files wait while `held` is set; `started` says one
+/// is waiting.
+#[derive(Default)]
+struct HeldTableWrites {
+    held: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    started: Arc<AtomicBool>,
+}
+
+struct HeldFile {
+    inner: Box<dyn strata::env::WritableFile>,
+    held: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    started: Arc<AtomicBool>,
+}
+
+impl strata::env::WritableFile for HeldFile {
+    fn append(&mut self, data: &[u8]) -> strata::Result<()> {
+        let (held, changed) = &*self.held;
+        let mut guard = held.lock().expect("held");
+        while *guard {
+            self.started.store(true, Ordering::SeqCst);
+            guard = changed.wait(guard).expect("held");
+        }
+        drop(guard);
+        self.inner.append(data)
+    }
+    fn flush(&mut self) -> strata::Result<()> {
+        self.inner.flush()
+    }
+    fn sync(&mut self) -> strata::Result<()> {
+        self.inner.sync()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+impl strata::env::FileSystem for HeldTableWrites {
+    fn create_dir_all(&self, path: &std::path::Path) -> strata::Result<()> {
+        strata::env::RealFileSystem.create_dir_all(path)
+    }
+    fn create_writable(
+        &self,
+        path: &std::path::Path,
+    ) -> strata::Result<Box<dyn strata::env::WritableFile>> {
+        let inner = strata::env::RealFileSystem.create_writable(path)?;
+        if path.extension().is_some_and(|e| e == "sst") {
+            return Ok(Box::new(HeldFile {
+                inner,
+                held: Arc::clone(&self.held),
+                started: Arc::clone(&self.started),
+            }));
+        }
+        Ok(inner)
+    }
+    fn open_random_access(
+        &self,
+        path: &std::path::Path,
+        direct: bool,
+    ) -> strata::Result<Arc<dyn strata::env::RandomAccessFile>> {
+        strata::env::RealFileSystem.open_random_access(path, direct)
+    }
+    fn read_to_end(&self, path: &std::path::Path) -> strata::Result<Vec<u8>> {
+        strata::env::RealFileSystem.read_to_end(path)
+    }
+    fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> strata::Result<()> {
+        strata::env::RealFileSystem.rename(from, to)
+    }
+    fn remove_file(&self, path: &std::path::Path) -> strata::Result<()> {
+        strata::env::RealFileSystem.remove_file(path)
+    }
+    fn list_dir(&self, path: &std::path::Path) -> strata::Result<Vec<String>> {
+        strata::env::RealFileSystem.list_dir(path)
+    }
+    fn exists(&self, path: &std::path::Path) -> bool {
+        strata::env::RealFileSystem.exists(path)
+    }
+    fn sync_dir(&self, path: &std::path::Path) -> strata::Result<()> {
+        strata::env::RealFileSystem.sync_dir(path)
+    }
+    fn lock(&self, path: &std::path::Path) -> strata::Result<Box<dyn strata::env::FileLock>> {
+        strata::env::RealFileSystem.lock(path)
+    }
+}
+
+/// Leveling that counts its picks (the workers' and `wait_for_compactions`' own).
+#[derive(Debug, Default)]
+struct CountsPicks {
+    inner: Leveling,
+    picks: AtomicUsize,
+}
+
+impl CompactionPolicy for CountsPicks {
+    fn name(&self) -> String {
+        "counts-picks".into()
+    }
+    fn pick(
+        &self,
+        tree: &strata::version::Version,
+        context: &strata::compaction::CompactionContext,
+        running: &strata::compaction::RunningCompactions,
+    ) -> Option<strata::compaction::CompactionJob> {
+        self.picks.fetch_add(1, Ordering::SeqCst);
+        self.inner.pick(tree, context, running)
+    }
+}
+
+/// `wait_for_compactions` while a flush is slow: it waits for the flush, quietly. It used to ask
+/// the compaction workers for a job every time round; a worker found none, which woke the waiter,
+/// which asked again — the two spun for as long as the flush ran (found by the schedule explorer,
+/// `tests/schedules.rs`, as a schedule that never ended while the flush thread did not run).
+#[test]
+fn wait_for_compactions_does_not_spin_the_workers_while_a_flush_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fs = Arc::new(HeldTableWrites::default());
+    let policy = Arc::new(CountsPicks::default());
+    let db = Db::open(
+        dir.path(),
+        Options::default()
+            .max_background_compactions(2)
+            .compaction_policy(Arc::clone(&policy) as Arc<dyn CompactionPolicy>)
+            .file_system(Arc::clone(&fs) as Arc<dyn strata::env::FileSystem>),
+    )
+    .expect("open");
+    db.put(b"key", b"value").expect("put");
+    *fs.held.0.lock().expect("held") = true;
+    let flusher = {
+        let db = db.clone();
+        std::thread::spawn(move || db.flush())
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !fs.started.load(Ordering::SeqCst) {
+        assert!(
+            Instant::now() < deadline,
+            "the flush never reached its table"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let waiter = {
+        let db = db.clone();
+        std::thread::spawn(move || db.wait_for_compactions())
+    };
+    let before = policy.picks.load(Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(300));
+    let during = policy.picks.load(Ordering::SeqCst) - before;
+    *fs.held.0.lock().expect("held") = false;
+    fs.held.1.notify_all();
+    flusher.join().expect("flusher").expect("flush");
+    waiter
+        .join()
+        .expect("waiter")
+        .expect("wait_for_compactions");
+    // A wake-up every 100 ms (the timed wait) is a few picks; the spin made thousands.
+    assert!(
+        during <= 20,
+        "{during} picks in 300 ms while the flush was held"
+    );
+    assert_eq!(db.get(b"key").expect("get").as_deref(), Some(&b"value"[..]));
+    db.close().expect("close");
+}

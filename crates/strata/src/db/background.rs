@@ -124,7 +124,7 @@ pub(crate) fn spawn_threads(inner: &Arc<DbInner>) -> Result<()> {
         .chain((0..workers).map(BackgroundThread::Compaction));
     for thread in bodies {
         let shared = Arc::clone(inner);
-        let handle = std::thread::Builder::new()
+        let handle = crate::sync::thread::Builder::new()
             .name(thread.name())
             .spawn(move || {
                 let _exit = ThreadExit {
@@ -185,7 +185,7 @@ struct ThreadExit<'a> {
 
 impl Drop for ThreadExit<'_> {
     fn drop(&mut self) {
-        let panicked = std::thread::panicking();
+        let panicked = crate::sync::thread::panicking();
         if panicked {
             self.inner.set_background_error(&Error::Background(format!(
                 "the {} thread panicked",
@@ -984,27 +984,36 @@ impl DbInner {
         }
         loop {
             self.check_open()?;
+            let mut background = self.background.lock();
+            // Checked under the background lock, which `set_background_error` notifies under:
+            // checked before it, the error could be set and notified between the check and the
+            // wait, and the wait would last until its timeout.
             if let Some(error) = self.background_error() {
                 return Err(error);
             }
-            let mut background = self.background.lock();
-            let idle = background.compactions_idle()
-                && !background.compaction_requested
-                && !background.flush_in_progress
-                && self.view.load().immutable.is_empty()
-                && self
-                    .compaction_policy()
-                    .pick(
-                        &self.versions.current(),
-                        &self.picking_context(),
-                        &RunningCompactions::none(),
-                    )
-                    .is_none();
-            if idle {
+            let compactions_idle = background.compactions_idle();
+            let flushing = background.flush_in_progress || !self.view.load().immutable.is_empty();
+            let policy_has_work = self
+                .compaction_policy()
+                .pick(
+                    &self.versions.current(),
+                    &self.picking_context(),
+                    &RunningCompactions::none(),
+                )
+                .is_some();
+            if compactions_idle && !background.compaction_requested && !flushing && !policy_has_work
+            {
                 return Ok(());
             }
-            background.compaction_requested = true;
-            self.work_available.notify_all();
+            // Ask the workers for the policy's job only when none runs and none is asked for: a
+            // flush's end and a job's end ask anyway, and a request while a flush or a job is
+            // what this waits for would find nothing to do, wake this waiter, and be made
+            // again — the two would spin for as long as the flush ran (found by the schedule
+            // explorer, `tests/schedules.rs`).
+            if compactions_idle && policy_has_work && !background.compaction_requested {
+                background.compaction_requested = true;
+                self.work_available.notify_all();
+            }
             self.work_done.wait_for(&mut background, IDLE_WAIT);
         }
     }

@@ -27,12 +27,10 @@ pub use study::TracedProbe;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::{Bound, Deref, RangeBounds};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
-use parking_lot::{Condvar, Mutex};
 
 use crate::alloc::FilterAllocator;
 use crate::cache::BlockCache;
@@ -45,6 +43,9 @@ use crate::options::{Options, WriteOptions};
 use crate::stats::access_file;
 use crate::stats::merlin::Merlin;
 use crate::stats::{AccessObserver, IoCounters, LevelStats, Stats, WorkloadTotals};
+use crate::sync::atomic::AtomicBool;
+use crate::sync::thread::JoinHandle;
+use crate::sync::{Condvar, Mutex};
 use crate::table::TableCache;
 use crate::version::set::VersionSet;
 use crate::version::Version;

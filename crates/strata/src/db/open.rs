@@ -6,11 +6,9 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use parking_lot::{Condvar, Mutex};
 
 use super::background::{finish_level0_table, spawn_threads, write_level0_entries};
 use super::info_log::InfoLog;
@@ -25,6 +23,8 @@ use crate::options::Options;
 use crate::stats::access_file;
 use crate::stats::merlin::Merlin;
 use crate::stats::{AccessObserver, IoCounters, WorkloadTotals};
+use crate::sync::atomic::AtomicBool;
+use crate::sync::{Condvar, Mutex};
 use crate::table::TableCache;
 use crate::version::set::{VersionSet, CURRENT_FILE};
 use crate::version::{AccessHandle, AddedFile, VersionEdit};

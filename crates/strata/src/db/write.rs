@@ -140,7 +140,7 @@ impl DbInner {
     /// leader committed the batch meanwhile.
     fn write_queued(&self, batch: WriteBatch, sync: bool) -> Result<()> {
         let pending = Arc::new(PendingWrite {
-            batch: parking_lot::Mutex::new(Some(batch)),
+            batch: crate::sync::Mutex::new(Some(batch)),
             sync,
             result: std::sync::OnceLock::new(),
         });
@@ -269,7 +269,7 @@ impl DbInner {
                 drop(view);
                 // Delay this group by 1 ms so compaction gets CPU before the hard stop.
                 let start = Instant::now();
-                std::thread::sleep(Duration::from_millis(1));
+                crate::sync::thread::sleep(Duration::from_millis(1));
                 add(&self.counters.write_slowdowns, 1);
                 add(
                     &self.counters.write_stall_micros,
