@@ -4,8 +4,9 @@
 //!
 //! Two ways find the data blocks, and their results are joined by offset:
 //!
-//! * **The index**, when the footer, the properties (and the modular filter index or top-level
-//!   partition index) and the index read: each index entry's handle names a data block; a block
+//! * **The index**, when the footer and the index read (through the table reader when the
+//!   properties and other metadata read too, from the footer and an unpartitioned index block
+//!   alone otherwise): each index entry's handle names a data block; a block
 //!   that fails its checksum or does not decode is lost, the others are kept. A damaged filter
 //!   costs nothing here (it is rebuilt by whoever writes the salvaged entries).
 //! * **The framing**, when the index (or what locates it) is damaged: the table builder writes data
@@ -33,9 +34,9 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::block::{Block, BlockIter};
+use super::block::{Block, BlockIter, HandleCoding};
 use super::compression::decompress_block;
-use super::format::{verify_stored_block, BlockHandle, BLOCK_TRAILER_LEN};
+use super::format::{verify_stored_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use super::index_iter::IndexIter;
 use super::properties::TableProperties;
 use super::reader::{ReadMode, TableReader};
@@ -103,7 +104,7 @@ struct DataBlock {
 pub(crate) fn salvage_table(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<Salvage> {
     let bytes = fs.read_to_end(&dir.join(table_file_name(number)))?;
     let mut salvage = Salvage::default();
-    let index = index_handles(fs, dir, number);
+    let index = index_handles(fs, dir, number, &bytes);
     let mut properties = index.properties;
     if let Some(problem) = &index.problem {
         salvage.notes.push(format!("index unusable: {problem}"));
@@ -146,7 +147,7 @@ pub(crate) fn salvage_table(fs: &dyn FileSystem, dir: &Path, number: u64) -> Res
 
     let entries_kept = salvage.entries.len() as u64;
     salvage.blocks_lost = if index.complete {
-        Some(index.handles.len() as u64 - salvage.blocks_kept)
+        Some((index.handles.len() as u64).saturating_sub(salvage.blocks_kept))
     } else {
         properties
             .as_ref()
@@ -188,7 +189,7 @@ struct IndexHandles {
     properties: Option<TableProperties>,
 }
 
-fn index_handles(fs: &dyn FileSystem, dir: &Path, number: u64) -> IndexHandles {
+fn index_handles(fs: &dyn FileSystem, dir: &Path, number: u64, bytes: &[u8]) -> IndexHandles {
     let mut result = IndexHandles {
         handles: Vec::new(),
         complete: false,
@@ -208,6 +209,12 @@ fn index_handles(fs: &dyn FileSystem, dir: &Path, number: u64) -> IndexHandles {
         Ok(reader) => reader,
         Err(error) => {
             result.problem = Some(error.to_string());
+            // The properties (or another metadata block the reader checks at open) may be what
+            // is damaged: the footer and index alone still locate every data block.
+            if let Some(handles) = handles_by_footer_and_index(bytes) {
+                result.handles = handles;
+                result.complete = true;
+            }
             return result;
         }
     };
@@ -229,6 +236,29 @@ fn index_handles(fs: &dyn FileSystem, dir: &Path, number: u64) -> IndexHandles {
         Err(error) => result.problem = Some(error.to_string()),
     }
     result
+}
+
+/// The data-block handles of a table whose footer and (unpartitioned) index block verify, read
+/// from those two alone.
+fn handles_by_footer_and_index(bytes: &[u8]) -> Option<Vec<BlockHandle>> {
+    let footer = Footer::decode(bytes.get(bytes.len().checked_sub(FOOTER_LEN)?..)?).ok()?;
+    footer.check_bounds(bytes.len() as u64).ok()?;
+    if footer.is_partitioned() {
+        return None;
+    }
+    let (stored, block_type) =
+        verify_stored_block(block_bytes(bytes, footer.index)?.to_vec()).ok()?;
+    let block = Block::decode(decompress_block(block_type, stored).ok()?).ok()?;
+    let format = footer.index_format();
+    let mut iter = BlockIter::new(Arc::new(block), format.keys.comparator())
+        .decoding_handles(HandleCoding::of(format.delta_handles));
+    iter.seek_to_first();
+    let mut handles = Vec::new();
+    while iter.valid() {
+        handles.push(iter.handle());
+        iter.next();
+    }
+    iter.error().is_none().then_some(handles)
 }
 
 /// The stored bytes and trailer of the block at `handle`, if they lie inside the file.
@@ -420,8 +450,8 @@ mod tests {
         salvage_table(&RealFileSystem, dir, 1).expect("salvage")
     }
 
-    fn footer_of(bytes: &[u8]) -> crate::table::format::Footer {
-        crate::table::format::Footer::decode(&bytes[bytes.len() - 60..]).expect("footer")
+    fn footer_of(bytes: &[u8]) -> Footer {
+        Footer::decode(&bytes[bytes.len() - 60..]).expect("footer")
     }
 
     #[test]
