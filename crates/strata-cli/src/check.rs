@@ -141,6 +141,19 @@ fn repair_json(report: &RepairReport) -> Value {
             "entries": t.entries,
             "smallest_sequence": t.smallest_sequence,
             "largest_sequence": t.largest_sequence,
+            "salvaged_from": t.salvaged_from,
+        })).collect::<Vec<_>>(),
+        "salvaged": report.salvaged.iter().map(|s| json!({
+            "number": s.number,
+            "salvaged_into": s.salvaged_into,
+            "damage": s.damage,
+            "located_by": s.located_by.map(|l| l.to_string()),
+            "entries_kept": s.entries_kept,
+            "blocks_kept": s.blocks_kept,
+            "blocks_lost": s.blocks_lost,
+            "entries_lost": s.entries_lost,
+            "lost_block_offsets": s.lost_block_offsets,
+            "notes": s.notes,
         })).collect::<Vec<_>>(),
         "kept_entries": report.kept_entries,
         "set_aside": report.set_aside.iter().map(|s| json!({
@@ -183,6 +196,7 @@ fn repair_text(report: &RepairReport) -> String {
             .map_or(String::new(), |n| format!(" into {n:06}.sst")),
         report.wal_bytes_dropped
     ));
+    text.push_str(&salvage_text(report));
     for aside in &report.set_aside {
         text.push_str(&format!(
             "set aside {} -> {}: {}\n",
@@ -206,4 +220,92 @@ fn repair_text(report: &RepairReport) -> String {
         ));
     }
     text
+}
+
+/// One line per damaged table: what salvage kept and lost, and how it found the blocks.
+fn salvage_text(report: &RepairReport) -> String {
+    let mut text = String::new();
+    for salvaged in &report.salvaged {
+        let unknown = || "an unknown number of".to_string();
+        text.push_str(&format!(
+            "salvaged {:06}.sst{}: kept {} entries in {} blocks; lost {} blocks ({} entries); \
+             blocks found by {}\n",
+            salvaged.number,
+            salvaged
+                .salvaged_into
+                .map_or(String::new(), |n| format!(" into {n:06}.sst")),
+            salvaged.entries_kept,
+            salvaged.blocks_kept,
+            salvaged.blocks_lost.map_or_else(unknown, |n| n.to_string()),
+            salvaged
+                .entries_lost
+                .map_or_else(unknown, |n| n.to_string()),
+            salvaged
+                .located_by
+                .map_or("nothing (no block was readable)".to_string(), |l| l
+                    .to_string()),
+        ));
+        for note in &salvaged.notes {
+            text.push_str(&format!("  {note}\n"));
+        }
+    }
+    if report.salvaged.iter().any(|s| s.entries_lost != Some(0)) {
+        text.push_str(
+            "note: where a lost block held a key's newest version or tombstone, the newest \
+             surviving version (older) is what reads now\n",
+        );
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strata::{BlockLocation, SalvagedTable};
+
+    #[test]
+    fn the_repair_text_names_each_salvaged_table_with_what_it_kept_and_lost() {
+        let report = RepairReport {
+            repaired: true,
+            salvaged: vec![
+                SalvagedTable {
+                    number: 7,
+                    salvaged_into: Some(12),
+                    damage: "block checksum mismatch".into(),
+                    located_by: Some(BlockLocation::Index),
+                    entries_kept: 900,
+                    blocks_kept: 14,
+                    blocks_lost: Some(1),
+                    entries_lost: Some(64),
+                    lost_block_offsets: vec![4096],
+                    notes: Vec::new(),
+                },
+                SalvagedTable {
+                    number: 8,
+                    salvaged_into: Some(13),
+                    damage: "bad magic".into(),
+                    located_by: Some(BlockLocation::Framing),
+                    entries_kept: 10,
+                    blocks_kept: 1,
+                    blocks_lost: None,
+                    entries_lost: None,
+                    lost_block_offsets: Vec::new(),
+                    notes: vec!["framing walk stopped at offset 300".into()],
+                },
+            ],
+            ..Default::default()
+        };
+        let text = repair_text(&report);
+        assert!(text.contains(
+            "salvaged 000007.sst into 000012.sst: kept 900 entries in 14 blocks; lost 1 blocks \
+             (64 entries); blocks found by index\n"
+        ), "{text}");
+        assert!(text.contains("lost an unknown number of blocks (an unknown number of entries)"));
+        assert!(text.contains("  framing walk stopped at offset 300\n"));
+        assert!(text.contains("newest surviving version"));
+        let json = repair_json(&report);
+        assert_eq!(json["salvaged"][0]["entries_lost"].as_u64(), Some(64));
+        assert_eq!(json["salvaged"][1]["located_by"].as_str(), Some("framing"));
+        assert_eq!(json["salvaged"][1]["blocks_lost"], Value::Null);
+    }
 }

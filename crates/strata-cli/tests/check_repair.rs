@@ -107,6 +107,18 @@ fn check_exits_0_when_sound_and_1_with_the_damaged_file_and_offset() {
         .any(|s| s["file"].as_str() == damaged.to_str()));
     let name = damaged.file_name().expect("name");
     assert!(dir.path().join("lost").join(name).exists());
+    // The damaged first block is lost; the table's other blocks are salvaged into a new table.
+    let salvaged = &report["salvaged"][0];
+    assert_eq!(salvaged["blocks_lost"].as_u64(), Some(1), "{salvaged}");
+    assert_eq!(salvaged["located_by"].as_str(), Some("index"));
+    let into = salvaged["salvaged_into"]
+        .as_u64()
+        .expect("salvaged into a table");
+    assert!(report["kept_tables"]
+        .as_array()
+        .expect("array")
+        .iter()
+        .any(|t| t["number"].as_u64() == Some(into)));
 
     let output = strata(&["check", db]);
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));

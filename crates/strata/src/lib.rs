@@ -85,7 +85,7 @@ pub use options::{
     MAX_VALUE_BYTES,
 };
 pub use options_file::OptionsFile;
-pub use repair::{repair, RepairMode, RepairReport};
+pub use repair::{repair, BlockLocation, RepairMode, RepairReport, SalvagedTable};
 pub use stats::merlin::AccessEstimate;
 pub use stats::{Stats, WorkloadTotals};
 pub use table::compression::{Compression, CompressionPolicy, DEFAULT_ZSTD_LEVEL};

@@ -5,7 +5,14 @@
 //! 1. Take the `LOCK` (no `Db` may have the database open) and run [`check`]; with
 //!    [`RepairMode::IfDamaged`] a database without errors is left alone.
 //! 2. Read every table file in full ([`check`]'s table scan: footer, every block's checksum, key
-//!    order, properties). A sound table is kept; a damaged one is moved into `lost/`.
+//!    order, properties). A sound table is kept. A damaged one is salvaged, as LevelDB's
+//!    `Repairer::RepairTable` does: the entries of every data block that verifies are copied, in
+//!    order and with their sequence numbers and tombstones, into a new table built like a flush
+//!    (the filter rebuilt at the filter allocator's budget), which is kept like a sound table; the
+//!    damaged original is moved into `lost/` unchanged. The blocks are found by the index, or, when
+//!    the footer or index is damaged, by walking the blocks' framing (`table/salvage.rs`). The
+//!    report says per table how many entries were kept and how many blocks (and, where the
+//!    properties tell, entries) were lost.
 //! 3. Replay each WAL's records up to the first damage in that log into one new table (the
 //!    bytes after the damage are counted as dropped), then move the logs into `lost/`.
 //! 4. Order the kept tables so that newer data shadows older data: every table becomes its own
@@ -22,19 +29,28 @@
 //!
 //! Nothing is deleted: whatever is not used is moved into `lost/` (`docs/FORMAT.md`). Like
 //! LevelDB's repair, a table no manifest names (say, a compaction input whose deletion a crash
-//! interrupted) is kept, so a key whose tombstone a later compaction dropped may reappear.
+//! interrupted) is kept, so a key whose tombstone a later compaction dropped may reappear. For the
+//! same reason, when a lost block held a key's newest version (or its tombstone), the newest
+//! version that survives elsewhere, an older one, is what the repaired database serves: the
+//! ordering above lets every surviving version keep its place, but cannot restore what is lost.
+//!
+//! A crash between writing a salvaged table and moving the damaged original into `lost/` leaves
+//! both; the next repair salvages the original again, and the two copies hold the same versions
+//! with the same sequence numbers, so either serves them.
 
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::check::{check, parse_number, scan_table, CheckReport};
+use crate::check::{check, parse_number, scan_table, CheckReport, Severity};
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::key::parse_internal_key;
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::stats::access_file;
+use crate::table::salvage::salvage_table;
+pub use crate::table::salvage::BlockLocation;
 use crate::table::{table_file_name, TableBuilder};
 use crate::version::edit::MANIFEST_FORMAT_VERSION;
 use crate::version::set::{manifest_name, CURRENT_FILE};
@@ -66,6 +82,34 @@ pub struct KeptTable {
     pub smallest_sequence: u64,
     /// Its sequence number range.
     pub largest_sequence: u64,
+    /// The damaged table whose readable entries it holds, if it was written by salvage.
+    pub salvaged_from: Option<u64>,
+}
+
+/// A damaged table whose readable data blocks were copied into a new table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SalvagedTable {
+    /// The damaged table (now in `lost/`).
+    pub number: u64,
+    /// The table its entries were copied into; `None` when no data block was readable.
+    pub salvaged_into: Option<u64>,
+    /// What `check` found wrong with it (its first error).
+    pub damage: String,
+    /// How its data blocks were found; `None` when none was.
+    pub located_by: Option<BlockLocation>,
+    /// Entries copied (every version and tombstone of the sound data blocks).
+    pub entries_kept: u64,
+    /// Data blocks copied.
+    pub blocks_kept: u64,
+    /// Data blocks lost, when the number of data blocks is known (from a readable index or
+    /// properties block).
+    pub blocks_lost: Option<u64>,
+    /// Entries lost, when the properties block was readable.
+    pub entries_lost: Option<u64>,
+    /// Offsets of the lost data blocks that could be named (the index's, or out of order).
+    pub lost_block_offsets: Vec<u64>,
+    /// Why the index was not used, where a framing walk stopped, in words.
+    pub notes: Vec<String>,
 }
 
 /// A file moved into `lost/`.
@@ -93,6 +137,8 @@ pub struct RepairReport {
     pub kept_entries: u64,
     /// Files moved into `lost/`.
     pub set_aside: Vec<SetAside>,
+    /// Damaged tables and what salvage read from each, in file-number order.
+    pub salvaged: Vec<SalvagedTable>,
     /// WAL records replayed into the new table.
     pub wal_records_replayed: u64,
     /// WAL bytes from the first damage in each log to its end, not replayed.
@@ -139,8 +185,21 @@ pub fn repair(dir: &Path, options: &Options, mode: RepairMode) -> Result<RepairR
     }
 
     // Every table read in full; the damaged ones set aside.
-    let (candidates, holders) =
-        scan_candidates(fs, dir, &files.tables, &mut last_sequence, &mut report)?;
+    let tables = files.tables.clone();
+    let mut tables_scan = TablesScan {
+        fs,
+        dir,
+        options,
+        files: &mut files,
+        last_sequence: &mut last_sequence,
+        report: &mut report,
+        candidates: Vec::new(),
+        holders: KeyHolders::new(),
+    };
+    for number in tables {
+        tables_scan.scan(number)?;
+    }
+    let (candidates, holders) = (tables_scan.candidates, tables_scan.holders);
     let edges = newer_than_edges(holders);
     let order = newest_first(
         &candidates
@@ -275,10 +334,24 @@ fn write_wal_table(
     mem: &MemTable,
     number: u64,
 ) -> Result<()> {
+    write_table(fs, dir, options, number, &mut |builder| {
+        mem.for_each_entry(|key, value| builder.add(key, value))
+    })
+}
+
+/// Writes table `number` as a flush would build it (block sizes, compression and a filter at the
+/// filter allocator's budget, from `options`), its entries added in internal-key order by `add`.
+fn write_table(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: &Options,
+    number: u64,
+    add: &mut dyn FnMut(&mut TableBuilder) -> Result<()>,
+) -> Result<()> {
     let path = dir.join(table_file_name(number));
     let mut builder = TableBuilder::new(
-        path,
-        fs.create_writable(&dir.join(table_file_name(number)))?,
+        path.clone(),
+        fs.create_writable(&path)?,
         options.block_bytes,
         options.block_restart_interval,
     );
@@ -289,7 +362,7 @@ fn write_wal_table(
     builder.set_filter_families(options.filter_family, true);
     builder.set_range_filter_bits(options.range_filter_bits);
     builder.set_compression(options.compression.for_output(0, false));
-    mem.for_each_entry(|key, value| builder.add(key, value))?;
+    add(&mut builder)?;
     builder.finish(budget, 0, 0)?;
     Ok(())
 }
@@ -297,28 +370,55 @@ fn write_wal_table(
 /// A sound table the repaired manifest keeps.
 struct Candidate {
     number: u64,
+    /// The damaged table it was salvaged from.
+    salvaged_from: Option<u64>,
     file: Arc<FileMetadata>,
 }
 
 /// Per user key: (candidate index, the key's newest sequence number in that table).
 type KeyHolders = HashMap<Vec<u8>, Vec<(usize, u64)>>;
 
-/// Reads every table in full: a sound one with entries becomes a candidate (raising
-/// `last_sequence` to its largest sequence number), any other is set aside. Returns the
-/// candidates and, per user key, the candidates holding it.
-fn scan_candidates(
-    fs: &dyn FileSystem,
-    dir: &Path,
-    table_numbers: &[u64],
-    last_sequence: &mut u64,
-    report: &mut RepairReport,
-) -> Result<(Vec<Candidate>, KeyHolders)> {
-    let mut candidates: Vec<Candidate> = Vec::new();
-    let mut holders = KeyHolders::new();
-    for &number in table_numbers {
-        let index = candidates.len();
+/// Reads every table in full (see [`TablesScan::scan`]) and gathers the candidates.
+struct TablesScan<'a> {
+    fs: &'a dyn FileSystem,
+    dir: &'a Path,
+    options: &'a Options,
+    files: &'a mut DirectoryFiles,
+    /// Raised to every candidate's largest sequence number.
+    last_sequence: &'a mut u64,
+    report: &'a mut RepairReport,
+    candidates: Vec<Candidate>,
+    /// Per user key, the candidates holding it.
+    holders: KeyHolders,
+}
+
+impl TablesScan<'_> {
+    /// Reads table `number` in full: a sound one with entries becomes a candidate; a damaged one
+    /// is salvaged into a new table (which becomes a candidate) and set aside; an empty one is set
+    /// aside.
+    fn scan(&mut self, number: u64) -> Result<()> {
+        match self.scan_one(number, None) {
+            Ok(()) => Ok(()),
+            Err(Unusable::Empty) => set_aside(
+                self.fs,
+                self.dir,
+                &table_file_name(number),
+                "table holds no entries".into(),
+                self.report,
+            ),
+            Err(Unusable::Damaged(problems)) => self.salvage(number, problems),
+        }
+    }
+
+    /// Reads table `number`; `Err` with its problems when it is damaged.
+    fn scan_one(
+        &mut self,
+        number: u64,
+        salvaged_from: Option<u64>,
+    ) -> std::result::Result<(), Unusable> {
+        let index = self.candidates.len();
         let mut keys: Vec<(Vec<u8>, u64)> = Vec::new();
-        let scan = scan_table(fs, dir, number, &mut |key, _| {
+        let scan = scan_table(self.fs, self.dir, number, &mut |key, _| {
             // Internal-key order puts a user key's newest version first.
             if let Some(parsed) = parse_internal_key(key) {
                 if keys.last().is_none_or(|(last, _)| last != parsed.user_key) {
@@ -328,31 +428,27 @@ fn scan_candidates(
         });
         let sound_properties = scan.properties.as_ref().filter(|_| scan.is_sound());
         let Some(properties) = sound_properties else {
-            let reason = scan
-                .problems
-                .iter()
-                .map(|p| p.to_string())
-                .collect::<Vec<_>>()
-                .join("; ");
-            set_aside(fs, dir, &table_file_name(number), reason, report)?;
-            continue;
+            return Err(Unusable::Damaged(
+                scan.problems
+                    .iter()
+                    .filter(|p| p.severity == Severity::Error)
+                    .map(|p| p.to_string())
+                    .collect(),
+            ));
         };
         if scan.entries == 0 {
-            set_aside(
-                fs,
-                dir,
-                &table_file_name(number),
-                "table holds no entries".into(),
-                report,
-            )?;
-            continue;
+            return Err(Unusable::Empty);
         }
-        *last_sequence = (*last_sequence).max(properties.largest_sequence);
+        *self.last_sequence = (*self.last_sequence).max(properties.largest_sequence);
         for (user_key, sequence) in keys {
-            holders.entry(user_key).or_default().push((index, sequence));
+            self.holders
+                .entry(user_key)
+                .or_default()
+                .push((index, sequence));
         }
-        candidates.push(Candidate {
+        self.candidates.push(Candidate {
             number,
+            salvaged_from,
             file: Arc::new(FileMetadata::from_properties(
                 number,
                 scan.file_bytes,
@@ -361,8 +457,82 @@ fn scan_candidates(
                 None,
             )),
         });
+        Ok(())
     }
-    Ok((candidates, holders))
+
+    /// Copies the readable entries of damaged table `number` into a new table, scans that as a
+    /// candidate, and sets the original aside.
+    fn salvage(&mut self, number: u64, problems: Vec<String>) -> Result<()> {
+        let salvage = salvage_table(self.fs, self.dir, number)?;
+        let salvaged_into = if salvage.entries.is_empty() {
+            None
+        } else {
+            let new_number = self.files.take_file_number();
+            let mut entries = salvage.entries.iter();
+            write_table(
+                self.fs,
+                self.dir,
+                self.options,
+                new_number,
+                &mut |builder| entries.try_for_each(|(key, value)| builder.add(key, value)),
+            )?;
+            Some(new_number)
+        };
+        let mut reason = problems.join("; ");
+        reason.push_str(&match salvaged_into {
+            Some(new_number) => format!(
+                "; its {} readable entries were copied into {}",
+                salvage.entries.len(),
+                table_file_name(new_number)
+            ),
+            None => "; no data block was readable".into(),
+        });
+        set_aside(
+            self.fs,
+            self.dir,
+            &table_file_name(number),
+            reason,
+            self.report,
+        )?;
+        self.report.salvaged.push(SalvagedTable {
+            number,
+            salvaged_into,
+            damage: problems.first().cloned().unwrap_or_default(),
+            located_by: salvage.located_by,
+            entries_kept: salvage.entries.len() as u64,
+            blocks_kept: salvage.blocks_kept,
+            blocks_lost: salvage.blocks_lost,
+            entries_lost: salvage.entries_lost,
+            lost_block_offsets: salvage.lost_block_offsets,
+            notes: salvage.notes,
+        });
+        if let Some(new_number) = salvaged_into {
+            if let Err(unusable) = self.scan_one(new_number, Some(number)) {
+                // A table just written and synced that does not read back: the device is failing.
+                let problems = match unusable {
+                    Unusable::Empty => "it holds no entries".to_string(),
+                    Unusable::Damaged(problems) => problems.join("; "),
+                };
+                return Err(Error::corruption(
+                    self.dir.join(table_file_name(new_number)),
+                    0,
+                    format!(
+                        "the table salvaged from {} does not read back: {problems}",
+                        table_file_name(number),
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why [`TablesScan::scan_one`] did not take a table.
+enum Unusable {
+    /// Sound, but without entries.
+    Empty,
+    /// Damaged: its errors.
+    Damaged(Vec<String>),
 }
 
 /// "Must be searched before": from each table holding a key's newest version to each holding
@@ -407,6 +577,7 @@ fn level0_runs_edit(
             entries: file.entries,
             smallest_sequence: file.smallest_sequence,
             largest_sequence: file.largest_sequence,
+            salvaged_from: candidate.salvaged_from,
         });
         edit.new_files.push(AddedFile {
             level: 0,

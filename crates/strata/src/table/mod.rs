@@ -45,6 +45,7 @@ pub(crate) mod partition;
 pub(crate) mod properties;
 pub(crate) mod readahead;
 pub(crate) mod reader;
+pub(crate) mod salvage;
 pub(crate) mod separator;
 pub(crate) mod table_cache;
 
