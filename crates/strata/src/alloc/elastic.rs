@@ -646,7 +646,8 @@ impl Elastic {
         Ok(self)
     }
 
-    /// At least `modules` modules on disk per new file (1 to 6).
+    /// At least `modules` modules on disk per new file below level 0 (1 to 6; level-0 files get
+    /// six, `Elastic::output_disk_modules`).
     pub fn with_disk_modules(mut self, modules: usize) -> Result<Self> {
         if !(1..=MAX_MODULES).contains(&modules) {
             return Err(Error::InvalidArgument(format!(
