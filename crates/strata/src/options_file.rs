@@ -470,9 +470,9 @@ mod tests {
         .apply_to(Options::default())
         .expect("valid");
         assert_eq!(elastic.filter_allocator.filter_budget_bytes(), Some(65_536));
-        // So do elastic filters' modules on disk: a first flush at 2 bits per key (1-bit
-        // modules) is written with its two modules in use and no spare one, against the
-        // default's three modules.
+        // So do elastic filters' modules on disk: a first file on level 1 at 2 bits per key
+        // (1-bit modules) is written with its two modules in use and no spare one, against the
+        // default's three modules (level-0 files get six whatever the setting).
         let first_flush = |text: &str| {
             let options = OptionsFile::parse(text)
                 .expect("parses")
@@ -481,7 +481,13 @@ mod tests {
             let outputs = crate::alloc::test_support::outputs(&[1000]);
             options.filter_allocator.allocate(
                 &crate::version::Version::default(),
-                &crate::alloc::test_support::flush(&outputs, 1),
+                &crate::alloc::FilterJob {
+                    kind: crate::alloc::JobKind::Compaction,
+                    inputs: &[],
+                    output_level: 1,
+                    output_run_id: 1,
+                    outputs: &outputs,
+                },
             )
         };
         assert_eq!(

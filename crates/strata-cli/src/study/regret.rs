@@ -38,10 +38,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
+use strata::alloc::cache_model::CacheModel;
 use strata::alloc::{FilterAllocator, Uniform};
 use strata::{Db, FilterFamily, Options};
 
-use super::headroom::{optimal_bits_weighted, positions, rewrite, shape_signature, Workload};
+use super::headroom::{
+    optimal_bits_weighted, positions, rewrite, shape_signature, Position, Workload,
+};
 use super::RunArgs;
 use super::{
     load, report_error, shape_summary, tree_shape, write_json, InUseRange, LevelShape, ScratchDir,
@@ -111,6 +114,11 @@ pub struct RegretArgs {
     /// predictions price a bit with the family's constant (DESIGN.md §2, §3.5 "Filter families").
     #[arg(long, default_value = "bloom", value_parser = parse_one_family)]
     pub filter_family: FilterFamily,
+    /// Write, per policy and file, the weights the policy's allocation rests on beside the
+    /// exact counts the study traces, as CSV to FILE (columns: [`WEIGHTS_HEADER`]): how far the
+    /// estimates that divide the budget are from the ones the optimum is given.
+    #[arg(long, value_name = "FILE")]
+    pub dump_weights: Option<std::path::PathBuf>,
     /// The allocators compared, comma-separated.
     #[arg(
         long,
@@ -196,6 +204,144 @@ struct Report<'a> {
     filter_family: &'static str,
     seed: u64,
     rows: &'a [Row],
+}
+
+/// The columns of `--dump-weights`, one row per policy and file: where the file sits, its
+/// entries and filter bits (on disk, in use at the end of the policy's replay), Merlin's
+/// estimate (`q`, `z`, `z` as a share of every file's; empty without access statistics), the
+/// empty and found probes the lookup path counted in it (every replay, warm-up included), the
+/// exact zero-result probes the trace found (and their share), the cache model's predicted miss
+/// chance and false-positive cost at uniform filters' pass rate (what elastic filters multiply
+/// `z` by, cached false positives priced by device reads), the weight elastic filters give the
+/// file and its share (for other policies: what elastic filters would give it), the data-block reads and
+/// misses under the policy's filters, the smoothed miss share under uniform filters (what the
+/// cache-weighted optimum multiplies `z` by; empty without a cache), and the bits per key of
+/// the optimum and of the cache-weighted optimum.
+const WEIGHTS_HEADER: &str = "policy,seed,level,run,index,entries,bits_on_disk,bits_in_use,\
+merlin_q,merlin_z,merlin_z_share,counted_empty,counted_found,exact_z,exact_z_share,\
+model_miss_chance,model_fp_cost,elastic_weight,elastic_weight_share,reads_policy,misses_policy,\
+miss_share_uniform,optimal_bits,cache_weighted_optimal_bits";
+
+/// One file's line of `--dump-weights` ([`WEIGHTS_HEADER`]).
+#[derive(Debug, Clone, Default)]
+struct FileWeights {
+    position: Position,
+    entries: u64,
+    bits_on_disk: f64,
+    bits_in_use: f64,
+    /// Merlin's `(q, z)`, all lookups' scale.
+    merlin: Option<(f64, f64)>,
+    counted_empty: u64,
+    counted_found: u64,
+    exact_z: f64,
+    miss_chance: f64,
+    false_positive_cost: f64,
+    /// What elastic filters weigh the file by: Merlin's `z` (or, without statistics, the counted
+    /// empty probes per second) times the false-positive cost.
+    elastic_weight: f64,
+    reads: u64,
+    misses: u64,
+    miss_share_uniform: Option<f64>,
+    optimal_bits: f64,
+    cache_weighted_bits: Option<f64>,
+}
+
+/// The weights behind `allocator`'s allocation on `version`, file by file, with the exact
+/// counts `workload` traced.
+fn file_weights(
+    version: &strata::version::Version,
+    allocator: &dyn FilterAllocator,
+    workload: &Workload,
+    bits_per_key: f64,
+) -> Vec<FileWeights> {
+    let at = positions(version);
+    let now = Instant::now();
+    // Elastic filters as the study builds them price a cached false positive by device reads
+    // (`CachedFalsePositives::DeviceReads`, DESIGN.md §3.5).
+    let model = CacheModel::calibrate(version.files().map(|(_, _, file)| file.as_ref()), now)
+        .device_reads_only();
+    version
+        .files()
+        .filter_map(|(_, run, file)| {
+            let position = *at.get(&file.number())?;
+            let counts = file.state().lookup_counts(now);
+            let (reads, misses) = file.state().data_block_reads();
+            let merlin = file.state().access_estimate().map(|e| (e.q, e.z));
+            let pass = file.filter_family().false_positive_rate(bits_per_key);
+            let false_positive_cost = model.false_positive_cost(file, pass);
+            let reach = match merlin {
+                Some((q, z)) if q > 0.0 || z > 0.0 => z,
+                _ => strata::alloc::cache_model::empty_probe_rate(&counts).unwrap_or(0.0),
+            };
+            Some(FileWeights {
+                position,
+                entries: file.entries(),
+                bits_on_disk: file.bits_per_key(),
+                bits_in_use: allocator.bits_per_key_in_use(run, file),
+                merlin,
+                counted_empty: counts.empty_probes,
+                counted_found: counts.found_probes,
+                exact_z: workload.z_of(position),
+                miss_chance: model.miss_chance(file, pass),
+                false_positive_cost,
+                elastic_weight: reach * false_positive_cost,
+                reads,
+                misses,
+                ..FileWeights::default()
+            })
+        })
+        .collect()
+}
+
+/// Creates the `--dump-weights` CSV at `path` with its header.
+fn open_weights(path: &std::path::Path) -> CliResult<std::io::BufWriter<std::fs::File>> {
+    let mut file = std::io::BufWriter::new(
+        std::fs::File::create(path).map_err(|e| CliError::io("creating the weights file", e))?,
+    );
+    writeln!(file, "{WEIGHTS_HEADER}").map_err(report_error)?;
+    Ok(file)
+}
+
+/// Appends `rows` (one policy's) to the `--dump-weights` CSV `out`.
+fn write_weights(
+    out: &mut dyn Write,
+    policy: &str,
+    seed: u64,
+    rows: &[FileWeights],
+) -> std::io::Result<()> {
+    let share = |value: f64, total: f64| if total > 0.0 { value / total } else { 0.0 };
+    let merlin_total: f64 = rows.iter().filter_map(|r| r.merlin).map(|(_, z)| z).sum();
+    let exact_total: f64 = rows.iter().map(|r| r.exact_z).sum();
+    let weight_total: f64 = rows.iter().map(|r| r.elastic_weight).sum();
+    let optional = |value: Option<f64>| value.map_or(String::new(), |v| format!("{v:.6}"));
+    for row in rows {
+        let (level, run, index) = row.position;
+        writeln!(
+            out,
+            "{policy},{seed},{level},{run},{index},{},{:.4},{:.4},{},{},{},{},{},{},{:.6},{:.6},\
+             {:.6},{:.6},{:.6},{},{},{},{:.4},{}",
+            row.entries,
+            row.bits_on_disk,
+            row.bits_in_use,
+            optional(row.merlin.map(|(q, _)| q)),
+            optional(row.merlin.map(|(_, z)| z)),
+            optional(row.merlin.map(|(_, z)| share(z, merlin_total))),
+            row.counted_empty,
+            row.counted_found,
+            row.exact_z,
+            share(row.exact_z, exact_total),
+            row.miss_chance,
+            row.false_positive_cost,
+            row.elastic_weight,
+            share(row.elastic_weight, weight_total),
+            row.reads,
+            row.misses,
+            optional(row.miss_share_uniform),
+            row.optimal_bits,
+            optional(row.cache_weighted_bits),
+        )?;
+    }
+    Ok(())
 }
 
 /// One family, not Strata's automatic choice: the optimum prices every file's bits alike.
@@ -321,6 +467,7 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
         .map_err(|e| CliError::io("creating the study directory", e))?;
     let started = Instant::now();
     let fpr_constant = args.filter_family.fpr_constant();
+    let mut dump = args.dump_weights.as_deref().map(open_weights).transpose()?;
     let mut rows = Vec::new();
     for &kind in &args.filter_policies {
         let dir = scratch.path.join(kind.name());
@@ -366,6 +513,16 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
         let (policy_reads, policy_lookups_per_sec) = replay_timed(&db, &workload, warm)?;
         workload.trace(&db)?;
         let version = db.version();
+        let mut weights = if dump.is_some() {
+            file_weights(
+                &version,
+                frozen_allocator.as_ref(),
+                &workload,
+                args.bits_per_key,
+            )
+        } else {
+            Vec::new()
+        };
         let at = positions(&version);
         let lookups = workload.keys.len().max(1) as f64;
         // DESIGN.md §1's model of what the filters in use cost on the traced counts.
@@ -413,6 +570,10 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
                     misses.get(&p).copied().unwrap_or(1.0)
                 })?;
             drop(version);
+            for row in &mut weights {
+                row.miss_share_uniform = misses.get(&row.position).copied();
+                row.cache_weighted_bits = bits.get(&row.position).copied();
+            }
             rewrite(&db, &bits, args.bits_per_key, &signature)?;
             Some(replay(&db, &workload, warm)?)
         } else {
@@ -430,6 +591,12 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
             .map(|(&position, &b)| workload.z_of(position) * (-fpr_constant * b).exp())
             .sum::<f64>()
             / lookups;
+        for row in &mut weights {
+            row.optimal_bits = bits.get(&row.position).copied().unwrap_or(0.0);
+        }
+        if let Some(out) = dump.as_mut() {
+            write_weights(out, kind.name(), args.run.seed, &weights).map_err(report_error)?;
+        }
         rewrite(&db, &bits, args.bits_per_key, &signature)?;
         let optimal_reads = replay(&db, &workload, warm)?;
         db.close()?;
@@ -463,6 +630,9 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
             filter_rebuilds,
             filter_rebuild_bytes,
         });
+    }
+    if let Some(mut file) = dump {
+        file.flush().map_err(report_error)?;
     }
     print_table(out, args, &rows).map_err(report_error)?;
     if let Some(path) = &args.run.json {
@@ -759,6 +929,60 @@ mod tests {
         assert!(parse_one_family("auto")
             .expect_err("refused")
             .contains("one family"));
+    }
+
+    #[test]
+    fn the_weights_behind_an_allocation_are_dumped_beside_the_exact_counts() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("weights.csv");
+        let args = small(&[
+            "--lookups",
+            "3000",
+            "--filter-policies",
+            "uniform,elastic",
+            "--no-settle",
+            "--access-statistics",
+            "--dump-weights",
+            path.to_str().expect("utf8 path"),
+        ]);
+        run(&args, &mut Vec::new()).expect("runs");
+        let text = std::fs::read_to_string(&path).expect("the weights file");
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some(WEIGHTS_HEADER));
+        let columns: Vec<&str> = WEIGHTS_HEADER.split(',').collect();
+        let column = |name: &str| columns.iter().position(|c| *c == name).expect(name);
+        let rows: Vec<Vec<&str>> = lines.map(|line| line.split(',').collect()).collect();
+        assert!(rows.iter().all(|row| row.len() == columns.len()), "{text}");
+        for policy in ["uniform", "elastic"] {
+            let mine: Vec<&Vec<&str>> = rows.iter().filter(|row| row[0] == policy).collect();
+            assert!(mine.len() > 1, "{policy}: {text}");
+            let sum = |name: &str| -> f64 {
+                mine.iter()
+                    .map(|row| row[column(name)].parse::<f64>().expect(name))
+                    .sum()
+            };
+            // Every lookup is traced: the exact shares cover all zero-result probes, and
+            // Merlin (recording every lookup of one thread) estimated some of them.
+            assert!(
+                (sum("exact_z_share") - 1.0).abs() < 1e-3,
+                "{policy}: {text}"
+            );
+            assert!(
+                (sum("merlin_z_share") - 1.0).abs() < 1e-3,
+                "{policy}: {text}"
+            );
+            assert!(sum("exact_z") > 0.0 && sum("counted_empty") > 0.0);
+            // The optimum spends the budget of 2 bits per key (up to rounding of the columns).
+            let bits = mine
+                .iter()
+                .map(|row| {
+                    row[column("optimal_bits")].parse::<f64>().expect("bits")
+                        * row[column("entries")].parse::<f64>().expect("entries")
+                })
+                .sum::<f64>();
+            let budget = 2.0 * sum("entries");
+            assert!((bits - budget).abs() <= 1e-3 * budget, "{bits} of {budget}");
+        }
     }
 
     #[test]

@@ -44,7 +44,9 @@
 //!   16 were timed, every file's pooled before). With reads served by the
 //!   operating system's page cache `k` is large and the allocation minimises false positives
 //!   wherever they fall; with direct reads from a disk it is small and the allocation minimises
-//!   device reads. Until enough probes are timed, `k` is the floor.
+//!   device reads. Until enough probes are timed, `k` is the floor. Elastic filters use the
+//!   measured `k` only when asked (`CachedFalsePositives::ProbeTimes`); by default they price
+//!   a cached false positive at the floor ([`CacheModel::device_reads_only`]).
 //!
 //! The model ignores that the cache is shared: a file whose blocks it predicts cached takes
 //! room from the others. `T` is calibrated again at every allocation, so that room is counted
@@ -198,6 +200,18 @@ impl CacheModel {
             cached_cost: MIN_MISS_CHANCE,
             prices: None,
             now,
+        }
+    }
+
+    /// The same model with every cached false positive priced at the floor
+    /// ([`MIN_MISS_CHANCE`]), the probe times ignored: what a false positive costs is then the
+    /// chance that it reads a block from the device, the quantity the block cache saves
+    /// (`CachedFalsePositives::DeviceReads`, DESIGN.md §3.5).
+    pub fn device_reads_only(self) -> Self {
+        CacheModel {
+            cached_cost: MIN_MISS_CHANCE,
+            prices: None,
+            ..self
         }
     }
 
@@ -551,6 +565,26 @@ mod tests {
                     "file {} at {pass}: {cost} against {miss}",
                     f.number()
                 );
+            }
+        }
+        // Priced by device reads only, the same model ignores the times: a false positive costs
+        // its miss chance (at least the floor), in every file.
+        let reads_only = model.device_reads_only();
+        assert_eq!(reads_only.cached_cost(), MIN_MISS_CHANCE);
+        assert_eq!(
+            reads_only.characteristic_time(),
+            model.characteristic_time()
+        );
+        for (_, _, f) in tree.files() {
+            for pass in [0.01, 0.4, 1.0] {
+                let miss = model.miss_chance(f, pass);
+                let cost = reads_only.false_positive_cost(f, pass);
+                assert!(
+                    (cost - (miss + (1.0 - miss) * MIN_MISS_CHANCE)).abs() < 1e-12,
+                    "file {} at {pass}: {cost} against {miss}",
+                    f.number()
+                );
+                assert!(cost < model.false_positive_cost(f, pass) || miss >= 1.0);
             }
         }
         // Without timed probes the price of a cached false positive is the floor, and a false

@@ -16,8 +16,9 @@
 //! modular layout, independent seeds, probed in order), with more modules on disk than the file's
 //! share of the budget: at least [`Elastic::with_disk_modules`] modules (default 3, so 1.5 times
 //! the budget with the default `m` of half the budget), more if the file's optimum needs more (at
-//! most six). Which modules are *in use* — probed by lookups and counted in the budget — is the
-//! allocator's decision, a prefix `j_i` of each file's modules, re-made at every flush and
+//! most six), and six on level 0 (`Elastic::output_disk_modules`). Which modules are *in use*
+//! — probed by lookups and counted in the budget — is the allocator's decision, a prefix `j_i`
+//! of each file's modules, re-made at every flush and
 //! compaction and refresh (every [`REFRESH_EVERY_LOOKUPS`](super::REFRESH_EVERY_LOOKUPS)
 //! lookups, with or without access statistics):
 //!
@@ -35,9 +36,12 @@
 //!   by [`CacheModel`](super::cache_model) from the file's measured probe and read rates at the
 //!   false-positive rate uniform filters at the budget would give it (Che's approximation of
 //!   the block cache, calibrated on the misses measured over every file; 1 for a file few
-//!   lookups have reached), and `k` the measured time of a false positive on a cached block as
-//!   a share of one read from the device (sampled probe times, the file's own once 16 of its
-//!   cached probes were timed, else every file's pooled; a floor of 0.001 until known).
+//!   lookups have reached), and `k` what a false positive on a cached block costs as a share of
+//!   a device read: by default the floor of 0.001, so the budget goes where it saves device
+//!   reads ([`CachedFalsePositives::DeviceReads`]); with
+//!   [`CachedFalsePositives::ProbeTimes`], its measured time (sampled probe times, the file's
+//!   own once 16 of its cached probes were timed, else every file's pooled; the floor until
+//!   known).
 //!   Pricing each module at the pass rate it leaves instead (the same model, so that a module
 //!   leaving a hot file's blocks too rarely requested to stay cached counts the misses it
 //!   causes) was tried and measured worse with direct reads (docs/BENCHMARKS.md, "Elastic
@@ -128,6 +132,27 @@ pub const DEFAULT_DISK_MODULES: usize = 3;
 
 /// The budget of [`Elastic::default`], in bits per key in use.
 pub const DEFAULT_BITS_PER_KEY: f64 = 10.0;
+
+/// What elastic filters take a false positive on a data block the block cache holds to cost
+/// (DESIGN.md §3.5 "Cache-miss weight").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CachedFalsePositives {
+    /// Next to nothing (`k` at the floor, [`MIN_MISS_CHANCE`](super::cache_model::MIN_MISS_CHANCE)):
+    /// a false positive costs the chance that it reads its block from the device, so the budget
+    /// goes where it saves device reads. The default. Measured with `strata study regret
+    /// --block-cache-bytes 8MiB` on absent-key lookups (docs/BENCHMARKS.md, "Weights that find
+    /// the optimum"): with the probe-timed price the files whose blocks stayed cached (the
+    /// level-0 runs every lookup probes) kept six bits per key of a budget of two, and elastic
+    /// filters read 1.15-1.24x the cache-weighted optimum's device blocks.
+    #[default]
+    DeviceReads,
+    /// `k` measured from the probe times the lookup path samples, the file's own once 16 of its
+    /// cached probes were timed: the budget goes where it saves lookup time. With reads served
+    /// by the operating system's page cache a cached block's search is a sizeable share of a
+    /// "device" read, and this spends bits on cached files to save it; with direct reads from a
+    /// disk the two choices nearly agree.
+    ProbeTimes,
+}
 
 /// A file's filter as the allocator sees it: `modules` modules of `module_bits` bits per key on
 /// disk, the first `in_use` of them probed, and module `in_use + 1` probed too in the last
@@ -512,6 +537,7 @@ pub struct Elastic {
     budget_bytes: Option<u64>,
     module_bits: f64,
     disk_modules: usize,
+    cached_false_positives: CachedFalsePositives,
     selection: ArcSwap<Selection>,
     /// The tag of the selection stored last ([`Elastic::store_selection`]): the files' memos of
     /// their modules in use ([`ProbeMemo`]) are current only if they carry it.
@@ -602,6 +628,7 @@ impl Elastic {
             budget_bytes: None,
             module_bits: (target / 2.0).max(MIN_MODULE_BITS_PER_KEY),
             disk_modules: DEFAULT_DISK_MODULES,
+            cached_false_positives: CachedFalsePositives::default(),
             selection: ArcSwap::from_pointee(Selection::default()),
             generation: AtomicU64::new(SELECTIONS_STORED.fetch_add(1, AtomicOrdering::Relaxed)),
         }
@@ -619,7 +646,8 @@ impl Elastic {
         Ok(self)
     }
 
-    /// At least `modules` modules on disk per new file (1 to 6).
+    /// At least `modules` modules on disk per new file below level 0 (1 to 6; level-0 files get
+    /// six, `Elastic::output_disk_modules`).
     pub fn with_disk_modules(mut self, modules: usize) -> Result<Self> {
         if !(1..=MAX_MODULES).contains(&modules) {
             return Err(Error::InvalidArgument(format!(
@@ -628,6 +656,13 @@ impl Elastic {
         }
         self.disk_modules = modules;
         Ok(self)
+    }
+
+    /// What a false positive on a cached data block is taken to cost
+    /// ([`CachedFalsePositives::DeviceReads`] unless set).
+    pub fn with_cached_false_positives(mut self, price: CachedFalsePositives) -> Self {
+        self.cached_false_positives = price;
+        self
     }
 
     /// Caps the filters in use at `bytes` bytes as well (at least 1): the budget is then
@@ -690,11 +725,12 @@ impl Elastic {
     }
 
     /// The selection over `existing` files and a job's `outputs` (with their weights), and the
-    /// bits per key to build for each output.
+    /// bits per key to build for each output, with at least `disk_modules` modules on disk.
     fn solve(
         &self,
         existing: Vec<(Candidate, Layout)>,
         outputs: &[(&NewFile, f64)],
+        disk_modules: usize,
     ) -> (Selection, Vec<f64>) {
         let entries: f64 = existing.iter().map(|(c, _)| c.entries).sum::<f64>()
             + outputs
@@ -738,7 +774,7 @@ impl Elastic {
             // The partly used module must be on disk too.
             let needed = used + usize::from(extra > 0);
             let modules = if filters {
-                needed.max(self.disk_modules).min(MAX_MODULES)
+                needed.max(disk_modules).min(MAX_MODULES)
             } else {
                 0
             };
@@ -761,12 +797,16 @@ impl Elastic {
     /// The weight of every file: Merlin's zero-result probes when any lookup has been recorded,
     /// else the share of the key range the file covers; times the predicted cache-miss chance.
     fn weighing(&self, tree: &Version, job: Option<&FilterJob<'_>>) -> Weighing {
+        let cache = CacheModel::calibrate(
+            tree.files().map(|(_, _, file)| file.as_ref()),
+            Instant::now(),
+        );
         Weighing {
             reach: Elastic::weights(tree, job),
-            cache: CacheModel::calibrate(
-                tree.files().map(|(_, _, file)| file.as_ref()),
-                Instant::now(),
-            ),
+            cache: match self.cached_false_positives {
+                CachedFalsePositives::DeviceReads => cache.device_reads_only(),
+                CachedFalsePositives::ProbeTimes => cache,
+            },
             reference_bits: self.bits_per_key_target,
         }
     }
@@ -787,6 +827,24 @@ impl Elastic {
             Weights::Statistics
         } else {
             Weights::coverage_of(tree)
+        }
+    }
+
+    /// The modules on disk `job`'s outputs get at least: [`MAX_MODULES`] on level 0, the
+    /// setting ([`Elastic::with_disk_modules`]) elsewhere. Every lookup the memtable does not
+    /// answer probes every level-0 run, each spanning the key range, so a level-0 file is the
+    /// most probed per entry of the tree whatever the workload, and its optimum lies far above
+    /// the budget: measured by `strata study regret --dump-weights` at 2 bits per key, 6 to 12
+    /// bits per key on present-key lookups, 6 to 9 on absent ones (docs/BENCHMARKS.md, "Weights
+    /// that find the optimum"). Its modules on disk cap what the allocation can give it until a
+    /// rebuild; with three, the level-0 files' cap alone held present-key lookups at 1.6-2.9x
+    /// the optimum's reads. Level 0 holds a small share of the keys (a few write buffers), so six
+    /// modules there cost little disk.
+    fn output_disk_modules(&self, job: &FilterJob<'_>) -> usize {
+        if job.output_level == 0 {
+            MAX_MODULES
+        } else {
+            self.disk_modules
         }
     }
 
@@ -834,7 +892,7 @@ impl Elastic {
                 (file, weight)
             })
             .collect();
-        self.solve(existing, &outputs)
+        self.solve(existing, &outputs, self.output_disk_modules(job))
     }
 
     /// The selection over `tree`'s files as they are, with `known` layouts.
@@ -842,7 +900,7 @@ impl Elastic {
         let weighing = self.weighing(tree, None);
         let files = tree.files().map(|(_, _, file)| file);
         let existing = self.existing_candidates(files, known, &|file| weighing.of_file(file));
-        self.solve(existing, &[]).0
+        self.solve(existing, &[], self.disk_modules).0
     }
 
     fn layout(&self, file: &FileMetadata) -> Option<Layout> {

@@ -113,9 +113,9 @@ fn a_flush_into_an_empty_tree_gets_its_share_in_use_and_more_on_disk() {
         ("a", "z"),
     );
     let (_, _, only) = tree.files().next().expect("one file");
-    // Modules of 1 bit per key, three on disk, two in use: exactly the budget.
+    // Modules of 1 bit per key, six on disk (a level-0 file), two in use: exactly the budget.
     assert_eq!(allocator.as_dyn().filter_module_bits_per_key(), 1.0);
-    assert!((only.bits_per_key() - 3.0).abs() < 1e-9);
+    assert!((only.bits_per_key() - 6.0).abs() < 1e-9);
     assert_eq!(
         allocator.filter_modules_in_use(99, only),
         ModulesInUse::prefix(2)
@@ -370,10 +370,18 @@ fn a_refresh_keeps_bits_in_cached_files_when_cached_false_positives_are_measured
     // The files of the test above, read alike: file 1's blocks all cached, file 2's all read
     // from the device. Timed probes now price a cached false positive at half a device read
     // (a probe the filter answers 100 ns, one with a cached block 600, one with a device read
-    // 1,100), as reads served by the page cache make it: file 1's false positives still cost,
-    // and it keeps a module where the floor alone gave it none.
+    // 1,100), as reads served by the page cache make it. Priced by probe times, file 1's false
+    // positives still cost, and it keeps a module where the floor alone gave it none; priced
+    // by device reads (the default), the times change nothing.
     let (tree, allocator) = two_halves();
+    let allocator = allocator.with_cached_false_positives(CachedFalsePositives::ProbeTimes);
+    let (_, by_reads) = two_halves();
+    assert_eq!(
+        by_reads.cached_false_positives,
+        CachedFalsePositives::DeviceReads
+    );
     allocator.as_dyn().restore(&tree);
+    by_reads.as_dyn().restore(&tree);
     for (_, _, file) in tree.files() {
         let misses = if file.number() == 2 { 1_000 } else { 0 };
         counted(file, 1_000, 0, 1_000, misses);
@@ -406,6 +414,55 @@ fn a_refresh_keeps_bits_in_cached_files_when_cached_false_positives_are_measured
     assert_eq!((modules(1), modules(2)), (1, 2));
     let (used, budget) = in_use_and_budget(&allocator, &tree);
     assert!(used <= budget + 1e-9, "{used} > {budget}");
+    by_reads.as_dyn().refresh(&tree);
+    let modules = |number: u64| whole_modules_in_use(&by_reads, &tree, number);
+    assert_eq!((modules(1), modules(2)), (0, 3));
+}
+
+#[test]
+fn level_zero_outputs_get_six_modules_on_disk_and_deeper_outputs_the_setting() {
+    // A flush into level 0 and a compaction into level 1, each of one 1,000-key output: the
+    // level-0 file is written with all six modules (every lookup the memtable does not answer
+    // probes it), the level-1 file with the three of the setting; the budget in use is the
+    // same either way.
+    let allocator = Elastic::new(2.0).expect("valid");
+    let files = outputs(&[1000]);
+    let tree = apply(
+        &allocator,
+        &Version::default(),
+        &flush(&files),
+        0,
+        ("a", "z"),
+    );
+    let (_, _, level0) = tree.files().next().expect("one file");
+    assert!((level0.bits_per_key() - 6.0).abs() < 1e-9);
+    let inputs = [JobInput {
+        level: 0,
+        run_id: 99,
+        file_number: level0.number(),
+    }];
+    let merged = outputs(&[1000]);
+    let job = FilterJob {
+        kind: JobKind::Compaction,
+        inputs: &inputs,
+        output_level: 1,
+        output_run_id: 7,
+        outputs: &merged,
+    };
+    let tree = apply(&allocator, &tree, &job, 1, ("a", "z"));
+    let (level, _, level1) = tree.files().next().expect("one file");
+    assert_eq!(level, 1);
+    assert!((level1.bits_per_key() - 3.0).abs() < 1e-9);
+    let (used, budget) = in_use_and_budget(&allocator, &tree);
+    assert!((used - budget).abs() < 1e-9, "{used} against {budget}");
+    // A setting of six modules gives six on every level.
+    let six = Elastic::new(2.0)
+        .expect("valid")
+        .with_disk_modules(6)
+        .expect("valid");
+    let tree = apply(&six, &Version::default(), &job, 1, ("a", "z"));
+    let (_, _, wide) = tree.files().next().expect("one file");
+    assert!((wide.bits_per_key() - 6.0).abs() < 1e-9);
 }
 
 /// Two files of 10,000 keys over the two halves of the range, three 1-bit modules each (2 and 1

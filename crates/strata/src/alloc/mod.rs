@@ -27,7 +27,7 @@ mod allocation_tests;
 mod uniform;
 
 pub use crate::filter::modular::ModulesInUse;
-pub use elastic::Elastic;
+pub use elastic::{CachedFalsePositives, Elastic};
 pub use mnemosyne::{Mnemosyne, Overuse};
 pub use mnemosyne_plus::MnemosynePlus;
 pub use monkey::Monkey;
