@@ -266,9 +266,9 @@ pub struct BenchArgs {
     )]
     pub access_statistics: Option<Vec<bool>>,
     /// Record one point lookup in this many in Merlin's statistics (Strata's
-    /// `Options::access_sample_every`).
-    #[arg(long, default_value_t = 1)]
-    pub access_sample_every: u32,
+    /// `Options::access_sample_every`; default Strata's own, 4).
+    #[arg(long)]
+    pub access_sample_every: Option<u32>,
     /// Weight of the recent window in Merlin's estimates, in [0, 1] (Strata's
     /// `Options::access_recent_weight`, DESIGN.md §4's `r`).
     #[arg(long, default_value_t = 0.75)]
@@ -646,7 +646,9 @@ impl BenchConfig {
             filter_family: args.filter_family,
             range_filter_bits: args.range_filter_bits,
             access_statistics,
-            access_sample_every: args.access_sample_every,
+            access_sample_every: args
+                .access_sample_every
+                .unwrap_or(strata::Options::default().access_sample_every),
             access_recent_weight: args.access_recent_weight,
             compaction: args.compaction.clone(),
             filter_policy: args.filter_policy.clone(),
