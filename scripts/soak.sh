@@ -12,9 +12,9 @@
 #      database closed and reopened every 3 s and after every fault (its own `--reopen-every`),
 #      on the next merge policy x filter allocator pair. Pairs go in the order
 #      k -> (policy k mod 7, allocator (k + k div 7) mod 7), so any 7 consecutive runs cover
-#      every policy and every allocator once and 49 runs cover every pair (SOAK_FIRST_PAIR, default 0,
-#      says where to start). Its resident memory (VmRSS of /proc/PID/status) and descriptor
-#      count (entries of /proc/PID/fd) are read every second, and every SOAK_SAMPLE_SECONDS
+#      every policy and every allocator once and 49 runs cover every pair (SOAK_FIRST_PAIR,
+#      default 0, says where to start). Its resident memory (VmRSS of /proc/PID/status) and
+#      descriptor count (entries of /proc/PID/fd) are read every second, and every SOAK_SAMPLE_SECONDS
 #      (default 60) one sample is written: the peaks of the readings in that interval (and the
 #      descriptors' trough), with the database directory's bytes beside them;
 #   2. `strata crash-test` of SOAK_CRASH_ITERATIONS (default 150, about 3 minutes)
@@ -24,13 +24,13 @@
 # under 10 samples, left is not started).
 #
 # "Levels off", per process, for memory's peaks and for descriptors' troughs: the samples after
-# the first (start-up) are cut into thirds, and the largest of the last third must be at most the
-# largest of the middle third plus SOAK_GROWTH_PERCENT % (default 10) of it, plus 4 for
-# descriptors. A leak that keeps growing breaks this; a curve that rises at start-up and then
+# the first (start-up) are cut into thirds, and the mean of the last third must be at most the
+# mean of the middle third plus SOAK_GROWTH_PERCENT % (default 5) of it, plus 2 for descriptors. A leak that keeps growing breaks this; a curve that rises at start-up and then
 # stays does not. Descriptors are judged by their troughs because the stress process closes and
 # reopens the database every 3 s: the trough is what it holds apart from a full set of table
-# files (whose number compactions move by dozens), and a leaked descriptor lifts it. A process with under 9 samples after its first
-# is listed but not judged (`scripts/soak_curves.py` applies the rule and draws the curves).
+# files (whose number compactions move by dozens), and a leaked descriptor lifts it. A process
+# with under 9 samples after its first is listed but not judged (`scripts/soak_curves.py`
+# applies the rule and draws the curves).
 #
 # Writes to $OUT (default a new temporary directory): samples.csv, one log per command, the
 # curves as soak.png (matplotlib: target/py-venv's, as scripts/test_all.sh installs it, or
@@ -47,7 +47,7 @@ stress_seconds=${SOAK_STRESS_SECONDS:-720}
 sample_seconds=${SOAK_SAMPLE_SECONDS:-60}
 crash_iterations=${SOAK_CRASH_ITERATIONS:-150}
 first_pair=${SOAK_FIRST_PAIR:-0}
-growth_percent=${SOAK_GROWTH_PERCENT:-10}
+growth_percent=${SOAK_GROWTH_PERCENT:-5}
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 echo "soak: $hours h, logs and samples in $out"
