@@ -11,7 +11,14 @@
 #   4. the background coordination under the shuttle schedule explorer: SCHEDULES schedules
 #      (default 100000) of each scenario of crates/strata/tests/schedules.rs;
 #   5. the memtable's tests (the skiplist's `unsafe` node access) under valgrind's memcheck, which
-#      fails on any read or write outside the arena (skipped with a message if valgrind is absent).
+#      fails on any read or write outside the arena (skipped with a message if valgrind is absent);
+#   6. the same tests under Miri, Stacked Borrows and Tree Borrows, the concurrent one with 8
+#      scheduler seeds each (scripts/miri_memtable.sh --long), then under ThreadSanitizer and
+#      AddressSanitizer with the concurrency test (scripts/sanitize_memtable.sh); each skipped
+#      with a message without a nightly toolchain with miri and rust-src.
+#
+# The soak (hours of stress and crash-test with memory and descriptors sampled) is apart:
+# scripts/soak.sh HOURS.
 #
 #   scripts/reliability_long.sh [ITERATIONS] [STRESS_SECONDS] [FUZZ_SECONDS] [SCHEDULES]
 #
@@ -85,8 +92,12 @@ STRATA_SCHEDULES="$schedules" cargo test -p strata --features shuttle --test sch
 echo "== memcheck: the memtable's tests"
 if ! command -v valgrind >/dev/null 2>&1; then
   echo "valgrind is missing: memcheck skipped"
-  exit 0
+else
+  tests=$(cargo test -p strata --lib --no-run --manifest-path "$root/Cargo.toml" --message-format=json 2>/dev/null |
+    sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | head -1)
+  valgrind --error-exitcode=9 -q "$tests" memtable | tee "$out/memcheck.log"
 fi
-tests=$(cargo test -p strata --lib --no-run --manifest-path "$root/Cargo.toml" --message-format=json 2>/dev/null |
-  sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | head -1)
-valgrind --error-exitcode=9 -q "$tests" memtable | tee "$out/memcheck.log"
+
+echo "== Miri and the sanitizers: the memtable's tests"
+"$root/scripts/miri_memtable.sh" --long 2>&1 | tee "$out/miri.log"
+"$root/scripts/sanitize_memtable.sh" 2>&1 | tee "$out/sanitizers.log"

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: the Rust workspace's tests, then the Python module's (`import strata`)
+# The whole test suite: the Rust workspace's tests, the memtable's `unsafe` under Miri where a
+# nightly toolchain with Miri is installed (scripts/miri_memtable.sh; skipped with a message
+# elsewhere), then the Python module's (`import strata`)
 # pytest suite against a build of the module in a virtual environment this script makes, and
 # the redis-py tests of `strata serve` (crates/strata-server/tests/python).
 #
@@ -43,6 +45,9 @@ if ! $python_only; then
     # the `shuttle` feature): 10,000 schedules of each of four scenarios, about a minute
     # (docs/TESTING.md, "Schedules explored").
     STRATA_SCHEDULES=10000 cargo test -p strata --features shuttle --test schedules
+    # The skiplist's `unsafe` under Miri (Stacked Borrows, one schedule, small sizes): prints
+    # that it is SKIPPED, and why, where no `cargo +nightly miri` is installed.
+    scripts/miri_memtable.sh
 fi
 
 venv=target/py-venv

@@ -32,7 +32,7 @@ pub(crate) fn heap_count() -> HeapCount {
 }
 
 /// The bytes the allocator really set aside for `ptr`.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[cfg(all(target_os = "linux", target_env = "gnu", not(miri)))]
 fn chunk_bytes(ptr: *mut u8, _layout: Layout) -> i64 {
     // SAFETY: `ptr` is a live allocation of the system allocator (glibc malloc, or
     // posix_memalign for over-aligned layouts, which `malloc_usable_size` also accepts); it is
@@ -41,7 +41,8 @@ fn chunk_bytes(ptr: *mut u8, _layout: Layout) -> i64 {
     usable as i64 + 8
 }
 
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+/// Elsewhere, and under Miri (which has no `malloc_usable_size`), the requested size.
+#[cfg(not(all(target_os = "linux", target_env = "gnu", not(miri))))]
 fn chunk_bytes(_ptr: *mut u8, layout: Layout) -> i64 {
     layout.size() as i64
 }

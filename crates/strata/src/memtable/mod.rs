@@ -288,6 +288,10 @@ mod tests {
     /// and less by at most one partly used chunk, the list of chunks and the allocator's
     /// rounding of chunks it maps from the OS to whole pages.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "200,000 inserts are hours under Miri, and its allocator is not glibc's"
+    )]
     fn inserts_allocate_only_arena_chunks_and_the_accounting_bounds_the_heap() {
         for (key_len, value_len, count) in [
             (16usize, 100usize, 100_000u64),
@@ -342,6 +346,17 @@ mod tests {
     }
 
     proptest::proptest! {
+        // Under Miri two cases of at most 24 writes (a case of 120 writes is thousands of
+        // lookups, minutes there) and no regression file (Miri's isolation has no file system).
+        #![proptest_config(proptest::test_runner::Config {
+            cases: if cfg!(miri) { 2 } else { proptest::test_runner::Config::default().cases },
+            failure_persistence: if cfg!(miri) {
+                None
+            } else {
+                proptest::test_runner::Config::default().failure_persistence
+            },
+            ..proptest::test_runner::Config::default()
+        })]
         /// The memtable against a model: a map from (user key, newest sequence first) to the
         /// write. Checks the flush order, every point lookup at every sequence number, and the
         /// iterator's seeks.
@@ -350,7 +365,7 @@ mod tests {
             writes in proptest::collection::vec(
                 (proptest::collection::vec(0u8..3, 0..12), proptest::bool::ANY,
                  proptest::collection::vec(proptest::num::u8::ANY, 0..20)),
-                1..120,
+                1..if cfg!(miri) { 24 } else { 120 },
             ),
         ) {
             use std::cmp::Reverse;
