@@ -347,11 +347,6 @@ struct AppendedBytes {
     wal: std::sync::atomic::AtomicU64,
 }
 
-/// A file system that counts every byte appended to a table file or a WAL.
-struct CountingFileSystem {
-    appended: std::sync::Arc<AppendedBytes>,
-}
-
 struct CountingFile {
     inner: Box<dyn strata::env::WritableFile>,
     kind: strata::env::FileKind,
@@ -383,50 +378,6 @@ impl strata::env::WritableFile for CountingFile {
     }
 }
 
-impl strata::env::FileSystem for CountingFileSystem {
-    fn create_dir_all(&self, path: &std::path::Path) -> strata::Result<()> {
-        strata::env::RealFileSystem.create_dir_all(path)
-    }
-    fn create_writable(
-        &self,
-        path: &std::path::Path,
-    ) -> strata::Result<Box<dyn strata::env::WritableFile>> {
-        Ok(Box::new(CountingFile {
-            inner: strata::env::RealFileSystem.create_writable(path)?,
-            kind: strata::env::FileKind::of(path),
-            appended: std::sync::Arc::clone(&self.appended),
-        }))
-    }
-    fn open_random_access(
-        &self,
-        path: &std::path::Path,
-        direct: bool,
-    ) -> strata::Result<std::sync::Arc<dyn strata::env::RandomAccessFile>> {
-        strata::env::RealFileSystem.open_random_access(path, direct)
-    }
-    fn read_to_end(&self, path: &std::path::Path) -> strata::Result<Vec<u8>> {
-        strata::env::RealFileSystem.read_to_end(path)
-    }
-    fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> strata::Result<()> {
-        strata::env::RealFileSystem.rename(from, to)
-    }
-    fn remove_file(&self, path: &std::path::Path) -> strata::Result<()> {
-        strata::env::RealFileSystem.remove_file(path)
-    }
-    fn list_dir(&self, path: &std::path::Path) -> strata::Result<Vec<String>> {
-        strata::env::RealFileSystem.list_dir(path)
-    }
-    fn exists(&self, path: &std::path::Path) -> bool {
-        strata::env::RealFileSystem.exists(path)
-    }
-    fn sync_dir(&self, path: &std::path::Path) -> strata::Result<()> {
-        strata::env::RealFileSystem.sync_dir(path)
-    }
-    fn lock(&self, path: &std::path::Path) -> strata::Result<Box<dyn strata::env::FileLock>> {
-        strata::env::RealFileSystem.lock(path)
-    }
-}
-
 #[test]
 fn bytes_written_by_cause_add_up_to_the_bytes_the_file_system_saw() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -436,9 +387,19 @@ fn bytes_written_by_cause_add_up_to_the_bytes_the_file_system_saw() {
         .write_buffer_bytes(32 * 1024)
         .target_file_bytes(16 * 1024)
         .compaction_policy(std::sync::Arc::new(policy))
-        .file_system(std::sync::Arc::new(CountingFileSystem {
-            appended: std::sync::Arc::clone(&appended),
-        }));
+        .file_system({
+            // Every byte appended to a table file or a WAL counted by the file system.
+            let appended = std::sync::Arc::clone(&appended);
+            std::sync::Arc::new(strata::env::WrapWritable::new(
+                move |path: &std::path::Path, inner: Box<dyn strata::env::WritableFile>| {
+                    Box::new(CountingFile {
+                        inner,
+                        kind: strata::env::FileKind::of(path),
+                        appended: std::sync::Arc::clone(&appended),
+                    }) as Box<dyn strata::env::WritableFile>
+                },
+            ))
+        });
     let db = Db::open(dir.path(), options).expect("open");
     // Random keys (every level-0 run spans the key space) and updates of earlier keys.
     let mut state = 7u64;

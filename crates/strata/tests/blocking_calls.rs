@@ -669,51 +669,22 @@ impl strata::env::WritableFile for HeldFile {
     }
 }
 
-impl strata::env::FileSystem for HeldTableWrites {
-    fn create_dir_all(&self, path: &std::path::Path) -> strata::Result<()> {
-        strata::env::RealFileSystem.create_dir_all(path)
-    }
-    fn create_writable(
-        &self,
-        path: &std::path::Path,
-    ) -> strata::Result<Box<dyn strata::env::WritableFile>> {
-        let inner = strata::env::RealFileSystem.create_writable(path)?;
-        if path.extension().is_some_and(|e| e == "sst") {
-            return Ok(Box::new(HeldFile {
-                inner,
-                held: Arc::clone(&self.held),
-                started: Arc::clone(&self.started),
-            }));
-        }
-        Ok(inner)
-    }
-    fn open_random_access(
-        &self,
-        path: &std::path::Path,
-        direct: bool,
-    ) -> strata::Result<Arc<dyn strata::env::RandomAccessFile>> {
-        strata::env::RealFileSystem.open_random_access(path, direct)
-    }
-    fn read_to_end(&self, path: &std::path::Path) -> strata::Result<Vec<u8>> {
-        strata::env::RealFileSystem.read_to_end(path)
-    }
-    fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> strata::Result<()> {
-        strata::env::RealFileSystem.rename(from, to)
-    }
-    fn remove_file(&self, path: &std::path::Path) -> strata::Result<()> {
-        strata::env::RealFileSystem.remove_file(path)
-    }
-    fn list_dir(&self, path: &std::path::Path) -> strata::Result<Vec<String>> {
-        strata::env::RealFileSystem.list_dir(path)
-    }
-    fn exists(&self, path: &std::path::Path) -> bool {
-        strata::env::RealFileSystem.exists(path)
-    }
-    fn sync_dir(&self, path: &std::path::Path) -> strata::Result<()> {
-        strata::env::RealFileSystem.sync_dir(path)
-    }
-    fn lock(&self, path: &std::path::Path) -> strata::Result<Box<dyn strata::env::FileLock>> {
-        strata::env::RealFileSystem.lock(path)
+impl HeldTableWrites {
+    /// The real file system, with appends to table files held while `held` is set.
+    fn file_system(&self) -> Arc<dyn strata::env::FileSystem> {
+        let (held, started) = (Arc::clone(&self.held), Arc::clone(&self.started));
+        Arc::new(strata::env::WrapWritable::new(
+            move |path: &std::path::Path, inner: Box<dyn strata::env::WritableFile>| {
+                if path.extension().is_some_and(|e| e == "sst") {
+                    return Box::new(HeldFile {
+                        inner,
+                        held: Arc::clone(&held),
+                        started: Arc::clone(&started),
+                    }) as Box<dyn strata::env::WritableFile>;
+                }
+                inner
+            },
+        ))
     }
 }
 
@@ -753,7 +724,7 @@ fn wait_for_compactions_does_not_spin_the_workers_while_a_flush_runs() {
         Options::default()
             .max_background_compactions(2)
             .compaction_policy(Arc::clone(&policy) as Arc<dyn CompactionPolicy>)
-            .file_system(Arc::clone(&fs) as Arc<dyn strata::env::FileSystem>),
+            .file_system(fs.file_system()),
     )
     .expect("open");
     db.put(b"key", b"value").expect("put");

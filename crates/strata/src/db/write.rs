@@ -416,7 +416,7 @@ mod tests {
 
     use crate::counting_allocator::heap_count;
     use crate::env::WritableFile;
-    use crate::env::{FileLock, FileSystem, RandomAccessFile, RealFileSystem, SyncHandle};
+    use crate::env::{RealFileSystem, SyncHandle, WrapWritable};
     use crate::{Db, Options, WriteBatch, WriteOptions};
 
     #[test]
@@ -432,12 +432,6 @@ mod tests {
         let reader = Db::open_read_only(dir.path(), Options::default()).expect("read-only");
         assert!(matches!(reader.sync_wal(), Err(crate::Error::ReadOnly)));
         assert_eq!(reader.get(b"a").expect("get").as_deref(), Some(&b"1"[..]));
-    }
-
-    /// A file system whose log files' sync handles wait for a gate, and say when they start.
-    struct GatedSyncs {
-        started: std::sync::Mutex<std::sync::mpsc::Sender<()>>,
-        gate: std::sync::Arc<std::sync::Mutex<std::sync::mpsc::Receiver<()>>>,
     }
 
     struct GatedFile {
@@ -470,51 +464,6 @@ mod tests {
         }
     }
 
-    impl FileSystem for GatedSyncs {
-        fn create_dir_all(&self, path: &Path) -> crate::Result<()> {
-            RealFileSystem.create_dir_all(path)
-        }
-        fn create_writable(&self, path: &Path) -> crate::Result<Box<dyn WritableFile>> {
-            let inner = RealFileSystem.create_writable(path)?;
-            if path.extension().is_some_and(|e| e == "log") {
-                return Ok(Box::new(GatedFile {
-                    inner,
-                    started: self.started.lock().expect("sender").clone(),
-                    gate: Arc::clone(&self.gate),
-                }));
-            }
-            Ok(inner)
-        }
-        fn open_random_access(
-            &self,
-            path: &Path,
-            direct: bool,
-        ) -> crate::Result<Arc<dyn RandomAccessFile>> {
-            RealFileSystem.open_random_access(path, direct)
-        }
-        fn read_to_end(&self, path: &Path) -> crate::Result<Vec<u8>> {
-            RealFileSystem.read_to_end(path)
-        }
-        fn rename(&self, from: &Path, to: &Path) -> crate::Result<()> {
-            RealFileSystem.rename(from, to)
-        }
-        fn remove_file(&self, path: &Path) -> crate::Result<()> {
-            RealFileSystem.remove_file(path)
-        }
-        fn list_dir(&self, path: &Path) -> crate::Result<Vec<String>> {
-            RealFileSystem.list_dir(path)
-        }
-        fn exists(&self, path: &Path) -> bool {
-            RealFileSystem.exists(path)
-        }
-        fn sync_dir(&self, path: &Path) -> crate::Result<()> {
-            RealFileSystem.sync_dir(path)
-        }
-        fn lock(&self, path: &Path) -> crate::Result<Box<dyn FileLock>> {
-            RealFileSystem.lock(path)
-        }
-    }
-
     /// `sync_wal`'s fsync runs without the commit lock: a write completes while it is under
     /// way. A file system without sync handles (fault injection) is synced under the lock, and
     /// its failures are reported.
@@ -523,11 +472,21 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let (started_tx, started) = std::sync::mpsc::channel();
         let (open_gate, gate) = std::sync::mpsc::channel();
+        // Log files' sync handles wait for the gate, and say when they start.
+        let started_tx = std::sync::Mutex::new(started_tx);
+        let gate = Arc::new(std::sync::Mutex::new(gate));
+        let gated_syncs = WrapWritable::new(move |path: &Path, inner: Box<dyn WritableFile>| {
+            if path.extension().is_some_and(|e| e == "log") {
+                return Box::new(GatedFile {
+                    inner,
+                    started: started_tx.lock().expect("sender").clone(),
+                    gate: Arc::clone(&gate),
+                }) as Box<dyn WritableFile>;
+            }
+            inner
+        });
         let options = Options {
-            file_system: Arc::new(GatedSyncs {
-                started: std::sync::Mutex::new(started_tx),
-                gate: Arc::new(std::sync::Mutex::new(gate)),
-            }),
+            file_system: Arc::new(gated_syncs),
             ..Options::default()
         };
         let db = Db::open(dir.path(), options).expect("open");

@@ -2,13 +2,17 @@
 //!
 //! The engine never calls `std::fs` directly: it asks a [`FileSystem`]. [`RealFileSystem`] is the
 //! operating system's; [`FaultInjectionFileSystem`] wraps it and fails writes or syncs on demand so
-//! tests can check that a failed fsync puts the engine into its sticky error state.
+//! tests can check that a failed fsync puts the engine into its sticky error state;
+//! [`WrapWritable`] is the real one with each file created for writing passed through a function
+//! (instrumentation of the write path).
 
 mod fault;
 mod real;
+mod wrap;
 
 pub use fault::{Fault, FaultInjectionFileSystem, FaultOp, FaultPoint, FileKind, RandomFaults};
 pub use real::RealFileSystem;
+pub use wrap::WrapWritable;
 
 use std::path::Path;
 use std::sync::Arc;
