@@ -29,15 +29,13 @@
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use crate::cache::BlockCache;
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::key::{compare_internal_keys, parse_internal_key, ValueKind};
 use crate::options::Options;
 use crate::stats::access_file;
-use crate::stats::{BlockKind, IoCounters};
+use crate::stats::BlockKind;
 use crate::table::block::BlockIter;
 use crate::table::format::{BlockHandle, IndexKeys};
 use crate::table::index_iter::IndexIter;
@@ -614,16 +612,7 @@ pub(crate) fn scan_table(
         largest_sequence: None,
         filter_layout: crate::FilterLayout::default(),
     };
-    // A private cache of 0 bytes and private counters: nothing read here is kept or counted.
-    let reader = match TableReader::open(
-        fs,
-        dir,
-        number,
-        false,
-        Arc::new(BlockCache::new(0)),
-        Arc::new(IoCounters::default()),
-        false,
-    ) {
+    let reader = match TableReader::open_uncounted(fs, dir, number) {
         Ok(reader) => reader,
         Err(error) => {
             scan.problems.push(Problem::from_error(&path, error));

@@ -136,6 +136,25 @@ pub(crate) struct FileLookup {
 }
 
 impl TableReader {
+    /// Opens table `number` in `dir` for a one-off read by a tool (check, repair's salvage):
+    /// buffered reads, nothing pinned, a private cache of 0 bytes and private counters, so
+    /// nothing it reads is kept or counted in a database's statistics.
+    pub(crate) fn open_uncounted(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        number: u64,
+    ) -> Result<TableReader> {
+        TableReader::open(
+            fs,
+            dir,
+            number,
+            false,
+            Arc::new(BlockCache::new(0)),
+            Arc::new(IoCounters::default()),
+            false,
+        )
+    }
+
     /// Opens table `number` in `dir`; reads and checks the footer, properties and modular filter
     /// index, and pins the index and all filter modules if `pin` is set.
     #[allow(clippy::too_many_arguments)]

@@ -41,12 +41,10 @@ use super::index_iter::IndexIter;
 use super::properties::TableProperties;
 use super::reader::{ReadMode, TableReader};
 use super::table_file_name;
-use crate::cache::BlockCache;
 use crate::coding::get_fixed32;
 use crate::env::FileSystem;
 use crate::error::Result;
 use crate::key::{compare_internal_keys, parse_internal_key};
-use crate::stats::IoCounters;
 
 /// The largest trailer type this build reads (0 uncompressed, 1 LZ4, 2 Zstd).
 const MAX_BLOCK_TYPE: u8 = 2;
@@ -196,16 +194,7 @@ fn index_handles(fs: &dyn FileSystem, dir: &Path, number: u64, bytes: &[u8]) -> 
         problem: None,
         properties: None,
     };
-    // A private cache of 0 bytes and private counters: nothing read here is kept or counted.
-    let reader = match TableReader::open(
-        fs,
-        dir,
-        number,
-        false,
-        Arc::new(BlockCache::new(0)),
-        Arc::new(IoCounters::default()),
-        false,
-    ) {
+    let reader = match TableReader::open_uncounted(fs, dir, number) {
         Ok(reader) => reader,
         Err(error) => {
             result.problem = Some(error.to_string());
