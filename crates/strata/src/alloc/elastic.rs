@@ -16,7 +16,8 @@
 //! modular layout, independent seeds, probed in order), with more modules on disk than the file's
 //! share of the budget: at least [`Elastic::with_disk_modules`] modules (default 3, so 1.5 times
 //! the budget with the default `m` of half the budget), more if the file's optimum needs more (at
-//! most six), and six on level 0 (`Elastic::output_disk_modules`). Which modules are *in use*
+//! most six), and six on level 0, of a size that holds at least the budget plus
+//! [`LEVEL0_HEADROOM_BITS_PER_KEY`] (`Elastic::output_modules`). Which modules are *in use*
 //! — probed by lookups and counted in the budget — is the allocator's decision, a prefix `j_i`
 //! of each file's modules, re-made at every flush and
 //! compaction and refresh (every [`REFRESH_EVERY_LOOKUPS`](super::REFRESH_EVERY_LOOKUPS)
