@@ -887,8 +887,8 @@ impl Elastic {
     /// Every lookup the memtable does not answer probes every level-0 run, each spanning the key
     /// range, so a level-0 file is the most probed per entry of the tree whatever the workload,
     /// and its optimum lies far above the budget: measured by `strata study regret
-    /// --dump-weights` at 2 bits per key, 6 to 14 bits per key on present-key lookups, 5 to 10 on
-    /// absent ones (docs/BENCHMARKS.md, "Weights that find the optimum"). Its modules on disk cap
+    /// --dump-weights` at 2 bits per key, 6 to 14 bits per key on present-key lookups, 4 to 10 on
+    /// absent ones (docs/BENCHMARKS.md, "Modules on disk by level"). Its modules on disk cap
     /// what the allocation can give it until a rebuild; six modules of half the budget (3x the
     /// budget, 6 bits) held present-key lookups at 1.5-2.8x the optimum's reads at a budget of
     /// 2. The excess it wants over the budget is additive ([`LEVEL0_HEADROOM_BITS_PER_KEY`]), so
