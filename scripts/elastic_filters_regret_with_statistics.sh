@@ -12,6 +12,11 @@
 #
 # Prints, per workload, the median over the seeds with the least and most, and each seed's value.
 # With DUMP set, each run also writes the per-file weights (`--dump-weights`) beside its JSON.
+# WORKLOADS names a subset (default "typeII typeI typeI-cache").
+#
+# Before and after a change of the engine: run it once with STRATA a build of the commit before
+# (e.g. `git archive BASE | tar -x -C SRC` and `cargo build --release -p strata-cli` there) and
+# once on this workspace's build, each with its own OUT.
 #
 #   scripts/elastic_filters_regret_with_statistics.sh [SEEDS] [BUDGET] [STRATA]
 #     defaults: "42 7 8 9 10", 2, the workspace's release build
@@ -31,7 +36,7 @@ else
   strata="${CARGO_TARGET_DIR:-$root/target}/release/strata"
 fi
 for seed in $seeds; do
-  for workload in typeII typeI typeI-cache; do
+  for workload in ${WORKLOADS:-typeII typeI typeI-cache}; do
     flags=(--empty-fraction 1)
     case $workload in
       typeII) flags=(--empty-fraction 0) ;;

@@ -20,11 +20,12 @@ says the weights are right; exact >> 1 says the modules on disk, not the weights
 allocation from the optimum.
 
 With --modules-on-disk L0:REST the two greedy choices are made as if every level-0 file had L0
-modules on disk and every other file REST (of MODULE bits each): what another layout of modules
-on disk would allow on the same tree and counts.
+modules on disk and every other file REST (of MODULE bits each; level-0 files' of
+--level0-module-bits when given): what another layout of modules on disk would allow on the same
+tree and counts. Without it, each file's bits on disk as written, in modules of its level's size.
 
-  scripts/elastic_weights_against_exact_counts.py [--module-bits 1] [--budget 2]
-      [--modules-on-disk L0:REST] CSV...
+  scripts/elastic_weights_against_exact_counts.py [--module-bits 1] [--level0-module-bits M0]
+      [--budget 2] [--modules-on-disk L0:REST] CSV...
 """
 import argparse
 import csv
@@ -34,25 +35,27 @@ import math
 LN2_SQUARED = math.log(2) ** 2
 
 
-def greedy(entries, weights, caps, budget_bits, module):
-    """Modules of `module` bits per key taken by value per bit while they fit (DESIGN.md §3.5)."""
+def greedy(entries, weights, caps, budget_bits, modules):
+    """Modules of `modules[i]` bits per key for file i taken by value per bit while they fit
+    (DESIGN.md §3.5)."""
     bits = [0.0] * len(entries)
-    gain = 1.0 - math.exp(-LN2_SQUARED * module)
 
     def value(i):
-        return -(weights[i] * math.exp(-LN2_SQUARED * bits[i]) * gain / (entries[i] * module))
+        gain = 1.0 - math.exp(-LN2_SQUARED * modules[i])
+        return -(weights[i] * math.exp(-LN2_SQUARED * bits[i]) * gain / (entries[i] * modules[i]))
 
-    heap = [(value(i), i) for i in range(len(entries)) if entries[i] > 0 and caps[i] >= module]
+    heap = [(value(i), i) for i in range(len(entries))
+            if entries[i] > 0 and caps[i] >= modules[i] - 1e-9]
     heapq.heapify(heap)
     used = 0.0
     while heap:
         _, i = heapq.heappop(heap)
-        cost = entries[i] * module
+        cost = entries[i] * modules[i]
         if used + cost > budget_bits * (1 + 1e-12):
             continue
         used += cost
-        bits[i] += module
-        if bits[i] + module <= caps[i] + 1e-9:
+        bits[i] += modules[i]
+        if bits[i] + modules[i] <= caps[i] + 1e-9:
             heapq.heappush(heap, (value(i), i))
     return bits
 
@@ -60,6 +63,7 @@ def greedy(entries, weights, caps, budget_bits, module):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--module-bits", type=float, default=1.0)
+    parser.add_argument("--level0-module-bits", type=float, default=None)
     parser.add_argument("--budget", type=float, default=2.0)
     parser.add_argument("--modules-on-disk", default=None)
     parser.add_argument("csv", nargs="+")
@@ -73,9 +77,11 @@ def main():
         exact = [float(r["exact_z"]) for r in rows]
         miss = [float(r["miss_share_uniform"]) if cached else 1.0 for r in rows]
         caps = [float(r["bits_on_disk"]) for r in rows]
+        level0_bits = args.level0_module_bits or args.module_bits
+        modules = [level0_bits if r["level"] == "0" else args.module_bits for r in rows]
         if args.modules_on_disk:
             level0, rest = (int(n) for n in args.modules_on_disk.split(":"))
-            caps = [(level0 if r["level"] == "0" else rest) * args.module_bits for r in rows]
+            caps = [(level0 if r["level"] == "0" else rest) * m for r, m in zip(rows, modules)]
         optimum_column = "cache_weighted_optimal_bits" if cached else "optimal_bits"
 
         def reads(bits):
@@ -85,9 +91,9 @@ def main():
         optimum = reads([float(r[optimum_column]) for r in rows])
         policy = reads([float(r["bits_in_use"]) for r in rows])
         best = reads(greedy(entries, [z * m for z, m in zip(exact, miss)], caps, budget,
-                            args.module_bits))
+                            modules))
         learned = reads(greedy(entries, [float(r["elastic_weight"]) for r in rows], caps, budget,
-                               args.module_bits))
+                               modules))
         if optimum <= 0:
             continue
         print(f"{path}: policy {policy / optimum:.3f}  exact {best / optimum:.3f}  "

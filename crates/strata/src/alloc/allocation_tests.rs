@@ -89,7 +89,7 @@ fn parse_allocator(words: &[&str]) -> Result<Box<dyn FilterAllocator>, String> {
         "monkey" => &["bpk", "N", "B", "T", "f0", "tiering"],
         "mnemosyne" => &["bpk", "min1", "overuse", "overuse_bits"],
         "mnemosyne_plus" => &["bpk", "first_come"],
-        "elastic" => &["bpk", "module", "disk", "budget_bytes"],
+        "elastic" => &["bpk", "module", "module0", "disk", "budget_bytes"],
         other => return Err(format!("unknown allocator {other:?}")),
     };
     if let Some((key, _)) = options.iter().find(|(key, _)| !known.contains(key)) {
@@ -144,6 +144,11 @@ fn parse_allocator(words: &[&str]) -> Result<Box<dyn FilterAllocator>, String> {
             if let Some(bits) = get("module") {
                 elastic = elastic
                     .with_module_bits(number(bits, "module")?)
+                    .map_err(err)?;
+            }
+            if let Some(bits) = get("module0") {
+                elastic = elastic
+                    .with_level0_module_bits(number(bits, "module0")?)
                     .map_err(err)?;
             }
             if let Some(modules) = get("disk") {

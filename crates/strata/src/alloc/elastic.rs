@@ -16,7 +16,8 @@
 //! modular layout, independent seeds, probed in order), with more modules on disk than the file's
 //! share of the budget: at least [`Elastic::with_disk_modules`] modules (default 3, so 1.5 times
 //! the budget with the default `m` of half the budget), more if the file's optimum needs more (at
-//! most six), and six on level 0 (`Elastic::output_disk_modules`). Which modules are *in use*
+//! most six), and six on level 0, of a size that holds at least the budget plus
+//! [`LEVEL0_HEADROOM_BITS_PER_KEY`] (`Elastic::output_modules`). Which modules are *in use*
 //! — probed by lookups and counted in the budget — is the allocator's decision, a prefix `j_i`
 //! of each file's modules, re-made at every flush and
 //! compaction and refresh (every [`REFRESH_EVERY_LOOKUPS`](super::REFRESH_EVERY_LOOKUPS)
@@ -132,6 +133,15 @@ pub const DEFAULT_DISK_MODULES: usize = 3;
 
 /// The budget of [`Elastic::default`], in bits per key in use.
 pub const DEFAULT_BITS_PER_KEY: f64 = 10.0;
+
+/// Bits per key a level-0 file's six modules hold at least above the budget (DESIGN.md §3.5
+/// "Modules on disk"): its default module size is `max(m, (budget + this) / 6)`. By DESIGN.md §2's
+/// solution a file gets `ln(z_i / n_i) / ln2sq` bits per key plus a constant, so a file every
+/// lookup reaches, holding `n` of the tree's `N` keys, wants about `ln(N / n) / ln2sq` bits above
+/// an average file: 9.6 for a write buffer in a tree of a hundred. Measured at a budget of 2 by
+/// `strata study regret --dump-weights`: level-0 files wanted 6-14 bits per key on present-key
+/// lookups (docs/BENCHMARKS.md, "Modules on disk by level").
+pub const LEVEL0_HEADROOM_BITS_PER_KEY: f64 = 10.0;
 
 /// What elastic filters take a false positive on a data block the block cache holds to cost
 /// (DESIGN.md §3.5 "Cache-miss weight").
@@ -529,13 +539,38 @@ fn select_from(candidates: &[Candidate], budget_bits: f64, forced: &[usize]) -> 
     in_use
 }
 
+/// The default module size of a level-0 file at a budget of `target`: half the budget (the
+/// deeper files' size), or more so that six modules hold [`LEVEL0_HEADROOM_BITS_PER_KEY`] above
+/// the budget; at most the Bloom filter's 64.
+fn level0_module_bits(target: f64) -> f64 {
+    let module = (target / 2.0).max(MIN_MODULE_BITS_PER_KEY);
+    module
+        .max((target + LEVEL0_HEADROOM_BITS_PER_KEY) / MAX_MODULES as f64)
+        .min(64.0)
+}
+
+/// `bits` if it is a valid module size: finite, at least 0.5 (DESIGN.md §1's smallest module), at
+/// most the Bloom filter's 64.
+fn valid_module_bits(bits: f64) -> Result<f64> {
+    if !bits.is_finite() || !(MIN_MODULE_BITS_PER_KEY..=64.0).contains(&bits) {
+        return Err(Error::InvalidArgument(format!(
+            "elastic filter modules must hold between {MIN_MODULE_BITS_PER_KEY} and 64 bits per \
+             key, got {bits}"
+        )));
+    }
+    Ok(bits)
+}
+
 /// Elastic filters (module documentation).
 #[derive(Debug)]
 pub struct Elastic {
     bits_per_key_target: f64,
     /// A cap in bytes on the filters in use besides `bits_per_key_target` per entry.
     budget_bytes: Option<u64>,
+    /// Bits per key of one module of a file written below level 0.
     module_bits: f64,
+    /// Bits per key of one module of a file written to level 0 (`Elastic::output_module_bits`).
+    level0_module_bits: f64,
     disk_modules: usize,
     cached_false_positives: CachedFalsePositives,
     selection: ArcSwap<Selection>,
@@ -614,8 +649,10 @@ impl Default for Elastic {
 
 impl Elastic {
     /// Elastic filters with a budget of `bits_per_key_target` bits per key (finite, in
-    /// `0..=64`), modules of half the budget (at least 0.5 bit, DESIGN.md §1's smallest module) and
-    /// [`DEFAULT_DISK_MODULES`] modules on disk per file at least.
+    /// `0..=64`), modules of half the budget (at least 0.5 bit, DESIGN.md §1's smallest module)
+    /// and [`DEFAULT_DISK_MODULES`] modules on disk per file at least below level 0; level-0
+    /// files get six modules holding at least [`LEVEL0_HEADROOM_BITS_PER_KEY`] above the budget
+    /// (`Elastic::output_modules`).
     pub fn new(bits_per_key_target: f64) -> Result<Self> {
         Ok(Self::with_valid_target(validated_target(
             bits_per_key_target,
@@ -627,6 +664,7 @@ impl Elastic {
             bits_per_key_target: target,
             budget_bytes: None,
             module_bits: (target / 2.0).max(MIN_MODULE_BITS_PER_KEY),
+            level0_module_bits: level0_module_bits(target),
             disk_modules: DEFAULT_DISK_MODULES,
             cached_false_positives: CachedFalsePositives::default(),
             selection: ArcSwap::from_pointee(Selection::default()),
@@ -634,15 +672,17 @@ impl Elastic {
         }
     }
 
-    /// Modules of `bits` bits per key (at least 0.5; at most the Bloom filter's 64).
+    /// Modules of `bits` bits per key below level 0 (at least 0.5; at most the Bloom filter's
+    /// 64; default half the budget).
     pub fn with_module_bits(mut self, bits: f64) -> Result<Self> {
-        if !bits.is_finite() || !(MIN_MODULE_BITS_PER_KEY..=64.0).contains(&bits) {
-            return Err(Error::InvalidArgument(format!(
-                "elastic filter modules must hold between {MIN_MODULE_BITS_PER_KEY} and 64 bits \
-                 per key, got {bits}"
-            )));
-        }
-        self.module_bits = bits;
+        self.module_bits = valid_module_bits(bits)?;
+        Ok(self)
+    }
+
+    /// Modules of `bits` bits per key on level 0 (at least 0.5; at most the Bloom filter's 64;
+    /// default `max(m, (budget + 10) / 6)`, `Elastic::output_modules`).
+    pub fn with_level0_module_bits(mut self, bits: f64) -> Result<Self> {
+        self.level0_module_bits = valid_module_bits(bits)?;
         Ok(self)
     }
 
@@ -730,7 +770,7 @@ impl Elastic {
         &self,
         existing: Vec<(Candidate, Layout)>,
         outputs: &[(&NewFile, f64)],
-        disk_modules: usize,
+        (module_bits, disk_modules): (f64, usize),
     ) -> (Selection, Vec<f64>) {
         let entries: f64 = existing.iter().map(|(c, _)| c.entries).sum::<f64>()
             + outputs
@@ -750,7 +790,7 @@ impl Elastic {
                 number: file.file_number,
                 entries: file.entries as f64,
                 weight: *weight,
-                module_bits: self.module_bits,
+                module_bits,
                 modules: if filters { MAX_MODULES } else { 0 },
                 partitions: file.filter_layout.partitions.max(1),
                 family: file.filter_layout.family,
@@ -783,13 +823,13 @@ impl Elastic {
             selection.files.insert(
                 candidate.number,
                 Layout {
-                    module_bits: self.module_bits,
+                    module_bits,
                     modules: modules_u8,
                     in_use: u8::try_from(used.min(modules)).unwrap_or(modules_u8),
                     extra,
                 },
             );
-            bits.push(modules as f64 * self.module_bits);
+            bits.push(modules as f64 * module_bits);
         }
         (selection, bits)
     }
@@ -830,21 +870,38 @@ impl Elastic {
         }
     }
 
-    /// The modules on disk `job`'s outputs get at least: [`MAX_MODULES`] on level 0, the
-    /// setting ([`Elastic::with_disk_modules`]) elsewhere. Every lookup the memtable does not
-    /// answer probes every level-0 run, each spanning the key range, so a level-0 file is the
-    /// most probed per entry of the tree whatever the workload, and its optimum lies far above
-    /// the budget: measured by `strata study regret --dump-weights` at 2 bits per key, 6 to 12
-    /// bits per key on present-key lookups, 6 to 9 on absent ones (docs/BENCHMARKS.md, "Weights
-    /// that find the optimum"). Its modules on disk cap what the allocation can give it until a
-    /// rebuild; with three, the level-0 files' cap alone held present-key lookups at 1.6-2.9x
-    /// the optimum's reads. Level 0 holds a small share of the keys (a few write buffers), so six
-    /// modules there cost little disk.
-    fn output_disk_modules(&self, job: &FilterJob<'_>) -> usize {
-        if job.output_level == 0 {
-            MAX_MODULES
+    /// The module size of an output on `level`: [`Elastic::with_level0_module_bits`] on level 0,
+    /// [`Elastic::with_module_bits`] (default half the budget) below.
+    fn output_module_bits(&self, level: usize) -> f64 {
+        if level == 0 {
+            self.level0_module_bits
         } else {
-            self.disk_modules
+            self.module_bits
+        }
+    }
+
+    /// The module size and the modules on disk an output on `level` gets at least: six modules of
+    /// the level-0 size on level 0, the settings ([`Elastic::with_module_bits`],
+    /// [`Elastic::with_disk_modules`]) elsewhere (DESIGN.md §3.5 "Modules on disk").
+    ///
+    /// Every lookup the memtable does not answer probes every level-0 run, each spanning the key
+    /// range, so a level-0 file is the most probed per entry of the tree whatever the workload,
+    /// and its optimum lies far above the budget: measured by `strata study regret
+    /// --dump-weights` at 2 bits per key, 6 to 14 bits per key on present-key lookups, 4 to 10 on
+    /// absent ones (docs/BENCHMARKS.md, "Modules on disk by level"). Its modules on disk cap
+    /// what the allocation can give it until a rebuild; six modules of half the budget (3x the
+    /// budget, 6 bits) held present-key lookups at 1.5-2.8x the optimum's reads at a budget of
+    /// 2. The excess it wants over the budget is additive ([`LEVEL0_HEADROOM_BITS_PER_KEY`]), so
+    /// at small budgets its modules are larger than the deeper files' (2 bits at a budget of 2),
+    /// and from a budget of 10 up (the default) half the budget already holds it. Deeper files
+    /// want 0-5 bits per key at a budget of 2, which modules of half the budget divide in finer
+    /// steps. Level 0 holds a small share of the keys (a few write buffers), so its larger
+    /// modules cost little disk.
+    fn output_modules(&self, level: usize) -> (f64, usize) {
+        if level == 0 {
+            (self.level0_module_bits, MAX_MODULES)
+        } else {
+            (self.module_bits, self.disk_modules)
         }
     }
 
@@ -892,7 +949,7 @@ impl Elastic {
                 (file, weight)
             })
             .collect();
-        self.solve(existing, &outputs, self.output_disk_modules(job))
+        self.solve(existing, &outputs, self.output_modules(job.output_level))
     }
 
     /// The selection over `tree`'s files as they are, with `known` layouts.
@@ -900,7 +957,8 @@ impl Elastic {
         let weighing = self.weighing(tree, None);
         let files = tree.files().map(|(_, _, file)| file);
         let existing = self.existing_candidates(files, known, &|file| weighing.of_file(file));
-        self.solve(existing, &[], self.disk_modules).0
+        self.solve(existing, &[], (self.module_bits, self.disk_modules))
+            .0
     }
 
     fn layout(&self, file: &FileMetadata) -> Option<Layout> {
@@ -1271,8 +1329,8 @@ impl BudgetGuard for Elastic {
 }
 
 impl ModuleSizing for Elastic {
-    fn filter_module_bits_per_key(&self) -> f64 {
-        self.module_bits
+    fn filter_module_bits_per_key(&self, output_level: usize) -> f64 {
+        self.output_module_bits(output_level)
     }
 
     fn bits_per_key_in_use(&self, file: &FileMetadata) -> f64 {

@@ -58,7 +58,8 @@ fn apply(
         }
     }
     for (output, bits) in job.outputs.iter().zip(bits) {
-        let built = crate::alloc::built_file_bits_per_key(bits, allocator.module_bits);
+        let built =
+            crate::alloc::built_file_bits_per_key(bits, allocator.output_module_bits(level));
         // Each output a run of its own (flushes: one file each).
         builder = builder.add_file(
             level,
@@ -113,12 +114,15 @@ fn a_flush_into_an_empty_tree_gets_its_share_in_use_and_more_on_disk() {
         ("a", "z"),
     );
     let (_, _, only) = tree.files().next().expect("one file");
-    // Modules of 1 bit per key, six on disk (a level-0 file), two in use: exactly the budget.
-    assert_eq!(allocator.as_dyn().filter_module_bits_per_key(), 1.0);
-    assert!((only.bits_per_key() - 6.0).abs() < 1e-9);
+    // Modules of the budget's 2 bits per key, six on disk (a level-0 file), one in use: exactly
+    // the budget. Below level 0, modules of half the budget.
+    assert_eq!(allocator.as_dyn().filter_module_bits_per_key(0), 2.0);
+    assert_eq!(allocator.as_dyn().filter_module_bits_per_key(1), 1.0);
+    assert_eq!(allocator.as_dyn().filter_module_bits_per_key(5), 1.0);
+    assert!((only.bits_per_key() - 12.0).abs() < 1e-9);
     assert_eq!(
         allocator.filter_modules_in_use(99, only),
-        ModulesInUse::prefix(2)
+        ModulesInUse::prefix(1)
     );
     assert!((allocator.as_dyn().bits_per_key_in_use(99, only) - 2.0).abs() < 1e-9);
     assert_eq!(allocator.as_dyn().bits_per_key_cap(), Some(2.0));
@@ -221,8 +225,9 @@ fn files_reached_by_fewer_lookups_get_fewer_bits() {
     };
     // The existing files were written by no elastic allocator: opaque, without a filter.
     assert_eq!(bits_of(1), 0.0);
-    // The flushed file, reached by every lookup, gets all six modules.
-    assert!((bits_of(1000) - 12.0).abs() < 1e-9, "{}", bits_of(1000));
+    // The flushed file, reached by every lookup, gets all six modules (of (4 + 10) / 6 bits:
+    // level 0's holds the headroom above the budget).
+    assert!((bits_of(1000) - 14.0).abs() < 1e-9, "{}", bits_of(1000));
 
     // Two files with elastic layouts (three 1-bit modules each) and equal entries, one over
     // "a".."y" (24/25 of the range), one over "ya".."z" (1/25), and a third file the state does
@@ -316,6 +321,12 @@ fn invalid_settings_are_refused() {
         .expect("valid")
         .with_module_bits(0.1)
         .is_err());
+    for bad in [0.4, 64.5, f64::NAN, f64::INFINITY] {
+        assert!(Elastic::new(2.0)
+            .expect("valid")
+            .with_level0_module_bits(bad)
+            .is_err());
+    }
     assert!(Elastic::new(2.0)
         .expect("valid")
         .with_disk_modules(7)
@@ -420,11 +431,12 @@ fn a_refresh_keeps_bits_in_cached_files_when_cached_false_positives_are_measured
 }
 
 #[test]
-fn level_zero_outputs_get_six_modules_on_disk_and_deeper_outputs_the_setting() {
+fn level_zero_outputs_get_six_whole_budget_modules_and_deeper_outputs_the_setting() {
     // A flush into level 0 and a compaction into level 1, each of one 1,000-key output: the
-    // level-0 file is written with all six modules (every lookup the memtable does not answer
-    // probes it), the level-1 file with the three of the setting; the budget in use is the
-    // same either way.
+    // level-0 file is written with all six modules of the whole budget (every lookup the
+    // memtable does not answer probes it, so its optimum lies far above the budget), the
+    // level-1 file with the three modules of half the budget of the setting; the budget in use
+    // is the same either way.
     let allocator = Elastic::new(2.0).expect("valid");
     let files = outputs(&[1000]);
     let tree = apply(
@@ -435,7 +447,11 @@ fn level_zero_outputs_get_six_modules_on_disk_and_deeper_outputs_the_setting() {
         ("a", "z"),
     );
     let (_, _, level0) = tree.files().next().expect("one file");
-    assert!((level0.bits_per_key() - 6.0).abs() < 1e-9);
+    assert!((level0.bits_per_key() - 12.0).abs() < 1e-9);
+    assert_eq!(
+        allocator.filter_modules_in_use(99, level0),
+        ModulesInUse::prefix(1)
+    );
     let inputs = [JobInput {
         level: 0,
         run_id: 99,
@@ -463,6 +479,59 @@ fn level_zero_outputs_get_six_modules_on_disk_and_deeper_outputs_the_setting() {
     let tree = apply(&six, &Version::default(), &job, 1, ("a", "z"));
     let (_, _, wide) = tree.files().next().expect("one file");
     assert!((wide.bits_per_key() - 6.0).abs() < 1e-9);
+    // The level-0 module size is a setting of its own; the deeper one does not move it.
+    let fine = Elastic::new(2.0)
+        .expect("valid")
+        .with_level0_module_bits(1.0)
+        .expect("valid")
+        .with_module_bits(0.5)
+        .expect("valid");
+    assert_eq!(fine.as_dyn().filter_module_bits_per_key(0), 1.0);
+    assert_eq!(fine.as_dyn().filter_module_bits_per_key(1), 0.5);
+    let tree = apply(&fine, &Version::default(), &flush(&files), 0, ("a", "z"));
+    let (_, _, level0) = tree.files().next().expect("one file");
+    assert!((level0.bits_per_key() - 6.0).abs() < 1e-9);
+    assert_eq!(
+        fine.filter_modules_in_use(99, level0),
+        ModulesInUse::prefix(2)
+    );
+}
+
+#[test]
+fn level_zero_modules_hold_the_headroom_above_small_budgets_and_half_the_budget_from_ten() {
+    // Six level-0 modules hold at least the budget plus the headroom; from a budget of 10 up,
+    // half the budget (the deeper files' size) already does.
+    for (budget, level0, deeper) in [
+        (1.0, 11.0 / 6.0, 0.5),
+        (2.0, 2.0, 1.0),
+        (4.0, 14.0 / 6.0, 2.0),
+        (10.0, 5.0, 5.0),
+        (20.0, 10.0, 10.0),
+        (64.0, 32.0, 32.0),
+    ] {
+        let allocator = Elastic::new(budget).expect("valid");
+        let sizing = allocator.as_dyn();
+        assert!(
+            (sizing.filter_module_bits_per_key(0) - level0).abs() < 1e-12,
+            "budget {budget}: level 0 {}",
+            sizing.filter_module_bits_per_key(0)
+        );
+        assert_eq!(sizing.filter_module_bits_per_key(1), deeper);
+        assert_eq!(sizing.filter_module_bits_per_key(4), deeper);
+        assert!(
+            6.0 * level0 >= budget + super::LEVEL0_HEADROOM_BITS_PER_KEY - 1e-9 || level0 == deeper
+        );
+    }
+    // The default engine's budget of 10: level-0 files as before, six modules of 5 bits.
+    let default = Elastic::default();
+    let files = outputs(&[1000]);
+    let tree = apply(&default, &Version::default(), &flush(&files), 0, ("a", "z"));
+    let (_, _, level0) = tree.files().next().expect("one file");
+    assert!((level0.bits_per_key() - 30.0).abs() < 1e-9);
+    assert_eq!(
+        default.filter_modules_in_use(99, level0),
+        ModulesInUse::prefix(2)
+    );
 }
 
 /// Two files of 10,000 keys over the two halves of the range, three 1-bit modules each (2 and 1

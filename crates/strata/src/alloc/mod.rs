@@ -149,7 +149,7 @@ pub struct NewFile {
     pub access: Option<AccessEstimate>,
     /// The family its filter will be built in, and the key-range partitions it will have if its
     /// modules are of the allocator's module size
-    /// ([`FilterAllocator::filter_module_bits_per_key`]; `table/partition.rs`; 1 when
+    /// at its level ([`FilterAllocator::filter_module_bits_per_key`]; `table/partition.rs`; 1 when
     /// unpartitioned): what [`ModulesInUse::extra_partitions`] can count on and which curve
     /// prices its bits. The file's `FileMetadata` records the layout it got.
     pub filter_layout: crate::FilterLayout,
@@ -303,9 +303,11 @@ pub trait LiveDecisions {
 
 /// Filter modules sized apart from the budget (elastic filters, DESIGN.md §3.5).
 pub trait ModuleSizing {
-    /// Bits per key of one filter module (DESIGN.md §1): the table builder splits a filter with
-    /// more bits per key than this into modules of this size.
-    fn filter_module_bits_per_key(&self) -> f64;
+    /// Bits per key of one filter module of a file written to `output_level` (DESIGN.md §1): the
+    /// table builder splits a filter with more bits per key than this into modules of this size.
+    /// Elastic filters write level-0 files in larger modules than deeper ones (DESIGN.md §3.5
+    /// "Modules on disk").
+    fn filter_module_bits_per_key(&self, output_level: usize) -> f64;
 
     /// Bits per key of `file`'s filter that lookups use: those of its modules in use.
     fn bits_per_key_in_use(&self, file: &FileMetadata) -> f64;
@@ -365,12 +367,12 @@ impl<'a> dyn FilterAllocator + 'a {
             .and_then(BudgetGuard::filter_budget_bytes)
     }
 
-    /// [`ModuleSizing::filter_module_bits_per_key`]; the budget by default (the paper's modular
-    /// filter).
-    pub fn filter_module_bits_per_key(&self) -> f64 {
+    /// [`ModuleSizing::filter_module_bits_per_key`] for a file written to `output_level`; the
+    /// budget by default (the paper's modular filter).
+    pub fn filter_module_bits_per_key(&self, output_level: usize) -> f64 {
         self.module_sizing().map_or_else(
             || self.bits_per_key_budget(),
-            ModuleSizing::filter_module_bits_per_key,
+            |sizing| sizing.filter_module_bits_per_key(output_level),
         )
     }
 

@@ -39,6 +39,25 @@ use crate::version::job::{resolve_inputs, trivial_move_check, ResolvedRun};
 use crate::version::set::VersionSet;
 use crate::version::{AccessHandle, AddedFile, DeletedFile, FileMetadata, Version, VersionEdit};
 
+/// Bits per key of one filter module of an output on level 0 and of one below it (the allocator's
+/// [`crate::alloc::ModuleSizing`], DESIGN.md §1 and §3.5 "Modules on disk").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct ModuleBits {
+    pub(crate) level0: f64,
+    pub(crate) deeper: f64,
+}
+
+impl ModuleBits {
+    /// The module size of an output on `level`.
+    pub(crate) fn at(self, level: usize) -> f64 {
+        if level == 0 {
+            self.level0
+        } else {
+            self.deeper
+        }
+    }
+}
+
 /// What the executor needs from the engine.
 pub(crate) struct ExecutorContext<'a> {
     pub(crate) dir: PathBuf,
@@ -55,8 +74,9 @@ pub(crate) struct ExecutorContext<'a> {
     pub(crate) target_file_bytes: u64,
     /// Read-ahead window over each input file (`Options::compaction_readahead_bytes`).
     pub(crate) readahead_bytes: usize,
-    /// Bits per key of one filter module (the allocator's budget, DESIGN.md §1).
-    pub(crate) filter_module_bits: f64,
+    /// Bits per key of one filter module, by output level (the allocator's
+    /// [`crate::alloc::ModuleSizing`], DESIGN.md §1).
+    pub(crate) filter_module_bits: ModuleBits,
     /// When outputs get a partitioned index and filter (`Options::partition_metadata_above_bytes`).
     pub(crate) metadata_partitioning: MetadataPartitioning,
     /// The outputs' filter families (`Options::filter_family`).
@@ -293,7 +313,7 @@ pub(crate) fn run_compaction(
                 }
             }
             if output.is_none() {
-                output = Some(new_output(context, compression)?);
+                output = Some(new_output(context, compression, job.output_level)?);
             }
             if let Some(current) = output.as_mut() {
                 current.builder.add(key, merged.value())?;
@@ -432,14 +452,18 @@ fn merged_inputs(context: &ExecutorContext<'_>, inputs: &[ResolvedRun]) -> Mergi
 }
 
 /// A new output table file, its builder set up as the options say.
-fn new_output(context: &ExecutorContext<'_>, compression: Compression) -> Result<PendingTable> {
+fn new_output(
+    context: &ExecutorContext<'_>,
+    compression: Compression,
+    output_level: usize,
+) -> Result<PendingTable> {
     let number = context.versions.new_file_number();
     let path = context.dir.join(table_file_name(number));
     let file = context.fs.create_writable(&path)?;
     let mut builder = TableBuilder::new(path, file, context.block_bytes, context.restart_interval);
     builder.set_index_restart_interval(context.index_restart_interval);
-    // Filters above the budget are split into modules of the budget's size (DESIGN.md §1).
-    builder.set_filter_module_bits(context.filter_module_bits);
+    // Filters above the module size are split into modules of that size (DESIGN.md §1).
+    builder.set_filter_module_bits(context.filter_module_bits.at(output_level));
     builder.set_metadata_partitioning(context.metadata_partitioning);
     builder.set_filter_families(context.filter_family, false);
     builder.set_range_filter_bits(context.range_filter_bits);

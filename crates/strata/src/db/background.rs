@@ -12,7 +12,7 @@ use super::{DbInner, ReadView};
 use crate::alloc::{FilterAllocator, JobKind};
 use crate::compaction::executor::{
     check_recency_order, finish_outputs, inputs_exist, run_compaction, trivial_move,
-    ExecutorContext, PendingTable,
+    ExecutorContext, ModuleBits, PendingTable,
 };
 use crate::compaction::{CompactionContext, CompactionJob, JobAction, RunningCompactions};
 use crate::env::FileSystem;
@@ -561,7 +561,7 @@ impl DbInner {
             self.fs.as_ref(),
             &self.versions,
             &self.options,
-            allocator.filter_module_bits_per_key(),
+            allocator.filter_module_bits_per_key(0),
             self.merlin.as_ref(),
             &mem,
         )?;
@@ -629,8 +629,15 @@ impl DbInner {
             index_restart_interval: self.options.index_block_restart_interval,
             target_file_bytes,
             readahead_bytes: self.options.compaction_readahead_bytes,
-            // Filters above the budget are split into modules of the budget's size (DESIGN.md §1).
-            filter_module_bits: self.filter_allocator().filter_module_bits_per_key(),
+            // Filters above the module size are split into modules (DESIGN.md §1), of the size the
+            // allocator gives the output level.
+            filter_module_bits: {
+                let allocator = self.filter_allocator();
+                ModuleBits {
+                    level0: allocator.filter_module_bits_per_key(0),
+                    deeper: allocator.filter_module_bits_per_key(1),
+                }
+            },
             metadata_partitioning: self.options.metadata_partitioning(),
             filter_family: self.options.filter_family,
             range_filter_bits: self.options.range_filter_bits,

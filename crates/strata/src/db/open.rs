@@ -211,7 +211,7 @@ fn flush_replayed(
         options.file_system.as_ref(),
         versions,
         options,
-        allocator.filter_module_bits_per_key(),
+        allocator.filter_module_bits_per_key(0),
         merlin,
         recovered,
     )?

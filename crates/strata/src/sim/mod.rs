@@ -416,7 +416,7 @@ impl Simulation {
         let first_sequence = self.next_sequence;
         self.next_sequence += entries;
         let file = self
-            .file(number, smallest, largest, entries, bits.first().copied())
+            .file(number, 0, smallest, largest, entries, bits.first().copied())
             .with_sequences(first_sequence, self.next_sequence - 1);
         self.tree = self.tree.to_builder().add_file(0, run_id, file).build()?;
         let bytes = entries * self.entry_bytes;
@@ -552,6 +552,7 @@ impl Simulation {
             files.push(
                 self.file(
                     number,
+                    job.output_level,
                     piece.smallest,
                     piece.largest,
                     piece.entries,
@@ -586,17 +587,18 @@ impl Simulation {
         Ok(bits)
     }
 
-    /// A new file's metadata; `bits` is the allocator's answer, recorded as the table builder
-    /// would build it.
+    /// A new file's metadata on `level`; `bits` is the allocator's answer, recorded as the table
+    /// builder would build it.
     fn file(
         &self,
         number: u64,
+        level: usize,
         smallest: u64,
         largest: u64,
         entries: u64,
         bits: Option<f64>,
     ) -> FileMetadata {
-        let module_bits = self.allocator.filter_module_bits_per_key();
+        let module_bits = self.allocator.filter_module_bits_per_key(level);
         let bits_per_key = built_file_bits_per_key(bits.unwrap_or(0.0), module_bits);
         let filter_bytes = (bits_per_key * entries as f64 / 8.0).ceil() as u64;
         FileMetadata::new(number, &smallest.to_be_bytes(), &largest.to_be_bytes())
