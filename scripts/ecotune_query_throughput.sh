@@ -4,9 +4,12 @@
 # entries with probability r, seeks and gets with (1 - r) / 2 each; `strata bench --workloads
 # ecotune:r`). One `strata bench` per r, each policy on its own fresh tree: 1,000,000 keys
 # loaded, then queries on one closed-loop thread beside a writer paced at RATE MB/s (READS at
-# r = 0.3, scaled by 1.3 / (1 + r) so that every phase lasts about as long); RUNS runs, medians. EcoTune's r is the workload's. Prints, per r and policy, the median queries per
+# r = 0.3, scaled by 1.3 / (1 + r) so that every phase lasts about as long); RUNS runs, medians.
+# EcoTune measures r itself over the queries it serves (DESIGN.md §6); ECOTUNE_R=workload (or a
+# number) fixes it instead (`--ecotune-r`). Prints, per r and policy, the median queries per
 # second, its ratio to EcoTune's, the compaction CPU share, and EcoTune's round state at the end
-# of the phase (R, T_c/T_w: one round must fit in the phase).
+# of the phase (R, T_c/T_w, and the r its round took: one round must fit in the phase), and the
+# blocks read from the device per query (data + index + filter; load-independent).
 #
 #   scripts/ecotune_query_throughput.sh [RATIOS] [POLICIES] [RUNS] [READS] [RATE]
 #     defaults: "0.1 0.3 0.5 1", "ecotune,leveling,lazy-leveling,tiering,garnering", 3,
@@ -35,6 +38,7 @@ for r in $ratios; do
     --write-rate "$rate" --query-threads 1 --compaction "$policies" --size-ratio 10 \
     --write-buffer-bytes 1MiB --bits-per-key 10 --runs "$runs" \
     --range-filter-bits "${RANGE_FILTER_BITS:-0}" \
+    ${ECOTUNE_R:+--ecotune-r "$ECOTUNE_R"} \
     --json "$out/ecotune-$r-$rate.json" > "$out/ecotune-$r-$rate.txt"
   echo "r = $r done" >&2
 done
@@ -43,7 +47,7 @@ python3 - "$out" <<'PY'
 import glob, json, statistics, sys
 out = sys.argv[1]
 print(f"{'r':>4} {'policy':<28} {'queries/s':>10} {'vs ecotune':>10} {'cpu share':>9} "
-      f"{'stalls':>6} {'rf out/op':>9}  runs/levels at end; EcoTune's round")
+      f"{'stalls':>6} {'rf out/op':>9} {'reads/q':>7}  runs/levels at end; EcoTune's round")
 for path in sorted(glob.glob(f"{out}/ecotune-*.json")):
     data = json.load(open(path))
     rows = {}
@@ -64,8 +68,10 @@ for path in sorted(glob.glob(f"{out}/ecotune-*.json")):
         shape = f"{results[-1]['runs']}/{results[-1]['levels']}"
         ruled_out = [r["range_filter_negatives_per_op"] for r in results
                      if r.get("range_filter_negatives_per_op") is not None]
+        reads = [sum(v or 0 for v in r["io_per_op"].values()) for r in results]
         print(f"{results[0]['phase'][8:]:>4} {label:<28} {qps:>10.0f} "
               f"{(qps / base if base else float('nan')):>10.2f} "
               f"{(statistics.median(cpu) if cpu else float('nan')):>9.3f} {stalls:>6} "
-              f"{(statistics.median(ruled_out) if ruled_out else float('nan')):>9.3f}  {shape}; {state}")
+              f"{(statistics.median(ruled_out) if ruled_out else float('nan')):>9.3f} "
+              f"{statistics.median(reads):>7.3f}  {shape}; {state}")
 PY

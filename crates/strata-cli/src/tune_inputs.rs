@@ -403,6 +403,8 @@ mod tests {
             point_lookups_found: 150,
             seeks: 100,
             scan_entries: 2_000,
+            long_scans: 100,
+            long_scan_entries: 2_000,
             writes: 300,
         };
         let workload = workload_from_totals(&totals, 10_000).expect("a mix");

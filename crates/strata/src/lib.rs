@@ -87,6 +87,6 @@ pub use options::{
 pub use options_file::OptionsFile;
 pub use repair::{repair, BlockLocation, RepairMode, RepairReport, SalvagedTable};
 pub use stats::merlin::AccessEstimate;
-pub use stats::{Stats, WorkloadTotals};
+pub use stats::{Stats, WorkloadMix, WorkloadTotals};
 pub use table::compression::{Compression, CompressionPolicy, DEFAULT_ZSTD_LEVEL};
 pub use wal::{WalRecoveryMode, WriteBatch};

@@ -156,6 +156,14 @@ pub struct Options {
     /// every file whose filter rules its range out, without reading any of its blocks; it pays
     /// for short, selective ranges in trees of many runs (EcoTune's main level).
     pub range_filter_bits: u32,
+    /// Whether compactions into the last level build range filters too (false by default). The
+    /// last level holds most keys (nine in ten at size ratio 10), so nearly every range a user
+    /// asks for reaches it and its filter rules out almost nothing, while building one costs
+    /// about 100 ns per key on the compaction path; as RocksDB's `optimize_filters_for_hits`
+    /// leaves the bottom level's point filters out, Strata leaves the last level's range
+    /// filters out (docs/decisions/range-filters.md). Files without a filter are always read,
+    /// so seeks stay exact either way. Flushes and compactions into upper levels are unaffected.
+    pub range_filter_last_level: bool,
     /// The most bytes per second (read plus written) that filter rebuilds may take: when the
     /// filter allocator finds a file whose filter would avoid more device reads over the
     /// file's expected life, with more bits on disk, than rewriting it costs (elastic filters'
@@ -226,6 +234,7 @@ impl std::fmt::Debug for Options {
             .field("filter_allocator", &self.filter_allocator.name())
             .field("filter_family", &self.filter_family.name())
             .field("range_filter_bits", &self.range_filter_bits)
+            .field("range_filter_last_level", &self.range_filter_last_level)
             .field(
                 "filter_rebuild_bytes_per_sec",
                 &self.filter_rebuild_bytes_per_sec,
@@ -268,6 +277,7 @@ impl Default for Options {
             filter_allocator: Arc::new(Elastic::default()),
             filter_family: crate::FilterFamilies::default(),
             range_filter_bits: 0,
+            range_filter_last_level: false,
             filter_rebuild_bytes_per_sec: DEFAULT_FILTER_REBUILD_BYTES_PER_SEC,
             compaction_policy: crate::policy::default_compaction_policy(),
             file_system: Arc::new(RealFileSystem),
@@ -310,6 +320,8 @@ setters! {
     filter_family: crate::FilterFamilies,
     /// Sets [`Options::range_filter_bits`].
     range_filter_bits: u32,
+    /// Sets [`Options::range_filter_last_level`].
+    range_filter_last_level: bool,
     /// Sets [`Options::filter_rebuild_bytes_per_sec`].
     filter_rebuild_bytes_per_sec: u64,
     /// Sets [`Options::partition_metadata_above_bytes`].

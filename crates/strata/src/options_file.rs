@@ -147,6 +147,8 @@ plain_options! {
     disable_wal: bool,
     /// [`Options::range_filter_bits`].
     range_filter_bits: u32,
+    /// [`Options::range_filter_last_level`].
+    range_filter_last_level: bool,
     /// [`Options::filter_rebuild_bytes_per_sec`].
     filter_rebuild_bytes_per_sec: u64,
 }
@@ -191,7 +193,7 @@ pub struct CompactionSection {
     /// Garnering's `c`; default 0.8. Refused for any other policy, which has no `c`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub garnering_c: Option<f64>,
-    /// EcoTune's share of long range scans `r`; default 0.3. Refused for any other policy.
+    /// EcoTune's share of long range scans `r`; by default measured by the engine (DESIGN.md §6). Refused for any other policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub long_scan_ratio: Option<f64>,
     /// EcoTune's `beta_q`; default 0.5. Refused for any other policy.
@@ -200,7 +202,7 @@ pub struct CompactionSection {
     /// EcoTune's `Ccap`; default 3. Refused for any other policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ccap: Option<u32>,
-    /// EcoTune's long-scan length `K`; default 100. Refused for any other policy.
+    /// EcoTune's long-scan length `K`; by default measured by the engine. Refused for any other policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scan_length: Option<u32>,
 }
@@ -212,10 +214,10 @@ impl CompactionSection {
         CompactionSettings {
             garnering_c: self.garnering_c.unwrap_or(DEFAULT_GARNERING_C),
             ecotune: EcoTuneSettings {
-                long_scan_ratio: self.long_scan_ratio.unwrap_or(defaults.long_scan_ratio),
+                long_scan_ratio: self.long_scan_ratio.or(defaults.long_scan_ratio),
                 beta_q: self.beta_q.unwrap_or(defaults.beta_q),
                 ccap: self.ccap.unwrap_or(defaults.ccap),
-                scan_length: self.scan_length.unwrap_or(defaults.scan_length),
+                scan_length: self.scan_length.or(defaults.scan_length),
                 ..defaults
             },
             ..CompactionSettings::with_size_ratio(self.size_ratio.unwrap_or(DEFAULT_SIZE_RATIO))
@@ -509,7 +511,7 @@ mod tests {
         // EcoTune's settings reach the policy.
         assert_eq!(
             options.compaction_policy.name(),
-            "ecotune(Ccap=4,K=100,r=0.5,beta_q=0.25)"
+            "ecotune(Ccap=4,K=live,r=0.5,beta_q=0.25)"
         );
         assert!(options.filter_allocator.needs_access_statistics());
     }

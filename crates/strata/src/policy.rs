@@ -83,7 +83,7 @@ mod tests {
         assert!(CompactionKind::Garnering.build(&bad_c).is_err());
         let bad_ecotune = CompactionSettings {
             ecotune: EcoTuneSettings {
-                long_scan_ratio: 1.5,
+                long_scan_ratio: Some(1.5),
                 ..EcoTuneSettings::default()
             },
             ..CompactionSettings::with_size_ratio(4.0)
@@ -99,8 +99,8 @@ mod tests {
         let written = toml::to_string(&CompactionSettings::with_size_ratio(4.0)).expect("writes");
         assert_eq!(
             written,
-            "size_ratio = 4.0\ngarnering_c = 0.8\n\n[ecotune]\nccap = 3\nscan_length = 100\n\
-             long_scan_ratio = 0.3\nbeta_q = 0.5\nmax_units = 32\ntop_level_index = true\n"
+            "size_ratio = 4.0\ngarnering_c = 0.8\n\n[ecotune]\nccap = 3\nbeta_q = 0.5\n\
+             max_units = 32\ntop_level_index = true\n"
         );
         let error = "levelling"
             .parse::<CompactionKind>()

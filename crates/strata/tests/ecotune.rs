@@ -265,3 +265,79 @@ fn without_the_index_lookups_probe_every_top_level_run() {
     check(&db, &model);
     db.close().expect("close");
 }
+
+/// `queries` queries: half point lookups, a quarter long scans of 40 entries, a quarter short
+/// seeks of one entry (`r` = 0.25, `K` = 40).
+fn serve_quarter_long_scans(db: &Db, queries: u32) {
+    for q in 0..queries {
+        let start = key((q * 7919) % (KEYS - 100));
+        match q % 4 {
+            0 | 1 => {
+                db.get(&start).expect("get");
+            }
+            2 => {
+                let mut iter = db.iter();
+                iter.seek(&start);
+                assert_eq!(iter.take(40).count(), 40);
+            }
+            _ => {
+                let mut iter = db.iter();
+                iter.seek(&start);
+                assert_eq!(iter.take(1).count(), 1);
+            }
+        }
+    }
+}
+
+#[test]
+fn rounds_take_r_from_the_queries_the_engine_serves_and_keep_the_window_across_a_reopen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options()).expect("open");
+    let mut model = BTreeMap::new();
+    write_passes(&db, &mut model, 0..1);
+    db.wait_for_compactions().expect("settle");
+    let first = stored_round(&db.version()).expect("a round");
+    assert_eq!(
+        first.parameters.long_scan_ratio, 0.3,
+        "no queries yet: the paper's r"
+    );
+
+    serve_quarter_long_scans(&db, 4_000);
+    let mix = db.recent_workload();
+    assert_eq!(mix.counts.queries(), 4_000);
+    assert_eq!(mix.long_scan_ratio(), Some(0.25));
+    assert_eq!(mix.long_scan_length(), Some(40.0));
+    // Writes alone: the rounds started now take the window's r.
+    write_passes(&db, &mut model, 1..3);
+    db.wait_for_compactions().expect("settle");
+    let round = stored_round(&db.version()).expect("a round");
+    assert!(round.number > first.number + 1, "{round:?}");
+    assert_eq!(round.parameters.long_scan_ratio, 0.25);
+    assert!(
+        db.stats()
+            .compaction_state
+            .as_deref()
+            .unwrap_or("")
+            .contains("r = 0.250"),
+        "{:?}",
+        db.stats().compaction_state
+    );
+
+    // The window is logged with the totals: a reopen resumes it.
+    let before = db.recent_workload();
+    db.close().expect("close");
+    let db = Db::open(dir.path(), options()).expect("reopen");
+    assert_eq!(db.recent_workload(), before);
+    // Point lookups only: once they fill a window, r is 0.
+    for i in 0..57_000u32 {
+        db.get(key(i % KEYS)).expect("get");
+    }
+    let mix = db.recent_workload();
+    assert_eq!(mix.long_scan_ratio(), Some(0.0));
+    assert!(mix.counts.queries() >= 50_000 && mix.counts.queries() <= 57_000);
+    write_passes(&db, &mut model, 3..5);
+    db.wait_for_compactions().expect("settle");
+    let round = stored_round(&db.version()).expect("a round");
+    assert_eq!(round.parameters.long_scan_ratio, 0.0);
+    check(&db, &model);
+}

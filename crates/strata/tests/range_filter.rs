@@ -205,7 +205,8 @@ fn range_filters_mix_with_older_files_and_survive_reopen_and_compaction() {
     assert!(io.range_filter_probes_total() <= 500);
     assert!(io.range_filter_probes_total() > 0);
     db.close().expect("close");
-    let db = Db::open(dir.path(), options(6)).expect("reopen");
+    // The full compaction writes the last level: with its range filters kept.
+    let db = Db::open(dir.path(), options(6).range_filter_last_level(true)).expect("reopen");
     db.compact().expect("compact");
     db.reset_stats();
     for (lo, hi) in ranges(13, 500) {
@@ -304,4 +305,90 @@ fn bounded_iterators_stay_consistent_while_the_tree_changes() {
             Some(value(i, 3))
         );
     }
+}
+
+/// By default compactions into the last level build no range filter (nearly every range reaches
+/// it): flushed runs and upper levels keep theirs, the last level's files have none, and every
+/// bounded seek returns what a database with filters everywhere returns.
+#[test]
+fn the_last_level_gets_no_range_filter_by_default_and_seeks_stay_exact() {
+    let layered_options = |last_level: bool| {
+        Options::default()
+            .write_buffer_bytes(64 * 1024)
+            .target_file_bytes(64 * 1024)
+            .range_filter_bits(8)
+            .range_filter_last_level(last_level)
+            .compaction_policy(
+                CompactionKind::Leveling
+                    .build(&CompactionSettings::with_size_ratio(4.0))
+                    .expect("valid"),
+            )
+    };
+    let skip_dir = tempfile::tempdir().expect("tempdir");
+    let keep_dir = tempfile::tempdir().expect("tempdir");
+    let skip = Db::open(skip_dir.path(), layered_options(false)).expect("open");
+    let keep = Db::open(keep_dir.path(), layered_options(true)).expect("open");
+    let mut model = BTreeMap::new();
+    for version in 0..3 {
+        for n in 0..KEYS {
+            let i = (n * 7919 + version * 31) % KEYS;
+            for db in [&skip, &keep] {
+                db.put(key(i), value(i, version)).expect("put");
+            }
+            model.insert(key(i), value(i, version));
+        }
+    }
+    for i in (0..KEYS).step_by(16) {
+        for db in [&skip, &keep] {
+            db.delete(key(i)).expect("delete");
+        }
+        model.remove(&key(i));
+    }
+    for db in [&skip, &keep] {
+        db.flush().expect("flush");
+        db.wait_for_compactions().expect("settle");
+    }
+    let version = skip.version();
+    let last = version.last_non_empty_level().expect("a tree");
+    assert!(last >= 1, "a compacted tree: last level {last}");
+    // A level's files and the range-filter probes one one-key range per file makes: one per
+    // file that has a filter.
+    let filtered = |db: &Db, level: usize| {
+        db.reset_stats();
+        // A range over one present key of each file of the level: one probe per filtered file.
+        let v = db.version();
+        let mut probed_files = 0;
+        for run in v.levels()[level].runs() {
+            for file in run.files() {
+                let lo = file.smallest_user_key().to_vec();
+                let mut hi = lo.clone();
+                hi.push(0);
+                // The key may be a tombstone: the probe is what counts here.
+                let _ = db.range(lo..hi).count();
+                probed_files += 1;
+            }
+        }
+        (probed_files, db.stats().io.range_filter_probes[level])
+    };
+    let (files, probes) = filtered(&skip, last);
+    assert!(files > 0);
+    assert_eq!(
+        probes, 0,
+        "no last-level file of the default has a range filter"
+    );
+    let keep_last = keep.version().last_non_empty_level().expect("a tree");
+    let (files, probes) = filtered(&keep, keep_last);
+    assert!(
+        probes >= files as u64,
+        "{probes} probes over {files} files: all filtered"
+    );
+    // (Flushed runs keep theirs: the first test here rules runs of level 0 out.)
+    // Every kind of bounded range returns exactly the model's entries, with and without.
+    for (lo, hi) in ranges(17, 1500) {
+        let want = expected(&model, lo.clone(), hi.clone());
+        assert_eq!(scan(&skip, lo.clone(), hi.clone()), want, "{lo:?}..{hi:?}");
+        assert_eq!(scan(&keep, lo, hi), want);
+    }
+    skip.close().expect("close");
+    keep.close().expect("close");
 }

@@ -36,6 +36,9 @@ fn totals_count_every_operation_survive_resets_and_reopens() {
         point_lookups_found: 50,
         seeks: 2,
         scan_entries: 110,
+        // The whole scan (100 entries) is a long scan; the seek of 10 is not.
+        long_scans: 1,
+        long_scan_entries: 100,
         writes: 100,
     };
     assert_eq!(db.workload(), once);
@@ -55,6 +58,8 @@ fn totals_count_every_operation_survive_resets_and_reopens() {
         point_lookups_found: 100,
         seeks: 4,
         scan_entries: 220,
+        long_scans: 2,
+        long_scan_entries: 200,
         writes: 200,
     };
     assert_eq!(db.workload(), twice);

@@ -210,10 +210,14 @@ pub struct BenchArgs {
     #[arg(long)]
     pub write_rate: Option<f64>,
     /// EcoTune's `beta_q` (`--compaction ecotune`): query speed while a main-level merge runs,
-    /// as a share of the speed without. Its `r` is the `ecotune:r` workload's long-scan ratio
-    /// (the first such workload's; 0.3 without one).
+    /// as a share of the speed without.
     #[arg(long, default_value_t = 0.5)]
     pub ecotune_beta_q: f64,
+    /// Fixes EcoTune's `r` (the share of long scans among queries). Without it the engine
+    /// measures `r` over the queries it serves (DESIGN.md §6), as for any user; `--ecotune-r
+    /// workload` gives it the first `ecotune:r` workload's ratio instead.
+    #[arg(long)]
+    pub ecotune_r: Option<String>,
     /// EcoTune's full index of the top level's keys (`--ecotune-top-level-index false` turns it
     /// off, to measure what it saves).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
@@ -430,6 +434,7 @@ pub struct BenchConfig {
     pub max_background_compactions: Option<usize>,
     pub write_rate: Option<f64>,
     pub ecotune_beta_q: f64,
+    pub ecotune_r: Option<String>,
     pub ecotune_top_level_index: bool,
     pub query_threads: usize,
     pub partition_metadata_above_bytes: Option<u64>,
@@ -591,6 +596,14 @@ impl BenchConfig {
                 "--garnering-c needs at least one value".into(),
             ));
         }
+        if let Some(r) = args.ecotune_r.as_deref() {
+            let number = r.trim().parse::<f64>();
+            if r != "workload" && !number.is_ok_and(|r| (0.0..=1.0).contains(&r)) {
+                return Err(CliError::InvalidArgument(format!(
+                    "--ecotune-r: a ratio in [0, 1] or `workload`, got {r:?}"
+                )));
+            }
+        }
         if let Some(distribution) = &args.distribution {
             distribution.validate().map_err(CliError::InvalidArgument)?;
         }
@@ -636,6 +649,7 @@ impl BenchConfig {
             max_background_compactions: args.max_background_compactions,
             write_rate: args.write_rate,
             ecotune_beta_q: args.ecotune_beta_q,
+            ecotune_r: args.ecotune_r.clone(),
             ecotune_top_level_index: args.ecotune_top_level_index,
             query_threads: args.query_threads,
             partition_metadata_above_bytes: args.partition_metadata_above_bytes,
@@ -728,18 +742,19 @@ impl BenchConfig {
         variants
     }
 
-    /// EcoTune's settings: `r` from the first `ecotune:r` workload (the paper's policy knows its
-    /// workload's share of long scans), `beta_q` from `--ecotune-beta-q`, the rest the paper's.
+    /// EcoTune's settings: `r` measured by the engine unless `--ecotune-r` fixes it (a number,
+    /// or `workload` for the first `ecotune:r` workload's), `beta_q` from `--ecotune-beta-q`,
+    /// the rest the paper's.
     pub fn ecotune_settings(&self) -> strata::compaction::ecotune::EcoTuneSettings {
         let defaults = strata::compaction::ecotune::EcoTuneSettings::default();
-        let long_scan_ratio = self
-            .workloads
-            .iter()
-            .find_map(|workload| match workload {
+        let long_scan_ratio = match self.ecotune_r.as_deref() {
+            None => None,
+            Some("workload") => self.workloads.iter().find_map(|workload| match workload {
                 Workload::Mix(Mix::EcoTune { long_scan_ratio }) => Some(*long_scan_ratio),
                 _ => None,
-            })
-            .unwrap_or(defaults.long_scan_ratio);
+            }),
+            Some(number) => number.trim().parse::<f64>().ok(),
+        };
         strata::compaction::ecotune::EcoTuneSettings {
             long_scan_ratio,
             beta_q: self.ecotune_beta_q,
@@ -1704,6 +1719,20 @@ mod tests {
         let wrapper = Wrapper::try_parse_from(argv)
             .map_err(|error| CliError::InvalidArgument(error.to_string()))?;
         BenchConfig::resolve(&wrapper.args)
+    }
+
+    /// EcoTune's `r` is the engine's unless `--ecotune-r` fixes it (a ratio, or the workload's).
+    #[test]
+    fn ecotune_r_is_measured_unless_fixed() {
+        let live = config(&["--workloads", "fillrandom,ecotune:0.1"]).expect("live");
+        assert_eq!(live.ecotune_settings().long_scan_ratio, None);
+        let workload = config(&["--workloads", "ecotune:0.1", "--ecotune-r", "workload"])
+            .expect("the workload's");
+        assert_eq!(workload.ecotune_settings().long_scan_ratio, Some(0.1));
+        let fixed = config(&["--ecotune-r", "0.4"]).expect("fixed");
+        assert_eq!(fixed.ecotune_settings().long_scan_ratio, Some(0.4));
+        assert!(config(&["--ecotune-r", "1.5"]).is_err());
+        assert!(config(&["--ecotune-r", "lots"]).is_err());
     }
 
     /// Statistics follow `Options::default()` unless given; `on,off` runs Strata both ways,

@@ -83,6 +83,8 @@ pub(crate) struct ExecutorContext<'a> {
     pub(crate) filter_family: crate::FilterFamilies,
     /// The outputs' range filters (`Options::range_filter_bits`; 0 = none).
     pub(crate) range_filter_bits: u32,
+    /// Whether outputs into the last level get range filters (`Options::range_filter_last_level`).
+    pub(crate) range_filter_last_level: bool,
     /// Chooses the outputs' block compression from the output level and whether the output is
     /// bottommost (`Options::compression`).
     pub(crate) compression: &'a CompressionPolicy,
@@ -265,6 +267,7 @@ pub(crate) fn run_compaction(
     // RocksDB's bottommost test too (`Compaction::bottommost_level_`): the outputs hold the oldest
     // data for their keys, so `bottommost_compression` applies.
     let compression = context.compression.for_output(job.output_level, bottom);
+    let range_filter_bits = range_filter_bits_for(context, job.output_level, version);
     let output_run_id = match job.output_run {
         OutputRun::Existing(id) => id,
         OutputRun::New => context.versions.new_run_id(),
@@ -313,7 +316,12 @@ pub(crate) fn run_compaction(
                 }
             }
             if output.is_none() {
-                output = Some(new_output(context, compression, job.output_level)?);
+                output = Some(new_output(
+                    context,
+                    compression,
+                    job.output_level,
+                    range_filter_bits,
+                )?);
             }
             if let Some(current) = output.as_mut() {
                 current.builder.add(key, merged.value())?;
@@ -451,11 +459,29 @@ fn merged_inputs(context: &ExecutorContext<'_>, inputs: &[ResolvedRun]) -> Mergi
     merged
 }
 
+/// The range-filter bits of a merge's outputs into `output_level` of `version`: none into the
+/// last level (the deepest non-empty level, or deeper) unless `Options::range_filter_last_level`
+/// says so (docs/decisions/range-filters.md: nearly every range reaches the last level, so its
+/// filter rules out almost nothing).
+pub(crate) fn range_filter_bits_for(
+    context: &ExecutorContext<'_>,
+    output_level: usize,
+    version: &Version,
+) -> u32 {
+    let last_level = version.last_non_empty_level().unwrap_or(0);
+    if output_level > 0 && output_level >= last_level && !context.range_filter_last_level {
+        0
+    } else {
+        context.range_filter_bits
+    }
+}
+
 /// A new output table file, its builder set up as the options say.
 fn new_output(
     context: &ExecutorContext<'_>,
     compression: Compression,
     output_level: usize,
+    range_filter_bits: u32,
 ) -> Result<PendingTable> {
     let number = context.versions.new_file_number();
     let path = context.dir.join(table_file_name(number));
@@ -466,7 +492,7 @@ fn new_output(
     builder.set_filter_module_bits(context.filter_module_bits.at(output_level));
     builder.set_metadata_partitioning(context.metadata_partitioning);
     builder.set_filter_families(context.filter_family, false);
-    builder.set_range_filter_bits(context.range_filter_bits);
+    builder.set_range_filter_bits(range_filter_bits);
     builder.set_compression(compression);
     Ok(PendingTable {
         inherited: None,

@@ -302,6 +302,10 @@ pub struct CompactionContext {
     /// Rates the engine measured (EcoTune's `T_w` and `T_c`, DESIGN.md §6); unknown in tests and
     /// simulators unless they set them.
     pub rates: MeasuredRates,
+    /// The workload over the engine's live window (`stats::workload`; DESIGN.md §6, "The workload
+    /// the engine measures"): EcoTune's `r` and `K` unless its settings fix them. `None` where
+    /// nothing is measured (tests, simulators, the write path's pressure checks).
+    pub workload: Option<crate::stats::WorkloadMix>,
 }
 
 /// Rates the engine measures for policies that time their work (EcoTune, DESIGN.md §6): how fast
@@ -335,6 +339,7 @@ impl CompactionContext {
             level0_slowdown_writes_trigger: 20,
             level0_stop_writes_trigger: 36,
             rates: MeasuredRates::UNKNOWN,
+            workload: None,
         }
     }
 }
@@ -511,6 +516,7 @@ pub(crate) mod test_support {
         level0_slowdown_writes_trigger: 20,
         level0_stop_writes_trigger: 36,
         rates: super::MeasuredRates::UNKNOWN,
+        workload: None,
     };
 
     /// The `(level, run)` of every input of `job`, in order.

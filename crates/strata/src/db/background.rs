@@ -427,6 +427,7 @@ impl DbInner {
             level0_slowdown_writes_trigger: self.options.level0_slowdown_writes_trigger,
             level0_stop_writes_trigger: self.options.level0_stop_writes_trigger,
             rates: crate::compaction::MeasuredRates::UNKNOWN,
+            workload: None,
         }
     }
 
@@ -436,6 +437,7 @@ impl DbInner {
     pub(super) fn picking_context(&self) -> CompactionContext {
         CompactionContext {
             rates: self.rates.lock().rates(),
+            workload: Some(self.workload_mix()),
             ..self.compaction_context()
         }
     }
@@ -641,6 +643,7 @@ impl DbInner {
             metadata_partitioning: self.options.metadata_partitioning(),
             filter_family: self.options.filter_family,
             range_filter_bits: self.options.range_filter_bits,
+            range_filter_last_level: self.options.range_filter_last_level,
             compression: &self.options.compression,
         }
     }

@@ -28,6 +28,8 @@ pub struct DbIterator {
     /// Entries returned so far, added to the engine's `scan_entries` counter on drop (one
     /// atomic add per iterator rather than per entry).
     returned: u64,
+    /// Seeks of this iterator (with `returned`, whether its range lookups were long scans).
+    seeks: u64,
     /// Keeps the read view's memtables and version alive.
     _view: Arc<ReadView>,
 }
@@ -81,6 +83,7 @@ impl DbIterator {
             positioned: false,
             finished: false,
             returned: 0,
+            seeks: 0,
             _view: view,
         }
     }
@@ -88,6 +91,7 @@ impl DbIterator {
     /// Positions the iterator so the next item is the first key `>= key` (and within bounds).
     pub fn seek(&mut self, key: impl AsRef<[u8]>) {
         add(&self.inner.counters.seeks, 1);
+        self.seeks += 1;
         let key = key.as_ref();
         let target = match &self.lower {
             Bound::Included(lower) if lower.as_slice() > key => lower.clone(),
@@ -107,6 +111,7 @@ impl DbIterator {
         match self.lower.clone() {
             Bound::Unbounded => {
                 add(&self.inner.counters.seeks, 1);
+                self.seeks += 1;
                 self.merged.seek_to_first();
                 self.positioned = true;
             }
@@ -227,6 +232,13 @@ impl Drop for DbIterator {
     fn drop(&mut self) {
         if self.returned > 0 {
             add(&self.inner.counters.scan_entries, self.returned);
+            // The entries shared evenly among the iterator's seeks: each is a long scan if its
+            // share reaches the threshold (EcoTune's `r`, DESIGN.md §6).
+            let long = crate::stats::workload::LONG_SCAN_MIN_ENTRIES;
+            if self.seeks > 0 && self.returned >= long.saturating_mul(self.seeks) {
+                add(&self.inner.counters.long_scans, self.seeks);
+                add(&self.inner.counters.long_scan_entries, self.returned);
+            }
         }
     }
 }

@@ -42,7 +42,7 @@ use crate::memtable::MemTable;
 use crate::options::{Options, WriteOptions};
 use crate::stats::access_file;
 use crate::stats::merlin::Merlin;
-use crate::stats::{AccessObserver, IoCounters, LevelStats, Stats, WorkloadTotals};
+use crate::stats::{AccessObserver, IoCounters, LevelStats, Stats, WorkloadMix, WorkloadTotals};
 use crate::sync::atomic::AtomicBool;
 use crate::sync::thread::JoinHandle;
 use crate::sync::{Condvar, Mutex};
@@ -250,6 +250,9 @@ pub(crate) struct DbInner {
     /// The workload totals up to the last reset of the counters (restored from the manifest on
     /// open); the live counters are added to it (`stats::workload`).
     pub(crate) workload_base: Mutex<WorkloadTotals>,
+    /// The live window over the workload totals (`stats::workload::WorkloadWindow`); its anchor
+    /// is logged with the totals.
+    pub(crate) workload_window: Mutex<crate::stats::workload::WorkloadWindow>,
     pub(crate) wal_records_recovered: u64,
     pub(crate) wal_bytes_dropped: u64,
     /// Opened by [`Db::open_read_only`]: no lock, no WAL, no background threads, and every entry
@@ -528,6 +531,14 @@ impl Db {
         self.inner.workload()
     }
 
+    /// The workload over the engine's live window: the last 50,000 to 56,250 queries and the
+    /// writes among them (`stats::workload::WorkloadWindow`), what compaction policies read as
+    /// `CompactionContext::workload` (EcoTune's measured `r` and `K`, DESIGN.md §6). Kept across
+    /// reopens with the lifetime totals.
+    pub fn recent_workload(&self) -> WorkloadMix {
+        self.inner.workload_mix()
+    }
+
     /// The current tree shape (read-only).
     pub fn version(&self) -> Arc<Version> {
         self.inner.versions.current()
@@ -638,11 +649,24 @@ impl DbInner {
         self.workload_base.lock().plus_counts(&totals)
     }
 
-    /// The manifest record of [`DbInner::workload`].
+    /// The workload over the live window ([`crate::stats::workload::WorkloadWindow`]), moved
+    /// to end now: what compaction policies read (`CompactionContext::workload`).
+    pub(crate) fn workload_mix(&self) -> crate::stats::WorkloadMix {
+        let now = self.workload();
+        self.workload_window.lock().observe(&now)
+    }
+
+    /// The manifest record of [`DbInner::workload`], with the live window's anchor.
     pub(crate) fn workload_state(&self) -> crate::version::PolicyState {
+        let now = self.workload();
+        let anchor = {
+            let mut window = self.workload_window.lock();
+            window.observe(&now);
+            window.anchor()
+        };
         crate::version::PolicyState {
             owner: crate::stats::workload::WORKLOAD_OWNER.to_string(),
-            bytes: self.workload().encode(),
+            bytes: now.encode(Some(&anchor)),
         }
     }
 

@@ -383,7 +383,12 @@ fn assemble(
         Mode::ReadWrite { lock, commit } => (Some(lock), commit, false),
         Mode::ReadOnly => (None, CommitState::new(None, 0), true),
     };
-    let workload_base = workload_at_open(&recovered.versions.current(), &recovered.info_log);
+    let (workload_base, window_anchor) =
+        workload_at_open(&recovered.versions.current(), &recovered.info_log);
+    let totals_at_open = WorkloadTotals {
+        writes: recovered.versions.last_sequence(),
+        ..workload_base
+    };
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
         fs,
@@ -416,6 +421,11 @@ fn assemble(
         merlin: recovered.merlin,
         access_saved_at: Mutex::new(None),
         workload_base: Mutex::new(workload_base),
+        workload_window: Mutex::new(crate::stats::workload::WorkloadWindow::resume(
+            crate::stats::workload::WINDOW_QUERIES,
+            window_anchor,
+            &totals_at_open,
+        )),
         info_log: recovered.info_log,
         wal_records_recovered: recovered.replay.records,
         wal_bytes_dropped: recovered.replay.dropped_bytes,
@@ -519,14 +529,22 @@ fn remove_orphan_tables(inner: &DbInner) -> Result<()> {
     Ok(())
 }
 
-/// The lifetime workload totals the manifest recorded (`stats::workload`); zero for a new
-/// database, one written before the record existed, or a record this build cannot read.
-fn workload_at_open(tree: &crate::version::Version, info_log: &InfoLog) -> WorkloadTotals {
+/// The lifetime workload totals the manifest recorded (`stats::workload`) and the anchor of the
+/// live window it logged with them; zero for a new database, one written before the record
+/// existed, or a record this build cannot read. Without a recorded anchor the window starts at
+/// zero: it spans the lifetime totals until it holds a window's queries.
+fn workload_at_open(
+    tree: &crate::version::Version,
+    info_log: &InfoLog,
+) -> (WorkloadTotals, WorkloadTotals) {
     let Some(bytes) = tree.policy_state(crate::stats::workload::WORKLOAD_OWNER) else {
-        return WorkloadTotals::default();
+        return (WorkloadTotals::default(), WorkloadTotals::default());
     };
-    WorkloadTotals::decode(bytes).unwrap_or_else(|| {
-        info_log.log("the recorded workload totals are unreadable; they start afresh");
-        WorkloadTotals::default()
-    })
+    match WorkloadTotals::decode(bytes) {
+        Some((totals, anchor)) => (totals, anchor.unwrap_or_default()),
+        None => {
+            info_log.log("the recorded workload totals are unreadable; they start afresh");
+            (WorkloadTotals::default(), WorkloadTotals::default())
+        }
+    }
 }

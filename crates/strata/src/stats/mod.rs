@@ -12,7 +12,7 @@ mod report;
 pub(crate) mod workload;
 
 pub use report::{LevelStats, Stats};
-pub use workload::WorkloadTotals;
+pub use workload::{WorkloadMix, WorkloadTotals};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -78,6 +78,10 @@ pub(crate) struct IoCounters {
     pub(crate) seeks: AtomicU64,
     /// Entries iterators returned (added when an iterator is dropped).
     pub(crate) scan_entries: AtomicU64,
+    /// Range lookups that returned at least `workload::LONG_SCAN_MIN_ENTRIES` entries each.
+    pub(crate) long_scans: AtomicU64,
+    /// Entries the long scans returned.
+    pub(crate) long_scan_entries: AtomicU64,
     pub(crate) flushes: AtomicU64,
     pub(crate) compactions: AtomicU64,
     pub(crate) compaction_micros: AtomicU64,
@@ -130,6 +134,8 @@ impl Default for IoCounters {
             point_lookups_found: AtomicU64::new(0),
             seeks: AtomicU64::new(0),
             scan_entries: AtomicU64::new(0),
+            long_scans: AtomicU64::new(0),
+            long_scan_entries: AtomicU64::new(0),
             flushes: AtomicU64::new(0),
             compactions: AtomicU64::new(0),
             compaction_micros: AtomicU64::new(0),
@@ -218,6 +224,8 @@ impl IoCounters {
             point_lookups_found: load(&self.point_lookups_found),
             seeks: load(&self.seeks),
             scan_entries: load(&self.scan_entries),
+            long_scans: load(&self.long_scans),
+            long_scan_entries: load(&self.long_scan_entries),
             writes: 0,
         }
     }
@@ -257,6 +265,8 @@ impl IoCounters {
             &self.point_lookups_found,
             &self.seeks,
             &self.scan_entries,
+            &self.long_scans,
+            &self.long_scan_entries,
             &self.flushes,
             &self.compactions,
             &self.compaction_micros,

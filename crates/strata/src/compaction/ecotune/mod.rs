@@ -10,5 +10,6 @@ mod policy;
 
 pub use policy::{
     decode_merges_done, encode_merges_done, stored_round, EcoTune, EcoTuneSettings, Round,
-    DEFAULT_TC_OVER_TW, LAST_LEVEL, MAIN_LEVEL, MERGES_STATE_OWNER, ROUND_STATE_OWNER,
+    DEFAULT_LONG_SCAN_RATIO, DEFAULT_SCAN_LENGTH, DEFAULT_TC_OVER_TW, LAST_LEVEL, MAIN_LEVEL,
+    MERGES_STATE_OWNER, ROUND_STATE_OWNER,
 };

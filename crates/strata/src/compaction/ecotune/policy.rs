@@ -59,6 +59,13 @@ pub const LAST_LEVEL: usize = 2;
 /// `T_c / T_w` before the engine has measured either rate (the paper's setting, DESIGN.md §6).
 pub const DEFAULT_TC_OVER_TW: f64 = 0.1;
 
+/// `r` before the engine has measured it, on a tree with no earlier round (the workload of the
+/// paper's main experiments, DESIGN.md §6).
+pub const DEFAULT_LONG_SCAN_RATIO: f64 = 0.3;
+
+/// `K` before the engine has seen a long scan (the paper's 100).
+pub const DEFAULT_SCAN_LENGTH: u32 = 100;
+
 /// What EcoTune is built from (DESIGN.md §6; the paper's values are the defaults).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
@@ -66,9 +73,15 @@ pub struct EcoTuneSettings {
     /// `Ccap`: last-level size over main-level capacity.
     pub ccap: u32,
     /// `K`: entries of a long range scan; the top level holds `M_tree / max(100, K)` bytes.
-    pub scan_length: u32,
-    /// `r`: the share of queries that are long range scans.
-    pub long_scan_ratio: f64,
+    /// `None` (the default): measured by the engine over its live window (DESIGN.md §6, "The
+    /// workload the engine measures"), 100 until a long scan is seen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scan_length: Option<u32>,
+    /// `r`: the share of queries that are long range scans. `None` (the default): measured by
+    /// the engine over its live window; until it has seen enough queries, the previous round's
+    /// `r`, or [`DEFAULT_LONG_SCAN_RATIO`] on a new tree. A value fixes `r`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub long_scan_ratio: Option<f64>,
     /// `beta_q`: query speed while an ML merge runs, as a share of the speed without (the paper's
     /// even split of threads between queries and merges gives 0.5).
     pub beta_q: f64,
@@ -82,8 +95,8 @@ impl Default for EcoTuneSettings {
     fn default() -> Self {
         EcoTuneSettings {
             ccap: 3,
-            scan_length: 100,
-            long_scan_ratio: 0.3,
+            scan_length: None,
+            long_scan_ratio: None,
             beta_q: 0.5,
             max_units: 32,
             top_level_index: true,
@@ -101,14 +114,14 @@ impl EcoTuneSettings {
                 self.ccap
             )));
         }
-        if self.scan_length == 0 {
+        if self.scan_length == Some(0) {
             return Err(Error::InvalidArgument(
                 "ecotune scan_length must be at least 1".into(),
             ));
         }
-        if !unit(self.long_scan_ratio) || !unit(self.beta_q) {
+        if !self.long_scan_ratio.is_none_or(unit) || !unit(self.beta_q) {
             return Err(Error::InvalidArgument(format!(
-                "ecotune long_scan_ratio and beta_q must lie in [0, 1], got {} and {}",
+                "ecotune long_scan_ratio and beta_q must lie in [0, 1], got {:?} and {}",
                 self.long_scan_ratio, self.beta_q
             )));
         }
@@ -290,10 +303,41 @@ impl EcoTune {
     /// `S` for `tree`: `M_tree / max(100, K)`, at least one write buffer (a unit run is never
     /// smaller than a flush).
     pub fn unit_bytes(&self, tree: &Version, context: &CompactionContext) -> u64 {
-        let divisor = u64::from(self.settings.scan_length.max(100));
+        let divisor = u64::from(self.scan_length(context).max(100));
         (tree.bytes() / divisor)
             .max(context.write_buffer_bytes)
             .max(1)
+    }
+
+    /// `K`: the setting, else the average long scan of the engine's window, else
+    /// [`DEFAULT_SCAN_LENGTH`].
+    pub fn scan_length(&self, context: &CompactionContext) -> u32 {
+        self.settings.scan_length.unwrap_or_else(|| {
+            context
+                .workload
+                .and_then(|mix| mix.long_scan_length())
+                .map_or(DEFAULT_SCAN_LENGTH, |k| k.round().clamp(1.0, 1e9) as u32)
+        })
+    }
+
+    /// `r` for a round starting now, and whether the engine measured it: the setting, else the
+    /// share of long scans among the window's queries, else (too few queries in the window) the
+    /// previous round's `r`, else [`DEFAULT_LONG_SCAN_RATIO`].
+    pub fn long_scan_ratio(
+        &self,
+        previous: Option<&Round>,
+        context: &CompactionContext,
+    ) -> (f64, bool) {
+        if let Some(r) = self.settings.long_scan_ratio {
+            return (r, false);
+        }
+        match context.workload.and_then(|mix| mix.long_scan_ratio()) {
+            Some(r) if r.is_finite() => (r.clamp(0.0, 1.0), true),
+            _ => (
+                previous.map_or(DEFAULT_LONG_SCAN_RATIO, |p| p.parameters.long_scan_ratio),
+                false,
+            ),
+        }
     }
 
     /// The flushes a unit run is made of for a top level of `unit_bytes`, and the bytes they
@@ -361,7 +405,7 @@ impl EcoTune {
                 .unwrap_or(0),
             arrivals: 1,
             parameters: RoundParameters {
-                long_scan_ratio: self.settings.long_scan_ratio,
+                long_scan_ratio: self.long_scan_ratio(round, context).0,
                 false_positive_rate: filter_false_positive_rate(tree),
                 beta_q: self.settings.beta_q,
                 t_w,
@@ -388,6 +432,19 @@ impl EcoTune {
         );
         *cache = Some((*parameters, Arc::clone(&schedule)));
         schedule
+    }
+
+    /// Where a round starting now takes `r` from, for the job's reason.
+    fn r_source(&self, previous: Option<&Round>, context: &CompactionContext) -> &'static str {
+        if self.settings.long_scan_ratio.is_some() {
+            "set"
+        } else if self.long_scan_ratio(previous, context).1 {
+            "measured"
+        } else if previous.is_some() {
+            "previous round's, too few queries measured"
+        } else {
+            "default, too few queries measured"
+        }
     }
 
     /// The TM compaction, if the top level holds `S` bytes and none is running.
@@ -432,8 +489,13 @@ impl EcoTune {
                 if next.arrivals == 1 {
                     let p = &next.parameters;
                     format!(
-                        "; round starts: S = {} bytes, T_w = {:.3} s, T_c = {:.3} s, f = {:.4}",
-                        next.unit_bytes, p.t_w, p.t_c, p.false_positive_rate
+                        "; round starts: S = {} bytes, T_w = {:.3} s, T_c = {:.3} s, f = {:.4}, r = {:.3} ({})",
+                        next.unit_bytes,
+                        p.t_w,
+                        p.t_c,
+                        p.false_positive_rate,
+                        p.long_scan_ratio,
+                        self.r_source(round, context)
                     )
                 } else {
                     String::new()
@@ -605,11 +667,12 @@ fn filter_false_positive_rate(tree: &Version) -> f64 {
 
 impl CompactionPolicy for EcoTune {
     fn name(&self) -> String {
+        let or_live = |v: Option<String>| v.unwrap_or_else(|| "live".to_string());
         format!(
             "ecotune(Ccap={},K={},r={},beta_q={}{})",
             self.settings.ccap,
-            self.settings.scan_length,
-            self.settings.long_scan_ratio,
+            or_live(self.settings.scan_length.map(|k| k.to_string())),
+            or_live(self.settings.long_scan_ratio.map(|r| r.to_string())),
             self.settings.beta_q,
             if self.settings.top_level_index {
                 ""
@@ -666,7 +729,7 @@ impl CompactionPolicy for EcoTune {
         let schedule = self.schedule(p);
         Some(format!(
             "round {}: unit {} of R = {}, S = {} bytes ({} flushes a unit), T_w = {:.3} s, \
-             T_c = {:.3} s (T_c/T_w = {:.3}), f = {:.4}, ML merges {} of {} done",
+             T_c = {:.3} s (T_c/T_w = {:.3}), f = {:.4}, r = {:.3}, ML merges {} of {} done",
             round.number,
             round.arrivals,
             p.units,
@@ -676,6 +739,7 @@ impl CompactionPolicy for EcoTune {
             p.t_c,
             p.t_c / p.t_w,
             p.false_positive_rate,
+            p.long_scan_ratio,
             merges_done(tree, round.number),
             schedule.len().saturating_sub(1)
         ))

@@ -174,11 +174,11 @@ fn settings_out_of_range_are_refused() {
             ..Default::default()
         },
         EcoTuneSettings {
-            scan_length: 0,
+            scan_length: Some(0),
             ..Default::default()
         },
         EcoTuneSettings {
-            long_scan_ratio: 1.5,
+            long_scan_ratio: Some(1.5),
             ..Default::default()
         },
         EcoTuneSettings {
@@ -571,4 +571,78 @@ fn a_new_run_and_an_in_place_rewrite_may_share_a_level_and_nothing_else_may() {
     // A shared input file conflicts whatever the outputs.
     let same_input = job(&[(1, 12, 12)], OutputRun::New);
     assert!(running(&[&rewrite]).conflict(&same_input).is_some());
+}
+
+/// The window's mix of `queries` queries, a share `r` of them long scans of `k` entries.
+fn mix(queries: u64, r: f64, k: u64) -> crate::stats::WorkloadMix {
+    let long_scans = (queries as f64 * r).round() as u64;
+    crate::stats::WorkloadMix {
+        counts: crate::stats::WorkloadTotals {
+            point_lookups: queries / 2,
+            seeks: queries - queries / 2,
+            long_scans,
+            long_scan_entries: long_scans * k,
+            scan_entries: long_scans * k,
+            ..Default::default()
+        },
+    }
+}
+
+#[test]
+fn r_and_k_come_from_the_engines_window_unless_set() {
+    let files = [
+        (0, 9, 9, "a", "z", 6_000),
+        (1, 5, 5, "a", "z", 100_000),
+        (2, 1, 1, "a", "z", 500_000),
+    ];
+    let live = policy();
+    assert_eq!(live.settings().long_scan_ratio, None, "live by default");
+    // Nothing measured, no earlier round: the paper's r and K.
+    let first = live.next_round(None, &tree(&files), &CONTEXT);
+    assert_eq!(first.parameters.long_scan_ratio, DEFAULT_LONG_SCAN_RATIO);
+    assert_eq!(first.unit_bytes, 606_000 / 100);
+    // The window says r = 0.1 with scans of 400 entries: the round takes both (S = M / 400).
+    let measured = CompactionContext {
+        workload: Some(mix(20_000, 0.1, 400)),
+        ..CONTEXT
+    };
+    let round = live.next_round(None, &tree(&files), &measured);
+    assert!((round.parameters.long_scan_ratio - 0.1).abs() < 1e-12);
+    assert_eq!(round.unit_bytes, 606_000 / 400);
+    assert_eq!(live.long_scan_ratio(None, &measured), (0.1, true));
+    // The mix changes to r = 0.5: the next round follows it; a round in progress keeps its r
+    // (its schedule is a function of its record).
+    let changed = CompactionContext {
+        workload: Some(mix(20_000, 0.5, 100)),
+        ..CONTEXT
+    };
+    let closed = Round {
+        arrivals: round.parameters.units,
+        ..round
+    };
+    let next = live.next_round(Some(&closed), &tree(&files), &changed);
+    assert_eq!(next.number, round.number + 1);
+    assert!((next.parameters.long_scan_ratio - 0.5).abs() < 1e-12);
+    let open = live.next_round(Some(&round), &tree(&files), &changed);
+    assert_eq!(open.parameters, round.parameters);
+    // Too few queries in the window: the previous round's r stands.
+    let sparse = CompactionContext {
+        workload: Some(mix(500, 0.9, 100)),
+        ..CONTEXT
+    };
+    let kept = live.next_round(Some(&closed), &tree(&files), &sparse);
+    assert!((kept.parameters.long_scan_ratio - 0.1).abs() < 1e-12);
+    assert_eq!(live.long_scan_ratio(Some(&closed), &sparse), (0.1, false));
+    // A setting overrides the window.
+    let fixed = EcoTune::new(EcoTuneSettings {
+        long_scan_ratio: Some(0.7),
+        scan_length: Some(100),
+        ..EcoTuneSettings::default()
+    })
+    .expect("valid");
+    let round = fixed.next_round(None, &tree(&files), &measured);
+    assert!((round.parameters.long_scan_ratio - 0.7).abs() < 1e-12);
+    assert_eq!(round.unit_bytes, 606_000 / 100);
+    assert!(fixed.name().contains("r=0.7"));
+    assert!(live.name().contains("r=live"));
 }
