@@ -329,8 +329,8 @@ pub fn filter(data: &[u8]) {
     }
 }
 
-/// A Ribbon filter block (`filter/ribbon.rs`: `RibbonFilter::decode`, probed with hashes from the
-/// input). A decoded filter must account for every input byte, price its FPR as a probability,
+/// A Ribbon filter block, version 2 or a version-3 module of a shared system (`filter/ribbon.rs`:
+/// `RibbonFilter::decode`, probed with hashes from the input). A decoded filter must account for every input byte, price its FPR as a probability,
 /// and, if it is the unsolved fallback, answer "maybe" to every probe.
 pub fn ribbon_filter(data: &[u8]) {
     let Ok(filter) = RibbonFilter::decode(data.to_vec()) else {

@@ -126,6 +126,61 @@
 //!
 //! The length must be exactly `24 + 16 * segments`; the reader rejects anything else.
 //!
+//! # Modules of one system (version 3)
+//!
+//! A modular filter (DESIGN.md §1.3) stores several modules per file, or per filter partition,
+//! and needs their false positives independent so that the file's FPR is their product. Separate
+//! Ribbon filters get that from separate seeds, at the price of one linear system each: banding
+//! is most of a build's time, so three modules cost about three times one filter's build.
+//! Instead, [`build_modules`] bands *one* system whose result rows carry every module's result
+//! bits side by side: module `j` owns the `upper_columns_j` bits starting at its *result shift*
+//! `shift_j = upper_columns_0 + ... + upper_columns_(j-1)` of the key's result row `h`. All
+//! modules share the slot count (it depends on the key count alone, [`block_count`]), the hash
+//! key (the system's first module's seed) and hence every key's start slot and coefficient row;
+//! each keeps its own segment count (its bits per key) and so its own column layout over the
+//! shared blocks. Banding reduces coefficient rows the same way whatever result bits ride along,
+//! and back substitution solves each column on its own, so one banding and one back
+//! substitution over the sum of the columns give every module's solution; each module is then
+//! written as a block of its own, probe-able alone.
+//!
+//! Independence: for an absent key, whether module `j` says "maybe" depends on the solution's
+//! answer for the key's `(start, coefficients)` and on bits `shift_j..` of `h`; the modules'
+//! bits of `h` are disjoint bits of a remix independent of `(start, coefficients)`, so given the
+//! row each module matches with its own `2^-columns` independently of the others. What the row
+//! still shares is its start block, and with it how many columns each module checks there:
+//! modules whose fewer-column (*lower*) blocks coincide would pass the same absent keys more
+//! often than their product (three modules of 3 bits per key with their lower blocks first, as
+//! version 2 places them, passed 1.09x the product of two modules' rates, measured). So every
+//! module after a system's first places its lower blocks as a cyclic run starting where the
+//! product rule over the modules before it holds (`independent_lower_start`, a sliding window over
+//! the blocks). A row starting in an upper block whose next block is lower reads only the next
+//! block's columns (the one such block per run costs its straddling starts a column;
+//! `expected_false_positive_rate` counts it). Measured in `shared_modules_make_independent_errors`:
+//! each module within 3% of its layout's expectation, two and three modules within 1.6% and 2.6%
+//! of the product. Each module's own FPR is that of a filter of its bits per key built alone:
+//! the same columns and lower-block count.
+//!
+//! A system holds at most 64 result columns (the result row is a `u64`): modules are packed in
+//! probe order, a module that does not fit starting the next system with its own seed (a file's
+//! modules are six at most; elastic filters' 5-bit modules take about 5 columns each). More
+//! result bits in the equations make an attempt's failure a little likelier (a dependent row
+//! must agree on more bits), within the rates measured with all 64 bits in [`block_count`]'s doc.
+//!
+//! The first module of a system (result shift 0) is written as version 2, byte for byte the
+//! filter built alone when the same attempt solves both (the usual case). The others are
+//! version 3: the version-2 header with byte 0 = `3` (`upper_start_block` now counting the lower
+//! blocks), then five more header bytes,
+//!
+//! | offset | size | field |
+//! | --- | --- | --- |
+//! | 24 | 1 | `result_shift`, `1..=64 - upper_columns`: the first result bit the module compares |
+//! | 25 | 4 | `lower_start` (u32), `< num_blocks`: the lower blocks are the `upper_start_block` blocks from it on, wrapping past the last to block 0 |
+//! | 29 | `16 * segments` | the segments, as in version 2 (blocks in slot order) |
+//!
+//! and a probe compares column `j` with bit `result_shift + j` of `h`. The seed field is the
+//! system's seed. The length must be exactly `29 + 16 * segments`. [`serialized_len`] is a
+//! version-2 block's size; a version-3 module is five bytes longer.
+//!
 //! # No filter
 //!
 //! As for Bloom: `bpk <= 0` (or NaN) or zero keys means no filter, [`RibbonFilterBuilder::finish`]
@@ -141,6 +196,13 @@ pub(crate) const FORMAT_VERSION: u8 = 2;
 
 /// Length of the serialized header in bytes.
 pub(crate) const HEADER_LEN: usize = 24;
+
+/// Version byte of a module of a shared system that reads result bits past bit 0 (module doc,
+/// "Modules of one system").
+pub(crate) const SHARED_FORMAT_VERSION: u8 = 3;
+
+/// Length of a version-3 header: version 2's, the result shift byte and the lower run's start.
+pub(crate) const SHARED_HEADER_LEN: usize = HEADER_LEN + 5;
 
 /// Largest bits per key a filter is built with; the builder clamps larger values. At about 1.06
 /// slots per key this is about 61 columns, close to the 64 a result row holds.
@@ -284,18 +346,23 @@ fn segment_count(keys: u64, bits_per_key: f64) -> u64 {
     (wanted.max(1.0) as u64).clamp(1, most)
 }
 
-/// How `segments` segments are spread over `num_blocks` blocks: the blocks below
-/// `upper_start_block` get `upper_columns - 1` columns, the others `upper_columns`.
+/// How `segments` segments are spread over `num_blocks` blocks: `upper_start_block` blocks get
+/// `upper_columns - 1` columns (the *lower* blocks), the others `upper_columns`. The lower blocks
+/// are the cyclic run of `upper_start_block` blocks from `lower_start`: the blocks below
+/// `upper_start_block` for a version-2 filter (`lower_start == 0`), anywhere for a version-3
+/// module (module doc, "Modules of one system").
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct ColumnLayout {
     num_blocks: u32,
     upper_columns: u32,
     upper_start_block: u32,
+    lower_start: u32,
 }
 
 impl ColumnLayout {
     /// The layout of `segments >= 1` segments over `num_blocks >= 1` blocks, capped at
-    /// [`MAX_COLUMNS`] columns (the builder never asks for more; see [`segment_count`]).
+    /// [`MAX_COLUMNS`] columns (the builder never asks for more; see [`segment_count`]), its lower
+    /// blocks first.
     fn new(num_blocks: u32, segments: u64) -> ColumnLayout {
         let blocks = u64::from(num_blocks.max(1));
         let upper_columns = segments.div_ceil(blocks).clamp(1, u64::from(MAX_COLUMNS));
@@ -307,6 +374,7 @@ impl ColumnLayout {
             num_blocks: num_blocks.max(1),
             upper_columns: upper_columns as u32,
             upper_start_block: upper_start_block as u32,
+            lower_start: 0,
         }
     }
 
@@ -318,30 +386,61 @@ impl ColumnLayout {
 
     /// `128 * (num_blocks - 1) + 1`: a key starting at the last start still ends in the last slot.
     fn num_starts(&self) -> u64 {
-        COEFF_BITS * (u64::from(self.num_blocks) - 1) + 1
+        num_starts(self.num_blocks)
+    }
+
+    /// Lower blocks below `block` (`block <= num_blocks`): the run `[lower_start, lower_start +
+    /// lower)` and its part wrapped past the last block, `[lower_start - num_blocks, ...)`.
+    #[inline]
+    fn lower_before(&self, block: u64) -> u64 {
+        let start = u64::from(self.lower_start);
+        let end = start + u64::from(self.upper_start_block);
+        let blocks = u64::from(self.num_blocks);
+        let unwrapped = block.min(end).saturating_sub(start);
+        let wrapped = block.min(end.saturating_sub(blocks));
+        unwrapped + wrapped
     }
 
     /// Columns of block `block` and the index of its first segment.
     #[inline]
     fn block_columns(&self, block: u64) -> (usize, usize) {
         let upper = u64::from(self.upper_columns);
-        let upper_start = u64::from(self.upper_start_block);
-        let first = block * upper - block.min(upper_start);
-        let columns = if block < upper_start {
-            upper - 1
-        } else {
-            upper
-        };
-        (columns as usize, first as usize)
+        if self.lower_start == 0 {
+            let upper_start = u64::from(self.upper_start_block);
+            let first = block * upper - block.min(upper_start);
+            let columns = if block < upper_start {
+                upper - 1
+            } else {
+                upper
+            };
+            return (columns as usize, first as usize);
+        }
+        let before = self.lower_before(block);
+        let lower = self.lower_before(block + 1) - before;
+        ((upper - lower) as usize, (block * upper - before) as usize)
     }
 
-    /// Expected FPR of this layout: a start in a lower block checks `upper_columns - 1` columns,
-    /// one in an upper block `upper_columns`; starts are uniform over `num_starts`.
+    /// Expected FPR of this layout: starts are uniform over `num_starts`; a start at bit 0 of a
+    /// block checks the block's columns, any other the fewer of its block's and the next's (the
+    /// row reads both). Lower blocks first, a start checks `upper_columns - 1` columns in the
+    /// lower blocks only; a run of lower blocks after an upper block also costs that block's
+    /// 127 straddling starts a column.
     fn expected_false_positive_rate(&self) -> f64 {
-        let lower_starts = f64::from(self.upper_start_block) * COEFF_BITS as f64;
-        let lower_fraction = lower_starts / self.num_starts() as f64;
+        let blocks = u64::from(self.num_blocks);
+        let lower = u64::from(self.upper_start_block);
+        let last_is_lower = self.lower_before(blocks) - self.lower_before(blocks - 1) == 1;
+        let lower_not_last = lower - u64::from(last_is_lower);
+        let straddles_into_run = self.lower_start > 0 && lower > 0 && lower < blocks;
+        let reduced = COEFF_BITS * lower_not_last
+            + u64::from(last_is_lower)
+            + if straddles_into_run {
+                COEFF_BITS - 1
+            } else {
+                0
+            };
+        let reduced_fraction = reduced as f64 / self.num_starts() as f64;
         let upper_rate = 0.5f64.powi(self.upper_columns as i32);
-        lower_fraction * 2.0 * upper_rate + (1.0 - lower_fraction) * upper_rate
+        reduced_fraction * 2.0 * upper_rate + (1.0 - reduced_fraction) * upper_rate
     }
 }
 
@@ -371,6 +470,12 @@ pub(crate) fn serialized_len(keys: usize, bits_per_key: f64) -> u64 {
         return 0;
     }
     HEADER_LEN as u64 + segment_count(keys as u64, bits_per_key) * SEGMENT_BYTES as u64
+}
+
+/// Starts of a system of `num_blocks >= 1` blocks, `128 * (num_blocks - 1) + 1`: a key starting
+/// at the last start still ends in the last slot.
+fn num_starts(num_blocks: u32) -> u64 {
+    COEFF_BITS * (u64::from(num_blocks.max(1)) - 1) + 1
 }
 
 /// The remix key of construction attempt `attempt` of a filter with seed `seed` (module doc,
@@ -449,9 +554,9 @@ impl Banding {
     /// that space (the same for every echelon form), and back substitution sets every other
     /// slot to 0, which leaves one solution; an inconsistent system is inconsistent in any
     /// order. (`banding_order_does_not_change_the_filter` checks it.)
-    fn order_rows(&mut self, hashes: &[u64], key: u64, layout: &ColumnLayout) {
-        let num_starts = layout.num_starts();
-        let blocks = layout.num_blocks as usize;
+    fn order_rows(&mut self, hashes: &[u64], key: u64, num_blocks: u32) {
+        let num_starts = num_starts(num_blocks);
+        let blocks = num_blocks as usize;
         self.block_ends.clear();
         self.block_ends.resize(blocks + 1, 0);
         for &hash in hashes {
@@ -521,13 +626,18 @@ impl Banding {
     /// Back substitution into interleaved segments (RocksDB's `InterleavedBackSubst`): from the
     /// last slot down, solution bit `j` of slot `i` is `result_j(i) ^ parity(row(i) & S_j[i+1..])`
     /// (0 for an empty slot: a free variable). `state[j]` holds column `j` of the 128 slots above
-    /// the current one, so a block's finished state is its segment for column `j`. The top column
-    /// is dropped when the walk enters the lower blocks.
-    fn back_substitute(&self, layout: &ColumnLayout) -> Vec<u128> {
-        let mut segments = vec![0u128; layout.segments() as usize];
+    /// the current one, so a block's finished state is its segment for column `j`. Every module
+    /// of the system (module doc, "Modules of one system") takes its columns of each block from
+    /// the state at its result shift: the solution is solved once for all of them, `columns`
+    /// (the sum of their upper columns) columns per slot.
+    fn back_substitute(&self, num_blocks: u32, modules: &[ModuleLayout]) -> Vec<Vec<u128>> {
+        let mut segments: Vec<Vec<u128>> = modules
+            .iter()
+            .map(|module| vec![0u128; module.layout.segments() as usize])
+            .collect();
+        let columns = system_columns(modules) as usize;
         let mut state = [0u128; MAX_COLUMNS as usize];
-        for block in (0..u64::from(layout.num_blocks)).rev() {
-            let (columns, first) = layout.block_columns(block);
+        for block in (0..u64::from(num_blocks)).rev() {
             let begin = (block * COEFF_BITS) as usize;
             let end = begin + COEFF_BITS as usize;
             for equation in self
@@ -544,35 +654,141 @@ impl Banding {
                     *column_state = shifted | u128::from(bit);
                 }
             }
-            if let Some(out) = segments.get_mut(first..first + columns) {
-                out.copy_from_slice(&state[..columns]);
+            for (module, out) in modules.iter().zip(segments.iter_mut()) {
+                let (module_columns, first) = module.layout.block_columns(block);
+                let shift = module.shift as usize;
+                if let (Some(out), Some(state)) = (
+                    out.get_mut(first..first + module_columns),
+                    state.get(shift..shift + module_columns),
+                ) {
+                    out.copy_from_slice(state);
+                }
             }
         }
         segments
     }
 }
 
-/// Tries to band every hash with the hash key of `attempt`; true when all of them fit.
+/// One module of a system: its layout and the first result bit it compares (its *result shift*).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct ModuleLayout {
+    layout: ColumnLayout,
+    shift: u32,
+}
+
+/// Result columns a system carries for `modules`: the sum of their upper columns (each module's
+/// shift is the sum of the ones before it).
+fn system_columns(modules: &[ModuleLayout]) -> u32 {
+    modules
+        .iter()
+        .map(|module| module.layout.upper_columns)
+        .sum()
+}
+
+/// The layouts of modules of `segments` segments each over `num_blocks` blocks, shifted one after
+/// another into the result row. The first module has its lower blocks first (version 2); every
+/// other module's run of lower blocks starts where [`independent_lower_start`] puts it.
+fn module_layouts(num_blocks: u32, segments: &[u64]) -> Vec<ModuleLayout> {
+    let mut shift = 0;
+    let mut modules: Vec<ModuleLayout> = Vec::with_capacity(segments.len());
+    for &segments in segments {
+        let mut layout = ColumnLayout::new(num_blocks, segments);
+        if !modules.is_empty() {
+            layout.lower_start = independent_lower_start(&modules, layout);
+        }
+        modules.push(ModuleLayout { layout, shift });
+        shift += layout.upper_columns;
+    }
+    modules
+}
+
+/// Where a module's run of lower blocks starts so that its errors are independent of the modules
+/// `before` it in the system (module doc, "Modules of one system"). A probe of an absent key
+/// starting in block `b` matches module `i` with probability `2^-upper_columns_i * (1 + x_i(b))`,
+/// `x_i(b)` 1 in a lower block and 0 elsewhere; the first `j + 1` modules' product rule holds when
+/// `E[prod_i (1 + x_i)] = prod_i (1 + q_i)`, `q_i` module `i`'s lower fraction. With
+/// `g(b) = prod_{i < j} (1 + x_i(b))` that asks the run to cover `sum g` of
+/// `n * prod_{i <= j} (1 + q_i) - sum_b g(b)`; a sliding window over the cyclic starts finds the
+/// closest (weights: 128 starts a block, 1 in the last). `O(num_blocks * modules)`.
+fn independent_lower_start(before: &[ModuleLayout], layout: ColumnLayout) -> u32 {
+    let blocks = layout.num_blocks as usize;
+    let run = layout.upper_start_block as usize;
+    if run == 0 || blocks < 2 {
+        return 0;
+    }
+    let weight = |block: usize| if block + 1 == blocks { 1.0 } else { 128.0 };
+    let g: Vec<f64> = (0..blocks)
+        .map(|block| {
+            let product: f64 = before
+                .iter()
+                .map(|module| {
+                    let lower = module.layout.lower_before(block as u64 + 1)
+                        - module.layout.lower_before(block as u64);
+                    1.0 + lower as f64
+                })
+                .product();
+            product * weight(block)
+        })
+        .collect();
+    let starts: f64 = (0..blocks).map(weight).sum();
+    let fraction = |module: &ColumnLayout| {
+        let lower_starts: f64 = (0..blocks)
+            .filter(|&block| {
+                module.lower_before(block as u64 + 1) > module.lower_before(block as u64)
+            })
+            .map(weight)
+            .sum();
+        lower_starts / starts
+    };
+    let own = ColumnLayout {
+        lower_start: 0,
+        ..layout
+    };
+    let wanted: f64 = before
+        .iter()
+        .map(|module| 1.0 + fraction(&module.layout))
+        .product::<f64>()
+        * (1.0 + fraction(&own))
+        * starts
+        - g.iter().sum::<f64>();
+    let mut window: f64 = g.iter().take(run).sum();
+    let mut best = (f64::INFINITY, 0);
+    for start in 0..blocks {
+        let miss = (window - wanted).abs();
+        if miss < best.0 {
+            best = (miss, start);
+        }
+        window += g[(start + run) % blocks] - g[start];
+    }
+    best.1 as u32
+}
+
+/// The result mask of a system of `columns` result columns (`1..=64`): bits a probe never reads are
+/// left out of the equations, so they cannot make them inconsistent.
+fn result_mask(columns: u32) -> u64 {
+    u64::MAX >> (u64::from(MAX_COLUMNS) - u64::from(columns.clamp(1, MAX_COLUMNS)))
+}
+
+/// Tries to band every hash with the hash key of `attempt` into `num_blocks` blocks, keeping the
+/// result bits of `result_mask`; true when all of them fit.
 fn band(
     hashes: &[u64],
     seed: u32,
     attempt: u32,
-    layout: &ColumnLayout,
+    num_blocks: u32,
+    result_mask: u64,
     banding: &mut Banding,
 ) -> bool {
-    let num_starts = layout.num_starts();
+    let num_starts = num_starts(num_blocks);
     let key = hash_key(seed, attempt);
-    // Bits a probe never reads are left out of the equations, so they cannot make them
-    // inconsistent.
-    let result_mask = u64::MAX >> (u64::from(MAX_COLUMNS) - u64::from(layout.upper_columns));
-    banding.reset((u64::from(layout.num_blocks) * COEFF_BITS) as usize);
-    if layout.num_blocks == 1 {
+    banding.reset((u64::from(num_blocks) * COEFF_BITS) as usize);
+    if num_blocks == 1 {
         // One block: every row starts at slot 0, and the banding fits the cache anyway.
         return hashes
             .iter()
             .all(|&hash| banding.add(Row::new(hash, key, num_starts), result_mask));
     }
-    banding.order_rows(hashes, key, layout);
+    banding.order_rows(hashes, key, num_blocks);
     let rows = std::mem::take(&mut banding.rows);
     let solved = rows.iter().all(|&row| banding.add(row, result_mask));
     banding.rows = rows;
@@ -585,20 +801,20 @@ fn band_in_insertion_order(
     hashes: &[u64],
     seed: u32,
     attempt: u32,
-    layout: &ColumnLayout,
+    num_blocks: u32,
+    result_mask: u64,
     banding: &mut Banding,
 ) -> bool {
-    let num_starts = layout.num_starts();
+    let num_starts = num_starts(num_blocks);
     let key = hash_key(seed, attempt);
-    let result_mask = u64::MAX >> (u64::from(MAX_COLUMNS) - u64::from(layout.upper_columns));
-    banding.reset((u64::from(layout.num_blocks) * COEFF_BITS) as usize);
+    banding.reset((u64::from(num_blocks) * COEFF_BITS) as usize);
     hashes
         .iter()
         .all(|&hash| banding.add(Row::new(hash, key, num_starts), result_mask))
 }
 
 /// How an attempt bands its rows: [`band`], or in tests [`band_in_insertion_order`].
-type BandFn = fn(&[u64], u32, u32, &ColumnLayout, &mut Banding) -> bool;
+type BandFn = fn(&[u64], u32, u32, u32, u64, &mut Banding) -> bool;
 
 /// Collects key hashes for one file and serializes its Ribbon filter.
 ///
@@ -672,8 +888,8 @@ impl RibbonFilterBuilder {
 }
 
 /// The filter a [`RibbonFilterBuilder`] with `bits_per_key` and `seed` given `hashes` returns,
-/// built from the slice without copying it (the table builder keeps one hash per key and builds
-/// every module from it, DESIGN.md §1).
+/// built from the slice without copying it (tests compare it with [`build_modules`]'s modules).
+#[cfg(test)]
 pub(crate) fn build(bits_per_key: f64, seed: u32, hashes: &[u64]) -> Vec<u8> {
     build_with_attempts(
         sanitize_bits_per_key(bits_per_key),
@@ -696,6 +912,80 @@ pub(crate) fn build_in_insertion_order(bits_per_key: f64, seed: u32, hashes: &[u
     )
 }
 
+/// The modules of one file's (or one filter partition's) filter, one per `(bits_per_key, seed)`
+/// of `modules`, in order, over the same `hashes` (module doc, "Modules of one system"): the
+/// modules are packed, in order, into as few linear systems as hold their result columns (64 a
+/// system), each system banded and solved once for all its modules. A system's hash key is its
+/// first module's seed's; its first module is the filter [`build`] gives for that module alone
+/// when the same attempt solves both (version 2), the others are version-3 blocks reading the
+/// result bits after it. A module without bits, or every module without keys, is an empty `Vec`.
+pub(crate) fn build_modules(modules: &[(f64, u32)], hashes: &[u64]) -> Vec<Vec<u8>> {
+    build_modules_with_attempts(modules, hashes, MAX_ATTEMPTS)
+}
+
+/// [`build_modules`] giving up after `max_attempts` attempts per system.
+fn build_modules_with_attempts(
+    modules: &[(f64, u32)],
+    hashes: &[u64],
+    max_attempts: u32,
+) -> Vec<Vec<u8>> {
+    let mut out = vec![Vec::new(); modules.len()];
+    if hashes.is_empty() {
+        return out;
+    }
+    let keys = hashes.len() as u64;
+    let base_blocks = block_count(keys, 0);
+    // (module index, sanitized bits per key) of the current system, and its result columns.
+    let mut system: Vec<(usize, f64)> = Vec::new();
+    let mut columns = 0;
+    let mut seed = 0;
+    for (index, &(bits_per_key, module_seed)) in modules.iter().enumerate() {
+        let bits_per_key = sanitize_bits_per_key(bits_per_key);
+        if bits_per_key <= 0.0 {
+            continue;
+        }
+        // Columns are most at the base size: later attempts only add blocks.
+        let upper_columns =
+            ColumnLayout::new(base_blocks, segment_count(keys, bits_per_key)).upper_columns;
+        if !system.is_empty() && columns + upper_columns > MAX_COLUMNS {
+            solve_into(&system, seed, hashes, max_attempts, band, &mut out);
+            system.clear();
+            columns = 0;
+        }
+        if system.is_empty() {
+            seed = module_seed;
+        }
+        system.push((index, bits_per_key));
+        columns += upper_columns;
+    }
+    if !system.is_empty() {
+        solve_into(&system, seed, hashes, max_attempts, band, &mut out);
+    }
+    out
+}
+
+/// Solves the system of `system`'s modules (index into `out`, sanitized bits per key) with hash
+/// seed `seed` and puts each module's block at its index.
+fn solve_into(
+    system: &[(usize, f64)],
+    seed: u32,
+    hashes: &[u64],
+    max_attempts: u32,
+    band: BandFn,
+    out: &mut [Vec<u8>],
+) {
+    let bits: Vec<f64> = system
+        .iter()
+        .map(|&(_, bits_per_key)| bits_per_key)
+        .collect();
+    let blocks = solve_system(&bits, seed, hashes, max_attempts, band);
+    for (&(index, _), block) in system.iter().zip(blocks) {
+        if let Some(slot) = out.get_mut(index) {
+            *slot = block;
+        }
+    }
+}
+
 /// [`build`] giving up after `max_attempts` attempts, banding each attempt with `band`;
 /// `bits_per_key` already sanitized.
 fn build_with_attempts(
@@ -708,47 +998,77 @@ fn build_with_attempts(
     if bits_per_key <= 0.0 || hashes.is_empty() {
         return Vec::new();
     }
-    let keys = hashes.len() as u64;
-    let segments = segment_count(keys, bits_per_key);
-    let mut banding = Banding::new();
-    let mut last_layout = ColumnLayout::new(block_count(keys, 0), segments);
-    for attempt in 0..max_attempts.min(MAX_ATTEMPTS) {
-        let layout = ColumnLayout::new(block_count(keys, attempt), segments);
-        last_layout = layout;
-        if band(hashes, seed, attempt, &layout, &mut banding) {
-            let solution = banding.back_substitute(&layout);
-            return serialize(
-                bits_per_key,
-                seed,
-                &layout,
-                attempt,
-                STATE_SOLVED,
-                &solution,
-            );
-        }
-    }
-    let zeros = vec![0u128; last_layout.segments() as usize];
-    serialize(
-        bits_per_key,
-        seed,
-        &last_layout,
-        max_attempts.clamp(1, MAX_ATTEMPTS) - 1,
-        STATE_UNSOLVED,
-        &zeros,
-    )
+    solve_system(&[bits_per_key], seed, hashes, max_attempts, band)
+        .pop()
+        .unwrap_or_default()
 }
 
-/// The filter in the format in the module doc.
+/// Bands and solves one system for modules of `bits_per_key` each (sanitized, `> 0`, their
+/// upper columns summing to at most 64 at the base size) over non-empty `hashes` with hash seed
+/// `seed`, giving up after `max_attempts` attempts; returns each module's serialized block.
+fn solve_system(
+    bits_per_key: &[f64],
+    seed: u32,
+    hashes: &[u64],
+    max_attempts: u32,
+    band: BandFn,
+) -> Vec<Vec<u8>> {
+    let keys = hashes.len() as u64;
+    let segments: Vec<u64> = bits_per_key
+        .iter()
+        .map(|&bits_per_key| segment_count(keys, bits_per_key))
+        .collect();
+    let mut banding = Banding::new();
+    let mut last = module_layouts(block_count(keys, 0), &segments);
+    for attempt in 0..max_attempts.min(MAX_ATTEMPTS) {
+        let num_blocks = block_count(keys, attempt);
+        let modules = module_layouts(num_blocks, &segments);
+        last.clone_from(&modules);
+        let mask = result_mask(system_columns(&modules));
+        if band(hashes, seed, attempt, num_blocks, mask, &mut banding) {
+            let solutions = banding.back_substitute(num_blocks, &modules);
+            return modules
+                .iter()
+                .zip(bits_per_key)
+                .zip(&solutions)
+                .map(|((module, &bits), solution)| {
+                    serialize(bits, seed, module, attempt, STATE_SOLVED, solution)
+                })
+                .collect();
+        }
+    }
+    let attempt = max_attempts.clamp(1, MAX_ATTEMPTS) - 1;
+    last.iter()
+        .zip(bits_per_key)
+        .map(|(module, &bits)| {
+            let zeros = vec![0u128; module.layout.segments() as usize];
+            serialize(bits, seed, module, attempt, STATE_UNSOLVED, &zeros)
+        })
+        .collect()
+}
+
+/// A module in the format in the module doc: version 2 at result shift 0, else version 3.
 fn serialize(
     bits_per_key: f64,
     seed: u32,
-    layout: &ColumnLayout,
+    module: &ModuleLayout,
     attempt: u32,
     state: u8,
     segments: &[u128],
 ) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER_LEN + segments.len() * SEGMENT_BYTES);
-    out.push(FORMAT_VERSION);
+    let layout = &module.layout;
+    let shared = module.shift > 0;
+    let header_len = if shared {
+        SHARED_HEADER_LEN
+    } else {
+        HEADER_LEN
+    };
+    let mut out = Vec::with_capacity(header_len + segments.len() * SEGMENT_BYTES);
+    out.push(if shared {
+        SHARED_FORMAT_VERSION
+    } else {
+        FORMAT_VERSION
+    });
     // Both fit a byte: upper_columns <= MAX_COLUMNS = 64, attempt < MAX_ATTEMPTS = 32.
     out.push(layout.upper_columns as u8);
     out.push(attempt as u8);
@@ -757,6 +1077,11 @@ fn serialize(
     put_fixed32(&mut out, layout.num_blocks);
     put_fixed32(&mut out, layout.upper_start_block);
     put_fixed64(&mut out, bits_per_key.to_bits());
+    if shared {
+        // shift < MAX_COLUMNS = 64: the system's columns sum to at most 64.
+        out.push(module.shift as u8);
+        put_fixed32(&mut out, layout.lower_start);
+    }
     for segment in segments {
         out.extend_from_slice(&segment.to_le_bytes());
     }
@@ -770,6 +1095,9 @@ pub(crate) struct RibbonFilter {
     layout: ColumnLayout,
     num_starts: u64,
     hash_key: u64,
+    /// The first result bit this module compares (0 for version 2; module doc, "Modules of one
+    /// system").
+    result_shift: u32,
     solved: bool,
     #[allow(
         dead_code,
@@ -798,9 +1126,13 @@ impl RibbonFilter {
     // Long: the header's fields are read and checked one after another in their on-disk order
     // (docs/FORMAT.md), each check using the ones before.
     pub(crate) fn decode(bytes: Vec<u8>) -> Result<RibbonFilter, String> {
-        if bytes.len() < HEADER_LEN {
+        let header_len = match bytes.first() {
+            Some(&SHARED_FORMAT_VERSION) => SHARED_HEADER_LEN,
+            _ => HEADER_LEN,
+        };
+        if bytes.len() < header_len {
             return Err(format!(
-                "ribbon filter is {} bytes, shorter than its {HEADER_LEN}-byte header",
+                "ribbon filter is {} bytes, shorter than its {header_len}-byte header",
                 bytes.len()
             ));
         }
@@ -815,6 +1147,11 @@ impl RibbonFilter {
                 decoder.fixed32()?,
                 decoder.fixed32()?,
                 decoder.fixed64()?,
+                if header_len == SHARED_HEADER_LEN {
+                    (decoder.u8()?, decoder.fixed32()?)
+                } else {
+                    (0, 0)
+                },
             ))
         })();
         let Some((
@@ -826,19 +1163,32 @@ impl RibbonFilter {
             num_blocks,
             upper_start_block,
             bits_per_key_bits,
+            (result_shift, lower_start),
         )) = header
         else {
             return Err("ribbon filter header is truncated".to_string());
         };
-        if version != FORMAT_VERSION {
+        if version != FORMAT_VERSION && version != SHARED_FORMAT_VERSION {
             return Err(format!(
-                "unknown ribbon filter format version {version} (expected {FORMAT_VERSION})"
+                "unknown ribbon filter format version {version} (expected {FORMAT_VERSION} or \
+                 {SHARED_FORMAT_VERSION})"
             ));
         }
         let upper_columns = u32::from(upper_columns);
         if !(1..=MAX_COLUMNS).contains(&upper_columns) {
             return Err(format!(
                 "ribbon filter column count {upper_columns} is outside 1..={MAX_COLUMNS}"
+            ));
+        }
+        let result_shift = u32::from(result_shift);
+        if version == SHARED_FORMAT_VERSION
+            && !(1..=MAX_COLUMNS - upper_columns).contains(&result_shift)
+        {
+            return Err(format!(
+                "ribbon filter result shift {result_shift} is outside 1..={} for \
+                 {upper_columns} columns of a 64-bit result row (shift 0 is written as version \
+                 {FORMAT_VERSION})",
+                MAX_COLUMNS - upper_columns
             ));
         }
         let attempt = u32::from(attempt);
@@ -865,27 +1215,34 @@ impl RibbonFilter {
                 "ribbon filter bits per key {bits_per_key} is outside (0, {MAX_BITS_PER_KEY}]"
             ));
         }
+        if lower_start >= num_blocks {
+            return Err(format!(
+                "ribbon filter lower blocks start at block {lower_start}, not below its \
+                 {num_blocks} blocks"
+            ));
+        }
         let layout = ColumnLayout {
             num_blocks,
             upper_columns,
             upper_start_block,
+            lower_start,
         };
         // No overflow: num_blocks < 2^32 and upper_columns <= 64, so segments < 2^38.
         let segments = layout.segments();
         let expected_len = usize::try_from(segments)
             .ok()
             .and_then(|segments| segments.checked_mul(SEGMENT_BYTES))
-            .and_then(|array| array.checked_add(HEADER_LEN));
+            .and_then(|array| array.checked_add(header_len));
         if expected_len != Some(bytes.len()) {
             return Err(format!(
                 "ribbon filter is {} bytes but its header says {segments} segments \
-                 ({HEADER_LEN} + 16 * {segments} bytes: {num_blocks} blocks of \
+                 ({header_len} + 16 * {segments} bytes: {num_blocks} blocks of \
                  {upper_columns} columns, the first {upper_start_block} with one fewer)",
                 bytes.len()
             ));
         }
         let segments: Vec<u128> = bytes
-            .get(HEADER_LEN..)
+            .get(header_len..)
             .unwrap_or_default()
             .chunks_exact(SEGMENT_BYTES)
             .map(|chunk| {
@@ -903,6 +1260,7 @@ impl RibbonFilter {
             layout,
             num_starts: layout.num_starts(),
             hash_key: hash_key(seed, attempt),
+            result_shift,
             solved,
             attempt,
             seed,
@@ -930,22 +1288,33 @@ impl RibbonFilter {
             return true;
         };
         let left = row.coefficients << bit;
+        let result = row.result >> self.result_shift;
         if bit == 0 {
             for (column, &segment) in here.iter().enumerate() {
-                if parity(segment & left) != (row.result >> column) & 1 {
+                if parity(segment & left) != (result >> column) & 1 {
                     return false;
                 }
             }
             return true;
         }
-        // The row straddles into the next block, which has at least `columns` columns and
-        // starts right after this block's segments.
-        let Some(next) = self.segments.get(first + columns..first + 2 * columns) else {
+        // The row straddles into the next block, which starts right after this block's
+        // segments. With the lower blocks first it has at least `columns` columns; a version-3
+        // module's run of lower blocks may follow an upper block, whose straddling rows then
+        // check the next block's fewer columns.
+        let checked = if self.layout.lower_start == 0 {
+            columns
+        } else {
+            columns.min(self.layout.block_columns(block + 1).0)
+        };
+        let Some(next) = self
+            .segments
+            .get(first + columns..first + columns + checked)
+        else {
             return true;
         };
         let right = row.coefficients >> (COEFF_BITS as u32 - bit);
         for (column, (&segment, &next_segment)) in here.iter().zip(next).enumerate() {
-            if parity((segment & left) ^ (next_segment & right)) != (row.result >> column) & 1 {
+            if parity((segment & left) ^ (next_segment & right)) != (result >> column) & 1 {
                 return false;
             }
         }
@@ -983,10 +1352,22 @@ impl RibbonFilter {
         }
     }
 
-    /// Serialized size in bytes, `24 + 16 * segments`; the decoded filter holds the same
-    /// segments, so this is also its memory charge in the block cache (plus a few words).
+    /// The first result bit the filter compares: 0 for version 2, the bits of the modules before
+    /// it in its system for version 3.
+    pub(crate) fn result_shift(&self) -> u32 {
+        self.result_shift
+    }
+
+    /// Serialized size in bytes, `24 + 16 * segments` (29 + for version 3); the decoded filter
+    /// holds the same segments, so this is also its memory charge in the block cache (plus a few
+    /// words).
     pub(crate) fn size_bytes(&self) -> usize {
-        HEADER_LEN + self.segments.len() * SEGMENT_BYTES
+        let header_len = if self.result_shift > 0 {
+            SHARED_HEADER_LEN
+        } else {
+            HEADER_LEN
+        };
+        header_len + self.segments.len() * SEGMENT_BYTES
     }
 }
 

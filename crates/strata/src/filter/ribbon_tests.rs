@@ -290,7 +290,15 @@ fn retries_add_slots_until_banding_succeeds() {
     let segments = segment_count(10_000, 8.0);
     let mut banding = Banding::new();
     let too_small = ColumnLayout::new(70, segments); // 8,960 slots for 10,000 keys
-    assert!(!band(&inserted, 0, 0, &too_small, &mut banding));
+    let mask = result_mask(too_small.upper_columns);
+    assert!(!band(
+        &inserted,
+        0,
+        0,
+        too_small.num_blocks,
+        mask,
+        &mut banding
+    ));
     // The schedule: four attempts per size, then 1/32 of the base more blocks per step.
     let base = block_count(10_000, 0);
     assert_eq!(block_count(10_000, 3), base);
@@ -311,7 +319,8 @@ fn column_layout_spreads_segments_over_blocks() {
         ColumnLayout {
             num_blocks: 10,
             upper_columns: 3,
-            upper_start_block: 5
+            upper_start_block: 5,
+            lower_start: 0,
         }
     );
     assert_eq!(layout.segments(), 25);
@@ -468,6 +477,7 @@ fn keys_until_failure(num_blocks: u32, seed: u32, offset: u64) -> u64 {
         num_blocks,
         upper_columns: MAX_COLUMNS,
         upper_start_block: 0,
+        lower_start: 0,
     };
     let mut banding = Banding::new();
     banding.reset((u64::from(num_blocks) * COEFF_BITS) as usize);
@@ -548,7 +558,6 @@ fn measure_construction_failure_rate() {
         while block_count(keys, 0) > num_blocks {
             keys -= 1;
         }
-        let segments = segment_count(keys, 64.0);
         let mut banding = Banding::new();
         let mut failures = 0;
         let mut attempts = 0;
@@ -557,13 +566,9 @@ fn measure_construction_failure_rate() {
             // The builder's schedule, counting attempts; the first one is the failure rate.
             for attempt in 0..MAX_ATTEMPTS {
                 attempts += 1;
-                let layout = ColumnLayout::new(block_count(keys, attempt), segments);
-                let layout = ColumnLayout {
-                    upper_columns: MAX_COLUMNS,
-                    upper_start_block: 0,
-                    ..layout
-                };
-                if band(&hashes, 0, attempt, &layout, &mut banding) {
+                // All 64 result bits in the equations.
+                let num_blocks = block_count(keys, attempt);
+                if band(&hashes, 0, attempt, num_blocks, u64::MAX, &mut banding) {
                     break;
                 }
                 if attempt == 0 {
@@ -586,7 +591,7 @@ fn decode_names_what_is_wrong() {
     RibbonFilter::decode(valid.clone()).expect("valid");
     let cases: [(usize, u8, &str); 7] = [
         (0, 1, "version"),
-        (0, 3, "version"),
+        (0, 4, "version"),
         (1, 0, "column count"),
         (1, 65, "column count"),
         (2, 32, "attempt"),
@@ -753,5 +758,373 @@ fn banding_order_does_not_change_the_filter() {
             super::build(6.0, 3, &hashes),
             build_in_insertion_order(6.0, 3, &hashes)
         );
+    }
+}
+
+// Modules of one system (module doc, "Modules of one system").
+
+/// `build_modules` decoded: every module of `plan` with bits.
+fn shared_modules(plan: &[(f64, u32)], hashes: &[u64]) -> Vec<RibbonFilter> {
+    build_modules(plan, hashes)
+        .into_iter()
+        .filter(|bytes| !bytes.is_empty())
+        .map(|bytes| RibbonFilter::decode(bytes).expect("a freshly built module decodes"))
+        .collect()
+}
+
+/// Each module of a shared system is probed alone: no false negatives, its own bits per key and
+/// layout (its bytes are a module built alone's, one more header byte past the first module),
+/// the system's seed, and result shifts one after another.
+#[test]
+fn shared_modules_probe_alone_without_false_negatives() {
+    for (keys, plan) in [
+        (1u64, vec![(5.0, 0), (5.0, 1), (5.0, 2)]),
+        (
+            130,
+            vec![(2.0, 0), (2.0, 1), (2.0, 2), (2.0, 3), (2.0, 4), (3.7, 5)],
+        ),
+        (5_000, vec![(5.0, 0), (5.0, 1), (5.0, 2)]),
+        (5_000, vec![(1.3, 0), (9.75, 1)]),
+        (20_000, vec![(3.0, 0), (3.0, 1), (3.0, 2), (0.6, 3)]),
+    ] {
+        let hashes = key_hashes(keys * 7, keys);
+        let bytes = build_modules(&plan, &hashes);
+        let mut shift = 0;
+        for ((bits_per_key, _), bytes) in plan.iter().zip(bytes) {
+            let context = format!("{keys} keys {plan:?} module {bits_per_key}");
+            let extra = if shift > 0 { 5 } else { 0 };
+            assert_eq!(
+                bytes.len() as u64,
+                serialized_len(hashes.len(), *bits_per_key) + extra,
+                "{context}"
+            );
+            let filter = RibbonFilter::decode(bytes).expect("decodes");
+            assert_eq!(filter.result_shift(), shift, "{context}");
+            assert_eq!(filter.seed(), 0, "{context}: the system's seed");
+            assert_eq!(filter.bits_per_key(), *bits_per_key, "{context}");
+            assert!(filter.is_solved(), "{context}");
+            assert_no_false_negatives(&filter, &hashes, &context);
+            shift += filter.layout.upper_columns;
+        }
+        assert!(shift <= MAX_COLUMNS);
+    }
+}
+
+/// Modules whose columns do not fit one 64-bit result row go to further systems, each seeded
+/// with its first module's seed and starting again at result bit 0.
+#[test]
+fn modules_past_64_columns_start_another_system() {
+    let hashes = key_hashes(0, 5_000);
+    // About 20 columns each: three fit a system, the fourth starts another.
+    let plan = [(20.0, 0), (20.0, 1), (20.0, 2), (20.0, 3), (20.0, 4)];
+    let modules = shared_modules(&plan, &hashes);
+    let shifts: Vec<u32> = modules.iter().map(RibbonFilter::result_shift).collect();
+    let seeds: Vec<u32> = modules.iter().map(RibbonFilter::seed).collect();
+    assert_eq!(shifts, [0, 20, 40, 0, 20]);
+    assert_eq!(seeds, [0, 0, 0, 3, 3]);
+    for filter in &modules {
+        assert_no_false_negatives(filter, &hashes, "five modules of 20 bits");
+    }
+    // A module without bits is skipped, not a system's first.
+    let modules = build_modules(&[(0.0, 0), (f64::NAN, 1), (4.0, 2), (4.0, 3)], &hashes);
+    assert!(modules[0].is_empty() && modules[1].is_empty());
+    let third = RibbonFilter::decode(modules[2].clone()).expect("decodes");
+    let fourth = RibbonFilter::decode(modules[3].clone()).expect("decodes");
+    assert_eq!((third.seed(), third.result_shift()), (2, 0));
+    assert_eq!((fourth.seed(), fourth.result_shift()), (2, 4));
+    assert!(build_modules(&[(4.0, 0), (4.0, 1)], &[])
+        .iter()
+        .all(Vec::is_empty));
+}
+
+/// The first module of a system is the filter built alone (same seed, same attempt): the banding
+/// reduces coefficient rows the same way whatever result bits ride along, and each solution
+/// column is substituted on its own.
+#[test]
+fn a_systems_first_module_is_the_filter_built_alone() {
+    let mut compared = 0;
+    for trial in 0..60u64 {
+        let keys = [130, 994, 4_000][trial as usize % 3];
+        let hashes = key_hashes(trial * 10_000, keys);
+        let seed = trial as u32;
+        let modules = build_modules(&[(5.0, seed), (5.0, seed + 1), (5.0, seed + 2)], &hashes);
+        let first = RibbonFilter::decode(modules[0].clone()).expect("decodes");
+        let alone_bytes = build_bytes(5.0, seed, &hashes);
+        let alone = RibbonFilter::decode(alone_bytes.clone()).expect("decodes");
+        if first.attempt() == alone.attempt() {
+            assert_eq!(modules[0], alone_bytes, "trial {trial}");
+            compared += 1;
+        }
+    }
+    assert!(
+        compared >= 50,
+        "only {compared} trials solved at the same attempt"
+    );
+}
+
+/// Rates at which absent keys pass modules of `plan` built over each of `partitions`
+/// (disjoint key sets, `probes` absent keys each): `(each module's measured rate, its layout's
+/// expectation)` and the rate of passing the first two and all three.
+fn shared_module_rates(
+    plan: &[(f64, u32)],
+    partitions: u64,
+    keys: u64,
+    probes: u64,
+) -> (Vec<(f64, f64)>, f64, f64) {
+    let mut singles = vec![(0.0, 0.0); plan.len()];
+    let (mut pair, mut triple) = (0.0, 0.0);
+    for partition in 0..partitions {
+        let inserted = key_hashes(partition * keys, keys);
+        let absent = key_hashes((1 << 40) | (partition * probes), probes);
+        let modules = shared_modules(plan, &inserted);
+        assert_eq!(modules.len(), 3);
+        for (module, filter) in modules.iter().enumerate() {
+            singles[module].0 += measured_fpr(filter, &absent) / partitions as f64;
+            singles[module].1 += filter.expected_false_positive_rate() / partitions as f64;
+        }
+        let passes = |count: usize, hash: u64| {
+            modules
+                .iter()
+                .take(count)
+                .all(|filter| filter.may_contain_hash(hash))
+        };
+        let rate = |count| {
+            absent.iter().filter(|&&hash| passes(count, hash)).count() as f64
+                / (probes * partitions) as f64
+        };
+        pair += rate(2);
+        triple += rate(3);
+    }
+    (singles, pair, triple)
+}
+
+/// Modules of one system make independent errors: each module's measured FPR is near its
+/// layout's expectation, and the rate at which the first two and all three modules say "maybe"
+/// to an absent key is near the product of their rates (their result bits are disjoint bits of
+/// one remix, and their runs of lower blocks are placed for independence). One filter of 100,000
+/// keys, three modules of 3 bits per key, 2,000,000 absent keys; and 20 partitions of 5,000 keys,
+/// three modules of 4 bits per key, 100,000 absent keys each. `cargo test -p strata --lib
+/// shared_modules_make_independent_errors -- --nocapture` prints the figures.
+#[test]
+fn shared_modules_make_independent_errors() {
+    for (bits_per_key, partitions, keys, probes) in
+        [(3.0, 1, 100_000, 2_000_000), (4.0, 20, 5_000, 100_000)]
+    {
+        let plan = [(bits_per_key, 0), (bits_per_key, 1), (bits_per_key, 2)];
+        let (singles, pair, triple) = shared_module_rates(&plan, partitions, keys, probes);
+        for (module, &(measured, expected)) in singles.iter().enumerate() {
+            assert!(
+                (measured / expected - 1.0).abs() < 0.03,
+                "{bits_per_key} bpk module {module}: measured {measured} vs expected {expected}"
+            );
+        }
+        let pair_product = singles[0].0 * singles[1].0;
+        let triple_product = pair_product * singles[2].0;
+        println!(
+            "{partitions} x {keys} keys, 3 x {bits_per_key} bpk: modules {:.5} {:.5} {:.5} \
+             (expected {:.5} {:.5} {:.5}); first two {pair:.6} (product {pair_product:.6}, \
+             ratio {:.3}); all three {triple:.7} (product {triple_product:.7}, ratio {:.3})",
+            singles[0].0,
+            singles[1].0,
+            singles[2].0,
+            singles[0].1,
+            singles[1].1,
+            singles[2].1,
+            pair / pair_product,
+            triple / triple_product
+        );
+        assert!(
+            (pair / pair_product - 1.0).abs() < 0.05,
+            "{bits_per_key} bpk: first two {pair} vs product {pair_product}"
+        );
+        assert!(
+            (triple / triple_product - 1.0).abs() < 0.10,
+            "{bits_per_key} bpk: all three {triple} vs product {triple_product}"
+        );
+    }
+}
+
+/// When every attempt fails, every module of the system is the unsolved, always-"maybe" filter
+/// of its size.
+#[test]
+fn giving_up_on_a_shared_system_writes_always_maybe_modules() {
+    let inserted = key_hashes(0, 3_000);
+    let plan = [(4.0, 9), (4.0, 10)];
+    let modules = build_modules_with_attempts(&plan, &inserted, 0);
+    assert_eq!(modules[0].len() as u64, serialized_len(3_000, 4.0));
+    assert_eq!(modules[1].len() as u64, serialized_len(3_000, 4.0) + 5);
+    for bytes in modules {
+        assert_eq!(bytes[3], STATE_UNSOLVED);
+        let filter = RibbonFilter::decode(bytes).expect("an unsolved module decodes");
+        assert!(!filter.is_solved());
+        assert!(key_hashes(10_000, 1_000)
+            .iter()
+            .all(|&hash| filter.may_contain_hash(hash)));
+    }
+}
+
+/// A layout whose run of lower blocks starts anywhere (a version-3 module's) places each block's
+/// segments after the ones before it and prices its FPR by counting every start, as a brute
+/// force over the blocks does.
+#[test]
+fn a_run_of_lower_blocks_anywhere_is_laid_out_and_priced_exactly() {
+    for num_blocks in [1u32, 2, 3, 7, 40] {
+        for upper_columns in [1u32, 5, 64] {
+            for lower in 0..num_blocks {
+                for lower_start in 0..num_blocks {
+                    let layout = ColumnLayout {
+                        num_blocks,
+                        upper_columns,
+                        upper_start_block: lower,
+                        lower_start,
+                    };
+                    let is_lower =
+                        |block: u32| (block + num_blocks - lower_start) % num_blocks < lower;
+                    let mut first = 0;
+                    let mut starts = 0.0;
+                    let mut rate_sum = 0.0;
+                    for block in 0..num_blocks {
+                        let columns = upper_columns - u32::from(is_lower(block));
+                        assert_eq!(
+                            layout.block_columns(u64::from(block)),
+                            (columns as usize, first as usize),
+                            "{layout:?} block {block}"
+                        );
+                        first += columns;
+                        let bits = if block + 1 == num_blocks { 1 } else { 128 };
+                        for bit in 0..bits {
+                            let checked = if bit == 0 {
+                                columns
+                            } else {
+                                columns.min(upper_columns - u32::from(is_lower(block + 1)))
+                            };
+                            rate_sum += 0.5f64.powi(checked as i32);
+                            starts += 1.0;
+                        }
+                    }
+                    assert_eq!(u64::from(first), layout.segments());
+                    let brute = rate_sum / starts;
+                    let rate = layout.expected_false_positive_rate();
+                    assert!(
+                        (rate / brute - 1.0).abs() < 1e-12,
+                        "{layout:?}: {rate} vs {brute}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A valid version-3 module: the second of two of 7.5 bits per key over 300 keys.
+fn valid_shared_module_bytes() -> Vec<u8> {
+    build_modules(&[(7.5, 3), (7.5, 4)], &key_hashes(0, 300))
+        .pop()
+        .expect("two modules")
+}
+
+/// Pins version 3: the first module of the same system is the pinned version-2 filter (so old
+/// and new files read alike), the second carries the shift byte.
+#[test]
+fn shared_format_is_pinned() {
+    let modules = build_modules(&[(7.5, 3), (7.5, 4)], &key_hashes(0, 300));
+    assert_eq!(modules[0], valid_filter_bytes());
+    let bytes = &modules[1];
+    assert_eq!(bytes.len(), SHARED_HEADER_LEN + 18 * 16);
+    let mut header = vec![3u8, 6, 0, 0, 3, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0];
+    header.extend_from_slice(&7.5f64.to_bits().to_le_bytes());
+    header.push(6);
+    let lower_start = RibbonFilter::decode(bytes.clone())
+        .expect("decodes")
+        .layout
+        .lower_start;
+    header.extend_from_slice(&lower_start.to_le_bytes());
+    assert_eq!(&bytes[..SHARED_HEADER_LEN], &header[..]);
+    assert_eq!(xxhash_rust::xxh3::xxh3_64(bytes), PINNED_SHARED_MODULE_XXH3);
+}
+
+const PINNED_SHARED_MODULE_XXH3: u64 = 5_302_470_591_210_738_826;
+
+/// A version-3 module with a result shift of 0 (written as version 2), past the 64-bit result
+/// row, cut short or with a byte too many is rejected with a reason; a version-2 filter does not
+/// read a shift byte.
+#[test]
+fn decode_rejects_malformed_shared_modules() {
+    let valid = valid_shared_module_bytes();
+    let filter = RibbonFilter::decode(valid.clone()).expect("valid");
+    assert_eq!(filter.result_shift(), 6);
+    assert_eq!(filter.size_bytes(), valid.len());
+    for (shift, needle) in [
+        (0u8, "result shift 0"),
+        (59, "result shift 59"),
+        (255, "255"),
+    ] {
+        let mut bytes = valid.clone();
+        bytes[HEADER_LEN] = shift;
+        let error = RibbonFilter::decode(bytes).err().expect("bad shift");
+        assert!(error.contains(needle), "{error}");
+    }
+    // The largest shift the six columns allow.
+    let mut bytes = valid.clone();
+    bytes[HEADER_LEN] = 58;
+    assert!(RibbonFilter::decode(bytes).is_ok());
+    for cut in 0..valid.len() {
+        assert!(
+            RibbonFilter::decode(valid[..cut].to_vec()).is_err(),
+            "accepted a module cut at {cut}"
+        );
+    }
+    let mut extra = valid.clone();
+    extra.push(0);
+    assert!(RibbonFilter::decode(extra).is_err());
+    // The same bytes as version 2 are one byte too long; version 4 is unknown.
+    let mut as_version_2 = valid.clone();
+    as_version_2[0] = FORMAT_VERSION;
+    let error = RibbonFilter::decode(as_version_2).err().expect("length");
+    assert!(error.contains("bytes but its header says"), "{error}");
+    let mut version_4 = valid;
+    version_4[0] = 4;
+    let error = RibbonFilter::decode(version_4).err().expect("version");
+    assert!(error.contains("version 4"), "{error}");
+    let mut beyond = valid_shared_module_bytes();
+    beyond[HEADER_LEN + 1..SHARED_HEADER_LEN].copy_from_slice(&3u32.to_le_bytes());
+    let error = RibbonFilter::decode(beyond).err().expect("lower start");
+    assert!(error.contains("lower blocks start at block 3"), "{error}");
+}
+
+proptest! {
+    /// Random plans of one to six modules over random keys: every module with bits decodes
+    /// alone and says "maybe" to every key.
+    #[test]
+    fn shared_modules_have_no_false_negatives(
+        hashes in proptest::collection::vec(any::<u64>(), 1..2_000),
+        plan in proptest::collection::vec((0.0f64..30.0, any::<u32>()), 1..=6),
+    ) {
+        let modules = build_modules(&plan, &hashes);
+        prop_assert_eq!(modules.len(), plan.len());
+        for ((bits_per_key, _), bytes) in plan.iter().zip(modules) {
+            prop_assert_eq!(bytes.is_empty(), *bits_per_key <= 0.0);
+            if bytes.is_empty() {
+                continue;
+            }
+            let filter = RibbonFilter::decode(bytes).expect("a freshly built module decodes");
+            prop_assert!(filter.is_solved());
+            for &hash in &hashes {
+                prop_assert!(filter.may_contain_hash(hash));
+            }
+        }
+    }
+
+    #[test]
+    fn decode_never_panics_on_corrupted_shared_modules(
+        edits in proptest::collection::vec((0usize..SHARED_HEADER_LEN + 18 * 16, any::<u8>()), 1..8),
+        probe in any::<u64>(),
+    ) {
+        let mut bytes = valid_shared_module_bytes();
+        for (offset, value) in edits {
+            bytes[offset] = value;
+        }
+        if let Ok(filter) = RibbonFilter::decode(bytes) {
+            filter.may_contain_hash(probe);
+        }
     }
 }

@@ -632,6 +632,18 @@ proptest! {
         prop_assert_eq!(decoded.seed(), seed);
         ribbon_filter(&ribbon);
         ribbon_filter(&mutate(ribbon, &damage));
+        // Modules of one system: the ones past the first are version-3 blocks.
+        let modules = crate::filter::ribbon::build_modules(
+            &[(bits_per_key, seed), (bits_per_key, seed ^ 1), (bits_per_key / 2.0, seed ^ 2)],
+            &hashes,
+        );
+        for module in modules {
+            let decoded = RibbonFilter::decode(module.clone()).expect("a built module decodes");
+            prop_assert!(hashes.iter().all(|&hash| decoded.may_contain_hash(hash)));
+            prop_assert_eq!(decoded.seed(), seed);
+            ribbon_filter(&module);
+            ribbon_filter(&mutate(module, &damage));
+        }
     }
 
     #[test]

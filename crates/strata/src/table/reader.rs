@@ -292,7 +292,9 @@ impl TableReader {
             .and_then(|&handle| self.file.read_at(handle.offset, 1).ok())
             .and_then(|bytes| bytes.first().copied())
             .map_or(crate::FilterFamily::Bloom, |byte| {
-                if byte == crate::filter::ribbon::FORMAT_VERSION {
+                if byte == crate::filter::ribbon::FORMAT_VERSION
+                    || byte == crate::filter::ribbon::SHARED_FORMAT_VERSION
+                {
                     crate::FilterFamily::Ribbon
                 } else {
                     crate::FilterFamily::Bloom
