@@ -490,10 +490,12 @@ mod tests {
     #[test]
     fn the_first_job_persists_a_derived_l_and_conflicts_are_skipped() {
         let policy = Garnering::new(2.0).expect("valid");
-        // L = 3 derived. Level 1 (C_1 = 2000/0.8^2 = 3125) holds 4000: one file moves to 2.
+        // L = 3 derived. Level 1 (C_1 = 2000/0.8^2 = 3125) holds 7000: one file moves to 2.
+        // With either file held by a running job, the other's 3500 bytes still exceed C_1 (held
+        // files do not count toward the score).
         let shape = tree(&[
-            (1, 5, 1, "a", "c", 2000),
-            (1, 5, 2, "d", "f", 2000),
+            (1, 5, 1, "a", "c", 3500),
+            (1, 5, 2, "d", "f", 3500),
             (2, 6, 3, "a", "c", 100),
             (3, 7, 4, "a", "z", 100),
         ]);

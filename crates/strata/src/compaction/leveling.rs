@@ -218,10 +218,15 @@ impl CompactionPolicy for Leveling {
 
 /// While a running job merges level 0 into the base level, the runs flushed since it started
 /// pile up on level 0 and the next merge into the base level grows with them, until writers are
-/// slowed down (`level0_slowdown_writes_trigger`). RocksDB's intra-L0 compaction: once at least
-/// `level0_compaction_trigger` runs (and at least 2) newer than every run the running job holds
-/// have gathered, merge them into one level-0 run. The output keeps the newest input's run id, so
-/// it stays newer than the runs the running job holds and older than every run flushed while it
+/// slowed down (`level0_slowdown_writes_trigger`). RocksDB's intra-L0 compaction
+/// (`LevelCompactionBuilder::PickIntraL0Compaction`, `FindIntraL0Compaction`): once level 0
+/// holds `level0_compaction_trigger + 2` runs, merge the newest runs no running job holds into
+/// one level-0 run, taking older ones only while the bytes merged per run merged away do not
+/// grow, and only if that takes at least `level0_compaction_trigger` runs (and at least 2). The
+/// byte rule keeps a large run (the output of the last such merge) out of the next one: without
+/// it every merge rewrote everything merged before it, and under a steady load these merges
+/// wrote about as many bytes as the flushes. The output keeps the newest input's run id, so it
+/// stays newer than the older runs (held or left out) and older than every run flushed while it
 /// merges (run ids order level 0 by recency).
 fn merge_within_level0(
     tree: &Version,
@@ -235,13 +240,19 @@ fn merge_within_level0(
     if !level0_is_merging || running.writes_level(0) {
         return None;
     }
-    // Level 0's runs, newest first: the ones newer than every run a running job holds.
-    let free: Vec<&crate::version::Run> = tree.levels()[0]
-        .runs()
-        .iter()
-        .take_while(|run| !running.holds_run(0, run.id()))
-        .collect();
-    if free.len() < context.level0_compaction_trigger.max(2) {
+    let trigger = context.level0_compaction_trigger.max(1);
+    let level0_runs = tree.levels()[0].runs();
+    if level0_runs.len() < trigger + 2 {
+        return None;
+    }
+    // Level 0's runs, newest first: the ones newer than every run a running job holds, then
+    // only while the bytes per run merged away do not grow.
+    let free = intra_level0_span(
+        level0_runs
+            .iter()
+            .take_while(|run| !running.holds_run(0, run.id())),
+    );
+    if free.len() < trigger.max(2) {
         return None;
     }
     let newest = free.first()?.id();
@@ -258,6 +269,31 @@ fn merge_within_level0(
     })
 }
 
+/// The newest of `runs` (newest first) that an intra-level-0 merge takes: older runs join while
+/// the merge's bytes per run merged away (its inputs but the one its output replaces) do not
+/// grow (RocksDB's `FindIntraL0Compaction`).
+fn intra_level0_span<'a>(
+    runs: impl Iterator<Item = &'a crate::version::Run>,
+) -> Vec<&'a crate::version::Run> {
+    let mut span: Vec<&crate::version::Run> = Vec::new();
+    let mut bytes = 0u64;
+    let mut bytes_per_run_merged_away = u64::MAX;
+    for run in runs {
+        let with = bytes.saturating_add(run.bytes());
+        // With `run`, `span.len()` runs are merged away.
+        if !span.is_empty() {
+            let per_run = with / span.len() as u64;
+            if per_run > bytes_per_run_merged_away {
+                break;
+            }
+            bytes_per_run_merged_away = per_run;
+        }
+        bytes = with;
+        span.push(run);
+    }
+    span
+}
+
 /// The sizes a leveled policy gives its levels, from which [`pick_leveled`] decides. Leveling
 /// and Garnering (DESIGN.md §5.4, leveling with other capacities) share the picking rules through it.
 #[derive(Debug, Clone, Copy)]
@@ -271,31 +307,121 @@ pub(crate) struct LeveledShape<'a> {
     pub(crate) last_level: usize,
 }
 
-/// Leveling's picking rules for the given level sizes, in order: a disk level holding several
-/// runs is merged in place; level 0 with `level0_compaction_trigger` runs merges into the base
-/// level; then the most over-full level above the last moves its file with the least overlap
-/// below (`kMinOverlappingRatio`) into the next level. A candidate that conflicts with a running
-/// job gives way to the next one.
+/// Leveling's picking rules for the given level sizes (RocksDB's leveled picker,
+/// `LevelCompactionBuilder::SetupInitialFiles`): a disk level holding several runs is first
+/// merged in place; then the levels that need a job are tried most urgent first, by score
+/// ([`level_scores`]): level 0 merges into the base level, any other level moves its file with
+/// the least overlap below (`kMinOverlappingRatio`) into the next level. A candidate that
+/// conflicts with a running job gives way to the next one. While level 0's merge into the base
+/// level waits for a running job, its runs flushed since may be merged among themselves
+/// ([`merge_within_level0`]), and the base level moves nothing down: that would keep the merge
+/// from level 0 waiting (RocksDB's `skipped_l0_to_base`).
 pub(crate) fn pick_leveled(
     tree: &Version,
     context: &CompactionContext,
     running: &RunningCompactions,
     shape: &LeveledShape<'_>,
 ) -> Option<CompactionJob> {
-    let LeveledShape {
-        capacity,
-        base_level,
-        last_level,
-    } = *shape;
     // A disk level with several runs (a tree written by another policy, before a reopen or a
     // `Db::set_compaction_policy`) is first merged into one run in place. Until then nothing
     // else may move data into or out of it: a file taken from one of its runs, or merged into
     // one of them, would pass the level's other runs in recency order (the engine refuses such
     // a job). So while the in-place merge waits for a running job, the level is left alone.
-    merge_levels_in_place(tree, running, last_level)
-        .or_else(|| merge_level0(tree, context, running, base_level))
-        .or_else(|| move_from_over_full_level(tree, running, capacity, last_level))
+    merge_levels_in_place(tree, running, shape.last_level)
+        .or_else(|| pick_by_score(tree, context, running, shape))
         .map(|job| merge_or_move(job, tree))
+}
+
+/// The levels that need a job, most urgent first: `(level, score)`. Level 0 counts once it
+/// holds `level0_compaction_trigger` runs no running job holds, its score those runs over the
+/// trigger; a level above the last counts once the bytes of its files no running job holds
+/// exceed its capacity, its score their ratio (RocksDB's `ComputeCompactionScore`, which
+/// leaves files being compacted out of both). A level above the dynamic base level has no
+/// capacity: anything left there is drained down before any over-full level, after level 0.
+/// So an over-full base level moves files down before level 0 merges into it again, unless
+/// level 0 is the more pressing: each merge from level 0 rewrites the base level, and the
+/// fuller the base level, the more bytes it rewrites for the same level-0 bytes.
+pub(crate) fn level_scores(
+    tree: &Version,
+    context: &CompactionContext,
+    running: &RunningCompactions,
+    capacity: &[f64],
+    last_level: usize,
+) -> Vec<(usize, f64)> {
+    let levels = tree.levels();
+    let trigger = context.level0_compaction_trigger.max(1);
+    let free_level0_runs = levels[0]
+        .runs()
+        .iter()
+        .filter(|run| !running.holds_run(0, run.id()))
+        .count();
+    // (rank, level, score): drained levels rank above over-full ones, level 0 above both.
+    let mut ranked: Vec<(u8, usize, f64)> = Vec::new();
+    if free_level0_runs >= trigger {
+        ranked.push((0, 0, free_level0_runs as f64 / trigger as f64));
+    }
+    for (level, l) in levels.iter().enumerate().take(last_level).skip(1) {
+        if l.bytes() == 0 {
+            continue;
+        }
+        let free_bytes: u64 = l
+            .runs()
+            .iter()
+            .flat_map(|run| run.files().iter())
+            .filter(|file| !running.holds_file(file.number()))
+            .map(|file| file.file_bytes())
+            .sum();
+        match capacity.get(level).copied().unwrap_or(0.0) {
+            c if c > 0.0 => {
+                let score = free_bytes as f64 / c;
+                if score > 1.0 {
+                    ranked.push((0, level, score));
+                }
+            }
+            _ if free_bytes > 0 => ranked.push((1, level, f64::INFINITY)),
+            _ => {}
+        }
+    }
+    if ranked.iter().any(|&(rank, _, _)| rank == 1) {
+        for entry in ranked.iter_mut().filter(|entry| entry.1 == 0) {
+            entry.0 = 2;
+        }
+    }
+    // Stable: on equal scores level 0 (pushed first) and then the upper level go first.
+    ranked.sort_by(|a, b| b.0.cmp(&a.0).then(b.2.total_cmp(&a.2)));
+    ranked
+        .into_iter()
+        .map(|(_, level, score)| (level, score))
+        .collect()
+}
+
+/// The most urgent level's job (see [`level_scores`]).
+fn pick_by_score(
+    tree: &Version,
+    context: &CompactionContext,
+    running: &RunningCompactions,
+    shape: &LeveledShape<'_>,
+) -> Option<CompactionJob> {
+    let mut level0_waits = false;
+    let scores = level_scores(tree, context, running, shape.capacity, shape.last_level);
+    for (level, score) in scores {
+        if level == 0 {
+            if let Some(job) = merge_level0(tree, running, shape.base_level) {
+                return Some(job);
+            }
+            level0_waits = true;
+            if let Some(job) =
+                merge_within_level0(tree, context, running).and_then(|job| free(running, job))
+            {
+                return Some(job);
+            }
+        } else if level0_waits && level == shape.base_level {
+            continue;
+        } else if let Some(job) = move_from_level(tree, running, level, score) {
+            return Some(job);
+        }
+    }
+    None
 }
 
 /// Whether `job` may run beside the running jobs.
@@ -333,111 +459,70 @@ fn merge_levels_in_place(
     None
 }
 
-/// Level 0 at its trigger merged into the base level (or, if that conflicts, level 0's runs
-/// among themselves).
+/// Every level-0 run merged into the base level, if no running job is in the way.
 fn merge_level0(
     tree: &Version,
-    context: &CompactionContext,
     running: &RunningCompactions,
     base_level: usize,
 ) -> Option<CompactionJob> {
-    let levels = tree.levels();
-    let level0_runs = levels[0].runs();
-    if level0_runs.len() >= context.level0_compaction_trigger.max(1)
-        && !several_runs(tree, base_level)
+    let level0_runs = tree.levels()[0].runs();
+    if level0_runs.is_empty() || several_runs(tree, base_level) {
+        return None;
+    }
+    let smallest = level0_runs.iter().map(|r| r.smallest_user_key()).min()?;
+    let largest = level0_runs.iter().map(|r| r.largest_user_key()).max()?;
+    let inputs = level0_runs.iter().map(|run| whole_run(0, run)).collect();
+    let job = merge_into(
+        tree,
+        inputs,
+        smallest,
+        largest,
+        base_level,
+        format!("level 0 has {} runs", level0_runs.len()),
+    );
+    free(running, job)
+}
+
+/// Level `level`'s file with the least overlap below, moved into the next level; `None` if
+/// every candidate conflicts with a running job.
+fn move_from_level(
+    tree: &Version,
+    running: &RunningCompactions,
+    level: usize,
+    score: f64,
+) -> Option<CompactionJob> {
+    if running.writes_level(level + 1) || several_runs(tree, level) || several_runs(tree, level + 1)
     {
-        let smallest = level0_runs.iter().map(|r| r.smallest_user_key()).min()?;
-        let largest = level0_runs.iter().map(|r| r.largest_user_key()).max()?;
-        let inputs = level0_runs.iter().map(|run| whole_run(0, run)).collect();
+        return None;
+    }
+    let run = tree.levels()[level].runs().first()?;
+    let ratio = |f: &std::sync::Arc<crate::version::FileMetadata>| {
+        overlapping_bytes(tree, level + 1, f.smallest_user_key(), f.largest_user_key()) as f64
+            / f.file_bytes().max(1) as f64
+    };
+    let mut candidates: Vec<_> = run
+        .files()
+        .iter()
+        .filter(|f| !running.holds_file(f.number()))
+        .map(|f| (ratio(f), f))
+        .collect();
+    candidates.sort_by(|a, b| a.0.total_cmp(&b.0));
+    candidates.into_iter().find_map(|(_, file)| {
+        let inputs = vec![RunInput {
+            level,
+            run_id: run.id(),
+            file_numbers: vec![file.number()],
+        }];
         let job = merge_into(
             tree,
             inputs,
-            smallest,
-            largest,
-            base_level,
-            format!("level 0 has {} runs", level0_runs.len()),
+            file.smallest_user_key(),
+            file.largest_user_key(),
+            level + 1,
+            format!("level {level} score {score:.2}"),
         );
-        if let Some(job) = free(running, job) {
-            return Some(job);
-        }
-        if let Some(job) =
-            merge_within_level0(tree, context, running).and_then(|job| free(running, job))
-        {
-            return Some(job);
-        }
-    }
-    None
-}
-
-/// The most over-full level's file with the least overlap below, moved into the next level.
-fn move_from_over_full_level(
-    tree: &Version,
-    running: &RunningCompactions,
-    capacity: &[f64],
-    last_level: usize,
-) -> Option<CompactionJob> {
-    let levels = tree.levels();
-    // Over-full levels (score = bytes / capacity > 1), most over-full first, move one file
-    // down. Levels above the dynamic base level have no capacity: anything left there moves
-    // down first. A level whose every candidate conflicts with a running job gives way to the
-    // next one.
-    let mut over_full: Vec<(usize, f64)> = (1..last_level)
-        .filter_map(|level| {
-            let bytes = levels[level].bytes() as f64;
-            if bytes == 0.0 {
-                return None;
-            }
-            let level_capacity = capacity.get(level).copied().unwrap_or(0.0);
-            let score = if level_capacity > 0.0 {
-                bytes / level_capacity
-            } else {
-                f64::INFINITY
-            };
-            (score > 1.0).then_some((level, score))
-        })
-        .collect();
-    over_full.sort_by(|a, b| b.1.total_cmp(&a.1));
-    for (level, score) in over_full {
-        if running.writes_level(level + 1)
-            || several_runs(tree, level)
-            || several_runs(tree, level + 1)
-        {
-            continue;
-        }
-        let Some(run) = levels[level].runs().first() else {
-            continue;
-        };
-        let ratio = |f: &std::sync::Arc<crate::version::FileMetadata>| {
-            overlapping_bytes(tree, level + 1, f.smallest_user_key(), f.largest_user_key()) as f64
-                / f.file_bytes().max(1) as f64
-        };
-        let mut candidates: Vec<_> = run
-            .files()
-            .iter()
-            .filter(|f| !running.holds_file(f.number()))
-            .map(|f| (ratio(f), f))
-            .collect();
-        candidates.sort_by(|a, b| a.0.total_cmp(&b.0));
-        for (_, file) in candidates {
-            let inputs = vec![RunInput {
-                level,
-                run_id: run.id(),
-                file_numbers: vec![file.number()],
-            }];
-            let job = merge_into(
-                tree,
-                inputs,
-                file.smallest_user_key(),
-                file.largest_user_key(),
-                level + 1,
-                format!("level {level} score {score:.2}"),
-            );
-            if let Some(job) = free(running, job) {
-                return Some(job);
-            }
-        }
-    }
-    None
+        free(running, job)
+    })
 }
 
 #[cfg(test)]
@@ -528,6 +613,59 @@ mod tests {
         assert!(
             job.as_ref().is_none_or(|job| job.output_level != 0),
             "{job:?}: too few free runs"
+        );
+    }
+
+    #[test]
+    fn an_intra_level0_merge_leaves_out_the_output_of_the_last_one() {
+        let policy = Leveling::new(10.0).expect("valid");
+        // Runs 10-11 held by a merge into level 1; run 12 (4000 bytes) is the output of an
+        // earlier merge within level 0; runs 13-16 (1000 each) were flushed since.
+        let mut files = vec![
+            (0, 10, 100, "c", "f", 1000),
+            (0, 11, 101, "c", "f", 1000),
+            (0, 12, 102, "c", "f", 4000),
+        ];
+        for (index, run) in (13..=16u64).enumerate() {
+            files.push((0, run, 103 + index as u64, "c", "f", 1000));
+        }
+        files.push((1, 5, 3, "a", "z", 9000));
+        let shape = tree(&files);
+        let down = policy
+            .pick(&shape, &CONTEXT, &RunningCompactions::none())
+            .expect("a job");
+        let held = CompactionJob {
+            inputs: down
+                .inputs
+                .iter()
+                .filter(|input| input.level == 1 || input.run_id <= 11)
+                .cloned()
+                .collect(),
+            ..down
+        };
+        let running = RunningCompactions::new(vec![held]);
+        let job = policy.pick(&shape, &CONTEXT, &running).expect("a job");
+        assert_eq!(job.output_level, 0);
+        let runs: Vec<u64> = job.inputs.iter().map(|input| input.run_id).collect();
+        // Bytes per run merged away: 2000, 1500, 1333 with runs 16 to 13; run 12 would make it
+        // 2000.
+        assert_eq!(runs, vec![16, 15, 14, 13], "run 12 left out");
+        assert_eq!(job.output_run, OutputRun::Existing(16));
+        // Runs 10, 15 and 16 on level 0, run 10 held: two free runs reach the trigger (2 in the
+        // test context), but level 0 holds fewer than the trigger plus 2.
+        let few = tree(&[files[0], files[5], files[6], files[7]]);
+        let held_few = RunningCompactions::new(vec![CompactionJob {
+            inputs: vec![whole_run(0, &few.levels()[0].runs()[2])],
+            output_level: 1,
+            output_run: OutputRun::Existing(5),
+            reason: String::new(),
+            state: None,
+            action: JobAction::Merge,
+        }]);
+        let job = policy.pick(&few, &CONTEXT, &held_few);
+        assert!(
+            job.as_ref().is_none_or(|job| job.output_level != 0),
+            "{job:?}: level 0 under the trigger plus 2"
         );
     }
 
