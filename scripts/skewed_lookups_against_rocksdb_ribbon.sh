@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Strata's default options (elastic filters with access statistics) against RocksDB with its
+# Ribbon filter at the same filter memory, on a skewed workload under memory pressure: 500,000
+# keys, 3 bits/key, a block cache of 5% of the data, direct reads, 2 MiB buffers and files,
+# T = 4, a paced fill that leaves an unsettled tree of dozens of files, then lookups with a hot
+# spot (keys drawn from a normal distribution, sd 5% of the key range, around the middle) of which
+# 90% are of absent keys (Mnemosyne's type II mix at 0.9). Strata's uniform filters run too, as
+# the reference the allocation is measured against. Medians of RUNS alternating runs, trees
+# printed before the lookups.
+#
+#   scripts/skewed_lookups_against_rocksdb_ribbon.sh [RUNS] [BITS_PER_KEY] [STRATA]
+#     defaults: 3, 3, a release build of the workspace with the peers
+#
+# Read `unnec/lk` (data blocks read by lookups that found nothing there) and ops/s of the
+# `mnemosyne-ii:0.9` phase, against `rocksdb-ribbon`: the summary's ratio column is against the
+# first configuration (Strata's default). About 3 minutes a run.
+set -euo pipefail
+runs=${1:-3}
+bpk=${2:-3}
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$(mktemp -d)}
+mkdir -p "$out"
+if [ -n "${3:-}" ]; then
+  strata=$3
+else
+  cargo build --release -p strata-cli --features peers --manifest-path "$root/Cargo.toml" >&2
+  strata="${CARGO_TARGET_DIR:-$root/target}/release/strata"
+fi
+"$strata" bench --engines strata,rocksdb-ribbon --filter-policy elastic,uniform --compare \
+  --runs "$runs" --num 500000 --reads 200000 --bits-per-key "$bpk" --cache-fraction 0.05 \
+  --direct-reads --write-buffer-bytes 2MiB --target-file-bytes 2MiB --size-ratio 4 --paced-fill \
+  --workloads fillrandom,mnemosyne-ii:0.9 --distribution normal:0.5:0.05 \
+  --json "$out/skewed.json" | tee "$out/skewed.log"
+echo "log and JSON in $out" >&2
