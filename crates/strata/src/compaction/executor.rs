@@ -287,15 +287,8 @@ pub(crate) fn run_compaction(
 
     while merged.valid() {
         let key = merged.key();
-        let parsed = parse_internal_key(key).ok_or_else(|| {
-            Error::corruption(
-                context
-                    .dir
-                    .join(table_file_name(merged.current_file_number().unwrap_or(0))),
-                0,
-                "malformed internal key in compaction input",
-            )
-        })?;
+        let parsed = parse_internal_key(key)
+            .ok_or_else(|| malformed_input_key(context, merged.current_file_number()))?;
         let new_user_key = current_user_key.as_deref() != Some(parsed.user_key);
         if new_user_key {
             current_user_key = Some(parsed.user_key.to_vec());
@@ -474,6 +467,16 @@ pub(crate) fn range_filter_bits_for(
     } else {
         context.range_filter_bits
     }
+}
+
+/// The error for an entry of compaction input file `file` (0 if unknown) whose internal key does
+/// not parse.
+fn malformed_input_key(context: &ExecutorContext<'_>, file: Option<u64>) -> Error {
+    Error::corruption(
+        context.dir.join(table_file_name(file.unwrap_or(0))),
+        0,
+        "malformed internal key in compaction input",
+    )
 }
 
 /// A new output table file, its builder set up as the options say.
