@@ -24,12 +24,8 @@ runs=${1:-3}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
-if [ -n "${2:-}" ]; then
-  strata=$2
-else
-  cargo build --release -p strata-cli --manifest-path "$root/Cargo.toml" >&2
-  strata="${CARGO_TARGET_DIR:-$root/target}/release/strata"
-fi
+. "$root/scripts/strata_binary.sh"
+strata=$(strata_binary "${2:-}")
 pressure="--num 500000 --reads 200000 --bits-per-key 3 --cache-fraction 0.05 --direct-reads
   --write-buffer-bytes 2MiB --target-file-bytes 2MiB --size-ratio 4 --paced-fill"
 run() {  # NAME SAMPLE_EVERY FLAGS...

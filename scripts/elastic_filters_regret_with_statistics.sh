@@ -29,12 +29,8 @@ bpk=${2:-2}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
-if [ -n "${3:-}" ]; then
-  strata=$3
-else
-  cargo build --release -p strata-cli --manifest-path "$root/Cargo.toml" >&2
-  strata="${CARGO_TARGET_DIR:-$root/target}/release/strata"
-fi
+. "$root/scripts/strata_binary.sh"
+strata=$(strata_binary "${3:-}")
 for seed in $seeds; do
   for workload in ${WORKLOADS:-typeII typeI typeI-cache}; do
     flags=(--empty-fraction 1)

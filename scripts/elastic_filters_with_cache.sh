@@ -22,12 +22,8 @@ bpk=${3:-2}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
-if [ -n "${4:-}" ]; then
-  strata=$4
-else
-  cargo build --release -p strata-cli --manifest-path "$root/Cargo.toml" >&2
-  strata="${CARGO_TARGET_DIR:-$root/target}/release/strata"
-fi
+. "$root/scripts/strata_binary.sh"
+strata=$(strata_binary "${4:-}")
 for seed in $seeds; do
   for workload in typeI typeII; do
     empty=1

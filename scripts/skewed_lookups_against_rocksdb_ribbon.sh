@@ -20,12 +20,8 @@ bpk=${2:-3}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
-if [ -n "${3:-}" ]; then
-  strata=$3
-else
-  cargo build --release -p strata-cli --features peers --manifest-path "$root/Cargo.toml" >&2
-  strata="${CARGO_TARGET_DIR:-$root/target}/release/strata"
-fi
+. "$root/scripts/strata_binary.sh"
+strata=$(strata_binary "${3:-}" peers)
 "$strata" bench --engines strata,rocksdb-ribbon --filter-policy elastic,uniform --compare \
   --runs "$runs" --num 500000 --reads 200000 --bits-per-key "$bpk" --cache-fraction 0.05 \
   --direct-reads --write-buffer-bytes 2MiB --target-file-bytes 2MiB --size-ratio 4 --paced-fill \
