@@ -763,3 +763,103 @@ fn wait_for_compactions_does_not_spin_the_workers_while_a_flush_runs() {
     assert_eq!(db.get(b"key").expect("get").as_deref(), Some(&b"value"[..]));
     db.close().expect("close");
 }
+
+/// `workload()` and `recent_workload()` (the window's lock, also taken by flushes and by
+/// compaction picks), two callers each, while writers, readers and `flush()` callers run, then
+/// across a close: every call returns, the lifetime totals a caller sees never go down, and the
+/// window never holds more than the lifetime totals.
+#[test]
+fn workload_readers_return_beside_writes_flushes_and_a_close() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default().write_buffer_bytes(64 * 1024)).expect("open");
+    let in_flight = Arc::new(InFlight::default());
+    let closing = Arc::new(AtomicBool::new(false));
+    let reads = Arc::new(AtomicUsize::new(0));
+    let mut bodies: Vec<Box<dyn FnOnce() + Send>> = Vec::new();
+    let ok_or_closed = |what: &str, result: strata::Result<()>| -> bool {
+        match result {
+            Ok(()) => true,
+            Err(Error::Closed) => false,
+            Err(other) => panic!("{what} failed: {other}"),
+        }
+    };
+    for thread in 0..2 {
+        let (writer, in_flight_writer) = (db.clone(), Arc::clone(&in_flight));
+        bodies.push(Box::new(move || {
+            let (db, in_flight) = (writer, in_flight_writer);
+            let label = format!("put and get (thread {thread})");
+            for i in 0u64.. {
+                let key = format!("t{thread}-{i:08}");
+                if !ok_or_closed(&label, in_flight.run(&label, || db.put(&key, [1u8; 64]))) {
+                    return;
+                }
+                match in_flight.run(&label, || db.get(&key)) {
+                    Ok(found) => assert!(found.is_some(), "{key} was acknowledged"),
+                    Err(Error::Closed) => return,
+                    Err(other) => panic!("{label} failed: {other}"),
+                }
+            }
+        }));
+        let (flusher, in_flight_flusher) = (db.clone(), Arc::clone(&in_flight));
+        bodies.push(Box::new(move || {
+            let (db, in_flight) = (flusher, in_flight_flusher);
+            let label = format!("flush (thread {thread})");
+            while ok_or_closed(&label, in_flight.run(&label, || db.flush())) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }));
+        let (reader, in_flight_reader) = (db.clone(), Arc::clone(&in_flight));
+        let (closing, reads) = (Arc::clone(&closing), Arc::clone(&reads));
+        bodies.push(Box::new(move || {
+            let (db, in_flight) = (reader, in_flight_reader);
+            let label = format!("workload (thread {thread})");
+            let mut last_lookups = 0;
+            loop {
+                // Read before the calls: one full round runs after the close began.
+                let closed = closing.load(Ordering::SeqCst);
+                let totals = in_flight.run(&label, || db.workload());
+                let mix = in_flight.run(&label, || db.recent_workload());
+                let after = in_flight.run(&label, || db.workload());
+                assert!(
+                    totals.point_lookups >= last_lookups,
+                    "lifetime lookups went down"
+                );
+                last_lookups = totals.point_lookups;
+                assert!(
+                    mix.counts.queries() <= after.queries() && mix.counts.writes <= after.writes,
+                    "the window {mix:?} holds more than the lifetime totals {after:?}"
+                );
+                reads.fetch_add(1, Ordering::SeqCst);
+                if closed {
+                    return;
+                }
+            }
+        }));
+    }
+    {
+        let (db, in_flight, closing) = (db.clone(), Arc::clone(&in_flight), Arc::clone(&closing));
+        let reads = Arc::clone(&reads);
+        bodies.push(Box::new(move || {
+            let start = Instant::now();
+            while (reads.load(Ordering::SeqCst) < 200 || db.workload().point_lookups < 2_000)
+                && start.elapsed() < Duration::from_secs(20)
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            closing.store(true, Ordering::SeqCst);
+            in_flight.run("close", || db.close()).expect("close");
+        }));
+    }
+    run_with_watchdog(&in_flight, bodies);
+    assert!(
+        reads.load(Ordering::SeqCst) >= 2,
+        "the workload readers ran"
+    );
+    let totals = db.workload();
+    assert!(totals.writes > 0 && totals.point_lookups > 0, "{totals:?}");
+    let mix = db.recent_workload();
+    assert!(
+        mix.counts.queries() <= totals.queries(),
+        "{mix:?} against {totals:?}"
+    );
+}
