@@ -851,12 +851,16 @@ fn workload_readers_return_beside_writes_flushes_and_a_close() {
         }));
     }
     run_with_watchdog(&in_flight, bodies);
+    // The close came after the readers, writers and flushes had overlapped a while.
     assert!(
-        reads.load(Ordering::SeqCst) >= 2,
+        reads.load(Ordering::SeqCst) >= 200,
         "the workload readers ran"
     );
     let totals = db.workload();
-    assert!(totals.writes > 0 && totals.point_lookups > 0, "{totals:?}");
+    assert!(
+        totals.writes > 0 && totals.point_lookups >= 2_000,
+        "{totals:?}"
+    );
     let mix = db.recent_workload();
     assert!(
         mix.counts.queries() <= totals.queries(),
