@@ -173,6 +173,14 @@ pub struct Options {
     pub filter_rebuild_bytes_per_sec: u64,
     /// Decides what to compact. Default leveling with size ratio 10.
     pub compaction_policy: Arc<dyn CompactionPolicy>,
+    /// Auto-tune (DESIGN.md §7, "Self-tuning"): `Some` starts a background task that, every
+    /// `every_operations` operations, prices the design in force and the tuner's best for the
+    /// mix the database served since its last decision, and switches the merge policy and size
+    /// ratio when the gain pays for the rewrite, with hysteresis
+    /// (`strata::model::auto_tune`). Every decision is logged in the info log, shown by
+    /// `Stats::auto_tune`, and kept in the manifest so a restart resumes it. Default `None`
+    /// (off): it has not yet been measured to beat a fixed design on every workload.
+    pub auto_tune: Option<crate::model::auto_tune::AutoTuneOptions>,
     /// The file system all I/O goes through. Default: the operating system's.
     pub file_system: Arc<dyn FileSystem>,
 }
@@ -240,6 +248,7 @@ impl std::fmt::Debug for Options {
                 &self.filter_rebuild_bytes_per_sec,
             )
             .field("compaction_policy", &self.compaction_policy.name())
+            .field("auto_tune", &self.auto_tune)
             .finish()
     }
 }
@@ -280,6 +289,7 @@ impl Default for Options {
             range_filter_last_level: false,
             filter_rebuild_bytes_per_sec: DEFAULT_FILTER_REBUILD_BYTES_PER_SEC,
             compaction_policy: crate::policy::default_compaction_policy(),
+            auto_tune: None,
             file_system: Arc::new(RealFileSystem),
         }
     }
@@ -324,6 +334,8 @@ setters! {
     range_filter_last_level: bool,
     /// Sets [`Options::filter_rebuild_bytes_per_sec`].
     filter_rebuild_bytes_per_sec: u64,
+    /// Sets [`Options::auto_tune`].
+    auto_tune: Option<crate::model::auto_tune::AutoTuneOptions>,
     /// Sets [`Options::partition_metadata_above_bytes`].
     partition_metadata_above_bytes: u64,
     /// Sets [`Options::metadata_block_bytes`].
@@ -408,6 +420,9 @@ impl Options {
 
     /// Checks every field; the error names the field and the accepted range.
     pub fn validate(&self) -> Result<()> {
+        if let Some(auto_tune) = &self.auto_tune {
+            auto_tune.validate()?;
+        }
         self.validate_memory()?;
         self.validate_blocks()?;
         self.validate_files_and_levels()

@@ -38,6 +38,7 @@ use super::{
     merge_or_move, whole_run, CompactionContext, CompactionJob, CompactionPolicy, JobAction,
     OutputRun, PolicyState, RunningCompactions, SizeRatio,
 };
+use super::{CompactionKind, CompactionSettings};
 use crate::error::{Error, Result};
 use crate::version::{Version, MAX_LEVELS};
 
@@ -223,6 +224,18 @@ fn stored_level_count(tree: &Version) -> Option<usize> {
 }
 
 impl CompactionPolicy for Garnering {
+    fn registered(&self) -> Option<(CompactionKind, CompactionSettings)> {
+        let settings = CompactionSettings {
+            garnering_c: self.scaling_factor,
+            ..CompactionSettings::of_levels(
+                self.size_ratio.get(),
+                self.base_level_bytes,
+                self.last_level,
+            )
+        };
+        Some((CompactionKind::Garnering, settings))
+    }
+
     fn name(&self) -> String {
         format!(
             "garnering(T={}, c={})",

@@ -25,6 +25,7 @@ use super::{
     merge_last_level, merge_or_move, whole_run, CompactionContext, CompactionJob, CompactionPolicy,
     JobAction, OutputRun, RunningCompactions,
 };
+use super::{CompactionKind, CompactionSettings};
 use crate::error::Result;
 use crate::version::Version;
 
@@ -82,6 +83,15 @@ impl LazyLeveling {
 }
 
 impl CompactionPolicy for LazyLeveling {
+    fn registered(&self) -> Option<(CompactionKind, CompactionSettings)> {
+        let settings = CompactionSettings::of_levels(
+            self.size_ratio.get(),
+            self.base_level_bytes,
+            self.last_level,
+        );
+        Some((CompactionKind::LazyLeveling, settings))
+    }
+
     fn name(&self) -> String {
         format!("lazy-leveling(T={})", self.size_ratio)
     }

@@ -12,6 +12,7 @@ use super::{
     default_full_compaction, merge_or_move, whole_run, CompactionContext, CompactionJob,
     CompactionPolicy, JobAction, OutputRun, RunInput, RunningCompactions,
 };
+use super::{CompactionKind, CompactionSettings};
 use crate::error::Result;
 use crate::version::{Version, MAX_LEVELS};
 
@@ -165,6 +166,20 @@ fn merge_into(
 }
 
 impl CompactionPolicy for Leveling {
+    fn registered(&self) -> Option<(CompactionKind, CompactionSettings)> {
+        let kind = if self.dynamic_level_bytes {
+            CompactionKind::LevelingDynamic
+        } else {
+            CompactionKind::Leveling
+        };
+        let settings = CompactionSettings::of_levels(
+            self.size_ratio.get(),
+            self.base_level_bytes,
+            self.last_level,
+        );
+        Some((kind, settings))
+    }
+
     fn name(&self) -> String {
         format!(
             "leveling(T={}{})",

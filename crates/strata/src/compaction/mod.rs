@@ -141,6 +141,20 @@ impl CompactionSettings {
         }
     }
 
+    /// The settings of a policy with size ratio `size_ratio`, level-1 capacity
+    /// `base_level_bytes` and deepest level `last_level` (left unset at the default).
+    pub(crate) fn of_levels(
+        size_ratio: f64,
+        base_level_bytes: Option<u64>,
+        last_level: usize,
+    ) -> CompactionSettings {
+        CompactionSettings {
+            base_level_bytes,
+            last_level: (last_level != DEFAULT_LAST_LEVEL).then_some(last_level),
+            ..CompactionSettings::with_size_ratio(size_ratio)
+        }
+    }
+
     /// `policy` with the base-level and last-level settings that are set.
     fn sized<P: LevelSettings>(&self, mut policy: P) -> Result<P> {
         if let Some(bytes) = self.base_level_bytes {
@@ -396,6 +410,13 @@ pub trait CompactionPolicy: Send + Sync + Debug {
     /// level-0 rule ([`level0_write_pressure`]).
     fn write_pressure(&self, tree: &Version, context: &CompactionContext) -> WritePressure {
         level0_write_pressure(tree, context)
+    }
+
+    /// The registry entry that builds this policy again: its kind and settings
+    /// ([`CompactionKind::build`]), or `None` for a policy outside the registry (a user's own,
+    /// `Manual`). Auto-tune reads it to know the design in force (`crate::model::auto_tune`).
+    fn registered(&self) -> Option<(CompactionKind, CompactionSettings)> {
+        None
     }
 
     /// The policy's manifest state in words, for `Stats` and reports (EcoTune's round), or

@@ -20,6 +20,7 @@ use super::{
     merge_last_level, merge_or_move, whole_run, CompactionContext, CompactionJob, CompactionPolicy,
     JobAction, OutputRun, RunningCompactions, SizeRatio,
 };
+use super::{CompactionKind, CompactionSettings};
 use crate::error::{Error, Result};
 use crate::version::Version;
 
@@ -157,6 +158,17 @@ impl Moose {
 }
 
 impl CompactionPolicy for Moose {
+    fn registered(&self) -> Option<(CompactionKind, CompactionSettings)> {
+        let settings = CompactionSettings {
+            moose: Some(MooseSettings {
+                runs_per_level: self.runs_per_level.clone(),
+                ratios: self.ratios.iter().map(|ratio| ratio.get()).collect(),
+            }),
+            ..CompactionSettings::with_size_ratio(SizeRatio::DEFAULT.get())
+        };
+        Some((CompactionKind::Moose, settings))
+    }
+
     fn name(&self) -> String {
         let list = |values: Vec<String>| values.join("/");
         format!(

@@ -8,6 +8,7 @@ use super::{
     merge_or_move, whole_run, CompactionContext, CompactionJob, CompactionPolicy, JobAction,
     OutputRun, RunningCompactions,
 };
+use super::{CompactionKind, CompactionSettings};
 use crate::error::Result;
 use crate::version::Version;
 
@@ -40,6 +41,11 @@ impl Tiering {
 }
 
 impl CompactionPolicy for Tiering {
+    fn registered(&self) -> Option<(CompactionKind, CompactionSettings)> {
+        let settings = CompactionSettings::of_levels(self.size_ratio.get(), None, self.last_level);
+        Some((CompactionKind::Tiering, settings))
+    }
+
     fn name(&self) -> String {
         format!("tiering(T={})", self.size_ratio)
     }

@@ -121,7 +121,8 @@ pub(crate) fn spawn_threads(inner: &Arc<DbInner>) -> Result<()> {
     let workers = inner.options.max_background_compactions.max(1);
     inner.background.lock().compaction_workers = workers;
     let bodies = std::iter::once(BackgroundThread::Flush)
-        .chain((0..workers).map(BackgroundThread::Compaction));
+        .chain((0..workers).map(BackgroundThread::Compaction))
+        .chain(inner.options.auto_tune.map(|_| BackgroundThread::AutoTune));
     for thread in bodies {
         let shared = Arc::clone(inner);
         let handle = crate::sync::thread::Builder::new()
@@ -134,6 +135,11 @@ pub(crate) fn spawn_threads(inner: &Arc<DbInner>) -> Result<()> {
                 match thread {
                     BackgroundThread::Flush => flush_loop(&shared),
                     BackgroundThread::Compaction(worker) => compaction_loop(&shared, worker),
+                    BackgroundThread::AutoTune => {
+                        if let Some(options) = shared.options.auto_tune {
+                            super::auto_tune::auto_tune_loop(&shared, options);
+                        }
+                    }
                 }
             });
         match handle {
@@ -144,6 +150,7 @@ pub(crate) fn spawn_threads(inner: &Arc<DbInner>) -> Result<()> {
                 let unstarted = match thread {
                     BackgroundThread::Flush => workers,
                     BackgroundThread::Compaction(n) => workers - n,
+                    BackgroundThread::AutoTune => 0,
                 };
                 let mut background = inner.background.lock();
                 background.compaction_workers -= unstarted;
@@ -162,6 +169,8 @@ enum BackgroundThread {
     Flush,
     /// Compaction worker `n` (`Options::max_background_compactions` of them).
     Compaction(usize),
+    /// Auto-tune's decisions (`auto_tune.rs`), when `Options::auto_tune` is set.
+    AutoTune,
 }
 
 impl BackgroundThread {
@@ -169,6 +178,7 @@ impl BackgroundThread {
         match self {
             BackgroundThread::Flush => "strata-flush".into(),
             BackgroundThread::Compaction(n) => format!("strata-compaction-{n}"),
+            BackgroundThread::AutoTune => "strata-auto-tune".into(),
         }
     }
 }
@@ -205,6 +215,7 @@ impl Drop for ThreadExit<'_> {
                 }
             }
             BackgroundThread::Flush => background.flush_in_progress = false,
+            BackgroundThread::AutoTune => {}
         }
         self.inner.work_available.notify_all();
         self.inner.work_done.notify_all();

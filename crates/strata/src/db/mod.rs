@@ -9,6 +9,7 @@
 //! thread asks the policy for jobs. Each installs a new version through the manifest and swaps in
 //! a new read view.
 
+mod auto_tune;
 mod background;
 mod filter_rebuild;
 mod info_log;
@@ -253,6 +254,8 @@ pub(crate) struct DbInner {
     /// The live window over the workload totals (`stats::workload::WorkloadWindow`); its anchor
     /// is logged with the totals.
     pub(crate) workload_window: Mutex<crate::stats::workload::WorkloadWindow>,
+    /// Auto-tune's state (`auto_tune.rs`): restored from the manifest, held for a whole decision.
+    pub(crate) auto_tune: Mutex<crate::model::auto_tune::AutoTuneState>,
     pub(crate) wal_records_recovered: u64,
     pub(crate) wal_bytes_dropped: u64,
     /// Opened by [`Db::open_read_only`]: no lock, no WAL, no background threads, and every entry
@@ -537,6 +540,24 @@ impl Db {
     /// reopens with the lifetime totals.
     pub fn recent_workload(&self) -> WorkloadMix {
         self.inner.workload_mix()
+    }
+
+    /// Takes one auto-tune decision now (DESIGN.md §7, "Self-tuning";
+    /// `strata::model::auto_tune`) with `Options::auto_tune`'s settings, or the defaults when
+    /// auto-tune is off, and applies it: prices the design in force and the tuner's best for the
+    /// mix served since the last decision, switches the merge policy and size ratio when the
+    /// rules allow, logs the decision in the info log and records it in the manifest. Returns
+    /// the decision. `strata tune --apply` calls it. A read-only database gives
+    /// [`Error::ReadOnly`].
+    pub fn auto_tune_now(&self) -> Result<crate::model::auto_tune::Decision> {
+        let options = self.inner.options.auto_tune.unwrap_or_default();
+        self.inner.auto_tune_once(&options)
+    }
+
+    /// Auto-tune's last decisions, oldest first (at most `model::auto_tune::HISTORY`; empty
+    /// before the first), kept across restarts.
+    pub fn auto_tune_history(&self) -> Vec<crate::model::auto_tune::Decision> {
+        self.inner.auto_tune_history()
     }
 
     /// The current tree shape (read-only).
@@ -844,6 +865,11 @@ impl DbInner {
             background_error: self.background_error().map(|e| e.to_string()),
             compaction_policy: self.compaction_policy().name(),
             compaction_state: self.compaction_policy().describe_state(version),
+            auto_tune: self
+                .auto_tune_history()
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
             filter_allocator: view.filter_allocator.name(),
             probe_times: {
                 let now = std::time::Instant::now();

@@ -389,6 +389,11 @@ fn assemble(
         writes: recovered.versions.last_sequence(),
         ..workload_base
     };
+    let (auto_tune, auto_tune_note) =
+        super::auto_tune::state_at_open(&recovered.versions.current());
+    if let Some(note) = auto_tune_note {
+        recovered.info_log.log(note);
+    }
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
         fs,
@@ -427,6 +432,7 @@ fn assemble(
             &totals_at_open,
         )),
         info_log: recovered.info_log,
+        auto_tune: Mutex::new(auto_tune),
         wal_records_recovered: recovered.replay.records,
         wal_bytes_dropped: recovered.replay.dropped_bytes,
         read_only,

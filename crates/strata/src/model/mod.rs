@@ -13,6 +13,7 @@
 //! DESIGN.md §7, last paragraph): the policy's idealised tree as sorted runs, costed with the §2
 //! allocation solver. [`ModelPolicy::model`] names which model a policy's figures come from.
 
+pub mod auto_tune;
 pub mod per_run;
 pub mod tree;
 pub mod tuner;

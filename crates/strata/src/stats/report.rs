@@ -96,6 +96,9 @@ pub struct Stats {
     pub compaction_state: Option<String>,
     /// Name of the filter allocator.
     pub filter_allocator: String,
+    /// Auto-tune's last decisions in words, oldest first (`Db::auto_tune_history`; empty before
+    /// the first).
+    pub auto_tune: Vec<String>,
     /// The probes point lookups timed in the live files (one lookup in 16), pooled, by what
     /// they read past the filter, since each file was first probed in this process: what
     /// elastic filters price a false positive on a cached block by (DESIGN.md §3.5,
@@ -171,6 +174,9 @@ impl Stats {
         )?;
         if let Some(state) = &self.compaction_state {
             writeln!(f, "compaction state: {state}")?;
+        }
+        for decision in &self.auto_tune {
+            writeln!(f, "auto-tune {decision}")?;
         }
         let times = &self.probe_times;
         if let (Some(rejected), Some(cached), Some(device)) = (

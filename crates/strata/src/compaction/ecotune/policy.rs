@@ -42,6 +42,7 @@ use crate::compaction::{
     merge_or_move, whole_run, CompactionContext, CompactionJob, CompactionPolicy, JobAction,
     OutputRun, PolicyState, RunInput, RunningCompactions, WritePressure,
 };
+use crate::compaction::{CompactionKind, CompactionSettings};
 use crate::error::{Error, Result};
 use crate::version::{Run, Version};
 
@@ -666,6 +667,14 @@ fn filter_false_positive_rate(tree: &Version) -> f64 {
 }
 
 impl CompactionPolicy for EcoTune {
+    fn registered(&self) -> Option<(CompactionKind, CompactionSettings)> {
+        let settings = CompactionSettings {
+            ecotune: self.settings,
+            ..CompactionSettings::with_size_ratio(crate::compaction::SizeRatio::DEFAULT.get())
+        };
+        Some((CompactionKind::Ecotune, settings))
+    }
+
     fn name(&self) -> String {
         let or_live = |v: Option<String>| v.unwrap_or_else(|| "live".to_string());
         format!(

@@ -1,0 +1,905 @@
+//! Auto-tune's decision (DESIGN.md §7, "Self-tuning"): given the tree as it is, the workload the
+//! database served since the last decision and the device, whether to switch the running
+//! database to the merge policy and size ratio the tuner ([`super::tuner`]) ranks first.
+//!
+//! A pure function of its inputs and of the state the previous decisions left
+//! ([`AutoTuneState`], which the engine keeps in its manifest so a restart resumes it); the
+//! engine gathers the inputs, applies a switch (`Db::set_compaction_policy`) and logs the
+//! decision (`db/auto_tune.rs`).
+//!
+//! **What is compared.** The write buffer cannot change on a running database, so the tuner
+//! solves the problem with the buffer fixed at the engine's and the filters' memory at the
+//! allocator's budget over the tree's entries. The design in force is priced by the same models
+//! at its own policy and size ratio ([`super::tuner::evaluate_with`]; leveling with dynamic
+//! level bytes as leveling). The filter allocator is not switched: the models price Monkey's
+//! allocation, which the per-file allocators (Mnemosyne, Mnemosyne+, elastic filters) solve
+//! from measured statistics on every flush and compaction; designs are priced with Monkey's
+//! filters, or with uniform filters when uniform filters are in force.
+//!
+//! **When it switches.** Only when all of these hold (the hysteresis that keeps it from
+//! oscillating on a mix near a boundary between two designs):
+//! - the best design is not the one in force (another policy, or a size ratio more than 5%
+//!   away);
+//! - it is predicted at least [`AutoTuneOptions::min_gain`] faster;
+//! - the time it is predicted to save over the horizon ([`AutoTuneOptions::horizon_intervals`]
+//!   intervals of the last interval's operations) exceeds what the switch is predicted to cost:
+//!   one rewrite of the whole tree (the new shape is reached through ordinary compactions, which
+//!   rewrite every entry about once), its pages read and written at the device's costs;
+//! - the same design was ranked first by the last [`AutoTuneOptions::confirmations`]
+//!   decisions in a row.
+
+use serde::{Deserialize, Serialize};
+
+use super::tuner::{evaluate_with, tune, CpuCosts, Design, Device, TuningProblem, Workload};
+use super::ModelPolicy;
+use crate::alloc::FilterAllocatorKind;
+use crate::compaction::{CompactionKind, CompactionSettings};
+use crate::error::{Error, Result};
+use crate::stats::WorkloadTotals;
+
+/// Decisions kept in [`AutoTuneState::history`] (and so in the manifest).
+pub const HISTORY: usize = 8;
+
+/// Two size ratios closer than this share (relative) are the same design.
+const SAME_SIZE_RATIO: f64 = 0.05;
+
+/// How auto-tune decides (`Options::auto_tune`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AutoTuneOptions {
+    /// Operations (point lookups, range lookups and entries written) between two decisions.
+    pub every_operations: u64,
+    /// The least predicted gain in operations per second, as a share of the design in force's,
+    /// that is worth a switch (0.10: 10% faster).
+    pub min_gain: f64,
+    /// Decisions in a row that must rank the same design first before it is switched to (1:
+    /// switch at the first).
+    pub confirmations: u32,
+    /// The horizon over which a switch must pay for itself, in intervals of the last interval's
+    /// operations.
+    pub horizon_intervals: f64,
+    /// Seconds per random page read (`Omega`).
+    pub seconds_per_read: f64,
+    /// A page write's cost relative to a read (`phi`).
+    pub write_read_cost_ratio: f64,
+    /// A merge's in-order page read's cost relative to a random read (`rho`).
+    pub merge_read_cost_ratio: f64,
+    /// Bytes per page.
+    pub page_bytes: f64,
+}
+
+impl Default for AutoTuneOptions {
+    /// A decision every 250,000 operations; a switch for 10% or more, confirmed twice, paid
+    /// back within 20 intervals; the device `strata tune` assumes by default (100 µs reads,
+    /// writes and merge reads alike, 4 KiB pages).
+    fn default() -> Self {
+        AutoTuneOptions {
+            every_operations: 250_000,
+            min_gain: 0.10,
+            confirmations: 2,
+            horizon_intervals: 20.0,
+            seconds_per_read: 100e-6,
+            write_read_cost_ratio: 1.0,
+            merge_read_cost_ratio: 1.0,
+            page_bytes: 4096.0,
+        }
+    }
+}
+
+impl AutoTuneOptions {
+    /// An [`Error::InvalidArgument`] naming the first setting out of range.
+    pub fn validate(&self) -> Result<()> {
+        if self.every_operations == 0 {
+            return Err(invalid(
+                "auto_tune.every_operations must be at least 1".into(),
+            ));
+        }
+        if self.confirmations == 0 {
+            return Err(invalid("auto_tune.confirmations must be at least 1".into()));
+        }
+        for (name, value, positive) in [
+            ("min_gain", self.min_gain, false),
+            ("horizon_intervals", self.horizon_intervals, true),
+            ("seconds_per_read", self.seconds_per_read, true),
+            ("write_read_cost_ratio", self.write_read_cost_ratio, false),
+            ("merge_read_cost_ratio", self.merge_read_cost_ratio, false),
+            ("page_bytes", self.page_bytes, true),
+        ] {
+            let ok = value.is_finite() && if positive { value > 0.0 } else { value >= 0.0 };
+            if !ok {
+                let bound = if positive { "> 0" } else { ">= 0" };
+                return Err(invalid(format!(
+                    "auto_tune.{name} must be finite and {bound}, got {value}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The device as the tuner takes it (no processor terms: Monkey's I/O model).
+    pub fn device(&self) -> Device {
+        Device {
+            seconds_per_read: self.seconds_per_read,
+            write_read_cost_ratio: self.write_read_cost_ratio,
+            merge_read_cost_ratio: self.merge_read_cost_ratio,
+            page_bytes: self.page_bytes,
+            cpu: CpuCosts::default(),
+        }
+    }
+}
+
+/// The tree and memory a decision is taken for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TreeFacts {
+    /// Entries in the tree's files.
+    pub entries: u64,
+    /// Bytes per entry as stored.
+    pub entry_bytes: f64,
+    /// The write buffer, in bits (fixed: it cannot change on a running database).
+    pub buffer_bits: f64,
+    /// The filters' memory, in bits.
+    pub filter_bits: f64,
+    /// Runs that wait on level 0 on average (`TuningProblem::level0_runs`).
+    pub level0_runs: f64,
+}
+
+/// The design in force.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CurrentDesign {
+    /// The merge policy's registry entry.
+    pub kind: CompactionKind,
+    /// Its settings.
+    pub settings: CompactionSettings,
+    /// True if uniform filters are in force (designs are then priced with them; with any other
+    /// allocator, with Monkey's).
+    pub uniform_filters: bool,
+}
+
+/// The workload mix a decision saw, as proportions of its operations (DESIGN.md §7).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MixRecord {
+    /// Point lookups (`z`).
+    pub point_lookups: f64,
+    /// Share of point lookups that found nothing (`f0`).
+    pub zero_result_fraction: f64,
+    /// Range lookups (`q`).
+    pub range_lookups: f64,
+    /// Share of the entries a range lookup returned (`s`).
+    pub selectivity: f64,
+    /// Updates (`w`).
+    pub updates: f64,
+}
+
+impl From<Workload> for MixRecord {
+    fn from(w: Workload) -> Self {
+        MixRecord {
+            point_lookups: w.point_lookups,
+            zero_result_fraction: w.zero_result_fraction,
+            range_lookups: w.range_lookups,
+            selectivity: w.selectivity,
+            updates: w.updates,
+        }
+    }
+}
+
+/// A design as a decision lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CandidateRecord {
+    /// The merge policy.
+    pub policy: CompactionKind,
+    /// Its size ratio.
+    pub size_ratio: f64,
+    /// Garnering's `c`, for Garnering.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub garnering_c: Option<f64>,
+    /// Predicted operations per second.
+    pub predicted_ops: f64,
+}
+
+impl CandidateRecord {
+    fn of(design: &Design) -> CandidateRecord {
+        CandidateRecord {
+            policy: design.policy.kind(),
+            size_ratio: design.size_ratio,
+            garnering_c: design.policy.garnering_c(),
+            predicted_ops: design.predicted.throughput_ops,
+        }
+    }
+
+    /// `policy(T=..)` as reports print it.
+    pub fn label(&self) -> String {
+        match self.garnering_c {
+            Some(c) => format!("{}(T={:.2}, c={c})", self.policy, self.size_ratio),
+            None => format!("{}(T={:.2})", self.policy, self.size_ratio),
+        }
+    }
+
+    fn same_design_as(&self, other: &CandidateRecord) -> bool {
+        let model_kind = |kind: CompactionKind| match kind {
+            CompactionKind::LevelingDynamic => CompactionKind::Leveling,
+            other => other,
+        };
+        model_kind(self.policy) == model_kind(other.policy)
+            && (self.size_ratio - other.size_ratio).abs()
+                <= SAME_SIZE_RATIO * self.size_ratio.max(other.size_ratio)
+            && self.garnering_c == other.garnering_c
+    }
+}
+
+/// One decision: what it saw, what it ranked, what it did and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Decision {
+    /// The decision's number (1 for the database's first).
+    pub number: u64,
+    /// Operations served since the previous decision.
+    pub operations: u64,
+    /// The mix of those operations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<MixRecord>,
+    /// Entries in the tree.
+    pub entries: u64,
+    /// The design in force, as the models price it (`None` when they cannot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current: Option<CandidateRecord>,
+    /// The tuner's top three, best first.
+    #[serde(default)]
+    pub candidates: Vec<CandidateRecord>,
+    /// The best design's predicted gain over the design in force (0.25: 25% faster).
+    pub gain: f64,
+    /// Seconds the best design is predicted to save over the horizon.
+    pub saved_seconds: f64,
+    /// Seconds the switch is predicted to cost.
+    pub switch_seconds: f64,
+    /// Decisions in a row that ranked the best design first, this one included.
+    pub streak: u32,
+    /// True if the database was switched to the best design.
+    pub switched: bool,
+    /// Why it switched or did not.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Decision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let current = self
+            .current
+            .as_ref()
+            .map_or_else(|| "unpriced".to_string(), CandidateRecord::label);
+        let best = self
+            .candidates
+            .first()
+            .map_or_else(|| "none".to_string(), CandidateRecord::label);
+        write!(
+            f,
+            "decision {}: {} ops, {} entries; in force {current}, best {best} ({:+.1}%, saves \
+             {:.1} s against a switch of {:.1} s, ranked first {}x): {} — {}",
+            self.number,
+            self.operations,
+            self.entries,
+            self.gain * 100.0,
+            self.saved_seconds,
+            self.switch_seconds,
+            self.streak,
+            if self.switched { "switch" } else { "keep" },
+            self.reason
+        )
+    }
+}
+
+/// What auto-tune carries from one decision to the next (kept in the manifest).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AutoTuneState {
+    /// Decisions taken.
+    pub decisions: u64,
+    /// Switches made.
+    pub switches: u64,
+    /// The workload totals' operations (point lookups, range lookups, writes) at the last
+    /// decision: the next decision's interval starts there.
+    pub operations_at_last: u64,
+    /// The totals at the last decision, so the next sees only its own interval's mix.
+    pub point_lookups: u64,
+    /// See [`AutoTuneState::point_lookups`].
+    pub point_lookups_found: u64,
+    /// See [`AutoTuneState::point_lookups`].
+    pub seeks: u64,
+    /// See [`AutoTuneState::point_lookups`].
+    pub scan_entries: u64,
+    /// See [`AutoTuneState::point_lookups`].
+    pub writes: u64,
+    /// The last decisions, oldest first (at most [`HISTORY`]).
+    pub history: Vec<Decision>,
+}
+
+impl AutoTuneState {
+    /// The operations `totals` counts.
+    pub fn operations(totals: &WorkloadTotals) -> u64 {
+        totals
+            .point_lookups
+            .saturating_add(totals.seeks)
+            .saturating_add(totals.writes)
+    }
+
+    /// What `totals` counts since the last decision (all of it before the first; counters that
+    /// went back, as after a restore from an older manifest, count from zero).
+    pub fn interval(&self, totals: &WorkloadTotals) -> WorkloadTotals {
+        WorkloadTotals {
+            point_lookups: totals.point_lookups.saturating_sub(self.point_lookups),
+            point_lookups_found: totals
+                .point_lookups_found
+                .saturating_sub(self.point_lookups_found),
+            seeks: totals.seeks.saturating_sub(self.seeks),
+            scan_entries: totals.scan_entries.saturating_sub(self.scan_entries),
+            long_scans: 0,
+            long_scan_entries: 0,
+            writes: totals.writes.saturating_sub(self.writes),
+        }
+    }
+
+    /// Records `decision`, taken at `totals`.
+    pub fn record(&mut self, decision: Decision, totals: &WorkloadTotals) {
+        self.decisions = decision.number;
+        if decision.switched {
+            self.switches += 1;
+        }
+        self.operations_at_last = AutoTuneState::operations(totals);
+        self.point_lookups = totals.point_lookups;
+        self.point_lookups_found = totals.point_lookups_found;
+        self.seeks = totals.seeks;
+        self.scan_entries = totals.scan_entries;
+        self.writes = totals.writes;
+        self.history.push(decision);
+        if self.history.len() > HISTORY {
+            let excess = self.history.len() - HISTORY;
+            self.history.drain(..excess);
+        }
+    }
+
+    /// The streak of the design ranked first last time, if `best` is that design.
+    fn streak_of(&self, best: &CandidateRecord) -> u32 {
+        match self.history.last() {
+            Some(last) if !last.switched => match last.candidates.first() {
+                Some(previous) if previous.same_design_as(best) => last.streak,
+                _ => 0,
+            },
+            _ => 0,
+        }
+    }
+}
+
+/// The workload mix (proportions of operations, DESIGN.md §7) `totals` describe over a tree of
+/// `entries` entries; `None` if they count no operation.
+pub fn mix_of(totals: &WorkloadTotals, entries: u64) -> Option<Workload> {
+    let operations = AutoTuneState::operations(totals) as f64;
+    if operations == 0.0 {
+        return None;
+    }
+    let zero_result_fraction = if totals.point_lookups == 0 {
+        0.0
+    } else {
+        1.0 - totals.point_lookups_found as f64 / totals.point_lookups as f64
+    };
+    let selectivity = if totals.seeks == 0 || entries == 0 {
+        0.0
+    } else {
+        (totals.scan_entries as f64 / totals.seeks as f64 / entries as f64).min(1.0)
+    };
+    Some(Workload {
+        point_lookups: totals.point_lookups as f64 / operations,
+        zero_result_fraction: zero_result_fraction.clamp(0.0, 1.0),
+        range_lookups: totals.seeks as f64 / operations,
+        selectivity,
+        updates: totals.writes as f64 / operations,
+    })
+}
+
+/// What a decision asks of the engine: keep the design, or switch to this one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// The decision, to record.
+    pub decision: Decision,
+    /// The policy and settings to switch to, when it switches.
+    pub switch_to: Option<(CompactionKind, CompactionSettings)>,
+}
+
+/// Decides (module documentation) on `interval`, the workload totals since the last decision.
+/// Never fails on a tree or a workload the models cannot price: that is a decision to keep, with
+/// the reason; an invalid `options` is an [`Error::InvalidArgument`].
+pub fn decide(
+    options: &AutoTuneOptions,
+    facts: &TreeFacts,
+    interval: &WorkloadTotals,
+    current: &CurrentDesign,
+    state: &AutoTuneState,
+) -> Result<Verdict> {
+    options.validate()?;
+    let number = state.decisions + 1;
+    let operations = AutoTuneState::operations(interval);
+    let mix = mix_of(interval, facts.entries);
+    let keep = |reason: String,
+                current: Option<CandidateRecord>,
+                candidates: Vec<CandidateRecord>| Verdict {
+        decision: Decision {
+            number,
+            operations,
+            mix: mix.map(MixRecord::from),
+            entries: facts.entries,
+            current,
+            candidates,
+            gain: 0.0,
+            saved_seconds: 0.0,
+            switch_seconds: 0.0,
+            streak: 0,
+            switched: false,
+            reason,
+        },
+        switch_to: None,
+    };
+    let Some(workload) = mix else {
+        return Ok(keep(
+            "no operation since the last decision".into(),
+            None,
+            Vec::new(),
+        ));
+    };
+    if facts.entries == 0 || !(facts.entry_bytes.is_finite() && facts.entry_bytes > 0.0) {
+        return Ok(keep(
+            "the tree holds no entries yet".into(),
+            None,
+            Vec::new(),
+        ));
+    }
+    let problem = TuningProblem {
+        entries: facts.entries as f64,
+        entry_bytes: facts.entry_bytes,
+        memory_bits: facts.buffer_bits + facts.filter_bits.max(0.0),
+        workload,
+        device: options.device(),
+        fixed_buffer_bits: Some(facts.buffer_bits),
+        max_point_lookup_io: None,
+        max_update_io: None,
+        level0_runs: facts.level0_runs,
+    };
+    let filters = if current.uniform_filters {
+        FilterAllocatorKind::Uniform
+    } else {
+        FilterAllocatorKind::Monkey
+    };
+    let tuning = match tune(&problem) {
+        Ok(tuning) => tuning,
+        Err(error) => {
+            return Ok(keep(
+                format!("the tuner found no design: {error}"),
+                None,
+                Vec::new(),
+            ))
+        }
+    };
+    let candidates: Vec<CandidateRecord> = tuning
+        .candidates
+        .iter()
+        .filter(|design| design.filters == filters)
+        .take(3)
+        .map(CandidateRecord::of)
+        .collect();
+    let Some(best) = tuning
+        .candidates
+        .iter()
+        .find(|design| design.filters == filters)
+    else {
+        return Ok(keep("the tuner ranked no design".into(), None, candidates));
+    };
+    let priced = current_design_priced(&problem, current, filters);
+    let current_design = match priced {
+        Ok(design) => design,
+        Err(reason) => return Ok(keep(reason, None, candidates)),
+    };
+    let current_record = CandidateRecord {
+        policy: current.kind,
+        ..CandidateRecord::of(&current_design)
+    };
+    let best_record = CandidateRecord::of(best);
+    let current_ops = current_design.predicted.throughput_ops;
+    let best_ops = best.predicted.throughput_ops;
+    let gain = if current_ops > 0.0 {
+        best_ops / current_ops - 1.0
+    } else {
+        0.0
+    };
+    let horizon = operations as f64 * options.horizon_intervals;
+    let saved_seconds = (horizon * (1.0 / current_ops - 1.0 / best_ops)).max(0.0);
+    let pages = facts.entries as f64 * facts.entry_bytes / options.page_bytes;
+    let switch_seconds = pages
+        * (options.merge_read_cost_ratio + options.write_read_cost_ratio)
+        * options.seconds_per_read;
+    let same = best_record.same_design_as(&current_record);
+    let streak = if same {
+        0
+    } else {
+        state.streak_of(&best_record) + 1
+    };
+    let (switched, reason) = if same {
+        (false, "the design in force is ranked first".to_string())
+    } else if gain.is_nan() || gain < options.min_gain {
+        (
+            false,
+            format!(
+                "predicted gain {:.1}% is below the {:.1}% a switch needs",
+                gain * 100.0,
+                options.min_gain * 100.0
+            ),
+        )
+    } else if saved_seconds <= switch_seconds {
+        (
+            false,
+            format!(
+                "the switch ({switch_seconds:.1} s of rewrites) would not pay for itself over the \
+                 horizon ({saved_seconds:.1} s saved)"
+            ),
+        )
+    } else if streak < options.confirmations {
+        (
+            false,
+            format!(
+                "ranked first {streak} time(s) in a row; {} needed",
+                options.confirmations
+            ),
+        )
+    } else {
+        (
+            true,
+            format!(
+                "{:.1}% faster, saves {saved_seconds:.1} s against {switch_seconds:.1} s of \
+                 rewrites, ranked first {streak} times in a row",
+                gain * 100.0
+            ),
+        )
+    };
+    let switch_to = switched.then(|| {
+        let mut settings = CompactionSettings {
+            size_ratio: best.size_ratio,
+            ..current.settings.clone()
+        };
+        if let Some(c) = best.policy.garnering_c() {
+            settings.garnering_c = c;
+        }
+        (best.policy.kind(), settings)
+    });
+    Ok(Verdict {
+        decision: Decision {
+            number,
+            operations,
+            mix: Some(MixRecord::from(workload)),
+            entries: facts.entries,
+            current: Some(current_record),
+            candidates,
+            gain,
+            saved_seconds,
+            switch_seconds,
+            streak,
+            switched,
+            reason,
+        },
+        switch_to,
+    })
+}
+
+/// The design in force priced by the models, or why it cannot be.
+fn current_design_priced(
+    problem: &TuningProblem,
+    current: &CurrentDesign,
+    filters: FilterAllocatorKind,
+) -> std::result::Result<Design, String> {
+    let kind = match current.kind {
+        // Dynamic level bytes change where the levels start, not the shape the models price.
+        CompactionKind::LevelingDynamic => CompactionKind::Leveling,
+        kind => kind,
+    };
+    let policy = ModelPolicy::new(kind, current.settings.garnering_c)
+        .map_err(|error| format!("the design in force cannot be priced: {error}"))?;
+    evaluate_with(
+        problem,
+        policy,
+        current.settings.size_ratio,
+        problem.fixed_buffer_bits.unwrap_or(problem.memory_bits),
+        filters,
+    )
+    .map_err(|error| format!("the design in force cannot be priced: {error}"))
+}
+
+fn invalid(message: String) -> Error {
+    Error::InvalidArgument(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts() -> TreeFacts {
+        TreeFacts {
+            entries: 1_000_000,
+            entry_bytes: 128.0,
+            buffer_bits: (2u64 << 20) as f64 * 8.0,
+            filter_bits: 10.0 * 1_000_000.0,
+            level0_runs: 1.5,
+        }
+    }
+
+    /// `lookups` point lookups (half of them empty) and `writes` entries written.
+    fn totals(lookups: u64, writes: u64) -> WorkloadTotals {
+        WorkloadTotals {
+            point_lookups: lookups,
+            point_lookups_found: lookups / 2,
+            writes,
+            ..WorkloadTotals::default()
+        }
+    }
+
+    fn design(kind: CompactionKind, size_ratio: f64) -> CurrentDesign {
+        CurrentDesign {
+            kind,
+            settings: CompactionSettings::with_size_ratio(size_ratio),
+            uniform_filters: false,
+        }
+    }
+
+    fn quick() -> AutoTuneOptions {
+        AutoTuneOptions {
+            confirmations: 2,
+            ..AutoTuneOptions::default()
+        }
+    }
+
+    #[test]
+    fn a_read_heavy_mix_moves_tiering_to_the_tuners_best_after_two_confirmations() {
+        let interval = totals(900_000, 100_000);
+        let current = design(CompactionKind::Tiering, 10.0);
+        let mut state = AutoTuneState::default();
+        let first = decide(&quick(), &facts(), &interval, &current, &state).expect("decides");
+        let best = first.decision.candidates[0].clone();
+        assert_ne!(best.policy, CompactionKind::Tiering, "{}", first.decision);
+        assert!(first.decision.gain >= 0.10, "{}", first.decision);
+        assert!(
+            first.decision.saved_seconds > first.decision.switch_seconds,
+            "{}",
+            first.decision
+        );
+        assert_eq!(first.decision.streak, 1);
+        assert!(!first.decision.switched && first.switch_to.is_none());
+        assert!(
+            first.decision.reason.contains("2 needed"),
+            "{}",
+            first.decision
+        );
+        state.record(first.decision, &interval);
+        let later = totals(1_800_000, 200_000);
+        let second = decide(
+            &quick(),
+            &facts(),
+            &state.interval(&later),
+            &current,
+            &state,
+        )
+        .expect("decides");
+        assert_eq!(second.decision.streak, 2);
+        assert!(second.decision.switched, "{}", second.decision);
+        let (kind, settings) = second.switch_to.expect("switches");
+        assert_eq!(kind, best.policy);
+        assert_eq!(
+            settings.size_ratio,
+            second.decision.candidates[0].size_ratio
+        );
+        // The switched-to settings build.
+        kind.build(&settings)
+            .expect("the switched-to policy builds");
+        state.record(second.decision, &later);
+        assert_eq!((state.decisions, state.switches), (2, 1));
+    }
+
+    #[test]
+    fn the_best_design_in_force_is_kept() {
+        let interval = totals(900_000, 100_000);
+        let first = decide(
+            &quick(),
+            &facts(),
+            &interval,
+            &design(CompactionKind::Tiering, 10.0),
+            &AutoTuneState::default(),
+        )
+        .expect("decides");
+        let best = &first.decision.candidates[0];
+        let current = CurrentDesign {
+            kind: best.policy,
+            settings: CompactionSettings {
+                garnering_c: best
+                    .garnering_c
+                    .unwrap_or(crate::compaction::DEFAULT_GARNERING_C),
+                ..CompactionSettings::with_size_ratio(best.size_ratio)
+            },
+            uniform_filters: false,
+        };
+        let again = decide(
+            &quick(),
+            &facts(),
+            &interval,
+            &current,
+            &AutoTuneState::default(),
+        )
+        .expect("decides");
+        assert!(!again.decision.switched);
+        assert_eq!(again.decision.reason, "the design in force is ranked first");
+        assert!(again.decision.gain.abs() < 1e-9, "{}", again.decision);
+    }
+
+    #[test]
+    fn a_small_gain_or_a_short_horizon_keeps_the_design() {
+        let current = design(CompactionKind::Tiering, 10.0);
+        let interval = totals(900_000, 100_000);
+        let demanding = AutoTuneOptions {
+            min_gain: 1e6,
+            confirmations: 1,
+            ..AutoTuneOptions::default()
+        };
+        let kept = decide(
+            &demanding,
+            &facts(),
+            &interval,
+            &current,
+            &AutoTuneState::default(),
+        )
+        .expect("decides");
+        assert!(!kept.decision.switched);
+        assert!(kept.decision.reason.contains("below"), "{}", kept.decision);
+        // Ten operations cannot pay for rewriting a million entries.
+        let short = decide(
+            &AutoTuneOptions {
+                confirmations: 1,
+                ..AutoTuneOptions::default()
+            },
+            &facts(),
+            &totals(9, 1),
+            &current,
+            &AutoTuneState::default(),
+        )
+        .expect("decides");
+        assert!(!short.decision.switched);
+        assert!(
+            short.decision.reason.contains("pay for itself"),
+            "{}",
+            short.decision
+        );
+        assert!(short.decision.switch_seconds > short.decision.saved_seconds);
+    }
+
+    #[test]
+    fn no_operations_or_no_entries_keep_the_design_with_a_reason() {
+        let current = design(CompactionKind::Leveling, 10.0);
+        let none = decide(
+            &quick(),
+            &facts(),
+            &WorkloadTotals::default(),
+            &current,
+            &AutoTuneState::default(),
+        )
+        .expect("decides");
+        assert!(!none.decision.switched && none.decision.mix.is_none());
+        assert!(none.decision.reason.contains("no operation"));
+        let empty = TreeFacts {
+            entries: 0,
+            entry_bytes: 0.0,
+            ..facts()
+        };
+        let kept = decide(
+            &quick(),
+            &empty,
+            &totals(10, 10),
+            &current,
+            &AutoTuneState::default(),
+        )
+        .expect("decides");
+        assert!(kept.decision.reason.contains("no entries"));
+    }
+
+    #[test]
+    fn a_flip_flopping_best_resets_the_streak() {
+        let current = design(CompactionKind::Tiering, 10.0);
+        let reads = totals(900_000, 100_000);
+        let mut state = AutoTuneState::default();
+        let first = decide(&quick(), &facts(), &reads, &current, &state).expect("decides");
+        let first_best = first.decision.candidates[0].clone();
+        state.record(first.decision, &reads);
+        // A different best recorded last time: the streak starts again.
+        let mut other = state.clone();
+        if let Some(last) = other.history.last_mut() {
+            last.candidates[0].size_ratio = first_best.size_ratio * 3.0;
+        }
+        let next = decide(&quick(), &facts(), &reads, &current, &other).expect("decides");
+        assert_eq!(next.decision.streak, 1);
+        assert!(!next.decision.switched);
+    }
+
+    #[test]
+    fn invalid_options_are_refused_and_the_state_keeps_its_last_decisions() {
+        for bad in [
+            AutoTuneOptions {
+                every_operations: 0,
+                ..AutoTuneOptions::default()
+            },
+            AutoTuneOptions {
+                confirmations: 0,
+                ..AutoTuneOptions::default()
+            },
+            AutoTuneOptions {
+                min_gain: f64::NAN,
+                ..AutoTuneOptions::default()
+            },
+            AutoTuneOptions {
+                seconds_per_read: 0.0,
+                ..AutoTuneOptions::default()
+            },
+            AutoTuneOptions {
+                page_bytes: -1.0,
+                ..AutoTuneOptions::default()
+            },
+        ] {
+            assert!(matches!(bad.validate(), Err(Error::InvalidArgument(_))));
+            let result = decide(
+                &bad,
+                &facts(),
+                &totals(10, 10),
+                &design(CompactionKind::Leveling, 10.0),
+                &AutoTuneState::default(),
+            );
+            assert!(matches!(result, Err(Error::InvalidArgument(_))));
+        }
+        let mut state = AutoTuneState::default();
+        for n in 1..=(HISTORY as u64 + 3) {
+            let at = totals(n * 10, n);
+            let verdict = decide(
+                &quick(),
+                &facts(),
+                &state.interval(&at),
+                &design(CompactionKind::Leveling, 10.0),
+                &state,
+            )
+            .expect("decides");
+            assert_eq!(verdict.decision.number, n);
+            assert_eq!(verdict.decision.operations, 11);
+            state.record(verdict.decision, &at);
+        }
+        assert_eq!(state.history.len(), HISTORY);
+        assert_eq!(state.history[0].number, 4);
+        let text = toml::to_string(&state).expect("encodes");
+        let back: AutoTuneState = toml::from_str(&text).expect("decodes");
+        assert_eq!(back, state);
+    }
+
+    #[test]
+    fn the_mix_is_the_proportions_of_the_interval() {
+        let interval = WorkloadTotals {
+            point_lookups: 60,
+            point_lookups_found: 15,
+            seeks: 20,
+            scan_entries: 2_000,
+            writes: 20,
+            ..WorkloadTotals::default()
+        };
+        let mix = mix_of(&interval, 1_000).expect("a mix");
+        assert!((mix.point_lookups - 0.6).abs() < 1e-12);
+        assert!((mix.zero_result_fraction - 0.75).abs() < 1e-12);
+        assert!((mix.range_lookups - 0.2).abs() < 1e-12);
+        assert!((mix.selectivity - 0.1).abs() < 1e-12);
+        assert!((mix.updates - 0.2).abs() < 1e-12);
+        assert!(mix_of(&WorkloadTotals::default(), 10).is_none());
+        let state = AutoTuneState {
+            point_lookups: 100,
+            writes: 5,
+            ..AutoTuneState::default()
+        };
+        // Counters that went back (an older manifest) count from zero, never underflow.
+        let interval = state.interval(&totals(40, 50));
+        assert_eq!((interval.point_lookups, interval.writes), (0, 45));
+    }
+}

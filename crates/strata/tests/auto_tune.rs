@@ -1,0 +1,208 @@
+//! Auto-tune on a real database (`Options::auto_tune`, `Db::auto_tune_now`, DESIGN.md §7
+//! "Self-tuning"): decisions switch the running database, are kept across a reopen, show in
+//! `Stats`, run in the background, and every call returns beside writers, readers and a close.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use strata::compaction::{CompactionPolicy, Tiering};
+use strata::model::auto_tune::AutoTuneOptions;
+use strata::{Db, Error, Options};
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{i:010}").into_bytes()
+}
+
+fn tiering() -> Arc<dyn CompactionPolicy> {
+    Arc::new(Tiering::new(8.0).expect("valid size ratio"))
+}
+
+fn options(auto_tune: Option<AutoTuneOptions>) -> Options {
+    Options::default()
+        .write_buffer_bytes(64 * 1024)
+        .target_file_bytes(64 * 1024)
+        .compaction_policy(tiering())
+        .auto_tune(auto_tune)
+}
+
+/// Decides at the first decision that ranks a design first, so a test needs few operations.
+fn eager() -> AutoTuneOptions {
+    AutoTuneOptions {
+        every_operations: 2_000,
+        confirmations: 1,
+        ..AutoTuneOptions::default()
+    }
+}
+
+fn load(db: &Db, n: u64) {
+    for i in 0..n {
+        db.put(key(i), [7u8; 100]).expect("put");
+    }
+    db.flush().expect("flush");
+}
+
+/// Point lookups, half of them of absent keys.
+fn read(db: &Db, n: u64, entries: u64) {
+    for i in 0..n {
+        let k = if i % 2 == 0 { i % entries } else { entries + i };
+        db.get(key(k)).expect("get");
+    }
+}
+
+/// [`eager`], but the background thread never comes to a decision: the test decides.
+fn by_hand() -> AutoTuneOptions {
+    AutoTuneOptions {
+        every_operations: u64::MAX,
+        ..eager()
+    }
+}
+
+#[test]
+fn a_read_mostly_database_is_switched_off_tiering_and_the_decision_is_kept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(Some(by_hand()))).expect("open");
+    load(&db, 20_000);
+    read(&db, 200_000, 20_000);
+    let decision = db.auto_tune_now().expect("decides");
+    assert_eq!(decision.number, 1);
+    let best = decision.candidates.first().expect("ranked designs").clone();
+    assert!(decision.mix.expect("a mix").point_lookups > 0.85);
+    assert!(decision.switched, "{decision}");
+    assert_ne!(best.policy.name(), "tiering", "{decision}");
+    assert!(
+        db.compaction_policy_name().starts_with(best.policy.name()),
+        "{} after {decision}",
+        db.compaction_policy_name()
+    );
+    let stats = db.stats();
+    assert_eq!(stats.auto_tune.len(), db.auto_tune_history().len());
+    assert!(stats.auto_tune.last().expect("a line").contains("switch"));
+    assert!(stats.to_string().contains("auto-tune decision"));
+    let history = db.auto_tune_history();
+    db.close().expect("close");
+
+    // The same options again: the switch stands and the history resumes.
+    let db = Db::open(dir.path(), options(Some(by_hand()))).expect("reopen");
+    assert_eq!(db.auto_tune_history(), history);
+    assert!(db.compaction_policy_name().starts_with(best.policy.name()));
+    read(&db, 10_000, 20_000);
+    let next = db.auto_tune_now().expect("decides");
+    assert_eq!(next.number, history.len() as u64 + 1);
+    assert_eq!(next.operations, 10_000);
+    db.close().expect("close");
+}
+
+#[test]
+fn the_background_thread_decides_every_so_many_operations() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(Some(eager()))).expect("open");
+    load(&db, 5_000);
+    read(&db, 20_000, 5_000);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while db.auto_tune_history().is_empty() {
+        assert!(Instant::now() < deadline, "no decision within 60 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let first = &db.auto_tune_history()[0];
+    assert!(first.operations >= 2_000, "{first}");
+    db.close().expect("close");
+    // Without auto-tune no thread decides, but a decision can still be asked for.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(None)).expect("open");
+    load(&db, 5_000);
+    read(&db, 20_000, 5_000);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(db.auto_tune_history().is_empty());
+    let decision = db.auto_tune_now().expect("decides with the defaults");
+    assert_eq!(decision.number, 1);
+    db.close().expect("close");
+}
+
+#[test]
+fn bad_settings_and_read_only_databases_are_typed_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = AutoTuneOptions {
+        every_operations: 0,
+        ..AutoTuneOptions::default()
+    };
+    assert!(matches!(
+        Db::open(dir.path(), options(Some(bad))),
+        Err(Error::InvalidArgument(_))
+    ));
+    let db = Db::open(dir.path(), options(None)).expect("open");
+    load(&db, 1_000);
+    db.close().expect("close");
+    let reader = Db::open_read_only(dir.path(), options(None)).expect("read-only open");
+    assert!(matches!(reader.auto_tune_now(), Err(Error::ReadOnly)));
+    assert!(matches!(
+        Db::open(dir.path(), options(None)).and_then(|db| {
+            db.close()?;
+            db.auto_tune_now()
+        }),
+        Err(Error::Closed)
+    ));
+}
+
+#[test]
+fn concurrent_decisions_beside_writers_readers_and_a_close_all_return() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(Some(eager()))).expect("open");
+    load(&db, 5_000);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for t in 0..2u64 {
+        let (db, stop) = (db.clone(), Arc::clone(&stop));
+        threads.push(std::thread::spawn(move || {
+            let mut i = 0;
+            while !stop.load(Ordering::Relaxed) {
+                match db.put(key(10_000 + t * 1_000_000 + i), [1u8; 50]) {
+                    Ok(()) | Err(Error::Closed) => {}
+                    Err(error) => panic!("put: {error}"),
+                }
+                match db.get(key(i % 5_000)) {
+                    Ok(_) | Err(Error::Closed) => {}
+                    Err(error) => panic!("get: {error}"),
+                }
+                i += 1;
+            }
+        }));
+    }
+    let deciders: Vec<_> = (0..3)
+        .map(|_| {
+            let (db, stop) = (db.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut decided = 0u32;
+                while !stop.load(Ordering::Relaxed) {
+                    match db.auto_tune_now() {
+                        Ok(_) => decided += 1,
+                        Err(Error::Closed) => break,
+                        Err(error) => panic!("auto_tune_now: {error}"),
+                    }
+                    let _ = db.auto_tune_history();
+                    let _ = db.stats();
+                }
+                decided
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    db.close().expect("close");
+    stop.store(true, Ordering::Relaxed);
+    let decided: u32 = deciders
+        .into_iter()
+        .map(|t| t.join().expect("a decider returned"))
+        .sum();
+    for t in threads {
+        t.join().expect("a worker returned");
+    }
+    assert!(decided >= 3, "{decided} decisions in 2 s");
+    // Numbers are consecutive: decisions ran one at a time.
+    let db = Db::open(dir.path(), options(None)).expect("reopen");
+    let history = db.auto_tune_history();
+    assert!(!history.is_empty());
+    for pair in history.windows(2) {
+        assert_eq!(pair[1].number, pair[0].number + 1);
+    }
+    db.close().expect("close");
+}
