@@ -32,6 +32,7 @@ mod simulate;
 mod stress;
 mod study;
 mod tune;
+mod tune_apply;
 mod tune_inputs;
 mod whatif;
 

@@ -96,6 +96,16 @@ pub struct TuneArgs {
     /// Print `{"recommended": D, "candidates": [D, ...]}` as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Take one auto-tune decision on this database and apply it (`Db::auto_tune_now`): the
+    /// design in force against the tuner's best for the mix served since the last decision,
+    /// switched when the gain pays for the rewrite; recorded in the database. Every other flag
+    /// but `--apply-options` and `--json` is ignored.
+    #[arg(long, value_name = "DB")]
+    pub apply: Option<PathBuf>,
+    /// The options file to open `--apply`'s database with (its merge policy, filters and
+    /// `[auto_tune]` settings); default options when not given.
+    #[arg(long, value_name = "FILE", requires = "apply")]
+    pub apply_options: Option<PathBuf>,
 }
 
 /// Parses `name=value,name=value` into the given names' values; unknown or malformed parts are
@@ -466,6 +476,9 @@ fn write_error(error: std::io::Error) -> CliError {
 
 /// Runs `strata tune`.
 pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
+    if let Some(db) = &args.apply {
+        return crate::tune_apply::apply(db, args.apply_options.as_deref(), args.json, out);
+    }
     let inputs = problem(args)?;
     let problem = inputs.problem;
     let tuning = tune(&problem)?;

@@ -23,6 +23,10 @@
 //! bits_per_key = 5.0
 //! expected_entries = 10000000
 //! buffer_entries = 30000
+//!
+//! [auto_tune]              # on; every key optional (`model::auto_tune::AutoTuneOptions`)
+//! every_operations = 500000
+//! min_gain = 0.1
 //! ```
 
 use std::path::Path;
@@ -67,6 +71,10 @@ macro_rules! plain_options {
             /// The filter allocator ([`Options::filter_allocator`]).
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub filters: Option<FilterSection>,
+            /// Auto-tune ([`Options::auto_tune`]): an `[auto_tune]` section turns it on, its
+            /// keys left out at their defaults.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub auto_tune: Option<crate::model::auto_tune::AutoTuneOptions>,
         }
 
         impl OptionsFile {
@@ -80,6 +88,7 @@ macro_rules! plain_options {
                     wal_recovery_mode: Some(options.wal_recovery_mode.into()),
                     compaction: None,
                     filters: None,
+                    auto_tune: options.auto_tune,
                 }
             }
 
@@ -302,6 +311,12 @@ impl OptionsFile {
         if let Some(mode) = self.wal_recovery_mode {
             options.wal_recovery_mode = mode.into();
         }
+        if let Some(auto_tune) = self.auto_tune {
+            auto_tune.validate().map_err(|error| {
+                Error::InvalidArgument(format!("options file: [auto_tune]: {error}"))
+            })?;
+            options.auto_tune = Some(auto_tune);
+        }
         let compaction_settings = self.compaction.as_ref().map(CompactionSection::settings);
         if let Some(section) = &self.compaction {
             if section.garnering_c.is_some() && section.policy != CompactionKind::Garnering {
@@ -404,6 +419,40 @@ impl Options {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_auto_tune_section_turns_it_on_with_defaults_for_what_it_leaves_out() {
+        let file = OptionsFile::parse("[auto_tune]\nevery_operations = 500000\n").expect("parses");
+        let options = file.apply_to(Options::default()).expect("applies");
+        let auto_tune = options.auto_tune.expect("on");
+        assert_eq!(auto_tune.every_operations, 500_000);
+        assert_eq!(
+            auto_tune.min_gain,
+            crate::model::auto_tune::AutoTuneOptions::default().min_gain
+        );
+        let written = OptionsFile::from_options(&options)
+            .to_toml()
+            .expect("writes");
+        let again = OptionsFile::parse(&written)
+            .expect("parses")
+            .apply_to(Options::default())
+            .expect("applies");
+        assert_eq!(again.auto_tune, Some(auto_tune));
+        assert!(OptionsFile::default()
+            .apply_to(Options::default())
+            .expect("applies")
+            .auto_tune
+            .is_none());
+        for bad in [
+            "[auto_tune]\nevery_operations = 0\n",
+            "[auto_tune]\nconfirmations = 0\n",
+            "[auto_tune]\nmin_gian = 0.2\n",
+            "[auto_tune]\nseconds_per_read = -1.0\n",
+        ] {
+            let result = OptionsFile::parse(bad).and_then(|file| file.apply_to(Options::default()));
+            assert!(matches!(result, Err(Error::InvalidArgument(_))), "{bad}");
+        }
+    }
 
     #[test]
     fn a_file_sets_what_it_names_and_keeps_every_other_default() {

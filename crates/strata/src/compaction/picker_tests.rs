@@ -504,3 +504,50 @@ fn the_runner_reports_a_wrong_expectation() {
         assert!(run_file(&path).is_err(), "{policy}: refused");
     }
 }
+
+/// Every registered policy names its own registry entry, and building that entry again gives
+/// the same policy (auto-tune reads the design in force this way).
+#[test]
+fn every_registered_policy_builds_again_from_what_it_says_it_is() {
+    use crate::compaction::{CompactionKind, CompactionSettings, EcoTuneSettings, MooseSettings};
+    let mut settings = CompactionSettings::with_size_ratio(4.0);
+    settings.garnering_c = 0.6;
+    settings.base_level_bytes = Some(1 << 20);
+    settings.last_level = Some(5);
+    for &kind in CompactionKind::all() {
+        let mut settings = settings.clone();
+        if kind == CompactionKind::Tiering {
+            settings.base_level_bytes = None;
+        }
+        if kind == CompactionKind::Moose {
+            settings.moose = Some(MooseSettings {
+                runs_per_level: vec![2, 3],
+                ratios: vec![5.0, 4.0],
+            });
+        }
+        if kind == CompactionKind::Ecotune {
+            settings.ecotune = EcoTuneSettings::default();
+        }
+        let policy = kind.build(&settings).expect("builds");
+        match policy.registered() {
+            Some((registered, again)) => {
+                assert_eq!(registered, kind);
+                let rebuilt = registered.build(&again).expect("builds again");
+                assert_eq!(rebuilt.name(), policy.name(), "{kind}");
+                if kind.uses_size_ratio() {
+                    assert_eq!(again.size_ratio, 4.0, "{kind}");
+                    assert_eq!(again.last_level, Some(5), "{kind}");
+                }
+                if kind == CompactionKind::Garnering {
+                    assert_eq!(again.garnering_c, 0.6);
+                }
+                if kind == CompactionKind::Moose {
+                    assert_eq!(again.moose, settings.moose);
+                }
+            }
+            // Only the test-only example sits outside what auto-tune can read.
+            None => assert_eq!(kind.name(), "one-level"),
+        }
+    }
+    assert!(crate::compaction::Manual.registered().is_none());
+}
