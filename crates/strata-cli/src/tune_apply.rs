@@ -1,5 +1,5 @@
 //! `strata tune --apply DB`: one auto-tune decision on a database, from the command line
-//! (`Db::auto_tune_now`, DESIGN.md §7 "Self-tuning"). The database is opened for writing with the
+//! (`Db::auto_tune_now`, DESIGN.md §10 "Self-tuning"). The database is opened for writing with the
 //! options file given (`--apply-options`), or with the default options, takes the decision —
 //! switching its merge policy and size ratio when the rules allow — records it in its manifest
 //! and closes. The command parses, calls the library and prints; the decision is the library's.

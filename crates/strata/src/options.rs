@@ -173,7 +173,7 @@ pub struct Options {
     pub filter_rebuild_bytes_per_sec: u64,
     /// Decides what to compact. Default leveling with size ratio 10.
     pub compaction_policy: Arc<dyn CompactionPolicy>,
-    /// Auto-tune (DESIGN.md §7, "Self-tuning"): `Some` starts a background task that, every
+    /// Auto-tune (DESIGN.md §10, "Self-tuning"): `Some` starts a background task that, every
     /// `every_operations` operations, prices the design in force and the tuner's best for the
     /// mix the database served since its last decision, and switches the merge policy and size
     /// ratio when the gain pays for the rewrite, with hysteresis

@@ -1,4 +1,4 @@
-//! Auto-tune on a real database (`Options::auto_tune`, `Db::auto_tune_now`, DESIGN.md §7
+//! Auto-tune on a real database (`Options::auto_tune`, `Db::auto_tune_now`, DESIGN.md §10
 //! "Self-tuning"): decisions switch the running database, are kept across a reopen, show in
 //! `Stats`, run in the background, and every call returns beside writers, readers and a close.
 

@@ -253,6 +253,16 @@ pub struct BenchArgs {
     /// reading a run.
     #[arg(long, default_value_t = 0)]
     pub range_filter_bits: u32,
+    /// Strata's auto-tune (`Options::auto_tune`, DESIGN.md §10 "Self-tuning"): the engine
+    /// prices its design against the tuner's best for the mix it served since its last
+    /// decision and switches its merge policy and size ratio when that pays; the design in
+    /// force is printed after every phase. Peers run as configured.
+    #[arg(long)]
+    pub auto_tune: bool,
+    /// Operations between two auto-tune decisions (`AutoTuneOptions::every_operations`;
+    /// default the engine's, 250,000). Implies `--auto-tune`.
+    #[arg(long, value_name = "OPS")]
+    pub auto_tune_every: Option<u64>,
     /// Size of an index partition of Strata's partitioned tables (`Options::metadata_block_bytes`;
     /// default Strata's own, 4 KiB).
     #[arg(long, value_parser = parse_bytes)]
@@ -445,6 +455,7 @@ pub struct BenchConfig {
     #[serde(serialize_with = "serialize_filter_family")]
     pub filter_family: strata::FilterFamilies,
     pub range_filter_bits: u32,
+    pub auto_tune: Option<strata::model::auto_tune::AutoTuneOptions>,
     pub access_statistics: Vec<bool>,
     pub access_sample_every: u32,
     pub access_recent_weight: f64,
@@ -659,6 +670,13 @@ impl BenchConfig {
             elastic_disk_modules: args.elastic_disk_modules,
             filter_family: args.filter_family,
             range_filter_bits: args.range_filter_bits,
+            auto_tune: (args.auto_tune || args.auto_tune_every.is_some()).then(|| {
+                let defaults = strata::model::auto_tune::AutoTuneOptions::default();
+                strata::model::auto_tune::AutoTuneOptions {
+                    every_operations: args.auto_tune_every.unwrap_or(defaults.every_operations),
+                    ..defaults
+                }
+            }),
             access_statistics,
             access_sample_every: args
                 .access_sample_every
@@ -790,6 +808,7 @@ impl BenchConfig {
             elastic_disk_modules: self.elastic_disk_modules,
             filter_family: self.filter_family,
             range_filter_bits: self.range_filter_bits,
+            auto_tune: self.auto_tune,
             access_statistics: variant.access_statistics,
             access_sample_every: self.access_sample_every,
             access_recent_weight: self.access_recent_weight,

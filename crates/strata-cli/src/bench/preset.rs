@@ -18,6 +18,12 @@ pub enum Preset {
     /// operations, 128-byte keys and 384-byte values), empty-lookup fractions 0, 0.5 and 1, size
     /// ratio 4, 2 bits per key, a 5% block cache and direct reads.
     PaperMnemosyne,
+    /// A workload that shifts while one database stays open: a fill, then write-heavy
+    /// overwrites, point reads with a hot spot, short scans, and lookups of absent keys, at
+    /// 1,000,000 keys with 2 MiB write buffers and files, direct reads and a block cache of 5% of
+    /// the data; the design in force is printed after every phase (with `--auto-tune`, what the
+    /// engine switched to).
+    Shifting,
     /// YCSB core workloads in YCSB's recommended order (load, A, B, C, F, D, E), 100,000 records
     /// of 1,000-byte values and 100,000 operations each.
     Ycsb,
@@ -61,6 +67,19 @@ impl Preset {
                 "0.05",
                 "--direct-reads",
                 "--settle",
+            ],
+            Preset::Shifting => &[
+                "--workloads",
+                "fillrandom,overwrite,readhot,seekrandom,readmissing",
+                "--num",
+                "1000000",
+                "--write-buffer-bytes",
+                "2MiB",
+                "--target-file-bytes",
+                "2MiB",
+                "--direct-reads",
+                "--cache-fraction",
+                "0.05",
             ],
             Preset::Ycsb => &[
                 "--workloads",
@@ -128,6 +147,24 @@ mod tests {
             expand(os(&["strata", "bench", "--preset", "nope"])).len(),
             4
         );
+    }
+
+    #[test]
+    fn the_shifting_preset_changes_the_mix_from_phase_to_phase() {
+        use crate::bench::workload::Workload;
+        let flags = Preset::Shifting.flags();
+        let at = flags
+            .iter()
+            .position(|f| *f == "--workloads")
+            .expect("flag present");
+        let phases: Vec<Workload> = flags[at + 1]
+            .split(',')
+            .map(|name| name.parse().expect("a workload"))
+            .collect();
+        assert_eq!(phases.len(), 5);
+        assert!(phases[0].fills() && phases[1].is_write());
+        assert!(phases[2..].iter().all(|phase| !phase.is_write()));
+        assert!(flags.contains(&"--direct-reads"));
     }
 
     #[test]

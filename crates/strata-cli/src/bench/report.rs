@@ -173,6 +173,8 @@ pub struct PhaseResult {
     pub compaction_cpu_share: Option<f64>,
     /// The compaction policy's state at the end of the phase (Strata's EcoTune: its round).
     pub compaction_state: Option<String>,
+    /// The merge policy in force at the end of the phase and auto-tune's decisions (Strata).
+    pub design: Option<String>,
     /// Range filter probes and the files they ruled out, per operation (Strata with
     /// `--range-filter-bits`: bounded scans ask one per file their range meets).
     pub range_filter_probes_per_op: Option<f64>,
@@ -379,6 +381,7 @@ impl PhaseResult {
             write_stall_ms: io.write_stall_micros.map(|micros| micros as f64 / 1e3),
             compaction_cpu_share: None,
             compaction_state: shape.compaction_state.clone(),
+            design: shape.design.clone(),
             range_filter_probes_per_op: per_op(io.range_filter_probes),
             range_filter_negatives_per_op: per_op(io.range_filter_negatives),
             range_filter_bytes: shape.range_filter_bytes,
@@ -723,6 +726,9 @@ pub fn write_tree(out: &mut dyn Write, title: &str, shape: &TreeShape) -> io::Re
     }
     if let Some(state) = &shape.compaction_state {
         writeln!(out, "  compaction state: {state}")?;
+    }
+    if let Some(design) = &shape.design {
+        writeln!(out, "  design in force: {design}")?;
     }
     if let (Some(in_use), Some(on_disk)) = (shape.filter_bytes_in_use, shape.filter_bytes_on_disk) {
         writeln!(

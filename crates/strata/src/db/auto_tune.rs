@@ -1,4 +1,4 @@
-//! Auto-tune on a running database (`Options::auto_tune`, DESIGN.md §7 "Self-tuning"): the
+//! Auto-tune on a running database (`Options::auto_tune`, DESIGN.md §10 "Self-tuning"): the
 //! engine's half of `crate::model::auto_tune`. It gathers a decision's inputs — the tree's
 //! entries and entry size, the write buffer and the filter budget, the workload totals since the
 //! last decision, the merge policy in force — asks the pure decision, applies a switch through
@@ -95,10 +95,16 @@ impl DbInner {
                 };
                 drop(view);
                 let verdict = decide(options, &facts, &interval, &current, &state)?;
+                let mut decision = verdict.decision;
                 if let Some((kind, settings)) = &verdict.switch_to {
-                    self.set_compaction_policy(*kind, settings)?;
+                    // A switch that fails (a closed database, a failed manifest write) is
+                    // recorded as kept, with the error, when the record can still be written.
+                    if let Err(error) = self.set_compaction_policy(*kind, settings) {
+                        decision.switched = false;
+                        decision.reason = format!("the switch failed: {error}");
+                    }
                 }
-                verdict.decision
+                decision
             }
             None => Decision {
                 number: state.decisions + 1,

@@ -542,7 +542,7 @@ impl Db {
         self.inner.workload_mix()
     }
 
-    /// Takes one auto-tune decision now (DESIGN.md §7, "Self-tuning";
+    /// Takes one auto-tune decision now (DESIGN.md §10, "Self-tuning";
     /// `strata::model::auto_tune`) with `Options::auto_tune`'s settings, or the defaults when
     /// auto-tune is off, and applies it: prices the design in force and the tuner's best for the
     /// mix served since the last decision, switches the merge policy and size ratio when the

@@ -1,4 +1,4 @@
-//! Auto-tune's decision (DESIGN.md §7, "Self-tuning"): given the tree as it is, the workload the
+//! Auto-tune's decision (DESIGN.md §10, "Self-tuning"): given the tree as it is, the workload the
 //! database served since the last decision and the device, whether to switch the running
 //! database to the merge policy and size ratio the tuner ([`super::tuner`]) ranks first.
 //!
@@ -477,18 +477,23 @@ pub fn decide(
             ))
         }
     };
-    let candidates: Vec<CandidateRecord> = tuning
+    // Designs the engine can build from the settings in force (the tuner's one-level designs
+    // can ask for a size ratio above the policies' limit).
+    let ranked: Vec<&Design> = tuning
         .candidates
         .iter()
         .filter(|design| design.filters == filters)
-        .take(3)
-        .map(CandidateRecord::of)
+        .filter(|design| {
+            let (kind, settings) = switch_settings(design, &current.settings);
+            kind.build(&settings).is_ok()
+        })
         .collect();
-    let Some(best) = tuning
-        .candidates
+    let candidates: Vec<CandidateRecord> = ranked
         .iter()
-        .find(|design| design.filters == filters)
-    else {
+        .take(3)
+        .map(|design| CandidateRecord::of(design))
+        .collect();
+    let Some(best) = ranked.first().copied() else {
         return Ok(keep("the tuner ranked no design".into(), None, candidates));
     };
     let priced = current_design_priced(&problem, current, filters);
@@ -557,16 +562,7 @@ pub fn decide(
             ),
         )
     };
-    let switch_to = switched.then(|| {
-        let mut settings = CompactionSettings {
-            size_ratio: best.size_ratio,
-            ..current.settings.clone()
-        };
-        if let Some(c) = best.policy.garnering_c() {
-            settings.garnering_c = c;
-        }
-        (best.policy.kind(), settings)
-    });
+    let switch_to = switched.then(|| switch_settings(best, &current.settings));
     Ok(Verdict {
         decision: Decision {
             number,
@@ -584,6 +580,22 @@ pub fn decide(
         },
         switch_to,
     })
+}
+
+/// The registry entry that builds `design`, keeping the settings in force it does not set (the
+/// levels' base and depth).
+fn switch_settings(
+    design: &Design,
+    in_force: &CompactionSettings,
+) -> (CompactionKind, CompactionSettings) {
+    let mut settings = CompactionSettings {
+        size_ratio: design.size_ratio,
+        ..in_force.clone()
+    };
+    if let Some(c) = design.policy.garnering_c() {
+        settings.garnering_c = c;
+    }
+    (design.policy.kind(), settings)
 }
 
 /// The design in force priced by the models, or why it cannot be.
@@ -696,6 +708,45 @@ mod tests {
             .expect("the switched-to policy builds");
         state.record(second.decision, &later);
         assert_eq!((state.decisions, state.switches), (2, 1));
+    }
+
+    #[test]
+    fn a_read_only_mix_on_a_large_tree_ranks_only_designs_the_engine_builds() {
+        // 100 million entries: the tuner's one-level design asks for T in the hundreds of
+        // thousands, above the policies' limit; it must not be ranked, let alone switched to.
+        let big = TreeFacts {
+            entries: 100_000_000,
+            filter_bits: 10.0 * 100_000_000.0,
+            ..facts()
+        };
+        let reads = WorkloadTotals {
+            point_lookups: 1_000_000,
+            ..WorkloadTotals::default()
+        };
+        let options = AutoTuneOptions {
+            confirmations: 1,
+            ..AutoTuneOptions::default()
+        };
+        let verdict = decide(
+            &options,
+            &big,
+            &reads,
+            &design(CompactionKind::Tiering, 10.0),
+            &AutoTuneState::default(),
+        )
+        .expect("decides");
+        assert!(!verdict.decision.candidates.is_empty());
+        for candidate in &verdict.decision.candidates {
+            assert!(
+                candidate.size_ratio <= crate::compaction::MAX_SIZE_RATIO,
+                "{}",
+                verdict.decision
+            );
+        }
+        if let Some((kind, settings)) = verdict.switch_to {
+            kind.build(&settings)
+                .expect("the switched-to design builds");
+        }
     }
 
     #[test]

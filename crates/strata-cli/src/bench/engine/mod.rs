@@ -103,6 +103,8 @@ pub struct EngineConfig {
     pub filter_family: strata::FilterFamilies,
     /// Strata's range filters (`Options::range_filter_bits`; 0 = none).
     pub range_filter_bits: u32,
+    /// Strata's auto-tune (`Options::auto_tune`; `None`: off).
+    pub auto_tune: Option<strata::model::auto_tune::AutoTuneOptions>,
     /// Keep Merlin's access statistics in Strata (DESIGN.md §4).
     pub access_statistics: bool,
     /// Record one lookup in this many in them.
@@ -346,6 +348,9 @@ pub struct TreeShape {
     pub predicted_lookup_io: Option<PredictedLookupIo>,
     /// The compaction policy's state in words (Strata's EcoTune: its round), where shown.
     pub compaction_state: Option<String>,
+    /// The merge policy in force and, with auto-tune, its decisions so far (Strata), where
+    /// shown: what a phase of a shifting workload ran under.
+    pub design: Option<String>,
     /// Memory of the range filters of open table files (Strata), where known.
     pub range_filter_bytes: Option<u64>,
     /// Index and filter blocks held outside the block cache (Strata's pinned metadata:
@@ -487,6 +492,7 @@ pub(crate) mod conformance {
             elastic_disk_modules: None,
             filter_family: strata::FilterFamilies::default(),
             range_filter_bits: 0,
+            auto_tune: None,
             access_statistics: false,
             access_sample_every: 1,
             access_recent_weight: 0.75,

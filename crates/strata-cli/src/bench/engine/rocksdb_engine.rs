@@ -671,6 +671,7 @@ impl Engine for RocksDbEngine {
             filter_bytes_in_use: None,
             predicted_lookup_io: None,
             compaction_state: None,
+            design: None,
             range_filter_bytes: None,
             pinned_bytes: None,
             access_statistics_bytes: None,

@@ -19,6 +19,8 @@ const ACCESS_BYTES_PER_FILE: u64 = 600;
 pub struct StrataEngine {
     db: Db,
     settings: Vec<String>,
+    /// Auto-tune is on (`--auto-tune`): the shape then says what it decided.
+    config_auto_tune: bool,
 }
 
 impl StrataEngine {
@@ -90,6 +92,7 @@ impl StrataEngine {
             .filter_allocator(allocator)
             .filter_family(config.filter_family)
             .range_filter_bits(config.range_filter_bits)
+            .auto_tune(config.auto_tune)
             .filter_rebuild_bytes_per_sec(
                 config
                     .filter_rebuild_rate
@@ -148,9 +151,20 @@ impl StrataEngine {
         ];
         let mut settings = settings;
         settings.extend(access_note);
+        if let Some(auto_tune) = &options.auto_tune {
+            settings.push(format!(
+                "auto-tune every {} operations (min gain {}, {} confirmations, horizon {} intervals)",
+                auto_tune.every_operations,
+                auto_tune.min_gain,
+                auto_tune.confirmations,
+                auto_tune.horizon_intervals
+            ));
+        }
+        let config_auto_tune = options.auto_tune.is_some();
         Ok(StrataEngine {
             db: Db::open(dir, options)?,
             settings,
+            config_auto_tune,
         })
     }
 }
@@ -301,6 +315,22 @@ impl Engine for StrataEngine {
             filter_bytes_on_disk: Some(stats.levels.iter().map(|level| level.filter_bytes).sum()),
             filter_bytes_in_use: Some(stats.filter_bytes_in_use),
             compaction_state: stats.compaction_state.clone(),
+            design: Some({
+                let history = self.db.auto_tune_history();
+                let mut design = format!("compaction {}", self.db.compaction_policy_name());
+                if self.config_auto_tune {
+                    let switches = history.iter().filter(|d| d.switched).count();
+                    design.push_str(&format!(
+                        "; auto-tune: {} decisions, {switches} switches among the last {}",
+                        history.last().map_or(0, |last| last.number),
+                        history.len()
+                    ));
+                    if let Some(last) = history.last() {
+                        design.push_str(&format!("; last {last}"));
+                    }
+                }
+                design
+            }),
             range_filter_bytes: Some(stats.range_filter_bytes),
             pinned_bytes: Some(stats.pinned_bytes),
             access_statistics_bytes: Some(stats.access_statistics_bytes),
