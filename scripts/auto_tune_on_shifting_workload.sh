@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Auto-tune against fixed designs on a shifting workload: `strata bench --preset shifting` (a fill,
+# then overwrites, hot-spot reads, short scans and absent-key lookups on one open database; 2 MiB
+# buffers and files, direct reads, a 5% block cache) once with each fixed design and once with
+# `--auto-tune` (starting from the default leveling, T = 10), RUNS times in rotating order. Prints
+# each configuration's median ops/s per phase, the whole run's time (the sum over phases of
+# operations over median ops/s), each phase's ratio of auto-tune to the best fixed design, and the
+# design in force as each phase began.
+#
+#   scripts/auto_tune_on_shifting_workload.sh [RUNS] [NUM] [OPS] [EVERY] [STRATA]
+#   defaults:                                  3      1000000 200000 50000
+#
+# NUM keys are filled; every later phase runs OPS operations; auto-tune decides every EVERY
+# operations. DESIGNS (environment) lists the fixed designs as policy:T, default
+# "leveling:10 leveling:4 tiering:4 tiering:10 lazy-leveling:4 lazy-leveling:10 garnering:10".
+# STRATA is a binary to run instead of the workspace's release build. Reports are kept in OUT
+# (environment; a temporary directory by default).
+set -euo pipefail
+runs=${1:-3}
+num=${2:-1000000}
+ops=${3:-200000}
+every=${4:-50000}
+source "$(dirname "$0")/strata_binary.sh"
+strata=$(strata_binary "${5:-}")
+designs=(${DESIGNS:-leveling:10 leveling:4 tiering:4 tiering:10 lazy-leveling:4 lazy-leveling:10 garnering:10})
+configs=("${designs[@]}" auto)
+out=${OUT:-$(mktemp -d)}
+mkdir -p "$out"
+phases="fillrandom overwrite readhot seekrandom readmissing"
+n=${#configs[@]}
+for run in $(seq 1 "$runs"); do
+  for offset in $(seq 0 $((n - 1))); do
+    config=${configs[$(( (run - 1 + offset) % n ))]}
+    report="$out/${config/:/-T}-run$run.txt"
+    if [ "$config" = auto ]; then
+      flags=(--auto-tune --auto-tune-every "$every")
+    else
+      flags=(--compaction "${config%%:*}" --size-ratio "${config##*:}")
+    fi
+    echo "run $run: $config (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+    "$strata" bench --engines strata --preset shifting --num "$num" --reads "$ops" "${flags[@]}" \
+      > "$report"
+  done
+done
+python3 - "$out" "$runs" "$num" "$ops" "$phases" "${configs[@]}" <<'PY'
+import re, statistics, sys
+out, runs, num, ops, phases = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5].split()
+configs = sys.argv[6:]
+def report(config, run):
+    return f"{out}/{config.replace(':', '-T')}-run{run}.txt"
+median, trees, designs = {}, {}, {}
+for config in configs:
+    per_phase = {phase: [] for phase in phases}
+    for run in range(1, runs + 1):
+        text = open(report(config, run)).read()
+        seen = set()
+        for line in text.splitlines():
+            fields = line.split()
+            if len(fields) > 4 and fields[0] == "strata" and fields[1] in per_phase and fields[1] not in seen:
+                seen.add(fields[1])
+                per_phase[fields[1]].append(float(fields[3]))
+        if run == 1:
+            trees[config] = {m.group(1): m.group(2) for m in re.finditer(r"^tree strata before (\S+): ([^,]+, [^,]+),", text, re.M)}
+            entering, designs[config] = None, []
+            for line in text.splitlines():
+                m = re.match(r"tree strata before (\S+):", line)
+                if m:
+                    entering = m.group(1)
+                m = re.search(r"design in force: compaction (\S+?\))", line)
+                if m and entering:
+                    designs[config].append((entering, m.group(1)))
+    median[config] = {phase: statistics.median(values) for phase, values in per_phase.items() if values}
+def seconds(config):
+    return sum((num if phase == "fillrandom" else ops) / median[config][phase] for phase in phases)
+print(f"Median ops/s of {runs} runs per phase ({num:,} keys filled, {ops:,} operations per later phase)\n")
+print("| configuration | " + " | ".join(phases) + " | whole run (s) |")
+print("|---|" + "---:|" * (len(phases) + 1))
+for config in configs:
+    name = "auto-tune" if config == "auto" else config.replace(":", " T=")
+    print(f"| {name} | " + " | ".join(f"{median[config][p]:,.0f}" for p in phases) + f" | {seconds(config):.1f} |")
+fixed = [c for c in configs if c != "auto"]
+print("\n| phase | best fixed design | auto-tune / best | within 10% |")
+print("|---|---|---:|---|")
+for phase in phases:
+    best = max(fixed, key=lambda c: median[c][phase])
+    ratio = median["auto"][phase] / median[best][phase]
+    print(f"| {phase} | {best.replace(':', ' T=')} | {ratio:.2f} | {'yes' if ratio >= 0.9 else 'no'} |")
+fastest = min(fixed, key=seconds)
+print(f"\nWhole run: auto-tune {seconds('auto'):.1f} s; fastest fixed design {fastest.replace(':', ' T=')} {seconds(fastest):.1f} s "
+      f"(auto-tune {'ahead of' if seconds('auto') < seconds(fastest) else 'behind'} every fixed design: "
+      f"{seconds(fastest) / seconds('auto'):.2f}x the fastest's time)")
+print("\nDesign in force as each phase began, auto-tune's run 1: " + "; ".join(f"{p}: {d}" for p, d in designs.get("auto", [])))
+print("Tree before each phase, run 1 of auto-tune: " + "; ".join(f"{p}: {t}" for p, t in trees.get("auto", {}).items()))
+print(f"(reports in {out})")
+PY
