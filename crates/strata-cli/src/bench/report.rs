@@ -9,7 +9,7 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use super::engine::{EngineCounters, TreeShape, WriteCauses};
+use super::engine::{EngineCounters, PredictedBlockReads, TreeShape, WriteCauses};
 use super::workload::Workload;
 use super::Variant;
 use hdrhistogram::Histogram;
@@ -212,10 +212,14 @@ pub struct PhaseResult {
     pub levels: usize,
     /// Sorted runs at the end of the phase.
     pub runs: usize,
-    /// Data-block reads per lookup the cost model predicts on the tree the phase read
-    /// (`strata::model::tree`: `R` for readmissing, `V` for readrandom), beside the measured
-    /// `io_per_op.data`. Strata only.
-    pub predicted_data_reads_per_lookup: Option<f64>,
+    /// Device reads per lookup the cost model predicts on the tree the phase read, through the
+    /// engine's block cache (`strata::model::tree::device_reads`: the stream of missing keys for
+    /// readmissing, of existing keys for readrandom), by block kind, beside the measured
+    /// `io_per_op`. Strata only.
+    pub predicted_reads_per_lookup: Option<PredictedBlockReads>,
+    /// The data blocks the same lookups probe, each taken as a device read (the model without
+    /// the block cache: `R` for readmissing, `V` for readrandom).
+    pub predicted_data_reads_per_lookup_without_cache: Option<f64>,
     /// Strata's timed probes at the end of the phase (`TreeShape::probe_times`).
     pub probe_times: Option<super::engine::ProbeTimes>,
 }
@@ -410,13 +414,20 @@ impl PhaseResult {
             levels: shape.levels.len(),
             runs: shape.runs(),
             probe_times: shape.probe_times,
-            predicted_data_reads_per_lookup: shape.predicted_lookup_io.and_then(|predicted| {
-                match phase {
+            predicted_reads_per_lookup: shape.predicted_lookup_io.and_then(
+                |predicted| match phase {
+                    Workload::Readmissing => Some(predicted.zero_result_device),
+                    Workload::Mix(crate::bench::Mix::ReadRandom) => Some(predicted.existing_device),
+                    _ => None,
+                },
+            ),
+            predicted_data_reads_per_lookup_without_cache: shape.predicted_lookup_io.and_then(
+                |predicted| match phase {
                     Workload::Readmissing => Some(predicted.zero_result),
                     Workload::Mix(crate::bench::Mix::ReadRandom) => Some(predicted.existing),
                     _ => None,
-                }
-            }),
+                },
+            ),
         }
         .with_compression(io, shape)
     }
@@ -535,21 +546,43 @@ fn mib(bytes: u64) -> f64 {
 }
 
 /// A line under a point-read phase's row with the cost model's prediction for the tree it read
-/// (Strata only), beside what the engine counted.
+/// (Strata only), beside what the engine counted: device reads per lookup by block kind through
+/// the block cache, then the data blocks the model without the cache predicts.
 pub fn write_prediction(out: &mut dyn Write, result: &PhaseResult) -> io::Result<()> {
-    let Some(predicted) = result.predicted_data_reads_per_lookup else {
+    let Some(predicted) = result.predicted_reads_per_lookup else {
         return Ok(());
     };
-    let measured = result.io_per_op.data;
-    let ratio = measured
-        .filter(|_| predicted > 0.0)
-        .map(|measured| measured / predicted);
-    writeln!(
+    // A prediction that prints as 0.0000 gives no ratio worth printing.
+    let ratio = |measured: Option<f64>, predicted: f64| {
+        optional(
+            measured
+                .filter(|_| predicted >= 0.5e-4)
+                .map(|measured| measured / predicted),
+            2,
+        )
+    };
+    let measured = &result.io_per_op;
+    write!(
         out,
-        "  model (strata::model::tree): {predicted:.4} data-block reads per lookup predicted on this tree, {} measured (measured/predicted {})",
-        optional(measured, 4),
-        optional(ratio, 2)
-    )
+        "  model (strata::model::tree): device reads per lookup predicted/measured: data {:.4}/{} ({}), index {:.4}/{} ({}), filter {:.4}/{} ({})",
+        predicted.data,
+        optional(measured.data, 4),
+        ratio(measured.data, predicted.data),
+        predicted.index,
+        optional(measured.index, 4),
+        ratio(measured.index, predicted.index),
+        predicted.filter,
+        optional(measured.filter, 4),
+        ratio(measured.filter, predicted.filter),
+    )?;
+    match result.predicted_data_reads_per_lookup_without_cache {
+        Some(uncached) => writeln!(
+            out,
+            "; without the cache data {uncached:.4} ({})",
+            ratio(measured.data, uncached)
+        ),
+        None => writeln!(out),
+    }
 }
 
 /// A line under a read phase's row with Strata's timed probes, when lookups timed probes of

@@ -294,25 +294,93 @@ fn characteristic_time(rates: &[Rates]) -> f64 {
     if misses <= 0.0 {
         return f64::INFINITY;
     }
-    let predicted = |time: f64| -> f64 {
-        rates
+    let fastest = rates.iter().map(|r| r.reads).fold(0.0, f64::max);
+    solve_falling(
+        |time| {
+            rates
+                .iter()
+                .map(|r| r.read_count * (-time * r.reads).exp())
+                .sum()
+        },
+        misses,
+        1.0 / fastest.max(f64::MIN_POSITIVE),
+    )
+}
+
+/// Blocks alike in size and request rate, as Che's approximation of a cache of a given
+/// capacity sees them ([`characteristic_time_for_capacity`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BlockGroup {
+    /// Blocks in the group.
+    pub blocks: f64,
+    /// Bytes each block takes in the cache.
+    pub block_bytes: f64,
+    /// Requests per block per unit of time (any unit: the characteristic time comes out in it).
+    pub rate: f64,
+}
+
+impl BlockGroup {
+    /// The chance that a request for one of the group's blocks misses a cache of characteristic
+    /// time `time` (Che: `exp(-rate * time)`; 1 at `time = 0`, 0 at infinity for a requested
+    /// block).
+    pub fn miss_chance(&self, time: f64) -> f64 {
+        if self.rate <= 0.0 || time <= 0.0 {
+            return 1.0;
+        }
+        if time.is_infinite() {
+            return 0.0;
+        }
+        (-self.rate * time).exp()
+    }
+}
+
+/// Che's characteristic time of an LRU cache of `capacity_bytes` under the independent
+/// requests of `groups`: the `T` at which the blocks it is expected to hold fill it,
+/// `sum_g blocks_g * block_bytes_g * (1 - exp(-rate_g T)) = capacity` (Che, Tung and Wang,
+/// "Hierarchical Web caching systems: modeling, design and experimental results", the
+/// approximation the calibrated [`CacheModel`] also rests on). 0 for no cache; infinite when every requested
+/// block fits.
+pub fn characteristic_time_for_capacity(groups: &[BlockGroup], capacity_bytes: f64) -> f64 {
+    if capacity_bytes.is_nan() || capacity_bytes <= 0.0 {
+        return 0.0;
+    }
+    let requested: Vec<&BlockGroup> = groups
+        .iter()
+        .filter(|g| g.rate > 0.0 && g.blocks > 0.0 && g.block_bytes > 0.0)
+        .collect();
+    let footprint: f64 = requested.iter().map(|g| g.blocks * g.block_bytes).sum();
+    if footprint <= capacity_bytes {
+        return f64::INFINITY;
+    }
+    // Bytes *not* held, falling from `footprint` at 0 toward 0.
+    let left_out = |time: f64| -> f64 {
+        requested
             .iter()
-            .map(|r| r.read_count * (-time * r.reads).exp())
+            .map(|g| g.blocks * g.block_bytes * (-g.rate * time).exp())
             .sum()
     };
-    // `predicted` falls from `reads` at 0 toward 0: bracket the root, then bisect on a log
-    // scale (the rates span orders of magnitude).
-    let fastest = rates.iter().map(|r| r.reads).fold(0.0, f64::max);
-    let mut high = 1.0 / fastest.max(f64::MIN_POSITIVE);
+    let fastest = requested.iter().map(|g| g.rate).fold(0.0, f64::max);
+    solve_falling(
+        left_out,
+        footprint - capacity_bytes,
+        1.0 / fastest.max(f64::MIN_POSITIVE),
+    )
+}
+
+/// The `time > 0` at which `falling` (decreasing from its value at 0 toward 0) equals
+/// `target`: bracket the root from `start`, then bisect on a log scale (the rates span orders
+/// of magnitude).
+fn solve_falling(falling: impl Fn(f64) -> f64, target: f64, start: f64) -> f64 {
+    let mut high = start;
     let mut low = high;
     let mut steps = 0;
-    while predicted(high) > misses && steps < 200 {
+    while falling(high) > target && steps < 200 {
         low = high;
         high *= 4.0;
         steps += 1;
     }
     steps = 0;
-    while predicted(low) < misses && steps < 200 {
+    while falling(low) < target && steps < 200 {
         high = low;
         low /= 4.0;
         steps += 1;
@@ -321,7 +389,7 @@ fn characteristic_time(rates: &[Rates]) -> f64 {
     // error under 1e-12.
     for _ in 0..40 {
         let middle = (low * high).sqrt();
-        if predicted(middle) > misses {
+        if falling(middle) > target {
             low = middle;
         } else {
             high = middle;
@@ -365,6 +433,47 @@ mod tests {
             .collect();
         let found = characteristic_time(&files);
         assert!((found - time).abs() < 1e-6 * time, "{found}");
+    }
+
+    #[test]
+    fn the_capacity_time_fills_the_cache_with_the_blocks_it_holds() {
+        // 1,000 hot blocks and 10,000 cold ones of 4 KiB, a 2,000-block cache.
+        let groups = [
+            BlockGroup {
+                blocks: 1_000.0,
+                block_bytes: 4096.0,
+                rate: 1e-2,
+            },
+            BlockGroup {
+                blocks: 10_000.0,
+                block_bytes: 4096.0,
+                rate: 1e-4,
+            },
+        ];
+        let capacity = 2_000.0 * 4096.0;
+        let time = characteristic_time_for_capacity(&groups, capacity);
+        let held: f64 = groups
+            .iter()
+            .map(|g| g.blocks * g.block_bytes * (1.0 - g.miss_chance(time)))
+            .sum();
+        assert!((held - capacity).abs() < 1e-6 * capacity, "{held}");
+        // The hot blocks are held far more often than the cold ones.
+        assert!(groups[0].miss_chance(time) < 0.5 * groups[1].miss_chance(time));
+        // No cache: every request misses; room for every block: none does.
+        assert_eq!(characteristic_time_for_capacity(&groups, 0.0), 0.0);
+        assert_eq!(groups[0].miss_chance(0.0), 1.0);
+        let all = characteristic_time_for_capacity(&groups, 11_000.0 * 4096.0);
+        assert_eq!(all, f64::INFINITY);
+        assert_eq!(groups[1].miss_chance(all), 0.0);
+        // A block nobody requests takes no room.
+        let idle = BlockGroup {
+            rate: 0.0,
+            ..groups[1]
+        };
+        assert_eq!(
+            characteristic_time_for_capacity(&[groups[0], idle], 1_000.0 * 4096.0),
+            f64::INFINITY
+        );
     }
 
     #[test]

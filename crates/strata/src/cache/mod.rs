@@ -15,7 +15,7 @@ use crate::filter::Filter;
 use crate::table::block::Block;
 
 /// Bookkeeping bytes per cached block beyond its contents (key, handle, `Arc`).
-const ENTRY_OVERHEAD_BYTES: u64 = 64;
+pub(crate) const ENTRY_OVERHEAD_BYTES: u64 = 64;
 
 /// A cached block: a sorted key/value block (data or index) or a decoded filter.
 #[derive(Clone)]

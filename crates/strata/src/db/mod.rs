@@ -507,6 +507,29 @@ impl Db {
         })
     }
 
+    /// What a point lookup is predicted to read from the device on the tree as it is now,
+    /// through this database's block cache (`strata::model::tree::device_reads`): data, index
+    /// and filter blocks per lookup, for lookups of missing keys and of existing ones, each
+    /// stream taken alone and the cache settled under it. `strata bench` prints it beside the
+    /// measured block reads.
+    pub fn predicted_device_reads(&self) -> crate::model::tree::TreeDeviceReads {
+        let view = self.inner.view.load_full();
+        let allocator = &view.filter_allocator;
+        let options = &self.inner.options;
+        let cache = crate::model::tree::CacheSetting {
+            capacity_bytes: options.block_cache_bytes,
+            block_bytes: options.block_bytes as u64,
+            metadata_pinned: options.pin_filter_and_index_blocks,
+            level0_metadata_pinned: options.pin_filter_and_index_blocks
+                || options.pin_l0_filter_and_index_blocks,
+        };
+        crate::model::tree::device_reads(
+            &view.version,
+            &|run, file| allocator.bits_per_key_in_use(run, file),
+            &cache,
+        )
+    }
+
     /// The name of the merge policy in effect (the configured one, or the one
     /// [`Db::set_compaction_policy`] switched to).
     pub fn compaction_policy_name(&self) -> String {

@@ -27,6 +27,7 @@
 //! So `R = sum_r p_r` and `V = 1 + sum_r (n_r / N) * sum_{r' before r} p_r'`, with
 //! `p_r = sum_{f in r} c_f * fpr_f` the chance that run `r` costs a lookup a wasted read.
 
+use crate::alloc::cache_model::{characteristic_time_for_capacity, BlockGroup};
 use crate::version::key_space::KeySpace;
 use crate::version::{FileMetadata, Version};
 
@@ -89,6 +90,264 @@ pub fn lookup_cost(
         existing_io,
         runs: runs.len(),
     }
+}
+
+/// The block cache a lookup's blocks go through, as [`device_reads`] sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CacheSetting {
+    /// Capacity of the shared block cache (`Options::block_cache_bytes`); 0 for none.
+    pub capacity_bytes: u64,
+    /// Target size of a data block (`Options::block_bytes`).
+    pub block_bytes: u64,
+    /// Index and filter blocks of every file pinned outside the cache
+    /// (`Options::pin_filter_and_index_blocks`): lookups read only data blocks through it.
+    pub metadata_pinned: bool,
+    /// Level 0's index and filter blocks pinned (`Options::pin_l0_filter_and_index_blocks`).
+    pub level0_metadata_pinned: bool,
+}
+
+impl CacheSetting {
+    /// No block cache, index and filter blocks pinned: every data block a lookup probes is a
+    /// device read, what [`lookup_cost`] assumes.
+    pub const NONE_PINNED: CacheSetting = CacheSetting {
+        capacity_bytes: 0,
+        block_bytes: 4096,
+        metadata_pinned: true,
+        level0_metadata_pinned: true,
+    };
+}
+
+/// Blocks a lookup reads from the device, by kind (block-cache misses: what the engine counts
+/// as reads, `IoStats::data_block_reads` and its siblings).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct BlockReads {
+    /// Data blocks.
+    pub data: f64,
+    /// Index blocks (or partitions).
+    pub index: f64,
+    /// Filter blocks (or partitions).
+    pub filter: f64,
+}
+
+impl BlockReads {
+    /// Every kind together.
+    pub fn total(&self) -> f64 {
+        self.data + self.index + self.filter
+    }
+}
+
+/// What one point lookup is predicted to read from the device on a tree through a block cache,
+/// for a stream of lookups of missing keys and one of existing keys ([`device_reads`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TreeDeviceReads {
+    /// Lookups of keys the tree does not hold (`readmissing`).
+    pub zero_result: BlockReads,
+    /// Lookups of keys the tree holds, every key alike (`readrandom`).
+    pub existing: BlockReads,
+    /// Runs a lookup probes.
+    pub runs: usize,
+}
+
+/// Bytes an index entry is taken to take per data block: the separator (at most a user key)
+/// and the block handle, delta-encoded, with the entry's varint header.
+const INDEX_ENTRY_OVERHEAD_BYTES: f64 = 6.0;
+
+/// One file as [`device_reads`] prices it.
+struct FileBlocks {
+    /// Share of the key range the file covers (`c_f`).
+    coverage: f64,
+    /// `c_f` over its run's summed coverage: where an existing key of the run lies.
+    home_share: f64,
+    /// Chance its filter passes a key it does not hold (1 without a filter in use).
+    pass_rate: f64,
+    /// A filter lookups probe.
+    filtered: bool,
+    data_blocks: f64,
+    data_block_bytes: f64,
+    /// Index and filter partitions (1 unpartitioned), and their bytes.
+    partitions: f64,
+    index_bytes: f64,
+    filter_bytes: f64,
+    /// Index and filter blocks outside the cache.
+    metadata_pinned: bool,
+}
+
+/// The requests per lookup a file's blocks see, by kind.
+#[derive(Clone, Copy, Default)]
+struct Touches {
+    data: f64,
+    index: f64,
+    filter: f64,
+}
+
+/// The predicted device reads of a point lookup on `tree` through the block cache `cache`
+/// (DESIGN.md §7, "Lookups through the block cache"): the requests each of the tree's data,
+/// index and filter blocks sees per lookup, from the probe order and filters of
+/// [`lookup_cost`], with keys spread evenly over each file's blocks; Che's approximation of
+/// the cache (`alloc::cache_model::characteristic_time_for_capacity`) says which share of each
+/// block's requests miss once the cache has settled under that stream. With no cache this is
+/// [`lookup_cost`] (data reads `R` and `V`; index and filter blocks read at every probe unless
+/// pinned).
+pub fn device_reads(
+    tree: &Version,
+    bits_in_use: &dyn Fn(u64, &FileMetadata) -> f64,
+    cache: &CacheSetting,
+) -> TreeDeviceReads {
+    let Some(space) = KeySpace::of_tree(tree) else {
+        return TreeDeviceReads {
+            zero_result: BlockReads::default(),
+            existing: BlockReads {
+                data: 1.0,
+                ..BlockReads::default()
+            },
+            runs: 0,
+        };
+    };
+    // (entries, files) of every run, in probe order.
+    let runs: Vec<(f64, Vec<FileBlocks>)> = tree
+        .levels()
+        .iter()
+        .enumerate()
+        .flat_map(|(level, l)| l.runs().iter().map(move |run| (level, run)))
+        .filter(|(_, run)| run.entries() > 0)
+        .map(|(level, run)| {
+            let pinned = cache.metadata_pinned || (level == 0 && cache.level0_metadata_pinned);
+            let mut files: Vec<FileBlocks> = run
+                .files()
+                .iter()
+                .map(|file| file_blocks(&space, run.id(), file, bits_in_use, cache, pinned))
+                .collect();
+            let covered: f64 = files.iter().map(|f| f.coverage).sum();
+            for f in &mut files {
+                f.home_share = if covered > 0.0 {
+                    f.coverage / covered
+                } else {
+                    0.0
+                };
+            }
+            (run.entries() as f64, files)
+        })
+        .collect();
+    TreeDeviceReads {
+        zero_result: reads_through_cache(&runs, false, cache),
+        existing: reads_through_cache(&runs, true, cache),
+        runs: runs.len(),
+    }
+}
+
+fn file_blocks(
+    space: &KeySpace,
+    run_id: u64,
+    file: &FileMetadata,
+    bits_in_use: &dyn Fn(u64, &FileMetadata) -> f64,
+    cache: &CacheSetting,
+    metadata_pinned: bool,
+) -> FileBlocks {
+    let bits = bits_in_use(run_id, file);
+    let pass_rate = file
+        .filter_family()
+        .expected_false_positive_rate(file.entries(), bits);
+    let filtered = bits > 0.0 && file.filter_bytes() > 0;
+    let block_bytes = cache.block_bytes.max(1) as f64;
+    let payload = file.file_bytes().saturating_sub(file.filter_bytes()) as f64;
+    // Index entries per data block: the separator is at most a user key.
+    let entry = file.smallest_user_key().len() as f64 + INDEX_ENTRY_OVERHEAD_BYTES;
+    let data_blocks = (payload / (block_bytes + entry)).max(1.0);
+    let in_use_share = if file.bits_per_key() > 0.0 {
+        (bits / file.bits_per_key()).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    FileBlocks {
+        coverage: space.coverage(file.smallest_user_key(), file.largest_user_key()),
+        home_share: 0.0,
+        pass_rate,
+        filtered,
+        data_blocks,
+        data_block_bytes: block_bytes + crate::cache::ENTRY_OVERHEAD_BYTES as f64,
+        partitions: f64::from(file.filter_partitions().max(1)),
+        index_bytes: data_blocks * entry,
+        filter_bytes: file.filter_bytes() as f64 * in_use_share,
+        metadata_pinned,
+    }
+}
+
+/// Device reads per lookup of a stream of lookups of existing keys (`existing`) or of missing
+/// ones, on `runs` through `cache`.
+fn reads_through_cache(
+    runs: &[(f64, Vec<FileBlocks>)],
+    existing: bool,
+    cache: &CacheSetting,
+) -> BlockReads {
+    let total: f64 = runs.iter().map(|(entries, _)| entries).sum();
+    // Share of existing keys in runs from `i` on (the lookups that reach run `i`).
+    let mut later = vec![0.0; runs.len() + 1];
+    for (i, (entries, _)) in runs.iter().enumerate().rev() {
+        later[i] = later[i + 1] + entries / total;
+    }
+    let touches: Vec<Vec<Touches>> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, (entries, files))| {
+            let (reach, past, home) = if existing {
+                (later[i], later[i + 1], entries / total)
+            } else {
+                (1.0, 1.0, 0.0)
+            };
+            files
+                .iter()
+                .map(|f| {
+                    let filter = if f.filtered { reach * f.coverage } else { 0.0 };
+                    let data = past * f.coverage * f.pass_rate + home * f.home_share;
+                    Touches {
+                        data,
+                        index: data,
+                        filter,
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let overhead = crate::cache::ENTRY_OVERHEAD_BYTES as f64;
+    let mut groups = Vec::new();
+    for ((_, files), touches) in runs.iter().zip(&touches) {
+        for (f, t) in files.iter().zip(touches) {
+            groups.push(BlockGroup {
+                blocks: f.data_blocks,
+                block_bytes: f.data_block_bytes,
+                rate: t.data / f.data_blocks,
+            });
+            if !f.metadata_pinned {
+                for (bytes, rate) in [(f.index_bytes, t.index), (f.filter_bytes, t.filter)] {
+                    groups.push(BlockGroup {
+                        blocks: f.partitions,
+                        block_bytes: bytes / f.partitions + overhead,
+                        rate: rate / f.partitions,
+                    });
+                }
+            }
+        }
+    }
+    let time = characteristic_time_for_capacity(&groups, cache.capacity_bytes as f64);
+    let mut reads = BlockReads::default();
+    for ((_, files), touches) in runs.iter().zip(&touches) {
+        for (f, t) in files.iter().zip(touches) {
+            let miss = |rate: f64, blocks: f64| {
+                let group = BlockGroup {
+                    blocks,
+                    block_bytes: 1.0,
+                    rate: rate / blocks,
+                };
+                rate * group.miss_chance(time)
+            };
+            reads.data += miss(t.data, f.data_blocks);
+            if !f.metadata_pinned {
+                reads.index += miss(t.index, f.partitions);
+                reads.filter += miss(t.filter, f.partitions);
+            }
+        }
+    }
+    reads
 }
 
 #[cfg(test)]
@@ -175,6 +434,113 @@ mod tests {
             "{}",
             cost.zero_result_io
         );
+    }
+
+    /// Leveling at 5 bits per key: runs of 1,000, 10,000 and 100,000 entries of 100 bytes over
+    /// one key range.
+    fn three_levels() -> Version {
+        Version::builder()
+            .add_file(1, 1, file(1, "k000", "k999", 1_000, 5.0))
+            .add_file(2, 2, file(2, "k000", "k999", 10_000, 5.0))
+            .add_file(3, 3, file(3, "k000", "k999", 100_000, 5.0))
+            .build()
+            .expect("builds")
+    }
+
+    fn setting(capacity_bytes: u64, metadata_pinned: bool) -> CacheSetting {
+        CacheSetting {
+            capacity_bytes,
+            block_bytes: 4096,
+            metadata_pinned,
+            level0_metadata_pinned: metadata_pinned,
+        }
+    }
+
+    #[test]
+    fn without_a_cache_the_data_reads_are_the_model_without_one() {
+        for tree in [three_levels(), Version::builder().build().expect("builds")] {
+            let old = lookup_cost(&tree, &never);
+            let pinned = device_reads(&tree, &never, &setting(0, true));
+            assert_eq!(pinned.runs, old.runs);
+            assert!((pinned.zero_result.data - old.zero_result_io).abs() < 1e-12);
+            assert!((pinned.existing.data - old.existing_io).abs() < 1e-12);
+            for reads in [pinned.zero_result, pinned.existing] {
+                assert_eq!((reads.index, reads.filter), (0.0, 0.0));
+            }
+        }
+        // Unpinned and uncached: every probe reads its filter block, every filter pass its index
+        // block. A missing key probes all three filters; an existing one stops at its run.
+        let tree = three_levels();
+        let old = lookup_cost(&tree, &never);
+        let unpinned = device_reads(&tree, &never, &setting(0, false));
+        assert!((unpinned.zero_result.filter - 3.0).abs() < 1e-12);
+        assert!((unpinned.zero_result.index - old.zero_result_io).abs() < 1e-12);
+        assert!((unpinned.existing.index - old.existing_io).abs() < 1e-12);
+        let expected_filters = 1.0 + 110_000.0 / 111_000.0 + 100_000.0 / 111_000.0;
+        assert!((unpinned.existing.filter - expected_filters).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_cache_that_holds_every_block_predicts_no_device_read() {
+        // The tree is 11.1 MB; a 64 MiB cache holds it with its index and filter blocks.
+        let tree = three_levels();
+        for pinned in [true, false] {
+            let reads = device_reads(&tree, &never, &setting(64 << 20, pinned));
+            assert_eq!(reads.zero_result.total(), 0.0);
+            assert_eq!(reads.existing.total(), 0.0);
+        }
+    }
+
+    #[test]
+    fn uniform_reads_of_one_run_miss_the_share_of_its_blocks_the_cache_cannot_hold() {
+        // One run of 100,000 entries of 100 bytes: about 2,400 data blocks, each read alike by
+        // existing keys, so a cache of a quarter of them serves a quarter of the reads (Che's
+        // approximation is exact for blocks alike).
+        let tree = Version::builder()
+            .add_file(1, 1, file(1, "k000", "k999", 100_000, 5.0))
+            .build()
+            .expect("builds");
+        let cached = device_reads(&tree, &never, &setting(0, true));
+        let payload = 10_000_000.0 - 62_500.0;
+        let footprint = payload * (4096.0 + 64.0) / (4096.0 + 4.0 + 6.0);
+        let capacity = footprint / 4.0;
+        let reads = device_reads(&tree, &never, &setting(capacity as u64, true));
+        assert!((cached.existing.data - 1.0).abs() < 1e-12);
+        assert!((reads.existing.data - 0.75).abs() < 1e-6, "{reads:?}");
+    }
+
+    #[test]
+    fn device_reads_fall_as_the_cache_grows_and_small_hot_runs_are_served_first() {
+        let tree = three_levels();
+        let mut last = device_reads(&tree, &never, &setting(0, false));
+        for capacity in [64u64 << 10, 256 << 10, 1 << 20, 4 << 20, 8 << 20, 16 << 20] {
+            for pinned in [true, false] {
+                let previous = device_reads(&tree, &never, &setting(capacity / 2, pinned));
+                let reads = device_reads(&tree, &never, &setting(capacity, pinned));
+                for (now, before) in [
+                    (reads.zero_result, previous.zero_result),
+                    (reads.existing, previous.existing),
+                ] {
+                    assert!(
+                        now.data <= before.data + 1e-12,
+                        "{capacity}: {now:?} {before:?}"
+                    );
+                    assert!(now.total() <= before.total() + 1e-12, "{capacity}");
+                }
+                if !pinned {
+                    last = reads;
+                }
+            }
+        }
+        // At 16 MiB everything fits.
+        assert_eq!(last.zero_result.total(), 0.0);
+        // A 1 MiB cache holds the whole 100 KB first run, whose false positives are the most
+        // requested blocks, so it saves more than its share of missing keys' reads.
+        let uncached = device_reads(&tree, &never, &setting(0, true));
+        let small = device_reads(&tree, &never, &setting(1 << 20, true));
+        let saved = 1.0 - small.zero_result.data / uncached.zero_result.data;
+        assert!(saved > (1 << 20) as f64 / 11.1e6, "{saved}");
+        assert!(small.zero_result.data > 0.0);
     }
 
     #[test]

@@ -380,13 +380,29 @@ pub struct ProbeTimes {
     pub cached_false_positive_cost: Option<f64>,
 }
 
-/// Data-block reads per point lookup, as the model predicts them for a tree.
+/// Block reads per point lookup, as the model predicts them for a tree.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct PredictedLookupIo {
-    /// A lookup of a missing key (`R`).
+    /// Data blocks a lookup of a missing key probes (`R`), every one taken as a device read
+    /// (the model without the block cache).
     pub zero_result: f64,
-    /// A lookup of an existing key (`V`).
+    /// The same for a lookup of an existing key (`V`).
     pub existing: f64,
+    /// Device reads of a lookup of a missing key through the block cache, by kind.
+    pub zero_result_device: PredictedBlockReads,
+    /// The same for a lookup of an existing key.
+    pub existing_device: PredictedBlockReads,
+}
+
+/// Device reads per operation by block kind, as a model predicts them.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct PredictedBlockReads {
+    /// Data blocks.
+    pub data: f64,
+    /// Index blocks.
+    pub index: f64,
+    /// Filter blocks.
+    pub filter: f64,
 }
 
 impl TreeShape {

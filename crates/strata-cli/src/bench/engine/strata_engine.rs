@@ -7,7 +7,7 @@ use strata::{Db, Options, WriteBatch};
 
 use super::{
     read_scan, BatchOp, CompressionCounters, Engine, EngineConfig, EngineCounters, LevelShape,
-    PredictedLookupIo, ScanOutcome, TreeShape, WriteCauses, CAUSE_LEVELS,
+    PredictedBlockReads, PredictedLookupIo, ScanOutcome, TreeShape, WriteCauses, CAUSE_LEVELS,
 };
 use crate::error::CliResult;
 use crate::policies::{CompactionSettings, FilterSettings};
@@ -346,9 +346,17 @@ impl Engine for StrataEngine {
             },
             predicted_lookup_io: {
                 let predicted = self.db.predicted_lookup_cost();
+                let device = self.db.predicted_device_reads();
+                let kinds = |reads: strata::model::tree::BlockReads| PredictedBlockReads {
+                    data: reads.data,
+                    index: reads.index,
+                    filter: reads.filter,
+                };
                 Some(PredictedLookupIo {
                     zero_result: predicted.zero_result_io,
                     existing: predicted.existing_io,
+                    zero_result_device: kinds(device.zero_result),
+                    existing_device: kinds(device.existing),
                 })
             },
         }
