@@ -925,6 +925,22 @@ reader_methods! { Db {
         py.import("json")?.call_method1("loads", (text,))
     }
 
+    /// Takes one auto-tune decision now and applies it (``Db::auto_tune_now``; the settings of
+    /// the options file's ``[auto_tune]`` section, or the defaults): the merge policy in force
+    /// against the tuner's best for the mix served since the last decision, switched when the
+    /// gain pays for a rewrite and was confirmed. Returns the decision as a dict (``number``,
+    /// ``operations``, ``mix``, ``current``, ``candidates``, ``gain``, ``saved_seconds``,
+    /// ``switch_seconds``, ``streak``, ``switched``, ``reason``); ``stats()["auto_tune"]`` lists
+    /// the last decisions in words.
+    fn auto_tune_now<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let text = release(py, || {
+            let decision = self.db.auto_tune_now()?;
+            serde_json::to_string(&decision)
+                .map_err(|e| Failure::Panic(format!("decision not encodable as JSON: {e}")))
+        })?;
+        py.import("json")?.call_method1("loads", (text,))
+    }
+
     /// Verifies every file of the database on disk (as ``strata check --json``) and returns the
     /// report as a dict: ``sound``, ``errors``, ``warnings``, ``problems`` (file, offset,
     /// severity, message) and what was read. Waits for background compactions first; a flush

@@ -345,3 +345,34 @@ def test_sync_writes(db):
     batch.put(b"b", b"2")
     db.write(batch, sync=True)
     assert db.multi_get([b"a", b"b"]) == [None, b"2"]
+
+
+def test_auto_tune_from_an_options_file_decides_and_shows_in_stats(tmp_path, db_path):
+    options_file = tmp_path / "db.toml"
+    options_file.write_text(
+        "write_buffer_bytes = 65536\n"
+        '[compaction]\npolicy = "tiering"\nsize_ratio = 8.0\n'
+        # The background thread never comes to it: the test decides.
+        "[auto_tune]\nevery_operations = 1000000000\nconfirmations = 1\n"
+    )
+    with strata.Db(db_path, options_file=str(options_file)) as db:
+        for i in range(5000):
+            db.put(b"k%06d" % i, b"v" * 100)
+        db.flush()
+        for i in range(100_000):
+            db.get(b"k%06d" % (i % 10_000))
+        decision = db.auto_tune_now()
+        assert decision["number"] == 1
+        assert decision["operations"] >= 105_000
+        assert decision["mix"]["point_lookups"] > 0.9
+        assert decision["candidates"], decision
+        assert decision["switched"] is True, decision
+        assert not db.stats()["compaction_policy"].startswith("tiering")
+        assert len(db.stats()["auto_tune"]) == 1
+        assert "switch" in db.stats()["auto_tune"][0]
+    with strata.Db(db_path, options_file=str(options_file)) as db:
+        assert len(db.stats()["auto_tune"]) == 1
+        assert db.auto_tune_now()["number"] == 2
+    with strata.Db(db_path, read_only=True) as reader:
+        with pytest.raises(strata.ReadOnlyError):
+            reader.auto_tune_now()

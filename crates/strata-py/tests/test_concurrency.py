@@ -181,6 +181,8 @@ def test_concurrent_callers_of_every_entry_point(db_path):
             stats = db.stats()
             assert stats["background_error"] is None
             db.wait_for_compactions()
+            decision = db.auto_tune_now()
+            assert decision["number"] >= 1 and isinstance(decision["reason"], str)
         return True
 
     def snapshotter():
@@ -243,6 +245,7 @@ def test_concurrent_close_with_callers(db_path):
                 if calls % 50 == 0:
                     db.flush()
                     db.stats()
+                    db.auto_tune_now()
                 calls += 1
         except strata.ClosedError:
             return calls
