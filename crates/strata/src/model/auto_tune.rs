@@ -58,6 +58,11 @@ pub struct AutoTuneOptions {
     /// The horizon over which a switch must pay for itself, in intervals of the last interval's
     /// operations.
     pub horizon_intervals: f64,
+    /// The largest size ratio a switch may choose. The tuner's shallowest designs (one or two
+    /// levels, `T` in the hundreds) are a tiered level of `T - 1` runs that every lookup and
+    /// scan probes, or a leveled one that every flush rewrites; on a workload that shifts, the
+    /// way back out of one costs far more than the one rewrite a decision prices.
+    pub max_size_ratio: f64,
     /// Seconds per random page read (`Omega`).
     pub seconds_per_read: f64,
     /// A page write's cost relative to a read (`phi`).
@@ -70,7 +75,7 @@ pub struct AutoTuneOptions {
 
 impl Default for AutoTuneOptions {
     /// A decision every 250,000 operations; a switch for 10% or more, confirmed twice, paid
-    /// back within 20 intervals; the device `strata tune` assumes by default (100 µs reads,
+    /// back within 20 intervals, to a size ratio of at most 16; the device `strata tune` assumes by default (100 µs reads,
     /// writes and merge reads alike, 4 KiB pages).
     fn default() -> Self {
         AutoTuneOptions {
@@ -78,6 +83,7 @@ impl Default for AutoTuneOptions {
             min_gain: 0.10,
             confirmations: 2,
             horizon_intervals: 20.0,
+            max_size_ratio: 16.0,
             seconds_per_read: 100e-6,
             write_read_cost_ratio: 1.0,
             merge_read_cost_ratio: 1.0,
@@ -96,6 +102,12 @@ impl AutoTuneOptions {
         }
         if self.confirmations == 0 {
             return Err(invalid("auto_tune.confirmations must be at least 1".into()));
+        }
+        if !(self.max_size_ratio.is_finite() && self.max_size_ratio >= 2.0) {
+            return Err(invalid(format!(
+                "auto_tune.max_size_ratio must be finite and >= 2, got {}",
+                self.max_size_ratio
+            )));
         }
         for (name, value, positive) in [
             ("min_gain", self.min_gain, false),
@@ -483,6 +495,7 @@ pub fn decide(
         .candidates
         .iter()
         .filter(|design| design.filters == filters)
+        .filter(|design| design.size_ratio <= options.max_size_ratio)
         .filter(|design| {
             let (kind, settings) = switch_settings(design, &current.settings);
             kind.build(&settings).is_ok()
@@ -738,7 +751,7 @@ mod tests {
         assert!(!verdict.decision.candidates.is_empty());
         for candidate in &verdict.decision.candidates {
             assert!(
-                candidate.size_ratio <= crate::compaction::MAX_SIZE_RATIO,
+                candidate.size_ratio <= options.max_size_ratio,
                 "{}",
                 verdict.decision
             );
@@ -892,6 +905,10 @@ mod tests {
             },
             AutoTuneOptions {
                 page_bytes: -1.0,
+                ..AutoTuneOptions::default()
+            },
+            AutoTuneOptions {
+                max_size_ratio: 1.5,
                 ..AutoTuneOptions::default()
             },
         ] {
