@@ -11,9 +11,14 @@
 #   scripts/skewed_lookups_against_rocksdb_ribbon.sh [RUNS] [BITS_PER_KEY] [STRATA]
 #     defaults: 3, 3, a release build of the workspace with the peers
 #
-# Read `unnec/lk` (data blocks read by lookups that found nothing there) and ops/s of the
-# `mnemosyne-ii:0.9` phase, against `rocksdb-ribbon`: the summary's ratio column is against the
-# first configuration (Strata's default). About 3 minutes a run.
+# Read `unnec/lk` (data blocks read from the device by lookups in files that did not hold the
+# key) and ops/s of the `mnemosyne-ii:0.9` phase, against `rocksdb-ribbon`: the summary's ratio
+# columns are against the first configuration (Strata's default). RocksDB's unnecessary reads are
+# counted from its perf context lookup by lookup: all data blocks of a lookup that found nothing,
+# all but the last of one that found its key; where such a lookup read data blocks both from the
+# device and from the cache the count is a range, whose ends the lines under the summary give
+# (the table shows the lower end). About 3 minutes a run; the load average is printed before and
+# after, throughput is compared as ratios between the configurations' alternated runs.
 set -euo pipefail
 runs=${1:-3}
 bpk=${2:-3}
@@ -22,9 +27,11 @@ out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 . "$root/scripts/strata_binary.sh"
 strata=$(strata_binary "${3:-}" peers)
+echo "$(uptime)"
 "$strata" bench --engines strata,rocksdb-ribbon --filter-policy elastic,uniform --compare \
   --runs "$runs" --num 500000 --reads 200000 --bits-per-key "$bpk" --cache-fraction 0.05 \
   --direct-reads --write-buffer-bytes 2MiB --target-file-bytes 2MiB --size-ratio 4 --paced-fill \
   --workloads fillrandom,mnemosyne-ii:0.9 --distribution normal:0.5:0.05 \
   --json "$out/skewed.json" | tee "$out/skewed.log"
+echo "$(uptime)"
 echo "log and JSON in $out" >&2

@@ -45,10 +45,18 @@ pub struct MedianRow {
     pub filter_io_per_op: Option<f64>,
     /// Median filter false positives per point lookup.
     pub false_positives_per_lookup: Option<f64>,
-    /// Median unnecessary data-block reads per point lookup.
+    /// Median unnecessary data-block reads per point lookup (where the engine counts a range,
+    /// its lower end).
     pub unnecessary_data_reads_per_lookup: Option<f64>,
-    /// Median write amplification.
+    /// `unnecessary_data_reads_per_lookup` / the first configuration's.
+    pub unnecessary_data_reads_ratio: Option<f64>,
+    /// Median upper end of the range, where the engine counts one (RocksDB).
+    pub unnecessary_data_reads_max_per_lookup: Option<f64>,
+    /// Median write amplification (with `--settle`, including the settle after the phase).
     pub write_amp: Option<f64>,
+    /// Median write amplification of the phase alone, before the settle after it (`None` if no
+    /// settle followed it).
+    pub write_amp_before_settle: Option<f64>,
     /// Median time writers spent in write stalls, milliseconds.
     pub write_stall_ms: Option<f64>,
 }
@@ -127,7 +135,12 @@ pub fn medians(variants: &[Variant], results: &[PhaseResult]) -> Vec<MedianRow> 
                 filter_io_per_op: of(&|r| r.io_per_op.filter),
                 false_positives_per_lookup: of(&|r| r.false_positives_per_lookup),
                 unnecessary_data_reads_per_lookup: of(&|r| r.unnecessary_data_reads_per_lookup),
+                unnecessary_data_reads_ratio: None,
+                unnecessary_data_reads_max_per_lookup: of(&|r| {
+                    r.unnecessary_data_reads_max_per_lookup
+                }),
                 write_amp: of(&|r| r.write_amp),
+                write_amp_before_settle: of(&|r| r.write_amp_before_settle),
                 write_stall_ms: of(&|r| r.write_stall_ms),
             });
         }
@@ -135,22 +148,33 @@ pub fn medians(variants: &[Variant], results: &[PhaseResult]) -> Vec<MedianRow> 
     let Some(first) = variants.first().map(Variant::label) else {
         return rows;
     };
-    let bases: Vec<((Workload, usize), f64, Option<f64>)> = rows
+    type Bases = ((Workload, usize), f64, Option<f64>, Option<f64>);
+    let bases: Vec<Bases> = rows
         .iter()
         .filter(|r| r.configuration == first)
-        .map(|r| ((r.phase, r.occurrence), r.ops_per_sec, r.data_io_per_op))
+        .map(|r| {
+            (
+                (r.phase, r.occurrence),
+                r.ops_per_sec,
+                r.data_io_per_op,
+                r.unnecessary_data_reads_per_lookup,
+            )
+        })
         .collect();
     for row in &mut rows {
         let key = (row.phase, row.occurrence);
-        if let Some(&(_, ops, data)) = bases.iter().find(|(phase, _, _)| *phase == key) {
+        if let Some(&(_, ops, data, unnecessary)) = bases.iter().find(|b| b.0 == key) {
             row.ops_per_sec_ratio = ratio(Some(row.ops_per_sec), Some(ops));
             row.data_io_ratio = ratio(row.data_io_per_op, data);
+            row.unnecessary_data_reads_ratio =
+                ratio(row.unnecessary_data_reads_per_lookup, unnecessary);
         }
     }
     rows
 }
 
-/// Prints the medians with ratios against the first configuration.
+/// Prints the medians with ratios against the first configuration. `w-amp` includes the settle
+/// after a phase where `--settle` ran one, `w-phase` is the phase alone (`-`: no settle followed).
 pub fn write_table(out: &mut dyn Write, rows: &[MedianRow], runs: usize) -> io::Result<()> {
     writeln!(
         out,
@@ -159,7 +183,7 @@ pub fn write_table(out: &mut dyn Write, rows: &[MedianRow], runs: usize) -> io::
     )?;
     writeln!(
         out,
-        "{:<32} {:<16} {:>10} {:>7} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>9}",
+        "{:<32} {:<16} {:>10} {:>7} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>6} {:>7} {:>9}",
         "configuration",
         "phase",
         "ops/s",
@@ -172,13 +196,15 @@ pub fn write_table(out: &mut dyn Write, rows: &[MedianRow], runs: usize) -> io::
         "flt/op",
         "fp/lk",
         "unnec/lk",
+        "ratio",
         "w-amp",
+        "w-phase",
         "stall_ms"
     )?;
     for row in rows {
         writeln!(
             out,
-            "{:<32} {:<16} {:>10.0} {:>7} {:>8.2} {:>8.2} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>6} {:>9}",
+            "{:<32} {:<16} {:>10.0} {:>7} {:>8.2} {:>8.2} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>6} {:>7} {:>9}",
             row.configuration,
             if row.occurrence > 1 {
                 format!("{}#{}", row.phase.name(), row.occurrence)
@@ -195,8 +221,40 @@ pub fn write_table(out: &mut dyn Write, rows: &[MedianRow], runs: usize) -> io::
             optional(row.filter_io_per_op, 3),
             optional(row.false_positives_per_lookup, 4),
             optional(row.unnecessary_data_reads_per_lookup, 4),
+            optional(row.unnecessary_data_reads_ratio, 2),
             optional(row.write_amp, 2),
+            optional(row.write_amp_before_settle, 2),
             optional(row.write_stall_ms, 1),
+        )?;
+    }
+    write_unnecessary_ranges(out, rows)
+}
+
+/// Under the table, for configurations whose engine counts unnecessary reads as a range
+/// (RocksDB), the median upper end and the first configuration's ratio against it.
+fn write_unnecessary_ranges(out: &mut dyn Write, rows: &[MedianRow]) -> io::Result<()> {
+    for row in rows {
+        let (Some(low), Some(high)) = (
+            row.unnecessary_data_reads_per_lookup,
+            row.unnecessary_data_reads_max_per_lookup,
+        ) else {
+            continue;
+        };
+        if low == 0.0 && high == 0.0 {
+            continue;
+        }
+        // The first configuration's figure over this one's, at both ends.
+        let first = rows
+            .iter()
+            .find(|r| (r.phase, r.occurrence) == (row.phase, row.occurrence))
+            .and_then(|r| r.unnecessary_data_reads_per_lookup);
+        writeln!(
+            out,
+            "{} {}: unnecessary reads per lookup {low:.4} to {high:.4} (median ends); the first configuration's over them: {} to {}",
+            row.configuration,
+            row.phase.name(),
+            optional(ratio(first, Some(low)), 2),
+            optional(ratio(first, Some(high)), 2),
         )?;
     }
     Ok(())

@@ -342,7 +342,10 @@ pub struct BenchArgs {
     /// to stderr).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Before each read phase, flush and wait for compactions, then print the tree.
+    /// Before each read phase, flush and wait for compactions, then print the tree; after the
+    /// last phase too if it wrote. A phase that wrote (a fill, a mix with updates) counts the
+    /// settle after it in its write amplification (`w-amp`; the phase alone in the JSON's
+    /// `write_amp_before_settle`).
     #[arg(long)]
     pub settle: bool,
     /// With --settle, also compact the whole tree (level 0 included) before each read phase:
@@ -1189,6 +1192,7 @@ impl Bench<'_> {
                 )
                 .map_err(report_error)?;
             }
+            report::write_unnecessary_range(self.out, &result).map_err(report_error)?;
             report::write_prediction(self.out, &result).map_err(report_error)?;
             report::write_probe_times(self.out, &result).map_err(report_error)?;
             self.out.flush().map_err(report_error)?;
@@ -1197,12 +1201,16 @@ impl Bench<'_> {
             self.check(workload, &counts, filled)?;
             filled |= workload.fills();
         }
+        // The last phase's writes pay for their flush and compactions too.
+        if self.config.settle && self.results.last().is_some_and(PhaseResult::wrote) {
+            self.settle(engine)?;
+        }
         Ok(())
     }
 
     /// Flushes and waits for compactions. The counters were zeroed when the previous phase began,
-    /// so if that phase wrote, its write amplification is updated to include the flush and
-    /// compactions its writes caused.
+    /// so if that phase wrote (a fill, or a mix with updates), its write amplification is updated
+    /// to include the flush and compactions its writes caused.
     fn settle(&mut self, engine: &dyn Engine) -> CliResult<()> {
         let started = Instant::now();
         engine.flush()?;
@@ -1214,7 +1222,8 @@ impl Bench<'_> {
         let counters = engine.counters();
         let write_amp = counters.write_amplification();
         match self.results.last_mut() {
-            Some(previous) if previous.phase.is_write() => {
+            Some(previous) if previous.wrote() => {
+                previous.write_amp_before_settle = previous.write_amp;
                 previous.write_amp = write_amp;
                 previous.user_write_bytes = counters.user_write_bytes;
                 previous.table_write_bytes = counters.table_write_bytes;

@@ -105,6 +105,10 @@ pub struct PhaseResult {
     /// Data blocks read by point lookups from files that did not hold the key, per lookup
     /// (0 in phases without point lookups).
     pub unnecessary_data_reads_per_lookup: Option<f64>,
+    /// Where the engine's count is a range (RocksDB: lookups that found their key after reading
+    /// data blocks both from the device and from the cache), its upper end per lookup;
+    /// `unnecessary_data_reads_per_lookup` is then the lower end. `null` where the count is exact.
+    pub unnecessary_data_reads_max_per_lookup: Option<f64>,
     /// Filter false positives per point lookup (0 in phases without point lookups).
     pub false_positives_per_lookup: Option<f64>,
     /// Filter probes per point lookup.
@@ -133,9 +137,12 @@ pub struct PhaseResult {
     /// The budget guard's cap (Strata's Mnemosyne policies only).
     pub bits_per_key_cap: Option<f64>,
     /// (flush + compaction bytes written) / user bytes written during the phase; with
-    /// `--settle`, a write phase's figure also includes the flush and compactions of the settle
-    /// that follows it. 0 for phases that write nothing.
+    /// `--settle`, the figure of a phase that wrote (a fill, or a mix with updates) also includes
+    /// the flush and compactions of the settle that follows it (before the next read phase, and
+    /// after the last phase). 0 for phases that write nothing.
     pub write_amp: Option<f64>,
+    /// `write_amp` of the phase alone, before the settle that followed it (`null` if none did).
+    pub write_amp_before_settle: Option<f64>,
     /// The bytes behind `write_amp` (same span): bytes of keys and values the user wrote (every
     /// engine counts `key + value` per put and `key` per delete; RocksDB's own
     /// `rocksdb.bytes.written` adds its write-batch framing), bytes written to table files, and
@@ -313,6 +320,12 @@ impl PhaseResult {
         }
     }
 
+    /// Whether the phase wrote: a fill, or any phase whose operations wrote user bytes (a mix
+    /// with updates, a background writer).
+    pub fn wrote(&self) -> bool {
+        self.phase.is_write() || self.user_write_bytes.is_some_and(|bytes| bytes > 0)
+    }
+
     /// Builds a phase's result from its counts, latencies, wall time and the engine's counters
     /// and tree taken at the end of the phase (counters zeroed at its start).
     #[allow(clippy::too_many_arguments)]
@@ -351,6 +364,7 @@ impl PhaseResult {
             },
             read_bytes_per_op: per_op(io.read_bytes),
             unnecessary_data_reads_per_lookup: per_lookup(io.unnecessary_data_reads),
+            unnecessary_data_reads_max_per_lookup: per_lookup(io.unnecessary_data_reads_max),
             false_positives_per_lookup: per_lookup(io.filter_false_positives),
             filter_probes_per_lookup: per_lookup(io.filter_probes),
             filter_skips_per_lookup: per_lookup(io.filter_skips),
@@ -375,6 +389,7 @@ impl PhaseResult {
             bits_per_key_budget: shape.bits_per_key_budget,
             bits_per_key_cap: shape.bits_per_key_cap,
             write_amp: io.write_amplification(),
+            write_amp_before_settle: None,
             user_write_bytes: io.user_write_bytes,
             table_write_bytes: io.table_write_bytes,
             wal_write_bytes: io.wal_write_bytes,
@@ -543,6 +558,24 @@ pub fn write_row(
 
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// A line under a point-read phase's row where the engine's count of unnecessary data-block
+/// reads is a range (RocksDB's), with both ends.
+pub fn write_unnecessary_range(out: &mut dyn Write, result: &PhaseResult) -> io::Result<()> {
+    let (Some(low), Some(high)) = (
+        result.unnecessary_data_reads_per_lookup,
+        result.unnecessary_data_reads_max_per_lookup,
+    ) else {
+        return Ok(());
+    };
+    if high == 0.0 {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  unnecessary data-block reads per lookup between {low:.4} (counted: a found key's own block taken as read from the device) and {high:.4} (taken as cached where its lookup read blocks of both kinds)"
+    )
 }
 
 /// A line under a point-read phase's row with the cost model's prediction for the tree it read

@@ -8,7 +8,8 @@
 //!   output (deeper, or older on the output level) overlaps the job's key range — the output is
 //!   then the bottom of the tree for those keys, so there is nothing left for the tombstone to hide;
 //! * output files are cut at `target_file_bytes`, only between user keys, so the versions of one key
-//!   never straddle two files of a run.
+//!   never straddle two files of a run; outputs of a leveled run are also cut earlier where they
+//!   cross a file boundary of the level below (`output_cuts`, RocksDB's rule).
 //!
 //! The merge writes every output's entries first ([`run_compaction`] returns a
 //! [`PendingCompaction`]); the filters are built afterwards, by [`finish_outputs`], when the engine
@@ -18,6 +19,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::output_cuts::NextLevelBoundaries;
 use super::{CompactionJob, OutputRun};
 use crate::alloc::{FilterAllocator, FilterJob, JobInput, JobKind, NewFile as AllocatorFile};
 use crate::env::FileSystem;
@@ -274,6 +276,7 @@ pub(crate) fn run_compaction(
     };
 
     let mut merged = merged_inputs(context, &inputs);
+    let mut boundaries = NextLevelBoundaries::for_job(version, job);
 
     // Merlin's inheritance (DESIGN.md §4), carried through the merge entry by entry.
     let mut inheritance = compaction_inheritance(context, job, &inputs);
@@ -301,12 +304,15 @@ pub(crate) fn run_compaction(
         };
         last_sequence_for_key = parsed.sequence;
         if !drop {
-            if new_user_key {
-                if let Some(current) = &output {
-                    if current.builder.estimated_file_bytes() >= context.target_file_bytes {
-                        outputs.extend(output.take());
-                    }
-                }
+            if new_user_key
+                && ends_output(
+                    output.as_ref(),
+                    boundaries.as_mut(),
+                    parsed.user_key,
+                    context.target_file_bytes,
+                )
+            {
+                outputs.extend(output.take());
             }
             if output.is_none() {
                 output = Some(new_output(
@@ -349,6 +355,35 @@ pub(crate) fn run_compaction(
         output_run_id,
         outputs,
     })
+}
+
+/// Whether the output being written ends before `user_key`, the next user key it would take: it
+/// holds `target_file_bytes`, or the key crosses a file boundary of the level below once the
+/// output holds the share of the target [`NextLevelBoundaries::cut_before`] sets. Keeps
+/// `boundaries` in step with the keys.
+fn ends_output(
+    output: Option<&PendingTable>,
+    mut boundaries: Option<&mut NextLevelBoundaries<'_>>,
+    user_key: &[u8],
+    target_file_bytes: u64,
+) -> bool {
+    let crossed = boundaries
+        .as_deref_mut()
+        .map_or(0, |below| below.advance(user_key));
+    let Some(current) = output else {
+        return false;
+    };
+    let bytes = current.builder.estimated_file_bytes();
+    let ends = bytes >= target_file_bytes
+        || boundaries
+            .as_deref()
+            .is_some_and(|below| below.cut_before(crossed, bytes, target_file_bytes));
+    if ends {
+        if let Some(below) = boundaries {
+            below.output_started();
+        }
+    }
+    ends
 }
 
 /// True if the outputs of `job` hold the oldest data for every key in its inputs' range.

@@ -610,6 +610,7 @@ impl Engine for FjallEngine {
             filter_false_positives: Some(counts.filter_false_positives()),
             // fjall does not attribute data-block reads to the lookups that missed the table.
             unnecessary_data_reads: None,
+            unnecessary_data_reads_max: None,
             user_write_bytes: Some(user),
             // fjall does not count the bytes its flushes and compactions write.
             table_write_bytes: None,

@@ -12,13 +12,19 @@
 //! would lower its write amplification against Strata's by that share. Compaction bytes by output
 //! level come from the info log's compaction events (`rocksdb_events`).
 //!
-//! Bytes of blocks read come from RocksDB's perf context (`block_read_byte`, counted at
-//! `PerfStatsLevel::EnableCount`), which no ticker has. The perf context is per thread: the
-//! engine enables it and reads it on the thread that opened the database, which is the thread the
-//! benchmark runs its measured operations and reads its counters on (`readwhilewriting`'s
-//! background writer only writes, and writes read no blocks; flushes and compactions run on
-//! RocksDB's own threads and are not counted, as Strata counts only its lookups' and scans' block
-//! reads in `read_bytes`).
+//! Blocks read by the benchmark's lookups and scans (data, index and filter blocks, their bytes)
+//! and the unnecessary data-block reads of its point lookups come from RocksDB's perf context,
+//! counted at `PerfStatsLevel::EnableCount` and read before and after each operation on the
+//! thread that runs it (`rocksdb_perf`, `rocksdb_reads`): flushes and compactions run on RocksDB's
+//! own threads and are not counted, as Strata counts only its lookups' and scans' block reads.
+//! (The `rocksdb.block.cache.*.miss` tickers would also count compactions' input reads, which
+//! look their blocks up in the block cache; they are used only if the perf context cannot be
+//! read.) A lookup that returned nothing read only unnecessary data blocks; one that found its
+//! key read the block holding it last, and when it read data blocks both from the device and from
+//! the cache the count cannot say which one held the key: the engine then reports the lower end
+//! (the holding block read from the device) as `unnecessary_data_reads` and the upper end beside
+//! it. Reading the counters costs two reads of a dozen integers per operation, no calls into
+//! RocksDB.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,6 +39,8 @@ use rocksdb::{
 };
 use strata::{Compression, CompressionPolicy};
 
+use super::rocksdb_perf;
+use super::rocksdb_reads::ReadTally;
 use super::{
     read_scan, BatchOp, CompressionCounters, Engine, EngineConfig, EngineCounters, LevelShape,
     ScanOutcome, TreeShape, WriteCauses,
@@ -92,6 +100,8 @@ pub struct RocksDbEngine {
     info_log_baseline: Mutex<u64>,
     settings: Vec<String>,
     filter: RocksDbFilter,
+    /// Block reads of the benchmark's lookups and scans since the last reset.
+    reads: ReadTally,
 }
 
 /// RocksDB's filter family.
@@ -352,7 +362,7 @@ impl RocksDbEngine {
         settings.push("WAL on, sync false (RocksDB's default WriteOptions)".to_string());
         rocksdb::perf::set_perf_stats(PerfStatsLevel::EnableCount);
         settings.push(
-            "perf level EnableCount on the benchmark thread (bytes of block reads from the perf context)"
+            "perf level EnableCount on every thread that runs lookups and scans (their block reads by kind, and the unnecessary data-block reads of lookups, from the perf context)"
                 .to_string(),
         );
         let db = DB::open(&options, dir).map_err(peer_error)?;
@@ -368,6 +378,7 @@ impl RocksDbEngine {
             info_log_baseline: Mutex::new(0),
             settings,
             filter,
+            reads: ReadTally::default(),
         };
         engine.reset_counters();
         Ok(engine)
@@ -437,6 +448,14 @@ impl RocksDbEngine {
     fn block_read_bytes() -> u64 {
         PerfContext::default().metric(PerfMetric::BlockReadByte)
     }
+
+    /// Runs `operation` (a scan) with its block reads counted.
+    fn counted<T>(&self, operation: impl FnOnce() -> T) -> T {
+        let before = rocksdb_perf::reads();
+        let outcome = operation();
+        self.reads.operation(before, rocksdb_perf::reads());
+        outcome
+    }
 }
 
 impl Engine for RocksDbEngine {
@@ -462,11 +481,11 @@ impl Engine for RocksDbEngine {
     }
 
     fn get(&self, key: &[u8]) -> CliResult<Option<Vec<u8>>> {
-        Ok(self
-            .db
-            .get_pinned(key)
-            .map_err(peer_error)?
-            .map(|value| value.to_vec()))
+        let before = rocksdb_perf::reads();
+        let value = self.db.get_pinned(key).map_err(peer_error)?;
+        self.reads
+            .lookup(before, rocksdb_perf::reads(), value.is_some());
+        Ok(value.map(|value| value.to_vec()))
     }
 
     fn delete(&self, key: &[u8]) -> CliResult<()> {
@@ -496,21 +515,26 @@ impl Engine for RocksDbEngine {
     }
 
     fn scan(&self, from: &[u8], count: u64) -> CliResult<ScanOutcome> {
-        let iterator = self
-            .db
-            .iterator(IteratorMode::From(from, Direction::Forward));
-        let keys = iterator.map(|entry| entry.map(|(key, _)| key).map_err(peer_error));
-        read_scan(from, keys, count)
+        // Counted from the iterator's creation, which seeks and reads the first blocks.
+        self.counted(|| {
+            let iterator = self
+                .db
+                .iterator(IteratorMode::From(from, Direction::Forward));
+            let keys = iterator.map(|entry| entry.map(|(key, _)| key).map_err(peer_error));
+            read_scan(from, keys, count)
+        })
     }
 
     fn scan_bounded(&self, from: &[u8], until: &[u8], count: u64) -> CliResult<ScanOutcome> {
         let mut read_options = ReadOptions::default();
         read_options.set_iterate_upper_bound(until.to_vec());
-        let iterator = self
-            .db
-            .iterator_opt(IteratorMode::From(from, Direction::Forward), read_options);
-        let keys = iterator.map(|entry| entry.map(|(key, _)| key).map_err(peer_error));
-        read_scan(from, keys, count)
+        self.counted(|| {
+            let iterator = self
+                .db
+                .iterator_opt(IteratorMode::From(from, Direction::Forward), read_options);
+            let keys = iterator.map(|entry| entry.map(|(key, _)| key).map_err(peer_error));
+            read_scan(from, keys, count)
+        })
     }
 
     fn flush(&self) -> CliResult<()> {
@@ -550,15 +574,21 @@ impl Engine for RocksDbEngine {
             .read_bytes_baseline
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // The perf context's counts where its layout reads as the C API says (see
+        // `rocksdb_perf`); the tickers, which also count compactions' reads, otherwise.
+        let tallied = self.reads.sums().filter(|_| rocksdb_perf::layout_agrees());
         EngineCounters {
-            data_block_reads: Some(data),
-            index_block_reads: Some(index),
-            filter_block_reads: Some(filter),
-            read_bytes: Some(Self::block_read_bytes().saturating_sub(read_bytes_base)),
+            data_block_reads: Some(tallied.map_or(data, |t| t.data)),
+            index_block_reads: Some(tallied.map_or(index, |t| t.index)),
+            filter_block_reads: Some(tallied.map_or(filter, |t| t.filter)),
+            read_bytes: Some(tallied.map_or_else(
+                || Self::block_read_bytes().saturating_sub(read_bytes_base),
+                |t| t.bytes,
+            )),
             filter_probes: Some(useful + positive),
             filter_false_positives: Some(positive.saturating_sub(true_positive)),
-            // RocksDB does not attribute data-block misses to lookups that missed the file.
-            unnecessary_data_reads: None,
+            unnecessary_data_reads: tallied.map(|t| t.unnecessary.low),
+            unnecessary_data_reads_max: tallied.map(|t| t.unnecessary.high),
             user_write_bytes: Some(user),
             table_write_bytes: Some(flush + compact),
             wal_write_bytes: Some(wal),
@@ -594,6 +624,7 @@ impl Engine for RocksDbEngine {
     }
 
     fn reset_counters(&self) {
+        self.reads.reset();
         *self
             .baseline
             .lock()

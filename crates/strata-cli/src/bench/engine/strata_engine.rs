@@ -263,6 +263,8 @@ impl Engine for StrataEngine {
             filter_probes: Some(io.filter_probes_total()),
             filter_false_positives: Some(io.filter_false_positives_total()),
             unnecessary_data_reads: Some(io.unnecessary_data_reads_total()),
+            // Exact: Strata knows which file held the key.
+            unnecessary_data_reads_max: None,
             user_write_bytes: Some(io.user_write_bytes),
             // Filter rebuilds rewrite files on the device as compactions do: counted as writes.
             table_write_bytes: Some(io.table_write_bytes()),
