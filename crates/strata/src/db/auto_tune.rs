@@ -144,6 +144,12 @@ impl DbInner {
         self.auto_tune.lock().history.clone()
     }
 
+    /// The last decisions in words, oldest first (`Stats::auto_tune`).
+    pub(crate) fn auto_tune_lines(&self) -> Vec<String> {
+        let state = self.auto_tune.lock();
+        state.history.iter().map(ToString::to_string).collect()
+    }
+
     /// True when the background thread should decide: enough operations since the last
     /// decision.
     fn auto_tune_due(&self, options: &AutoTuneOptions) -> bool {

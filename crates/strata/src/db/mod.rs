@@ -888,11 +888,7 @@ impl DbInner {
             background_error: self.background_error().map(|e| e.to_string()),
             compaction_policy: self.compaction_policy().name(),
             compaction_state: self.compaction_policy().describe_state(version),
-            auto_tune: self
-                .auto_tune_history()
-                .iter()
-                .map(ToString::to_string)
-                .collect(),
+            auto_tune: self.auto_tune_lines(),
             filter_allocator: view.filter_allocator.name(),
             probe_times: {
                 let now = std::time::Instant::now();

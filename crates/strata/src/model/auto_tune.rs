@@ -128,6 +128,12 @@ impl AutoTuneOptions {
         Ok(())
     }
 
+    /// Seconds one rewrite of the tree costs: its pages read and written at the device's costs.
+    fn rewrite_seconds(&self, facts: &TreeFacts) -> f64 {
+        let pages = facts.entries as f64 * facts.entry_bytes / self.page_bytes;
+        pages * (self.merge_read_cost_ratio + self.write_read_cost_ratio) * self.seconds_per_read
+    }
+
     /// The device as the tuner takes it (no processor terms: Monkey's I/O model).
     pub fn device(&self) -> Device {
         Device {
@@ -153,6 +159,24 @@ pub struct TreeFacts {
     pub filter_bits: f64,
     /// Runs that wait on level 0 on average (`TuningProblem::level0_runs`).
     pub level0_runs: f64,
+}
+
+impl TreeFacts {
+    /// The tuner's problem for this tree and `workload`: the write buffer fixed, the filters'
+    /// memory beside it.
+    fn problem(&self, workload: Workload, device: Device) -> TuningProblem {
+        TuningProblem {
+            entries: self.entries as f64,
+            entry_bytes: self.entry_bytes,
+            memory_bits: self.buffer_bits + self.filter_bits.max(0.0),
+            workload,
+            device,
+            fixed_buffer_bits: Some(self.buffer_bits),
+            max_point_lookup_io: None,
+            max_update_io: None,
+            level0_runs: self.level0_runs,
+        }
+    }
 }
 
 /// The design in force.
@@ -271,6 +295,41 @@ pub struct Decision {
     pub switched: bool,
     /// Why it switched or did not.
     pub reason: String,
+}
+
+impl Decision {
+    /// A decision that keeps the design in force, for `reason`, with nothing priced yet.
+    fn kept(
+        number: u64,
+        operations: u64,
+        mix: Option<Workload>,
+        entries: u64,
+        reason: String,
+    ) -> Decision {
+        Decision {
+            number,
+            operations,
+            mix: mix.map(MixRecord::from),
+            entries,
+            current: None,
+            candidates: Vec::new(),
+            gain: 0.0,
+            saved_seconds: 0.0,
+            switch_seconds: 0.0,
+            streak: 0,
+            switched: false,
+            reason,
+        }
+    }
+
+    /// The decision with the design in force as priced and the top candidates.
+    fn with(self, current: Option<CandidateRecord>, candidates: Vec<CandidateRecord>) -> Decision {
+        Decision {
+            current,
+            candidates,
+            ..self
+        }
+    }
 }
 
 impl std::fmt::Display for Decision {
@@ -430,23 +489,9 @@ pub fn decide(
     let number = state.decisions + 1;
     let operations = AutoTuneState::operations(interval);
     let mix = mix_of(interval, facts.entries);
-    let keep = |reason: String,
-                current: Option<CandidateRecord>,
-                candidates: Vec<CandidateRecord>| Verdict {
-        decision: Decision {
-            number,
-            operations,
-            mix: mix.map(MixRecord::from),
-            entries: facts.entries,
-            current,
-            candidates,
-            gain: 0.0,
-            saved_seconds: 0.0,
-            switch_seconds: 0.0,
-            streak: 0,
-            switched: false,
-            reason,
-        },
+    let keep = |reason: String, current, candidates| Verdict {
+        decision: Decision::kept(number, operations, mix, facts.entries, reason)
+            .with(current, candidates),
         switch_to: None,
     };
     let Some(workload) = mix else {
@@ -463,17 +508,7 @@ pub fn decide(
             Vec::new(),
         ));
     }
-    let problem = TuningProblem {
-        entries: facts.entries as f64,
-        entry_bytes: facts.entry_bytes,
-        memory_bits: facts.buffer_bits + facts.filter_bits.max(0.0),
-        workload,
-        device: options.device(),
-        fixed_buffer_bits: Some(facts.buffer_bits),
-        max_point_lookup_io: None,
-        max_update_io: None,
-        level0_runs: facts.level0_runs,
-    };
+    let problem = facts.problem(workload, options.device());
     let filters = if current.uniform_filters {
         FilterAllocatorKind::Uniform
     } else {
@@ -489,18 +524,7 @@ pub fn decide(
             ))
         }
     };
-    // Designs the engine can build from the settings in force (the tuner's one-level designs
-    // can ask for a size ratio above the policies' limit).
-    let ranked: Vec<&Design> = tuning
-        .candidates
-        .iter()
-        .filter(|design| design.filters == filters)
-        .filter(|design| design.size_ratio <= options.max_size_ratio)
-        .filter(|design| {
-            let (kind, settings) = switch_settings(design, &current.settings);
-            kind.build(&settings).is_ok()
-        })
-        .collect();
+    let ranked = switchable(&tuning.candidates, filters, options, &current.settings);
     let candidates: Vec<CandidateRecord> = ranked
         .iter()
         .take(3)
@@ -528,17 +552,40 @@ pub fn decide(
     };
     let horizon = operations as f64 * options.horizon_intervals;
     let saved_seconds = (horizon * (1.0 / current_ops - 1.0 / best_ops)).max(0.0);
-    let pages = facts.entries as f64 * facts.entry_bytes / options.page_bytes;
-    let switch_seconds = pages
-        * (options.merge_read_cost_ratio + options.write_read_cost_ratio)
-        * options.seconds_per_read;
+    let switch_seconds = options.rewrite_seconds(facts);
     let same = best_record.same_design_as(&current_record);
     let streak = if same {
         0
     } else {
         state.streak_of(&best_record) + 1
     };
-    let (switched, reason) = if same {
+    let (switched, reason) = verdict(options, same, gain, (saved_seconds, switch_seconds), streak);
+    let switch_to = switched.then(|| switch_settings(best, &current.settings));
+    Ok(Verdict {
+        decision: Decision {
+            gain,
+            saved_seconds,
+            switch_seconds,
+            streak,
+            switched,
+            ..Decision::kept(number, operations, mix, facts.entries, reason)
+                .with(Some(current_record), candidates)
+        },
+        switch_to,
+    })
+}
+
+/// Whether to switch and why (module documentation), `seconds` the seconds saved over the
+/// horizon and the seconds the switch costs.
+fn verdict(
+    options: &AutoTuneOptions,
+    same: bool,
+    gain: f64,
+    seconds: (f64, f64),
+    streak: u32,
+) -> (bool, String) {
+    let (saved_seconds, switch_seconds) = seconds;
+    if same {
         (false, "the design in force is ranked first".to_string())
     } else if gain.is_nan() || gain < options.min_gain {
         (
@@ -574,25 +621,27 @@ pub fn decide(
                 gain * 100.0
             ),
         )
-    };
-    let switch_to = switched.then(|| switch_settings(best, &current.settings));
-    Ok(Verdict {
-        decision: Decision {
-            number,
-            operations,
-            mix: Some(MixRecord::from(workload)),
-            entries: facts.entries,
-            current: Some(current_record),
-            candidates,
-            gain,
-            saved_seconds,
-            switch_seconds,
-            streak,
-            switched,
-            reason,
-        },
-        switch_to,
-    })
+    }
+}
+
+/// The designs ranked for a switch, best first: priced with `filters`, at a size ratio of at most
+/// the options' cap, and buildable from the settings in force (the tuner's one-level designs can
+/// ask for a size ratio above the policies' limit).
+fn switchable<'a>(
+    designs: &'a [Design],
+    filters: FilterAllocatorKind,
+    options: &AutoTuneOptions,
+    in_force: &CompactionSettings,
+) -> Vec<&'a Design> {
+    designs
+        .iter()
+        .filter(|design| design.filters == filters)
+        .filter(|design| design.size_ratio <= options.max_size_ratio)
+        .filter(|design| {
+            let (kind, settings) = switch_settings(design, in_force);
+            kind.build(&settings).is_ok()
+        })
+        .collect()
 }
 
 /// The registry entry that builds `design`, keeping the settings in force it does not set (the
