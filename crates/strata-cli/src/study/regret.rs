@@ -215,12 +215,16 @@ struct Report<'a> {
 /// `z` by, cached false positives priced by device reads), the weight elastic filters give the
 /// file and its share (for other policies: what elastic filters would give it), the data-block reads and
 /// misses under the policy's filters, the smoothed miss share under uniform filters (what the
-/// cache-weighted optimum multiplies `z` by; empty without a cache), and the bits per key of
-/// the optimum and of the cache-weighted optimum.
+/// cache-weighted optimum multiplies `z` by; empty without a cache), the bits per key of
+/// the optimum and of the cache-weighted optimum, the policy's bits in use when the measured
+/// replay began, and the data-block reads and misses of the measured replay alone (warm-up left
+/// out) under the policy's filters, and its misses under the cache-weighted optimum's (empty
+/// without a cache).
 const WEIGHTS_HEADER: &str = "policy,seed,level,run,index,entries,bits_on_disk,bits_in_use,\
 merlin_q,merlin_z,merlin_z_share,counted_empty,counted_found,exact_z,exact_z_share,\
 model_miss_chance,model_fp_cost,elastic_weight,elastic_weight_share,reads_policy,misses_policy,\
-miss_share_uniform,optimal_bits,cache_weighted_optimal_bits";
+miss_share_uniform,optimal_bits,cache_weighted_optimal_bits,bits_in_use_before_replay,\
+replay_reads_policy,replay_misses_policy,replay_misses_cache_weighted";
 
 /// One file's line of `--dump-weights` ([`WEIGHTS_HEADER`]).
 #[derive(Debug, Clone, Default)]
@@ -244,6 +248,13 @@ struct FileWeights {
     miss_share_uniform: Option<f64>,
     optimal_bits: f64,
     cache_weighted_bits: Option<f64>,
+    /// The bits in use when the measured replay started (after the warm-up replay, if any).
+    bits_in_use_before_replay: f64,
+    /// The data-block reads and misses of the measured replay alone, under the policy's filters.
+    replay_reads: u64,
+    replay_misses: u64,
+    /// The misses of the cache-weighted optimum's measured replay (empty without a cache).
+    replay_misses_cache_weighted: Option<u64>,
 }
 
 /// The weights behind `allocator`'s allocation on `version`, file by file, with the exact
@@ -319,7 +330,7 @@ fn write_weights(
         writeln!(
             out,
             "{policy},{seed},{level},{run},{index},{},{:.4},{:.4},{},{},{},{},{},{},{:.6},{:.6},\
-             {:.6},{:.6},{:.6},{},{},{},{:.4},{}",
+             {:.6},{:.6},{:.6},{},{},{},{:.4},{},{:.4},{},{},{}",
             row.entries,
             row.bits_on_disk,
             row.bits_in_use,
@@ -339,6 +350,11 @@ fn write_weights(
             optional(row.miss_share_uniform),
             row.optimal_bits,
             optional(row.cache_weighted_bits),
+            row.bits_in_use_before_replay,
+            row.replay_reads,
+            row.replay_misses,
+            row.replay_misses_cache_weighted
+                .map_or(String::new(), |m| m.to_string()),
         )?;
     }
     Ok(())
@@ -402,6 +418,52 @@ fn replay_timed(db: &Db, workload: &Workload, warm: bool) -> CliResult<(f64, f64
     let lookups = workload.keys.len().max(1) as f64;
     let unnecessary = db.stats().io.unnecessary_data_reads_total();
     Ok((unnecessary as f64 / lookups, lookups / seconds.max(1e-9)))
+}
+
+/// Data-block reads and misses, by file position.
+type FileReads = HashMap<Position, (u64, u64)>;
+
+/// Every file's data-block reads and misses so far (`FileState::data_block_reads`), by position.
+fn file_reads(db: &Db) -> FileReads {
+    let version = db.version();
+    let at = positions(&version);
+    version
+        .files()
+        .filter_map(|(_, _, file)| {
+            at.get(&file.number())
+                .map(|&position| (position, file.state().data_block_reads()))
+        })
+        .collect()
+}
+
+/// [`replay_timed`] with the warm-up (if `warm`) before `between` is called, and each file's
+/// data-block reads and misses in the measured replay alone.
+fn replay_per_file(
+    db: &Db,
+    workload: &Workload,
+    warm: bool,
+    between: &mut dyn FnMut(&Db),
+) -> CliResult<(f64, f64, FileReads)> {
+    if warm {
+        workload.replay(db)?;
+    }
+    between(db);
+    let before = file_reads(db);
+    let (reads, rate) = replay_timed(db, workload, false)?;
+    let measured = file_reads(db)
+        .into_iter()
+        .map(|(position, (reads, misses))| {
+            let (reads_before, misses_before) = before.get(&position).copied().unwrap_or((0, 0));
+            (
+                position,
+                (
+                    reads.saturating_sub(reads_before),
+                    misses.saturating_sub(misses_before),
+                ),
+            )
+        })
+        .collect();
+    Ok((reads, rate, measured))
 }
 
 /// Most warm-up rounds `--rebuild-rate` replays.
@@ -510,7 +572,18 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
         drop(version);
         let stats = db.stats();
         let warm = args.block_cache_bytes > 0;
-        let (policy_reads, policy_lookups_per_sec) = replay_timed(&db, &workload, warm)?;
+        let mut in_use_before = HashMap::new();
+        let (policy_reads, policy_lookups_per_sec, policy_replay) =
+            replay_per_file(&db, &workload, warm, &mut |db| {
+                let version = db.version();
+                let at = positions(&version);
+                for (_, run, file) in version.files() {
+                    if let Some(&position) = at.get(&file.number()) {
+                        let bits = frozen_allocator.bits_per_key_in_use(run, file);
+                        in_use_before.insert(position, bits);
+                    }
+                }
+            })?;
         workload.trace(&db)?;
         let version = db.version();
         let mut weights = if dump.is_some() {
@@ -523,6 +596,13 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
         } else {
             Vec::new()
         };
+        for row in &mut weights {
+            row.bits_in_use_before_replay =
+                in_use_before.get(&row.position).copied().unwrap_or(0.0);
+            let (reads, misses) = policy_replay.get(&row.position).copied().unwrap_or((0, 0));
+            row.replay_reads = reads;
+            row.replay_misses = misses;
+        }
         let at = positions(&version);
         let lookups = workload.keys.len().max(1) as f64;
         // DESIGN.md §1's model of what the filters in use cost on the traced counts.
@@ -575,7 +655,12 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
                 row.cache_weighted_bits = bits.get(&row.position).copied();
             }
             rewrite(&db, &bits, args.bits_per_key, &signature)?;
-            Some(replay(&db, &workload, warm)?)
+            let (reads, _, measured) = replay_per_file(&db, &workload, warm, &mut |_| {})?;
+            for row in &mut weights {
+                row.replay_misses_cache_weighted =
+                    measured.get(&row.position).map(|&(_, misses)| misses);
+            }
+            Some(reads)
         } else {
             None
         };
@@ -972,6 +1057,14 @@ mod tests {
                 "{policy}: {text}"
             );
             assert!(sum("exact_z") > 0.0 && sum("counted_empty") > 0.0);
+            // The measured replay's own reads: without a cache every one missed, and there is
+            // no cache-weighted optimum.
+            assert!(sum("replay_reads_policy") > 0.0, "{policy}: {text}");
+            assert_eq!(sum("replay_reads_policy"), sum("replay_misses_policy"));
+            assert!(sum("replay_reads_policy") <= sum("counted_empty") + sum("counted_found"));
+            assert!(mine
+                .iter()
+                .all(|row| row[column("replay_misses_cache_weighted")].is_empty()));
             // The optimum spends the budget of 2 bits per key (up to rounding of the columns).
             let bits = mine
                 .iter()

@@ -16,14 +16,43 @@
 //! So the model predicts each file's miss chance at the false-positive rate uniform filters at
 //! the budget would give it, from the rates the engine measures, whatever the allocation is.
 //!
+//! # Measured shares bound it
+//!
+//! Che's exponent carries a file's measured share to uniform filters' rate, and a share
+//! measured as nearly nothing carries badly: a file read in every lookup with no filter in use
+//! whose window's 100,000 reads all hit has a smoothed share of `0.5 / 100,001`, which at
+//! uniform filters' rate of 2 bits per key (0.38 of it) comes out near 0.01, ten times what
+//! those files missed under uniform filters. The block cache is S3-FIFO (`cache/mod.rs`), not
+//! the LRU Che's approximation describes: a block read again while in its small queue, or soon
+//! after leaving it, moves to the main queue and stays while it is read at all often, so a
+//! hot file's blocks stay held over a wide range of rates. So the prediction is taken as at
+//! most what the file's window measured when any of its reads hit; a file whose filter passes
+//! more than uniform filters' (fewer bits) and whose blocks stay held is then priced as held:
+//! the allocation keeps it cheap, and its false positives keep finding their blocks cached.
+//! A file whose window saw no hit (no cache, or none of its blocks held) is priced by the
+//! prediction alone, as before.
+//!
 //! # How
 //!
 //! Che's approximation of an LRU cache: a block requested at rate `λ` is held with probability
 //! `1 - exp(-λ T)`, where `T`, the cache's characteristic time, is one for the whole cache.
 //! A file's data blocks are taken as requested alike, so per byte of its data
 //! `λ_i(p) = (a_i p + f_i) / d_i`: `a_i` its empty probes per second, `p` the share of them its
-//! filter passes, `f_i` its found probes per second, `d_i` its data bytes (all measured since
-//! the first lookup reached the file, `FileState::lookup_counts`).
+//! filter passes, `f_i` its found probes per second, `d_i` its data bytes (all measured over
+//! the file's newest lookups, `FileState::recent_lookup_counts`: at least the newest half of
+//! them, so that the misses of a cold cache's first reads age out).
+//!
+//! # Why a window
+//!
+//! Every block's first reads after an open miss, however hot the block (the block cache is
+//! S3-FIFO, `cache/mod.rs`: a block enters a small queue, and one read again after it left
+//! that queue enters the main one, so a hot block misses about twice). Counted since the first
+//! lookup, those misses were the whole miss share of the level-0 files every lookup probes,
+//! and Che's exponent carried them to uniform filters' lower rate: 0.011-0.019 predicted
+//! against 0.0013-0.0017 measured under uniform filters and nearly nothing once warm, in
+//! `strata study regret --block-cache-bytes 8MiB --dump-weights` (docs/BENCHMARKS.md, "A
+//! window over the lookup counts"), and elastic filters kept a 2-bit module in use in level-0
+//! files whose blocks stayed cached.
 //!
 //! * `T` is calibrated so that the model reproduces the misses measured over every file:
 //!   `sum_i M_i = sum_i R_i exp(-T r_i / d_i)`, with `R_i` the file's data-block reads, `M_i`
@@ -34,8 +63,9 @@
 //!   the global `T` (a file whose reads all missed says little about `T`: few requests per
 //!   block miss at any `T`). This keeps what skewed lookups do to a file (hot blocks cached)
 //!   that the model's "blocks alike" cannot.
-//! * The miss chance is `c_i = exp(-T_i λ_i(p_ref))`, at least [`MIN_MISS_CHANCE`], with
-//!   `p_ref` the false-positive rate of uniform filters at the budget.
+//! * The miss chance is `c_i = exp(-T_i λ_i(p_ref))`, at most the file's own smoothed miss
+//!   share over its window when any read there hit the cache, at least [`MIN_MISS_CHANCE`],
+//!   with `p_ref` the false-positive rate of uniform filters at the budget.
 //! * A file no lookup has reached [`MIN_PROBES`] times gets `c = 1` (nothing known).
 //! * What the allocator weighs is the false positive's expected *cost* in device reads,
 //!   `c_i + (1 - c_i) k`: `k` is the measured time a false positive on a cached block adds to
@@ -118,6 +148,9 @@ pub struct FalsePositiveCost {
     empty: f64,
     found: f64,
     cached: f64,
+    /// The smoothed miss share of the reads in the file's window when any of them hit the
+    /// cache, else 1: what the cache measurably did, which the prediction does not exceed.
+    measured: f64,
     /// False for a file too few lookups reached: every false positive a device read.
     known: bool,
 }
@@ -129,6 +162,7 @@ impl FalsePositiveCost {
         empty: 0.0,
         found: 0.0,
         cached: 1.0,
+        measured: 1.0,
         known: false,
     };
 
@@ -140,18 +174,20 @@ impl FalsePositiveCost {
     }
 
     /// The chance that a false positive's data block misses the cache at `pass_rate`, in
-    /// `[MIN_MISS_CHANCE, 1]` (1 when nothing was measured).
+    /// `[MIN_MISS_CHANCE, 1]` (1 when nothing was measured): Che's prediction, at most the miss
+    /// share the file's window measured (module documentation, "Measured shares bound it").
     pub fn miss_chance(&self, pass_rate: f64) -> f64 {
         if !self.known {
             return 1.0;
         }
         let rate = self.empty * pass_rate.clamp(0.0, 1.0) + self.found;
         let exponent = self.time * rate;
-        if exponent.is_nan() || rate <= 0.0 {
+        let predicted = if exponent.is_nan() || rate <= 0.0 {
             1.0
         } else {
-            (-exponent).exp().clamp(MIN_MISS_CHANCE, 1.0)
-        }
+            (-exponent).exp()
+        };
+        predicted.min(self.measured).clamp(MIN_MISS_CHANCE, 1.0)
     }
 }
 
@@ -177,7 +213,7 @@ impl CacheModel {
         let rates: Vec<Rates> = files
             .into_iter()
             .filter_map(|file| {
-                let counts = file.state().lookup_counts(now);
+                let counts = file.state().recent_lookup_counts(now);
                 times = times.plus(counts.probe_times);
                 Rates::of(&counts, data_bytes(file))
             })
@@ -237,7 +273,7 @@ impl CacheModel {
     /// less). Elastic filters read it at uniform filters' pass rate for every file; pricing each
     /// module at the pass rate it leaves was tried and not kept (DESIGN.md §3.5).
     pub fn cost_curve(&self, file: &FileMetadata) -> FalsePositiveCost {
-        let counts = file.state().lookup_counts(self.now);
+        let counts = file.state().recent_lookup_counts(self.now);
         let Some(rates) = Rates::of(&counts, data_bytes(file)) else {
             return FalsePositiveCost::DEVICE_READ;
         };
@@ -252,6 +288,11 @@ impl CacheModel {
             empty: rates.empty,
             found: rates.found,
             cached: own.unwrap_or(self.cached_cost),
+            measured: if rates.miss_count < rates.read_count {
+                (rates.miss_count + 0.5) / (rates.read_count + 1.0)
+            } else {
+                1.0
+            },
             known: true,
         }
     }
@@ -401,7 +442,7 @@ fn solve_falling(falling: impl Fn(f64) -> f64, target: f64, start: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::version::{FileMetadata, ProbeTime, Version};
+    use crate::version::{FileMetadata, ProbeTime, Version, RECENT_MIN_PROBES};
 
     fn file(number: u64, smallest: &str, largest: &str, bytes: u64) -> FileMetadata {
         FileMetadata::new(number, smallest.as_bytes(), largest.as_bytes())
@@ -533,8 +574,11 @@ mod tests {
         );
         assert!(chance(1, 0.4) < 0.15, "{}", chance(1, 0.4));
         assert!(chance(2, 0.4) > 0.8, "{}", chance(2, 0.4));
-        // Fewer false positives leave blocks colder: the chance rises as the pass rate falls.
-        assert!(chance(1, 0.01) > chance(1, 0.4));
+        // Fewer false positives leave blocks colder: the chance rises as the pass rate falls,
+        // up to the share the file's reads measured (50 of 10,000 missed).
+        assert!(chance(1, 0.01) >= chance(1, 0.4));
+        assert!(chance(1, 0.01) <= 50.5 / 10_001.0 + 1e-12);
+        assert!(chance(2, 0.01) >= chance(2, 0.4));
         assert!(chance(1, 0.0) <= 1.0 && chance(1, 1.0) >= MIN_MISS_CHANCE);
     }
 
@@ -703,6 +747,161 @@ mod tests {
         assert_eq!(
             model.false_positive_cost(&file(3, "a", "z", 100_000), 0.5),
             1.0
+        );
+    }
+
+    fn counts(probes: u64, reads: u64, misses: u64, seconds: f64) -> LookupCounts {
+        LookupCounts {
+            seconds,
+            empty_probes: probes,
+            found_probes: 0,
+            data_block_reads: reads,
+            data_block_misses: misses,
+            ..LookupCounts::default()
+        }
+    }
+
+    #[test]
+    fn the_window_lets_a_cold_starts_misses_go() {
+        let start = Instant::now();
+        let f = file(1, "a", "z", 100_000);
+        // 1,000 probes over the first 10 s, every read a miss (a cold cache).
+        f.state()
+            .add_lookup_counts(counts(1_000, 1_000, 1_000, 10.0), start);
+        let first = f.state().recent_lookup_counts(start);
+        assert_eq!(
+            (
+                first.empty_probes,
+                first.data_block_reads,
+                first.data_block_misses
+            ),
+            (1_000, 1_000, 1_000)
+        );
+        assert!((first.seconds - 10.0).abs() < 1e-6, "{}", first.seconds);
+        // As many probes again over the next 10 s, every read a hit: the window moves on past
+        // the cold start.
+        f.state()
+            .add_lookup_counts(counts(1_000, 1_000, 0, 0.0), start);
+        let later = start + std::time::Duration::from_secs(10);
+        let warm = f.state().recent_lookup_counts(later);
+        assert_eq!(
+            (
+                warm.empty_probes,
+                warm.data_block_reads,
+                warm.data_block_misses
+            ),
+            (1_000, 1_000, 0)
+        );
+        assert!((warm.seconds - 10.0).abs() < 1e-6, "{}", warm.seconds);
+        // The lifetime counts keep everything.
+        let total = f.state().lookup_counts(later);
+        assert_eq!(
+            (total.empty_probes, total.data_block_misses),
+            (2_000, 1_000)
+        );
+        // Fewer probes than the window holds: it grows, no mark moves; read twice at the same
+        // instant, the same window.
+        f.state().add_lookup_counts(counts(500, 500, 5, 0.0), start);
+        let grown_at = later + std::time::Duration::from_secs(5);
+        let grown = f.state().recent_lookup_counts(grown_at);
+        assert_eq!(
+            (
+                grown.empty_probes,
+                grown.data_block_reads,
+                grown.data_block_misses
+            ),
+            (1_500, 1_500, 5)
+        );
+        assert!((grown.seconds - 15.0).abs() < 1e-6, "{}", grown.seconds);
+        assert_eq!(f.state().recent_lookup_counts(grown_at), grown);
+        // Under RECENT_MIN_PROBES since the last mark, a file's window starts at its first probe.
+        let g = file(2, "a", "z", 100_000);
+        g.state()
+            .add_lookup_counts(counts(RECENT_MIN_PROBES - 1, 10, 10, 1.0), start);
+        assert_eq!(
+            g.state().recent_lookup_counts(start).empty_probes,
+            RECENT_MIN_PROBES - 1
+        );
+        // A file no lookup reached: nothing counted.
+        assert_eq!(
+            file(3, "a", "z", 100_000)
+                .state()
+                .recent_lookup_counts(start)
+                .empty_probes,
+            0
+        );
+    }
+
+    #[test]
+    fn a_hot_file_is_predicted_cached_once_its_cold_start_misses_age_out() {
+        // A small file every lookup reaches and a large one, as level-0 and deeper files in a
+        // cold cache: the small file's first 1,000 reads missed 50 times (its blocks' first
+        // reads), the large one's 9 in 10 throughout.
+        let start = Instant::now();
+        let small = file(1, "a", "z", 100_000);
+        let large = file(2, "a", "z", 100_000_000);
+        small
+            .state()
+            .add_lookup_counts(counts(1_000, 1_000, 50, 1.0), start);
+        large
+            .state()
+            .add_lookup_counts(counts(1_000, 1_000, 900, 1.0), start);
+        let pass = crate::FilterFamily::Bloom.false_positive_rate(2.0);
+        let cold_model = CacheModel::calibrate([&small, &large], start);
+        let cold = cold_model.miss_chance(&small, pass);
+        // Over the cold start, the small file's measured share (50 in 1,000) bounds Che's
+        // prediction at uniform filters' lower rate.
+        assert!((cold - 50.5 / 1_001.0).abs() < 1e-9, "{cold}");
+        // Then 10 s of warm cache: the small file's reads all hit.
+        small
+            .state()
+            .add_lookup_counts(counts(10_000, 10_000, 0, 0.0), start);
+        large
+            .state()
+            .add_lookup_counts(counts(10_000, 10_000, 9_000, 0.0), start);
+        let later = start + std::time::Duration::from_secs(10);
+        let model = CacheModel::calibrate([&small, &large], later);
+        let warm = model.miss_chance(&small, pass);
+        // Counted since the first lookup, 50 misses in 11,000 reads; over the window, none in
+        // 10,000: the floor.
+        assert_eq!(warm, MIN_MISS_CHANCE, "cold {cold}");
+        assert!(model.miss_chance(&large, pass) > 0.8);
+    }
+
+    #[test]
+    fn a_file_whose_reads_stay_cached_is_priced_as_held_at_uniform_filters_rate() {
+        // A file every lookup reaches with no filter in use (every empty probe reads a block),
+        // 100,000 reads in its window and none missed; a larger one whose reads all missed.
+        let now = Instant::now();
+        let held = file(1, "a", "z", 1_000_000);
+        let cold = file(2, "a", "z", 10_000_000);
+        held.state()
+            .add_lookup_counts(counts(100_000, 100_000, 0, 10.0), now);
+        cold.state()
+            .add_lookup_counts(counts(10_000, 10_000, 10_000, 10.0), now);
+        let model = CacheModel::calibrate([&held, &cold], now);
+        let pass = crate::FilterFamily::Bloom.false_positive_rate(2.0);
+        let curve = model.cost_curve(&held);
+        // Che's exponent alone, from the smoothed share 0.5 / 100,001 at 0.38 of the rate,
+        // would give about 0.01; the window measured nothing missing.
+        let unbounded = FalsePositiveCost {
+            measured: 1.0,
+            ..curve
+        };
+        assert!(
+            unbounded.miss_chance(pass) > 0.005,
+            "{}",
+            unbounded.miss_chance(pass)
+        );
+        assert_eq!(model.miss_chance(&held, pass), MIN_MISS_CHANCE);
+        // The false positive's cost: the floor's miss, and the rest at the cached price (the
+        // floor too, no probe was timed).
+        let cost = MIN_MISS_CHANCE + (1.0 - MIN_MISS_CHANCE) * MIN_MISS_CHANCE;
+        assert!((curve.at(pass) - cost).abs() < 1e-12, "{}", curve.at(pass));
+        // A window of misses only bounds nothing: the cold file is priced by the prediction.
+        assert!(model.miss_chance(&cold, pass) > 0.95);
+        assert!(
+            (model.false_positive_cost(&cold, pass) - model.miss_chance(&cold, pass)).abs() < 1e-3
         );
     }
 }

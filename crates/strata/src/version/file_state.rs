@@ -19,6 +19,64 @@ use crate::stats::lookups::{LookupCounts, ProbeOutcome, ProbeTime, ProbeTimes};
 use crate::stats::merlin::{AccessEstimate, FileAccess, Merlin};
 use crate::table::TableSlot;
 
+/// Probes that must follow a mark of [`FileState::recent_lookup_counts`] before it moves on.
+pub const RECENT_MIN_PROBES: u64 = 128;
+
+/// Probes after which a mark of [`FileState::recent_lookup_counts`] moves on even while the
+/// window before it is longer: a file's window then holds its newest 65,536 to 131,072 probes.
+pub const RECENT_WINDOW_PROBES: u64 = 65_536;
+
+/// The counters of [`LookupCounts`] at one instant (probe times aside).
+#[derive(Debug, Clone, Copy)]
+struct CountMark {
+    at: Instant,
+    empty_probes: u64,
+    found_probes: u64,
+    data_block_reads: u64,
+    data_block_misses: u64,
+}
+
+impl CountMark {
+    /// Nothing counted, at the first probe.
+    fn origin(at: Instant) -> Self {
+        CountMark {
+            at,
+            empty_probes: 0,
+            found_probes: 0,
+            data_block_reads: 0,
+            data_block_misses: 0,
+        }
+    }
+
+    fn of(counts: &LookupCounts, at: Instant) -> Self {
+        CountMark {
+            at,
+            empty_probes: counts.empty_probes,
+            found_probes: counts.found_probes,
+            data_block_reads: counts.data_block_reads,
+            data_block_misses: counts.data_block_misses,
+        }
+    }
+
+    fn probes(&self) -> u64 {
+        self.empty_probes + self.found_probes
+    }
+
+    /// `total` less what this mark had counted, over the seconds since it.
+    fn window_to(&self, total: &LookupCounts, now: Instant) -> LookupCounts {
+        LookupCounts {
+            seconds: now.saturating_duration_since(self.at).as_secs_f64(),
+            empty_probes: total.empty_probes.saturating_sub(self.empty_probes),
+            found_probes: total.found_probes.saturating_sub(self.found_probes),
+            data_block_reads: total.data_block_reads.saturating_sub(self.data_block_reads),
+            data_block_misses: total
+                .data_block_misses
+                .saturating_sub(self.data_block_misses),
+            probe_times: total.probe_times,
+        }
+    }
+}
+
 /// Where dropped file states report the numbers of files no version needs any more.
 #[derive(Default)]
 pub(crate) struct ObsoleteFiles {
@@ -92,6 +150,9 @@ pub struct FileState {
     /// One word the filter allocator may keep for the lookup path ([`FileState::allocator_memo`];
     /// 0 until it writes one).
     allocator_memo: AtomicU64,
+    /// The two marks [`FileState::recent_lookup_counts`] counts from: the older one starts its
+    /// window, the newer one becomes the older once as many probes followed it as preceded it.
+    recent_marks: Mutex<Option<[CountMark; 2]>>,
     /// Declared last: reports the file obsolete once everything above, the reader first, is gone.
     obsolete: ObsoleteReport,
 }
@@ -137,6 +198,7 @@ impl FileState {
             first_probe: OnceLock::new(),
             probe_times: Default::default(),
             allocator_memo: AtomicU64::new(0),
+            recent_marks: Mutex::new(None),
             obsolete: ObsoleteReport {
                 number,
                 sink: OnceLock::new(),
@@ -256,6 +318,34 @@ impl FileState {
             data_block_reads,
             data_block_misses,
         }
+    }
+
+    /// [`FileState::lookup_counts`] over a window of the newest lookups, what DESIGN.md §3.5's
+    /// cache model reads: the counts since a mark that moves on as the file's probes double, so
+    /// the window holds at least the newest half of the probes (and of the newest
+    /// [`RECENT_WINDOW_PROBES`] at least as many, once that many arrived since a mark). A cache
+    /// starts cold: every block's first reads miss, however hot the block, and a file whose
+    /// blocks stay cached afterwards would keep those misses in its counts for good; the window
+    /// lets them go. Probe times are not windowed (they price a cached probe, whenever timed).
+    ///
+    /// Reading it may move the marks on: two readers in turn see the same window or a newer one.
+    pub fn recent_lookup_counts(&self, now: Instant) -> LookupCounts {
+        let total = self.lookup_counts(now);
+        let Some(&first) = self.first_probe.get() else {
+            return total;
+        };
+        let current = CountMark::of(&total, now);
+        let mut marks = self.recent_marks.lock();
+        let [older, newer] = marks.get_or_insert([CountMark::origin(first); 2]);
+        let since_newer = current.probes().saturating_sub(newer.probes());
+        let newer_span = newer.probes().saturating_sub(older.probes());
+        if since_newer >= RECENT_MIN_PROBES
+            && (since_newer >= newer_span || since_newer >= RECENT_WINDOW_PROBES)
+        {
+            *older = *newer;
+            *newer = current;
+        }
+        older.window_to(&total, now)
     }
 
     /// Point lookups that reached this file and found nothing here, per second, since this

@@ -29,8 +29,8 @@ use crate::table::TableSlot;
 pub use builder::VersionBuilder;
 pub use edit::PolicyState;
 pub(crate) use edit::{AddedFile, DeletedFile, VersionEdit};
-pub use file_state::FileState;
 pub(crate) use file_state::{AccessHandle, ObsoleteFiles};
+pub use file_state::{FileState, RECENT_MIN_PROBES, RECENT_WINDOW_PROBES};
 
 pub use crate::limits::MAX_LEVELS;
 pub use crate::stats::lookups::{LookupCounts, ProbeOutcome, ProbeTime, ProbeTimes};
