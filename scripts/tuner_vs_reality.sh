@@ -13,8 +13,11 @@
 # proportions): mnemosyne-i (25% inserts, 50% empty lookups, 25% updates: lookups=0.5, empty=1,
 # updates=0.5), mnemosyne-ii:0 and mnemosyne-ii:1 (31 lookups, all existing or all empty, to 10
 # updates: lookups=0.756, updates=0.244). Direct reads, a 1 MiB block cache, index and filter
-# blocks pinned (the filter memory is the design's, in memory as the model assumes). Set
-# CARGO_TARGET_DIR to reuse a build.
+# blocks pinned (the filter memory is the design's, in memory as the model assumes). The tuner's
+# candidates are every registered merge policy (leveling, leveling-dynamic, tiering, lazy-leveling,
+# garnering, ecotune, moose, each with Monkey's and uniform filters); for each mix a second table
+# gives every policy's best rank and predicted ops/s, and the load average is printed before each
+# mix (the machine may be shared). Set CARGO_TARGET_DIR to reuse a build.
 set -euo pipefail
 runs=${1:-3}
 num=${2:-1000000}
@@ -34,9 +37,23 @@ echo "|---|---|---|---|---|---|---|"
 for mix in mnemosyne-i mnemosyne-ii:0 mnemosyne-ii:1; do
   dir="$out/${mix/:/-}"
   mkdir -p "$dir"
+  echo "load average before $mix: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   "$strata" tune --entries "$num" --entry-size 128 --memory-bits-per-key "$memory" \
     --workload "${tuner_mix[$mix]}" --measure-device "$dir" --show 3 \
     --candidates-out "$dir" > "$dir/tune.txt"
+  device=$(grep -oE 'read-us=[0-9.]+,merge-read-us=[0-9.]+,write-us=[0-9.]+' "$dir/tune.txt" | head -1)
+  cpu=$(grep -oE 'cpu-lookup-us=[0-9.]+,cpu-run-us=[0-9.]+,cpu-update-us=[0-9.]+,cpu-merge-us=[0-9.]+,flush-us=[0-9.]+' "$dir/tune.txt" | head -1)
+  "$strata" tune --entries "$num" --entry-size 128 --memory-bits-per-key "$memory" \
+    --workload "${tuner_mix[$mix]}" --device "$device,$cpu" --json > "$dir/tune.json"
+  python3 - "$dir/tune.json" "$mix" >&2 <<'PY'
+import json, sys
+candidates = json.load(open(sys.argv[1]))["candidates"]
+best = {}
+for rank, c in enumerate(candidates, 1):
+    best.setdefault(c["policy"], (rank, c["predicted"]["throughput_ops"]))
+print(f"{sys.argv[2]}: every policy's best candidate (rank, predicted ops/s):",
+      ", ".join(f"{p} {r} {o:.0f}" for p, (r, o) in sorted(best.items(), key=lambda x: x[1][0])))
+PY
   for run in $(seq 1 "$runs"); do
     for offset in 0 1 2; do
       rank=$(( (run - 1 + offset) % 3 + 1 ))

@@ -217,7 +217,8 @@ enum Command {
     /// Listening on a non-loopback address needs --requirepass (protected mode).
     Serve(Box<ServeArgs>),
     /// Recommend a design (merge policy, size ratio, buffer/filter memory split) for a workload
-    /// from Monkey's cost models, with the runners-up and their predicted costs.
+    /// from the cost models of every merge policy, with the runners-up and their predicted
+    /// costs; `strata tune DB` tunes for an existing database from its own statistics.
     Tune(Box<tune::TuneArgs>),
     /// Sweep one parameter (filter memory, size ratio, data size, entry size, workload mix)
     /// through the cost models and draw the trade-off curves as SVG: uniform vs

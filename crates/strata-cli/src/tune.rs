@@ -1,18 +1,21 @@
 //! `strata tune`: the design Monkey's holistic tuner recommends for a data size, a workload, a
-//! device and a memory budget (`strata::model::tuner`, DESIGN.md §7), with the runners-up and their
-//! predicted costs.
+//! device and a memory budget (`strata::model::tuner`, DESIGN.md §7), over every registered merge
+//! policy, with the runners-up and their predicted costs.
 //!
 //! The data size, entry size, memory and workload mix can come from an existing database instead
-//! (`--from-db`, `tune_inputs.rs`), the device from a short probe (`--measure-device`), and the
-//! recommendation can be written as an options file (`--options-out`, `strata::options_file`)
-//! that `strata bench --options` and `Options::from_file` take.
+//! (`strata tune DB` or `--from-db DB`, `tune_inputs.rs`): the mix of its live window of recent
+//! queries (`Db::recent_workload`) once that holds enough of them, else its lifetime totals
+//! (`Db::workload`), EcoTune's long scans (`r`, `K`) included. The device can come from a short
+//! probe (`--measure-device`), and the recommendation can be written as an options file
+//! (`--options-out`, `strata::options_file`) that `strata bench --options` and
+//! `Options::from_file` take.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use serde::Serialize;
 use strata::model::tuner::{
-    buildable_size_ratio, tune, CpuCosts, Design, Device, TuningProblem, Workload,
+    buildable_size_ratio, tune, CpuCosts, Design, Device, LongScans, TuningProblem, Workload,
 };
 use strata::model::ModelPolicy;
 
@@ -28,6 +31,9 @@ use crate::tune_inputs::{
 /// Arguments of `strata tune`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct TuneArgs {
+    /// Tune for this existing database (the same as `--from-db DB`).
+    #[arg(value_name = "DB", conflicts_with = "from_db")]
+    pub db: Option<PathBuf>,
     /// Entries in the database (with `--from-db`: the database's, unless given).
     #[arg(long)]
     pub entries: Option<f64>,
@@ -45,8 +51,10 @@ pub struct TuneArgs {
     /// The workload: `lookups=P,empty=F,updates=U,ranges=Q,selectivity=S` (proportions of point
     /// lookups, updates and range lookups; `empty` the fraction of point lookups that find
     /// nothing; `selectivity` the fraction of entries a range returns). Missing parts are 0,
-    /// `empty` 0.5. Default `lookups=0.5,empty=0.5,updates=0.5`, or with `--from-db` the mix the
-    /// database has served.
+    /// `empty` 0.5. EcoTune's long scans may be given as `long-scans=R` (their share of point
+    /// and range lookups) and `scan-length=K` (entries each, default 100); without them every
+    /// range lookup is a long scan when it returns at least 16 entries. Default
+    /// `lookups=0.5,empty=0.5,updates=0.5`, or for a database the mix it has served.
     #[arg(long)]
     pub workload: Option<String>,
     /// The device: `read-us=R,write-us=W,page-bytes=P` (microseconds per page read and write),
@@ -61,9 +69,15 @@ pub struct TuneArgs {
     #[arg(long)]
     pub device: Option<String>,
     /// Tune for an existing database: its entries, entry size and filter memory from its tree,
-    /// the workload mix from its lifetime totals (`Db::workload`). Flags given explicitly win.
+    /// the workload mix from its live window of recent queries (`Db::recent_workload`) once it
+    /// holds 1,000 queries, else from its lifetime totals (`Db::workload`). Flags given
+    /// explicitly win.
     #[arg(long, value_name = "DB")]
     pub from_db: Option<PathBuf>,
+    /// With a database, take the mix from its lifetime totals even when its window of recent
+    /// queries is full enough.
+    #[arg(long)]
+    pub lifetime_mix: bool,
     /// Measure the device in this directory (a 64 MiB file written and synced, then 2,000 random
     /// page reads with direct I/O; the file is removed) and the processor's costs on the engine
     /// itself (a scratch database of 16 runs: timed updates, empty lookups on one run and on 16,
@@ -202,21 +216,29 @@ struct Inputs {
 /// The tuning problem `args` describe (measuring what they ask to be measured).
 fn problem(args: &TuneArgs) -> CliResult<Inputs> {
     let mut lines = Vec::new();
-    let measured: Option<MeasuredDatabase> = match &args.from_db {
+    let measured: Option<MeasuredDatabase> = match args.db.as_ref().or(args.from_db.as_ref()) {
         Some(path) => {
             let measured = measure_database(path)?;
-            let totals = measured.totals;
+            let describe = |totals: &strata::WorkloadTotals| {
+                format!(
+                    "{} point lookups ({} found), {} range lookups returning {} entries ({} long scans of {} entries), {} writes",
+                    totals.point_lookups,
+                    totals.point_lookups_found,
+                    totals.seeks,
+                    totals.scan_entries,
+                    totals.long_scans,
+                    totals.long_scan_entries,
+                    totals.writes
+                )
+            };
             lines.push(format!(
-                "from {}: {} entries of {:.1} bytes as stored, filters {:.2} bits/key; served {} point lookups ({} found), {} range lookups returning {} entries, {} writes",
+                "from {}: {} entries of {:.1} bytes as stored, filters {:.2} bits/key; served {} over its life, {} in its window of recent queries",
                 path.display(),
                 measured.entries,
                 measured.entry_bytes,
                 measured.filter_bits_per_key,
-                totals.point_lookups,
-                totals.point_lookups_found,
-                totals.seeks,
-                totals.scan_entries,
-                totals.writes
+                describe(&measured.totals),
+                describe(&measured.recent.counts)
             ));
             Some(measured)
         }
@@ -263,16 +285,20 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
             "--entries must be at least 1 and --entry-size above 0, got {entries} and {entry_size}"
         )));
     }
-    let workload = match (&args.workload, measured.as_ref().and_then(|m| m.workload)) {
+    let from_database = measured.as_ref().and_then(|m| m.mix(args.lifetime_mix));
+    let workload = match (&args.workload, from_database) {
         (Some(text), _) => parse_workload(text)?,
-        (None, Some(mix)) => {
+        (None, Some((mix, source))) => {
+            let scans = mix.long_scans(entries);
             lines.push(format!(
-                "workload from the database: lookups={:.4},empty={:.4},updates={:.4},ranges={:.4},selectivity={:.3e}",
+                "workload from the database's {source}: lookups={:.4},empty={:.4},updates={:.4},ranges={:.4},selectivity={:.3e},long-scans={:.4},scan-length={:.0}",
                 mix.point_lookups,
                 mix.zero_result_fraction,
                 mix.updates,
                 mix.range_lookups,
-                mix.selectivity
+                mix.selectivity,
+                scans.share_of_queries,
+                scans.entries
             ));
             mix
         }
@@ -373,14 +399,30 @@ pub(crate) fn parse_workload(text: &str) -> CliResult<Workload> {
     let workload = parse_pairs(
         "workload",
         text,
-        &["lookups", "empty", "updates", "ranges", "selectivity"],
+        &[
+            "lookups",
+            "empty",
+            "updates",
+            "ranges",
+            "selectivity",
+            "long-scans",
+            "scan-length",
+        ],
     )?;
+    let long_scans = match (workload[5], workload[6]) {
+        (None, None) => None,
+        (share, length) => Some(LongScans {
+            share_of_queries: share.unwrap_or(0.0),
+            entries: length.unwrap_or(f64::from(strata::compaction::ecotune::DEFAULT_SCAN_LENGTH)),
+        }),
+    };
     Ok(Workload {
         point_lookups: workload[0].unwrap_or(0.0),
         zero_result_fraction: workload[1].unwrap_or(0.5),
         updates: workload[2].unwrap_or(0.0),
         range_lookups: workload[3].unwrap_or(0.0),
         selectivity: workload[4].unwrap_or(0.0),
+        long_scans,
     })
 }
 
@@ -448,7 +490,12 @@ fn options_file(design: &Design, problem: &TuningProblem) -> OptionsFile {
         write_buffer_bytes: Some(buffer_bytes.round() as usize),
         compaction: Some(CompactionSection {
             policy,
-            size_ratio: Some(buildable_size_ratio(design.policy, design.size_ratio)),
+            // EcoTune and Moose take no size ratio (the design's `T` is only where their
+            // memory split was taken).
+            size_ratio: design
+                .policy
+                .has_size_ratio()
+                .then(|| buildable_size_ratio(design.policy, design.size_ratio)),
             garnering_c,
             long_scan_ratio: None,
             beta_q: None,
@@ -525,7 +572,7 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
     }
     writeln!(
         out,
-        "filters: Monkey's allocation (recommended) or uniform (for comparison); every design costed on its own runs (DESIGN.md §7): Monkey's model for leveling and tiering, Strata's per-run model (`strata::model::per_run`) for lazy leveling and Garnering"
+        "filters: Monkey's allocation (recommended) or uniform (for comparison); every design costed on its own runs (DESIGN.md §7): Monkey's model for leveling (with or without dynamic level bytes) and tiering, Strata's per-run model (`strata::model::per_run`) for lazy leveling and Garnering, its EcoTune and Moose models (`strata::model::ecotune`, `moose`; they take no size ratio: T is where their memory split was taken)"
     )
     .map_err(write_error)?;
     writeln!(
@@ -774,6 +821,80 @@ mod tests {
         assert_eq!(explicit.workload.point_lookups, 0.1);
         // Without a database the sizes are required.
         assert!(problem(&bare_args(&["--entries", "1000"])).is_err());
+    }
+
+    /// `strata tune DB` tunes for the database's window of recent queries once it holds 1,000
+    /// of them (long scans included), `--lifetime-mix` for its lifetime totals, and flags win.
+    #[test]
+    fn a_database_given_by_position_is_tuned_for_its_recent_queries() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = strata::Db::open(dir.path(), strata::Options::default()).expect("open");
+        for i in 0..3_000u32 {
+            db.put(format!("key{i:06}"), [1u8; 100]).expect("put");
+        }
+        // 2,000 queries: half point lookups of keys that exist, half scans of 40 entries.
+        for i in 0..1_000u32 {
+            db.get(format!("key{:06}", i)).expect("get");
+            let mut iter = db.iter();
+            iter.seek(format!("key{:06}", i));
+            assert_eq!(iter.take(40).count(), 40);
+        }
+        db.flush().expect("flush");
+        db.close().expect("close");
+        let db_path = dir.path().to_str().expect("UTF-8 path");
+        let inputs = problem(&bare_args(&[db_path])).expect("measures");
+        let w = inputs.problem.workload;
+        // The window spans the 2,000 queries and the 3,000 writes before them (all since the
+        // window's start).
+        assert!((w.point_lookups - 0.2).abs() < 1e-9, "{w:?}");
+        assert!((w.range_lookups - 0.2).abs() < 1e-9, "{w:?}");
+        assert!((w.updates - 0.6).abs() < 1e-9, "{w:?}");
+        let scans = w.long_scans.expect("counted");
+        assert!((scans.share_of_queries - 0.5).abs() < 1e-9);
+        assert!((scans.entries - 40.0).abs() < 1e-9);
+        assert!(inputs
+            .lines
+            .iter()
+            .any(|l| l.contains("window of recent queries")));
+        let lifetime = problem(&bare_args(&[db_path, "--lifetime-mix"])).expect("measures");
+        assert!(lifetime.lines.iter().any(|l| l.contains("lifetime totals")));
+        let explicit = problem(&bare_args(&[
+            db_path,
+            "--workload",
+            "lookups=1,long-scans=0.4",
+        ]))
+        .expect("measures")
+        .problem;
+        assert_eq!(explicit.workload.point_lookups, 1.0);
+        let given = explicit.workload.long_scans.expect("given");
+        assert_eq!((given.share_of_queries, given.entries), (0.4, 100.0));
+        // The database by position and by flag at once is a usage error.
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            args: TuneArgs,
+        }
+        assert!(Wrapper::try_parse_from(["tune", db_path, "--from-db", db_path]).is_err());
+        // Every registered policy is among the candidates the JSON lists.
+        let mut out = Vec::new();
+        let sized = [
+            db_path,
+            "--entries",
+            "1000000",
+            "--memory-bits-per-key",
+            "10",
+            "--json",
+        ];
+        run(&bare_args(&sized), &mut out).expect("tune");
+        let value: serde_json::Value = serde_json::from_slice(&out).expect("JSON");
+        let policies: std::collections::BTreeSet<&str> = value["candidates"]
+            .as_array()
+            .expect("candidates")
+            .iter()
+            .filter_map(|c| c["policy"].as_str())
+            .collect();
+        assert_eq!(policies.len(), 7, "{policies:?}");
     }
 
     #[test]

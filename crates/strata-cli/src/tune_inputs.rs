@@ -1,11 +1,16 @@
 //! What `strata tune` can measure instead of being told: the data and the workload mix of an
 //! existing database (`--from-db`), and the device (`--measure-device`).
 //!
-//! The database's mix comes from its lifetime workload totals (`Db::workload`: point lookups and
-//! how many found their key, range lookups and the entries they returned, entries written), kept
-//! in its manifest across restarts; its size and entry size from its tree. The totals cover the
-//! database's whole life, the initial load included: a store loaded once and then read counts the
-//! load as updates, which is what it cost.
+//! The database's mix comes from its workload statistics, kept in its manifest across restarts
+//! (`stats/workload.rs`): point lookups and how many found their key, range lookups, the entries
+//! they returned and how many were long scans (EcoTune's `r` and `K`), entries written. Its live
+//! window of recent queries (`Db::recent_workload`, the last 50,000 to 56,250 queries and the
+//! writes among them) is what the database serves now, so it is taken once it holds 1,000
+//! queries; before that, or with `--lifetime-mix`, the lifetime totals (`Db::workload`), which
+//! cover the database's whole life, the initial load included: a store loaded once and then read
+//! counts the load as updates, which is what it cost. The conversion is the library's
+//! (`Workload::from_totals`), which an engine tuning itself uses too. Its size and entry size
+//! come from its tree.
 //!
 //! The device probe writes a file sequentially and syncs it (the cost of the pages a flush or a
 //! merge writes), reads it in order in 2 MiB direct reads (the cost of a page a merge reads with
@@ -29,6 +34,8 @@ use std::time::Instant;
 use rand::{Rng, SeedableRng};
 use strata::env::{FileSystem, RealFileSystem};
 use strata::model::tuner::{CpuCosts, Device, Workload};
+use strata::stats::MIN_WINDOW_QUERIES;
+use strata::WorkloadMix;
 use strata::{Db, Options, WorkloadTotals};
 
 use crate::error::{CliError, CliResult};
@@ -44,10 +51,24 @@ pub struct MeasuredDatabase {
     /// The filters' average bits per key in use (`Stats::effective_bits_per_key`: the memory
     /// lookups probe; elastic filters keep more modules on disk than in use).
     pub filter_bits_per_key: f64,
-    /// The lifetime totals the mix was derived from.
+    /// The lifetime totals (`Db::workload`).
     pub totals: WorkloadTotals,
-    /// The mix (`None` when the database has served no operation).
-    pub workload: Option<Workload>,
+    /// The live window of recent queries (`Db::recent_workload`).
+    pub recent: WorkloadMix,
+}
+
+impl MeasuredDatabase {
+    /// The mix to tune for and where it came from: the window of recent queries once it holds
+    /// [`MIN_WINDOW_QUERIES`] queries (unless `lifetime`), else the lifetime totals; `None`
+    /// when the database has served no operation.
+    pub fn mix(&self, lifetime: bool) -> Option<(Workload, &'static str)> {
+        if !lifetime && self.recent.counts.queries() >= MIN_WINDOW_QUERIES {
+            if let Some(mix) = Workload::from_mix(&self.recent, self.entries) {
+                return Some((mix, "window of recent queries"));
+            }
+        }
+        workload_from_totals(&self.totals, self.entries).map(|mix| (mix, "lifetime totals"))
+    }
 }
 
 /// Opens the database at `path` read-only and measures it.
@@ -70,40 +91,19 @@ pub fn measure_database(path: &Path) -> CliResult<MeasuredDatabase> {
     } else {
         stats.memtable_bytes as f64 / stats.memtable_entries as f64
     };
-    let totals = db.workload();
     Ok(MeasuredDatabase {
         entries,
         entry_bytes,
         filter_bits_per_key: stats.effective_bits_per_key,
-        totals,
-        workload: workload_from_totals(&totals, entries),
+        totals: db.workload(),
+        recent: db.recent_workload(),
     })
 }
 
 /// The workload mix (proportions of operations, DESIGN.md §7) the totals describe over a tree of
-/// `entries` entries; `None` if they count no operation.
+/// `entries` entries; `None` if they count no operation (`Workload::from_totals`).
 pub fn workload_from_totals(totals: &WorkloadTotals, entries: u64) -> Option<Workload> {
-    let operations = (totals.point_lookups + totals.seeks + totals.writes) as f64;
-    if operations == 0.0 {
-        return None;
-    }
-    let zero_result_fraction = if totals.point_lookups == 0 {
-        0.0
-    } else {
-        1.0 - totals.point_lookups_found as f64 / totals.point_lookups as f64
-    };
-    let selectivity = if totals.seeks == 0 || entries == 0 {
-        0.0
-    } else {
-        (totals.scan_entries as f64 / totals.seeks as f64 / entries as f64).min(1.0)
-    };
-    Some(Workload {
-        point_lookups: totals.point_lookups as f64 / operations,
-        zero_result_fraction,
-        range_lookups: totals.seeks as f64 / operations,
-        selectivity,
-        updates: totals.writes as f64 / operations,
-    })
+    Workload::from_totals(totals, entries)
 }
 
 /// How big the device probe is.
@@ -413,7 +413,22 @@ mod tests {
         assert!((workload.updates - 0.3).abs() < 1e-12);
         assert!((workload.zero_result_fraction - 0.75).abs() < 1e-12);
         assert!((workload.selectivity - 20.0 / 10_000.0).abs() < 1e-12);
+        // EcoTune's r and K: every one of the 100 range lookups was long, 20 entries each.
+        let scans = workload.long_scans.expect("counted");
+        assert!((scans.share_of_queries - 100.0 / 700.0).abs() < 1e-12);
+        assert!((scans.entries - 20.0).abs() < 1e-12);
         assert_eq!(workload_from_totals(&WorkloadTotals::default(), 10), None);
+        // Totals from a build before the long-scan counts: read off the range lookups.
+        let old = WorkloadTotals {
+            long_scans: 0,
+            long_scan_entries: 0,
+            ..totals
+        };
+        let workload = workload_from_totals(&old, 10_000).expect("a mix");
+        assert_eq!(workload.long_scans, None);
+        let derived = workload.long_scans(10_000.0);
+        assert!((derived.share_of_queries - scans.share_of_queries).abs() < 1e-12);
+        assert!((derived.entries - scans.entries).abs() < 1e-12);
     }
 
     #[test]
@@ -433,7 +448,9 @@ mod tests {
         assert_eq!(measured.entries, 1_000);
         assert!(measured.entry_bytes > 100.0, "{}", measured.entry_bytes);
         assert_eq!(measured.totals.point_lookups, 800);
-        let workload = measured.workload.expect("a mix");
+        // 800 queries: too few for the window; the lifetime totals are taken.
+        let (workload, source) = measured.mix(false).expect("a mix");
+        assert_eq!(source, "lifetime totals");
         assert!((workload.point_lookups - 800.0 / 1_800.0).abs() < 1e-12);
         assert!((workload.zero_result_fraction - 0.5).abs() < 1e-12);
         assert!((measured.filter_bits_per_key - 10.0).abs() < 0.5);

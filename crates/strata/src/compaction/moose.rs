@@ -78,6 +78,16 @@ impl Moose {
         }
     }
 
+    /// `K_i` of levels `1..last` as configured, level 1 first.
+    pub fn runs_per_level(&self) -> &[usize] {
+        &self.runs_per_level
+    }
+
+    /// `T_i = C_(i+1) / C_i` of levels `1..last` as configured, level 1 first.
+    pub fn ratios(&self) -> Vec<f64> {
+        self.ratios.iter().map(|t| t.get()).collect()
+    }
+
     /// The configured last level.
     pub fn configured_last_level(&self) -> usize {
         self.runs_per_level.len() + 1

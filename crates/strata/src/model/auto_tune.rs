@@ -380,6 +380,10 @@ pub struct AutoTuneState {
     pub scan_entries: u64,
     /// See [`AutoTuneState::point_lookups`].
     pub writes: u64,
+    /// See [`AutoTuneState::point_lookups`].
+    pub long_scans: u64,
+    /// See [`AutoTuneState::point_lookups`].
+    pub long_scan_entries: u64,
     /// The last decisions, oldest first (at most [`HISTORY`]).
     pub history: Vec<Decision>,
 }
@@ -403,8 +407,10 @@ impl AutoTuneState {
                 .saturating_sub(self.point_lookups_found),
             seeks: totals.seeks.saturating_sub(self.seeks),
             scan_entries: totals.scan_entries.saturating_sub(self.scan_entries),
-            long_scans: 0,
-            long_scan_entries: 0,
+            long_scans: totals.long_scans.saturating_sub(self.long_scans),
+            long_scan_entries: totals
+                .long_scan_entries
+                .saturating_sub(self.long_scan_entries),
             writes: totals.writes.saturating_sub(self.writes),
         }
     }
@@ -421,6 +427,8 @@ impl AutoTuneState {
         self.seeks = totals.seeks;
         self.scan_entries = totals.scan_entries;
         self.writes = totals.writes;
+        self.long_scans = totals.long_scans;
+        self.long_scan_entries = totals.long_scan_entries;
         self.history.push(decision);
         if self.history.len() > HISTORY {
             let excess = self.history.len() - HISTORY;
@@ -441,29 +449,9 @@ impl AutoTuneState {
 }
 
 /// The workload mix (proportions of operations, DESIGN.md §7) `totals` describe over a tree of
-/// `entries` entries; `None` if they count no operation.
+/// `entries` entries ([`Workload::from_totals`]); `None` if they count no operation.
 pub fn mix_of(totals: &WorkloadTotals, entries: u64) -> Option<Workload> {
-    let operations = AutoTuneState::operations(totals) as f64;
-    if operations == 0.0 {
-        return None;
-    }
-    let zero_result_fraction = if totals.point_lookups == 0 {
-        0.0
-    } else {
-        1.0 - totals.point_lookups_found as f64 / totals.point_lookups as f64
-    };
-    let selectivity = if totals.seeks == 0 || entries == 0 {
-        0.0
-    } else {
-        (totals.scan_entries as f64 / totals.seeks as f64 / entries as f64).min(1.0)
-    };
-    Some(Workload {
-        point_lookups: totals.point_lookups as f64 / operations,
-        zero_result_fraction: zero_result_fraction.clamp(0.0, 1.0),
-        range_lookups: totals.seeks as f64 / operations,
-        selectivity,
-        updates: totals.writes as f64 / operations,
-    })
+    Workload::from_totals(totals, entries)
 }
 
 /// What a decision asks of the engine: keep the design, or switch to this one.

@@ -8,12 +8,18 @@
 //! of entries a range lookup returns), `v` non-zero-result / zero-result point lookups. Costs are
 //! in I/Os (page reads; a write counts `phi`).
 //!
-//! The closed forms are Monkey's, for leveling and tiering. Lazy leveling and Garnering have none
-//! in the papers; for them every function here uses Strata's own per-run model ([`per_run`],
-//! DESIGN.md §7, last paragraph): the policy's idealised tree as sorted runs, costed with the §2
-//! allocation solver. [`ModelPolicy::model`] names which model a policy's figures come from.
+//! The closed forms are Monkey's, for leveling and tiering (leveling with dynamic level bytes
+//! builds the idealised shape exactly, so it takes leveling's). Lazy leveling and Garnering have
+//! none in the papers; for them every function here uses Strata's own per-run model ([`per_run`],
+//! DESIGN.md §7.4): the policy's idealised tree as sorted runs, costed with the §2 allocation
+//! solver. EcoTune and Moose take no size ratio: their trees depend on the write buffer (and
+//! EcoTune's on the workload), so the functions here, which take a size ratio and a level count,
+//! refuse them, and the tuner prices them on models of their own ([`ecotune`], [`moose`],
+//! DESIGN.md §7.8). [`ModelPolicy::model`] names which model a policy's figures come from.
 
 pub mod auto_tune;
+pub mod ecotune;
+pub mod moose;
 pub mod per_run;
 pub mod tree;
 pub mod tuner;
@@ -22,10 +28,9 @@ use crate::compaction::CompactionKind;
 use crate::error::{Error, Result};
 use crate::solver::DEFAULT_FPR_CONSTANT as LN2_SQUARED;
 
-/// A merge policy as the models price it: a registered [`CompactionKind`] the models cover
-/// (leveling, tiering, lazy leveling, Garnering; [`ModelPolicy::covers`]) and, for Garnering,
-/// its scaling factor `c`. The kinds the models do not cover (leveling with dynamic level bytes,
-/// EcoTune, Moose) are refused by [`ModelPolicy::new`].
+/// A merge policy as the models price it: a registered [`CompactionKind`] (every registered
+/// policy is covered, [`ModelPolicy::covers`]) and, for Garnering, its scaling factor `c`.
+/// EcoTune and Moose are priced with the registry's default settings (the papers' shapes).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ModelPolicy {
     kind: CompactionKind,
@@ -42,6 +47,13 @@ impl ModelPolicy {
     /// Dostoevsky's lazy leveling: tiered levels above a leveled last level (Strata's per-run
     /// model).
     pub const LAZY_LEVELING: ModelPolicy = ModelPolicy::plain(CompactionKind::LazyLeveling);
+    /// Leveling with dynamic level bytes: level sizes from the last level up, which is the
+    /// idealised shape (DESIGN.md §7.1) itself (Monkey's closed forms, exact for it).
+    pub const LEVELING_DYNAMIC: ModelPolicy = ModelPolicy::plain(CompactionKind::LevelingDynamic);
+    /// EcoTune's three levels and its dynamic program's merges ([`ecotune`]).
+    pub const ECOTUNE: ModelPolicy = ModelPolicy::plain(CompactionKind::Ecotune);
+    /// Moose's per-level runs and ratios ([`moose`]).
+    pub const MOOSE: ModelPolicy = ModelPolicy::plain(CompactionKind::Moose);
 
     const fn plain(kind: CompactionKind) -> ModelPolicy {
         ModelPolicy {
@@ -59,14 +71,18 @@ impl ModelPolicy {
         }
     }
 
-    /// True if the models price `kind`.
+    /// True if the models price `kind`: every registered policy (not the test-only example of
+    /// docs/ARCHITECTURE.md).
     pub fn covers(kind: CompactionKind) -> bool {
         matches!(
             kind,
             CompactionKind::Leveling
+                | CompactionKind::LevelingDynamic
                 | CompactionKind::Tiering
                 | CompactionKind::LazyLeveling
                 | CompactionKind::Garnering
+                | CompactionKind::Ecotune
+                | CompactionKind::Moose
         )
     }
 
@@ -75,8 +91,7 @@ impl ModelPolicy {
     pub fn new(kind: CompactionKind, garnering_c: f64) -> Result<ModelPolicy> {
         if !ModelPolicy::covers(kind) {
             return Err(Error::InvalidArgument(format!(
-                "the cost models do not cover {kind}; they price leveling, tiering, lazy-leveling \
-                 and garnering"
+                "the cost models do not cover {kind}; they price every registered merge policy"
             )));
         }
         Ok(if kind == CompactionKind::Garnering {
@@ -105,18 +120,42 @@ impl ModelPolicy {
     /// use Monkey's closed forms for leveling and tiering; the tuner costs every design on its
     /// own runs, `tuner::evaluate`).
     pub fn model(&self) -> &'static str {
-        if self.has_closed_form() {
-            "monkey, exact on the design's runs (DESIGN.md §7)"
-        } else {
-            "strata per-run model (DESIGN.md §7)"
+        match self.kind {
+            CompactionKind::Ecotune => {
+                "strata ecotune model: three levels, the dynamic program's round (DESIGN.md §7.8)"
+            }
+            CompactionKind::Moose => {
+                "strata moose model: per-level runs and ratios (DESIGN.md §7.8)"
+            }
+            _ if self.has_closed_form() => "monkey, exact on the design's runs (DESIGN.md §7)",
+            _ => "strata per-run model (DESIGN.md §7)",
         }
+    }
+
+    /// True if the policy's tree follows a size ratio `T` the tuner chooses (every policy but
+    /// EcoTune and Moose, whose shapes are their own: [`ecotune`], [`moose`]).
+    pub fn has_size_ratio(&self) -> bool {
+        !matches!(self.kind, CompactionKind::Ecotune | CompactionKind::Moose)
     }
 
     fn has_closed_form(&self) -> bool {
         matches!(
             self.kind,
-            CompactionKind::Leveling | CompactionKind::Tiering
+            CompactionKind::Leveling | CompactionKind::LevelingDynamic | CompactionKind::Tiering
         )
+    }
+
+    /// An [`Error::InvalidArgument`] unless the policy has a size-ratio tree.
+    fn check_size_ratio_tree(&self) -> Result<()> {
+        if self.has_size_ratio() {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "{} takes no size ratio: its tree is priced by its own model ({})",
+                self.name(),
+                self.model()
+            )))
+        }
     }
 
     fn is_tiering(&self) -> bool {
@@ -351,38 +390,42 @@ pub fn mixed_lookup_cost(
 /// `(T-1)/2` times per level on average), `L/B * (T-1)/T * (1+phi)` (tiering: about once per
 /// level). Lazy leveling: `((L-1)(T-1)/T + (T-1)/2) / B * (1+phi)`; Garnering:
 /// `sum_i (r_i - 1)/2 / B * (1+phi)` with `r_i = T / c^(L-i)` ([`per_run`]). That is
-/// [`merges_per_update`] times `(1+phi)/B`.
+/// [`merges_per_update`] times `(1+phi)/B`. EcoTune and Moose (no size ratio) are an
+/// [`Error::InvalidArgument`]: the tuner prices them ([`ecotune`], [`moose`]).
 pub fn update_cost(
     policy: ModelPolicy,
     levels: usize,
     entries_per_page: f64,
     size_ratio: f64,
     write_read_cost_ratio: f64,
-) -> f64 {
-    merges_per_update(policy, levels, size_ratio) * (1.0 + write_read_cost_ratio)
-        / entries_per_page.max(1.0)
+) -> Result<f64> {
+    Ok(
+        merges_per_update(policy, levels, size_ratio)? * (1.0 + write_read_cost_ratio)
+            / entries_per_page.max(1.0),
+    )
 }
 
 /// How many times merges rewrite an entry on its way to the last level (`sum_i w_i`, the
-/// per-entry factor of [`update_cost`]).
-pub fn merges_per_update(policy: ModelPolicy, levels: usize, size_ratio: f64) -> f64 {
+/// per-entry factor of [`update_cost`]); EcoTune and Moose are refused as there.
+pub fn merges_per_update(policy: ModelPolicy, levels: usize, size_ratio: f64) -> Result<f64> {
+    policy.check_size_ratio_tree()?;
     let (l, t) = (levels as f64, size_ratio);
     if let Some(scaling_factor) = policy.garnering_c() {
-        return (1..=levels.max(1))
+        return Ok((1..=levels.max(1))
             .map(|i| (t / scaling_factor.powi((levels.max(1) - i) as i32) - 1.0) / 2.0)
-            .sum();
+            .sum());
     }
-    match policy.kind() {
+    Ok(match policy.kind() {
         CompactionKind::Tiering => l * (t - 1.0) / t,
         CompactionKind::LazyLeveling => (l - 1.0).max(0.0) * (t - 1.0) / t + (t - 1.0) / 2.0,
-        // Leveling (the only other kind a `ModelPolicy` holds).
+        // Leveling, with or without dynamic level bytes (the other kinds are refused above).
         _ => l * (t - 1.0) / 2.0,
-    }
+    })
 }
 
 /// Range lookup cost [Monkey eq. 11]: `Q = s*N/B + L` (leveling, one seek per run),
 /// `s*N/B + L*(T-1)` (tiering), `s*N/B + (L-1)(T-1) + 1` (lazy leveling), `s*N/B + L`
-/// (Garnering).
+/// (Garnering); EcoTune and Moose are refused as by [`update_cost`].
 pub fn range_cost(
     policy: ModelPolicy,
     selectivity: f64,
@@ -390,15 +433,16 @@ pub fn range_cost(
     entries_per_page: f64,
     levels: usize,
     size_ratio: f64,
-) -> f64 {
+) -> Result<f64> {
+    policy.check_size_ratio_tree()?;
     let l = levels as f64;
     let runs = match policy.kind() {
         CompactionKind::Tiering => l * (size_ratio - 1.0),
         CompactionKind::LazyLeveling => (l - 1.0).max(0.0) * (size_ratio - 1.0) + 1.0,
-        // Leveling and Garnering: one run per level.
+        // Leveling (either kind) and Garnering: one run per level.
         _ => l,
     };
-    selectivity * entries / entries_per_page.max(1.0) + runs
+    Ok(selectivity * entries / entries_per_page.max(1.0) + runs)
 }
 
 /// Proportions of a workload's operations (they need not sum to 1; they are normalised).
@@ -594,20 +638,31 @@ mod tests {
         assert!(close(z, 0.5 * 1.02 + 0.5 * 0.05, 1e-12));
         // W: L = 3, B = 32, T = 4, phi = 1.
         assert!(close(
-            update_cost(ModelPolicy::LEVELING, 3, 32.0, 4.0, 1.0),
+            update_cost(ModelPolicy::LEVELING, 3, 32.0, 4.0, 1.0).expect("priced"),
             3.0 / 32.0 * 1.5 * 2.0,
             1e-12
         ));
         assert!(close(
-            update_cost(ModelPolicy::TIERING, 3, 32.0, 4.0, 1.0),
+            update_cost(ModelPolicy::TIERING, 3, 32.0, 4.0, 1.0).expect("priced"),
             3.0 / 32.0 * 0.75 * 2.0,
             1e-12
         ));
         assert!(close(
-            range_cost(ModelPolicy::TIERING, 0.001, 1e6, 32.0, 3, 4.0),
+            range_cost(ModelPolicy::TIERING, 0.001, 1e6, 32.0, 3, 4.0).expect("priced"),
             1e3 / 32.0 + 9.0,
             1e-12
         ));
+        // Leveling with dynamic level bytes is leveling's tree; EcoTune and Moose have no
+        // size-ratio tree and are refused (the tuner prices them on their own models).
+        assert_eq!(
+            update_cost(ModelPolicy::LEVELING_DYNAMIC, 3, 32.0, 4.0, 1.0).expect("priced"),
+            update_cost(ModelPolicy::LEVELING, 3, 32.0, 4.0, 1.0).expect("priced")
+        );
+        for policy in [ModelPolicy::ECOTUNE, ModelPolicy::MOOSE] {
+            assert!(update_cost(policy, 3, 32.0, 4.0, 1.0).is_err());
+            assert!(range_cost(policy, 0.001, 1e6, 32.0, 3, 4.0).is_err());
+            assert!(zero_result_cost(policy, 1e7, 1e6, 4.0, 3).is_err());
+        }
         let mix = OperationMix {
             point_lookups: 0.5,
             range_lookups: 0.0,
@@ -631,7 +686,7 @@ mod tests {
     }
 
     #[test]
-    fn the_models_cover_four_registered_policies_and_refuse_the_others() {
+    fn the_models_cover_every_registered_policy() {
         for &kind in CompactionKind::all() {
             match ModelPolicy::new(kind, 0.6) {
                 Ok(policy) => {
@@ -642,19 +697,28 @@ mod tests {
                         policy.garnering_c(),
                         (kind == CompactionKind::Garnering).then_some(0.6)
                     );
+                    assert_eq!(
+                        policy.has_size_ratio(),
+                        !matches!(kind, CompactionKind::Ecotune | CompactionKind::Moose)
+                    );
                 }
                 Err(error) => {
+                    // Only the test-only example policy is not a registered one to price.
+                    assert_eq!(kind, CompactionKind::OneLevel);
                     assert!(!ModelPolicy::covers(kind), "{kind}");
                     assert!(error.to_string().contains(kind.name()), "{error}");
                 }
             }
         }
-        for kind in [
-            CompactionKind::LevelingDynamic,
-            CompactionKind::Ecotune,
-            CompactionKind::Moose,
+        for (kind, policy) in [
+            (
+                CompactionKind::LevelingDynamic,
+                ModelPolicy::LEVELING_DYNAMIC,
+            ),
+            (CompactionKind::Ecotune, ModelPolicy::ECOTUNE),
+            (CompactionKind::Moose, ModelPolicy::MOOSE),
         ] {
-            assert!(ModelPolicy::new(kind, 0.8).is_err(), "{kind}");
+            assert_eq!(ModelPolicy::new(kind, 0.8).expect("covered"), policy);
         }
         assert_eq!(
             ModelPolicy::new(CompactionKind::Garnering, 0.6).expect("covered"),

@@ -113,13 +113,17 @@ fn check_scaling_factor(scaling_factor: f64) -> Result<()> {
     )
 }
 
-/// `policy`'s idealised tree of `entries` entries on `levels` disk levels (see the module docs).
+/// `policy`'s idealised tree of `entries` entries on `levels` disk levels (see the module docs;
+/// leveling with dynamic level bytes is leveling's tree). EcoTune and Moose, whose trees take no
+/// size ratio, are an [`crate::Error::InvalidArgument`]: `super::ecotune` and `super::moose`
+/// build theirs.
 pub fn run_tree(
     policy: ModelPolicy,
     entries: f64,
     size_ratio: f64,
     levels: usize,
 ) -> Result<RunTree> {
+    policy.check_size_ratio_tree()?;
     check("entries", entries, entries > 0.0, "finite and > 0")?;
     check_size_ratio(size_ratio)?;
     let t = size_ratio;
@@ -317,10 +321,10 @@ mod tests {
         ] {
             let tree = tree(policy, t, levels);
             let w = update_cost(&tree, t, b, phi);
-            let monkey = model::update_cost(policy, levels, b, t, phi);
+            let monkey = model::update_cost(policy, levels, b, t, phi).expect("priced");
             assert!((w - monkey).abs() < 1e-12, "{policy:?}: {w} vs {monkey}");
             let q = range_cost(&tree, 1e-4, N, b);
-            let monkey = model::range_cost(policy, 1e-4, N, b, levels, t);
+            let monkey = model::range_cost(policy, 1e-4, N, b, levels, t).expect("priced");
             assert!((q - monkey).abs() < 1e-9);
         }
         // Lazy leveling merges each entry about once per tiered level and (T-1)/2 times at the
@@ -329,20 +333,24 @@ mod tests {
         let lazy = update_cost(&tree(ModelPolicy::LAZY_LEVELING, t, levels), t, b, phi);
         let expected = (3.0 * 4.0 / 5.0 + 2.0) * 2.0 / b;
         assert!((lazy - expected).abs() < 1e-12);
-        assert!(lazy < model::update_cost(ModelPolicy::LEVELING, levels, b, t, phi));
-        assert!(lazy > model::update_cost(ModelPolicy::TIERING, levels, b, t, phi));
+        assert!(
+            lazy < model::update_cost(ModelPolicy::LEVELING, levels, b, t, phi).expect("priced")
+        );
+        assert!(
+            lazy > model::update_cost(ModelPolicy::TIERING, levels, b, t, phi).expect("priced")
+        );
         // Garnering's larger upper ratios cost more merging per level than leveling's.
         let g = update_cost(&tree(garnering(0.8), t, levels), t, b, phi);
-        assert!(g > model::update_cost(ModelPolicy::LEVELING, levels, b, t, phi));
+        assert!(g > model::update_cost(ModelPolicy::LEVELING, levels, b, t, phi).expect("priced"));
         // The policy-level functions give the runs' figures.
         for policy in [ModelPolicy::LAZY_LEVELING, garnering(0.8), garnering(0.4)] {
             let runs = tree(policy, t, levels);
-            let w = model::update_cost(policy, levels, b, t, phi);
+            let w = model::update_cost(policy, levels, b, t, phi).expect("priced");
             assert!(
                 (w - update_cost(&runs, t, b, phi)).abs() < 1e-12,
                 "{policy:?}"
             );
-            let q = model::range_cost(policy, 1e-4, N, b, levels, t);
+            let q = model::range_cost(policy, 1e-4, N, b, levels, t).expect("priced");
             assert!(
                 (q - range_cost(&runs, 1e-4, N, b)).abs() < 1e-9,
                 "{policy:?}"

@@ -18,14 +18,22 @@
 //! Every design is also evaluated with uniform filters at the same split (listed, never better
 //! than Monkey's filters in the model).
 //!
-//! Lazy leveling and Garnering (`c` in [`GARNERING_SCALING_FACTORS`]) join the candidates with
-//! Strata's own per-run models ([`super::per_run`], DESIGN.md §7); each design says which model its
-//! figures come from ([`ModelPolicy::model`]). Monkey's split derivation has no coefficients for
-//! them, so each is evaluated at both the leveling split and the tiering split of its `T` and
-//! keeps the better (Strata's choice; a fixed buffer is kept as given). Every policy is costed
-//! on its own runs the same way, so the comparison between policies is even, and at the size
-//! ratio the engine builds it with ([`buildable_size_ratio`]: whole runs per level for tiering
-//! and lazy leveling).
+//! Every registered merge policy is a candidate. Leveling with dynamic level bytes takes
+//! leveling's model (the idealised shape is its tree) and is listed beside leveling. Lazy
+//! leveling and Garnering (`c` in [`GARNERING_SCALING_FACTORS`]) join with Strata's own per-run
+//! models ([`super::per_run`], DESIGN.md §7.4), EcoTune and Moose, which take no size ratio, with
+//! models of their own ([`super::ecotune`], [`super::moose`], DESIGN.md §7.8); each design says
+//! which model its figures come from ([`ModelPolicy::model`]). Monkey's split derivation has no
+//! coefficients for them, so each is evaluated at both the leveling split and the tiering split
+//! of its `T` and keeps the better (Strata's choice; a fixed buffer is kept as given): EcoTune
+//! and Moose once, at the `T` of [`own_size_ratio`]. Every policy is costed on its own runs the
+//! same way, so the comparison between policies is even, and at the size ratio the engine builds
+//! it with ([`buildable_size_ratio`]: whole runs per level for tiering and lazy leveling).
+//!
+//! [`tune`] is a pure function of its [`TuningProblem`] (no I/O): the engine's workload
+//! statistics convert with [`Workload::from_totals`] and [`Workload::from_mix`], and the ranked
+//! [`Tuning::candidates`] carry every design's predicted costs ([`Tuning::best_of`] finds the
+//! one a policy would run, to hold against the recommendation).
 //!
 //! Strata's departures from Monkey's throughput `1/(theta * Omega)`, each off by default so the
 //! published model is what a problem without them gets: a processor term ([`CpuCosts`]), a
@@ -33,12 +41,17 @@
 //! waiting runs ([`TuningProblem::level0_runs`]). `strata tune --measure-device` measures the
 //! first two on the machine and the engine; docs/BENCHMARKS.md holds what each changed.
 
-use super::{existing_lookup_cost, merges_per_update, per_run, range_cost, ModelPolicy};
+use super::{
+    ecotune, existing_lookup_cost, merges_per_update, moose, per_run, range_cost, ModelPolicy,
+};
 use crate::alloc::FilterAllocatorKind;
-use crate::compaction::CompactionKind;
+use crate::compaction::ecotune::{EcoTuneSettings, DEFAULT_TC_OVER_TW};
+use crate::compaction::{CompactionKind, Moose};
 use crate::error::{Error, Result};
 use crate::solver::monkey_general_last_level_weight;
 use crate::solver::DEFAULT_FPR_CONSTANT as LN2_SQUARED;
+use crate::stats::workload::LONG_SCAN_MIN_ENTRIES;
+use crate::stats::{WorkloadMix, WorkloadTotals};
 
 /// What the workload does, as proportions of its operations.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -53,6 +66,93 @@ pub struct Workload {
     pub selectivity: f64,
     /// Updates (`w`): inserts, overwrites and deletes.
     pub updates: f64,
+    /// EcoTune's `r` and `K` as the engine measured them; `None`: read off the range lookups
+    /// ([`Workload::long_scans`]).
+    pub long_scans: Option<LongScans>,
+}
+
+/// The long range scans of a workload (EcoTune's `r` and `K`, DESIGN.md §6, "The workload the
+/// engine measures"): scans of at least `LONG_SCAN_MIN_ENTRIES` (16) entries.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LongScans {
+    /// `r`: the share of queries (point and range lookups) that are long scans, in `[0, 1]`.
+    pub share_of_queries: f64,
+    /// `K`: entries an average long scan returns (0 when there is none).
+    pub entries: f64,
+}
+
+impl Workload {
+    /// `r` and `K` on a tree of `entries` entries: as measured if given, else every range lookup
+    /// is a long scan of `s * N` entries when that is at least 16 entries, and none is otherwise.
+    pub fn long_scans(&self, entries: f64) -> LongScans {
+        if let Some(measured) = self.long_scans {
+            return measured;
+        }
+        let queries = self.point_lookups + self.range_lookups;
+        let length = self.selectivity * entries;
+        if queries > 0.0 && length >= LONG_SCAN_MIN_ENTRIES as f64 {
+            LongScans {
+                share_of_queries: self.range_lookups / queries,
+                entries: length,
+            }
+        } else {
+            LongScans {
+                share_of_queries: 0.0,
+                entries: 0.0,
+            }
+        }
+    }
+
+    /// The workload the engine's counts describe on a tree of `entries` entries (DESIGN.md §7's
+    /// proportions, `stats::workload`): point lookups, range lookups (seeks) and writes as shares
+    /// of their sum, the zero-result fraction, the selectivity of an average range lookup, and
+    /// the long scans (`r`, `K`) when the totals count them (a record from a build before the
+    /// long-scan counts leaves them to [`Workload::long_scans`]). `None` if they count no
+    /// operation. The lifetime totals are `Db::workload`, the engine's live window
+    /// `Db::recent_workload` ([`Workload::from_mix`]).
+    pub fn from_totals(totals: &WorkloadTotals, entries: u64) -> Option<Workload> {
+        let queries = totals.point_lookups.saturating_add(totals.seeks);
+        let operations = queries.saturating_add(totals.writes) as f64;
+        if operations == 0.0 {
+            return None;
+        }
+        let zero_result_fraction = if totals.point_lookups == 0 {
+            0.0
+        } else {
+            1.0 - totals.point_lookups_found as f64 / totals.point_lookups as f64
+        };
+        let selectivity = if totals.seeks == 0 || entries == 0 {
+            0.0
+        } else {
+            (totals.scan_entries as f64 / totals.seeks as f64 / entries as f64).min(1.0)
+        };
+        let long_scans = (totals.long_scans > 0 || totals.seeks == 0).then(|| LongScans {
+            share_of_queries: if queries == 0 {
+                0.0
+            } else {
+                totals.long_scans as f64 / queries as f64
+            },
+            entries: if totals.long_scans == 0 {
+                0.0
+            } else {
+                totals.long_scan_entries as f64 / totals.long_scans as f64
+            },
+        });
+        Some(Workload {
+            point_lookups: totals.point_lookups as f64 / operations,
+            zero_result_fraction: zero_result_fraction.clamp(0.0, 1.0),
+            range_lookups: totals.seeks as f64 / operations,
+            selectivity,
+            updates: totals.writes as f64 / operations,
+            long_scans,
+        })
+    }
+
+    /// [`Workload::from_totals`] of the engine's live window (`Db::recent_workload`: the last
+    /// 50,000 to 56,250 queries and the writes among them).
+    pub fn from_mix(mix: &WorkloadMix, entries: u64) -> Option<Workload> {
+        Workload::from_totals(&mix.counts, entries)
+    }
 }
 
 /// The storage device.
@@ -227,6 +327,17 @@ pub struct Tuning {
     pub candidates: Vec<Design>,
 }
 
+impl Tuning {
+    /// The best candidate that runs `kind` (Garnering at any `c`) with `filters`, if any is
+    /// listed: the design to hold against [`Tuning::recommended`] when `kind` is what a database
+    /// runs now.
+    pub fn best_of(&self, kind: CompactionKind, filters: FilterAllocatorKind) -> Option<&Design> {
+        self.candidates
+            .iter()
+            .find(|design| design.policy.kind() == kind && design.filters == filters)
+    }
+}
+
 impl Design {
     /// True if `other` builds the same tree with the same filters: the same size ratio, levels,
     /// split and filter allocation, and predicted costs equal to rounding (the policy may differ
@@ -290,6 +401,18 @@ impl TuningProblem {
         if w.point_lookups + w.range_lookups + w.updates <= 0.0 {
             return Err(invalid("the workload has no operations".into()));
         }
+        if let Some(scans) = w.long_scans {
+            let valid = (0.0..=1.0).contains(&scans.share_of_queries)
+                && scans.entries.is_finite()
+                && scans.entries >= 0.0;
+            if !valid {
+                return Err(invalid(format!(
+                    "long scans must be a share of queries in [0, 1] of a finite length >= 0, \
+                     got {} of {}",
+                    scans.share_of_queries, scans.entries
+                )));
+            }
+        }
         if !(0.0..=1.0).contains(&w.zero_result_fraction) || !(0.0..=1.0).contains(&w.selectivity) {
             return Err(invalid(format!(
                 "zero-result fraction and selectivity must be in [0, 1], got {} and {}",
@@ -344,7 +467,11 @@ pub fn evaluate(
 /// [`evaluate`] with the filter memory spread as `filters` says: with uniform filters every run
 /// has the false-positive rate `exp(-M/N * ln2sq)`, so `R` is the runs times that rate
 /// [Monkey eqs. 55-56] and `p_L` is that rate. The models price Monkey's and uniform filters
-/// only: another allocator is an [`Error::InvalidArgument`].
+/// only: another allocator is an [`Error::InvalidArgument`]. EcoTune and Moose take no size
+/// ratio: `size_ratio` is only recorded in the design (the tuner passes [`own_size_ratio`]).
+/// EcoTune's round depends on how fast merges run against writes (`T_c / T_w`), which depends on
+/// the throughput being predicted: it is evaluated at the engine's default `T_c / T_w` (0.1), then
+/// again at the ratio that prediction gives ([`merge_over_write_time`]).
 pub fn evaluate_with(
     problem: &TuningProblem,
     policy: ModelPolicy,
@@ -359,49 +486,205 @@ pub fn evaluate_with(
             problem.memory_bits
         )));
     }
-    let n = problem.entries;
-    let filter_bits = problem.memory_bits - buffer_bits;
-    let levels = per_run::levels(
+    let first = price(
+        problem,
         policy,
-        n,
-        problem.entry_bytes * 8.0,
-        buffer_bits,
         size_ratio,
+        buffer_bits,
+        filters,
+        DEFAULT_TC_OVER_TW,
+    )?;
+    if policy.kind() != CompactionKind::Ecotune {
+        return Ok(first);
+    }
+    let tc_over_tw = merge_over_write_time(problem, &first);
+    price(
+        problem,
+        policy,
+        size_ratio,
+        buffer_bits,
+        filters,
+        tc_over_tw,
+    )
+}
+
+/// `T_c / T_w` for EcoTune at `design`'s predicted throughput: the seconds a merge takes to
+/// rewrite a unit over the seconds between two units, `w * tau * (seconds per entry rewritten)`,
+/// the entry's share of a merge's page reads and writes (`(rho + phi) * Omega / B`) and its
+/// processor time, over the merge threads when merges run beside the operations. Clamped to
+/// `[0.001, 1000]` (a workload without updates still gets a program to solve).
+pub fn merge_over_write_time(problem: &TuningProblem, design: &Design) -> f64 {
+    let w = &problem.workload;
+    let total = w.point_lookups + w.range_lookups + w.updates;
+    let device = &problem.device;
+    let mut per_entry = (device.merge_read_cost_ratio + device.write_read_cost_ratio)
+        * device.seconds_per_read
+        / problem.entries_per_page()
+        + device.cpu.seconds_per_entry_merged;
+    if device.cpu.merge_threads > 0.0 {
+        per_entry /= device.cpu.merge_threads;
+    }
+    (w.updates / total * design.predicted.throughput_ops * per_entry).clamp(1e-3, 1e3)
+}
+
+/// Memory bits EcoTune's top-level key index takes beside `buffer_bits` of write buffer (0 for
+/// the other policies): it comes out of the filters' memory.
+pub fn top_index_bits(problem: &TuningProblem, policy: ModelPolicy, buffer_bits: f64) -> f64 {
+    if policy.kind() != CompactionKind::Ecotune {
+        return 0.0;
+    }
+    let n = problem.entries;
+    let buffer_entries = buffer_bits / (problem.entry_bytes * 8.0);
+    ecotune::index_bits(n, buffer_entries, problem.workload.long_scans(n).entries)
+}
+
+/// A policy's tree as the tuner costs it.
+struct PolicyShape {
+    /// Disk levels.
+    levels: usize,
+    /// The runs lookups probe (filtered), one tree per moment the costs are averaged over: one
+    /// for every policy but EcoTune, whose main level changes over a round (one per arrival).
+    trees: Vec<per_run::RunTree>,
+    /// Times a merge rewrites an entry on its way down.
+    merges: f64,
+    /// Runs range lookups seek beside the trees': level 0's waiting runs, or EcoTune's top
+    /// level, which point lookups find through its key index and filters do not cover.
+    unfiltered_runs: f64,
+}
+
+/// `policy`'s tree for `problem` with `buffer_bits` of write buffer and `filter_bits` of filters
+/// (EcoTune's round sees the filters' uniform false-positive rate as its `f`).
+fn policy_shape(
+    problem: &TuningProblem,
+    policy: ModelPolicy,
+    size_ratio: f64,
+    buffer_bits: f64,
+    filter_bits: f64,
+    tc_over_tw: f64,
+) -> Result<PolicyShape> {
+    let n = problem.entries;
+    let entry_bits = problem.entry_bytes * 8.0;
+    let buffer_entries = buffer_bits / entry_bits;
+    // Level 0's waiting runs join the tree as a level: they take filter memory and probes.
+    let level0 = |mut tree: per_run::RunTree| {
+        if problem.level0_runs > 0.0 {
+            tree.levels.insert(
+                0,
+                per_run::ModelLevel {
+                    entries: buffer_entries * problem.level0_runs,
+                    runs: problem.level0_runs,
+                    ratio: 1.0,
+                },
+            );
+        }
+        tree
+    };
+    match policy.kind() {
+        CompactionKind::Moose => {
+            // Level 0 pours on its trigger, `2 * level0_runs + 1` buffers (its average waiting
+            // runs are `(trigger - 1) / 2`).
+            let pour = (2.0 * problem.level0_runs + 1.0) * buffer_entries;
+            let tree = moose::tree(&Moose::ecotune_paper(), n, buffer_entries, pour)?;
+            Ok(PolicyShape {
+                levels: tree.runs.levels.len(),
+                trees: vec![level0(tree.runs)],
+                merges: tree.merges_per_update,
+                unfiltered_runs: 0.0,
+            })
+        }
+        CompactionKind::Ecotune => {
+            let scans = problem.workload.long_scans(n);
+            let tree = ecotune::tree(&ecotune::EcoTuneInputs {
+                entries: n,
+                buffer_entries,
+                long_scan_ratio: scans.share_of_queries,
+                scan_length: scans.entries,
+                false_positive_rate: (-filter_bits / n * LN2_SQUARED).exp().min(1.0),
+                tc_over_tw,
+                settings: EcoTuneSettings::default(),
+            })?;
+            Ok(PolicyShape {
+                levels: 2,
+                merges: tree.merges_per_update,
+                unfiltered_runs: tree.top_runs,
+                trees: tree.arrivals,
+            })
+        }
+        _ => {
+            let levels = per_run::levels(policy, n, entry_bits, buffer_bits, size_ratio)?;
+            Ok(PolicyShape {
+                levels,
+                trees: vec![level0(per_run::run_tree(policy, n, size_ratio, levels)?)],
+                merges: merges_per_update(policy, levels, size_ratio)?,
+                unfiltered_runs: 0.0,
+            })
+        }
+    }
+}
+
+/// [`evaluate_with`] at a given `T_c / T_w` (used by EcoTune only).
+fn price(
+    problem: &TuningProblem,
+    policy: ModelPolicy,
+    size_ratio: f64,
+    buffer_bits: f64,
+    filters: FilterAllocatorKind,
+    tc_over_tw: f64,
+) -> Result<Design> {
+    let n = problem.entries;
+    let filter_bits =
+        problem.memory_bits - buffer_bits - top_index_bits(problem, policy, buffer_bits);
+    if filter_bits < 0.0 {
+        return Err(invalid(format!(
+            "EcoTune's top-level key index ({:.0} bits) does not fit beside a {buffer_bits:.0}-bit \
+             buffer in {:.0} bits of memory",
+            top_index_bits(problem, policy, buffer_bits),
+            problem.memory_bits
+        )));
+    }
+    let shape = policy_shape(
+        problem,
+        policy,
+        size_ratio,
+        buffer_bits,
+        filter_bits,
+        tc_over_tw,
     )?;
     let w = &problem.workload;
     // The discrete design's own runs: Monkey's allocation costed exactly on them (the §2 solver;
     // eq. 7 is its L -> infinity limit), uniform filters spreading the same memory over the
-    // runs' entries (DESIGN.md §7: "N the actual sum of level sizes").
-    let mut runs = per_run::run_tree(policy, n, size_ratio, levels)?;
-    if problem.level0_runs > 0.0 {
-        let buffer_entries = buffer_bits / (problem.entry_bytes * 8.0);
-        runs.levels.insert(
-            0,
-            per_run::ModelLevel {
-                entries: buffer_entries * problem.level0_runs,
-                runs: problem.level0_runs,
-                ratio: 1.0,
-            },
-        );
+    // runs' entries (DESIGN.md §7: "N the actual sum of level sizes"); averaged over the
+    // moments of the shape.
+    let moments = shape.trees.len().max(1) as f64;
+    let (mut r, mut p_last, mut runs, mut runs_existing) = (0.0, 0.0, 0.0, 0.0);
+    for tree in &shape.trees {
+        let (tree_r, tree_p) = zero_result_cost(tree, filter_bits, filters)?;
+        r += tree_r / moments;
+        p_last += tree_p / moments;
+        runs += tree.runs() / moments;
+        runs_existing += tree.runs_probed_for_existing_key() / moments;
     }
-    let (r, p_last) = zero_result_cost(&runs, filter_bits, filters)?;
     let v = existing_lookup_cost(policy, r, p_last, size_ratio);
     // Z = v/(v+1) * V + R/(v+1) [Monkey eq. 13] with f0 = 1/(v+1).
     let z = (1.0 - w.zero_result_fraction) * v + w.zero_result_fraction * r;
     let b = problem.entries_per_page();
     let rho_phi = problem.device.merge_read_cost_ratio + problem.device.write_read_cost_ratio;
-    let merges = merges_per_update(policy, levels, size_ratio);
+    let merges = shape.merges;
     let u = merges * rho_phi / b;
-    let q = range_cost(policy, w.selectivity, n, b, levels, size_ratio) + problem.level0_runs;
+    let q = if policy.has_size_ratio() {
+        range_cost(policy, w.selectivity, n, b, shape.levels, size_ratio)? + problem.level0_runs
+    } else {
+        w.selectivity * n / b + runs + shape.unfiltered_runs
+    };
     let total = w.point_lookups + w.range_lookups + w.updates;
     let theta = (w.point_lookups * z + w.range_lookups * q + w.updates * u) / total;
     let cpu = &problem.device.cpu;
-    let probed = (1.0 - w.zero_result_fraction) * runs.runs_probed_for_existing_key()
-        + w.zero_result_fraction * runs.runs();
+    let probed = (1.0 - w.zero_result_fraction) * runs_existing + w.zero_result_fraction * runs;
     let omega = problem.device.seconds_per_read;
+    let range_runs = runs + shape.unfiltered_runs;
     let foreground_cpu = (w.point_lookups
         * (cpu.seconds_per_lookup + cpu.seconds_per_run_probed * probed)
-        + w.range_lookups * (cpu.seconds_per_lookup + cpu.seconds_per_run_probed * runs.runs())
+        + w.range_lookups * (cpu.seconds_per_lookup + cpu.seconds_per_run_probed * range_runs)
         + w.updates * cpu.seconds_per_update)
         / total;
     let buffer_entries = (buffer_bits / (problem.entry_bytes * 8.0)).max(1.0);
@@ -421,7 +704,7 @@ pub fn evaluate_with(
         policy,
         filters,
         size_ratio,
-        levels,
+        levels: shape.levels,
         buffer_bits,
         filter_bits,
         predicted: Prediction {
@@ -499,8 +782,25 @@ pub fn split_memory(alpha: f64, beta: f64, gamma: f64, total_bits: f64, page_bit
 pub fn buildable_size_ratio(policy: ModelPolicy, size_ratio: f64) -> f64 {
     match policy.kind() {
         CompactionKind::Tiering | CompactionKind::LazyLeveling => size_ratio.round().max(2.0),
-        // Leveling and Garnering.
+        // Leveling (either kind) and Garnering; EcoTune and Moose take none.
         _ => size_ratio,
+    }
+}
+
+/// The `T` whose Monkey splits EcoTune and Moose are evaluated at (they take no size ratio):
+/// Moose's largest ratio between levels (7 in the registry's shape), EcoTune's `Ccap + 1` (its
+/// last level over its main level at a round's end, `Ccap`, plus the main level: 4). For the
+/// other policies, `T` is what the tuner's loop chooses; this returns `None`.
+pub fn own_size_ratio(policy: ModelPolicy) -> Option<f64> {
+    match policy.kind() {
+        CompactionKind::Moose => Some(
+            Moose::ecotune_paper()
+                .ratios()
+                .into_iter()
+                .fold(2.0, f64::max),
+        ),
+        CompactionKind::Ecotune => Some(f64::from(EcoTuneSettings::default().ccap) + 1.0),
+        _ => None,
     }
 }
 
@@ -515,6 +815,34 @@ pub fn tune(problem: &TuningProblem) -> Result<Tuning> {
         let designs = designs_at(problem, size_ratio)?;
         candidates.extend(
             designs
+                .into_iter()
+                .filter(|design| admissible(problem, design)),
+        );
+    }
+    // EcoTune and Moose take no size ratio: once, at their own `T`'s splits.
+    // EcoTune's top-level index must fit beside a buffer: a split it does not fit is skipped.
+    for policy in [ModelPolicy::ECOTUNE, ModelPolicy::MOOSE] {
+        let t = own_size_ratio(policy).unwrap_or(2.0);
+        let (leveling_buffer, tiering_buffer) = monkey_buffers(problem, t)?;
+        let fits =
+            |buffer: f64| buffer + top_index_bits(problem, policy, buffer) <= problem.memory_bits;
+        let (leveling_buffer, tiering_buffer) = match (fits(leveling_buffer), fits(tiering_buffer))
+        {
+            (true, true) => (leveling_buffer, tiering_buffer),
+            (true, false) => (leveling_buffer, leveling_buffer),
+            (false, true) => (tiering_buffer, tiering_buffer),
+            (false, false) => continue,
+        };
+        let best = better_split(problem, policy, t, leveling_buffer, tiering_buffer)?;
+        let uniform = evaluate_with(
+            problem,
+            policy,
+            t,
+            best.buffer_bits,
+            FilterAllocatorKind::Uniform,
+        )?;
+        candidates.extend(
+            [best, uniform]
                 .into_iter()
                 .filter(|design| admissible(problem, design)),
         );
@@ -565,9 +893,35 @@ fn monkey_buffers(problem: &TuningProblem, t: f64) -> Result<(f64, f64)> {
     Ok((buffer(leveling), buffer(tiering)))
 }
 
-/// Every design at size ratio `t`, each at the size ratio the engine builds it with: leveling
-/// and tiering at Monkey's split, lazy leveling and Garnering at the better of the two splits,
-/// all with Monkey's filters, then each again with uniform filters.
+/// `policy` at size ratio `t` with Monkey's filters, at whichever of the two buffers gives the
+/// more throughput (the leveling split on a tie).
+fn better_split(
+    problem: &TuningProblem,
+    policy: ModelPolicy,
+    t: f64,
+    leveling_buffer: f64,
+    tiering_buffer: f64,
+) -> Result<Design> {
+    let at_leveling = evaluate(problem, policy, t, leveling_buffer)?;
+    if tiering_buffer == leveling_buffer {
+        return Ok(at_leveling);
+    }
+    let at_tiering = evaluate(problem, policy, t, tiering_buffer)?;
+    Ok(
+        if at_tiering.predicted.throughput_ops > at_leveling.predicted.throughput_ops {
+            at_tiering
+        } else {
+            at_leveling
+        },
+    )
+}
+
+/// Every design with a size ratio at `t`, each at the size ratio the engine builds it with:
+/// leveling with dynamic level bytes and leveling at the leveling split (dynamic first: the
+/// idealised tree is its own, where static leveling's last level is full only as it reaches its
+/// capacity, so on the tie the models give them it is listed first), tiering at the tiering
+/// split, lazy leveling and Garnering at the better of the two splits, all with Monkey's
+/// filters, then each again with uniform filters.
 fn designs_at(problem: &TuningProblem, t: f64) -> Result<Vec<Design>> {
     let (leveling_buffer, tiering_buffer) = monkey_buffers(problem, t)?;
     let per_run_policies = std::iter::once(ModelPolicy::LAZY_LEVELING).chain(
@@ -576,6 +930,7 @@ fn designs_at(problem: &TuningProblem, t: f64) -> Result<Vec<Design>> {
             .map(|&scaling_factor| ModelPolicy::garnering(scaling_factor)),
     );
     let mut designs = vec![
+        evaluate(problem, ModelPolicy::LEVELING_DYNAMIC, t, leveling_buffer)?,
         evaluate(problem, ModelPolicy::LEVELING, t, leveling_buffer)?,
         evaluate(
             problem,
@@ -586,15 +941,13 @@ fn designs_at(problem: &TuningProblem, t: f64) -> Result<Vec<Design>> {
     ];
     for policy in per_run_policies {
         let t = buildable_size_ratio(policy, t);
-        let at_leveling = evaluate(problem, policy, t, leveling_buffer)?;
-        let at_tiering = evaluate(problem, policy, t, tiering_buffer)?;
-        designs.push(
-            if at_tiering.predicted.throughput_ops > at_leveling.predicted.throughput_ops {
-                at_tiering
-            } else {
-                at_leveling
-            },
-        );
+        designs.push(better_split(
+            problem,
+            policy,
+            t,
+            leveling_buffer,
+            tiering_buffer,
+        )?);
     }
     // Every design also with uniform filters at the same split: the allocation Monkey improves
     // on, listed so the candidates show what the allocation is worth. (Mnemosyne and
@@ -622,7 +975,10 @@ fn designs_at(problem: &TuningProblem, t: f64) -> Result<Vec<Design>> {
 /// its own count.
 fn admissible(problem: &TuningProblem, design: &Design) -> bool {
     let deepest = match design.policy.kind() {
-        CompactionKind::Garnering => crate::limits::MAX_LEVELS - 1,
+        // Garnering counts its own levels; EcoTune's and Moose's depths are fixed.
+        CompactionKind::Garnering | CompactionKind::Ecotune | CompactionKind::Moose => {
+            crate::limits::MAX_LEVELS - 1
+        }
         _ => crate::compaction::DEFAULT_LAST_LEVEL,
     };
     design.levels <= deepest
@@ -642,14 +998,21 @@ fn admissible(problem: &TuningProblem, design: &Design) -> bool {
 ///   hold one run a level as leveling does; such a design costs exactly what the one listed
 ///   first does (the sort is stable, so the policy evaluated first — leveling before tiering
 ///   before the per-run policies — is the one kept).
+///
+/// Leveling with and without dynamic level bytes cost the same in the models but build different
+/// trees (static leveling's last level is partly full): both are listed.
 fn distinct_designs(candidates: Vec<Design>) -> Vec<Design> {
+    let leveling_pair = |a: ModelPolicy, b: ModelPolicy| {
+        let leveling = [CompactionKind::Leveling, CompactionKind::LevelingDynamic];
+        a.kind() != b.kind() && leveling.contains(&a.kind()) && leveling.contains(&b.kind())
+    };
     let mut distinct: Vec<Design> = Vec::with_capacity(candidates.len());
     for design in candidates {
         let listed = distinct.iter().any(|kept| {
             (kept.policy == design.policy
                 && kept.filters == design.filters
                 && kept.size_ratio == design.size_ratio)
-                || kept.is_same_design_as(&design)
+                || (kept.is_same_design_as(&design) && !leveling_pair(kept.policy, design.policy))
         });
         if !listed {
             distinct.push(design);
@@ -718,6 +1081,7 @@ mod tests {
         range_lookups: 0.0,
         selectivity: 0.0,
         updates: 0.0,
+        long_scans: None,
     };
 
     const BALANCED: Workload = Workload {
@@ -726,6 +1090,7 @@ mod tests {
         range_lookups: 0.0,
         selectivity: 0.0,
         updates: 0.5,
+        long_scans: None,
     };
 
     /// The continuous cost whose minimum `split_memory` finds:
@@ -1041,7 +1406,7 @@ mod tests {
             assert!((found.predicted.cpu_seconds_per_operation - cpu_seconds).abs() < 1e-15);
             // An update pays its insert and every merge that rewrites it.
             let update = evaluate(&with_cpu(updates), policy, t, buffer).expect("ok");
-            let merges = merges_per_update(policy, update.levels, t);
+            let merges = merges_per_update(policy, update.levels, t).expect("priced");
             let cpu_seconds = 3e-6 + 5e-7 * merges;
             assert!((update.predicted.cpu_seconds_per_operation - cpu_seconds).abs() < 1e-15);
             let u = update.predicted.update_io;
@@ -1079,7 +1444,7 @@ mod tests {
         for (policy, t) in [(ModelPolicy::LEVELING, 4.0), (ModelPolicy::TIERING, 4.0)] {
             let serial = evaluate(&with_cpu(updates), policy, t, buffer).expect("ok");
             let p = serial.predicted;
-            let merges = merges_per_update(policy, serial.levels, t);
+            let merges = merges_per_update(policy, serial.levels, t).expect("priced");
             let background = p.update_io * 1e-4 + 5e-7 * merges;
             for k in [1.0, 2.0] {
                 let beside = evaluate(&threads(k, updates), policy, t, buffer).expect("ok");
@@ -1127,8 +1492,14 @@ mod tests {
         let tiering = per_run::run_tree(ModelPolicy::TIERING, 1e8, 4.0, 3).expect("tree");
         assert_eq!(tiering.runs(), 9.0);
         assert_eq!(tiering.runs_probed_for_existing_key(), 8.0);
-        assert_eq!(merges_per_update(ModelPolicy::TIERING, 3, 4.0), 2.25);
-        assert_eq!(merges_per_update(ModelPolicy::LEVELING, 3, 4.0), 4.5);
+        assert_eq!(
+            merges_per_update(ModelPolicy::TIERING, 3, 4.0).expect("priced"),
+            2.25
+        );
+        assert_eq!(
+            merges_per_update(ModelPolicy::LEVELING, 3, 4.0).expect("priced"),
+            4.5
+        );
         // Negative or non-finite processor costs are refused.
         let bad = TuningProblem {
             device: Device {
@@ -1153,6 +1524,7 @@ mod tests {
             range_lookups: 0.0,
             selectivity: 0.0,
             updates: 0.1,
+            long_scans: None,
         };
         let runs = |design: &Design| {
             per_run::run_tree(design.policy, 1e8, design.size_ratio, design.levels)
@@ -1193,7 +1565,8 @@ mod tests {
 
     /// Designs that coincide are listed once: Garnering at `c = 1` is leveling, at `T = 2`
     /// tiering and lazy leveling are too, and a whole-run policy at one `T` is listed at its
-    /// best split only.
+    /// best split only. Leveling with and without dynamic level bytes cost the same but build
+    /// different trees: each is listed, dynamic first.
     #[test]
     fn coinciding_designs_are_listed_once() {
         let p = problem(BALANCED, 10.0);
@@ -1213,8 +1586,24 @@ mod tests {
             },
         ] {
             let tuning = tune(&problem(workload, 10.0)).expect("tune");
+            let mut leveling_pairs = 0;
             for (i, a) in tuning.candidates.iter().enumerate() {
                 for b in &tuning.candidates[i + 1..] {
+                    let kinds = (a.policy.kind(), b.policy.kind());
+                    if kinds == (CompactionKind::LevelingDynamic, CompactionKind::Leveling) {
+                        leveling_pairs += usize::from(a.is_same_design_as(b));
+                        continue;
+                    }
+                    // On a tie, dynamic level bytes is listed first.
+                    let static_first =
+                        kinds == (CompactionKind::Leveling, CompactionKind::LevelingDynamic);
+                    assert!(
+                        !(static_first && a.is_same_design_as(b)),
+                        "{a:?} before {b:?}"
+                    );
+                    if static_first {
+                        continue;
+                    }
                     assert!(!a.is_same_design_as(b), "{a:?} listed twice");
                     assert!(
                         !(a.policy == b.policy
@@ -1225,6 +1614,10 @@ mod tests {
                     assert!(a.predicted.throughput_ops >= b.predicted.throughput_ops);
                 }
             }
+            assert!(
+                leveling_pairs > 0,
+                "static leveling beside dynamic at the same design"
+            );
             // No Garnering at c = 1 is left where leveling at the same split is listed.
             assert!(!tuning.candidates.iter().any(|d| {
                 d.policy.garnering_c() == Some(1.0)
@@ -1335,5 +1728,237 @@ mod tests {
             deepest.levels > crate::compaction::DEFAULT_LAST_LEVEL,
             "the loop reaches it"
         );
+    }
+
+    /// Every registered merge policy is a candidate, with Monkey's filters and with uniform
+    /// ones, and `best_of` finds each.
+    #[test]
+    fn every_registered_policy_is_a_candidate() {
+        let scans = Workload {
+            point_lookups: 0.3,
+            range_lookups: 0.3,
+            selectivity: 1e-6,
+            updates: 0.4,
+            ..BALANCED
+        };
+        for workload in [BALANCED, scans] {
+            let tuning = tune(&problem(workload, 10.0)).expect("tune");
+            let registered: Vec<CompactionKind> = CompactionKind::all()
+                .iter()
+                .copied()
+                .filter(|&kind| ModelPolicy::covers(kind))
+                .collect();
+            assert_eq!(registered.len(), 7);
+            for kind in registered {
+                for filters in [FilterAllocatorKind::Monkey, FilterAllocatorKind::Uniform] {
+                    let best = tuning.best_of(kind, filters).expect("a candidate");
+                    assert_eq!(best.policy.kind(), kind);
+                    assert!(tuning
+                        .candidates
+                        .iter()
+                        .filter(|d| d.policy.kind() == kind && d.filters == filters)
+                        .all(|d| d.predicted.throughput_ops <= best.predicted.throughput_ops));
+                }
+            }
+            // EcoTune and Moose at their own T, with their own depths.
+            let ecotune = tuning
+                .best_of(CompactionKind::Ecotune, FilterAllocatorKind::Monkey)
+                .expect("listed");
+            assert_eq!((ecotune.size_ratio, ecotune.levels), (4.0, 2));
+            let moose = tuning
+                .best_of(CompactionKind::Moose, FilterAllocatorKind::Monkey)
+                .expect("listed");
+            assert_eq!((moose.size_ratio, moose.levels), (7.0, 4));
+        }
+    }
+
+    /// EcoTune's and Moose's figures come from their own trees: range lookups seek every run of
+    /// the tree (EcoTune's top level too), updates pay the tree's merges, and EcoTune's
+    /// top-level index comes out of the filters' memory.
+    #[test]
+    fn ecotune_and_moose_are_costed_on_their_own_trees() {
+        let w = Workload {
+            point_lookups: 0.3,
+            range_lookups: 0.3,
+            selectivity: 1e-6,
+            updates: 0.4,
+            ..BALANCED
+        };
+        let p = problem(w, 10.0);
+        let buffer = 8.0 * 8.0 * 1048576.0;
+        let buffer_entries = buffer / (128.0 * 8.0);
+        let b = 4096.0 / 128.0;
+        let moose = evaluate(&p, ModelPolicy::MOOSE, 7.0, buffer).expect("ok");
+        let tree =
+            super::super::moose::tree(&Moose::ecotune_paper(), 1e8, buffer_entries, buffer_entries)
+                .expect("tree");
+        assert!((moose.predicted.update_io - tree.merges_per_update * 2.0 / b).abs() < 1e-12);
+        assert!((moose.predicted.range_io - (100.0 / b + tree.runs.runs())).abs() < 1e-9);
+        assert_eq!(moose.filter_bits, p.memory_bits - buffer);
+        let ecotune = evaluate(&p, ModelPolicy::ECOTUNE, 4.0, buffer).expect("ok");
+        let index = top_index_bits(&p, ModelPolicy::ECOTUNE, buffer);
+        // S = N / 100 = 1e6 entries, 17 bytes of index each.
+        assert!((index - 1e6 * 136.0).abs() < 136.0 * buffer_entries);
+        assert!((ecotune.filter_bits - (p.memory_bits - buffer - index)).abs() < 1e-6);
+        assert!(ecotune.predicted.range_io > 100.0 / b + 1.0);
+        // A memory budget the index does not fit in is refused, not overcommitted.
+        let small = TuningProblem {
+            memory_bits: buffer + index / 2.0,
+            ..p
+        };
+        assert!(evaluate(&small, ModelPolicy::ECOTUNE, 4.0, buffer).is_err());
+    }
+
+    /// Where EcoTune's or Moose's model predicts more throughput than every other policy's,
+    /// the tuner recommends it: EcoTune on a small tree whose queries are mostly long scans
+    /// (its dynamic program keeps the main level to few runs), Moose on a write-heavy small tree
+    /// of empty lookups whose probes cost processor time; neither once the reason is gone.
+    #[test]
+    fn the_tuner_picks_ecotune_and_moose_where_their_models_win() {
+        // A million entries, level 0's waiting runs as the engine's defaults leave them.
+        let small = |workload: Workload, bits: f64| TuningProblem {
+            entries: 1e6,
+            memory_bits: bits * 1e6,
+            level0_runs: 1.5,
+            ..problem(workload, bits)
+        };
+        let scans = Workload {
+            point_lookups: 0.3,
+            zero_result_fraction: 0.0,
+            range_lookups: 0.6,
+            selectivity: 1e-4,
+            updates: 0.1,
+            long_scans: None,
+        };
+        let tuning = tune(&small(scans, 10.0)).expect("tune");
+        assert_eq!(
+            tuning.recommended.policy,
+            ModelPolicy::ECOTUNE,
+            "{:?}",
+            tuning.recommended
+        );
+        let r = &tuning.recommended;
+        let again = evaluate_with(
+            &small(scans, 10.0),
+            r.policy,
+            r.size_ratio,
+            r.buffer_bits,
+            r.filters,
+        )
+        .expect("ok");
+        assert_eq!(&again, r);
+        for &kind in CompactionKind::all()
+            .iter()
+            .filter(|&&k| ModelPolicy::covers(k))
+        {
+            let best = tuning
+                .best_of(kind, FilterAllocatorKind::Monkey)
+                .expect("listed");
+            assert!(
+                best.predicted.throughput_ops <= r.predicted.throughput_ops,
+                "{kind}"
+            );
+        }
+        // Without long scans EcoTune's main level buys nothing.
+        let points = Workload {
+            point_lookups: 0.9,
+            range_lookups: 0.0,
+            ..scans
+        };
+        let tuning = tune(&small(points, 10.0)).expect("tune");
+        assert_ne!(tuning.recommended.policy, ModelPolicy::ECOTUNE);
+
+        let empty_writes = Workload {
+            point_lookups: 0.5,
+            zero_result_fraction: 1.0,
+            range_lookups: 0.0,
+            selectivity: 0.0,
+            updates: 0.5,
+            long_scans: None,
+        };
+        let with_cpu = |workload: Workload| TuningProblem {
+            device: Device {
+                seconds_per_read: 2e-5,
+                merge_read_cost_ratio: 0.1,
+                cpu: CpuCosts {
+                    seconds_per_lookup: 2e-6,
+                    seconds_per_run_probed: 5e-7,
+                    seconds_per_update: 3e-6,
+                    seconds_per_entry_merged: 3e-7,
+                    merge_threads: 0.0,
+                    seconds_per_flush: 2e-3,
+                },
+                ..small(workload, 5.0).device
+            },
+            ..small(workload, 5.0)
+        };
+        let tuning = tune(&with_cpu(empty_writes)).expect("tune");
+        assert_eq!(
+            tuning.recommended.policy,
+            ModelPolicy::MOOSE,
+            "{:?}",
+            tuning.recommended
+        );
+        let moose = &tuning.recommended;
+        let runner_up = tuning
+            .candidates
+            .iter()
+            .find(|d| d.policy != ModelPolicy::MOOSE)
+            .expect("others");
+        assert!(moose.predicted.throughput_ops > runner_up.predicted.throughput_ops);
+        // Found keys on a read-mostly mix: not Moose's ten runs.
+        let reads = Workload {
+            point_lookups: 0.95,
+            zero_result_fraction: 0.0,
+            updates: 0.05,
+            ..empty_writes
+        };
+        assert_ne!(
+            tune(&with_cpu(reads)).expect("tune").recommended.policy,
+            ModelPolicy::MOOSE
+        );
+    }
+
+    /// The engine's workload statistics convert to the tuner's workload: the lifetime totals
+    /// and the live window alike, EcoTune's long scans included.
+    #[test]
+    fn the_engines_workload_converts() {
+        let totals = WorkloadTotals {
+            point_lookups: 6_000,
+            point_lookups_found: 1_500,
+            seeks: 2_000,
+            scan_entries: 100_000,
+            long_scans: 1_000,
+            long_scan_entries: 90_000,
+            writes: 2_000,
+        };
+        let w = Workload::from_totals(&totals, 1_000_000).expect("a mix");
+        assert!((w.point_lookups - 0.6).abs() < 1e-12);
+        assert!((w.range_lookups - 0.2).abs() < 1e-12);
+        assert!((w.updates - 0.2).abs() < 1e-12);
+        assert!((w.zero_result_fraction - 0.75).abs() < 1e-12);
+        assert!((w.selectivity - 50.0 / 1e6).abs() < 1e-15);
+        let scans = w.long_scans(1e6);
+        assert!((scans.share_of_queries - 0.125).abs() < 1e-12);
+        assert_eq!(scans.entries, 90.0);
+        let mix = WorkloadMix { counts: totals };
+        assert_eq!(Workload::from_mix(&mix, 1_000_000), Some(w));
+        assert_eq!(Workload::from_totals(&WorkloadTotals::default(), 10), None);
+        // Derived when not measured: every range lookup long at s * N >= 16, none below.
+        let derived = Workload {
+            long_scans: None,
+            ..w
+        };
+        assert_eq!(derived.long_scans(1e6).share_of_queries, 0.25);
+        assert_eq!(derived.long_scans(1e5).share_of_queries, 0.0);
+        // Out-of-range long scans are refused.
+        let bad = Workload {
+            long_scans: Some(LongScans {
+                share_of_queries: 1.5,
+                entries: 10.0,
+            }),
+            ..w
+        };
+        assert!(tune(&problem(bad, 10.0)).is_err());
     }
 }

@@ -12,7 +12,7 @@ mod report;
 pub(crate) mod workload;
 
 pub use report::{LevelStats, Stats};
-pub use workload::{WorkloadMix, WorkloadTotals};
+pub use workload::{WorkloadMix, WorkloadTotals, LONG_SCAN_MIN_ENTRIES, MIN_WINDOW_QUERIES};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -362,11 +362,11 @@ impl Timeline {
     }
 }
 
-/// The main-level layout after each of the round's `units` arrivals once the merges started at
-/// it are done, in the paper's Table 4 notation: run sizes in units, oldest first, concatenated
-/// (`321` = runs of 3, 2 and 1 units; `17+3+1` once a run has ten units or more). The round's
-/// last merge (the global compaction) is not applied.
-pub fn layouts(units: u32, merges: &[Merge]) -> Vec<String> {
+/// The main level's run sizes in units, oldest first, after each of the round's `units` arrivals
+/// once the merges started at it are done (the round's last merge, the global compaction, is not
+/// applied): what [`layouts`] prints and the cost model of EcoTune's tree averages over
+/// (`model::ecotune`).
+pub fn run_sizes(units: u32, merges: &[Merge]) -> Vec<Vec<u32>> {
     let ml_merges = &merges[..merges.len().saturating_sub(1)];
     let mut runs: Vec<u32> = Vec::new();
     let mut out = Vec::new();
@@ -380,6 +380,18 @@ pub fn layouts(units: u32, merges: &[Merge]) -> Vec<String> {
                 runs.insert(first, size);
             }
         }
+        out.push(runs.clone());
+    }
+    out
+}
+
+/// The main-level layout after each of the round's `units` arrivals once the merges started at
+/// it are done, in the paper's Table 4 notation: run sizes in units, oldest first, concatenated
+/// (`321` = runs of 3, 2 and 1 units; `17+3+1` once a run has ten units or more). The round's
+/// last merge (the global compaction) is not applied.
+pub fn layouts(units: u32, merges: &[Merge]) -> Vec<String> {
+    let mut out = Vec::new();
+    for runs in run_sizes(units, merges) {
         // Table 4's digits, or sizes joined by `+` once one has two digits (unambiguous).
         let separator = if runs.iter().any(|&size| size >= 10) {
             "+"

@@ -1,0 +1,252 @@
+//! Strata's model of EcoTune (DESIGN.md §6, §7.8; docs/decisions/ecotune-departures.md): its three
+//! levels as the policy sizes them and the merges of one round as its dynamic program schedules
+//! them. EcoTune takes no size ratio: its tree is a function of the data, the write buffer, the
+//! workload's long scans (`r`, `K`) and the speed of merging against writing (`T_c / T_w`).
+//!
+//! - **Top level** (level 0): a unit of `S = max(buffer, N / max(100, K))` entries taken as whole
+//!   flushes, `u = round(S / buffer)` of them (`EcoTune::unit_bytes`, `unit_flushes`); on average
+//!   `(u - 1) / 2` flushed runs wait there, as `(trigger - 1) / 2` wait on level 0 under the other
+//!   policies. Its full key index sends a point lookup to the one run holding the key, or to none:
+//!   a lookup of a missing key reads nothing there, so the top level takes no filter memory; the
+//!   index takes [`TOP_INDEX_BITS_PER_KEY`] per key of a full top level from the memory budget
+//!   instead ([`index_bits`]).
+//! - **Main level** (level 1): `R = round(N / (Ccap * S))` units a round, between 2 and
+//!   `max_units` (`EcoTune::units`). The round's schedule is the dynamic program's (Algorithm 2,
+//!   `compaction::ecotune::dp`) for the round parameters the policy would log; the main level after
+//!   arrival `k` holds the runs `dp::run_sizes` gives, `k` units in all.
+//! - **Last level** (level 2): one run of the rest, `N - top - (R + 1)/2 * S` entries (at least
+//!   one unit).
+//!
+//! Lookups are costed on every arrival's tree (main runs newest first, then the last run) and
+//! averaged over the round. An update is rewritten by the TM compaction that makes its unit
+//! (once), by the schedule's ML merges (their units over `R`) and by the global compaction that
+//! closes the round, which rewrites the round's `R` units with the last level:
+//! `(R * S + last) / (R * S)` per entry. That is the merges' cost as the dynamic program sees
+//! them — it charges the global compaction `(Ccap + 1) * R` units — with the last level's actual
+//! size in place of `Ccap * R` units.
+
+use super::check;
+use super::per_run::{ModelLevel, RunTree};
+use crate::compaction::ecotune::dp::{run_sizes, Dp, Merge, RoundParameters};
+use crate::compaction::ecotune::EcoTuneSettings;
+use crate::error::{Error, Result};
+
+/// Bits of memory the top level's key index takes per key: a slot of a 64-bit key hash, a
+/// 64-bit run id and a control byte (`db/top_index.rs`; the table's slack comes on top).
+pub const TOP_INDEX_BITS_PER_KEY: f64 = 17.0 * 8.0;
+
+/// `(u, S)`: the flushes a unit is made of and its entries, `S = max(buffer, N / max(100, K))`
+/// rounded to whole flushes (`EcoTune::unit_bytes`, `EcoTune::unit_flushes`).
+pub fn unit(entries: f64, buffer_entries: f64, scan_length: f64) -> (f64, f64) {
+    let wanted = (entries / scan_length.max(100.0)).max(buffer_entries);
+    let flushes = (wanted / buffer_entries).round().clamp(1.0, 1e6);
+    (flushes, flushes * buffer_entries)
+}
+
+/// Memory bits the top level's key index takes when the top level is full (one unit).
+pub fn index_bits(entries: f64, buffer_entries: f64, scan_length: f64) -> f64 {
+    unit(entries, buffer_entries, scan_length).1 * TOP_INDEX_BITS_PER_KEY
+}
+
+/// What EcoTune's tree is built from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EcoTuneInputs {
+    /// Entries in the tree (`N`).
+    pub entries: f64,
+    /// Entries of one write buffer.
+    pub buffer_entries: f64,
+    /// `r`: the share of queries that are long range scans, in `[0, 1]`.
+    pub long_scan_ratio: f64,
+    /// `K`: entries of a long range scan.
+    pub scan_length: f64,
+    /// `f`: the filters' false-positive rate the round's program sees, in `[0, 1]`.
+    pub false_positive_rate: f64,
+    /// `T_c / T_w`: the time to rewrite a unit over the time between two units.
+    pub tc_over_tw: f64,
+    /// `Ccap`, `beta_q` and `max_units` (the registry's defaults are the paper's).
+    pub settings: EcoTuneSettings,
+}
+
+/// EcoTune's idealised tree over one round and what an update costs on it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EcoTuneTree {
+    /// `S`, entries of a unit (whole flushes).
+    pub unit_entries: f64,
+    /// Flushes a unit is made of.
+    pub unit_flushes: u32,
+    /// Flushed runs waiting on the top level on average: `(u - 1) / 2`.
+    pub top_runs: f64,
+    /// The round's parameters as the policy would log them (`T_w = 1`).
+    pub parameters: RoundParameters,
+    /// The round's schedule, its global compaction last.
+    pub schedule: Vec<Merge>,
+    /// The runs below the top level after each arrival: the main level's newest first, then the
+    /// last level's one run.
+    pub arrivals: Vec<RunTree>,
+    /// Entries of the last level.
+    pub last_entries: f64,
+    /// Times a merge rewrites an entry on its way to the last level (see the module docs).
+    pub merges_per_update: f64,
+}
+
+impl EcoTuneTree {
+    /// Runs below the top level, averaged over the round's arrivals.
+    pub fn average_runs(&self) -> f64 {
+        self.arrivals.iter().map(RunTree::runs).sum::<f64>() / self.arrivals.len().max(1) as f64
+    }
+}
+
+/// EcoTune's tree for `inputs` (see the module docs).
+pub fn tree(inputs: &EcoTuneInputs) -> Result<EcoTuneTree> {
+    let n = inputs.entries;
+    check("entries", n, n >= 1.0, "finite and >= 1")?;
+    let buffer = inputs.buffer_entries;
+    check("buffer entries", buffer, buffer > 0.0, "finite and > 0")?;
+    let k = inputs.scan_length;
+    check("scan length", k, k >= 0.0, "finite and >= 0")?;
+    inputs.settings.validate()?;
+    let ccap = inputs.settings.ccap.max(1);
+    let (unit_flushes, unit) = unit(n, buffer, k);
+    let top_runs = (unit_flushes - 1.0) / 2.0;
+    let top = top_runs * buffer;
+    // `R` as `EcoTune::units`: what lies below the top level over `Ccap` units.
+    let below = (n - top).max(unit);
+    let units = (below / (f64::from(ccap) * unit))
+        .round()
+        .clamp(2.0, f64::from(inputs.settings.max_units.max(2))) as u32;
+    let parameters = RoundParameters {
+        long_scan_ratio: inputs.long_scan_ratio,
+        false_positive_rate: inputs.false_positive_rate,
+        beta_q: inputs.settings.beta_q,
+        t_w: 1.0,
+        t_c: inputs.tc_over_tw,
+        units,
+        ccap,
+    };
+    let schedule = Dp::new(parameters)
+        .map_err(Error::InvalidArgument)?
+        .schedule();
+    let r = f64::from(units);
+    let last = (below - (r + 1.0) / 2.0 * unit).max(unit);
+    let arrivals = run_sizes(units, &schedule)
+        .into_iter()
+        .map(|sizes| {
+            let mut levels: Vec<ModelLevel> = sizes
+                .iter()
+                .rev()
+                .map(|&size| ModelLevel {
+                    entries: f64::from(size) * unit,
+                    runs: 1.0,
+                    ratio: 1.0,
+                })
+                .collect();
+            levels.push(ModelLevel {
+                entries: last,
+                runs: 1.0,
+                ratio: 1.0 + last / (r * unit),
+            });
+            RunTree { levels }
+        })
+        .collect();
+    let ml_units: u32 = schedule
+        .iter()
+        .take(schedule.len().saturating_sub(1))
+        .map(|merge| merge.units)
+        .sum();
+    let merges_per_update = 1.0 + f64::from(ml_units) / r + (r * unit + last) / (r * unit);
+    Ok(EcoTuneTree {
+        unit_entries: unit,
+        unit_flushes: unit_flushes as u32,
+        top_runs,
+        parameters,
+        schedule,
+        arrivals,
+        last_entries: last,
+        merges_per_update,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::ecotune::dp;
+
+    fn inputs(entries: f64, r: f64, tc_over_tw: f64) -> EcoTuneInputs {
+        EcoTuneInputs {
+            entries,
+            buffer_entries: 1_000.0,
+            long_scan_ratio: r,
+            scan_length: 100.0,
+            false_positive_rate: 0.01,
+            tc_over_tw,
+            settings: EcoTuneSettings::default(),
+        }
+    }
+
+    /// The model's round is the policy's: `S`, `R`, the schedule the program gives those
+    /// parameters, and main-level layouts that add up to the arrivals.
+    #[test]
+    fn the_round_is_the_dynamic_programs() {
+        // N = 2.4M: S = 24,000 entries (24 flushes), R = round(2.4M - 11,500) / 72,000) = 33
+        // clamped to 32.
+        let model = tree(&inputs(2.4e6, 0.3, 0.1)).expect("tree");
+        assert_eq!(model.unit_flushes, 24);
+        assert_eq!(model.unit_entries, 24_000.0);
+        assert_eq!(model.top_runs, 11.5);
+        assert_eq!(model.parameters.units, 32);
+        let mut dp = Dp::new(model.parameters).expect("valid");
+        assert_eq!(model.schedule, dp.schedule());
+        assert_eq!(model.arrivals.len(), 32);
+        for (k, tree) in model.arrivals.iter().enumerate() {
+            let main: f64 = tree.levels[..tree.levels.len() - 1]
+                .iter()
+                .map(|level| level.entries)
+                .sum();
+            assert!(
+                (main - (k + 1) as f64 * 24_000.0).abs() < 1e-6,
+                "arrival {k}"
+            );
+        }
+        // Its score, by the event simulator, is the program's.
+        let simulated = dp::simulate(&model.parameters, &model.schedule).expect("valid");
+        assert!((simulated - dp.algorithm2_score()).abs() <= 1e-9 * simulated);
+        // Merges per update: TM, the schedule's ML merges, the global compaction.
+        let ml: u32 = model.schedule[..model.schedule.len() - 1]
+            .iter()
+            .map(|m| m.units)
+            .sum();
+        let expected =
+            1.0 + f64::from(ml) / 32.0 + (32.0 * 24_000.0 + model.last_entries) / (32.0 * 24_000.0);
+        assert!((model.merges_per_update - expected).abs() < 1e-12);
+        let total = model.last_entries + 33.0 / 2.0 * 24_000.0 + 11.5 * 1_000.0;
+        assert!((total - 2.4e6).abs() < 1e-6, "{total}");
+    }
+
+    /// The program merges more eagerly the more queries are long scans: fewer main-level runs on
+    /// average, more merging per update.
+    #[test]
+    fn long_scans_buy_fewer_runs_with_more_merging() {
+        let points = tree(&inputs(1e6, 0.0, 0.1)).expect("tree");
+        let scans = tree(&inputs(1e6, 0.9, 0.1)).expect("tree");
+        assert!(scans.average_runs() < points.average_runs());
+        assert!(scans.merges_per_update > points.merges_per_update);
+        // With no long scan nothing is gained by an ML merge that slows queries: none is run.
+        assert_eq!(points.schedule.len(), 1, "{:?}", points.schedule);
+    }
+
+    #[test]
+    fn a_small_tree_has_two_units_and_bad_input_is_an_error() {
+        let small = tree(&inputs(5_000.0, 0.3, 0.1)).expect("tree");
+        assert_eq!(small.parameters.units, 2);
+        assert_eq!(small.unit_flushes, 1);
+        assert!(small.last_entries >= small.unit_entries);
+        assert!(tree(&inputs(0.0, 0.3, 0.1)).is_err());
+        assert!(tree(&inputs(1e6, 1.5, 0.1)).is_err());
+        assert!(tree(&inputs(1e6, 0.3, 0.0)).is_err());
+        assert!(tree(&EcoTuneInputs {
+            buffer_entries: f64::INFINITY,
+            ..inputs(1e6, 0.3, 0.1)
+        })
+        .is_err());
+    }
+}
