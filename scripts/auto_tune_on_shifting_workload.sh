@@ -86,9 +86,10 @@ for phase in phases:
     ratio = median["auto"][phase] / median[best][phase]
     print(f"| {phase} | {best.replace(':', ' T=')} | {ratio:.2f} | {'yes' if ratio >= 0.9 else 'no'} |")
 fastest = min(fixed, key=seconds)
+behind = [c.replace(':', ' T=') for c in fixed if seconds(c) <= seconds('auto')]
 print(f"\nWhole run: auto-tune {seconds('auto'):.1f} s; fastest fixed design {fastest.replace(':', ' T=')} {seconds(fastest):.1f} s "
-      f"(auto-tune {'ahead of' if seconds('auto') < seconds(fastest) else 'behind'} every fixed design: "
-      f"{seconds(fastest) / seconds('auto'):.2f}x the fastest's time)")
+      f"({seconds(fastest) / seconds('auto'):.2f}x auto-tune's time); auto-tune is "
+      + ("ahead of every fixed design" if not behind else f"behind {len(behind)} of {len(fixed)} fixed designs: {', '.join(behind)}"))
 print("\nDesign in force as each phase began, auto-tune's run 1: " + "; ".join(f"{p}: {d}" for p, d in designs.get("auto", [])))
 print("Tree before each phase, run 1 of auto-tune: " + "; ".join(f"{p}: {t}" for p, t in trees.get("auto", {}).items()))
 print(f"(reports in {out})")
