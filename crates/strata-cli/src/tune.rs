@@ -522,11 +522,32 @@ fn write_error(error: std::io::Error) -> CliError {
 }
 
 /// Runs `strata tune`.
+/// A small database's filters alone may not hold one page of write buffer, which the tuner
+/// cannot split: with the memory taken from the database, say which flag gives it enough.
+fn refuse_memory_below_one_page(args: &TuneArgs, problem: &TuningProblem) -> CliResult<()> {
+    let page_bits = crate::tune_inputs::PAGE_BYTES as f64 * 8.0;
+    if args.memory_bits_per_key.is_none()
+        && args.buffer_bytes.is_none()
+        && problem.memory_bits <= page_bits
+    {
+        return Err(CliError::InvalidArgument(format!(
+            "the database's filters ({:.0} bits for {} entries) do not hold one {} byte page of \
+             write buffer; give --buffer-bytes (the write buffer it runs with) or \
+             --memory-bits-per-key",
+            problem.memory_bits,
+            problem.entries,
+            crate::tune_inputs::PAGE_BYTES
+        )));
+    }
+    Ok(())
+}
+
 pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
     if let Some(db) = &args.apply {
         return crate::tune_apply::apply(db, args.apply_options.as_deref(), args.json, out);
     }
     let inputs = problem(args)?;
+    refuse_memory_below_one_page(args, &inputs.problem)?;
     let problem = inputs.problem;
     let tuning = tune(&problem)?;
     if let Some(path) = &args.options_out {
@@ -821,6 +842,24 @@ mod tests {
         assert_eq!(explicit.workload.point_lookups, 0.1);
         // Without a database the sizes are required.
         assert!(problem(&bare_args(&["--entries", "1000"])).is_err());
+        // 2,000 entries' filters hold less than one page of write buffer: the error names the
+        // flags that give the tuner memory, and either flag runs.
+        let mut out = Vec::new();
+        let error = run(&bare_args(&[db_path]), &mut out).expect_err("too little memory");
+        assert!(
+            matches!(&error, CliError::InvalidArgument(m) if m.contains("--buffer-bytes")),
+            "{error}"
+        );
+        for flag in [
+            ["--buffer-bytes", "65536"],
+            ["--memory-bits-per-key", "100"],
+        ] {
+            let mut out = Vec::new();
+            let mut argv = vec![db_path];
+            argv.extend_from_slice(&flag);
+            run(&bare_args(&argv), &mut out).expect("tunes with the flag");
+            assert!(!out.is_empty());
+        }
     }
 
     /// `strata tune DB` tunes for the database's window of recent queries once it holds 1,000

@@ -928,8 +928,9 @@ reader_methods! { Db {
     /// Takes one auto-tune decision now and applies it (``Db::auto_tune_now``; the settings of
     /// the options file's ``[auto_tune]`` section, or the defaults): the merge policy in force
     /// against the tuner's best for the mix served since the last decision, switched when the
-    /// gain pays for a rewrite and was confirmed. Returns the decision as a dict (``number``,
-    /// ``operations``, ``mix``, ``current``, ``candidates``, ``gain``, ``saved_seconds``,
+    /// gain pays for a round trip of rewrites and was confirmed. Returns the decision as a dict
+    /// (``number``, ``operations``, ``mix``, ``current``, ``candidates``, ``gain``,
+    /// ``mix_held``, ``saved_seconds``,
     /// ``switch_seconds``, ``streak``, ``switched``, ``reason``); ``stats()["auto_tune"]`` lists
     /// the last decisions in words.
     fn auto_tune_now<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

@@ -176,7 +176,8 @@ pub struct Options {
     /// Auto-tune (DESIGN.md §10, "Self-tuning"): `Some` starts a background task that, every
     /// `every_operations` operations, prices the design in force and the tuner's best for the
     /// mix the database served since its last decision, and switches the merge policy and size
-    /// ratio when the gain pays for the rewrite, with hysteresis
+    /// ratio when the gain pays for a round trip of rewrites over the time the mix has held, with
+    /// hysteresis
     /// (`strata::model::auto_tune`). Every decision is logged in the info log, shown by
     /// `Stats::auto_tune`, and kept in the manifest so a restart resumes it. Default `None`
     /// (off): it has not yet been measured to beat a fixed design on every workload.

@@ -106,23 +106,16 @@ impl DbInner {
                 }
                 decision
             }
-            None => Decision {
-                number: state.decisions + 1,
-                operations: AutoTuneState::operations(&interval),
-                mix: None,
+            None => Decision::kept(
+                state.decisions + 1,
+                AutoTuneState::operations(&interval),
+                None,
                 entries,
-                current: None,
-                candidates: Vec::new(),
-                gain: 0.0,
-                saved_seconds: 0.0,
-                switch_seconds: 0.0,
-                streak: 0,
-                switched: false,
-                reason: format!(
+                format!(
                     "the merge policy in force, {}, is not a registered one",
                     policy.name()
                 ),
-            },
+            ),
         };
         self.info_log.log(format!("auto-tune {decision}"));
         let mut next = state.clone();

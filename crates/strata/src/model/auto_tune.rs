@@ -21,10 +21,15 @@
 //! - the best design is not the one in force (another policy, or a size ratio more than 5%
 //!   away);
 //! - it is predicted at least [`AutoTuneOptions::min_gain`] faster;
-//! - the time it is predicted to save over the horizon ([`AutoTuneOptions::horizon_intervals`]
-//!   intervals of the last interval's operations) exceeds what the switch is predicted to cost:
-//!   one rewrite of the whole tree (the new shape is reached through ordinary compactions, which
-//!   rewrite every entry about once), its pages read and written at the device's costs;
+//! - the time it is predicted to save over the horizon exceeds what the switch is predicted to
+//!   cost. The horizon is how long the mix is expected to last: as many intervals as it has
+//!   held so far (consecutive decisions whose mixes agree within [`MIX_TOLERANCE`]), at most
+//!   [`AutoTuneOptions::horizon_intervals`], of the last interval's operations — a mix that has
+//!   just begun is not trusted to last, one that has held for long is. The switch costs a round
+//!   trip: one rewrite of the whole tree into the new design (reached through ordinary
+//!   compactions, which rewrite every entry about once) and one out of it when the mix moves on
+//!   (leaving a tiered level merges its runs, rewriting them again), pages read and written at
+//!   the device's costs;
 //! - the same design was ranked first by the last [`AutoTuneOptions::confirmations`]
 //!   decisions in a row.
 
@@ -43,6 +48,10 @@ pub const HISTORY: usize = 8;
 /// Two size ratios closer than this share (relative) are the same design.
 const SAME_SIZE_RATIO: f64 = 0.05;
 
+/// Two intervals' mixes are the same mix when every share of the operations (point lookups,
+/// empty point lookups, range lookups, updates) differs by at most this much.
+pub const MIX_TOLERANCE: f64 = 0.10;
+
 /// How auto-tune decides (`Options::auto_tune`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -55,8 +64,8 @@ pub struct AutoTuneOptions {
     /// Decisions in a row that must rank the same design first before it is switched to (1:
     /// switch at the first).
     pub confirmations: u32,
-    /// The horizon over which a switch must pay for itself, in intervals of the last interval's
-    /// operations.
+    /// The longest horizon over which a switch must pay for itself, in intervals of the last
+    /// interval's operations (the horizon is as many intervals as the mix has held, up to this).
     pub horizon_intervals: f64,
     /// The largest size ratio a switch may choose. The tuner's shallowest designs (one or two
     /// levels, `T` in the hundreds) are a tiered level of `T - 1` runs that every lookup and
@@ -134,6 +143,11 @@ impl AutoTuneOptions {
         pages * (self.merge_read_cost_ratio + self.write_read_cost_ratio) * self.seconds_per_read
     }
 
+    /// Seconds a switch costs: a round trip, a rewrite into the new design and one out of it.
+    fn switch_seconds(&self, facts: &TreeFacts) -> f64 {
+        2.0 * self.rewrite_seconds(facts)
+    }
+
     /// The device as the tuner takes it (no processor terms: Monkey's I/O model).
     pub fn device(&self) -> Device {
         Device {
@@ -205,6 +219,21 @@ pub struct MixRecord {
     pub selectivity: f64,
     /// Updates (`w`).
     pub updates: f64,
+}
+
+impl MixRecord {
+    /// True when `other` is the same mix within [`MIX_TOLERANCE`].
+    pub fn same_mix_as(&self, other: &MixRecord) -> bool {
+        let empty = |m: &MixRecord| m.point_lookups * m.zero_result_fraction;
+        [
+            (self.point_lookups, other.point_lookups),
+            (empty(self), empty(other)),
+            (self.range_lookups, other.range_lookups),
+            (self.updates, other.updates),
+        ]
+        .iter()
+        .all(|(a, b)| (a - b).abs() <= MIX_TOLERANCE)
+    }
 }
 
 impl From<Workload> for MixRecord {
@@ -285,6 +314,9 @@ pub struct Decision {
     pub candidates: Vec<CandidateRecord>,
     /// The best design's predicted gain over the design in force (0.25: 25% faster).
     pub gain: f64,
+    /// Intervals the mix has held, this one included (0 when there was no mix).
+    #[serde(default)]
+    pub mix_held: u32,
     /// Seconds the best design is predicted to save over the horizon.
     pub saved_seconds: f64,
     /// Seconds the switch is predicted to cost.
@@ -299,7 +331,7 @@ pub struct Decision {
 
 impl Decision {
     /// A decision that keeps the design in force, for `reason`, with nothing priced yet.
-    fn kept(
+    pub fn kept(
         number: u64,
         operations: u64,
         mix: Option<Workload>,
@@ -314,6 +346,7 @@ impl Decision {
             current: None,
             candidates: Vec::new(),
             gain: 0.0,
+            mix_held: 0,
             saved_seconds: 0.0,
             switch_seconds: 0.0,
             streak: 0,
@@ -344,11 +377,12 @@ impl std::fmt::Display for Decision {
             .map_or_else(|| "none".to_string(), CandidateRecord::label);
         write!(
             f,
-            "decision {}: {} ops, {} entries; in force {current}, best {best} ({:+.1}%, saves \
-             {:.1} s against a switch of {:.1} s, ranked first {}x): {} — {}",
+            "decision {}: {} ops, {} entries, mix held {}x; in force {current}, best {best} \
+             ({:+.1}%, saves {:.1} s against a switch of {:.1} s, ranked first {}x): {} — {}",
             self.number,
             self.operations,
             self.entries,
+            self.mix_held,
             self.gain * 100.0,
             self.saved_seconds,
             self.switch_seconds,
@@ -433,6 +467,17 @@ impl AutoTuneState {
         if self.history.len() > HISTORY {
             let excess = self.history.len() - HISTORY;
             self.history.drain(..excess);
+        }
+    }
+
+    /// Intervals `mix` has held, this one included: one more than the last decision's count if
+    /// the last decision saw the same mix, else one.
+    fn mix_held(&self, mix: &MixRecord) -> u32 {
+        match self.history.last() {
+            Some(last) if last.mix.is_some_and(|m| m.same_mix_as(mix)) => {
+                last.mix_held.max(1).saturating_add(1)
+            }
+            _ => 1,
         }
     }
 
@@ -538,9 +583,10 @@ pub fn decide(
     } else {
         0.0
     };
-    let horizon = operations as f64 * options.horizon_intervals;
+    let mix_held = state.mix_held(&MixRecord::from(workload));
+    let horizon = operations as f64 * options.horizon_intervals.min(f64::from(mix_held));
     let saved_seconds = (horizon * (1.0 / current_ops - 1.0 / best_ops)).max(0.0);
-    let switch_seconds = options.rewrite_seconds(facts);
+    let switch_seconds = options.switch_seconds(facts);
     let same = best_record.same_design_as(&current_record);
     let streak = if same {
         0
@@ -552,6 +598,7 @@ pub fn decide(
     Ok(Verdict {
         decision: Decision {
             gain,
+            mix_held,
             saved_seconds,
             switch_seconds,
             streak,
@@ -588,8 +635,8 @@ fn verdict(
         (
             false,
             format!(
-                "the switch ({switch_seconds:.1} s of rewrites) would not pay for itself over the \
-                 horizon ({saved_seconds:.1} s saved)"
+                "the switch ({switch_seconds:.1} s of rewrites, there and back) would not pay \
+                 for itself over the horizon ({saved_seconds:.1} s saved)"
             ),
         )
     } else if streak < options.confirmations {
@@ -715,49 +762,93 @@ mod tests {
     }
 
     #[test]
-    fn a_read_heavy_mix_moves_tiering_to_the_tuners_best_after_two_confirmations() {
-        let interval = totals(900_000, 100_000);
+    fn a_read_heavy_mix_moves_tiering_to_the_tuners_best_once_it_has_held_long_enough() {
+        // Each interval: 900,000 lookups and 100,000 writes, the same mix every time.
         let current = design(CompactionKind::Tiering, 10.0);
         let mut state = AutoTuneState::default();
-        let first = decide(&quick(), &facts(), &interval, &current, &state).expect("decides");
-        let best = first.decision.candidates[0].clone();
-        assert_ne!(best.policy, CompactionKind::Tiering, "{}", first.decision);
-        assert!(first.decision.gain >= 0.10, "{}", first.decision);
-        assert!(
-            first.decision.saved_seconds > first.decision.switch_seconds,
-            "{}",
-            first.decision
+        let mut decisions = Vec::new();
+        for n in 1..=10u64 {
+            let at = totals(900_000 * n, 100_000 * n);
+            let verdict = decide(&quick(), &facts(), &state.interval(&at), &current, &state)
+                .expect("decides");
+            let decision = verdict.decision.clone();
+            state.record(verdict.decision, &at);
+            decisions.push(decision.clone());
+            if let Some((kind, settings)) = verdict.switch_to {
+                assert_eq!(kind, decision.candidates[0].policy);
+                assert_eq!(settings.size_ratio, decision.candidates[0].size_ratio);
+                kind.build(&settings)
+                    .expect("the switched-to policy builds");
+                break;
+            }
+        }
+        let first = &decisions[0];
+        assert_ne!(
+            first.candidates[0].policy,
+            CompactionKind::Tiering,
+            "{first}"
         );
-        assert_eq!(first.decision.streak, 1);
-        assert!(!first.decision.switched && first.switch_to.is_none());
-        assert!(
-            first.decision.reason.contains("2 needed"),
-            "{}",
-            first.decision
-        );
-        state.record(first.decision, &interval);
-        let later = totals(1_800_000, 200_000);
-        let second = decide(
-            &quick(),
-            &facts(),
-            &state.interval(&later),
-            &current,
-            &state,
-        )
-        .expect("decides");
-        assert_eq!(second.decision.streak, 2);
-        assert!(second.decision.switched, "{}", second.decision);
-        let (kind, settings) = second.switch_to.expect("switches");
-        assert_eq!(kind, best.policy);
-        assert_eq!(
-            settings.size_ratio,
-            second.decision.candidates[0].size_ratio
-        );
-        // The switched-to settings build.
-        kind.build(&settings)
-            .expect("the switched-to policy builds");
-        state.record(second.decision, &later);
-        assert_eq!((state.decisions, state.switches), (2, 1));
+        assert!(first.gain >= 0.10, "{first}");
+        assert_eq!((first.mix_held, first.streak), (1, 1));
+        // A mix seen once is trusted for one interval: not enough to pay for a round trip.
+        assert!(first.reason.contains("pay for itself"), "{first}");
+        // Every decision saw the same mix: the horizon, and so the seconds saved, grows with it.
+        for (i, decision) in decisions.iter().enumerate() {
+            assert_eq!(decision.mix_held, i as u32 + 1, "{decision}");
+            let per_interval = first.saved_seconds;
+            let expected = per_interval * (i as f64 + 1.0).min(quick().horizon_intervals);
+            assert!(
+                (decision.saved_seconds - expected).abs() <= 1e-6 * expected,
+                "{decision}"
+            );
+            assert!((decision.switch_seconds - first.switch_seconds).abs() < 1e-9);
+        }
+        let last = decisions.last().expect("decisions");
+        assert!(last.switched, "never switched: {last}");
+        assert!(last.saved_seconds > last.switch_seconds && last.streak >= 2);
+        // It switched at the first decision where the horizon paid for the round trip.
+        for earlier in &decisions[..decisions.len() - 1] {
+            assert!(earlier.saved_seconds <= earlier.switch_seconds, "{earlier}");
+        }
+        assert_eq!(state.switches, 1);
+    }
+
+    #[test]
+    fn a_new_mix_starts_its_horizon_again_and_the_horizon_is_capped() {
+        let current = design(CompactionKind::Leveling, 10.0);
+        let mut state = AutoTuneState::default();
+        let reads = totals(900_000, 100_000);
+        let options = AutoTuneOptions {
+            horizon_intervals: 3.0,
+            ..quick()
+        };
+        for expected in [1, 2, 3, 4] {
+            let verdict = decide(&options, &facts(), &reads, &current, &state).expect("decides");
+            assert_eq!(verdict.decision.mix_held, expected);
+            state.record(verdict.decision, &reads);
+        }
+        // The horizon stops at three intervals however long the mix holds.
+        let held = state.history.last().expect("a decision").clone();
+        let third = &state.history[state.history.len() - 2];
+        assert!((held.saved_seconds - third.saved_seconds).abs() <= 1e-9 * third.saved_seconds);
+        // Writes now: another mix, trusted for one interval again.
+        let writes = totals(100_000, 900_000);
+        let verdict = decide(&options, &facts(), &writes, &current, &state).expect("decides");
+        assert_eq!(verdict.decision.mix_held, 1, "{}", verdict.decision);
+        let near = MixRecord::from(mix_of(&reads, 1_000_000).expect("a mix"));
+        let nudged = MixRecord {
+            point_lookups: near.point_lookups - 0.05,
+            updates: near.updates + 0.05,
+            ..near
+        };
+        assert!(near.same_mix_as(&nudged));
+        assert!(!near.same_mix_as(&MixRecord::from(mix_of(&writes, 1_000_000).expect("mix"))));
+        // A record from a build without the count reads as held zero times.
+        let text = toml::to_string(&held)
+            .expect("encodes")
+            .replace("mix_held = 4\n", "");
+        let old: Decision = toml::from_str(&text).expect("decodes");
+        assert_eq!(old.mix_held, 0);
     }
 
     #[test]
