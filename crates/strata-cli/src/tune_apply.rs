@@ -3,6 +3,8 @@
 //! options file given (`--apply-options`), or with the default options, takes the decision —
 //! switching its merge policy and size ratio when the rules allow — records it in its manifest
 //! and closes. The command parses, calls the library and prints; the decision is the library's.
+//! A database another process holds open is refused with the ways to tune it where it runs
+//! (`STRATA.AUTOTUNE` on `strata serve`, `Db::auto_tune_now`).
 
 use std::io::Write;
 use std::path::Path;
@@ -27,7 +29,20 @@ pub fn apply(
         Some(file) => OptionsFile::read(file)?.apply_to(base)?,
         None => base,
     };
-    let db = Db::open(path, options)?;
+    let db = match Db::open(path, options) {
+        Ok(db) => db,
+        // A running database is tuned by the process that holds it open.
+        Err(strata::Error::Locked(dir)) => {
+            return Err(CliError::InvalidArgument(format!(
+                "{} is open in another process; a running database takes the decision itself: \
+                 `redis-cli -p PORT STRATA.AUTOTUNE` when `strata serve` holds it, \
+                 `Db::auto_tune_now` (Python: `Db.auto_tune_now()`) in an embedding program, or \
+                 `Options::auto_tune` to decide on its own",
+                dir.display()
+            )))
+        }
+        Err(error) => return Err(error.into()),
+    };
     let decided = db.auto_tune_now();
     let policy = db.compaction_policy_name();
     let history = db.auto_tune_history().len();

@@ -477,3 +477,88 @@ fn sigterm_shuts_down_gracefully_and_the_data_is_there_after() {
     let status = server.stop("-INT");
     assert!(status.success(), "{status:?}");
 }
+
+#[test]
+fn strata_autotune_tunes_the_served_database_beside_concurrent_clients() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Server::start(dir.path(), &[]);
+    let port = server.port;
+    let mut client = server.connect();
+    for i in 0..2_000 {
+        let key = format!("k{i:05}");
+        assert_eq!(client.call(&["SET", &key, "value"]), R::Status("OK".into()));
+    }
+    for i in 0..4_000 {
+        let _ = client.call(&["GET", &format!("k{:05}", i % 3_000)]);
+    }
+    let first = server.cli(&["STRATA.AUTOTUNE"]);
+    assert!(first.starts_with("decision 1: "), "{first}");
+    assert!(first.contains("6000 ops"), "{first}");
+    let history = server.cli(&["STRATA.AUTOTUNE", "HISTORY"]);
+    assert!(history.starts_with("decision 1: "), "{history}");
+    assert!(server
+        .cli(&["STRATA.AUTOTUNE", "NOW", "extra"])
+        .contains("wrong number of arguments"));
+    assert!(server
+        .cli(&["strata.autotune", "bogus"])
+        .starts_with("ERR unknown subcommand 'bogus'"));
+    // `strata tune --apply` on the served database says how to tune it where it runs.
+    let refused = Command::new(STRATA)
+        .args(["tune", "--apply"])
+        .arg(dir.path())
+        .output()
+        .expect("strata tune");
+    assert!(!refused.status.success());
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(message.contains("STRATA.AUTOTUNE"), "{message}");
+    // Four clients decide while four others write and read: every call returns, and the
+    // decisions are numbered one after another.
+    let deciders: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut client = Client::connect_with_timeout(port, Duration::from_secs(60));
+                (0..5)
+                    .map(|_| match client.call(&["STRATA.AUTOTUNE", "NOW"]) {
+                        R::Bulk(Some(line)) => String::from_utf8(line).expect("UTF-8"),
+                        other => panic!("STRATA.AUTOTUNE: {other:?}"),
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let workers: Vec<_> = (0..4)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let mut client = Client::connect_with_timeout(port, Duration::from_secs(60));
+                for i in 0..300 {
+                    let key = format!("w{t}:{i}");
+                    assert_eq!(client.call(&["SET", &key, "v"]), R::Status("OK".into()));
+                    assert_eq!(client.call(&["GET", &key]), bulk("v"));
+                }
+            })
+        })
+        .collect();
+    let mut numbers: Vec<u64> = Vec::new();
+    for decider in deciders {
+        for line in decider.join().expect("decider") {
+            let number = line
+                .strip_prefix("decision ")
+                .and_then(|rest| rest.split(':').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("not a decision: {line}"));
+            numbers.push(number);
+        }
+    }
+    for worker in workers {
+        worker.join().expect("worker");
+    }
+    numbers.sort_unstable();
+    assert_eq!(numbers, (2..=21).collect::<Vec<u64>>());
+    match client.call(&["STRATA.AUTOTUNE", "HISTORY"]) {
+        R::Array(lines) => {
+            assert_eq!(lines.len(), 8);
+            assert!(matches!(&lines[7], R::Bulk(Some(l)) if l.starts_with(b"decision 21: ")));
+        }
+        other => panic!("HISTORY: {other:?}"),
+    }
+}

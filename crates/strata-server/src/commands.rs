@@ -228,6 +228,14 @@ pub(crate) const COMMANDS: &[Spec] = &[
         summary: "Cluster mode: SETNODES, SETNODEID, VERSION and MYID (the pushed topology).",
     },
     Spec {
+        name: "strata.autotune",
+        arity: -1,
+        flags: ADMIN,
+        keys: (0, 0, 0),
+        summary: "Auto-tune: NOW takes one decision and applies it (the default); HISTORY lists \
+                  the last decisions.",
+    },
+    Spec {
         name: "shutdown",
         arity: -1,
         flags: ADMIN,
@@ -337,6 +345,7 @@ pub fn execute(node: &Node, session: &mut Session, args: Vec<Bytes>) -> (Option<
         "echo" => Reply::Bulk(args[1].clone()),
         "info" => info::info(node, &args[1..]),
         "config" => info::config(node, &args[1..]),
+        "strata.autotune" => info::auto_tune(node, &args[1..]),
         "command" => info::command(session, &args[1..]),
         "client" => info::client(node, session, &args[1..]),
         "select" => match parse_integer(&args[1]) {

@@ -275,6 +275,36 @@ pub(crate) fn config(node: &Node, args: &[Bytes]) -> Reply {
     }
 }
 
+/// `STRATA.AUTOTUNE [NOW | HISTORY]`: one auto-tune decision on the served database, taken now
+/// and applied (`Db::auto_tune_now`, with the options file's `[auto_tune]` settings or the
+/// defaults), replied as the line the info log gets; or the last decisions, oldest first. This
+/// is how a database that `strata serve` holds open is tuned from outside (`strata tune
+/// --apply` needs the database closed).
+pub(crate) fn auto_tune(node: &Node, args: &[Bytes]) -> Reply {
+    let sub = args.first().map_or_else(
+        || "NOW".to_string(),
+        |a| String::from_utf8_lossy(a).to_ascii_uppercase(),
+    );
+    match (sub.as_str(), args.len()) {
+        ("NOW", 0 | 1) => match node.db.auto_tune_now() {
+            Ok(decision) => Reply::text(decision.to_string()),
+            Err(error) => crate::commands::engine_error(error),
+        },
+        ("HISTORY", 1) => Reply::Array(
+            node.db
+                .auto_tune_history()
+                .iter()
+                .map(|decision| Reply::text(decision.to_string()))
+                .collect(),
+        ),
+        ("NOW" | "HISTORY", _) => Reply::error(format!(
+            "ERR wrong number of arguments for 'strata.autotune|{}' command",
+            sub.to_ascii_lowercase()
+        )),
+        _ => unknown_subcommand(&args[0], "STRATA.AUTOTUNE"),
+    }
+}
+
 fn unknown_subcommand(sub: &[u8], command: &str) -> Reply {
     Reply::error(format!(
         "ERR unknown subcommand '{}'. Try {command} HELP. (Strata supports only some {command} subcommands)",

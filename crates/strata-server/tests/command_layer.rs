@@ -70,6 +70,7 @@ const NAMES: &[&str] = &[
     "ECHO",
     "INFO",
     "CONFIG",
+    "STRATA.AUTOTUNE",
     "COMMAND",
     "CLIENT",
     "SELECT",

@@ -105,3 +105,16 @@ def test_auth_with_requirepass(server):
     assert r.get("k") == b"v"
     r3 = redis.Redis(port=port, password="s3cret", protocol=3, socket_timeout=20)
     assert r3.get("k") == b"v"
+
+
+def test_strata_autotune(server):
+    r = redis.Redis(port=server(), socket_timeout=60)
+    r.mset({f"k{i:04}": "v" for i in range(500)})
+    for i in range(1000):
+        r.get(f"k{i:04}")
+    decision = r.execute_command("STRATA.AUTOTUNE")
+    assert decision.startswith(b"decision 1: "), decision
+    history = r.execute_command("STRATA.AUTOTUNE", "HISTORY")
+    assert history == [decision]
+    with pytest.raises(redis.ResponseError, match="unknown subcommand"):
+        r.execute_command("STRATA.AUTOTUNE", "BOGUS")
