@@ -356,14 +356,15 @@ def test_auto_tune_from_an_options_file_decides_and_shows_in_stats(tmp_path, db_
         "[auto_tune]\nevery_operations = 1000000000\nconfirmations = 1\n"
     )
     with strata.Db(db_path, options_file=str(options_file)) as db:
-        for i in range(5000):
+        # 20,000 entries, about 2 MiB: more than 16 write buffers (smaller trees are kept).
+        for i in range(20_000):
             db.put(b"k%06d" % i, b"v" * 100)
         db.flush()
-        for i in range(100_000):
-            db.get(b"k%06d" % (i % 10_000))
+        for i in range(200_000):
+            db.get(b"k%06d" % (i % 40_000))
         decision = db.auto_tune_now()
         assert decision["number"] == 1
-        assert decision["operations"] >= 105_000
+        assert decision["operations"] >= 220_000
         assert decision["mix"]["point_lookups"] > 0.9
         assert decision["candidates"], decision
         assert decision["switched"] is True, decision

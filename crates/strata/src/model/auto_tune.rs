@@ -32,6 +32,12 @@
 //!   the device's costs;
 //! - the same design was ranked first by the last [`AutoTuneOptions::confirmations`]
 //!   decisions in a row.
+//!
+//! A tree smaller than [`AutoTuneOptions::max_size_ratio`] write buffers is kept as it is: some
+//! candidates are a single level there, where the per-level formulas rank how the levels round
+//! rather than the tree the design will serve (a filling database would otherwise be switched,
+//! while it is small, to a design chosen for its first megabytes). Designs whose predicted
+//! throughput is not finite are never ranked.
 
 use serde::{Deserialize, Serialize};
 
@@ -541,6 +547,19 @@ pub fn decide(
             Vec::new(),
         ));
     }
+    let tree_bits = facts.entries as f64 * facts.entry_bytes * 8.0;
+    if tree_bits < facts.buffer_bits * options.max_size_ratio {
+        return Ok(keep(
+            format!(
+                "the tree ({:.1} MiB) is smaller than {} write buffers: some designs are a \
+                 single level there, and the models rank how levels round, not the tree to come",
+                tree_bits / 8.0 / (1u64 << 20) as f64,
+                options.max_size_ratio
+            ),
+            None,
+            Vec::new(),
+        ));
+    }
     let problem = facts.problem(workload, options.device());
     let filters = if current.uniform_filters {
         FilterAllocatorKind::Uniform
@@ -672,6 +691,12 @@ fn switchable<'a>(
         .iter()
         .filter(|design| design.filters == filters)
         .filter(|design| design.size_ratio <= options.max_size_ratio)
+        // A prediction that is not a finite positive throughput is a model's failure, not a
+        // reason to switch.
+        .filter(|design| {
+            let ops = design.predicted.throughput_ops;
+            ops.is_finite() && ops > 0.0
+        })
         .filter(|design| {
             let (kind, settings) = switch_settings(design, in_force);
             kind.build(&settings).is_ok()
@@ -992,6 +1017,59 @@ mod tests {
         )
         .expect("decides");
         assert!(kept.decision.reason.contains("no entries"));
+    }
+
+    #[test]
+    fn a_tree_smaller_than_max_size_ratio_buffers_is_kept_as_it_is() {
+        // 16 write buffers of 2 MiB: 32 MiB. A tree of 200,000 entries of 128 bytes holds 24.4.
+        let small = TreeFacts {
+            entries: 200_000,
+            filter_bits: 10.0 * 200_000.0,
+            ..facts()
+        };
+        let writes = totals(0, 100_000);
+        let current = design(CompactionKind::Leveling, 10.0);
+        let options = AutoTuneOptions {
+            confirmations: 1,
+            ..AutoTuneOptions::default()
+        };
+        let kept = decide(
+            &options,
+            &small,
+            &writes,
+            &current,
+            &AutoTuneState::default(),
+        )
+        .expect("decides");
+        assert!(!kept.decision.switched && kept.switch_to.is_none());
+        assert!(
+            kept.decision
+                .reason
+                .contains("smaller than 16 write buffers"),
+            "{}",
+            kept.decision
+        );
+        assert!(kept.decision.candidates.is_empty());
+        // A lower cap lets the same tree be priced.
+        let priced = decide(
+            &AutoTuneOptions {
+                max_size_ratio: 8.0,
+                ..options
+            },
+            &small,
+            &writes,
+            &current,
+            &AutoTuneState::default(),
+        )
+        .expect("decides");
+        assert!(
+            !priced.decision.candidates.is_empty(),
+            "{}",
+            priced.decision
+        );
+        for candidate in &priced.decision.candidates {
+            assert!(candidate.predicted_ops.is_finite() && candidate.predicted_ops > 0.0);
+        }
     }
 
     #[test]
