@@ -17,7 +17,9 @@
 # candidates are every registered merge policy (leveling, leveling-dynamic, tiering, lazy-leveling,
 # garnering, ecotune, moose, each with Monkey's and uniform filters); for each mix a second table
 # gives every policy's best rank and predicted ops/s, and the load average is printed before each
-# mix (the machine may be shared). Set CARGO_TARGET_DIR to reuse a build.
+# mix (the machine may be shared), and the 1-minute load average as each run started is in the
+# table's last column, in the order of the measured column's runs. Set CARGO_TARGET_DIR to reuse a
+# build.
 set -euo pipefail
 runs=${1:-3}
 num=${2:-1000000}
@@ -32,8 +34,8 @@ declare -A tuner_mix=(
   [mnemosyne-ii:0]="lookups=0.756,empty=0,updates=0.244"
   [mnemosyne-ii:1]="lookups=0.756,empty=1,updates=0.244"
 )
-echo "| mix | rank | design (tuner) | predicted ops/s | measured ops/s (median of $runs) | runs | tree before the mix |"
-echo "|---|---|---|---|---|---|---|"
+echo "| mix | rank | design (tuner) | predicted ops/s | measured ops/s (median of $runs) | runs | tree before the mix | load average per run |"
+echo "|---|---|---|---|---|---|---|---|"
 for mix in mnemosyne-i mnemosyne-ii:0 mnemosyne-ii:1; do
   dir="$out/${mix/:/-}"
   mkdir -p "$dir"
@@ -57,6 +59,7 @@ PY
   for run in $(seq 1 "$runs"); do
     for offset in 0 1 2; do
       rank=$(( (run - 1 + offset) % 3 + 1 ))
+      cut -d' ' -f1 /proc/loadavg > "$dir/rank$rank-run$run.load"
       "$strata" bench --options "$dir/$rank.toml" --engines strata --workloads "load,$mix" \
         --num "$num" --reads "$ops" --key-size 32 --value-size 96 --direct-reads \
         --cache-bytes 1MiB --pin-index-filter > "$dir/rank$rank-run$run.txt"
@@ -68,10 +71,14 @@ PY
     measured=$(for run in $(seq 1 "$runs"); do
       awk -v m="$mix" '$1 == "strata" && $2 == m { print $4; exit }' "$dir/rank$rank-run$run.txt"
     done | sort -n | tr '\n' ' ')
+    loads=$(for run in $(seq 1 "$runs"); do
+      printf '%s:%s ' "$(awk -v m="$mix" '$1 == "strata" && $2 == m { print $4; exit }' "$dir/rank$rank-run$run.txt")" \
+        "$(cat "$dir/rank$rank-run$run.load")"
+    done)
     median=$(echo "$measured" | awk '{ print $(int((NF + 1) / 2)) }')
     tree=$(grep -E "^tree strata before" "$dir/rank$rank-run1.txt" | tail -1 |
       sed -E 's/^tree strata before [^ ]+: //; s/, [0-9]+ files.*//')
-    echo "| $mix | $rank | $design | $predicted | $median | $measured | $tree |"
+    echo "| $mix | $rank | $design | $predicted | $median | $measured | $tree | $loads |"
   done
 done
 echo "(tuner output, options files and reports in $out)"

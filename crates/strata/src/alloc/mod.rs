@@ -21,6 +21,7 @@ mod mnemosyne;
 mod mnemosyne_plus;
 mod monkey;
 pub(crate) mod registry;
+pub mod s3_fifo_model;
 pub use crate::solver;
 #[cfg(test)]
 mod allocation_tests;

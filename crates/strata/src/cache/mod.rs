@@ -9,13 +9,29 @@
 use std::sync::Arc;
 
 use quick_cache::sync::Cache;
-use quick_cache::Weighter;
+use quick_cache::{OptionsBuilder, Weighter};
 
 use crate::filter::Filter;
 use crate::table::block::Block;
 
 /// Bookkeeping bytes per cached block beyond its contents (key, handle, `Arc`).
 pub(crate) const ENTRY_OVERHEAD_BYTES: u64 = 64;
+
+/// Share of the cache's bytes its main queue holds (`quick_cache`'s "hot allocation"); the rest is
+/// the small queue every block first enters. Set here, not left to the library's default, because
+/// the cache model (`alloc::s3_fifo_model`) rests on it.
+pub(crate) const MAIN_QUEUE_SHARE: f64 = 0.97;
+
+/// Blocks evicted from the small queue that the cache remembers (its ghost queue), per block the
+/// cache is estimated to hold (`quick_cache`'s "ghost allocation"); a ghost requested again
+/// enters the main queue directly.
+pub(crate) const GHOST_SHARE: f64 = 0.5;
+
+/// The blocks a cache of `capacity_bytes` is estimated to hold (4 KiB each), which sizes its
+/// tables and its ghost queue.
+pub(crate) fn estimated_blocks(capacity_bytes: u64) -> u64 {
+    (capacity_bytes / 4096).clamp(16, 1 << 24)
+}
 
 /// A cached block: a sorted key/value block (data or index) or a decoded filter.
 #[derive(Clone)]
@@ -52,8 +68,23 @@ impl BlockCache {
     pub(crate) fn new(capacity_bytes: u64) -> Self {
         let cache = (capacity_bytes > 0).then(|| {
             // quick_cache sizes its tables from an item-count estimate; assume 4 KiB blocks.
-            let estimated_items = (capacity_bytes / 4096).clamp(16, 1 << 24) as usize;
-            Cache::with_weighter(estimated_items, capacity_bytes, BlockWeighter)
+            let estimated_items = estimated_blocks(capacity_bytes) as usize;
+            let options = OptionsBuilder::new()
+                .estimated_items_capacity(estimated_items)
+                .weight_capacity(capacity_bytes)
+                .hot_allocation(MAIN_QUEUE_SHARE)
+                .ghost_allocation(GHOST_SHARE)
+                .build();
+            match options {
+                Ok(options) => Cache::with_options(
+                    options,
+                    BlockWeighter,
+                    Default::default(),
+                    Default::default(),
+                ),
+                // Unreachable with both sizes set; the library's defaults are the same shares.
+                Err(_) => Cache::with_weighter(estimated_items, capacity_bytes, BlockWeighter),
+            }
         });
         BlockCache {
             cache,

@@ -27,7 +27,8 @@
 //! So `R = sum_r p_r` and `V = 1 + sum_r (n_r / N) * sum_{r' before r} p_r'`, with
 //! `p_r = sum_{f in r} c_f * fpr_f` the chance that run `r` costs a lookup a wasted read.
 
-use crate::alloc::cache_model::{characteristic_time_for_capacity, BlockGroup};
+use crate::alloc::cache_model::BlockGroup;
+use crate::alloc::s3_fifo_model::S3Fifo;
 use crate::version::key_space::KeySpace;
 use crate::version::{FileMetadata, Version};
 
@@ -183,9 +184,9 @@ struct Touches {
 /// The predicted device reads of a point lookup on `tree` through the block cache `cache`
 /// (DESIGN.md §7, "Lookups through the block cache"): the requests each of the tree's data,
 /// index and filter blocks sees per lookup, from the probe order and filters of
-/// [`lookup_cost`], with keys spread evenly over each file's blocks; Che's approximation of
-/// the cache (`alloc::cache_model::characteristic_time_for_capacity`) says which share of each
-/// block's requests miss once the cache has settled under that stream. With no cache this is
+/// [`lookup_cost`], with keys spread evenly over each file's blocks; a model of the cache's
+/// S3-FIFO eviction (`alloc::s3_fifo_model`) says which share of each block's requests miss
+/// once the cache has settled under that stream. With no cache this is
 /// [`lookup_cost`] (data reads `R` and `V`; index and filter blocks read at every probe unless
 /// pinned).
 pub fn device_reads(
@@ -328,7 +329,7 @@ fn reads_through_cache(
             }
         }
     }
-    let time = characteristic_time_for_capacity(&groups, cache.capacity_bytes as f64);
+    let time = S3Fifo::of_block_cache(cache.capacity_bytes).settle(&groups);
     let mut reads = BlockReads::default();
     for ((_, files), touches) in runs.iter().zip(&touches) {
         for (f, t) in files.iter().zip(touches) {
@@ -338,7 +339,7 @@ fn reads_through_cache(
                     block_bytes: 1.0,
                     rate: rate / blocks,
                 };
-                rate * group.miss_chance(time)
+                rate * time.miss_chance(&group)
             };
             reads.data += miss(t.data, f.data_blocks);
             if !f.metadata_pinned {
