@@ -1170,6 +1170,10 @@ impl Bench<'_> {
                 &engine.counters(),
                 &shape,
             );
+            if workload == Workload::Seekrandom {
+                result.predicted_reads_per_seek = engine
+                    .predicted_seek_reads(self.config.seek_nexts + 1, self.config.seek_bounded);
+            }
             result.compaction_cpu_share = cpu_before
                 .zip(cpu::CpuSample::now())
                 .and_then(|(before, after)| after.compaction_share_since(&before));
@@ -1241,6 +1245,19 @@ impl Bench<'_> {
                     previous.phase.name(),
                     report::optional(write_amp, 2)
                 )
+                .map_err(report_error)?;
+                // The replay starts from an empty tree and draws new keys: it prices the fills
+                // that write every key once in random order.
+                if matches!(previous.phase, Workload::Load | Workload::Fillrandom) {
+                    let user_bytes_per_entry =
+                        (self.config.key_size + self.config.value_size) as f64;
+                    previous.predicted_write_amp = engine.predicted_write_amplification(
+                        previous.ops,
+                        None,
+                        user_bytes_per_entry,
+                    );
+                }
+                report::write_write_prediction(self.out, previous)
             }
             _ => writeln!(self.out, "settled in {seconds:.2} s"),
         }

@@ -9,7 +9,9 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use super::engine::{EngineCounters, PredictedBlockReads, TreeShape, WriteCauses};
+use super::engine::{
+    EngineCounters, PredictedBlockReads, PredictedWriteAmp, TreeShape, WriteCauses,
+};
 use super::workload::Workload;
 use super::Variant;
 use hdrhistogram::Histogram;
@@ -227,6 +229,16 @@ pub struct PhaseResult {
     /// The data blocks the same lookups probe, each taken as a device read (the model without
     /// the block cache: `R` for readmissing, `V` for readrandom).
     pub predicted_data_reads_per_lookup_without_cache: Option<f64>,
+    /// Device reads per seek (a short scan of `--seek-nexts` + 1 entries) the cost model
+    /// predicts on the tree a seekrandom phase read, through the engine's block cache
+    /// (`strata::model::seek::seek_reads`), by block kind, beside the measured `io_per_op`.
+    /// Strata only.
+    pub predicted_reads_per_seek: Option<PredictedBlockReads>,
+    /// Table bytes written per user byte the cost models predict for a fill phase's flushes and
+    /// compactions, settle included (`Db::predicted_write_amplification`: the merge policy
+    /// replayed over the phase's stream, and Monkey's closed form on the settled tree), beside
+    /// the measured `write_amp`. Strata only; load and fillrandom phases with `--settle`.
+    pub predicted_write_amp: Option<PredictedWriteAmp>,
     /// Strata's timed probes at the end of the phase (`TreeShape::probe_times`).
     pub probe_times: Option<super::engine::ProbeTimes>,
 }
@@ -429,6 +441,8 @@ impl PhaseResult {
             levels: shape.levels.len(),
             runs: shape.runs(),
             probe_times: shape.probe_times,
+            predicted_reads_per_seek: None,
+            predicted_write_amp: None,
             predicted_reads_per_lookup: shape.predicted_lookup_io.and_then(
                 |predicted| match phase {
                     Workload::Readmissing => Some(predicted.zero_result_device),
@@ -578,35 +592,26 @@ pub fn write_unnecessary_range(out: &mut dyn Write, result: &PhaseResult) -> io:
     )
 }
 
-/// A line under a point-read phase's row with the cost model's prediction for the tree it read
-/// (Strata only), beside what the engine counted: device reads per lookup by block kind through
-/// the block cache, then the data blocks the model without the cache predicts.
+/// A line under a point-read or seek phase's row with the cost model's prediction for the tree
+/// it read (Strata only), beside what the engine counted: device reads per lookup (or per seek)
+/// by block kind through the block cache, then, for lookups, the data blocks the model without
+/// the cache predicts.
 pub fn write_prediction(out: &mut dyn Write, result: &PhaseResult) -> io::Result<()> {
+    if let Some(predicted) = result.predicted_reads_per_seek {
+        return writeln!(
+            out,
+            "  model (strata::model::seek): device reads per seek predicted/measured: {}",
+            predicted_by_kind(&predicted, result)
+        );
+    }
     let Some(predicted) = result.predicted_reads_per_lookup else {
         return Ok(());
-    };
-    // A prediction that prints as 0.0000 gives no ratio worth printing.
-    let ratio = |measured: Option<f64>, predicted: f64| {
-        optional(
-            measured
-                .filter(|_| predicted >= 0.5e-4)
-                .map(|measured| measured / predicted),
-            2,
-        )
     };
     let measured = &result.io_per_op;
     write!(
         out,
-        "  model (strata::model::tree): device reads per lookup predicted/measured: data {:.4}/{} ({}), index {:.4}/{} ({}), filter {:.4}/{} ({})",
-        predicted.data,
-        optional(measured.data, 4),
-        ratio(measured.data, predicted.data),
-        predicted.index,
-        optional(measured.index, 4),
-        ratio(measured.index, predicted.index),
-        predicted.filter,
-        optional(measured.filter, 4),
-        ratio(measured.filter, predicted.filter),
+        "  model (strata::model::tree): device reads per lookup predicted/measured: {}",
+        predicted_by_kind(&predicted, result)
     )?;
     match result.predicted_data_reads_per_lookup_without_cache {
         Some(uncached) => writeln!(
@@ -616,6 +621,56 @@ pub fn write_prediction(out: &mut dyn Write, result: &PhaseResult) -> io::Result
         ),
         None => writeln!(out),
     }
+}
+
+/// measured/predicted, or `-` where either is missing or the prediction prints as 0.0000 (no
+/// ratio worth printing).
+fn ratio(measured: Option<f64>, predicted: f64) -> String {
+    optional(
+        measured
+            .filter(|_| predicted >= 0.5e-4)
+            .map(|measured| measured / predicted),
+        2,
+    )
+}
+
+/// `data P/M (R), index P/M (R), filter P/M (R)`: predicted and measured reads per operation by
+/// block kind, with measured/predicted.
+fn predicted_by_kind(predicted: &PredictedBlockReads, result: &PhaseResult) -> String {
+    let measured = &result.io_per_op;
+    format!(
+        "data {:.4}/{} ({}), index {:.4}/{} ({}), filter {:.4}/{} ({})",
+        predicted.data,
+        optional(measured.data, 4),
+        ratio(measured.data, predicted.data),
+        predicted.index,
+        optional(measured.index, 4),
+        ratio(measured.index, predicted.index),
+        predicted.filter,
+        optional(measured.filter, 4),
+        ratio(measured.filter, predicted.filter),
+    )
+}
+
+/// A line after a settled fill phase with the cost models' write amplification (Strata only),
+/// beside the measured one: the policy replayed, then the closed form on the settled tree.
+pub fn write_write_prediction(out: &mut dyn Write, result: &PhaseResult) -> io::Result<()> {
+    let Some(predicted) = result.predicted_write_amp else {
+        return Ok(());
+    };
+    let measured = result.write_amp;
+    let closed_form = match predicted.closed_form {
+        Some(closed_form) => format!("{closed_form:.2} ({})", ratio(measured, closed_form)),
+        None => "none for this policy".to_string(),
+    };
+    writeln!(
+        out,
+        "  model (strata::model::writes): table bytes written per user byte predicted/measured: replay {:.3}/{} ({}); closed form on the tree's {} disk levels {closed_form}",
+        predicted.replay,
+        optional(measured, 3),
+        ratio(measured, predicted.replay),
+        predicted.levels,
+    )
 }
 
 /// A line under a read phase's row with Strata's timed probes, when lookups timed probes of

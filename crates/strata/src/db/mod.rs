@@ -17,6 +17,7 @@ mod iter;
 mod manual_compaction;
 mod open;
 mod policy_switch;
+mod predicted_writes;
 mod read;
 mod study;
 mod top_index;
@@ -515,19 +516,60 @@ impl Db {
     pub fn predicted_device_reads(&self) -> crate::model::tree::TreeDeviceReads {
         let view = self.inner.view.load_full();
         let allocator = &view.filter_allocator;
+        crate::model::tree::device_reads(
+            &view.version,
+            &|run, file| allocator.bits_per_key_in_use(run, file),
+            &self.cache_setting(),
+        )
+    }
+
+    /// What a short scan — a seek, then `entries - 1` more entries — is predicted to read from
+    /// the device on the tree as it is now, through this database's block cache
+    /// (`strata::model::seek::seek_reads`), the seek key uniform over the tree's key range.
+    /// `bounded`: the scan is a range with both ends set (`Db::range(a..b)` spanning `entries`
+    /// keys), so runs whose files miss it are left out and this database's range filters, if it
+    /// builds any, are asked. `strata bench` prints it beside the measured reads of `seekrandom`.
+    pub fn predicted_seek_reads(
+        &self,
+        entries: u64,
+        bounded: bool,
+    ) -> crate::model::seek::TreeSeekReads {
+        let view = self.inner.view.load_full();
         let options = &self.inner.options;
-        let cache = crate::model::tree::CacheSetting {
+        let scan = crate::model::seek::ScanSetting {
+            entries,
+            bounded,
+            range_filter_bits: options.range_filter_bits,
+            range_filter_last_level: options.range_filter_last_level,
+        };
+        crate::model::seek::seek_reads(&view.version, &self.cache_setting(), &scan)
+    }
+
+    /// What the write stream `stream` is predicted to cost in table bytes written
+    /// (`strata::model::writes`): this database's merge policy, as built, replayed on the
+    /// simulator's synthetic tree over the stream's entries in flushes of its entries per flush,
+    /// with this database's write buffer, output file size, level-0 trigger and the table bytes
+    /// per entry of its tree; and Monkey's closed form on the tree's levels where the policy has
+    /// one. `strata bench` prints it beside the measured write amplification of a settled write
+    /// phase. No I/O. A stream of no entries or user bytes per entry that are not positive is
+    /// [`Error::InvalidArgument`].
+    pub fn predicted_write_amplification(
+        &self,
+        stream: &crate::model::writes::WriteStream,
+    ) -> Result<crate::model::writes::PredictedWrites> {
+        predicted_writes::predict(&self.inner, stream)
+    }
+
+    /// The block cache as the models see it.
+    fn cache_setting(&self) -> crate::model::tree::CacheSetting {
+        let options = &self.inner.options;
+        crate::model::tree::CacheSetting {
             capacity_bytes: options.block_cache_bytes,
             block_bytes: options.block_bytes as u64,
             metadata_pinned: options.pin_filter_and_index_blocks,
             level0_metadata_pinned: options.pin_filter_and_index_blocks
                 || options.pin_l0_filter_and_index_blocks,
-        };
-        crate::model::tree::device_reads(
-            &view.version,
-            &|run, file| allocator.bits_per_key_in_use(run, file),
-            &cache,
-        )
+        }
     }
 
     /// The name of the merge policy in effect (the configured one, or the one

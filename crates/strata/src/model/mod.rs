@@ -21,8 +21,10 @@ pub mod auto_tune;
 pub mod ecotune;
 pub mod moose;
 pub mod per_run;
+pub mod seek;
 pub mod tree;
 pub mod tuner;
+pub mod writes;
 
 use crate::compaction::CompactionKind;
 use crate::error::{Error, Result};

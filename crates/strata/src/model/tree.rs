@@ -153,24 +153,24 @@ pub struct TreeDeviceReads {
 /// and the block handle, delta-encoded, with the entry's varint header.
 const INDEX_ENTRY_OVERHEAD_BYTES: f64 = 6.0;
 
-/// One file as [`device_reads`] prices it.
-struct FileBlocks {
+/// One file as [`device_reads`] (and `model::seek`) prices it.
+pub(super) struct FileBlocks {
     /// Share of the key range the file covers (`c_f`).
-    coverage: f64,
+    pub(super) coverage: f64,
     /// `c_f` over its run's summed coverage: where an existing key of the run lies.
-    home_share: f64,
+    pub(super) home_share: f64,
     /// Chance its filter passes a key it does not hold (1 without a filter in use).
-    pass_rate: f64,
+    pub(super) pass_rate: f64,
     /// A filter lookups probe.
-    filtered: bool,
-    data_blocks: f64,
-    data_block_bytes: f64,
+    pub(super) filtered: bool,
+    pub(super) data_blocks: f64,
+    pub(super) data_block_bytes: f64,
     /// Index and filter partitions (1 unpartitioned), and their bytes.
-    partitions: f64,
-    index_bytes: f64,
-    filter_bytes: f64,
+    pub(super) partitions: f64,
+    pub(super) index_bytes: f64,
+    pub(super) filter_bytes: f64,
     /// Index and filter blocks outside the cache.
-    metadata_pinned: bool,
+    pub(super) metadata_pinned: bool,
 }
 
 /// The requests per lookup a file's blocks see, by kind.
@@ -236,7 +236,7 @@ pub fn device_reads(
     }
 }
 
-fn file_blocks(
+pub(super) fn file_blocks(
     space: &KeySpace,
     run_id: u64,
     file: &FileMetadata,

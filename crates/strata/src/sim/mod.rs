@@ -279,6 +279,8 @@ pub struct Simulation {
     key_space: u64,
     entry_bytes: u64,
     flush_entries: u64,
+    /// Entries the simulation writes ([`SimConfig::num`]).
+    num: u64,
     flushes_left: u64,
     target_file_entries: u64,
     max_in_flight: usize,
@@ -342,6 +344,7 @@ impl Simulation {
             key_space,
             entry_bytes: config.entry_bytes,
             flush_entries,
+            num: config.num,
             flushes_left: config.num.div_ceil(flush_entries),
             target_file_entries: (config.target_file_bytes() / config.entry_bytes).max(1),
             max_in_flight: config.max_background_compactions,
@@ -351,6 +354,26 @@ impl Simulation {
             step: 0,
             summary,
         })
+    }
+
+    /// Replays `policy` — a live database's, as it was built, with whatever state it keeps in
+    /// the tree — instead of the one [`SimConfig::compaction`] names (the cost models'
+    /// prediction of a database's write amplification, `Db::predicted_write_amplification`).
+    pub fn with_policy(mut self, policy: Arc<dyn CompactionPolicy>) -> Self {
+        self.summary.compaction = policy.name();
+        self.policy = policy;
+        self
+    }
+
+    /// Flushes `entries` entries each (at least 1) instead of `write_buffer_bytes / entry_bytes`,
+    /// the write buffer still sizing the policy's levels: a memtable holds fewer entries than its
+    /// bytes over a table file's bytes per entry (its nodes take more room), and the engine's own
+    /// count of flushes says how many. The flushes left follow: `num / entries`, rounded up.
+    pub fn with_flush_entries(mut self, entries: u64) -> Self {
+        let entries = entries.max(1);
+        self.flushes_left = self.num.div_ceil(entries);
+        self.flush_entries = entries;
+        self
     }
 
     /// Runs every flush and the compactions each sets off, calling `observe` after every step

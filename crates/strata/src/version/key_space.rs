@@ -76,6 +76,15 @@ impl KeySpace {
             .sum()
     }
 
+    /// Where `key` sits in the tree's key range, as a share of it: 0 at the smallest key, 1 at
+    /// the largest (clamped to `[0, 1]`; 0 for a tree of one key).
+    pub(crate) fn share(&self, key: &[u8]) -> f64 {
+        if self.width <= 0.0 {
+            return 0.0;
+        }
+        ((self.position(key) - self.low) / self.width).clamp(0.0, 1.0)
+    }
+
     /// The share of the key range `[smallest, largest]` covers (1 for a tree of one key).
     pub(crate) fn coverage(&self, smallest: &[u8], largest: &[u8]) -> f64 {
         if self.width <= 0.0 {

@@ -404,6 +404,17 @@ pub struct PredictedLookupIo {
     pub existing_device: PredictedBlockReads,
 }
 
+/// Table bytes written per user byte, as a model predicts them for a write phase.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct PredictedWriteAmp {
+    /// The engine's merge policy replayed on a synthetic tree over the phase's stream.
+    pub replay: f64,
+    /// Monkey's closed form on the settled tree's levels, where the policy has one.
+    pub closed_form: Option<f64>,
+    /// Disk levels the closed form counted.
+    pub levels: usize,
+}
+
 /// Device reads per operation by block kind, as a model predicts them.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct PredictedBlockReads {
@@ -460,6 +471,24 @@ pub trait Engine: Sync {
     fn reset_counters(&self);
     /// The tree's current shape.
     fn shape(&self) -> TreeShape;
+    /// Device reads per short scan of `entries` entries (`bounded`: a range with both ends
+    /// set) the engine's cost model predicts on its current tree, where it has one (Strata's
+    /// `Db::predicted_seek_reads`).
+    fn predicted_seek_reads(&self, _entries: u64, _bounded: bool) -> Option<PredictedBlockReads> {
+        None
+    }
+    /// Table bytes written per user byte the engine's cost model predicts for the write phase
+    /// that just settled — `entries` entries of `user_bytes_per_entry` bytes, every one a new key
+    /// when `key_space` is `None`, in the flushes the engine counted since its counters were
+    /// zeroed — where it has one (Strata's `Db::predicted_write_amplification`).
+    fn predicted_write_amplification(
+        &self,
+        _entries: u64,
+        _key_space: Option<u64>,
+        _user_bytes_per_entry: f64,
+    ) -> Option<PredictedWriteAmp> {
+        None
+    }
     /// Closes the engine (flushing nothing it does not have to).
     fn close(self: Box<Self>) -> CliResult<()>;
 }

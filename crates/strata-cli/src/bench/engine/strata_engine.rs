@@ -7,7 +7,8 @@ use strata::{Db, Options, WriteBatch};
 
 use super::{
     read_scan, BatchOp, CompressionCounters, Engine, EngineConfig, EngineCounters, LevelShape,
-    PredictedBlockReads, PredictedLookupIo, ScanOutcome, TreeShape, WriteCauses, CAUSE_LEVELS,
+    PredictedBlockReads, PredictedLookupIo, PredictedWriteAmp, ScanOutcome, TreeShape, WriteCauses,
+    CAUSE_LEVELS,
 };
 use crate::error::CliResult;
 use crate::policies::{CompactionSettings, FilterSettings};
@@ -362,6 +363,44 @@ impl Engine for StrataEngine {
                 })
             },
         }
+    }
+
+    fn predicted_seek_reads(&self, entries: u64, bounded: bool) -> Option<PredictedBlockReads> {
+        let reads = self.db.predicted_seek_reads(entries, bounded).reads;
+        Some(PredictedBlockReads {
+            data: reads.data,
+            index: reads.index,
+            filter: reads.filter,
+        })
+    }
+
+    fn predicted_write_amplification(
+        &self,
+        entries: u64,
+        key_space: Option<u64>,
+        user_bytes_per_entry: f64,
+    ) -> Option<PredictedWriteAmp> {
+        let flushes = self.db.stats().io.flushes;
+        let stream = strata::model::writes::WriteStream {
+            entries,
+            entries_per_flush: entries.checked_div(flushes)?,
+            key_space,
+            user_bytes_per_entry,
+        };
+        let predicted = self.db.predicted_write_amplification(&stream).ok()?;
+        let per_user_byte = |amplification| predicted.table_bytes_per_user_byte(amplification);
+        Some(PredictedWriteAmp {
+            replay: per_user_byte(predicted.replay)?,
+            closed_form: predicted.closed_form.and_then(per_user_byte),
+            levels: self
+                .db
+                .stats()
+                .levels
+                .iter()
+                .filter(|level| level.level > 0 && level.entries > 0)
+                .count()
+                .max(1),
+        })
     }
 
     fn close(self: Box<Self>) -> CliResult<()> {
