@@ -21,12 +21,27 @@
 # RANGE_FILTER_BITS=b gives every Strata file a range filter of b quantum bits
 # (`--range-filter-bits`; 0, the default, none): the workload's short seeks are closed ranges
 # `[key i, key i + 1)`, which range filters can rule runs out of.
+# SETUP=paper runs EcoTune's evaluation setup instead (`strata bench --preset paper-ecotune`:
+# 8-byte keys, 256-byte values, 256 KiB buffers so that leveling has four levels, range filters on
+# every file, 8 MiB cache, direct reads, queries on two threads, a 2 MB/s writer unless RATE is
+# given); RANGE_FILTER_BITS and the size settings above then do not apply.
+# Besides queries/s (wall time, which the machine's load moves), the table prints counts that
+# do not depend on the load: blocks read per query, bytes written to tables per query, and the
+# process's CPU microseconds per query over all threads (compactions included; `cpu us/q`), whose
+# inverse is the throughput where queries and compactions share the cores, as in the paper.
 set -euo pipefail
 ratios=${1:-"0.1 0.3 0.5 1"}
 policies=${2:-ecotune,leveling,lazy-leveling,tiering,garnering}
 runs=${3:-3}
 reads=${4:-2000000}
 rate=${5:-4}
+setup=${SETUP:-default}
+case "$setup" in
+  default) shape=(--query-threads 1 --size-ratio 10 --write-buffer-bytes 1MiB --bits-per-key 10
+                  --range-filter-bits "${RANGE_FILTER_BITS:-0}" --write-rate "$rate") ;;
+  paper) shape=(--preset paper-ecotune ${5:+--write-rate "$5"}) ;;
+  *) echo "SETUP must be default or paper, got $setup" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
@@ -34,12 +49,10 @@ cargo build --release -p strata-cli --manifest-path "$root/Cargo.toml" >&2
 strata="${CARGO_TARGET_DIR:-$root/target}/release/strata"
 for r in $ratios; do
   phase_reads=$(python3 -c "print(int($reads * 1.3 / (1 + $r)))")
-  "$strata" bench --filter-policy uniform --workloads "fillrandom,ecotune:$r" --num 1000000 --reads "$phase_reads" \
-    --write-rate "$rate" --query-threads 1 --compaction "$policies" --size-ratio 10 \
-    --write-buffer-bytes 1MiB --bits-per-key 10 --runs "$runs" \
-    --range-filter-bits "${RANGE_FILTER_BITS:-0}" \
+  "$strata" bench --filter-policy uniform "${shape[@]}" --workloads "fillrandom,ecotune:$r" \
+    --num 1000000 --reads "$phase_reads" --compaction "$policies" --runs "$runs" \
     ${ECOTUNE_R:+--ecotune-r "$ECOTUNE_R"} \
-    --json "$out/ecotune-$r-$rate.json" > "$out/ecotune-$r-$rate.txt"
+    --json "$out/ecotune-$r-$setup.json" > "$out/ecotune-$r-$setup.txt"
   echo "r = $r done" >&2
 done
 echo "JSON and tables in $out" >&2
@@ -47,7 +60,8 @@ python3 - "$out" <<'PY'
 import glob, json, statistics, sys
 out = sys.argv[1]
 print(f"{'r':>4} {'policy':<28} {'queries/s':>10} {'vs ecotune':>10} {'cpu share':>9} "
-      f"{'stalls':>6} {'rf out/op':>9} {'reads/q':>7}  runs/levels at end; EcoTune's round")
+      f"{'stalls':>6} {'rf out/op':>9} {'reads/q':>7} {'written/q':>9} {'cpu us/q':>8} "
+      f"{'vs ecotune':>10}  runs/levels at end; EcoTune's round")
 for path in sorted(glob.glob(f"{out}/ecotune-*.json")):
     data = json.load(open(path))
     rows = {}
@@ -55,11 +69,17 @@ for path in sorted(glob.glob(f"{out}/ecotune-*.json")):
         if not result["phase"].startswith("ecotune"):
             continue
         rows.setdefault(result["configuration"], []).append(result)
-    base = None
+    def cpu_per_query(results):
+        # Process CPU (all threads) per query: where queries and compactions share the cores,
+        # throughput is its inverse.
+        per = [r["cpu_seconds"]["total"] * 1e6 / r["ops"] for r in results
+               if r.get("cpu_seconds") and r["ops"]]
+        return statistics.median(per) if per else float("nan")
+    base = base_cpu = None
     for label, results in rows.items():
         qps = statistics.median(r["ops_per_sec"] for r in results)
         if label.endswith("/ecotune"):
-            base = qps
+            base, base_cpu = qps, cpu_per_query(results)
     for label, results in rows.items():
         qps = statistics.median(r["ops_per_sec"] for r in results)
         cpu = [r["compaction_cpu_share"] for r in results if r.get("compaction_cpu_share") is not None]
@@ -69,9 +89,13 @@ for path in sorted(glob.glob(f"{out}/ecotune-*.json")):
         ruled_out = [r["range_filter_negatives_per_op"] for r in results
                      if r.get("range_filter_negatives_per_op") is not None]
         reads = [sum(v or 0 for v in r["io_per_op"].values()) for r in results]
+        written = [(r.get("table_write_bytes") or 0) / r["ops"] for r in results if r["ops"]]
+        cpu_q = cpu_per_query(results)
         print(f"{results[0]['phase'][8:]:>4} {label:<28} {qps:>10.0f} "
               f"{(qps / base if base else float('nan')):>10.2f} "
               f"{(statistics.median(cpu) if cpu else float('nan')):>9.3f} {stalls:>6} "
               f"{(statistics.median(ruled_out) if ruled_out else float('nan')):>9.3f} "
-              f"{statistics.median(reads):>7.3f}  {shape}; {state}")
+              f"{statistics.median(reads):>7.3f} {statistics.median(written):>9.0f} "
+              f"{cpu_q:>8.1f} {(base_cpu / cpu_q if base_cpu else float('nan')):>10.2f}  "
+              f"{shape}; {state}")
 PY

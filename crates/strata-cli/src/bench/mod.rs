@@ -1170,13 +1170,17 @@ impl Bench<'_> {
                 &engine.counters(),
                 &shape,
             );
+            let cpu_after = cpu::CpuSample::now();
             if workload == Workload::Seekrandom {
                 result.predicted_reads_per_seek = engine
                     .predicted_seek_reads(self.config.seek_nexts + 1, self.config.seek_bounded);
             }
             result.compaction_cpu_share = cpu_before
-                .zip(cpu::CpuSample::now())
+                .zip(cpu_after)
                 .and_then(|(before, after)| after.compaction_share_since(&before));
+            result.cpu_seconds = cpu_before
+                .zip(cpu_after)
+                .and_then(|(before, after)| after.seconds_since(&before));
             // The filter memory in use over the phase, not only at its end (the budget is a cap at every moment).
             result.include_filter_samples(self.series.get(series_start..).unwrap_or_default());
             // Live table bytes over the bytes of the newest version of each key; only what is
@@ -1764,6 +1768,21 @@ mod tests {
         let wrapper = Wrapper::try_parse_from(argv)
             .map_err(|error| CliError::InvalidArgument(error.to_string()))?;
         BenchConfig::resolve(&wrapper.args)
+    }
+
+    /// The paper-ecotune preset resolves to the setup its doc names.
+    #[test]
+    fn the_ecotune_paper_preset_resolves_to_the_papers_setup() {
+        let flags = preset::Preset::PaperEcotune.flags();
+        let config = config(flags).expect("the preset's flags resolve");
+        assert_eq!((config.key_size, config.value_size), (8, 256));
+        assert!(config.direct_reads);
+        assert_eq!(config.cache_bytes, 8 << 20);
+        assert_eq!(config.query_threads, 2);
+        assert_eq!(config.write_rate, Some(2.0));
+        assert_eq!(config.num, 1_000_000);
+        // r is the engine's to measure, not the workload's.
+        assert_eq!(config.ecotune_settings().long_scan_ratio, None);
     }
 
     /// EcoTune's `r` is the engine's unless `--ecotune-r` fixes it (a ratio, or the workload's).

@@ -18,6 +18,15 @@ pub enum Preset {
     /// operations, 128-byte keys and 384-byte values), empty-lookup fractions 0, 0.5 and 1, size
     /// ratio 4, 2 bits per key, a 5% block cache and direct reads.
     PaperMnemosyne,
+    /// EcoTune's evaluation (EcoTune §5.1) scaled to 1,000,000 keys: 8-byte keys and 256-byte
+    /// values; a write buffer of 256 KiB, so that leveling with size ratio 10 has four levels
+    /// counting level 0, as in the paper (data over buffer about 1,000); range filters on
+    /// every file, as the paper's SNARF on every file; an 8 MiB block cache and direct reads; a
+    /// writer paced at 2 MB/s beside queries on two threads, so that queries take every core
+    /// and each compaction second is a second queries lose, as with the paper's shared pool of
+    /// query and merge threads; EcoTune against leveling and lazy leveling, the paper's
+    /// baselines. The phase is `ecotune:0.3` (`--workloads fillrandom,ecotune:R` for others).
+    PaperEcotune,
     /// A workload that shifts while one database stays open: a fill, then write-heavy
     /// overwrites, point reads with a hot spot, short scans, and lookups of absent keys, at
     /// 1,000,000 keys with 2 MiB write buffers and files, direct reads and a block cache of 5% of
@@ -67,6 +76,33 @@ impl Preset {
                 "0.05",
                 "--direct-reads",
                 "--settle",
+            ],
+            Preset::PaperEcotune => &[
+                "--workloads",
+                "fillrandom,ecotune:0.3",
+                "--num",
+                "1000000",
+                "--key-size",
+                "8",
+                "--value-size",
+                "256",
+                "--write-buffer-bytes",
+                "256KiB",
+                "--size-ratio",
+                "10",
+                "--bits-per-key",
+                "10",
+                "--range-filter-bits",
+                "6",
+                "--cache-bytes",
+                "8MiB",
+                "--direct-reads",
+                "--write-rate",
+                "2",
+                "--query-threads",
+                "2",
+                "--compaction",
+                "ecotune,leveling,lazy-leveling",
             ],
             Preset::Shifting => &[
                 "--workloads",
@@ -165,6 +201,35 @@ mod tests {
         assert!(phases[0].fills() && phases[1].is_write());
         assert!(phases[2..].iter().all(|phase| !phase.is_write()));
         assert!(flags.contains(&"--direct-reads"));
+    }
+
+    #[test]
+    fn the_ecotune_preset_is_the_papers_setup_with_queries_on_every_thread() {
+        let flags = Preset::PaperEcotune.flags();
+        let value_of = |flag: &str| {
+            let at = flags.iter().position(|f| *f == flag).expect("flag present");
+            flags[at + 1]
+        };
+        // 8-byte integer keys and 256-byte values (EcoTune §5.1).
+        assert_eq!(value_of("--key-size"), "8");
+        assert_eq!(value_of("--value-size"), "256");
+        // Leveling with size ratio 10 fills levels 1 and 2 (10 and 100 buffers) below a 256 KiB
+        // buffer and ends in level 3 (1,000 more): 1,000,000 entries of 264 bytes are between
+        // 110 and 1,110 buffers, so the tree has four levels counting level 0.
+        assert_eq!(value_of("--write-buffer-bytes"), "256KiB");
+        let buffers = 1_000_000 * (8 + 256) / (256 * 1024);
+        assert_eq!(value_of("--size-ratio"), "10");
+        assert!(buffers > 110 && buffers < 1_110);
+        assert!(flags.contains(&"--direct-reads"));
+        assert_eq!(value_of("--cache-bytes"), "8MiB");
+        assert_ne!(value_of("--range-filter-bits"), "0");
+        assert_eq!(value_of("--compaction"), "ecotune,leveling,lazy-leveling");
+        assert!(value_of("--workloads").ends_with("ecotune:0.3"));
+        // The whole flag set parses as a bench command line.
+        let mut args = vec!["strata", "bench"];
+        args.extend_from_slice(flags);
+        let expanded = expand(os(&args));
+        assert_eq!(expanded.len(), 2 + flags.len());
     }
 
     #[test]

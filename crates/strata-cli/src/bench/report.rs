@@ -180,6 +180,10 @@ pub struct PhaseResult {
     /// `/proc/self/task`; Strata's and RocksDB's compaction threads, `bench::cpu`); `null`
     /// where it cannot be read.
     pub compaction_cpu_share: Option<f64>,
+    /// CPU seconds the process spent over the phase, in all threads and in compaction and flush
+    /// threads (Linux `/proc/self`; `null` elsewhere): divided by the operations, what one
+    /// costs where compactions and queries share the cores.
+    pub cpu_seconds: Option<super::cpu::CpuSeconds>,
     /// The compaction policy's state at the end of the phase (Strata's EcoTune: its round).
     pub compaction_state: Option<String>,
     /// The merge policy in force at the end of the phase and auto-tune's decisions (Strata).
@@ -411,6 +415,7 @@ impl PhaseResult {
             write_stops: io.write_stops,
             write_stall_ms: io.write_stall_micros.map(|micros| micros as f64 / 1e3),
             compaction_cpu_share: None,
+            cpu_seconds: None,
             compaction_state: shape.compaction_state.clone(),
             design: shape.design.clone(),
             range_filter_probes_per_op: per_op(io.range_filter_probes),
@@ -801,7 +806,7 @@ pub fn write_background(out: &mut dyn Write, result: &PhaseResult) -> io::Result
     }
     writeln!(
         out,
-        "  background writer: {} writes ({:.0}/s); write stalls {} ({} ms); compaction busy share {}, CPU share {}",
+        "  background writer: {} writes ({:.0}/s); write stalls {} ({} ms); compaction busy share {}, CPU share {}; CPU {}",
         result.background_writes,
         result.background_writes_per_sec,
         result
@@ -810,6 +815,16 @@ pub fn write_background(out: &mut dyn Write, result: &PhaseResult) -> io::Result
         optional(result.write_stall_ms, 1),
         optional(result.compaction_busy_share, 3),
         optional(result.compaction_cpu_share, 3),
+        result.cpu_seconds.map_or_else(
+            || "-".to_string(),
+            |cpu| format!(
+                "{:.2} s ({:.2} compaction, {:.2} flush), {:.2} us/op",
+                cpu.total,
+                cpu.compaction,
+                cpu.flush,
+                cpu.total * 1e6 / result.ops.max(1) as f64
+            )
+        ),
     )
 }
 
