@@ -21,8 +21,8 @@
 //! - the scan returns `m` entries, `n_f * m / N` of them from file `f`, so it advances past
 //!   `m * blocks_f / N` of `f`'s block boundaries and `m / N` of its file boundaries on average:
 //!   one more data block each, one more index block each;
-//! - Che's approximation of the cache (as for lookups, `alloc::cache_model`) says which share of
-//!   those requests miss, each of `f`'s blocks seeing `1 / blocks_f` of `f`'s data requests.
+//! - the model of the block cache's S3-FIFO eviction (as for lookups, `alloc::s3_fifo_model`)
+//!   says which share of those requests miss, each of `f`'s blocks seeing `1 / blocks_f` of `f`'s data requests.
 //!
 //! `N` is the tree's entries, taken as distinct keys: with overwritten keys still in several runs
 //! the scan spans more entries than keys, and the model counts fewer advances than happen. Point
@@ -32,7 +32,8 @@
 //! the memtables, which hold no blocks.
 
 use super::tree::{file_blocks, BlockReads, CacheSetting, FileBlocks};
-use crate::alloc::cache_model::{characteristic_time_for_capacity, BlockGroup};
+use crate::alloc::cache_model::BlockGroup;
+use crate::alloc::s3_fifo_model::S3Fifo;
 use crate::version::key_space::KeySpace;
 use crate::version::Version;
 
@@ -159,7 +160,8 @@ pub fn range_pass_chance(expected_keys: f64, bits: u32) -> f64 {
     (1.0 - empty) + empty * false_positive
 }
 
-/// Device reads per scan of the requests `files` see, through `cache` (Che's approximation).
+/// Device reads per scan of the requests `files` see, through `cache` (the model of its S3-FIFO
+/// eviction, as for lookups).
 fn through_cache(files: &[SeekFile], cache: &CacheSetting) -> BlockReads {
     let overhead = crate::cache::ENTRY_OVERHEAD_BYTES as f64;
     let data_rate = |f: &SeekFile| f.landings + f.crossings;
@@ -180,14 +182,14 @@ fn through_cache(files: &[SeekFile], cache: &CacheSetting) -> BlockReads {
             });
         }
     }
-    let time = characteristic_time_for_capacity(&groups, cache.capacity_bytes as f64);
+    let time = S3Fifo::of_block_cache(cache.capacity_bytes).settle(&groups);
     let miss = |rate: f64, blocks: f64| {
         let group = BlockGroup {
             blocks,
             block_bytes: 1.0,
             rate: rate / blocks,
         };
-        rate * group.miss_chance(time)
+        rate * time.miss_chance(&group)
     };
     let mut reads = BlockReads::default();
     for f in files {
