@@ -134,9 +134,9 @@ pub(crate) fn parse_internal_key(key: &[u8]) -> Option<ParsedKey<'_>> {
     })
 }
 
-/// Which versions of a key no reader can see any more: LevelDB's rule, the same at flush and in
-/// compaction. Entries are shown in internal-key order (each user key's versions newest first);
-/// once a version with a sequence number `<= smallest_snapshot` has been met for a key, every
+/// Which versions of a key no reader can see any more: LevelDB's compaction rule, applied at flush
+/// and in compaction. Entries are shown in internal-key order (each user key's versions newest
+/// first); once a version with a sequence number `<= smallest_snapshot` has been met for a key, every
 /// reader (the live snapshots, and every later read) sees that version or a newer one, so every
 /// older version of the key is hidden and may be dropped. A version newer than the smallest
 /// snapshot keeps the one after it, which that snapshot may read.

@@ -141,12 +141,12 @@ impl MemTable {
         self.list.is_empty()
     }
 
-    /// Visits, in internal-key order (a flush's single pass), the entries a reader can still see: the newest version of
-    /// each user key, and an older one only while a newer one is newer than `smallest_snapshot`
-    /// (the oldest sequence number a live snapshot reads at), by the rule compaction uses
-    /// ([`HiddenVersions`]). A flush writes these (LevelDB's and RocksDB's flushes drop hidden
-    /// versions the same way); tombstones are kept like values. Returns the number of entries
-    /// left out.
+    /// Visits, in internal-key order (a flush's single pass), the entries a reader can still
+    /// see: the newest version of each user key, and an older one only while a newer one is
+    /// newer than `smallest_snapshot` (the oldest sequence number a live snapshot reads at), by
+    /// the rule compaction uses ([`HiddenVersions`]). A flush writes these (RocksDB's flush drops
+    /// hidden versions too, by its own snapshot rule); tombstones are kept like values. Returns
+    /// the number of entries left out.
     pub(crate) fn for_each_visible_entry<E>(
         &self,
         smallest_snapshot: SequenceNumber,
