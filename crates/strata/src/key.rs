@@ -134,6 +134,47 @@ pub(crate) fn parse_internal_key(key: &[u8]) -> Option<ParsedKey<'_>> {
     })
 }
 
+/// Which versions of a key no reader can see any more: LevelDB's compaction rule, applied at flush
+/// and in compaction. Entries are shown in internal-key order (each user key's versions newest
+/// first); once a version with a sequence number `<= smallest_snapshot` has been met for a key, every
+/// reader (the live snapshots, and every later read) sees that version or a newer one, so every
+/// older version of the key is hidden and may be dropped. A version newer than the smallest
+/// snapshot keeps the one after it, which that snapshot may read.
+///
+/// The rule says nothing about tombstones beyond that: the newest version of a key, tombstone or
+/// value, is never hidden (a tombstone is dropped only by a compaction that writes the bottom of
+/// the tree for its key, `crate::compaction::executor`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HiddenVersions {
+    /// The oldest sequence number a live snapshot reads at (the newest one when there is none).
+    smallest_snapshot: SequenceNumber,
+    /// The sequence number of the previous entry of the current user key (`None` before a key's
+    /// first entry).
+    newer: Option<SequenceNumber>,
+}
+
+impl HiddenVersions {
+    pub(crate) fn new(smallest_snapshot: SequenceNumber) -> Self {
+        HiddenVersions {
+            smallest_snapshot,
+            newer: None,
+        }
+    }
+
+    /// Whether the next entry, of sequence number `sequence`, is hidden; `new_user_key` when its
+    /// user key differs from the previous entry's.
+    pub(crate) fn hidden(&mut self, new_user_key: bool, sequence: SequenceNumber) -> bool {
+        if new_user_key {
+            self.newer = None;
+        }
+        let hidden = self
+            .newer
+            .is_some_and(|newer| newer <= self.smallest_snapshot);
+        self.newer = Some(sequence);
+        hidden
+    }
+}
+
 /// The user-key part of an internal key (the whole slice if it is too short to have a trailer).
 pub(crate) fn user_key(key: &[u8]) -> &[u8] {
     &key[..key.len().saturating_sub(TRAILER_LEN)]
@@ -222,6 +263,28 @@ mod tests {
         let kind_pos = bad.len() - TRAILER_LEN;
         bad[kind_pos] = 7;
         assert!(parse_internal_key(&bad).is_none());
+    }
+
+    #[test]
+    fn hidden_versions_keep_what_a_snapshot_reads() {
+        // No snapshot (the smallest is the newest sequence): one version per key.
+        let mut rule = HiddenVersions::new(100);
+        let seen: Vec<bool> = [(true, 9), (false, 7), (false, 3), (true, 8), (false, 2)]
+            .iter()
+            .map(|&(new_key, sequence)| rule.hidden(new_key, sequence))
+            .collect();
+        assert_eq!(seen, [false, true, true, false, true]);
+        // A snapshot at 5: versions 9 and 7 are newer than it, so 3 (what it reads) stays; 1 goes.
+        let mut rule = HiddenVersions::new(5);
+        let seen: Vec<bool> = [(true, 9), (false, 7), (false, 3), (false, 1), (true, 4)]
+            .iter()
+            .map(|&(new_key, sequence)| rule.hidden(new_key, sequence))
+            .collect();
+        assert_eq!(seen, [false, false, false, true, false]);
+        // A version at exactly the snapshot's sequence is what it reads: older ones go.
+        let mut rule = HiddenVersions::new(7);
+        assert!(!rule.hidden(true, 7));
+        assert!(rule.hidden(false, 6));
     }
 
     proptest::proptest! {

@@ -45,7 +45,7 @@ use std::sync::Arc;
 use crate::check::{check, parse_number, scan_table, CheckReport, Severity};
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
-use crate::key::parse_internal_key;
+use crate::key::{parse_internal_key, MAX_SEQUENCE};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::stats::access_file;
@@ -334,8 +334,10 @@ fn write_wal_table(
     mem: &MemTable,
     number: u64,
 ) -> Result<()> {
+    // No snapshot outlives a closed database: one version of each key, as a flush at open keeps.
     write_table(fs, dir, options, number, &mut |builder| {
-        mem.for_each_entry(|key, value| builder.add(key, value))
+        mem.for_each_visible_entry(MAX_SEQUENCE, |key, value| builder.add(key, value))
+            .map(|_| ())
     })
 }
 

@@ -149,3 +149,99 @@ fn handles_are_send_and_sync_and_owned() {
         .put(b"k2", b"v2")
         .expect("the remaining clone still writes");
 }
+
+/// Entries of every table file, summed over the tree.
+fn entries_on_disk(db: &Db) -> u64 {
+    db.version()
+        .files()
+        .map(|(_, _, file)| file.entries())
+        .sum()
+}
+
+#[test]
+fn flush_writes_only_the_newest_version_of_an_overwritten_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small_options().write_buffer_bytes(1 << 20)).expect("open");
+    for round in 0..5u32 {
+        for key in 0..100u32 {
+            db.put(format!("key{key:03}"), format!("value{key}-{round}"))
+                .expect("put");
+        }
+    }
+    db.flush().expect("flush");
+    assert_eq!(entries_on_disk(&db), 100, "one version of each key");
+    assert_eq!(db.stats().io.flush_hidden_entries, 400);
+    for key in 0..100u32 {
+        assert_eq!(
+            db.get(format!("key{key:03}")).expect("get").as_deref(),
+            Some(format!("value{key}-4").as_bytes())
+        );
+    }
+    drop(db);
+    let db = Db::open(dir.path(), small_options()).expect("reopen");
+    assert_eq!(entries_on_disk(&db), 100);
+    assert_eq!(
+        db.get(b"key042").expect("get").as_deref(),
+        Some(&b"value42-4"[..])
+    );
+}
+
+#[test]
+fn flush_keeps_the_version_a_snapshot_reads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    db.put(b"k", b"v1").expect("put");
+    db.put(b"k", b"v2").expect("put");
+    let snapshot = db.snapshot();
+    db.put(b"k", b"v3").expect("put");
+    db.put(b"k", b"v4").expect("put");
+    db.flush().expect("flush");
+    // v4 and v3 are newer than the snapshot, v2 is what it reads; v1 no one can read.
+    assert_eq!(entries_on_disk(&db), 3);
+    assert_eq!(db.stats().io.flush_hidden_entries, 1);
+    assert_eq!(
+        snapshot.get(b"k").expect("get").as_deref(),
+        Some(&b"v2"[..])
+    );
+    assert_eq!(db.get(b"k").expect("get").as_deref(), Some(&b"v4"[..]));
+    db.compact().expect("compact");
+    assert_eq!(
+        snapshot.get(b"k").expect("get").as_deref(),
+        Some(&b"v2"[..])
+    );
+    drop(snapshot);
+    drop(db);
+    // Reopened, the snapshot is gone but its version is still on disk until a compaction.
+    let db = Db::open(dir.path(), small_options()).expect("reopen");
+    assert_eq!(entries_on_disk(&db), 3);
+    assert_eq!(db.get(b"k").expect("get").as_deref(), Some(&b"v4"[..]));
+    db.compact().expect("compact");
+    assert_eq!(entries_on_disk(&db), 1, "no snapshot left: one version");
+    assert_eq!(db.get(b"k").expect("get").as_deref(), Some(&b"v4"[..]));
+}
+
+#[test]
+fn flush_keeps_tombstones_that_hide_older_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    db.put(b"gone", b"old").expect("put");
+    db.put(b"kept", b"old").expect("put");
+    db.flush().expect("flush");
+    // In the next memtable: a value then a tombstone for `gone`, a tombstone then a value for
+    // `kept`. Only the newest of each reaches the file, the tombstone among them.
+    db.put(b"gone", b"new").expect("put");
+    db.delete(b"gone").expect("delete");
+    db.delete(b"kept").expect("delete");
+    db.put(b"kept", b"new").expect("put");
+    db.flush().expect("flush");
+    assert_eq!(entries_on_disk(&db), 4, "two files of two entries each");
+    assert_eq!(db.stats().io.flush_hidden_entries, 2);
+    assert_eq!(db.get(b"gone").expect("get"), None);
+    assert_eq!(db.get(b"kept").expect("get").as_deref(), Some(&b"new"[..]));
+    drop(db);
+    let db = Db::open(dir.path(), small_options()).expect("reopen");
+    assert_eq!(db.get(b"gone").expect("get"), None);
+    assert_eq!(db.get(b"kept").expect("get").as_deref(), Some(&b"new"[..]));
+    let keys: Vec<Vec<u8>> = db.iter().map(|r| r.expect("entry").0).collect();
+    assert_eq!(keys, vec![b"kept".to_vec()]);
+}

@@ -2,8 +2,9 @@
 //!
 //! Rules for each user key (inputs are merged newest version first):
 //! * a version hidden by a newer version that every live snapshot already sees is dropped
-//!   (LevelDB's rule: once an entry with sequence `<= smallest_snapshot` has been kept for a key,
-//!   older versions are invisible to every reader);
+//!   (LevelDB's rule, `crate::key::HiddenVersions`: once an entry with sequence
+//!   `<= smallest_snapshot` has been met for a key, older versions are invisible to every reader;
+//!   a flush leaves them out by the same rule);
 //! * a tombstone is dropped only if it is visible to every snapshot *and* no run older than the
 //!   output (deeper, or older on the output level) overlaps the job's key range — the output is
 //!   then the bottom of the tree for those keys, so there is nothing left for the tombstone to hide;
@@ -25,7 +26,7 @@ use crate::alloc::{FilterAllocator, FilterJob, JobInput, JobKind, NewFile as All
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::iterator::{InternalIterator, MergingIterator};
-use crate::key::{parse_internal_key, ValueKind};
+use crate::key::{parse_internal_key, HiddenVersions, ValueKind};
 use crate::stats::merlin::{
     CompactionInheritance, FileAccess, InheritanceInput, Inherited, Merlin,
 };
@@ -286,7 +287,7 @@ pub(crate) fn run_compaction(
     let mut outputs: Vec<PendingTable> = Vec::new();
     let mut output: Option<PendingTable> = None;
     let mut current_user_key: Option<Vec<u8>> = None;
-    let mut last_sequence_for_key = u64::MAX;
+    let mut hidden = HiddenVersions::new(smallest_snapshot);
 
     while merged.valid() {
         let key = merged.key();
@@ -295,14 +296,13 @@ pub(crate) fn run_compaction(
         let new_user_key = current_user_key.as_deref() != Some(parsed.user_key);
         if new_user_key {
             current_user_key = Some(parsed.user_key.to_vec());
-            last_sequence_for_key = u64::MAX;
         }
-        let drop = if last_sequence_for_key <= smallest_snapshot {
-            true // a newer version of this key is visible to every snapshot
-        } else {
-            parsed.kind == ValueKind::Deletion && parsed.sequence <= smallest_snapshot && bottom
-        };
-        last_sequence_for_key = parsed.sequence;
+        // A newer version of this key is visible to every snapshot (the flush's rule too), or a
+        // tombstone every snapshot sees at the bottom of the tree for its key.
+        let drop = hidden.hidden(new_user_key, parsed.sequence)
+            || (parsed.kind == ValueKind::Deletion
+                && parsed.sequence <= smallest_snapshot
+                && bottom);
         if !drop {
             if new_user_key
                 && ends_output(

@@ -13,8 +13,10 @@ use super::{
     CompactionPolicy, JobAction, OutputRun, RunInput, RunningCompactions,
 };
 use super::{CompactionKind, CompactionSettings};
+use std::sync::Arc;
+
 use crate::error::Result;
-use crate::version::{Version, MAX_LEVELS};
+use crate::version::{FileMetadata, Version, MAX_LEVELS};
 
 /// The leveling merge policy.
 #[derive(Debug, Clone, PartialEq)]
@@ -511,7 +513,7 @@ fn move_from_level(
         return None;
     }
     let run = tree.levels()[level].runs().first()?;
-    let ratio = |f: &std::sync::Arc<crate::version::FileMetadata>| {
+    let ratio = |f: &Arc<FileMetadata>| {
         overlapping_bytes(tree, level + 1, f.smallest_user_key(), f.largest_user_key()) as f64
             / f.file_bytes().max(1) as f64
     };
@@ -523,21 +525,70 @@ fn move_from_level(
         .collect();
     candidates.sort_by(|a, b| a.0.total_cmp(&b.0));
     candidates.into_iter().find_map(|(_, file)| {
+        let files = expanded_inputs(tree, running, level, run, file);
+        let smallest = files.first()?.smallest_user_key();
+        let largest = files.last()?.largest_user_key();
+        let reason = match files.len() {
+            1 => format!("level {level} score {score:.2}"),
+            n => format!("level {level} score {score:.2}, {n} files within the overlap below"),
+        };
         let inputs = vec![RunInput {
             level,
             run_id: run.id(),
-            file_numbers: vec![file.number()],
+            file_numbers: files.iter().map(|f| f.number()).collect(),
         }];
-        let job = merge_into(
-            tree,
-            inputs,
-            file.smallest_user_key(),
-            file.largest_user_key(),
-            level + 1,
-            format!("level {level} score {score:.2}"),
-        );
+        let job = merge_into(tree, inputs, smallest, largest, level + 1, reason);
         free(running, job)
     })
+}
+
+/// The files of `run` (on `level`) that move down with `file`: those the merge rewrites the
+/// next level's files for anyway. `file` overlaps some files of the next level; the other files
+/// of `run` within their key range join it when they add no file of the next level to the job
+/// (and no running job holds them), so each next-level file is rewritten once for all of them
+/// rather than once per file moved down. RocksDB's `CompactionPicker::SetupOtherInputs`: first
+/// every file of `run` overlapping that range, if the next-level files they overlap are the
+/// same; else the files lying wholly within it. RocksDB also caps the job at
+/// `max_compaction_bytes`; here the next-level files bound it already (the added files lie
+/// within their range). Sorted by key, `file` among them.
+fn expanded_inputs(
+    tree: &Version,
+    running: &RunningCompactions,
+    level: usize,
+    run: &crate::version::Run,
+    file: &Arc<FileMetadata>,
+) -> Vec<Arc<FileMetadata>> {
+    let alone = vec![Arc::clone(file)];
+    let Some(below) = tree.levels().get(level + 1).and_then(|l| l.runs().first()) else {
+        return alone;
+    };
+    let under = below.overlapping_files(file.smallest_user_key(), file.largest_user_key());
+    let (Some(first), Some(last)) = (under.first(), under.last()) else {
+        return alone;
+    };
+    let start = file.smallest_user_key().min(first.smallest_user_key());
+    let limit = file.largest_user_key().max(last.largest_user_key());
+    let idle = |files: &[Arc<FileMetadata>]| files.iter().all(|f| !running.holds_file(f.number()));
+    let overlapping = run.overlapping_files(start, limit);
+    if let (Some(low), Some(high)) = (overlapping.first(), overlapping.last()) {
+        if overlapping.len() > 1 && idle(&overlapping) {
+            let under_all =
+                below.overlapping_files(low.smallest_user_key(), high.largest_user_key());
+            if under_all.len() == under.len() && idle(&under_all) {
+                return overlapping;
+            }
+        }
+    }
+    let within: Vec<Arc<FileMetadata>> = run
+        .files()
+        .iter()
+        .filter(|f| f.smallest_user_key() >= start && f.largest_user_key() <= limit)
+        .cloned()
+        .collect();
+    if within.len() > 1 && idle(&within) {
+        return within;
+    }
+    alone
 }
 
 #[cfg(test)]
@@ -706,6 +757,59 @@ mod tests {
         );
         assert_eq!(job.inputs.len(), 1);
         assert_eq!(job.output_run, OutputRun::Existing(6));
+    }
+
+    #[test]
+    fn files_within_the_overlap_below_move_down_together() {
+        let policy = Leveling::new(10.0).expect("valid");
+        // Level 1 (capacity 10,000) holds 15,000. File 1 has the least overlap; file 2 lies
+        // within the range of the one level-2 file file 1 overlaps, so it joins the merge.
+        let shape = tree(&[
+            (1, 5, 1, "b", "c", 4000),
+            (1, 5, 2, "d", "e", 3000),
+            (1, 5, 3, "g", "h", 4000),
+            (1, 5, 4, "m", "n", 4000),
+            (2, 6, 7, "a", "f", 2000),
+            (2, 6, 8, "g", "z", 40000),
+        ]);
+        let none = RunningCompactions::none();
+        let job = policy.pick(&shape, &CONTEXT, &none).expect("a job");
+        assert_eq!(job.output_level, 2);
+        assert_eq!(job.inputs.len(), 2);
+        assert_eq!(job.inputs[0].file_numbers, vec![1, 2]);
+        assert_eq!(job.inputs[1].file_numbers, vec![7]);
+
+        // With file 2 held by a running job (level 1 still over full without it), file 1 goes
+        // alone.
+        let held = CompactionJob {
+            inputs: vec![RunInput {
+                level: 1,
+                run_id: 5,
+                file_numbers: vec![2],
+            }],
+            output_level: 1,
+            output_run: OutputRun::Existing(5),
+            reason: "held".into(),
+            state: None,
+            action: JobAction::Merge,
+        };
+        let job = policy
+            .pick(&shape, &CONTEXT, &RunningCompactions::new(vec![held]))
+            .expect("a job");
+        assert_eq!(job.inputs[0].file_numbers, vec![1]);
+        assert_eq!(job.inputs[1].file_numbers, vec![7]);
+
+        // A neighbour that would pull in another level-2 file stays (file 2 reaches file 8).
+        let wider = tree(&[
+            (1, 5, 1, "b", "c", 4000),
+            (1, 5, 2, "d", "h", 3000),
+            (1, 5, 4, "m", "n", 5000),
+            (2, 6, 7, "a", "f", 2000),
+            (2, 6, 8, "g", "z", 40000),
+        ]);
+        let job = policy.pick(&wider, &CONTEXT, &none).expect("a job");
+        assert_eq!(job.inputs[0].file_numbers, vec![1]);
+        assert_eq!(job.inputs[1].file_numbers, vec![7]);
     }
 
     #[test]

@@ -32,8 +32,20 @@ use crate::version::{AddedFile, Run, Version, VersionEdit};
 
 const IDLE_WAIT: Duration = Duration::from_millis(100);
 
+/// A flushed memtable's table file, its filter not yet built.
+pub(crate) struct Level0Write {
+    pub(crate) pending: PendingTable,
+    /// The level-0 run the file will form.
+    pub(crate) run_id: u64,
+    /// Versions left out: hidden by a newer version of their key that every live snapshot sees.
+    pub(crate) hidden_entries: u64,
+}
+
 /// Writes a memtable's entries into a new table file whose filter is not yet built; `None` if the
-/// memtable is empty. Returns the pending file and the id of the level-0 run it will form.
+/// memtable is empty. Versions no reader can see any more are left out: with `smallest_snapshot`
+/// the oldest sequence number a live snapshot reads at, the rule compaction uses
+/// (`MemTable::for_each_visible_entry`).
+#[allow(clippy::too_many_arguments)] // The flush's inputs: the engine's parts a flush reads.
 pub(crate) fn write_level0_entries(
     dir: &Path,
     fs: &dyn FileSystem,
@@ -42,7 +54,8 @@ pub(crate) fn write_level0_entries(
     filter_module_bits: f64,
     merlin: Option<&Arc<Merlin>>,
     mem: &Arc<MemTable>,
-) -> Result<Option<(PendingTable, u64)>> {
+    smallest_snapshot: u64,
+) -> Result<Option<Level0Write>> {
     if mem.is_empty() {
         return Ok(None);
     }
@@ -63,17 +76,19 @@ pub(crate) fn write_level0_entries(
     builder.set_range_filter_bits(options.range_filter_bits);
     // A flush is never bottommost (RocksDB's `GetCompressionFlush`): level 0's choice.
     builder.set_compression(options.compression.for_output(0, false));
-    mem.for_each_entry(|key, value| builder.add(key, value))?;
+    let hidden_entries =
+        mem.for_each_visible_entry(smallest_snapshot, |key, value| builder.add(key, value))?;
     // Merlin's flush hand-over (DESIGN.md §4): the memtable's probes, scaled to the whole horizon.
     let inherited = merlin.map(|merlin| mem.access.hand_over(merlin.lookups(), merlin.recorded()));
-    Ok(Some((
-        PendingTable {
+    Ok(Some(Level0Write {
+        pending: PendingTable {
             number,
             builder,
             inherited,
         },
         run_id,
-    )))
+        hidden_entries,
+    }))
 }
 
 /// Builds the filter of a flushed file against `tree` (the version it joins) and finishes it.
@@ -569,7 +584,7 @@ impl DbInner {
         // One allocator for the whole flush: the module size its filter is built with and the
         // allocation that sizes it must agree (a policy switch takes effect at the next job).
         let allocator = self.filter_allocator();
-        let pending = write_level0_entries(
+        let written = write_level0_entries(
             &self.dir,
             self.fs.as_ref(),
             &self.versions,
@@ -577,17 +592,19 @@ impl DbInner {
             allocator.filter_module_bits_per_key(0),
             self.merlin.as_ref(),
             &mem,
+            self.smallest_snapshot(),
         )?;
+        let hidden_entries = written.as_ref().map_or(0, |write| write.hidden_entries);
         // From the allocation to the install, no other job may change the tree (`crate::alloc`).
         let _install = self.install_lock.lock();
-        let file = match pending {
-            Some((pending, run_id)) => Some(finish_level0_table(
+        let file = match written {
+            Some(write) => Some(finish_level0_table(
                 allocator.as_ref(),
                 self.merlin.as_ref(),
                 &self.counters,
                 &self.versions.current(),
-                pending,
-                run_id,
+                write.pending,
+                write.run_id,
             )?),
             None => None,
         };
@@ -597,8 +614,10 @@ impl DbInner {
         };
         let description = match file.as_ref().map(|added| &added.file) {
             Some(file) => format!(
-                "flushed {} entries to {} ({} bytes, {:.2} bits/key) in {:.1} ms",
+                "flushed {} entries ({} hidden versions left out) to {} ({} bytes, {:.2} \
+                 bits/key) in {:.1} ms",
                 file.entries,
+                hidden_entries,
                 table_file_name(file.number),
                 file.file_bytes,
                 file.bits_per_key,
@@ -614,6 +633,7 @@ impl DbInner {
         self.install_current_version(Some(&mem));
         drop(_install);
         add(&self.counters.flushes, 1);
+        add(&self.counters.flush_hidden_entries, hidden_entries);
         if let Some(bytes) = flushed_bytes {
             self.rates.lock().flushed(bytes, Instant::now());
         }

@@ -18,6 +18,7 @@ use crate::alloc::FilterAllocator;
 use crate::cache::BlockCache;
 use crate::env::FileLock;
 use crate::error::{Error, Result};
+use crate::key::MAX_SEQUENCE;
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::stats::access_file;
@@ -206,7 +207,8 @@ fn flush_replayed(
     recovered: &Arc<MemTable>,
 ) -> Result<Option<AddedFile>> {
     // Recovery runs before any background thread: the current version is the tree the file joins.
-    let Some((pending, run_id)) = write_level0_entries(
+    // No snapshot exists yet: one version of each key is all a reader can see.
+    let Some(write) = write_level0_entries(
         dir,
         options.file_system.as_ref(),
         versions,
@@ -214,6 +216,7 @@ fn flush_replayed(
         allocator.filter_module_bits_per_key(0),
         merlin,
         recovered,
+        MAX_SEQUENCE,
     )?
     else {
         return Ok(None);
@@ -223,8 +226,8 @@ fn flush_replayed(
         merlin,
         counters,
         &versions.current(),
-        pending,
-        run_id,
+        write.pending,
+        write.run_id,
     )
     .map(Some)
 }

@@ -27,7 +27,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::error::Result;
 use crate::filter::bloom::key_hash;
-use crate::key::user_key;
+use crate::key::{user_key, MAX_SEQUENCE};
 use crate::memtable::MemTable;
 use crate::version::{Run, Version};
 
@@ -177,7 +177,8 @@ impl TopLevelIndex {
         match (missing.as_slice(), flushed) {
             ([run], Some(mem)) if derived && Some(run.id()) == newest => {
                 let id = run.id();
-                mem.for_each_entry(|key, _| {
+                // Its user keys: the newest version of each is enough.
+                mem.for_each_visible_entry(MAX_SEQUENCE, |key, _| {
                     index.insert(key_hash(user_key(key)), id);
                     Ok::<(), crate::Error>(())
                 })?;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use crate::filter::bloom::key_hash;
 use crate::iterator::InternalIterator;
-use crate::key::{SequenceNumber, ValueKind};
+use crate::key::{user_key, HiddenVersions, SequenceNumber, ValueKind};
 use crate::stats::merlin::MemtableAccess;
 use key_filter::KeyFilter;
 use skiplist::{Position, SkipList, Target};
@@ -141,20 +141,34 @@ impl MemTable {
         self.list.is_empty()
     }
 
-    /// Visits every entry in internal-key order (a flush's single pass).
-    pub(crate) fn for_each_entry<E>(
+    /// Visits, in internal-key order (a flush's single pass), the entries a reader can still
+    /// see: the newest version of each user key, and an older one only while a newer one is
+    /// newer than `smallest_snapshot` (the oldest sequence number a live snapshot reads at), by
+    /// the rule compaction uses ([`HiddenVersions`]). A flush writes these (RocksDB's flush drops
+    /// hidden versions too, by its own snapshot rule); tombstones are kept like values. Returns
+    /// the number of entries left out.
+    pub(crate) fn for_each_visible_entry<E>(
         &self,
+        smallest_snapshot: SequenceNumber,
         mut visit: impl FnMut(&[u8], &[u8]) -> Result<(), E>,
-    ) -> Result<(), E> {
-        let (mut key, mut value) = (Vec::new(), Vec::new());
+    ) -> Result<u64, E> {
+        let mut rule = HiddenVersions::new(smallest_snapshot);
+        let (mut key, mut previous, mut value) = (Vec::new(), Vec::new(), Vec::new());
+        let mut hidden_entries = 0;
         let mut position = self.list.first();
         while let Some(at) = position {
             self.list.read_internal_key(at, &mut key);
-            self.list.read_value(at, &mut value);
-            visit(&key, &value)?;
+            let new_user_key = previous.is_empty() || user_key(&key) != user_key(&previous);
+            if rule.hidden(new_user_key, self.list.trailer(at) >> 8) {
+                hidden_entries += 1;
+            } else {
+                self.list.read_value(at, &mut value);
+                visit(&key, &value)?;
+            }
+            std::mem::swap(&mut key, &mut previous);
             position = self.list.after(at);
         }
-        Ok(())
+        Ok(hidden_entries)
     }
 
     /// An owned iterator over every entry in internal-key order.
@@ -367,9 +381,10 @@ mod tests {
                  proptest::collection::vec(proptest::num::u8::ANY, 0..20)),
                 1..if cfg!(miri) { 24 } else { 120 },
             ),
+            snapshot_at in 0u64..130,
         ) {
             use std::cmp::Reverse;
-            use std::collections::BTreeMap;
+            use std::collections::{BTreeMap, BTreeSet};
             let table = Arc::new(MemTable::new(1, 0, 4 << 20));
             type ModelKey = (Vec<u8>, Reverse<u64>);
             let mut model: BTreeMap<ModelKey, (ValueKind, Vec<u8>)> = BTreeMap::new();
@@ -380,13 +395,15 @@ mod tests {
                 table.insert(sequence, kind, key, &value);
                 model.insert((key.clone(), Reverse(sequence)), (kind, value));
             }
+            // Sequence numbers start at 1: a snapshot at 0 hides nothing.
             let mut flushed = Vec::new();
-            table
-                .for_each_entry(|key, value| {
+            let hidden = table
+                .for_each_visible_entry(0, |key, value| {
                     flushed.push((key.to_vec(), value.to_vec()));
                     Ok::<(), ()>(())
                 })
                 .expect("visit");
+            proptest::prop_assert_eq!(hidden, 0);
             let expected: Vec<(Vec<u8>, Vec<u8>)> = model
                 .iter()
                 .map(|((key, Reverse(sequence)), (kind, value))| {
@@ -428,6 +445,39 @@ mod tests {
                     iter.next();
                 }
                 proptest::prop_assert!(!iter.valid());
+            }
+
+            // What a flush keeps with the oldest snapshot at `snapshot`: a memtable of only those
+            // entries answers every read at or after the snapshot as the whole one does.
+            let last = writes.len() as u64;
+            let snapshot = snapshot_at.min(last);
+            let kept = Arc::new(MemTable::new(2, 0, 4 << 20));
+            let hidden = table
+                .for_each_visible_entry(snapshot, |internal, value| {
+                    let parsed = parse_internal_key(internal).ok_or(())?;
+                    kept.insert(parsed.sequence, parsed.kind, parsed.user_key, value);
+                    Ok::<(), ()>(())
+                })
+                .expect("visit");
+            proptest::prop_assert_eq!(hidden + kept.entries(), last);
+            let keys: BTreeSet<&Vec<u8>> = writes.iter().map(|(key, _, _)| key).collect();
+            for key in keys {
+                for sequence in snapshot..=last {
+                    proptest::prop_assert_eq!(kept.get(key, sequence), table.get(key, sequence));
+                }
+                // Only what a read at some sequence from the snapshot on can return is kept.
+                let versions = model.range((key.clone(), Reverse(u64::MAX))..)
+                    .take_while(|((k, _), _)| k == key)
+                    .count() as u64;
+                let newer_than_snapshot = model.range((key.clone(), Reverse(u64::MAX))..)
+                    .take_while(|((k, Reverse(sequence)), _)| k == key && *sequence > snapshot)
+                    .count() as u64;
+                let mut kept_versions = 0;
+                kept.for_each_visible_entry(0, |internal, _| {
+                    kept_versions += u64::from(user_key(internal) == key.as_slice());
+                    Ok::<(), ()>(())
+                }).expect("visit");
+                proptest::prop_assert_eq!(kept_versions, versions.min(newer_than_snapshot + 1));
             }
         }
     }

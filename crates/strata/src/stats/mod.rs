@@ -46,6 +46,8 @@ pub(crate) struct IoCounters {
     /// Bytes read from table files by lookups and scans (not compaction).
     pub(crate) read_bytes: AtomicU64,
     pub(crate) flush_write_bytes: AtomicU64,
+    /// Versions flushes left out, hidden by a newer version of their key in the same memtable.
+    pub(crate) flush_hidden_entries: AtomicU64,
     /// Every compaction's bytes written (policy jobs and full compactions, not filter rebuilds).
     pub(crate) compaction_write_bytes: AtomicU64,
     /// Of those, the policy's merges, by output level (level 0: level-0 runs merged into one).
@@ -113,6 +115,7 @@ impl Default for IoCounters {
             block_cache_hits: std::array::from_fn(|_| AtomicU64::new(0)),
             read_bytes: AtomicU64::new(0),
             flush_write_bytes: AtomicU64::new(0),
+            flush_hidden_entries: AtomicU64::new(0),
             compaction_write_bytes: AtomicU64::new(0),
             merge_write_bytes: per_level(),
             full_compaction_write_bytes: AtomicU64::new(0),
@@ -253,6 +256,7 @@ impl IoCounters {
         for counter in self.block_cache_hits.iter().chain([
             &self.read_bytes,
             &self.flush_write_bytes,
+            &self.flush_hidden_entries,
             &self.compaction_write_bytes,
             &self.full_compaction_write_bytes,
             &self.trivial_moves,
@@ -297,6 +301,7 @@ impl IoCounters {
             filter_cache_hits: load(&self.block_cache_hits[BlockKind::Filter as usize]),
             read_bytes: load(&self.read_bytes),
             flush_write_bytes: load(&self.flush_write_bytes),
+            flush_hidden_entries: load(&self.flush_hidden_entries),
             compaction_write_bytes: load(&self.compaction_write_bytes),
             merge_write_bytes: load_levels(&self.merge_write_bytes),
             full_compaction_write_bytes: load(&self.full_compaction_write_bytes),
@@ -361,6 +366,9 @@ pub struct IoStats {
     pub read_bytes: u64,
     /// Bytes written by flushes.
     pub flush_write_bytes: u64,
+    /// Entries flushes left out: older versions of a key hidden by a newer version in the same
+    /// memtable that every live snapshot sees (the rule compaction drops them by).
+    pub flush_hidden_entries: u64,
     /// Bytes written by compactions: the policy's merges and full compactions, not filter
     /// rebuilds (`merge_write_bytes` summed plus `full_compaction_write_bytes`).
     pub compaction_write_bytes: u64,
