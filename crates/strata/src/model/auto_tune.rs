@@ -182,6 +182,23 @@ pub struct TreeFacts {
 }
 
 impl TreeFacts {
+    /// Why a decision on this tree keeps the design without pricing it, if it does: an empty
+    /// tree, or one smaller than `max_size_ratio` write buffers (module documentation).
+    fn unpriced(&self, options: &AutoTuneOptions) -> Option<String> {
+        if self.entries == 0 || !(self.entry_bytes.is_finite() && self.entry_bytes > 0.0) {
+            return Some("the tree holds no entries yet".into());
+        }
+        let tree_bits = self.entries as f64 * self.entry_bytes * 8.0;
+        (tree_bits < self.buffer_bits * options.max_size_ratio).then(|| {
+            format!(
+                "the tree ({:.1} MiB) is smaller than {} write buffers: some designs are a \
+                 single level there, and the models rank how levels round, not the tree to come",
+                tree_bits / 8.0 / (1u64 << 20) as f64,
+                options.max_size_ratio
+            )
+        })
+    }
+
     /// The tuner's problem for this tree and `workload`: the write buffer fixed, the filters'
     /// memory beside it.
     fn problem(&self, workload: Workload, device: Device) -> TuningProblem {
@@ -533,33 +550,17 @@ pub fn decide(
             .with(current, candidates),
         switch_to: None,
     };
-    let Some(workload) = mix else {
-        return Ok(keep(
-            "no operation since the last decision".into(),
-            None,
-            Vec::new(),
-        ));
+    let workload = match (mix, TreeFacts::unpriced(facts, options)) {
+        (None, _) => {
+            return Ok(keep(
+                "no operation since the last decision".into(),
+                None,
+                Vec::new(),
+            ))
+        }
+        (Some(_), Some(reason)) => return Ok(keep(reason, None, Vec::new())),
+        (Some(workload), None) => workload,
     };
-    if facts.entries == 0 || !(facts.entry_bytes.is_finite() && facts.entry_bytes > 0.0) {
-        return Ok(keep(
-            "the tree holds no entries yet".into(),
-            None,
-            Vec::new(),
-        ));
-    }
-    let tree_bits = facts.entries as f64 * facts.entry_bytes * 8.0;
-    if tree_bits < facts.buffer_bits * options.max_size_ratio {
-        return Ok(keep(
-            format!(
-                "the tree ({:.1} MiB) is smaller than {} write buffers: some designs are a \
-                 single level there, and the models rank how levels round, not the tree to come",
-                tree_bits / 8.0 / (1u64 << 20) as f64,
-                options.max_size_ratio
-            ),
-            None,
-            Vec::new(),
-        ));
-    }
     let problem = facts.problem(workload, options.device());
     let filters = if current.uniform_filters {
         FilterAllocatorKind::Uniform
