@@ -212,6 +212,17 @@ impl S3FifoTimes {
         self.shares(group.rate).miss
     }
 
+    /// The misses among `rate` requests spread evenly over `blocks` blocks: `rate` times the
+    /// miss chance of a block requested at `rate / blocks`.
+    pub fn misses(&self, rate: f64, blocks: f64) -> f64 {
+        let group = BlockGroup {
+            blocks,
+            block_bytes: 1.0,
+            rate: rate / blocks,
+        };
+        rate * self.miss_chance(&group)
+    }
+
     fn fill(&self, groups: &[&BlockGroup]) -> Fill {
         let mut fill = Fill::default();
         for g in groups {

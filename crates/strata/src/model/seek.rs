@@ -183,14 +183,7 @@ fn through_cache(files: &[SeekFile], cache: &CacheSetting) -> BlockReads {
         }
     }
     let time = S3Fifo::of_block_cache(cache.capacity_bytes).settle(&groups);
-    let miss = |rate: f64, blocks: f64| {
-        let group = BlockGroup {
-            blocks,
-            block_bytes: 1.0,
-            rate: rate / blocks,
-        };
-        rate * time.miss_chance(&group)
-    };
+    let miss = |rate: f64, blocks: f64| time.misses(rate, blocks);
     let mut reads = BlockReads::default();
     for f in files {
         let b = &f.blocks;

@@ -333,14 +333,7 @@ fn reads_through_cache(
     let mut reads = BlockReads::default();
     for ((_, files), touches) in runs.iter().zip(&touches) {
         for (f, t) in files.iter().zip(touches) {
-            let miss = |rate: f64, blocks: f64| {
-                let group = BlockGroup {
-                    blocks,
-                    block_bytes: 1.0,
-                    rate: rate / blocks,
-                };
-                rate * time.miss_chance(&group)
-            };
+            let miss = |rate: f64, blocks: f64| time.misses(rate, blocks);
             reads.data += miss(t.data, f.data_blocks);
             if !f.metadata_pinned {
                 reads.index += miss(t.index, f.partitions);
