@@ -48,32 +48,36 @@ fn key(i: u64) -> Vec<u8> {
     format!("{i:016}").into_bytes()
 }
 
-fn arg(args: &[String], at: usize, default: u64) -> u64 {
-    args.get(at)
-        .map(|s| {
-            s.parse()
-                .unwrap_or_else(|_| panic!("argument {at} is not a number: {s}"))
-        })
-        .unwrap_or(default)
+/// Argument `at` as a number, `default` when absent; an error naming it when it is not a number.
+fn arg(args: &[String], at: usize, default: u64) -> Result<u64, String> {
+    match args.get(at) {
+        Some(s) => s
+            .parse()
+            .map_err(|_| format!("argument {at} is not a number: {s}")),
+        None => Ok(default),
+    }
 }
 
-fn main() {
+fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().collect();
     let usage = "usage: range_filter_instructions keys|build|dump|decode|probe|check BITS [KEYS] [PROBES] [SEED]";
-    let phase = args.get(1).expect(usage).as_str();
+    let phase = args.get(1).ok_or(usage)?.as_str();
     let rank = match phase {
         "keys" => 0,
         "build" | "dump" => 1,
         "decode" => 2,
         "probe" => 3,
         "check" => 4,
-        _ => panic!("{usage}"),
+        _ => return Err(usage.to_string()),
     };
-    let bits = arg(&args, 2, 0) as u32;
-    assert!((1..=20).contains(&bits), "{usage}");
-    let count = arg(&args, 3, 200_000);
-    let probes = arg(&args, 4, 200_000);
-    let mut stream = Stream(arg(&args, 5, 42));
+    let bits = arg(&args, 2, 0)?;
+    if !(1..=20).contains(&bits) {
+        return Err(format!("BITS must be 1 to 20, got {bits}; {usage}"));
+    }
+    let bits = bits as u32;
+    let count = arg(&args, 3, 200_000)?;
+    let probes = arg(&args, 4, 200_000)?;
+    let mut stream = Stream(arg(&args, 5, 42)?);
     let space = 4 * count;
     let mut numbers: Vec<u64> = Vec::with_capacity(count as usize);
     let mut taken = vec![false; space as usize];
@@ -94,7 +98,7 @@ fn main() {
             black_box(&keys).len(),
             black_box(&ranges).len()
         );
-        return;
+        return Ok(());
     }
     let block = build_range_filter(black_box(&keys), bits);
     if rank == 1 {
@@ -103,16 +107,17 @@ fn main() {
             let hex: String = block.iter().map(|byte| format!("{byte:02x}")).collect();
             println!("{hex}");
         }
-        return;
+        return Ok(());
     }
-    let filter = RangeFilter::decode(black_box(&block)).expect("a built filter decodes");
+    let filter = RangeFilter::decode(black_box(&block))
+        .map_err(|error| format!("the built filter does not decode: {error}"))?;
     if rank == 2 {
         println!(
             "decode block_bytes {} memory_bytes {}",
             block.len(),
             black_box(&filter).memory_bytes()
         );
-        return;
+        return Ok(());
     }
     let mut maybe = 0u64;
     let mut answers = Vec::with_capacity(if rank == 4 { ranges.len() } else { 0 });
@@ -129,12 +134,14 @@ fn main() {
             block.len(),
             filter.memory_bytes()
         );
-        return;
+        return Ok(());
     }
     let (mut holding, mut false_positives) = (0u64, 0u64);
     for (&i, &answer) in starts.iter().zip(&answers) {
         let holds = taken[i as usize] || taken.get(i as usize + 1).copied().unwrap_or(false);
-        assert!(!holds || answer, "a false negative at {i}");
+        if holds && !answer {
+            return Err(format!("a false negative at {i}"));
+        }
         holding += u64::from(holds);
         false_positives += u64::from(!holds && answer);
     }
@@ -145,4 +152,5 @@ fn main() {
         filter.memory_bytes(),
         probes - holding
     );
+    Ok(())
 }
