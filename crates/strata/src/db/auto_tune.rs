@@ -15,8 +15,9 @@ use std::time::Duration;
 use super::DbInner;
 use crate::error::Result;
 use crate::model::auto_tune::{
-    decide, AutoTuneOptions, AutoTuneState, CurrentDesign, Decision, TreeFacts,
+    decide, AutoTuneOptions, AutoTuneState, CurrentDesign, Decision, Measurements, TreeFacts,
 };
+use crate::stats::lookups::ProbeTimes;
 use crate::version::{PolicyState, Version, VersionEdit};
 
 /// The owner of auto-tune's state among the manifest's policy states.
@@ -84,6 +85,7 @@ impl DbInner {
             buffer_bits: self.options.write_buffer_bytes as f64 * 8.0,
             filter_bits: view.filter_allocator.bits_per_key_budget() * entries as f64,
             level0_runs: self.options.level0_compaction_trigger.saturating_sub(1) as f64 / 2.0,
+            measurements: self.measurements(tree),
         };
         let policy = self.compaction_policy();
         let decision = match policy.registered() {
@@ -130,6 +132,35 @@ impl DbInner {
         }
         *state = next;
         Ok(decision)
+    }
+
+    /// What the engine measured since it opened (or its counters were last reset), for pricing
+    /// designs with this machine's costs: the probes timed on `tree`'s live files, pooled, the
+    /// timed writes, the stalls and the compactions.
+    fn measurements(&self, tree: &Version) -> Measurements {
+        let now = std::time::Instant::now();
+        let probes = tree
+            .files()
+            .map(|(_, _, file)| file.state().lookup_counts(now).probe_times)
+            .fold(ProbeTimes::default(), ProbeTimes::plus);
+        let load = |counter: &std::sync::atomic::AtomicU64| {
+            counter.load(std::sync::atomic::Ordering::Relaxed)
+        };
+        let counters = &self.counters;
+        Measurements {
+            device_block_probes: probes.device_block.probes,
+            device_block_nanos: probes.device_block.nanos,
+            cached_block_probes: probes.cached_block.probes,
+            cached_block_nanos: probes.cached_block.nanos,
+            rejected_probes: probes.rejected.probes,
+            rejected_nanos: probes.rejected.nanos,
+            timed_write_entries: load(&counters.timed_write_entries),
+            timed_write_nanos: load(&counters.timed_write_nanos),
+            write_entries: load(&counters.write_entries),
+            write_stall_micros: load(&counters.write_stall_micros),
+            compaction_write_bytes: load(&counters.compaction_write_bytes),
+            compaction_micros: load(&counters.compaction_micros),
+        }
     }
 
     /// The last decisions, oldest first.

@@ -39,6 +39,11 @@ fn validate(batch: &WriteBatch) -> Result<()> {
     Ok(())
 }
 
+/// Entries per timed write call: a call is timed when it carries the count of entries written
+/// across a multiple of this, about one put in sixteen (two clock reads each), what auto-tune's
+/// measured foreground cost of a write comes from (`model::auto_tune::Measurements`).
+const WRITE_TIMING_EVERY: u64 = 16;
+
 /// The reusable single-write batch is dropped rather than kept when a write made it larger than
 /// this, so one huge value does not pin its buffer for the life of the database.
 const SINGLE_WRITE_KEEP_BYTES: usize = 64 * 1024;
@@ -60,6 +65,11 @@ impl DbInner {
         if let Some(error) = self.background_error() {
             return Err(error);
         }
+        self.timed_write(1, || self.commit_single(kind, key, value, sync))
+    }
+
+    /// [`DbInner::write_single`] once the write is validated.
+    fn commit_single(&self, kind: ValueKind, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
         if let Some(mut commit) = self.commit.try_lock() {
             let mut batch = commit.single_write.take().unwrap_or_default();
             batch.clear();
@@ -87,10 +97,32 @@ impl DbInner {
         if batch.is_empty() {
             return Ok(());
         }
-        if let Some(mut commit) = self.commit.try_lock() {
-            return self.lead_group(&mut commit, Some((batch, sync))).0;
+        self.timed_write(batch.len() as u64, || {
+            if let Some(mut commit) = self.commit.try_lock() {
+                return self.lead_group(&mut commit, Some((batch, sync))).0;
+            }
+            self.write_queued(batch, sync)
+        })
+    }
+
+    /// Runs `write`, a call writing `entries` entries, counting them and timing the call when it
+    /// carries the count across a multiple of [`WRITE_TIMING_EVERY`].
+    fn timed_write(&self, entries: u64, write: impl FnOnce() -> Result<()>) -> Result<()> {
+        let before = self
+            .counters
+            .write_entries
+            .fetch_add(entries, std::sync::atomic::Ordering::Relaxed);
+        if before / WRITE_TIMING_EVERY == before.saturating_add(entries) / WRITE_TIMING_EVERY {
+            return write();
         }
-        self.write_queued(batch, sync)
+        let start = Instant::now();
+        let result = write();
+        add(&self.counters.timed_write_entries, entries);
+        add(
+            &self.counters.timed_write_nanos,
+            u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
+        );
+        result
     }
 
     /// Syncs the current write-ahead log (`Db::sync_wal`): every write acknowledged before the

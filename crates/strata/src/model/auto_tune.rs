@@ -86,6 +86,11 @@ pub struct AutoTuneOptions {
     pub merge_read_cost_ratio: f64,
     /// Bytes per page.
     pub page_bytes: f64,
+    /// Price designs with the costs the engine measured on the running database
+    /// ([`MeasuredCosts`]) where it has measured them, the four device settings above standing
+    /// in for what it has not; `false` prices every design with the device settings alone
+    /// (Monkey's page-I/O model).
+    pub measured_costs: bool,
 }
 
 impl Default for AutoTuneOptions {
@@ -103,6 +108,7 @@ impl Default for AutoTuneOptions {
             write_read_cost_ratio: 1.0,
             merge_read_cost_ratio: 1.0,
             page_bytes: 4096.0,
+            measured_costs: true,
         }
     }
 }
@@ -143,18 +149,23 @@ impl AutoTuneOptions {
         Ok(())
     }
 
-    /// Seconds one rewrite of the tree costs: its pages read and written at the device's costs.
-    fn rewrite_seconds(&self, facts: &TreeFacts) -> f64 {
+    /// Seconds one rewrite of the tree costs: the entries at the merges' measured seconds per
+    /// entry when `costs` has it, else its pages read and written at the device's costs.
+    fn rewrite_seconds(&self, facts: &TreeFacts, costs: &MeasuredCosts) -> f64 {
+        if let Some(per_entry) = costs.merge_seconds_per_entry {
+            return facts.entries as f64 * per_entry;
+        }
         let pages = facts.entries as f64 * facts.entry_bytes / self.page_bytes;
         pages * (self.merge_read_cost_ratio + self.write_read_cost_ratio) * self.seconds_per_read
     }
 
     /// Seconds a switch costs: a round trip, a rewrite into the new design and one out of it.
-    fn switch_seconds(&self, facts: &TreeFacts) -> f64 {
-        2.0 * self.rewrite_seconds(facts)
+    fn switch_seconds(&self, facts: &TreeFacts, costs: &MeasuredCosts) -> f64 {
+        2.0 * self.rewrite_seconds(facts, costs)
     }
 
-    /// The device as the tuner takes it (no processor terms: Monkey's I/O model).
+    /// The device as the tuner takes it with the options' settings alone (no processor terms:
+    /// Monkey's I/O model).
     pub fn device(&self) -> Device {
         Device {
             seconds_per_read: self.seconds_per_read,
@@ -164,9 +175,162 @@ impl AutoTuneOptions {
             cpu: CpuCosts::default(),
         }
     }
+
+    /// The device as the tuner takes it with `costs` measured on the running database
+    /// ([`MeasuredCosts`]): a page read at its measured seconds, a probe of a run at its
+    /// measured processor time; and, once both the foreground seconds per write and the stalls
+    /// per entry merged are measured, writes priced by them instead of by pages: an update costs
+    /// its foreground seconds plus, per entry a merge rewrites on its way down, the seconds
+    /// writers were measured to wait for merges per entry merged. The merges' pages are then not
+    /// priced again (`phi = rho = 0`): merges run on background threads and their cost to the
+    /// operations is the stalls they caused.
+    pub fn device_with(&self, costs: &MeasuredCosts) -> Device {
+        let mut device = self.device();
+        if let Some(seconds) = costs.seconds_per_read {
+            device.seconds_per_read = seconds;
+        }
+        if let Some(seconds) = costs.seconds_per_run_probed {
+            device.cpu.seconds_per_run_probed = seconds;
+        }
+        if let (Some(update), Some(stall)) = (
+            costs.seconds_per_update,
+            costs.stall_seconds_per_entry_merged,
+        ) {
+            device.write_read_cost_ratio = 0.0;
+            device.merge_read_cost_ratio = 0.0;
+            device.cpu.seconds_per_update = update;
+            device.cpu.seconds_per_entry_merged = stall;
+        }
+        device
+    }
 }
 
-/// The tree and memory a decision is taken for.
+/// Timed samples (probes of one kind, writes) needed before their mean replaces a setting.
+pub const MIN_SAMPLES: u64 = 64;
+
+/// What the engine measured on the running database since it opened (or since its counters were
+/// last reset), the raw inputs of [`MeasuredCosts`]. The engine gathers them from counters it
+/// keeps anyway: the lookups' timed probes (one lookup in sixteen times each file it probes, by
+/// what the probe read), a sample of timed writes (one write call in sixteen), the writers'
+/// stalls, and the compactions' elapsed time and bytes written. Kept in each decision, so the
+/// record shows what its prices came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Measurements {
+    /// Timed probes of live files that read a data block from the device.
+    pub device_block_probes: u64,
+    /// Their nanoseconds in all.
+    pub device_block_nanos: u64,
+    /// Timed probes that read a data block the block cache held.
+    pub cached_block_probes: u64,
+    /// Their nanoseconds in all.
+    pub cached_block_nanos: u64,
+    /// Timed probes that read no data block (the filter, or the index, said no).
+    pub rejected_probes: u64,
+    /// Their nanoseconds in all.
+    pub rejected_nanos: u64,
+    /// Entries written by the timed writes.
+    pub timed_write_entries: u64,
+    /// The timed writes' elapsed nanoseconds in all, stalls included.
+    pub timed_write_nanos: u64,
+    /// Entries written.
+    pub write_entries: u64,
+    /// Microseconds writers spent stalled (slowed down or stopped) for flushes and merges.
+    pub write_stall_micros: u64,
+    /// Bytes compactions wrote.
+    pub compaction_write_bytes: u64,
+    /// Compactions' elapsed microseconds.
+    pub compaction_micros: u64,
+}
+
+/// The costs [`Measurements`] give, each `None` while too little was measured for it (then the
+/// options' device settings price it). See [`AutoTuneOptions::device_with`] for how they price a
+/// design.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MeasuredCosts {
+    /// Seconds per page a lookup reads from the device (`Omega`): the mean timed probe that read
+    /// its block from the device less the mean one whose block was cached (the rest of a probe
+    /// is the same in both), or the former alone when the latter is not measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seconds_per_read: Option<f64>,
+    /// Processor seconds per run a lookup probes: the mean probe that read no data block.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seconds_per_run_probed: Option<f64>,
+    /// Foreground seconds per entry written, stalls excluded: the timed writes' mean per entry
+    /// less the stalls' mean per entry written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seconds_per_update: Option<f64>,
+    /// Seconds writers waited for flushes and merges per entry the merges wrote: the foreground
+    /// price of a merged entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stall_seconds_per_entry_merged: Option<f64>,
+    /// Elapsed seconds compactions took per entry they wrote: the price of rewriting the tree
+    /// when a switch is priced (a switch rewrites it in a burst, on the device and processors
+    /// the operations use, so it is priced at the merges' whole time, not at their stalls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge_seconds_per_entry: Option<f64>,
+}
+
+impl Measurements {
+    /// The costs these measurements give for entries of `entry_bytes` bytes as stored (module
+    /// documentation of [`MeasuredCosts`]); a cost without [`MIN_SAMPLES`] samples, or without a
+    /// compaction, is `None`.
+    pub fn costs(&self, entry_bytes: f64) -> MeasuredCosts {
+        let mean = |samples: u64, nanos: u64| {
+            (samples >= MIN_SAMPLES).then(|| nanos as f64 * 1e-9 / samples as f64)
+        };
+        let device = mean(self.device_block_probes, self.device_block_nanos);
+        let cached = mean(self.cached_block_probes, self.cached_block_nanos);
+        let seconds_per_read = device
+            .map(|device| match cached {
+                Some(cached) if device > cached => device - cached,
+                _ => device,
+            })
+            .filter(|seconds| *seconds > 0.0);
+        let stall_per_write = (self.write_entries > 0)
+            .then(|| self.write_stall_micros as f64 * 1e-6 / self.write_entries as f64);
+        let seconds_per_update = mean(self.timed_write_entries, self.timed_write_nanos)
+            .zip(stall_per_write)
+            // A write is never free: the floor is a nanosecond.
+            .map(|(write, stall)| (write - stall).max(1e-9));
+        let entries_merged = (entry_bytes.is_finite() && entry_bytes > 0.0)
+            .then(|| self.compaction_write_bytes as f64 / entry_bytes)
+            .filter(|entries| *entries >= 1.0);
+        MeasuredCosts {
+            seconds_per_read,
+            seconds_per_run_probed: mean(self.rejected_probes, self.rejected_nanos),
+            seconds_per_update,
+            stall_seconds_per_entry_merged: entries_merged
+                .map(|entries| self.write_stall_micros as f64 * 1e-6 / entries),
+            merge_seconds_per_entry: entries_merged
+                .map(|entries| self.compaction_micros as f64 * 1e-6 / entries)
+                .filter(|seconds| *seconds > 0.0),
+        }
+    }
+}
+
+impl std::fmt::Display for MeasuredCosts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let micros = |value: Option<f64>| {
+            value.map_or_else(
+                || "unmeasured".to_string(),
+                |s| format!("{:.3} us", s * 1e6),
+            )
+        };
+        write!(
+            f,
+            "read {}, run probed {}, write {}, stall per entry merged {}, merge per entry {}",
+            micros(self.seconds_per_read),
+            micros(self.seconds_per_run_probed),
+            micros(self.seconds_per_update),
+            micros(self.stall_seconds_per_entry_merged),
+            micros(self.merge_seconds_per_entry)
+        )
+    }
+}
+
+/// The tree, the memory and the engine's measurements a decision is taken for.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TreeFacts {
     /// Entries in the tree's files.
@@ -179,6 +343,8 @@ pub struct TreeFacts {
     pub filter_bits: f64,
     /// Runs that wait on level 0 on average (`TuningProblem::level0_runs`).
     pub level0_runs: f64,
+    /// What the engine measured on the running database ([`Measurements`]).
+    pub measurements: Measurements,
 }
 
 impl TreeFacts {
@@ -350,6 +516,13 @@ pub struct Decision {
     pub switched: bool,
     /// Why it switched or did not.
     pub reason: String,
+    /// What the engine had measured (`None` in records from builds that priced with the
+    /// device settings alone, and when `AutoTuneOptions::measured_costs` is off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<Measurements>,
+    /// The costs the designs were priced with, from `measured` (`None` as for `measured`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub costs: Option<MeasuredCosts>,
 }
 
 impl Decision {
@@ -375,6 +548,17 @@ impl Decision {
             streak: 0,
             switched: false,
             reason,
+            measured: None,
+            costs: None,
+        }
+    }
+
+    /// The decision with the measurements it saw and the costs they gave.
+    fn measured(self, measured: Option<(Measurements, MeasuredCosts)>) -> Decision {
+        Decision {
+            measured: measured.map(|(measurements, _)| measurements),
+            costs: measured.map(|(_, costs)| costs),
+            ..self
         }
     }
 
@@ -412,7 +596,11 @@ impl std::fmt::Display for Decision {
             self.streak,
             if self.switched { "switch" } else { "keep" },
             self.reason
-        )
+        )?;
+        match &self.costs {
+            Some(costs) => write!(f, " [measured: {costs}]"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -545,9 +733,15 @@ pub fn decide(
     let number = state.decisions + 1;
     let operations = AutoTuneState::operations(interval);
     let mix = mix_of(interval, facts.entries);
+    let measured = options.measured_costs.then(|| {
+        let costs = facts.measurements.costs(facts.entry_bytes);
+        (facts.measurements, costs)
+    });
+    let costs = measured.map(|(_, costs)| costs).unwrap_or_default();
     let keep = |reason: String, current, candidates| Verdict {
         decision: Decision::kept(number, operations, mix, facts.entries, reason)
-            .with(current, candidates),
+            .with(current, candidates)
+            .measured(measured),
         switch_to: None,
     };
     let workload = match (mix, TreeFacts::unpriced(facts, options)) {
@@ -561,7 +755,7 @@ pub fn decide(
         (Some(_), Some(reason)) => return Ok(keep(reason, None, Vec::new())),
         (Some(workload), None) => workload,
     };
-    let problem = facts.problem(workload, options.device());
+    let problem = facts.problem(workload, options.device_with(&costs));
     let filters = if current.uniform_filters {
         FilterAllocatorKind::Uniform
     } else {
@@ -606,7 +800,7 @@ pub fn decide(
     let mix_held = state.mix_held(&MixRecord::from(workload));
     let horizon = operations as f64 * options.horizon_intervals.min(f64::from(mix_held));
     let saved_seconds = (horizon * (1.0 / current_ops - 1.0 / best_ops)).max(0.0);
-    let switch_seconds = options.switch_seconds(facts);
+    let switch_seconds = options.switch_seconds(facts, &costs);
     let same = best_record.same_design_as(&current_record);
     let streak = if same {
         0
@@ -625,6 +819,7 @@ pub fn decide(
             switched,
             ..Decision::kept(number, operations, mix, facts.entries, reason)
                 .with(Some(current_record), candidates)
+                .measured(measured)
         },
         switch_to,
     })
@@ -759,6 +954,7 @@ mod tests {
             buffer_bits: (2u64 << 20) as f64 * 8.0,
             filter_bits: 10.0 * 1_000_000.0,
             level0_runs: 1.5,
+            measurements: Measurements::default(),
         }
     }
 
@@ -875,6 +1071,220 @@ mod tests {
             .replace("mix_held = 4\n", "");
         let old: Decision = toml::from_str(&text).expect("decodes");
         assert_eq!(old.mix_held, 0);
+    }
+
+    /// What an engine measures after a fill of `facts()`'s tree at `write_micros` per put
+    /// (stalls included), `stall_share` of it stalled, merges writing every entry `merged` times
+    /// at a microsecond each; lookups' device reads at 80 us (20 us of it the cached part).
+    fn measured(write_micros: f64, stall_share: f64, merged: f64) -> Measurements {
+        let writes = 1_000_000u64;
+        let write_nanos = (writes as f64 * write_micros * 1e3) as u64;
+        let merged_entries = writes as f64 * merged;
+        Measurements {
+            device_block_probes: 1_000,
+            device_block_nanos: 1_000 * 80_000,
+            cached_block_probes: 1_000,
+            cached_block_nanos: 1_000 * 20_000,
+            rejected_probes: 1_000,
+            rejected_nanos: 1_000 * 500,
+            timed_write_entries: writes / 16,
+            timed_write_nanos: write_nanos / 16,
+            write_entries: writes,
+            write_stall_micros: (write_nanos as f64 * stall_share / 1e3) as u64,
+            compaction_write_bytes: (merged_entries * facts().entry_bytes) as u64,
+            compaction_micros: merged_entries as u64,
+        }
+    }
+
+    /// Decides `rounds` times on the same interval of `lookups` lookups and `writes` writes,
+    /// recording each decision, and returns the decisions up to the first switch.
+    fn decide_rounds(
+        options: &AutoTuneOptions,
+        facts: &TreeFacts,
+        current: &CurrentDesign,
+        (lookups, writes): (u64, u64),
+        rounds: u64,
+    ) -> Vec<Decision> {
+        let mut state = AutoTuneState::default();
+        let mut decisions = Vec::new();
+        for n in 1..=rounds {
+            let at = totals(lookups * n, writes * n);
+            let verdict =
+                decide(options, facts, &state.interval(&at), current, &state).expect("decides");
+            decisions.push(verdict.decision.clone());
+            state.record(verdict.decision, &at);
+            if verdict.switch_to.is_some() {
+                break;
+            }
+        }
+        decisions
+    }
+
+    #[test]
+    fn measured_costs_that_make_writes_cheap_keep_leveling_on_a_write_heavy_mix() {
+        // A write-heavy mix: 20,000 writes for every 250 lookups.
+        let mix = (250, 20_000);
+        let leveling = design(CompactionKind::Leveling, 10.0);
+        // Priced as page I/O at the default device, leveling's merges make its writes the
+        // dearest: another design is ranked first and switched to once the horizon pays.
+        let paged = decide_rounds(&quick(), &facts(), &leveling, mix, 20);
+        let first = &paged[0];
+        assert!(first
+            .costs
+            .expect("measured costs on")
+            .seconds_per_update
+            .is_none());
+        assert_ne!(
+            first.candidates[0].policy,
+            CompactionKind::Leveling,
+            "{first}"
+        );
+        assert!(first.gain >= 0.10, "{first}");
+        assert!(
+            paged.last().expect("decisions").switched,
+            "never switched: {first}"
+        );
+        // Measured: a put takes 2 us in the foreground and writers never waited for a merge
+        // (merges ran on another core). Every design writes at the same foreground price, so
+        // none is worth a switch.
+        let cheap = TreeFacts {
+            measurements: measured(2.0, 0.0, 8.0),
+            ..facts()
+        };
+        let kept = decide_rounds(&quick(), &cheap, &leveling, mix, 20);
+        assert_eq!(kept.len(), 20);
+        for decision in &kept {
+            assert!(!decision.switched, "{decision}");
+            let costs = decision.costs.expect("costs recorded");
+            assert!((costs.seconds_per_update.expect("measured") - 2e-6).abs() < 1e-9);
+            assert_eq!(costs.stall_seconds_per_entry_merged, Some(0.0));
+            assert!(decision.gain < 0.10, "{decision}");
+            assert_eq!(decision.measured, Some(cheap.measurements));
+        }
+        // The same measurements with measured costs turned off price pages again.
+        let off = AutoTuneOptions {
+            measured_costs: false,
+            ..quick()
+        };
+        let unmeasured = decide_rounds(&off, &cheap, &leveling, mix, 20);
+        assert!(unmeasured[0].costs.is_none() && unmeasured[0].measured.is_none());
+        assert!(unmeasured.last().expect("decisions").switched);
+    }
+
+    #[test]
+    fn measured_costs_that_make_writes_expensive_still_switch_from_leveling() {
+        let mix = (250, 20_000);
+        let leveling = design(CompactionKind::Leveling, 10.0);
+        // Writers waited for merges two thirds of the time: 20 us per put, 13.3 of it stalled,
+        // over 8 merged entries per put: every entry a merge rewrites costs the foreground 1.7 us.
+        let dear = TreeFacts {
+            measurements: measured(20.0, 2.0 / 3.0, 8.0),
+            ..facts()
+        };
+        let decisions = decide_rounds(&quick(), &dear, &leveling, mix, 20);
+        let first = &decisions[0];
+        let costs = first.costs.expect("costs recorded");
+        let stall = costs.stall_seconds_per_entry_merged.expect("measured");
+        assert!((stall - 20e-6 * 2.0 / 3.0 / 8.0).abs() < 1e-9, "{first}");
+        assert!((costs.seconds_per_update.expect("measured") - 20e-6 / 3.0).abs() < 1e-9);
+        assert_ne!(
+            first.candidates[0].policy,
+            CompactionKind::Leveling,
+            "{first}"
+        );
+        assert!(first.gain >= 0.10, "{first}");
+        let last = decisions.last().expect("decisions");
+        assert!(last.switched, "never switched: {last}");
+        // The round trip is priced at the merges' measured microsecond per entry: two rewrites of
+        // the million entries.
+        assert!((last.switch_seconds - 2.0).abs() < 1e-6, "{last}");
+    }
+
+    #[test]
+    fn measurements_give_costs_once_sampled_enough() {
+        let m = measured(4.0, 0.25, 5.0);
+        let costs = m.costs(128.0);
+        assert!((costs.seconds_per_read.expect("measured") - 60e-6).abs() < 1e-12);
+        assert!((costs.seconds_per_run_probed.expect("measured") - 0.5e-6).abs() < 1e-12);
+        assert!((costs.seconds_per_update.expect("measured") - 3e-6).abs() < 1e-12);
+        let stall = costs.stall_seconds_per_entry_merged.expect("measured");
+        assert!((stall - 0.2e-6).abs() < 1e-12);
+        assert!((costs.merge_seconds_per_entry.expect("measured") - 1e-6).abs() < 1e-12);
+        // Too few samples, no compaction, no entry size: nothing is priced from them.
+        let thin = Measurements {
+            device_block_probes: MIN_SAMPLES - 1,
+            rejected_probes: MIN_SAMPLES - 1,
+            timed_write_entries: MIN_SAMPLES - 1,
+            compaction_write_bytes: 0,
+            ..m
+        };
+        assert_eq!(thin.costs(128.0), MeasuredCosts::default());
+        assert_eq!(m.costs(0.0).merge_seconds_per_entry, None);
+        assert_eq!(m.costs(f64::NAN).stall_seconds_per_entry_merged, None);
+        // Device probes no slower than cached ones: the device mean alone.
+        let flat = Measurements {
+            cached_block_nanos: 1_000 * 90_000,
+            ..m
+        };
+        assert!((flat.costs(128.0).seconds_per_read.expect("measured") - 80e-6).abs() < 1e-12);
+        // The device the tuner gets: measured where measured, the options' settings elsewhere.
+        let device = AutoTuneOptions::default().device_with(&costs);
+        assert!((device.seconds_per_read - 60e-6).abs() < 1e-12);
+        assert_eq!(
+            (device.write_read_cost_ratio, device.merge_read_cost_ratio),
+            (0.0, 0.0)
+        );
+        assert!((device.cpu.seconds_per_entry_merged - 0.2e-6).abs() < 1e-12);
+        let partial = AutoTuneOptions::default().device_with(&MeasuredCosts {
+            seconds_per_update: None,
+            ..costs
+        });
+        assert_eq!(partial.write_read_cost_ratio, 1.0);
+        assert_eq!(partial.cpu.seconds_per_entry_merged, 0.0);
+        assert_eq!(
+            AutoTuneOptions::default().device_with(&MeasuredCosts::default()),
+            AutoTuneOptions::default().device()
+        );
+    }
+
+    #[test]
+    fn records_and_options_from_builds_without_measured_costs_decode() {
+        let decision = decide(
+            &quick(),
+            &TreeFacts {
+                measurements: measured(2.0, 0.1, 6.0),
+                ..facts()
+            },
+            &totals(900_000, 100_000),
+            &design(CompactionKind::Tiering, 10.0),
+            &AutoTuneState::default(),
+        )
+        .expect("decides")
+        .decision;
+        assert!(decision.measured.is_some() && decision.costs.is_some());
+        assert!(
+            decision.to_string().contains("[measured: read 60.000 us"),
+            "{decision}"
+        );
+        let text = toml::to_string(&decision).expect("encodes");
+        let back: Decision = toml::from_str(&text).expect("decodes");
+        assert_eq!(back, decision);
+        // A record written before the measurements were kept: no `measured`, no `costs`.
+        let old = Decision {
+            measured: None,
+            costs: None,
+            ..decision
+        };
+        let text = toml::to_string(&old).expect("encodes");
+        assert!(
+            !text.contains("measured") && !text.contains("costs"),
+            "{text}"
+        );
+        let back: Decision = toml::from_str(&text).expect("decodes");
+        assert_eq!((back.measured, back.costs), (None, None));
+        // Options written before the setting existed price with measured costs.
+        let options: AutoTuneOptions = toml::from_str("min_gain = 0.2\n").expect("decodes");
+        assert!(options.measured_costs && options.min_gain == 0.2);
     }
 
     #[test]

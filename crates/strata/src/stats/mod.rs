@@ -106,6 +106,13 @@ pub(crate) struct IoCounters {
     /// Compressed blocks read from the device and decompressed.
     pub(crate) blocks_decompressed: AtomicU64,
     pub(crate) decompress_nanos: AtomicU64,
+    /// Entries the user's write calls wrote (auto-tune's measured write costs, `db/write.rs`).
+    pub(crate) write_entries: AtomicU64,
+    /// Entries the timed write calls wrote: a call is timed when it carries the entry count
+    /// across a multiple of `WRITE_TIMING_EVERY`.
+    pub(crate) timed_write_entries: AtomicU64,
+    /// The timed write calls' elapsed nanoseconds, stalls included.
+    pub(crate) timed_write_nanos: AtomicU64,
 }
 
 impl Default for IoCounters {
@@ -155,6 +162,9 @@ impl Default for IoCounters {
             compress_nanos: AtomicU64::new(0),
             blocks_decompressed: AtomicU64::new(0),
             decompress_nanos: AtomicU64::new(0),
+            write_entries: AtomicU64::new(0),
+            timed_write_entries: AtomicU64::new(0),
+            timed_write_nanos: AtomicU64::new(0),
         }
     }
 }
@@ -285,6 +295,9 @@ impl IoCounters {
             &self.compress_nanos,
             &self.blocks_decompressed,
             &self.decompress_nanos,
+            &self.write_entries,
+            &self.timed_write_entries,
+            &self.timed_write_nanos,
         ]) {
             counter.store(0, Ordering::Relaxed);
         }
