@@ -60,6 +60,14 @@ fn by_hand() -> AutoTuneOptions {
 
 #[test]
 fn a_read_mostly_database_is_switched_off_tiering_and_the_decision_is_kept() {
+    // Priced with the device settings alone, which rank tiering's extra runs dear on this mix
+    // whatever the machine: the switch, its record and the reopen are what is tested here (the
+    // measured costs of a debug build with 64 KiB buffers stall writers for many microseconds
+    // per merged entry, which keeps tiering).
+    let by_hand = || AutoTuneOptions {
+        measured_costs: false,
+        ..by_hand()
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options(Some(by_hand()))).expect("open");
     load(&db, 20_000);
@@ -90,6 +98,53 @@ fn a_read_mostly_database_is_switched_off_tiering_and_the_decision_is_kept() {
     let next = db.auto_tune_now().expect("decides");
     assert_eq!(next.number, history.len() as u64 + 1);
     assert_eq!(next.operations, 10_000);
+    db.close().expect("close");
+}
+
+#[test]
+fn a_decision_records_what_the_engine_measured_and_keeps_it_across_a_reopen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(Some(by_hand()))).expect("open");
+    load(&db, 20_000);
+    db.compact().expect("compact");
+    read(&db, 20_000, 20_000);
+    let decision = db.auto_tune_now().expect("decides");
+    let measured = decision.measured.expect("measurements recorded");
+    assert_eq!(measured.write_entries, 20_000);
+    // One put in sixteen is timed: each carries the count across a multiple of 16.
+    assert_eq!(measured.timed_write_entries, 20_000 / 16);
+    assert!(measured.timed_write_nanos > 0);
+    assert!(measured.compaction_write_bytes > 0 && measured.compaction_micros > 0);
+    let timed_probes =
+        measured.rejected_probes + measured.cached_block_probes + measured.device_block_probes;
+    assert!(timed_probes > 0, "{measured:?}");
+    let costs = decision.costs.expect("costs recorded");
+    assert!(costs.seconds_per_update.expect("1,250 timed writes") > 0.0);
+    assert!(costs.merge_seconds_per_entry.expect("a compaction") > 0.0);
+    assert!(
+        decision.to_string().contains("[measured: read"),
+        "{decision}"
+    );
+    assert!(db
+        .stats()
+        .auto_tune
+        .last()
+        .expect("a line")
+        .contains("[measured: read"));
+    let history = db.auto_tune_history();
+    db.close().expect("close");
+    let db = Db::open(dir.path(), options(Some(by_hand()))).expect("reopen");
+    assert_eq!(db.auto_tune_history(), history);
+    // With measured costs off, a decision prices with the device settings and records none.
+    let off = AutoTuneOptions {
+        measured_costs: false,
+        ..by_hand()
+    };
+    db.close().expect("close");
+    let db = Db::open(dir.path(), options(Some(off))).expect("reopen");
+    read(&db, 1_000, 20_000);
+    let plain = db.auto_tune_now().expect("decides");
+    assert!(plain.measured.is_none() && plain.costs.is_none(), "{plain}");
     db.close().expect("close");
 }
 

@@ -106,21 +106,30 @@ impl DbInner {
     }
 
     /// Runs `write`, a call writing `entries` entries, counting them and timing the call when it
-    /// carries the count across a multiple of [`WRITE_TIMING_EVERY`].
+    /// carries the count across a multiple of [`WRITE_TIMING_EVERY`]. The stalls writers
+    /// recorded meanwhile are taken out of the time (they are counted apart, and a stall is one
+    /// long wait in hundreds of writes, which a one-in-sixteen sample would hit or miss by
+    /// chance).
     fn timed_write(&self, entries: u64, write: impl FnOnce() -> Result<()>) -> Result<()> {
-        let before = self
-            .counters
-            .write_entries
-            .fetch_add(entries, std::sync::atomic::Ordering::Relaxed);
+        use std::sync::atomic::Ordering::Relaxed;
+        let before = self.counters.write_entries.fetch_add(entries, Relaxed);
         if before / WRITE_TIMING_EVERY == before.saturating_add(entries) / WRITE_TIMING_EVERY {
             return write();
         }
+        let stalled = self.counters.write_stall_micros.load(Relaxed);
         let start = Instant::now();
         let result = write();
+        let nanos = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let stall_nanos = self
+            .counters
+            .write_stall_micros
+            .load(Relaxed)
+            .saturating_sub(stalled)
+            .saturating_mul(1_000);
         add(&self.counters.timed_write_entries, entries);
         add(
             &self.counters.timed_write_nanos,
-            u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            nanos.saturating_sub(stall_nanos),
         );
         result
     }

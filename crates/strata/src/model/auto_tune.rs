@@ -231,7 +231,7 @@ pub struct Measurements {
     pub rejected_nanos: u64,
     /// Entries written by the timed writes.
     pub timed_write_entries: u64,
-    /// The timed writes' elapsed nanoseconds in all, stalls included.
+    /// The timed writes' elapsed nanoseconds in all, less the stalls writers recorded meanwhile.
     pub timed_write_nanos: u64,
     /// Entries written.
     pub write_entries: u64,
@@ -257,8 +257,7 @@ pub struct MeasuredCosts {
     /// Processor seconds per run a lookup probes: the mean probe that read no data block.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seconds_per_run_probed: Option<f64>,
-    /// Foreground seconds per entry written, stalls excluded: the timed writes' mean per entry
-    /// less the stalls' mean per entry written.
+    /// Foreground seconds per entry written, stalls excluded: the timed writes' mean per entry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seconds_per_update: Option<f64>,
     /// Seconds writers waited for flushes and merges per entry the merges wrote: the foreground
@@ -288,12 +287,9 @@ impl Measurements {
                 _ => device,
             })
             .filter(|seconds| *seconds > 0.0);
-        let stall_per_write = (self.write_entries > 0)
-            .then(|| self.write_stall_micros as f64 * 1e-6 / self.write_entries as f64);
-        let seconds_per_update = mean(self.timed_write_entries, self.timed_write_nanos)
-            .zip(stall_per_write)
-            // A write is never free: the floor is a nanosecond.
-            .map(|(write, stall)| (write - stall).max(1e-9));
+        // A write is never free: the floor is a nanosecond.
+        let seconds_per_update =
+            mean(self.timed_write_entries, self.timed_write_nanos).map(|write| write.max(1e-9));
         let entries_merged = (entry_bytes.is_finite() && entry_bytes > 0.0)
             .then(|| self.compaction_write_bytes as f64 / entry_bytes)
             .filter(|entries| *entries >= 1.0);
@@ -363,6 +359,13 @@ impl TreeFacts {
                 options.max_size_ratio
             )
         })
+    }
+
+    /// The measurements and the costs they give, when `options` price with measured costs.
+    fn measured(&self, options: &AutoTuneOptions) -> Option<(Measurements, MeasuredCosts)> {
+        options
+            .measured_costs
+            .then(|| (self.measurements, self.measurements.costs(self.entry_bytes)))
     }
 
     /// The tuner's problem for this tree and `workload`: the write buffer fixed, the filters'
@@ -733,10 +736,7 @@ pub fn decide(
     let number = state.decisions + 1;
     let operations = AutoTuneState::operations(interval);
     let mix = mix_of(interval, facts.entries);
-    let measured = options.measured_costs.then(|| {
-        let costs = facts.measurements.costs(facts.entry_bytes);
-        (facts.measurements, costs)
-    });
+    let measured = facts.measured(options);
     let costs = measured.map(|(_, costs)| costs).unwrap_or_default();
     let keep = |reason: String, current, candidates| Verdict {
         decision: Decision::kept(number, operations, mix, facts.entries, reason)
@@ -1088,7 +1088,8 @@ mod tests {
             rejected_probes: 1_000,
             rejected_nanos: 1_000 * 500,
             timed_write_entries: writes / 16,
-            timed_write_nanos: write_nanos / 16,
+            // The timed writes' time without their stalls.
+            timed_write_nanos: (write_nanos as f64 * (1.0 - stall_share) / 16.0) as u64,
             write_entries: writes,
             write_stall_micros: (write_nanos as f64 * stall_share / 1e3) as u64,
             compaction_write_bytes: (merged_entries * facts().entry_bytes) as u64,

@@ -111,7 +111,7 @@ pub(crate) struct IoCounters {
     /// Entries the timed write calls wrote: a call is timed when it carries the entry count
     /// across a multiple of `WRITE_TIMING_EVERY`.
     pub(crate) timed_write_entries: AtomicU64,
-    /// The timed write calls' elapsed nanoseconds, stalls included.
+    /// The timed write calls' elapsed nanoseconds, less the stalls writers recorded meanwhile.
     pub(crate) timed_write_nanos: AtomicU64,
 }
 
