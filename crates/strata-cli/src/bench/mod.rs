@@ -1183,6 +1183,9 @@ impl Bench<'_> {
                 .and_then(|(before, after)| after.seconds_since(&before));
             // The filter memory in use over the phase, not only at its end (the budget is a cap at every moment).
             result.include_filter_samples(self.series.get(series_start..).unwrap_or_default());
+            // The lookup predictions over the phase, not only at its end (the filters in force
+            // can change while it runs).
+            result.average_lookup_predictions(self.series.get(series_start..).unwrap_or_default());
             // Live table bytes over the bytes of the newest version of each key; only what is
             // in table files counts, so the figure is meaningful once the tree is settled.
             result.space_amp = (logical_bytes > 0.0 && shape.table_bytes > 0)
@@ -1278,6 +1281,8 @@ impl Bench<'_> {
         let (last_ops, last_time) = self.last_sample;
         let interval = now.duration_since(last_time).as_secs_f64();
         let shape = engine.shape();
+        let (predicted_reads_per_lookup, predicted_data_reads_per_lookup_without_cache) =
+            report::lookup_predictions(workload, &shape);
         self.series.push(SeriesPoint {
             configuration: self.variant.label(),
             engine: self.variant.engine.name(),
@@ -1294,6 +1299,8 @@ impl Bench<'_> {
             },
             avg_bits_per_key: shape.avg_bits_per_key,
             effective_bits_per_key: shape.effective_bits_per_key,
+            predicted_reads_per_lookup,
+            predicted_data_reads_per_lookup_without_cache,
         });
         self.last_sample = (done, now);
     }

@@ -380,6 +380,8 @@ mod tests {
             ops_per_sec: 1.0,
             avg_bits_per_key: None,
             effective_bits_per_key: None,
+            predicted_reads_per_lookup: None,
+            predicted_data_reads_per_lookup_without_cache: None,
         }
     }
 

@@ -273,6 +273,34 @@ pub struct SeriesPoint {
     pub avg_bits_per_key: Option<f64>,
     /// The same with skipped filters counted as 0 bits (Strata only).
     pub effective_bits_per_key: Option<f64>,
+    /// Device reads per lookup the cost model predicted on the tree and filters in force at
+    /// this point of a point-read phase (`PhaseResult::predicted_reads_per_lookup` at a moment;
+    /// Strata only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_reads_per_lookup: Option<PredictedBlockReads>,
+    /// The model without the block cache at this point
+    /// (`PhaseResult::predicted_data_reads_per_lookup_without_cache` at a moment).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_data_reads_per_lookup_without_cache: Option<f64>,
+}
+
+/// The lookup predictions a point-read phase is held to, from the engine's model on the tree as
+/// it is: `(through the block cache, data reads without it)` for the stream of missing keys
+/// (readmissing) or of existing ones (readrandom); none for other phases.
+pub fn lookup_predictions(
+    phase: Workload,
+    shape: &TreeShape,
+) -> (Option<PredictedBlockReads>, Option<f64>) {
+    match (phase, shape.predicted_lookup_io) {
+        (Workload::Readmissing, Some(predicted)) => (
+            Some(predicted.zero_result_device),
+            Some(predicted.zero_result),
+        ),
+        (Workload::Mix(crate::bench::Mix::ReadRandom), Some(predicted)) => {
+            (Some(predicted.existing_device), Some(predicted.existing))
+        }
+        _ => (None, None),
+    }
 }
 
 /// What a phase counted itself, beside the engine's statistics.
@@ -334,6 +362,45 @@ impl PhaseResult {
                     .map_or(value, |m| m.max(value)),
             );
         }
+    }
+
+    /// Makes the phase's lookup predictions the mean of the predictions at its time-series
+    /// points (`samples`, equally spaced in operations) and at its end, which this result
+    /// starts with: the filters in force can change during a phase (elastic filters move modules
+    /// in and out of use as the lookups' window shifts), so the tree and filters at the end alone
+    /// are not what the whole phase read. Points without a prediction are left out.
+    pub fn average_lookup_predictions<'a>(
+        &mut self,
+        samples: impl IntoIterator<Item = &'a SeriesPoint>,
+    ) {
+        let Some(end) = self.predicted_reads_per_lookup else {
+            return;
+        };
+        let (mut sum, mut count) = (end, 1.0);
+        let mut uncached = self
+            .predicted_data_reads_per_lookup_without_cache
+            .map(|u| (u, 1.0));
+        for point in samples {
+            if let Some(p) = point.predicted_reads_per_lookup {
+                sum.data += p.data;
+                sum.index += p.index;
+                sum.filter += p.filter;
+                count += 1.0;
+            }
+            if let (Some((total, n)), Some(u)) = (
+                uncached.as_mut(),
+                point.predicted_data_reads_per_lookup_without_cache,
+            ) {
+                *total += u;
+                *n += 1.0;
+            }
+        }
+        self.predicted_reads_per_lookup = Some(PredictedBlockReads {
+            data: sum.data / count,
+            index: sum.index / count,
+            filter: sum.filter / count,
+        });
+        self.predicted_data_reads_per_lookup_without_cache = uncached.map(|(total, n)| total / n);
     }
 
     /// Whether the phase wrote: a fill, or any phase whose operations wrote user bytes (a mix
@@ -448,20 +515,8 @@ impl PhaseResult {
             probe_times: shape.probe_times,
             predicted_reads_per_seek: None,
             predicted_write_amp: None,
-            predicted_reads_per_lookup: shape.predicted_lookup_io.and_then(
-                |predicted| match phase {
-                    Workload::Readmissing => Some(predicted.zero_result_device),
-                    Workload::Mix(crate::bench::Mix::ReadRandom) => Some(predicted.existing_device),
-                    _ => None,
-                },
-            ),
-            predicted_data_reads_per_lookup_without_cache: shape.predicted_lookup_io.and_then(
-                |predicted| match phase {
-                    Workload::Readmissing => Some(predicted.zero_result),
-                    Workload::Mix(crate::bench::Mix::ReadRandom) => Some(predicted.existing),
-                    _ => None,
-                },
-            ),
+            predicted_reads_per_lookup: lookup_predictions(phase, shape).0,
+            predicted_data_reads_per_lookup_without_cache: lookup_predictions(phase, shape).1,
         }
         .with_compression(io, shape)
     }
@@ -899,7 +954,7 @@ pub fn write_tree(out: &mut dyn Write, title: &str, shape: &TreeShape) -> io::Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::engine::EngineKind;
+    use crate::bench::engine::{EngineKind, PredictedLookupIo};
     use crate::bench::{CompactionKind, FilterAllocatorKind};
 
     /// The summary's bits per key column shows what the budget is about, the bits in use, and
@@ -1021,6 +1076,8 @@ mod tests {
             ops_per_sec: 0.0,
             avg_bits_per_key: bits,
             effective_bits_per_key: bits,
+            predicted_reads_per_lookup: None,
+            predicted_data_reads_per_lookup_without_cache: None,
         };
         let samples = [
             point(None),
@@ -1036,5 +1093,93 @@ mod tests {
         let mut peer = ended_with(&TreeShape::default());
         peer.include_filter_samples(&samples[..1]);
         assert_eq!(peer.effective_bits_per_key_min, None);
+    }
+
+    /// A readmissing phase's predictions are the mean over its samples and its end (the filters
+    /// in force moved during the phase); samples without a prediction are left out, and a phase
+    /// the model does not price (a fill) stays without one.
+    #[test]
+    fn lookup_predictions_are_averaged_over_the_phase() {
+        let variant = Variant {
+            engine: EngineKind::Strata,
+            filter_policy: FilterAllocatorKind::Elastic,
+            compaction: CompactionKind::Ecotune,
+            bits_per_key: 3.0,
+            label_bits_per_key: false,
+            garnering_c: None,
+            label_garnering_c: false,
+            access_statistics: false,
+            label_access_statistics: false,
+        };
+        let reads = |data: f64| PredictedBlockReads {
+            data,
+            index: data / 10.0,
+            filter: 0.0,
+        };
+        let shape = |data: f64| TreeShape {
+            predicted_lookup_io: Some(PredictedLookupIo {
+                zero_result: 2.0 * data,
+                existing: 1.0,
+                zero_result_device: reads(data),
+                existing_device: reads(0.9),
+            }),
+            ..TreeShape::default()
+        };
+        let ended = |phase: Workload, data: f64| {
+            PhaseResult::new(
+                &variant,
+                1,
+                phase,
+                &PhaseCounts::default(),
+                &Latencies::new(),
+                Duration::from_millis(10),
+                &EngineCounters::default(),
+                &shape(data),
+            )
+        };
+        let point = |data: Option<f64>| {
+            let (through, without) = match data {
+                Some(d) => lookup_predictions(Workload::Readmissing, &shape(d)),
+                None => (None, None),
+            };
+            SeriesPoint {
+                configuration: variant.label(),
+                engine: "strata",
+                filter_policy: "elastic",
+                compaction: "ecotune",
+                run: 1,
+                phase: Workload::Readmissing,
+                ops_done: 0,
+                seconds: 0.0,
+                ops_per_sec: 0.0,
+                avg_bits_per_key: None,
+                effective_bits_per_key: None,
+                predicted_reads_per_lookup: through,
+                predicted_data_reads_per_lookup_without_cache: without,
+            }
+        };
+        let samples = [point(Some(0.40)), point(None), point(Some(0.30))];
+        let mut result = ended(Workload::Readmissing, 0.20);
+        assert_eq!(result.predicted_reads_per_lookup, Some(reads(0.20)));
+        result.average_lookup_predictions(&samples);
+        let averaged = result.predicted_reads_per_lookup.expect("a prediction");
+        assert!((averaged.data - 0.30).abs() < 1e-12, "{averaged:?}");
+        assert!((averaged.index - 0.030).abs() < 1e-12, "{averaged:?}");
+        let without = result
+            .predicted_data_reads_per_lookup_without_cache
+            .expect("a prediction without the cache");
+        assert!((without - 0.60).abs() < 1e-12, "{without}");
+        // No sample: the end's prediction as it was.
+        let mut alone = ended(Workload::Readmissing, 0.20);
+        alone.average_lookup_predictions(&[]);
+        assert_eq!(alone.predicted_reads_per_lookup, Some(reads(0.20)));
+        // A fill is not priced per lookup, whatever its samples hold.
+        let mut fill = ended(Workload::Fillrandom, 0.20);
+        fill.average_lookup_predictions(&samples);
+        assert_eq!(fill.predicted_reads_per_lookup, None);
+        assert_eq!(
+            lookup_predictions(Workload::Fillrandom, &shape(0.2)),
+            (None, None)
+        );
     }
 }
