@@ -480,18 +480,21 @@ fn rounds_take_r_from_the_queries_the_engine_serves_and_keep_the_window_across_a
     assert_eq!(mix.counts.queries(), 4_000);
     assert_eq!(mix.long_scan_ratio(), Some(0.25));
     assert_eq!(mix.long_scan_length(), Some(40.0));
-    // Writes alone: the rounds started now take the window's r.
+    assert_eq!(mix.range_lookup_ratio(), Some(0.5));
+    // Writes alone: the rounds started now take the window's r. Without range filters (these
+    // options) a short seek opens every run as a long scan does, so the DP's r is the share of
+    // all range lookups (DESIGN.md §6, "`r` without range filters").
     write_passes(&db, &mut model, 1..3);
     db.wait_for_compactions().expect("settle");
     let round = stored_round(&db.version()).expect("a round");
     assert!(round.number > first.number + 1, "{round:?}");
-    assert_eq!(round.parameters.long_scan_ratio, 0.25);
+    assert_eq!(round.parameters.long_scan_ratio, 0.5);
     assert!(
         db.stats()
             .compaction_state
             .as_deref()
             .unwrap_or("")
-            .contains("r = 0.250"),
+            .contains("r = 0.500"),
         "{:?}",
         db.stats().compaction_state
     );
