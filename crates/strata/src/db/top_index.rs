@@ -20,10 +20,11 @@
 //!   point lookups too, by a binary search per run; the table does it in one probe whatever the
 //!   number of runs.
 //!
-//! Memory (`TopLevelIndex::memory_bytes`): a key's bytes plus 4 (the ordered half) and about 17
-//! bytes plus the table's slack (the hashed half). With a top level of `M_tree / 100` bytes, that
-//! is the tree's entry count over 100 times `8 * (key + 21)` bits plus slack: about 2.5 bits per
-//! key of the tree with 8-byte keys, 3.8 with 24-byte ones, whatever the values' size.
+//! Memory (`TopLevelIndex::memory_bytes`): a key's bytes plus 4 (the ordered half) and a 17-byte
+//! slot plus the table's slack (the hashed half). The top level holds about a hundredth of the
+//! tree's bytes (`S = M_tree / max(100, K)`), so with entries of one size throughout the index
+//! costs about `8 * (key + 21) / 100` bits per entry of the tree, plus the table's slack (not
+//! measured here: `Stats::top_index_bytes` reports it).
 //!
 //! One index belongs to one version: it is built with the read view that carries the version
 //! (`DbInner::install_current_version`), so a reader holding an old view holds the index that
