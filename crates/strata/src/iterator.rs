@@ -76,6 +76,29 @@ impl MergingIterator {
         }
     }
 
+    /// Adds `child`, positioned already (at or after the merge's position, so the stream stays
+    /// sorted): a merge that opens its inputs lazily (`db/top_iter.rs`).
+    pub(crate) fn push(&mut self, child: Box<dyn InternalIterator>) {
+        let index = self.children.len();
+        let valid = child.valid();
+        self.children.push(child);
+        if valid {
+            self.heap.push(index);
+            self.sift_up(self.heap.len() - 1);
+        }
+    }
+
+    fn sift_up(&mut self, mut i: usize) {
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if !self.less(self.heap[i], self.heap[parent]) {
+                return;
+            }
+            self.heap.swap(i, parent);
+            i = parent;
+        }
+    }
+
     fn less(&self, a: usize, b: usize) -> bool {
         compare_internal_keys(self.children[a].key(), self.children[b].key()) == Ordering::Less
     }
@@ -239,5 +262,26 @@ pub(crate) mod tests {
         assert_eq!(seen, all);
         merged.seek(&all[100]);
         assert_eq!(merged.key(), &all[100][..]);
+    }
+
+    #[test]
+    fn a_child_pushed_mid_stream_joins_the_merge_in_order() {
+        let key = |k: &str, seq| encode_internal_key(k.as_bytes(), seq, ValueKind::Value);
+        let first = VecIterator::new(vec![(key("a", 1), vec![]), (key("d", 2), vec![])]);
+        let mut merged = MergingIterator::new(vec![Box::new(first)]);
+        merged.seek_to_first();
+        assert_eq!(merged.key(), &key("a", 1)[..]);
+        merged.next();
+        // A child whose first key lies after the merge's position, and one that is exhausted.
+        let mut later = VecIterator::new(vec![(key("b", 3), vec![]), (key("e", 4), vec![])]);
+        later.seek(&key("b", 3));
+        merged.push(Box::new(later));
+        merged.push(Box::new(VecIterator::new(Vec::new())));
+        let mut seen = Vec::new();
+        while merged.valid() {
+            seen.push(merged.key().to_vec());
+            merged.next();
+        }
+        assert_eq!(seen, [key("b", 3), key("d", 2), key("e", 4)]);
     }
 }

@@ -266,8 +266,181 @@ fn without_the_index_lookups_probe_every_top_level_run() {
     db.close().expect("close");
 }
 
+/// Level-0 runs iterator seeks positioned themselves in over `lookups`.
+fn level0_seek_runs(db: &Db, lookups: impl FnOnce(&Db)) -> u64 {
+    let before = db.stats().io.seek_runs[0];
+    lookups(db);
+    db.stats().io.seek_runs[0] - before
+}
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// What `range` of a model gives: `(key, value)` pairs in `[low, high)` (`high` `None`: to the
+/// end).
+fn model_range(model: &Model, low: &[u8], high: Option<&[u8]>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    model
+        .range(low.to_vec()..)
+        .take_while(|(k, _)| high.is_none_or(|h| k.as_slice() < h))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn collect(iter: strata::DbIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+    iter.map(|entry| {
+        let (k, v) = entry.expect("scan");
+        (k.to_vec(), v.to_vec())
+    })
+    .collect()
+}
+
+/// Every `[low, high)` and `[low, ..)` of `bounds` read through `range` against `expected`.
+fn check_ranges(
+    bounds: &[Vec<u8>],
+    expected: &Model,
+    range: impl Fn(&[u8], Option<&[u8]>) -> strata::DbIterator,
+) {
+    for low in bounds {
+        assert_eq!(collect(range(low, None)), model_range(expected, low, None));
+        for high in bounds.iter().filter(|high| *high >= low) {
+            assert_eq!(
+                collect(range(low, Some(high))),
+                model_range(expected, low, Some(high)),
+                "[{:?}, {:?})",
+                String::from_utf8_lossy(low),
+                String::from_utf8_lossy(high)
+            );
+        }
+    }
+}
+
+/// Range lookups reach the top level through the index's keys: a closed seek opens only the
+/// top-level runs holding a key in its range, a scan the runs it passes through, and every
+/// snapshot still reads the versions older runs hold (overwrites and deletes across runs).
+#[test]
+fn range_lookups_open_only_the_top_level_runs_holding_their_keys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A 64 KiB write buffer: three small flushes stay in the top level.
+    let db = Db::open(
+        dir.path(),
+        Options::default()
+            .write_buffer_bytes(64 * 1024)
+            .bits_per_key(6.0)
+            .expect("valid")
+            .compaction_policy(Arc::new(
+                EcoTune::new(EcoTuneSettings::default()).expect("valid"),
+            )),
+    )
+    .expect("open");
+    let k = |i: u32| key(i * 1000);
+    let mut model = Model::new();
+    // Run A: keys 0, 1000, ..., 19000.
+    for i in 0..20 {
+        db.put(k(i), value(i, 0)).expect("put");
+        model.insert(k(i), value(i, 0));
+    }
+    db.flush().expect("flush");
+    let (first, first_model) = (db.snapshot(), model.clone());
+    // Run B: the even thousands overwritten, 3000 and 7000 deleted, 19000 untouched.
+    for i in (0..20).step_by(2) {
+        db.put(k(i), value(i, 1)).expect("put");
+        model.insert(k(i), value(i, 1));
+    }
+    for i in [3, 7] {
+        db.delete(k(i)).expect("delete");
+        model.remove(&k(i));
+    }
+    db.flush().expect("flush");
+    let (second, second_model) = (db.snapshot(), model.clone());
+    // Run C: keys between the others, 1500 and 2500, and 3000 again.
+    for key in [key(1500), key(2500), k(3)] {
+        db.put(&key, b"c").expect("put");
+        model.insert(key, b"c".to_vec());
+    }
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("settle");
+    assert_eq!(
+        db.version().levels()[0].runs().len(),
+        3,
+        "{:?}",
+        db.version()
+    );
+    // Only run C holds a key in [1500, 1501).
+    let (low, high) = (key(1500), key(1501));
+    let runs = level0_seek_runs(&db, |db| {
+        assert_eq!(
+            collect(db.range(low.clone()..high.clone())),
+            model_range(&model, &low, Some(&high))
+        );
+    });
+    assert_eq!(
+        runs, 1,
+        "one top-level run opened for a key only run C holds"
+    );
+    // A range between every run's keys opens none.
+    let runs = level0_seek_runs(&db, |db| {
+        assert!(collect(db.range(key(1600)..key(1700))).is_empty());
+    });
+    assert_eq!(runs, 0);
+    // 19000 is only in run A: a scan from it opens A alone, however long.
+    let runs = level0_seek_runs(&db, |db| {
+        assert_eq!(
+            collect(db.range(k(19)..)),
+            model_range(&model, &k(19), None)
+        );
+    });
+    assert_eq!(runs, 1);
+    // 18000 is in A and B (not C): a scan from it opens those two.
+    let runs = level0_seek_runs(&db, |db| {
+        assert_eq!(
+            collect(db.range(k(18)..)),
+            model_range(&model, &k(18), None)
+        );
+    });
+    assert_eq!(runs, 2);
+    // 3000: written in A, deleted in B, written again in C; each snapshot reads its own.
+    for (view, expected) in [
+        (collect(first.range(k(3)..k(4))), &first_model),
+        (collect(second.range(k(3)..k(4))), &second_model),
+        (collect(db.range(k(3)..k(4))), &model),
+    ] {
+        assert_eq!(view, model_range(expected, &k(3), Some(&k(4))));
+    }
+    // Every range, closed and open, in every view, against the models.
+    let bounds: Vec<Vec<u8>> = (0..=40).map(|i| key(i * 500)).chain([key(1501)]).collect();
+    check_ranges(&bounds, &first_model, |low, high| match high {
+        Some(high) => first.range(low.to_vec()..high.to_vec()),
+        None => first.range(low.to_vec()..),
+    });
+    check_ranges(&bounds, &second_model, |low, high| match high {
+        Some(high) => second.range(low.to_vec()..high.to_vec()),
+        None => second.range(low.to_vec()..),
+    });
+    check_ranges(&bounds, &model, |low, high| match high {
+        Some(high) => db.range(low.to_vec()..high.to_vec()),
+        None => db.range(low.to_vec()..),
+    });
+    // Seeks within one iterator, backwards and forwards, see the same.
+    let mut iter = db.iter();
+    for target in [k(10), k(2), key(2500), k(19), k(0)] {
+        iter.seek(&target);
+        let got: Vec<_> = iter
+            .by_ref()
+            .take(3)
+            .map(|e| e.expect("scan").0.to_vec())
+            .collect();
+        let want: Vec<_> = model
+            .range(target.clone()..)
+            .take(3)
+            .map(|(k, _)| k.clone())
+            .collect();
+        assert_eq!(got, want, "seek to {:?}", String::from_utf8_lossy(&target));
+    }
+    drop((first, second, iter));
+    db.close().expect("close");
+}
+
 /// `queries` queries: half point lookups, a quarter long scans of 40 entries, a quarter short
-/// seeks of one entry (`r` = 0.25, `K` = 40).
+/// seeks of one entry (long scans' share 0.25, `K` = 40; range lookups' share 0.5).
 fn serve_quarter_long_scans(db: &Db, queries: u32) {
     for q in 0..queries {
         let start = key((q * 7919) % (KEYS - 100));
@@ -307,18 +480,21 @@ fn rounds_take_r_from_the_queries_the_engine_serves_and_keep_the_window_across_a
     assert_eq!(mix.counts.queries(), 4_000);
     assert_eq!(mix.long_scan_ratio(), Some(0.25));
     assert_eq!(mix.long_scan_length(), Some(40.0));
-    // Writes alone: the rounds started now take the window's r.
+    assert_eq!(mix.range_lookup_ratio(), Some(0.5));
+    // Writes alone: the rounds started now take the window's r. Without range filters (these
+    // options) a short seek opens every run as a long scan does, so the DP's r is the share of
+    // all range lookups (DESIGN.md §6, "`r` without range filters").
     write_passes(&db, &mut model, 1..3);
     db.wait_for_compactions().expect("settle");
     let round = stored_round(&db.version()).expect("a round");
     assert!(round.number > first.number + 1, "{round:?}");
-    assert_eq!(round.parameters.long_scan_ratio, 0.25);
+    assert_eq!(round.parameters.long_scan_ratio, 0.5);
     assert!(
         db.stats()
             .compaction_state
             .as_deref()
             .unwrap_or("")
-            .contains("r = 0.250"),
+            .contains("r = 0.500"),
         "{:?}",
         db.stats().compaction_state
     );

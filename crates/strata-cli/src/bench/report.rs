@@ -192,6 +192,8 @@ pub struct PhaseResult {
     /// `--range-filter-bits`: bounded scans ask one per file their range meets).
     pub range_filter_probes_per_op: Option<f64>,
     pub range_filter_negatives_per_op: Option<f64>,
+    /// Runs iterator seeks positioned themselves in, per operation (Strata).
+    pub seek_runs_per_op: Option<f64>,
     /// Memory of the open files' range filters at the end of the phase (Strata).
     pub range_filter_bytes: Option<u64>,
     /// Index and filter blocks pinned outside the block cache at the end of the phase (Strata).
@@ -487,6 +489,7 @@ impl PhaseResult {
             design: shape.design.clone(),
             range_filter_probes_per_op: per_op(io.range_filter_probes),
             range_filter_negatives_per_op: per_op(io.range_filter_negatives),
+            seek_runs_per_op: per_op(io.seek_runs),
             range_filter_bytes: shape.range_filter_bytes,
             pinned_bytes: shape.pinned_bytes,
             filter_rebuilds: io.filter_rebuilds,
@@ -846,6 +849,9 @@ pub fn write_background(out: &mut dyn Write, result: &PhaseResult) -> io::Result
                 optional(result.range_filter_bytes.map(mib), 2)
             )?;
         }
+    }
+    if let Some(runs) = result.seek_runs_per_op.filter(|&runs| runs > 0.0) {
+        writeln!(out, "  range lookups: {runs:.3} runs sought per op")?;
     }
     if let (Some(rebuilds), Some(bytes)) = (result.filter_rebuilds, result.filter_rebuild_bytes) {
         if rebuilds > 0 {

@@ -321,6 +321,10 @@ pub struct CompactionContext {
     /// the engine measures"): EcoTune's `r` and `K` unless its settings fix them. `None` where
     /// nothing is measured (tests, simulators, the write path's pressure checks).
     pub workload: Option<crate::stats::WorkloadMix>,
+    /// Whether runs above the last level carry range filters (`Options::range_filter_bits`):
+    /// with them a closed short seek reads only the runs holding its range, without them it
+    /// opens every run, as a long scan does (EcoTune's `q(e)`, DESIGN.md §6).
+    pub range_filters: bool,
 }
 
 /// Rates the engine measures for policies that time their work (EcoTune, DESIGN.md §6): how fast
@@ -355,6 +359,7 @@ impl CompactionContext {
             level0_stop_writes_trigger: 36,
             rates: MeasuredRates::UNKNOWN,
             workload: None,
+            range_filters: false,
         }
     }
 }
@@ -531,7 +536,8 @@ pub(crate) mod test_support {
     use crate::version::tests::{file_metadata, new_file};
     use crate::version::{Version, VersionEdit};
 
-    /// The engine settings policy tests run with: a 1,000-byte write buffer, level-0 trigger 2.
+    /// The engine settings policy tests run with: a 1,000-byte write buffer, level-0 trigger 2,
+    /// range filters on every run (EcoTune's setup, where its `r` is the long scans' share).
     pub(crate) const CONTEXT: CompactionContext = CompactionContext {
         write_buffer_bytes: 1000,
         level0_compaction_trigger: 2,
@@ -539,6 +545,7 @@ pub(crate) mod test_support {
         level0_stop_writes_trigger: 36,
         rates: super::MeasuredRates::UNKNOWN,
         workload: None,
+        range_filters: true,
     };
 
     /// The `(level, run)` of every input of `job`, in order.

@@ -454,6 +454,7 @@ impl DbInner {
             level0_stop_writes_trigger: self.options.level0_stop_writes_trigger,
             rates: crate::compaction::MeasuredRates::UNKNOWN,
             workload: None,
+            range_filters: self.options.range_filter_bits > 0,
         }
     }
 

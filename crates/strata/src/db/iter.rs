@@ -4,6 +4,7 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
+use super::top_iter::{LazyRun, TopLevelIter};
 use super::{DbInner, Key, ReadView, Value};
 use crate::error::Result;
 use crate::iterator::{InternalIterator, MergingIterator};
@@ -30,6 +31,8 @@ pub struct DbIterator {
     returned: u64,
     /// Seeks of this iterator (with `returned`, whether its range lookups were long scans).
     seeks: u64,
+    /// The runs every seek positions itself in, by level (`IoStats::seek_runs`).
+    runs_per_level: Vec<u64>,
     /// Keeps the read view's memtables and version alive.
     _view: Arc<ReadView>,
 }
@@ -56,9 +59,23 @@ impl DbIterator {
             children.push(Box::new(mem.iter()));
         }
         let closed = closed_range(&bounds);
+        let mut runs_per_level = vec![0; view.version.levels().len()];
         for (level_index, level) in view.version.levels().iter().enumerate() {
             let pin = inner.options.pins_metadata_on(level_index);
+            let mut indexed = Vec::new();
             for run in level.runs() {
+                // Level 0's runs the top-level index holds are opened lazily (`top_iter.rs`).
+                let keys = (level_index == 0)
+                    .then_some(view.top_index.as_ref())
+                    .flatten()
+                    .and_then(|index| index.run_keys(run.id()));
+                if let Some(keys) = keys {
+                    indexed.push(LazyRun {
+                        keys: Arc::clone(keys),
+                        files: run.files().to_vec(),
+                    });
+                    continue;
+                }
                 let files = match closed {
                     Some((lo, hi)) => files_in_range(&inner, run.files(), lo, hi, level_index, pin),
                     None => run.files().to_vec(),
@@ -66,10 +83,19 @@ impl DbIterator {
                 if files.is_empty() {
                     continue;
                 }
+                runs_per_level[level_index] += 1;
                 children.push(Box::new(RunIter::new(
                     files,
                     Arc::clone(&inner.tables),
                     ReadMode::Cached { level: level_index },
+                    pin,
+                )));
+            }
+            if !indexed.is_empty() {
+                children.push(Box::new(TopLevelIter::new(
+                    Arc::clone(&inner),
+                    indexed,
+                    upper_user_key(&bounds.1),
                     pin,
                 )));
             }
@@ -84,14 +110,14 @@ impl DbIterator {
             finished: false,
             returned: 0,
             seeks: 0,
+            runs_per_level,
             _view: view,
         }
     }
 
     /// Positions the iterator so the next item is the first key `>= key` (and within bounds).
     pub fn seek(&mut self, key: impl AsRef<[u8]>) {
-        add(&self.inner.counters.seeks, 1);
-        self.seeks += 1;
+        self.count_seek();
         let key = key.as_ref();
         let target = match &self.lower {
             Bound::Included(lower) if lower.as_slice() > key => lower.clone(),
@@ -110,8 +136,7 @@ impl DbIterator {
     fn position_at_start(&mut self) {
         match self.lower.clone() {
             Bound::Unbounded => {
-                add(&self.inner.counters.seeks, 1);
-                self.seeks += 1;
+                self.count_seek();
                 self.merged.seek_to_first();
                 self.positioned = true;
             }
@@ -120,6 +145,19 @@ impl DbIterator {
                 let mut after = key;
                 after.push(0);
                 self.seek(after);
+            }
+        }
+    }
+
+    fn count_seek(&mut self) {
+        let counters = &self.inner.counters;
+        add(&counters.seeks, 1);
+        self.seeks += 1;
+        for (level, &runs) in self.runs_per_level.iter().enumerate() {
+            if runs > 0 {
+                if let Some(counter) = counters.seek_runs.get(level) {
+                    add(counter, runs);
+                }
             }
         }
     }
@@ -174,6 +212,14 @@ impl DbIterator {
             return Some(Err(error));
         }
         None
+    }
+}
+
+/// The upper end of a range on user keys, if any (an excluded end taken as included).
+fn upper_user_key(upper: &Bound<Vec<u8>>) -> Option<Vec<u8>> {
+    match upper {
+        Bound::Included(key) | Bound::Excluded(key) => Some(key.clone()),
+        Bound::Unbounded => None,
     }
 }
 

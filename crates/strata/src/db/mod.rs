@@ -21,6 +21,7 @@ mod predicted_writes;
 mod read;
 mod study;
 mod top_index;
+mod top_iter;
 mod write;
 
 pub use iter::DbIterator;

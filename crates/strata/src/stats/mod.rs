@@ -73,6 +73,8 @@ pub(crate) struct IoCounters {
     pub(crate) range_filter_probes: PerLevel,
     /// Files a bounded iterator left out because their range filter said the range is empty.
     pub(crate) range_filter_negatives: PerLevel,
+    /// Runs an iterator seek positioned itself in, by level.
+    pub(crate) seek_runs: PerLevel,
     /// Data blocks read from the device for a point lookup that did not hold the key.
     pub(crate) unnecessary_data_reads: PerLevel,
     pub(crate) point_lookups: AtomicU64,
@@ -139,6 +141,7 @@ impl Default for IoCounters {
             filter_skips: per_level(),
             range_filter_probes: per_level(),
             range_filter_negatives: per_level(),
+            seek_runs: per_level(),
             unnecessary_data_reads: per_level(),
             point_lookups: AtomicU64::new(0),
             point_lookups_found: AtomicU64::new(0),
@@ -253,6 +256,7 @@ impl IoCounters {
             &self.filter_skips,
             &self.range_filter_probes,
             &self.range_filter_negatives,
+            &self.seek_runs,
             &self.unnecessary_data_reads,
             &self.block_bytes_uncompressed,
             &self.block_bytes_stored,
@@ -331,6 +335,7 @@ impl IoCounters {
             filter_skips: load_levels(&self.filter_skips),
             range_filter_probes: load_levels(&self.range_filter_probes),
             range_filter_negatives: load_levels(&self.range_filter_negatives),
+            seek_runs: load_levels(&self.seek_runs),
             unnecessary_data_reads: load_levels(&self.unnecessary_data_reads),
             point_lookups: load(&self.point_lookups),
             point_lookups_found: load(&self.point_lookups_found),
@@ -418,6 +423,9 @@ pub struct IoStats {
     /// Files a bounded iterator left out because their range filter said no key lies in its
     /// bounds (it reads nothing of them), by level.
     pub range_filter_negatives: [u64; MAX_LEVELS],
+    /// Runs an iterator seek positioned itself in (each read at least an index block of one of
+    /// the run's files, cached or not), by level: the runs a range lookup pays for.
+    pub seek_runs: [u64; MAX_LEVELS],
     /// Data blocks read from the device by point lookups that did not hold the key, by level.
     pub unnecessary_data_reads: [u64; MAX_LEVELS],
     /// Point lookups (`get`).
@@ -503,6 +511,11 @@ impl IoStats {
     /// Files left out by their range filter over every level.
     pub fn range_filter_negatives_total(&self) -> u64 {
         self.range_filter_negatives.iter().sum()
+    }
+
+    /// Runs iterator seeks positioned themselves in, over every level.
+    pub fn seek_runs_total(&self) -> u64 {
+        self.seek_runs.iter().sum()
     }
     /// Filter negatives, all levels.
     pub fn filter_negatives_total(&self) -> u64 {

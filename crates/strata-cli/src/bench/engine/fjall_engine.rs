@@ -623,6 +623,7 @@ impl Engine for FjallEngine {
             // fjall has no range filters.
             range_filter_probes: None,
             range_filter_negatives: None,
+            seek_runs: None,
             // fjall sleeps writers (10 ms while level 0 is over its limit, 100 ms while too many
             // sealed memtables wait) but counts neither.
             write_stalls: None,

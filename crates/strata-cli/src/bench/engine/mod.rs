@@ -189,6 +189,8 @@ pub struct EngineCounters {
     pub range_filter_probes: Option<u64>,
     /// Of those, the files the range filter ruled out (nothing of them read).
     pub range_filter_negatives: Option<u64>,
+    /// Runs iterator seeks positioned themselves in, over every level (Strata).
+    pub seek_runs: Option<u64>,
     /// Skipped filter probes on the deepest non-empty level (Strata).
     pub last_level_filter_skips: Option<u64>,
     /// Probes a filter let through although the file did not hold the key.

@@ -603,6 +603,7 @@ impl Engine for RocksDbEngine {
             // extractor the benchmark's keys have no natural choice for).
             range_filter_probes: None,
             range_filter_negatives: None,
+            seek_runs: None,
             write_stalls: Some(self.write_stalls().saturating_sub(stalls_base)),
             write_stall_micros: Some(stall_micros),
             compaction_micros: None,

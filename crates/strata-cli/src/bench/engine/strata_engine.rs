@@ -257,6 +257,7 @@ impl Engine for StrataEngine {
             last_level_filter_skips: io.filter_skips.get(last).copied(),
             range_filter_probes: Some(io.range_filter_probes_total()),
             range_filter_negatives: Some(io.range_filter_negatives_total()),
+            seek_runs: Some(io.seek_runs_total()),
             data_block_reads: Some(io.data_block_reads_total()),
             index_block_reads: Some(io.index_block_reads_total()),
             filter_block_reads: Some(io.filter_block_reads_total()),

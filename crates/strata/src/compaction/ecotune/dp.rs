@@ -26,7 +26,9 @@ const CEIL_TOLERANCE: f64 = 1e-9;
 /// The parameters of one round (DESIGN.md §6).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RoundParameters {
-    /// `r`: the fraction of queries that are long range scans, in `[0, 1]`.
+    /// `r`: the fraction of queries that pay for every main-level run, in `[0, 1]`: the long
+    /// range scans (the paper's `r`), and short seeks too where runs have no range filters (the
+    /// policy measures which, `EcoTune::long_scan_ratio`).
     pub long_scan_ratio: f64,
     /// `f`: the filters' false-positive rate, in `[0, 1]`.
     pub false_positive_rate: f64,

@@ -322,8 +322,12 @@ impl EcoTune {
     }
 
     /// `r` for a round starting now, and whether the engine measured it: the setting, else the
-    /// share of long scans among the window's queries, else (too few queries in the window) the
-    /// previous round's `r`, else [`DEFAULT_LONG_SCAN_RATIO`].
+    /// share of the window's queries that pay for every main-level run, else (too few queries in
+    /// the window) the previous round's `r`, else [`DEFAULT_LONG_SCAN_RATIO`]. The queries that
+    /// pay per run are the long scans where runs have range filters (the paper's `r`: a closed
+    /// short seek then reads about one run), and every range lookup, short seeks too, where
+    /// they have none (a short seek then opens every run). DESIGN.md §6, "`r` without range
+    /// filters".
     pub fn long_scan_ratio(
         &self,
         previous: Option<&Round>,
@@ -332,7 +336,14 @@ impl EcoTune {
         if let Some(r) = self.settings.long_scan_ratio {
             return (r, false);
         }
-        match context.workload.and_then(|mix| mix.long_scan_ratio()) {
+        let measured = context.workload.and_then(|mix| {
+            if context.range_filters {
+                mix.long_scan_ratio()
+            } else {
+                mix.range_lookup_ratio()
+            }
+        });
+        match measured {
             Some(r) if r.is_finite() => (r.clamp(0.0, 1.0), true),
             _ => (
                 previous.map_or(DEFAULT_LONG_SCAN_RATIO, |p| p.parameters.long_scan_ratio),

@@ -646,3 +646,43 @@ fn r_and_k_come_from_the_engines_window_unless_set() {
     assert!(fixed.name().contains("r=0.7"));
     assert!(live.name().contains("r=live"));
 }
+
+#[test]
+fn without_range_filters_short_seeks_pay_per_run_as_long_scans_do() {
+    let files = [
+        (0, 9, 9, "a", "z", 6_000),
+        (1, 5, 5, "a", "z", 100_000),
+        (2, 1, 1, "a", "z", 500_000),
+    ];
+    let live = policy();
+    // Half the queries are range lookups, a tenth long scans (the rest short seeks).
+    let window = mix(20_000, 0.1, 400);
+    let with_filters = CompactionContext {
+        workload: Some(window),
+        ..CONTEXT
+    };
+    assert_eq!(live.long_scan_ratio(None, &with_filters), (0.1, true));
+    let without = CompactionContext {
+        range_filters: false,
+        ..with_filters
+    };
+    assert_eq!(
+        live.long_scan_ratio(None, &without),
+        (0.5, true),
+        "every range lookup opens every run"
+    );
+    let round = live.next_round(None, &tree(&files), &without);
+    assert!((round.parameters.long_scan_ratio - 0.5).abs() < 1e-12);
+    // The paper's formula is unchanged: each query paying per run counts `e + 2` runs.
+    let p = round.parameters;
+    assert!((p.q(3) - 1.0 / (5.0 * 0.5 + 0.5 * (1.0 + p.false_positive_rate))).abs() < 1e-12);
+    // K still comes from the long scans alone.
+    assert_eq!(round.unit_bytes, 606_000 / 400);
+    // A setting is taken as it is.
+    let fixed = EcoTune::new(EcoTuneSettings {
+        long_scan_ratio: Some(0.2),
+        ..EcoTuneSettings::default()
+    })
+    .expect("valid");
+    assert_eq!(fixed.long_scan_ratio(None, &without), (0.2, false));
+}
