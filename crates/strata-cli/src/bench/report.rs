@@ -946,6 +946,15 @@ pub fn write_tree(out: &mut dyn Write, title: &str, shape: &TreeShape) -> io::Re
             if bytes == 0 { " (not kept)" } else { "" }
         )?;
     }
+    if let (Some((keys, bytes)), Some(entries)) = (shape.top_index, entries) {
+        writeln!(
+            out,
+            "  top-level index: {keys} keys in {:.3} MiB ({:.1} bytes per key, {:.3} bits per entry of the tree)",
+            mib(bytes),
+            bytes as f64 / keys.max(1) as f64,
+            bytes as f64 * 8.0 / entries.max(1) as f64
+        )?;
+    }
     if let (Some(bytes), Some(entries)) = (shape.range_filter_bytes.filter(|&b| b > 0), entries) {
         writeln!(
             out,

@@ -23,8 +23,9 @@
 //! Memory (`TopLevelIndex::memory_bytes`): a key's bytes plus 4 (the ordered half) and a 17-byte
 //! slot plus the table's slack (the hashed half). The top level holds about a hundredth of the
 //! tree's bytes (`S = M_tree / max(100, K)`), so with entries of one size throughout the index
-//! costs about `8 * (key + 21) / 100` bits per entry of the tree, plus the table's slack (not
-//! measured here: `Stats::top_index_bytes` reports it).
+//! costs about `8 * (key + 21) / 100` bits per entry of the tree, plus the table's slack;
+//! `Stats::top_index_bytes` reports the measured figure and `strata bench` prints it per entry
+//! of the tree ("top-level index: ... bits per entry of the tree").
 //!
 //! One index belongs to one version: it is built with the read view that carries the version
 //! (`DbInner::install_current_version`), so a reader holding an old view holds the index that
@@ -80,17 +81,28 @@ impl RunKeys {
     pub(crate) fn from_sorted<'a>(keys: impl IntoIterator<Item = &'a [u8]>) -> Option<RunKeys> {
         let mut run = RunKeys::default();
         for key in keys {
-            match run.last() {
-                Some(last) if last == key => continue,
-                Some(last) if last > key => return None,
-                _ => {}
-            }
-            run.bytes.extend_from_slice(key);
-            run.ends.push(u32::try_from(run.bytes.len()).ok()?);
+            run.push(key)?;
         }
-        run.bytes.shrink_to_fit();
-        run.ends.shrink_to_fit();
+        run.shrink_to_fit();
         Some(run)
+    }
+
+    /// Appends `key`, which must not sort before the last one (a repeat is kept once); `None`
+    /// if it does, or if the keys no longer fit the 32-bit offsets.
+    fn push(&mut self, key: &[u8]) -> Option<()> {
+        match self.last() {
+            Some(last) if last == key => return Some(()),
+            Some(last) if last > key => return None,
+            _ => {}
+        }
+        self.bytes.extend_from_slice(key);
+        self.ends.push(u32::try_from(self.bytes.len()).ok()?);
+        Some(())
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.bytes.shrink_to_fit();
+        self.ends.shrink_to_fit();
     }
 
     /// Keys held.
@@ -270,26 +282,29 @@ impl TopLevelIndex {
         };
         let level0 = version.levels()[0].runs();
         for (id, files) in missing {
-            let keys = match from_memtable {
-                Some(mem) => {
-                    // Its user keys: the newest version of each is enough.
-                    let mut keys: Vec<Vec<u8>> = Vec::new();
-                    mem.for_each_visible_entry(MAX_SEQUENCE, |key, _| {
-                        keys.push(user_key(key).to_vec());
-                        Ok::<(), crate::Error>(())
-                    })?;
-                    keys
-                }
-                None => match level0.iter().find(|run| run.id() == id) {
-                    Some(run) => run_keys(run)?,
-                    None => Vec::new(),
-                },
-            };
-            let keys = RunKeys::from_sorted(keys.iter().map(Vec::as_slice)).ok_or_else(|| {
+            let out_of_order = || {
                 crate::Error::InvalidArgument(format!(
                     "level-0 run {id}: keys out of order or over 4 GiB, not indexed"
                 ))
-            })?;
+            };
+            let keys = match from_memtable {
+                Some(mem) => {
+                    // Its user keys: the newest version of each is enough.
+                    let mut keys = RunKeys::default();
+                    mem.for_each_visible_entry(MAX_SEQUENCE, |key, _| {
+                        keys.push(user_key(key)).ok_or_else(out_of_order)
+                    })?;
+                    keys.shrink_to_fit();
+                    keys
+                }
+                None => {
+                    let read = match level0.iter().find(|run| run.id() == id) {
+                        Some(run) => run_keys(run)?,
+                        None => Vec::new(),
+                    };
+                    RunKeys::from_sorted(read.iter().map(Vec::as_slice)).ok_or_else(out_of_order)?
+                }
+            };
             added.push(id);
             runs.push(IndexedRun {
                 id,

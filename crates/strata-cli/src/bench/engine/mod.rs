@@ -365,6 +365,9 @@ pub struct TreeShape {
     pub design: Option<String>,
     /// Memory of the range filters of open table files (Strata), where known.
     pub range_filter_bytes: Option<u64>,
+    /// EcoTune's top-level index: `(keys, bytes)` (Strata's `Stats::top_index_entries` and
+    /// `top_index_bytes`), where kept.
+    pub top_index: Option<(u64, u64)>,
     /// Index and filter blocks held outside the block cache (Strata's pinned metadata:
     /// `--pin-index-filter`, level 0's), where known: with elastic filters only the modules in
     /// use stay pinned, so this follows the budget, not the bits on disk.

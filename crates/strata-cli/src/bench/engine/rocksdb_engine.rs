@@ -705,6 +705,7 @@ impl Engine for RocksDbEngine {
             compaction_state: None,
             design: None,
             range_filter_bytes: None,
+            top_index: None,
             pinned_bytes: None,
             access_statistics_bytes: None,
             probe_times: None,

@@ -336,6 +336,8 @@ impl Engine for StrataEngine {
                 design
             }),
             range_filter_bytes: Some(stats.range_filter_bytes),
+            top_index: (stats.top_index_entries > 0)
+                .then_some((stats.top_index_entries, stats.top_index_bytes)),
             pinned_bytes: Some(stats.pinned_bytes),
             access_statistics_bytes: Some(stats.access_statistics_bytes),
             probe_times: {
