@@ -390,7 +390,7 @@ fn ends_output(
 }
 
 /// The smallest and largest user keys of the input files (empty if there are none).
-fn input_key_range<'a>(inputs: &'a [ResolvedRun]) -> (&'a [u8], &'a [u8]) {
+fn input_key_range(inputs: &[ResolvedRun]) -> (&[u8], &[u8]) {
     let files = || inputs.iter().flat_map(|(_, _, files)| files.iter());
     let smallest = files().map(|f| f.smallest_user_key()).min().unwrap_or(&[]);
     let largest = files().map(|f| f.largest_user_key()).max().unwrap_or(&[]);
