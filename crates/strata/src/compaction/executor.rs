@@ -279,13 +279,7 @@ pub(crate) fn run_compaction(
 
     let mut merged = merged_inputs(context, &inputs);
     let mut boundaries = NextLevelBoundaries::for_job(version, job);
-    let (smallest, largest) = input_key_range(&inputs);
-    let limits = OutputLimits::new(
-        boundaries.as_ref(),
-        smallest,
-        largest,
-        context.target_file_bytes,
-    );
+    let limits = output_limits(boundaries.as_ref(), &inputs, context.target_file_bytes);
 
     // Merlin's inheritance (DESIGN.md §4), carried through the merge entry by entry.
     let mut inheritance = compaction_inheritance(context, job, &inputs);
@@ -387,6 +381,16 @@ fn ends_output(
         }
     }
     ends
+}
+
+/// The sizes that end the outputs of a job over `inputs` (see [`OutputLimits::new`]).
+fn output_limits(
+    boundaries: Option<&NextLevelBoundaries<'_>>,
+    inputs: &[ResolvedRun],
+    target_file_bytes: u64,
+) -> OutputLimits {
+    let (smallest, largest) = input_key_range(inputs);
+    OutputLimits::new(boundaries, smallest, largest, target_file_bytes)
 }
 
 /// The smallest and largest user keys of the input files (empty if there are none).
