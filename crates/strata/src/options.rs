@@ -68,7 +68,10 @@ pub struct Options {
     /// `metadata_block_size`); its filter partitions hold the keys of the same data blocks.
     /// Between 256 B and 16 MiB. Default 4 KiB.
     pub metadata_block_bytes: usize,
-    /// Compaction output files are cut at about this size. Default 64 MiB.
+    /// Compaction output files are cut at about this size. Default 64 MiB. A leveled merge whose
+    /// range overlaps files of the level below its output cuts its outputs at their boundaries
+    /// from half this size and lets an output grow up to twice it before a boundary comes
+    /// (RocksDB's rule for non-bottommost outputs).
     pub target_file_bytes: u64,
     /// Capacity of the shared block cache (data, index and filter blocks). Default 32 MiB;
     /// 0 disables the cache.

@@ -242,6 +242,41 @@ fn leveling_t2_has_one_run_per_level_within_capacity() {
     leveling_has_one_run_per_level_within_capacity(2.0);
 }
 
+/// A leveled merge whose range overlaps files of the level below its output cuts its outputs at
+/// their boundaries and lets an output grow past the target, up to twice it, where no boundary
+/// comes (RocksDB's limit for non-bottommost outputs): some files end above the target, none
+/// above twice it (plus the filter, index and footer written after the last key).
+#[test]
+fn leveled_outputs_grow_past_the_target_between_boundaries_below_but_not_past_twice_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = Leveling::new(4.0).expect("valid size ratio");
+    let db = Db::open(dir.path(), options(Arc::new(policy))).expect("open");
+    let model = load(&db);
+    let version = db.version();
+    check_runs_and_stats(&db, &version);
+    // What a file holds beyond the data the cut compares with the limit: one entry, the last
+    // data block's tail, the filter, the index and the footer.
+    let metadata_slack = TARGET_FILE_BYTES / 4;
+    let disk_files: Vec<(usize, u64)> = version
+        .files()
+        .filter(|(level, _, _)| *level > 0)
+        .map(|(level, _, file)| (level, file.file_bytes()))
+        .collect();
+    assert!(
+        disk_files
+            .iter()
+            .all(|&(_, bytes)| bytes <= 2 * TARGET_FILE_BYTES + metadata_slack),
+        "a file above twice the target: {disk_files:?}"
+    );
+    assert!(
+        disk_files
+            .iter()
+            .any(|&(_, bytes)| bytes > TARGET_FILE_BYTES + metadata_slack),
+        "no file grew past the target: {disk_files:?}"
+    );
+    check_contents(&db, &model);
+}
+
 #[test]
 fn dynamic_leveling_sizes_levels_from_the_bottom() {
     let dir = tempfile::tempdir().expect("tempdir");

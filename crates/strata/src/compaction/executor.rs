@@ -9,8 +9,9 @@
 //!   output (deeper, or older on the output level) overlaps the job's key range — the output is
 //!   then the bottom of the tree for those keys, so there is nothing left for the tombstone to hide;
 //! * output files are cut at `target_file_bytes`, only between user keys, so the versions of one key
-//!   never straddle two files of a run; outputs of a leveled run are also cut earlier where they
-//!   cross a file boundary of the level below (`output_cuts`, RocksDB's rule).
+//!   never straddle two files of a run; outputs of a leveled run are instead cut where they cross a
+//!   file boundary of the level below, from half the target up to twice it (`output_cuts`,
+//!   RocksDB's rule).
 //!
 //! The merge writes every output's entries first ([`run_compaction`] returns a
 //! [`PendingCompaction`]); the filters are built afterwards, by [`finish_outputs`], when the engine
@@ -20,7 +21,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::output_cuts::NextLevelBoundaries;
+use super::output_cuts::{NextLevelBoundaries, OutputLimits};
 use super::{CompactionJob, OutputRun};
 use crate::alloc::{FilterAllocator, FilterJob, JobInput, JobKind, NewFile as AllocatorFile};
 use crate::env::FileSystem;
@@ -278,6 +279,7 @@ pub(crate) fn run_compaction(
 
     let mut merged = merged_inputs(context, &inputs);
     let mut boundaries = NextLevelBoundaries::for_job(version, job);
+    let limits = output_limits(boundaries.as_ref(), &inputs, context.target_file_bytes);
 
     // Merlin's inheritance (DESIGN.md §4), carried through the merge entry by entry.
     let mut inheritance = compaction_inheritance(context, job, &inputs);
@@ -309,7 +311,7 @@ pub(crate) fn run_compaction(
                     output.as_ref(),
                     boundaries.as_mut(),
                     parsed.user_key,
-                    context.target_file_bytes,
+                    limits,
                 )
             {
                 outputs.extend(output.take());
@@ -358,14 +360,12 @@ pub(crate) fn run_compaction(
 }
 
 /// Whether the output being written ends before `user_key`, the next user key it would take: it
-/// holds `target_file_bytes`, or the key crosses a file boundary of the level below once the
-/// output holds the share of the target [`NextLevelBoundaries::cut_before`] sets. Keeps
-/// `boundaries` in step with the keys.
+/// reaches `limits` (see [`OutputLimits::ends`]). Keeps `boundaries` in step with the keys.
 fn ends_output(
     output: Option<&PendingTable>,
     mut boundaries: Option<&mut NextLevelBoundaries<'_>>,
     user_key: &[u8],
-    target_file_bytes: u64,
+    limits: OutputLimits,
 ) -> bool {
     let crossed = boundaries
         .as_deref_mut()
@@ -374,10 +374,7 @@ fn ends_output(
         return false;
     };
     let bytes = current.builder.estimated_file_bytes();
-    let ends = bytes >= target_file_bytes
-        || boundaries
-            .as_deref()
-            .is_some_and(|below| below.cut_before(crossed, bytes, target_file_bytes));
+    let ends = limits.ends(boundaries.as_deref(), crossed, bytes);
     if ends {
         if let Some(below) = boundaries {
             below.output_started();
@@ -386,19 +383,27 @@ fn ends_output(
     ends
 }
 
+/// The sizes that end the outputs of a job over `inputs` (see [`OutputLimits::new`]).
+fn output_limits(
+    boundaries: Option<&NextLevelBoundaries<'_>>,
+    inputs: &[ResolvedRun],
+    target_file_bytes: u64,
+) -> OutputLimits {
+    let (smallest, largest) = input_key_range(inputs);
+    OutputLimits::new(boundaries, smallest, largest, target_file_bytes)
+}
+
+/// The smallest and largest user keys of the input files (empty if there are none).
+fn input_key_range(inputs: &[ResolvedRun]) -> (&[u8], &[u8]) {
+    let files = || inputs.iter().flat_map(|(_, _, files)| files.iter());
+    let smallest = files().map(|f| f.smallest_user_key()).min().unwrap_or(&[]);
+    let largest = files().map(|f| f.largest_user_key()).max().unwrap_or(&[]);
+    (smallest, largest)
+}
+
 /// True if the outputs of `job` hold the oldest data for every key in its inputs' range.
 fn inputs_are_bottom(job: &CompactionJob, version: &Version, inputs: &[ResolvedRun]) -> bool {
-    let input_files: Vec<&Arc<FileMetadata>> = inputs.iter().flat_map(|(_, _, f)| f).collect();
-    let smallest = input_files
-        .iter()
-        .map(|f| f.smallest_user_key())
-        .min()
-        .unwrap_or(&[]);
-    let largest = input_files
-        .iter()
-        .map(|f| f.largest_user_key())
-        .max()
-        .unwrap_or(&[]);
+    let (smallest, largest) = input_key_range(inputs);
     output_is_bottom(job, version, smallest, largest)
 }
 

@@ -11,11 +11,20 @@
 //! output that has crossed many boundaries is likely to cross another soon, so it waits for one
 //! nearer the target and files do not get small. RocksDB measured the rule against a fixed threshold of 75% (its comment beside
 //! the code); Strata copies its constants.
+//!
+//! Such an output may also grow past the target, up to twice it, while its keys stay within one
+//! file of the level below (RocksDB's `Compaction::max_output_file_size_` for a job whose range
+//! overlaps files of the next level but one): cut at the target there, an output ends inside a
+//! file below, overlaps it and its neighbour, and leaves the rest of that file's range to a small
+//! output of its own (the merge's tail, or the start of the next output), whose later move
+//! rewrites the same file below again. Where a job's range overlaps no file below (the deepest
+//! data for its keys), the target ends every output.
 
 use super::{CompactionJob, OutputRun};
 use crate::version::Version;
 
 /// The files of the level below a job's output level, as the keys of the output advance.
+#[derive(Debug)]
 pub(crate) struct NextLevelBoundaries<'a> {
     /// `(smallest, largest)` user keys of the files below, in key order.
     files: Vec<(&'a [u8], &'a [u8])>,
@@ -117,6 +126,58 @@ impl<'a> NextLevelBoundaries<'a> {
     }
 }
 
+/// The sizes that end a job's outputs: `max` wherever the next key lies, the target (with the
+/// shares of [`NextLevelBoundaries::cut_before`]) where the key crosses a file boundary of the
+/// level below.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OutputLimits {
+    target: u64,
+    max: u64,
+}
+
+/// How many times the target an output cut at the boundaries below may grow to.
+const MAX_OUTPUT_TARGETS: u64 = 2;
+
+impl OutputLimits {
+    /// The limits of a job over the user keys `[smallest, largest]` whose outputs are cut at
+    /// `boundaries` (if any): an output ends at twice `target_file_bytes` if a file of the level
+    /// below overlaps that range (the boundary cuts then end the outputs, see the module docs),
+    /// else at the target.
+    pub(crate) fn new(
+        boundaries: Option<&NextLevelBoundaries<'_>>,
+        smallest: &[u8],
+        largest: &[u8],
+        target_file_bytes: u64,
+    ) -> OutputLimits {
+        let overlaps = boundaries.is_some_and(|below| {
+            below
+                .files
+                .iter()
+                .any(|&(low, high)| low <= largest && smallest <= high)
+        });
+        OutputLimits {
+            target: target_file_bytes,
+            max: if overlaps {
+                target_file_bytes.saturating_mul(MAX_OUTPUT_TARGETS)
+            } else {
+                target_file_bytes
+            },
+        }
+    }
+
+    /// Whether an output of `bytes` so far ends before a key that crossed `crossed` boundaries of
+    /// `boundaries` (as [`NextLevelBoundaries::advance`] returned them).
+    pub(crate) fn ends(
+        &self,
+        boundaries: Option<&NextLevelBoundaries<'_>>,
+        crossed: usize,
+        bytes: u64,
+    ) -> bool {
+        bytes >= self.max
+            || boundaries.is_some_and(|below| below.cut_before(crossed, bytes, self.target))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +243,42 @@ mod tests {
         below.crossed_in_output = 20;
         assert!(!below.cut_before(1, 899, 1000));
         assert!(below.cut_before(1, 900, 1000));
+    }
+
+    #[test]
+    fn an_output_above_files_below_grows_to_twice_the_target_between_their_boundaries() {
+        let shape = tree(&[
+            (1, 5, 1, "a", "z", 1000),
+            (2, 4, 2, "c", "e", 4000),
+            (2, 4, 3, "m", "p", 4000),
+        ]);
+        let mut below = NextLevelBoundaries::for_output(&shape, 1, true).expect("a run below");
+        // The job's keys reach into [c, e]: twice the target, as RocksDB's non-bottommost outputs.
+        let limits = OutputLimits::new(Some(&below), b"a", b"d", 1000);
+        assert_eq!(limits.max, 2000);
+        below.advance(b"c");
+        below.advance(b"cc");
+        // Inside one file below: no boundary, so neither the target nor 1.5 times it ends the output.
+        assert!(!limits.ends(Some(&below), 0, 1000));
+        assert!(!limits.ends(Some(&below), 0, 1999));
+        assert!(limits.ends(Some(&below), 0, 2000));
+        // Past the end of [c, e]: cut there, the share of the target reached.
+        let crossed = below.advance(b"f");
+        assert_eq!(crossed, 1);
+        assert!(limits.ends(Some(&below), crossed, 1000));
+        assert!(!limits.ends(Some(&below), crossed, 400));
+
+        // A job over [f, k], between the files below: the deepest data for its keys, so the target
+        // ends every output (RocksDB's `grandparents_.empty()`).
+        let between = OutputLimits::new(Some(&below), b"f", b"k", 1000);
+        assert_eq!(between.max, 1000);
+        assert!(between.ends(Some(&below), 0, 1000));
+        // No boundaries at all (level 0, a tiered level, the deepest level): the target.
+        let none = OutputLimits::new(None, b"a", b"z", 1000);
+        assert!(!none.ends(None, 0, 999));
+        assert!(none.ends(None, 0, 1000));
+        // A target near u64::MAX saturates rather than overflowing.
+        let huge = OutputLimits::new(Some(&below), b"a", b"z", u64::MAX - 1);
+        assert_eq!(huge.max, u64::MAX);
     }
 }

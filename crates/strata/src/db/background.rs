@@ -131,6 +131,28 @@ fn input_file_bytes(job: &CompactionJob, version: &Version) -> u64 {
         .sum()
 }
 
+/// The bytes of `job`'s input files on each level they come from, as the info log prints them
+/// (`level 2: 2097152 bytes, level 3: 6291456 bytes`): with the bytes written, what a merge
+/// read from the level it empties and from the level it rewrites (RocksDB's `Rn` and `Rnp1`).
+fn input_bytes_by_level(job: &CompactionJob, version: &Version) -> String {
+    let mut by_level: std::collections::BTreeMap<usize, u64> = std::collections::BTreeMap::new();
+    for input in &job.inputs {
+        let bytes: u64 = version
+            .files()
+            .filter(|(level, _, file)| {
+                *level == input.level && input.file_numbers.contains(&file.number())
+            })
+            .map(|(_, _, file)| file.file_bytes())
+            .sum();
+        *by_level.entry(input.level).or_default() += bytes;
+    }
+    by_level
+        .iter()
+        .map(|(level, bytes)| format!("level {level}: {bytes} bytes"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 pub(crate) fn spawn_threads(inner: &Arc<DbInner>) -> Result<()> {
     let mut threads = inner.threads.lock();
     let workers = inner.options.max_background_compactions.max(1);
@@ -749,13 +771,14 @@ impl DbInner {
             }
         }
         self.info_log.log(format!(
-            "{} {} files into {outputs} files ({written} bytes) on level {} in {:.1} ms: {}",
+            "{} {} files ({}) into {outputs} files ({written} bytes) on level {} in {:.1} ms: {}",
             match (moved, purpose) {
                 (true, _) => "moved",
                 (false, JobPurpose::Compaction | JobPurpose::FullCompaction) => "compacted",
                 (false, JobPurpose::FilterRebuild) => "rewrote",
             },
             job.input_file_count(),
+            input_bytes_by_level(job, &version),
             job.output_level,
             micros as f64 / 1e3,
             job.reason
