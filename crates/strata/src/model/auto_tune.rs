@@ -33,6 +33,12 @@
 //! - the same design was ranked first by the last [`AutoTuneOptions::confirmations`]
 //!   decisions in a row.
 //!
+//! While a mix with updates has its write costs unmeasured (no compaction has finished, or fewer
+//! than [`MIN_SAMPLES`] writes were timed; [`MeasuredCosts`]), the design in force is kept when
+//! designs are priced with measured costs: pricing writes as pages at the device settings until
+//! then ranks designs by a cost the engine then replaces, and a switch taken on it (during a
+//! fill, typically) is one the measured costs may not have taken. A read-only mix is decided.
+//!
 //! A tree smaller than [`AutoTuneOptions::max_size_ratio`] write buffers is kept as it is: some
 //! candidates are a single level there, where the per-level formulas rank how the levels round
 //! rather than the tree the design will serve (a filling database would otherwise be switched,
@@ -208,8 +214,8 @@ impl AutoTuneOptions {
 /// Timed samples (probes of one kind, writes) needed before their mean replaces a setting.
 pub const MIN_SAMPLES: u64 = 64;
 
-/// What the engine measured on the running database since it opened (or since its counters were
-/// last reset), the raw inputs of [`MeasuredCosts`]. The engine gathers them from counters it
+/// What the engine measured on the running database since it opened (`Db::reset_stats` does not
+/// clear them), the raw inputs of [`MeasuredCosts`]. The engine gathers them from counters it
 /// keeps anyway: the lookups' timed probes (one lookup in sixteen times each file it probes, by
 /// what the probe read), a sample of timed writes (one write call in sixteen), the writers'
 /// stalls, and the compactions' elapsed time and bytes written. Kept in each decision, so the
@@ -272,6 +278,42 @@ pub struct MeasuredCosts {
 }
 
 impl Measurements {
+    /// Both measurements' counts added (saturating), as one would count over both their spans.
+    pub fn plus(&self, other: &Measurements) -> Measurements {
+        Measurements {
+            device_block_probes: self
+                .device_block_probes
+                .saturating_add(other.device_block_probes),
+            device_block_nanos: self
+                .device_block_nanos
+                .saturating_add(other.device_block_nanos),
+            cached_block_probes: self
+                .cached_block_probes
+                .saturating_add(other.cached_block_probes),
+            cached_block_nanos: self
+                .cached_block_nanos
+                .saturating_add(other.cached_block_nanos),
+            rejected_probes: self.rejected_probes.saturating_add(other.rejected_probes),
+            rejected_nanos: self.rejected_nanos.saturating_add(other.rejected_nanos),
+            timed_write_entries: self
+                .timed_write_entries
+                .saturating_add(other.timed_write_entries),
+            timed_write_nanos: self
+                .timed_write_nanos
+                .saturating_add(other.timed_write_nanos),
+            write_entries: self.write_entries.saturating_add(other.write_entries),
+            write_stall_micros: self
+                .write_stall_micros
+                .saturating_add(other.write_stall_micros),
+            compaction_write_bytes: self
+                .compaction_write_bytes
+                .saturating_add(other.compaction_write_bytes),
+            compaction_micros: self
+                .compaction_micros
+                .saturating_add(other.compaction_micros),
+        }
+    }
+
     /// The costs these measurements give for entries of `entry_bytes` bytes as stored (module
     /// documentation of [`MeasuredCosts`]); a cost without [`MIN_SAMPLES`] samples, or without a
     /// compaction, is `None`.
@@ -755,6 +797,9 @@ pub fn decide(
         (Some(_), Some(reason)) => return Ok(keep(reason, None, Vec::new())),
         (Some(workload), None) => workload,
     };
+    if let Some(reason) = writes_unmeasured(&workload, measured.as_ref()) {
+        return Ok(keep(reason, None, Vec::new()));
+    }
     let problem = facts.problem(workload, options.device_with(&costs));
     let filters = if current.uniform_filters {
         FilterAllocatorKind::Uniform
@@ -822,6 +867,24 @@ pub fn decide(
                 .measured(measured)
         },
         switch_to,
+    })
+}
+
+/// Why a decision on `workload` keeps the design without pricing it, if it does: the mix has
+/// updates and designs are priced with measured costs (`measured` is `Some`), but the write costs
+/// are not measured yet (module documentation).
+fn writes_unmeasured(
+    workload: &Workload,
+    measured: Option<&(Measurements, MeasuredCosts)>,
+) -> Option<String> {
+    let (_, costs) = measured?;
+    let unmeasured =
+        costs.seconds_per_update.is_none() || costs.stall_seconds_per_entry_merged.is_none();
+    (workload.updates > 0.0 && unmeasured).then(|| {
+        format!(
+            "write costs not measured yet (needs a finished compaction and {MIN_SAMPLES} timed \
+             writes; measured: {costs})"
+        )
     })
 }
 
@@ -976,10 +1039,21 @@ mod tests {
         }
     }
 
+    /// The hysteresis tests' options: designs priced with the device settings alone (Monkey's
+    /// page-I/O model), so their rankings do not depend on what an engine measured.
     fn quick() -> AutoTuneOptions {
         AutoTuneOptions {
             confirmations: 2,
+            measured_costs: false,
             ..AutoTuneOptions::default()
+        }
+    }
+
+    /// [`quick`] pricing with the costs `TreeFacts::measurements` give.
+    fn measuring() -> AutoTuneOptions {
+        AutoTuneOptions {
+            measured_costs: true,
+            ..quick()
         }
     }
 
@@ -1130,11 +1204,7 @@ mod tests {
         // dearest: another design is ranked first and switched to once the horizon pays.
         let paged = decide_rounds(&quick(), &facts(), &leveling, mix, 20);
         let first = &paged[0];
-        assert!(first
-            .costs
-            .expect("measured costs on")
-            .seconds_per_update
-            .is_none());
+        assert!(first.costs.is_none() && first.measured.is_none());
         assert_ne!(
             first.candidates[0].policy,
             CompactionKind::Leveling,
@@ -1152,7 +1222,7 @@ mod tests {
             measurements: measured(2.0, 0.0, 8.0),
             ..facts()
         };
-        let kept = decide_rounds(&quick(), &cheap, &leveling, mix, 20);
+        let kept = decide_rounds(&measuring(), &cheap, &leveling, mix, 20);
         assert_eq!(kept.len(), 20);
         for decision in &kept {
             assert!(!decision.switched, "{decision}");
@@ -1163,11 +1233,7 @@ mod tests {
             assert_eq!(decision.measured, Some(cheap.measurements));
         }
         // The same measurements with measured costs turned off price pages again.
-        let off = AutoTuneOptions {
-            measured_costs: false,
-            ..quick()
-        };
-        let unmeasured = decide_rounds(&off, &cheap, &leveling, mix, 20);
+        let unmeasured = decide_rounds(&quick(), &cheap, &leveling, mix, 20);
         assert!(unmeasured[0].costs.is_none() && unmeasured[0].measured.is_none());
         assert!(unmeasured.last().expect("decisions").switched);
     }
@@ -1182,7 +1248,7 @@ mod tests {
             measurements: measured(20.0, 2.0 / 3.0, 8.0),
             ..facts()
         };
-        let decisions = decide_rounds(&quick(), &dear, &leveling, mix, 20);
+        let decisions = decide_rounds(&measuring(), &dear, &leveling, mix, 20);
         let first = &decisions[0];
         let costs = first.costs.expect("costs recorded");
         let stall = costs.stall_seconds_per_entry_merged.expect("measured");
@@ -1199,6 +1265,98 @@ mod tests {
         // The round trip is priced at the merges' measured microsecond per entry: two rewrites of
         // the million entries.
         assert!((last.switch_seconds - 2.0).abs() < 1e-6, "{last}");
+    }
+
+    #[test]
+    fn a_mix_with_writes_keeps_the_design_until_its_write_costs_are_measured() {
+        let mix = (250, 20_000);
+        let leveling = design(CompactionKind::Leveling, 10.0);
+        let wants_writes = "write costs not measured yet";
+        // Nothing measured: every decision on the write-heavy mix keeps leveling unpriced, where
+        // page-I/O pricing of the same facts switches away from it (the test above).
+        let kept = decide_rounds(&measuring(), &facts(), &leveling, mix, 20);
+        assert_eq!(kept.len(), 20);
+        for decision in &kept {
+            assert!(
+                !decision.switched && decision.reason.starts_with(wants_writes),
+                "{decision}"
+            );
+            assert!(decision.candidates.is_empty() && decision.current.is_none());
+            assert_eq!(decision.measured, Some(Measurements::default()));
+        }
+        // Reads measured, writes timed 64 times, but no compaction finished: still kept.
+        let no_compaction = TreeFacts {
+            measurements: Measurements {
+                compaction_write_bytes: 0,
+                compaction_micros: 0,
+                ..measured(2.0, 0.0, 8.0)
+            },
+            ..facts()
+        };
+        let verdict = decide(
+            &measuring(),
+            &no_compaction,
+            &totals(250, 20_000),
+            &leveling,
+            &AutoTuneState::default(),
+        )
+        .expect("decides");
+        let costs = verdict.decision.costs.expect("costs recorded");
+        assert!(
+            costs.seconds_per_update.is_some() && costs.stall_seconds_per_entry_merged.is_none()
+        );
+        assert!(
+            verdict.decision.reason.starts_with(wants_writes),
+            "{}",
+            verdict.decision
+        );
+        assert!(verdict.switch_to.is_none());
+        // A compaction finished but fewer than 64 writes were timed: still kept.
+        let few_timed = TreeFacts {
+            measurements: Measurements {
+                timed_write_entries: MIN_SAMPLES - 1,
+                ..measured(2.0, 0.0, 8.0)
+            },
+            ..facts()
+        };
+        let verdict = decide(
+            &measuring(),
+            &few_timed,
+            &totals(250, 20_000),
+            &leveling,
+            &AutoTuneState::default(),
+        )
+        .expect("decides");
+        assert!(
+            verdict.decision.reason.starts_with(wants_writes),
+            "{}",
+            verdict.decision
+        );
+        // A read-only mix on the same unmeasured tree is priced and decided.
+        let reads = decide(
+            &measuring(),
+            &facts(),
+            &totals(1_000_000, 0),
+            &design(CompactionKind::Tiering, 10.0),
+            &AutoTuneState::default(),
+        )
+        .expect("decides");
+        assert!(
+            !reads.decision.reason.starts_with(wants_writes),
+            "{}",
+            reads.decision
+        );
+        assert!(!reads.decision.candidates.is_empty() && reads.decision.current.is_some());
+        // With measured costs off, writes are priced as pages and the mix is decided.
+        let paged = decide(
+            &quick(),
+            &facts(),
+            &totals(250, 20_000),
+            &leveling,
+            &AutoTuneState::default(),
+        )
+        .expect("decides");
+        assert!(!paged.decision.candidates.is_empty(), "{}", paged.decision);
     }
 
     #[test]
@@ -1249,9 +1407,35 @@ mod tests {
     }
 
     #[test]
+    fn measurements_add_up_across_spans() {
+        let a = measured(2.0, 0.1, 6.0);
+        let b = measured(4.0, 0.2, 3.0);
+        let sum = a.plus(&b);
+        assert_eq!(sum.device_block_probes, 2_000);
+        assert_eq!(
+            sum.timed_write_nanos,
+            a.timed_write_nanos + b.timed_write_nanos
+        );
+        assert_eq!(
+            sum.compaction_write_bytes,
+            a.compaction_write_bytes + b.compaction_write_bytes
+        );
+        assert_eq!(
+            sum.write_stall_micros,
+            a.write_stall_micros + b.write_stall_micros
+        );
+        assert_eq!(a.plus(&Measurements::default()), a);
+        let full = Measurements {
+            device_block_nanos: u64::MAX,
+            ..a
+        };
+        assert_eq!(full.plus(&a).device_block_nanos, u64::MAX);
+    }
+
+    #[test]
     fn records_and_options_from_builds_without_measured_costs_decode() {
         let decision = decide(
-            &quick(),
+            &measuring(),
             &TreeFacts {
                 measurements: measured(2.0, 0.1, 6.0),
                 ..facts()
@@ -1369,7 +1553,7 @@ mod tests {
         let demanding = AutoTuneOptions {
             min_gain: 1e6,
             confirmations: 1,
-            ..AutoTuneOptions::default()
+            ..quick()
         };
         let kept = decide(
             &demanding,
@@ -1385,7 +1569,7 @@ mod tests {
         let short = decide(
             &AutoTuneOptions {
                 confirmations: 1,
-                ..AutoTuneOptions::default()
+                ..quick()
             },
             &facts(),
             &totals(9, 1),
@@ -1443,7 +1627,7 @@ mod tests {
         let current = design(CompactionKind::Leveling, 10.0);
         let options = AutoTuneOptions {
             confirmations: 1,
-            ..AutoTuneOptions::default()
+            ..quick()
         };
         let kept = decide(
             &options,
