@@ -149,6 +149,72 @@ fn a_decision_records_what_the_engine_measured_and_keeps_it_across_a_reopen() {
 }
 
 #[test]
+fn the_measurements_outlive_a_reset_of_the_counters_and_the_files_they_were_taken_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(Some(by_hand()))).expect("open");
+    load(&db, 20_000);
+    db.compact().expect("compact");
+    read(&db, 20_000, 20_000);
+    let before = db
+        .auto_tune_now()
+        .expect("decides")
+        .measured
+        .expect("measurements recorded");
+    let timed_probes = |m: &strata::model::auto_tune::Measurements| {
+        m.rejected_probes + m.cached_block_probes + m.device_block_probes
+    };
+    assert!(timed_probes(&before) > 0, "{before:?}");
+    assert!(before.compaction_write_bytes > 0 && before.timed_write_entries > 0);
+    // The counters are zeroed, as between benchmark phases; a full compaction then deletes
+    // every file the timed probes were taken on.
+    db.reset_stats();
+    assert_eq!(db.stats().io.compaction_write_bytes, 0);
+    db.compact().expect("compact");
+    let after = db
+        .auto_tune_now()
+        .expect("decides")
+        .measured
+        .expect("measurements recorded");
+    assert_eq!(after.write_entries, before.write_entries);
+    assert_eq!(after.timed_write_entries, before.timed_write_entries);
+    assert_eq!(after.timed_write_nanos, before.timed_write_nanos);
+    assert_eq!(after.write_stall_micros, before.write_stall_micros);
+    assert_eq!(
+        (
+            after.device_block_probes,
+            after.cached_block_probes,
+            after.rejected_probes
+        ),
+        (
+            before.device_block_probes,
+            before.cached_block_probes,
+            before.rejected_probes
+        )
+    );
+    assert_eq!(after.rejected_nanos, before.rejected_nanos);
+    // The second compaction's bytes and time add to the first's.
+    assert!(
+        after.compaction_write_bytes > before.compaction_write_bytes,
+        "{after:?}"
+    );
+    assert!(after.compaction_micros >= before.compaction_micros);
+    // What is counted after the reset adds to what was counted before it.
+    for i in 0..1_600u64 {
+        db.put(key(i), [9u8; 100]).expect("put");
+    }
+    read(&db, 1_600, 20_000);
+    let later = db
+        .auto_tune_now()
+        .expect("decides")
+        .measured
+        .expect("measurements recorded");
+    assert_eq!(later.write_entries, before.write_entries + 1_600);
+    assert_eq!(later.timed_write_entries, before.timed_write_entries + 100);
+    assert!(timed_probes(&later) > timed_probes(&after), "{later:?}");
+    db.close().expect("close");
+}
+
+#[test]
 fn the_background_thread_decides_every_so_many_operations() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options(Some(eager()))).expect("open");

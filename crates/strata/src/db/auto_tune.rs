@@ -17,7 +17,6 @@ use crate::error::Result;
 use crate::model::auto_tune::{
     decide, AutoTuneOptions, AutoTuneState, CurrentDesign, Decision, Measurements, TreeFacts,
 };
-use crate::stats::lookups::ProbeTimes;
 use crate::version::{PolicyState, Version, VersionEdit};
 
 /// The owner of auto-tune's state among the manifest's policy states.
@@ -85,7 +84,7 @@ impl DbInner {
             buffer_bits: self.options.write_buffer_bytes as f64 * 8.0,
             filter_bits: view.filter_allocator.bits_per_key_budget() * entries as f64,
             level0_runs: self.options.level0_compaction_trigger.saturating_sub(1) as f64 / 2.0,
-            measurements: self.measurements(tree),
+            measurements: self.measurements(),
         };
         let policy = self.compaction_policy();
         let decision = match policy.registered() {
@@ -134,19 +133,23 @@ impl DbInner {
         Ok(decision)
     }
 
-    /// What the engine measured since it opened (or its counters were last reset), for pricing
-    /// designs with this machine's costs: the probes timed on `tree`'s live files, pooled, the
-    /// timed writes, the stalls and the compactions.
-    fn measurements(&self, tree: &Version) -> Measurements {
-        let now = std::time::Instant::now();
-        let probes = tree
-            .files()
-            .map(|(_, _, file)| file.state().lookup_counts(now).probe_times)
-            .fold(ProbeTimes::default(), ProbeTimes::plus);
+    /// What the engine measured since it opened, for pricing designs with this machine's
+    /// costs: the counters' measurements up to the last `Db::reset_stats` (kept in
+    /// `measurement_base`) and since. Read under the base's lock, which a reset holds while it
+    /// moves the counters into the base, so nothing is counted twice.
+    pub(crate) fn measurements(&self) -> Measurements {
+        let base = self.measurement_base.lock();
+        base.plus(&self.counted_measurements())
+    }
+
+    /// What the counters hold since they were last reset: the timed probes of every file the
+    /// lookups probed (live or since deleted), the timed writes, the stalls and the compactions.
+    pub(crate) fn counted_measurements(&self) -> Measurements {
         let load = |counter: &std::sync::atomic::AtomicU64| {
             counter.load(std::sync::atomic::Ordering::Relaxed)
         };
         let counters = &self.counters;
+        let probes = counters.probe_times();
         Measurements {
             device_block_probes: probes.device_block.probes,
             device_block_nanos: probes.device_block.nanos,

@@ -256,6 +256,9 @@ pub(crate) struct DbInner {
     /// The live window over the workload totals (`stats::workload::WorkloadWindow`); its anchor
     /// is logged with the totals.
     pub(crate) workload_window: Mutex<crate::stats::workload::WorkloadWindow>,
+    /// Auto-tune's measurements up to the last reset of the counters; the live counters are
+    /// added to it (`auto_tune.rs`), so `Db::reset_stats` does not lose them.
+    pub(crate) measurement_base: Mutex<crate::model::auto_tune::Measurements>,
     /// Auto-tune's state (`auto_tune.rs`): restored from the manifest, held for a whole decision.
     pub(crate) auto_tune: Mutex<crate::model::auto_tune::AutoTuneState>,
     pub(crate) wal_records_recovered: u64,
@@ -585,10 +588,13 @@ impl Db {
     }
 
     /// Zeroes the I/O counters (between benchmark phases). The lifetime workload totals
-    /// ([`Db::workload`]) keep what the counters held.
+    /// ([`Db::workload`]) and the costs auto-tune measured since the database opened keep what
+    /// the counters held.
     pub fn reset_stats(&self) {
         let mut base = self.inner.workload_base.lock();
         *base = base.plus_counts(&self.inner.counters.workload_counts());
+        let mut measured = self.inner.measurement_base.lock();
+        *measured = measured.plus(&self.inner.counted_measurements());
         self.inner.counters.reset();
     }
 

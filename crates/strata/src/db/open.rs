@@ -435,6 +435,7 @@ fn assemble(
             &totals_at_open,
         )),
         info_log: recovered.info_log,
+        measurement_base: Mutex::new(Default::default()),
         auto_tune: Mutex::new(auto_tune),
         wal_records_recovered: recovered.replay.records,
         wal_bytes_dropped: recovered.replay.dropped_bytes,

@@ -197,6 +197,7 @@ impl DbInner {
                 Some(true) => ProbeOutcome::DeviceBlock,
             };
             state.record_probe_time(outcome, nanos);
+            self.counters.count_probe_time(outcome, nanos);
         }
         if probe.filter_skipped {
             add(&self.counters.filter_skips[probe.level], 1);

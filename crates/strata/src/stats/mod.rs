@@ -115,6 +115,10 @@ pub(crate) struct IoCounters {
     pub(crate) timed_write_entries: AtomicU64,
     /// The timed write calls' elapsed nanoseconds, less the stalls writers recorded meanwhile.
     pub(crate) timed_write_nanos: AtomicU64,
+    /// The timed probes of every file, live or since deleted, by `lookups::ProbeOutcome`:
+    /// probes and nanoseconds (auto-tune's measured read costs; a file's own sample,
+    /// `FileState`'s, goes with the file when a compaction deletes it).
+    pub(crate) probe_times: [(AtomicU64, AtomicU64); 3],
 }
 
 impl Default for IoCounters {
@@ -168,6 +172,7 @@ impl Default for IoCounters {
             write_entries: AtomicU64::new(0),
             timed_write_entries: AtomicU64::new(0),
             timed_write_nanos: AtomicU64::new(0),
+            probe_times: Default::default(),
         }
     }
 }
@@ -231,6 +236,29 @@ impl IoCounters {
 
     pub(crate) fn count_cache_hit(&self, kind: BlockKind) {
         add(&self.block_cache_hits[kind as usize], 1);
+    }
+
+    /// Counts a timed probe of any file that took `nanos` and read what `outcome` says.
+    pub(crate) fn count_probe_time(&self, outcome: lookups::ProbeOutcome, nanos: u64) {
+        let (probes, total) = &self.probe_times[outcome.index()];
+        add(probes, 1);
+        add(total, nanos);
+    }
+
+    /// The timed probes [`IoCounters::count_probe_time`] counted.
+    pub(crate) fn probe_times(&self) -> lookups::ProbeTimes {
+        let time = |outcome: lookups::ProbeOutcome| {
+            let (probes, nanos) = &self.probe_times[outcome.index()];
+            lookups::ProbeTime {
+                probes: load(probes),
+                nanos: load(nanos),
+            }
+        };
+        lookups::ProbeTimes {
+            rejected: time(lookups::ProbeOutcome::Rejected),
+            cached_block: time(lookups::ProbeOutcome::CachedBlock),
+            device_block: time(lookups::ProbeOutcome::DeviceBlock),
+        }
     }
 
     /// The counters of the workload mix (`workload::WorkloadTotals`; `writes` is left 0).
@@ -304,6 +332,10 @@ impl IoCounters {
             &self.timed_write_nanos,
         ]) {
             counter.store(0, Ordering::Relaxed);
+        }
+        for (probes, nanos) in &self.probe_times {
+            probes.store(0, Ordering::Relaxed);
+            nanos.store(0, Ordering::Relaxed);
         }
     }
 
