@@ -774,6 +774,8 @@ pub fn decide(
     current: &CurrentDesign,
     state: &AutoTuneState,
 ) -> Result<Verdict> {
+    // Long: the module documentation's steps in their order, each an early keep with its
+    // reason built from the same locals; split, every step would take and return them all.
     options.validate()?;
     let number = state.decisions + 1;
     let operations = AutoTuneState::operations(interval);
