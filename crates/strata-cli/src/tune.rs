@@ -40,6 +40,11 @@ pub struct TuneArgs {
     /// Bytes per entry, key + value (with `--from-db`: as stored, unless given).
     #[arg(long)]
     pub entry_size: Option<f64>,
+    /// Bytes of an average user key: EcoTune's top-level index holds every key of its top level
+    /// (with `--from-db`: the database's files' boundary keys, unless given; else 16, at most
+    /// the entry size).
+    #[arg(long)]
+    pub key_size: Option<f64>,
     /// Memory for the write buffer and the filters together, in bits per entry (with
     /// `--from-db`: the filters' current bits per key plus `--buffer-bytes`, unless given).
     #[arg(long)]
@@ -285,8 +290,18 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
             "--entries must be at least 1 and --entry-size above 0, got {entries} and {entry_size}"
         )));
     }
+    let key_size = args
+        .key_size
+        .or(measured.as_ref().and_then(|m| m.key_bytes));
+    if let Some(bytes) = key_size {
+        if !(bytes.is_finite() && bytes >= 0.0) {
+            return Err(CliError::InvalidArgument(format!(
+                "--key-size must be finite and at least 0, got {bytes}"
+            )));
+        }
+    }
     let from_database = measured.as_ref().and_then(|m| m.mix(args.lifetime_mix));
-    let workload = match (&args.workload, from_database) {
+    let mut workload = match (&args.workload, from_database) {
         (Some(text), _) => parse_workload(text)?,
         (None, Some((mix, source))) => {
             let scans = mix.long_scans(entries);
@@ -353,10 +368,15 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
         (None, None) => parse_device("read-us=100,write-us=100,page-bytes=4096")?,
     };
     let level0_runs = args.level0_runs.unwrap_or_else(default_level0_runs);
+    workload.key_bytes = key_size;
     lines.insert(
         0,
         format!(
-            "{entries} entries of {entry_size} bytes, {memory_bits_per_key} bits per entry of memory; workload lookups={},empty={},updates={},ranges={},selectivity={}; device {:.1} us per read, write/read cost {:.3}, merge-read/read cost {:.3}, {} byte pages; processor {:.3} us per lookup, {:.3} per run probed, {:.3} per update, {:.3} per entry merged; {} level-0 runs",
+            "{entries} entries of {entry_size} bytes ({} byte keys), {memory_bits_per_key} bits per entry of memory; workload lookups={},empty={},updates={},ranges={},selectivity={}; device {:.1} us per read, write/read cost {:.3}, merge-read/read cost {:.3}, {} byte pages; processor {:.3} us per lookup, {:.3} per run probed, {:.3} per update, {:.3} per entry merged; {} level-0 runs",
+            key_size.map_or_else(
+                || format!("{}", strata::model::tuner::DEFAULT_KEY_BYTES.min(entry_size)),
+                |bytes| format!("{bytes:.1}")
+            ),
             workload.point_lookups,
             workload.zero_result_fraction,
             workload.updates,
@@ -423,6 +443,7 @@ pub(crate) fn parse_workload(text: &str) -> CliResult<Workload> {
         range_lookups: workload[3].unwrap_or(0.0),
         selectivity: workload[4].unwrap_or(0.0),
         long_scans,
+        key_bytes: None,
     })
 }
 
@@ -663,6 +684,28 @@ mod tests {
         Wrapper::try_parse_from(argv).expect("valid arguments").args
     }
 
+    /// Without a database or `--key-size` the tuner assumes 16-byte keys; a longer key makes
+    /// EcoTune's top-level index, and so its design, cost more memory.
+    #[test]
+    fn the_key_size_prices_ecotunes_top_level_index() {
+        let default = problem(&args(&[])).expect("problem").problem;
+        assert_eq!(default.workload.key_bytes, None);
+        assert_eq!(default.key_bytes(), strata::model::tuner::DEFAULT_KEY_BYTES);
+        let long = problem(&args(&["--key-size", "100"]))
+            .expect("problem")
+            .problem;
+        assert_eq!(long.key_bytes(), 100.0);
+        let buffer = 64.0 * 8.0 * 1048576.0;
+        let index = |p: &TuningProblem| {
+            strata::model::tuner::top_index_bits(p, ModelPolicy::ECOTUNE, buffer)
+        };
+        assert!(index(&long) > index(&default) * 2.0);
+        let lines = problem(&args(&["--key-size", "100"]))
+            .expect("problem")
+            .lines;
+        assert!(lines[0].contains("(100.0 byte keys)"), "{}", lines[0]);
+    }
+
     #[test]
     fn json_output_has_the_issues_fields_and_the_recommendation_first() {
         let mut out = Vec::new();
@@ -840,6 +883,17 @@ mod tests {
         .problem;
         assert_eq!(explicit.entries, 1_000_000.0);
         assert_eq!(explicit.workload.point_lookups, 0.1);
+        // The keys ("key000000") are 9 bytes; an explicit --key-size wins, and a workload given
+        // as text keeps the database's key size.
+        assert_eq!(p.workload.key_bytes, Some(9.0));
+        assert_eq!(p.key_bytes(), 9.0);
+        assert_eq!(explicit.workload.key_bytes, Some(9.0));
+        let keyed = problem(&bare_args(&["--from-db", db_path, "--key-size", "40"]))
+            .expect("measures")
+            .problem;
+        assert_eq!(keyed.key_bytes(), 40.0);
+        assert!(problem(&bare_args(&["--from-db", db_path, "--key-size", "-1"])).is_err());
+        assert!(problem(&bare_args(&["--from-db", db_path, "--key-size", "NaN"])).is_err());
         // Without a database the sizes are required.
         assert!(problem(&bare_args(&["--entries", "1000"])).is_err());
         // 2,000 entries' filters hold less than one page of write buffer: the error names the

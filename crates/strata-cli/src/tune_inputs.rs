@@ -55,6 +55,9 @@ pub struct MeasuredDatabase {
     pub totals: WorkloadTotals,
     /// The live window of recent queries (`Db::recent_workload`).
     pub recent: WorkloadMix,
+    /// Bytes of an average user key, from its files' boundary keys
+    /// (`strata::model::tree::boundary_key_bytes`); `None` before its first table file.
+    pub key_bytes: Option<f64>,
 }
 
 impl MeasuredDatabase {
@@ -97,6 +100,7 @@ pub fn measure_database(path: &Path) -> CliResult<MeasuredDatabase> {
         filter_bits_per_key: stats.effective_bits_per_key,
         totals: db.workload(),
         recent: db.recent_workload(),
+        key_bytes: strata::model::tree::boundary_key_bytes(&tree),
     })
 }
 

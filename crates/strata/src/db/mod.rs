@@ -532,7 +532,9 @@ impl Db {
     /// (`strata::model::seek::seek_reads`), the seek key uniform over the tree's key range.
     /// `bounded`: the scan is a range with both ends set (`Db::range(a..b)` spanning `entries`
     /// keys), so runs whose files miss it are left out and this database's range filters, if it
-    /// builds any, are asked. `strata bench` prints it beside the measured reads of `seekrandom`.
+    /// builds any, are asked. Level-0 runs in the top-level index (EcoTune) are priced as the
+    /// scan opens them, only when it reaches a key they hold. `strata bench` prints it beside the
+    /// measured reads of `seekrandom`.
     pub fn predicted_seek_reads(
         &self,
         entries: u64,
@@ -545,6 +547,7 @@ impl Db {
             bounded,
             range_filter_bits: options.range_filter_bits,
             range_filter_last_level: options.range_filter_last_level,
+            level0_indexed: view.top_index.is_some(),
         };
         crate::model::seek::seek_reads(&view.version, &self.cache_setting(), &scan)
     }

@@ -8,8 +8,11 @@
 //!   `(u - 1) / 2` flushed runs wait there, as `(trigger - 1) / 2` wait on level 0 under the other
 //!   policies. Its full key index sends a point lookup to the one run holding the key, or to none:
 //!   a lookup of a missing key reads nothing there, so the top level takes no filter memory; the
-//!   index takes [`TOP_INDEX_BITS_PER_KEY`] per key of a full top level from the memory budget
-//!   instead ([`index_bits`]).
+//!   index takes [`index_bits_per_key`] per key of a full top level from the memory budget
+//!   instead ([`index_bits`]): [`TOP_INDEX_HASHED_BITS_PER_KEY`] for the hashed half point lookups
+//!   probe, the key's bytes and a 4-byte offset for the ordered half range lookups read.
+//!   A range lookup opens only the top-level runs holding a key it reads
+//!   ([`top_runs_sought`]).
 //! - **Main level** (level 1): `R = round(N / (Ccap * S))` units a round, between 2 and
 //!   `max_units` (`EcoTune::units`). The round's schedule is the dynamic program's (Algorithm 2,
 //!   `compaction::ecotune::dp`) for the round parameters the policy would log; the main level after
@@ -31,9 +34,21 @@ use crate::compaction::ecotune::dp::{run_sizes, Dp, Merge, RoundParameters};
 use crate::compaction::ecotune::EcoTuneSettings;
 use crate::error::{Error, Result};
 
-/// Bits of memory the top level's key index takes per key: a slot of a 64-bit key hash, a
+/// Bits of memory the top level's hashed key index takes per key: a slot of a 64-bit key hash, a
 /// 64-bit run id and a control byte (`db/top_index.rs`; the table's slack comes on top).
-pub const TOP_INDEX_BITS_PER_KEY: f64 = 17.0 * 8.0;
+pub const TOP_INDEX_HASHED_BITS_PER_KEY: f64 = 17.0 * 8.0;
+
+/// Bits of memory the ordered half of the top level's index takes per key beside the key's own
+/// bytes: the 4-byte offset where the key ends in its run's packed keys (`db/top_index.rs`).
+pub const TOP_INDEX_ORDERED_OVERHEAD_BITS_PER_KEY: f64 = 4.0 * 8.0;
+
+/// Bits of memory the top level's index takes per key of `key_bytes` bytes: the hashed half's
+/// slot and the ordered half's key and offset.
+pub fn index_bits_per_key(key_bytes: f64) -> f64 {
+    TOP_INDEX_HASHED_BITS_PER_KEY
+        + TOP_INDEX_ORDERED_OVERHEAD_BITS_PER_KEY
+        + key_bytes.max(0.0) * 8.0
+}
 
 /// `(u, S)`: the flushes a unit is made of and its entries, `S = max(buffer, N / max(100, K))`
 /// rounded to whole flushes (`EcoTune::unit_bytes`, `EcoTune::unit_flushes`).
@@ -43,9 +58,36 @@ pub fn unit(entries: f64, buffer_entries: f64, scan_length: f64) -> (f64, f64) {
     (flushes, flushes * buffer_entries)
 }
 
-/// Memory bits the top level's key index takes when the top level is full (one unit).
-pub fn index_bits(entries: f64, buffer_entries: f64, scan_length: f64) -> f64 {
-    unit(entries, buffer_entries, scan_length).1 * TOP_INDEX_BITS_PER_KEY
+/// Memory bits the top level's key index takes when the top level is full (one unit of keys of
+/// `key_bytes` bytes).
+pub fn index_bits(entries: f64, buffer_entries: f64, scan_length: f64, key_bytes: f64) -> f64 {
+    unit(entries, buffer_entries, scan_length).1 * index_bits_per_key(key_bytes)
+}
+
+/// Top-level runs a range lookup opens (`db/top_iter.rs`), of `runs` runs of `run_entries` keys
+/// each spread over the key range, for a range holding `selectivity` of the tree's keys: a
+/// closed range (`[a, b]`, both ends given) opens the runs holding a key in it,
+/// `runs * (1 - (1 - s)^run_entries)`; an open one (a seek, then the next entries) also opens
+/// the run holding the top level's first key past the range, when that run holds none in it,
+/// about `(1 - s)^run_entries` of a run more, as long as the top level holds a run.
+pub fn top_runs_sought(runs: f64, run_entries: f64, selectivity: f64, closed: bool) -> f64 {
+    if !(runs > 0.0 && run_entries > 0.0) {
+        return 0.0;
+    }
+    // A selectivity that is not a number reads nothing.
+    let s = if selectivity.is_nan() {
+        0.0
+    } else {
+        selectivity.clamp(0.0, 1.0)
+    };
+    // (1 - s)^m, the chance a run of m keys holds none of the range's.
+    let missed = (run_entries * (-s).ln_1p()).exp();
+    let holding = runs * (1.0 - missed);
+    if closed {
+        holding
+    } else {
+        holding + runs.min(1.0) * missed
+    }
 }
 
 /// What EcoTune's tree is built from.
@@ -232,6 +274,40 @@ mod tests {
         assert!(scans.merges_per_update > points.merges_per_update);
         // With no long scan nothing is gained by an ML merge that slows queries: none is run.
         assert_eq!(points.schedule.len(), 1, "{:?}", points.schedule);
+    }
+
+    /// The index holds every key of a full top level twice: a 17-byte slot in the hashed half
+    /// and the key with a 4-byte offset in the ordered half.
+    #[test]
+    fn the_index_prices_both_halves_for_the_key_size() {
+        assert_eq!(index_bits_per_key(16.0), (17.0 + 16.0 + 4.0) * 8.0);
+        assert_eq!(index_bits_per_key(-1.0), (17.0 + 4.0) * 8.0);
+        // N = 2.4M, buffers of 1,000 entries, K = 100: S = 24,000 keys.
+        let bits = index_bits(2.4e6, 1_000.0, 100.0, 24.0);
+        assert_eq!(bits, 24_000.0 * (17.0 + 24.0 + 4.0) * 8.0);
+        assert!(index_bits(2.4e6, 1_000.0, 100.0, 100.0) > bits);
+    }
+
+    /// A closed range opens the top runs holding one of its keys; an open scan also the run of
+    /// the level's first key past it.
+    #[test]
+    fn a_range_opens_the_top_runs_holding_its_keys() {
+        // Ten runs of 1,000 keys, a range of 1e-4 of the keys: (1 - 1e-4)^1000 = e^-0.1 missed.
+        let missed = (1000.0 * (-1e-4f64).ln_1p()).exp();
+        assert!((missed - (-0.1f64).exp()).abs() < 1e-5);
+        let closed = top_runs_sought(10.0, 1_000.0, 1e-4, true);
+        assert!((closed - 10.0 * (1.0 - missed)).abs() < 1e-12);
+        let open = top_runs_sought(10.0, 1_000.0, 1e-4, false);
+        assert!((open - (closed + missed)).abs() < 1e-12);
+        // A range over everything opens every run, an empty one none (an open one, the next
+        // key's run).
+        assert_eq!(top_runs_sought(10.0, 1_000.0, 1.0, true), 10.0);
+        assert_eq!(top_runs_sought(10.0, 1_000.0, 0.0, true), 0.0);
+        assert_eq!(top_runs_sought(10.0, 1_000.0, 0.0, false), 1.0);
+        // Half a run waiting on average opens at most half a run.
+        assert_eq!(top_runs_sought(0.5, 1_000.0, 0.0, false), 0.5);
+        assert_eq!(top_runs_sought(0.0, 1_000.0, 0.5, false), 0.0);
+        assert_eq!(top_runs_sought(10.0, 1_000.0, f64::NAN, true), 0.0);
     }
 
     #[test]

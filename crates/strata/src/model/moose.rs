@@ -224,6 +224,7 @@ mod tests {
                 selectivity: 0.0,
                 updates: 1.0,
                 long_scans: None,
+                key_bytes: None,
             },
             device: Device {
                 seconds_per_read: 1e-4,

@@ -17,6 +17,13 @@
 //!   (an open seek); a bounded one needs `f` to meet `[k, k + w]`, `w = m / N` the share of the range
 //!   the scan's `m` keys span, so `u_f` starts no lower than `f`'s smallest key less `w`, and a file
 //!   with a range filter is kept with the chance the filter passes the range ([`range_pass_chance`]);
+//! - a level-0 run the top-level index holds (EcoTune, DESIGN.md §6; `db/top_iter.rs`) is
+//!   opened only when the scan reaches a key it holds: a bounded scan opens it when it holds a
+//!   key in `[k, k + w]`, `1 - exp(-lambda)` of the time, `lambda = n_f * w / span_f` the keys of
+//!   `f` in the range (its keys taken as a Poisson stream over its span); an open one also when
+//!   it holds none there but the top level's first key past the scan (the key the level's merged
+//!   stream waits on), `exp(-lambda) * n_run / n_top` more ([`top_open_chance`]). Its landings
+//!   are the file's landings times that chance;
 //! - a landing reads one data block (and one index block if the file's index is not pinned);
 //! - the scan returns `m` entries, `n_f * m / N` of them from file `f`, so it advances past
 //!   `m * blocks_f / N` of `f`'s block boundaries and `m / N` of its file boundaries on average:
@@ -51,6 +58,9 @@ pub struct ScanSetting {
     /// The deepest non-empty level's files have range filters too
     /// (`Options::range_filter_last_level`; without it compactions into that level build none).
     pub range_filter_last_level: bool,
+    /// Level 0's runs are in the top-level key index (EcoTune's, DESIGN.md §6): a scan opens
+    /// only those holding a key it reaches ([`top_open_chance`]), and asks no range filter there.
+    pub level0_indexed: bool,
 }
 
 impl ScanSetting {
@@ -61,8 +71,31 @@ impl ScanSetting {
             bounded: false,
             range_filter_bits: 0,
             range_filter_last_level: false,
+            level0_indexed: false,
         }
     }
+}
+
+/// The chance a scan of share `width` of the key range opens a top-level run through the index
+/// (module documentation), for a file of the run holding `keys` keys over share `span` of the
+/// key range, in a run of `run_entries` of the top level's `top_entries`: the file holds a key
+/// in the range, or (an open scan) the run holds the top level's first key past it.
+pub fn top_open_chance(
+    keys: f64,
+    span: f64,
+    width: f64,
+    run_entries: f64,
+    top_entries: f64,
+    bounded: bool,
+) -> f64 {
+    let lambda = keys.max(0.0) * width.max(0.0) / span.max(width).max(f64::MIN_POSITIVE);
+    let missed = (-lambda).exp();
+    let next = if bounded || top_entries <= 0.0 {
+        0.0
+    } else {
+        (run_entries / top_entries).clamp(0.0, 1.0)
+    };
+    (1.0 - missed) + missed * next
 }
 
 /// What one short scan is predicted to cost on a tree.
@@ -106,12 +139,18 @@ pub fn seek_reads(tree: &Version, cache: &CacheSetting, scan: &ScanSetting) -> T
     let deepest = tree.last_non_empty_level();
     let mut files = Vec::new();
     let mut range_filter_probes = 0.0;
+    let top_entries: f64 = tree.levels().first().map_or(0.0, |level| {
+        level.runs().iter().map(|run| run.entries() as f64).sum()
+    });
     for (level, runs) in tree.levels().iter().enumerate() {
         let pinned = cache.metadata_pinned || (level == 0 && cache.level0_metadata_pinned);
+        let indexed = level == 0 && scan.level0_indexed;
         let range_filtered = scan.bounded
             && scan.range_filter_bits > 0
+            && !indexed
             && (scan.range_filter_last_level || Some(level) != deepest);
         for run in runs.runs() {
+            let run_entries = run.entries() as f64;
             let mut previous_largest: f64 = 0.0;
             for file in run.files() {
                 let low = space.share(file.smallest_user_key());
@@ -131,6 +170,18 @@ pub fn seek_reads(tree: &Version, cache: &CacheSetting, scan: &ScanSetting) -> T
                     let pass = range_pass_chance(expected_keys, scan.range_filter_bits);
                     landings *= pass;
                     first_block_landings *= pass;
+                }
+                if indexed {
+                    let open = top_open_chance(
+                        file.entries() as f64,
+                        high - low,
+                        width,
+                        run_entries,
+                        top_entries,
+                        scan.bounded,
+                    );
+                    landings *= open;
+                    first_block_landings *= open;
                 }
                 let blocks = file_blocks(&space, run.id(), file, &|_, _| 0.0, cache, pinned);
                 let share = file.entries() as f64 / total;
@@ -351,6 +402,7 @@ mod tests {
             bounded: true,
             range_filter_bits: 10,
             range_filter_last_level: false,
+            level0_indexed: false,
         };
         let reads = seek_reads(&tree, &setting(0, true), &scan);
         let keys = 10.0 * 11.0 / 10_010.0;
@@ -459,6 +511,77 @@ mod tests {
             reads.reads.data > uncached.reads.data - 0.5 - 0.5,
             "{reads:?}"
         );
+    }
+
+    /// Ten top-level runs of 1,000 keys over the whole range above a last level of 100,000: a
+    /// scan of 11 entries spans `w = 1e-4` of the range, about 0.1 of each top run's keys.
+    fn top_level_tree() -> Version {
+        let mut builder = Version::builder();
+        for run in 0..10u64 {
+            builder = builder.add_file(0, 10 + run, file(10 + run, "k0000", "k9999", 1_000));
+        }
+        builder
+            .add_file(2, 2, file(2, "k0000", "k9999", 100_000))
+            .build()
+            .expect("builds")
+    }
+
+    #[test]
+    fn an_indexed_top_level_is_opened_only_where_the_scan_reaches_its_keys() {
+        let tree = top_level_tree();
+        let space = KeySpace::of_tree(&tree).expect("a key space");
+        let span = space.share(b"k9999") - space.share(b"k0000");
+        let width = 11.0 / 110_000.0;
+        let indexed = |scan: ScanSetting| ScanSetting {
+            level0_indexed: true,
+            ..scan
+        };
+        // Without the index every seek lands in all eleven runs.
+        let open = ScanSetting::open(11);
+        let every = seek_reads(&tree, &setting(0, true), &open);
+        assert!((every.runs_read - 11.0 * span).abs() < 1e-9, "{every:?}");
+        // Through it, an open scan opens a top run when it holds a key in the range (about
+        // 1 - e^-0.1 of the time) or the level's first key past it (a tenth of the rest).
+        let lambda = 1_000.0 * width / span;
+        let chance = (1.0 - (-lambda).exp()) + (-lambda).exp() * 0.1;
+        assert!(
+            (top_open_chance(1_000.0, span, width, 1_000.0, 10_000.0, false) - chance).abs()
+                < 1e-12
+        );
+        let lazy = seek_reads(&tree, &setting(0, true), &indexed(open));
+        let expected = span * (1.0 + 10.0 * chance);
+        assert!((lazy.runs_read - expected).abs() < 1e-9, "{lazy:?}");
+        assert!(lazy.runs_read > 2.8 && lazy.runs_read < 2.9, "{lazy:?}");
+        // Fewer runs opened, fewer data blocks read; the crossings are the same.
+        let saved = every.reads.data - lazy.reads.data;
+        assert!((saved - (every.runs_read - lazy.runs_read)).abs() < 1e-9);
+        // A bounded scan opens only the runs holding a key in its range.
+        let bounded = ScanSetting {
+            bounded: true,
+            ..open
+        };
+        let closed = seek_reads(&tree, &setting(0, true), &indexed(bounded));
+        let holding = 1.0 - (-lambda).exp();
+        let last = seek_reads(
+            &Version::builder()
+                .add_file(2, 2, file(2, "k0000", "k9999", 100_000))
+                .build()
+                .expect("builds"),
+            &setting(0, true),
+            &bounded,
+        );
+        assert!(
+            (closed.runs_read - (last.runs_read + 10.0 * span * holding)).abs() < 1e-6,
+            "{closed:?} {last:?}"
+        );
+        // The index is the top level's range filter: none is asked there.
+        let filtered = ScanSetting {
+            range_filter_bits: 10,
+            ..bounded
+        };
+        let probes = seek_reads(&tree, &setting(0, true), &indexed(filtered));
+        assert_eq!(probes.range_filter_probes, 0.0);
+        assert!(seek_reads(&tree, &setting(0, true), &filtered).range_filter_probes > 9.0);
     }
 
     #[test]

@@ -344,6 +344,23 @@ fn reads_through_cache(
     reads
 }
 
+/// Bytes of an average user key in `tree`, as its files' smallest and largest keys have them
+/// (two keys a file: exact when keys are of one size); `None` for a tree with no file. The
+/// tuner prices EcoTune's top-level index with it (`TuningProblem::key_bytes`): the engine keeps
+/// no count of its keys' bytes, and a file's boundary keys are the ones it holds in memory.
+pub fn boundary_key_bytes(tree: &Version) -> Option<f64> {
+    let (mut keys, mut bytes) = (0u64, 0u64);
+    for level in tree.levels() {
+        for run in level.runs() {
+            for file in run.files() {
+                keys += 2;
+                bytes += (file.smallest_user_key().len() + file.largest_user_key().len()) as u64;
+            }
+        }
+    }
+    (keys > 0).then(|| bytes as f64 / keys as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -544,5 +561,24 @@ mod tests {
         assert_eq!(cost.zero_result_io, 0.0);
         assert_eq!(cost.existing_io, 1.0);
         assert_eq!(cost.runs, 0);
+    }
+
+    #[test]
+    fn boundary_key_bytes_average_the_files_smallest_and_largest_keys() {
+        let empty = Version::builder().build().expect("builds");
+        assert_eq!(boundary_key_bytes(&empty), None);
+        let tree = Version::builder()
+            .add_file(
+                0,
+                3,
+                FileMetadata::new(3, b"k0000", b"k9999").with_entries(10),
+            )
+            .add_file(1, 1, FileMetadata::new(1, b"a", b"zzz").with_entries(10))
+            .build()
+            .expect("builds");
+        assert_eq!(
+            boundary_key_bytes(&tree),
+            Some((5.0 + 5.0 + 1.0 + 3.0) / 4.0)
+        );
     }
 }

@@ -69,7 +69,15 @@ pub struct Workload {
     /// EcoTune's `r` and `K` as the engine measured them; `None`: read off the range lookups
     /// ([`Workload::long_scans`]).
     pub long_scans: Option<LongScans>,
+    /// Bytes of an average user key the workload reads and writes, where known; `None`:
+    /// [`DEFAULT_KEY_BYTES`] ([`TuningProblem::key_bytes`]). Only EcoTune's top-level index
+    /// depends on it: it holds every top-level key (DESIGN.md §6).
+    pub key_bytes: Option<f64>,
 }
+
+/// The key size the tuner assumes when the workload does not give one: db_bench's default
+/// `key_size`, at most the entry's bytes.
+pub const DEFAULT_KEY_BYTES: f64 = 16.0;
 
 /// The long range scans of a workload (EcoTune's `r` and `K`, DESIGN.md §6, "The workload the
 /// engine measures"): scans of at least `LONG_SCAN_MIN_ENTRIES` (16) entries.
@@ -145,6 +153,7 @@ impl Workload {
             selectivity,
             updates: totals.writes as f64 / operations,
             long_scans,
+            key_bytes: None,
         })
     }
 
@@ -398,6 +407,9 @@ impl TuningProblem {
         non_negative("range lookups", w.range_lookups)?;
         non_negative("updates", w.updates)?;
         non_negative("selectivity", w.selectivity)?;
+        if let Some(key_bytes) = w.key_bytes {
+            non_negative("key bytes", key_bytes)?;
+        }
         if w.point_lookups + w.range_lookups + w.updates <= 0.0 {
             return Err(invalid("the workload has no operations".into()));
         }
@@ -439,6 +451,15 @@ impl TuningProblem {
 
     fn page_bits(&self) -> f64 {
         self.device.page_bytes * 8.0
+    }
+
+    /// Bytes of an average user key: the workload's if it gives one, else [`DEFAULT_KEY_BYTES`];
+    /// never more than an entry's bytes.
+    pub fn key_bytes(&self) -> f64 {
+        self.workload
+            .key_bytes
+            .unwrap_or(DEFAULT_KEY_BYTES)
+            .min(self.entry_bytes)
     }
 
     /// `B`: entries per page.
@@ -528,14 +549,20 @@ pub fn merge_over_write_time(problem: &TuningProblem, design: &Design) -> f64 {
 }
 
 /// Memory bits EcoTune's top-level key index takes beside `buffer_bits` of write buffer (0 for
-/// the other policies): it comes out of the filters' memory.
+/// the other policies), both its halves for keys of [`TuningProblem::key_bytes`]: it comes out
+/// of the filters' memory.
 pub fn top_index_bits(problem: &TuningProblem, policy: ModelPolicy, buffer_bits: f64) -> f64 {
     if policy.kind() != CompactionKind::Ecotune {
         return 0.0;
     }
     let n = problem.entries;
     let buffer_entries = buffer_bits / (problem.entry_bytes * 8.0);
-    ecotune::index_bits(n, buffer_entries, problem.workload.long_scans(n).entries)
+    ecotune::index_bits(
+        n,
+        buffer_entries,
+        problem.workload.long_scans(n).entries,
+        problem.key_bytes(),
+    )
 }
 
 /// A policy's tree as the tuner costs it.
@@ -547,8 +574,10 @@ struct PolicyShape {
     trees: Vec<per_run::RunTree>,
     /// Times a merge rewrites an entry on its way down.
     merges: f64,
-    /// Runs range lookups seek beside the trees': level 0's waiting runs, or EcoTune's top
-    /// level, which point lookups find through its key index and filters do not cover.
+    /// Runs a range lookup seeks beside the trees': EcoTune's top-level runs holding a key in
+    /// its range (`ecotune::top_runs_sought`; filters do not cover them, point lookups find
+    /// them through the key index). Level 0's waiting runs under the other policies are priced
+    /// with the trees' ([`TuningProblem::level0_runs`]).
     unfiltered_runs: f64,
 }
 
@@ -603,10 +632,17 @@ fn policy_shape(
                 tc_over_tw,
                 settings: EcoTuneSettings::default(),
             })?;
+            // Monkey's range lookups are closed ranges of `s * N` entries (DESIGN.md §7).
+            let sought = ecotune::top_runs_sought(
+                tree.top_runs,
+                buffer_entries,
+                problem.workload.selectivity,
+                true,
+            );
             Ok(PolicyShape {
                 levels: 2,
                 merges: tree.merges_per_update,
-                unfiltered_runs: tree.top_runs,
+                unfiltered_runs: sought,
                 trees: tree.arrivals,
             })
         }
@@ -804,6 +840,52 @@ pub fn own_size_ratio(policy: ModelPolicy) -> Option<f64> {
     }
 }
 
+/// The write buffers `policy` is evaluated at, from Monkey's leveling and tiering `splits`:
+/// those beside which EcoTune's top-level index fits (every split for the other policies). The
+/// index grows with the buffer (a unit is at least one flush), so when neither split leaves it
+/// room the buffer gives way: about the largest buffer that leaves the index room, which leaves
+/// the filters next to nothing, and half of it, which leaves them some (the better of the two
+/// is kept). A fixed buffer does not give way. `None`: the index fits beside no buffer of a page
+/// or more.
+fn fitting_buffers(
+    problem: &TuningProblem,
+    policy: ModelPolicy,
+    (leveling, tiering): (f64, f64),
+) -> Option<(f64, f64)> {
+    let fits =
+        |buffer: f64| buffer + top_index_bits(problem, policy, buffer) <= problem.memory_bits;
+    match (fits(leveling), fits(tiering)) {
+        (true, true) => return Some((leveling, tiering)),
+        (true, false) => return Some((leveling, leveling)),
+        (false, true) => return Some((tiering, tiering)),
+        (false, false) => {}
+    }
+    let page = problem.page_bits();
+    if problem.fixed_buffer_bits.is_some() || !fits(page) {
+        return None;
+    }
+    // Bisection between a page, which fits, and the larger split, which does not.
+    let (mut low, mut high) = (page, leveling.max(tiering).max(page));
+    for _ in 0..64 {
+        let middle = 0.5 * (low + high);
+        if fits(middle) {
+            low = middle;
+        } else {
+            high = middle;
+        }
+    }
+    // A sliver below the boundary, where rounding cannot tip the sum over the budget; the
+    // index's whole flushes make `fits` step, so each buffer is checked again.
+    let largest = low * (1.0 - 1e-6);
+    let half = (0.5 * low).max(page);
+    match (fits(largest), fits(half)) {
+        (true, true) => Some((largest, half)),
+        (true, false) => Some((largest, largest)),
+        (false, true) => Some((half, half)),
+        (false, false) => None,
+    }
+}
+
 /// Monkey's holistic tuner over every merge policy the models cover (see the module docs).
 pub fn tune(problem: &TuningProblem) -> Result<Tuning> {
     problem.validate()?;
@@ -820,18 +902,13 @@ pub fn tune(problem: &TuningProblem) -> Result<Tuning> {
         );
     }
     // EcoTune and Moose take no size ratio: once, at their own `T`'s splits.
-    // EcoTune's top-level index must fit beside a buffer: a split it does not fit is skipped.
+    // EcoTune's top-level index must fit beside a buffer ([`fitting_buffers`]).
     for policy in [ModelPolicy::ECOTUNE, ModelPolicy::MOOSE] {
         let t = own_size_ratio(policy).unwrap_or(2.0);
-        let (leveling_buffer, tiering_buffer) = monkey_buffers(problem, t)?;
-        let fits =
-            |buffer: f64| buffer + top_index_bits(problem, policy, buffer) <= problem.memory_bits;
-        let (leveling_buffer, tiering_buffer) = match (fits(leveling_buffer), fits(tiering_buffer))
-        {
-            (true, true) => (leveling_buffer, tiering_buffer),
-            (true, false) => (leveling_buffer, leveling_buffer),
-            (false, true) => (tiering_buffer, tiering_buffer),
-            (false, false) => continue,
+        let splits = monkey_buffers(problem, t)?;
+        let Some((leveling_buffer, tiering_buffer)) = fitting_buffers(problem, policy, splits)
+        else {
+            continue;
         };
         let best = better_split(problem, policy, t, leveling_buffer, tiering_buffer)?;
         let uniform = evaluate_with(
@@ -1082,6 +1159,7 @@ mod tests {
         selectivity: 0.0,
         updates: 0.0,
         long_scans: None,
+        key_bytes: None,
     };
 
     const BALANCED: Workload = Workload {
@@ -1091,6 +1169,7 @@ mod tests {
         selectivity: 0.0,
         updates: 0.5,
         long_scans: None,
+        key_bytes: None,
     };
 
     /// The continuous cost whose minimum `split_memory` finds:
@@ -1525,6 +1604,7 @@ mod tests {
             selectivity: 0.0,
             updates: 0.1,
             long_scans: None,
+            key_bytes: None,
         };
         let runs = |design: &Design| {
             per_run::run_tree(design.policy, 1e8, design.size_ratio, design.levels)
@@ -1797,10 +1877,79 @@ mod tests {
         assert_eq!(moose.filter_bits, p.memory_bits - buffer);
         let ecotune = evaluate(&p, ModelPolicy::ECOTUNE, 4.0, buffer).expect("ok");
         let index = top_index_bits(&p, ModelPolicy::ECOTUNE, buffer);
-        // S = N / 100 = 1e6 entries, 17 bytes of index each.
-        assert!((index - 1e6 * 136.0).abs() < 136.0 * buffer_entries);
+        // S = N / 100 = 1e6 entries (whole flushes: 15 of 65,536), each with a 17-byte slot in
+        // the hashed half and its 16 bytes (the default key size) and a 4-byte offset in the
+        // ordered half.
+        let unit = 15.0 * buffer_entries;
+        assert_eq!(p.key_bytes(), DEFAULT_KEY_BYTES);
+        assert!((index - unit * (17.0 + 16.0 + 4.0) * 8.0).abs() < 1e-6);
         assert!((ecotune.filter_bits - (p.memory_bits - buffer - index)).abs() < 1e-6);
+        // Longer keys take more of the filters' memory.
+        let long_keys = problem(
+            Workload {
+                key_bytes: Some(64.0),
+                ..w
+            },
+            10.0,
+        );
+        assert_eq!(
+            top_index_bits(&long_keys, ModelPolicy::ECOTUNE, buffer),
+            unit * (17.0 + 64.0 + 4.0) * 8.0
+        );
+        let ecotune_long = evaluate(&long_keys, ModelPolicy::ECOTUNE, 4.0, buffer).expect("ok");
+        assert!(ecotune_long.filter_bits < ecotune.filter_bits);
+        // A key size is at most the entry's bytes.
+        let huge_keys = problem(
+            Workload {
+                key_bytes: Some(1e6),
+                ..w
+            },
+            10.0,
+        );
+        assert_eq!(huge_keys.key_bytes(), 128.0);
+        // A range of 100 entries seeks the main and last levels' runs and the 7 waiting top runs
+        // of 65,536 keys only where they hold one of its keys: about 0.44 of a run, not 7.
         assert!(ecotune.predicted.range_io > 100.0 / b + 1.0);
+        let sought = ecotune::top_runs_sought(7.0, buffer_entries, 1e-6, true);
+        assert!(
+            (sought - 7.0 * (1.0 - (-0.065_536f64).exp())).abs() < 1e-4,
+            "{sought}"
+        );
+        // The same tree (r and K given, the same T_c / T_w) under ranges of 100,000 entries,
+        // which hold keys of every top run: all 7 are sought.
+        let fixed = |selectivity: f64| {
+            let scans = problem(
+                Workload {
+                    selectivity,
+                    long_scans: Some(LongScans {
+                        share_of_queries: 0.5,
+                        entries: 100.0,
+                    }),
+                    ..w
+                },
+                10.0,
+            );
+            price(
+                &scans,
+                ModelPolicy::ECOTUNE,
+                4.0,
+                buffer,
+                FilterAllocatorKind::Monkey,
+                0.1,
+            )
+            .expect("ok")
+            .predicted
+            .range_io
+        };
+        let wide = ecotune::top_runs_sought(7.0, buffer_entries, 1e-3, true);
+        assert!(wide > 6.99, "{wide}");
+        let extra = (1e-3 * 1e8 - 100.0) / b + wide - sought;
+        assert!(
+            (fixed(1e-3) - fixed(1e-6) - extra).abs() < 1e-9,
+            "{} {} {extra}",
+            fixed(1e-3),
+            fixed(1e-6)
+        );
         // A memory budget the index does not fit in is refused, not overcommitted.
         let small = TuningProblem {
             memory_bits: buffer + index / 2.0,
@@ -1829,6 +1978,7 @@ mod tests {
             selectivity: 1e-4,
             updates: 0.1,
             long_scans: None,
+            key_bytes: None,
         };
         let tuning = tune(&small(scans, 10.0)).expect("tune");
         assert_eq!(
@@ -1859,6 +2009,45 @@ mod tests {
                 "{kind}"
             );
         }
+        // Where Monkey's splits give a buffer too large for the top-level index to fit beside
+        // (16 bits an entry: the split's buffer, 64-byte keys), the buffer gives way and
+        // EcoTune stays a candidate, its index within the budget.
+        let roomy = TuningProblem {
+            entries: 1e6,
+            memory_bits: 16.0 * 1e6,
+            level0_runs: 1.5,
+            ..problem(
+                Workload {
+                    key_bytes: Some(64.0),
+                    ..scans
+                },
+                16.0,
+            )
+        };
+        let (leveling, tiering) = monkey_buffers(&roomy, 4.0).expect("splits");
+        let index_fits = |buffer: f64| {
+            buffer + top_index_bits(&roomy, ModelPolicy::ECOTUNE, buffer) <= roomy.memory_bits
+        };
+        assert!(!index_fits(leveling) && !index_fits(tiering));
+        let (largest, half) =
+            fitting_buffers(&roomy, ModelPolicy::ECOTUNE, (leveling, tiering)).expect("fits");
+        assert!(index_fits(largest) && index_fits(half) && half < largest);
+        assert!(!index_fits(largest * 1.01));
+        let ecotune = tune(&roomy)
+            .expect("tune")
+            .best_of(CompactionKind::Ecotune, FilterAllocatorKind::Monkey)
+            .copied()
+            .expect("EcoTune listed");
+        assert!(ecotune.filter_bits >= 0.0);
+        // A fixed buffer does not give way.
+        let fixed = TuningProblem {
+            fixed_buffer_bits: Some(leveling),
+            ..roomy
+        };
+        assert_eq!(
+            fitting_buffers(&fixed, ModelPolicy::ECOTUNE, (leveling, leveling)),
+            None
+        );
         // Without long scans EcoTune's main level buys nothing.
         let points = Workload {
             point_lookups: 0.9,
@@ -1875,6 +2064,7 @@ mod tests {
             selectivity: 0.0,
             updates: 0.5,
             long_scans: None,
+            key_bytes: None,
         };
         let with_cpu = |workload: Workload| TuningProblem {
             device: Device {
@@ -1947,6 +2137,7 @@ mod tests {
         // Derived when not measured: every range lookup long at s * N >= 16, none below.
         let derived = Workload {
             long_scans: None,
+            key_bytes: None,
             ..w
         };
         assert_eq!(derived.long_scans(1e6).share_of_queries, 0.25);
