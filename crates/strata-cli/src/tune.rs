@@ -892,7 +892,7 @@ mod tests {
             .expect("measures")
             .problem;
         assert_eq!(keyed.key_bytes(), 40.0);
-        assert!(problem(&bare_args(&["--from-db", db_path, "--key-size", "-1"])).is_err());
+        assert!(problem(&bare_args(&["--from-db", db_path, "--key-size=-1"])).is_err());
         assert!(problem(&bare_args(&["--from-db", db_path, "--key-size", "NaN"])).is_err());
         // Without a database the sizes are required.
         assert!(problem(&bare_args(&["--entries", "1000"])).is_err());
