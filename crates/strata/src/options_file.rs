@@ -523,7 +523,7 @@ mod tests {
         assert_eq!(elastic.filter_allocator.filter_budget_bytes(), Some(65_536));
         // So do elastic filters' modules on disk: a first file on level 1 at 2 bits per key
         // (1-bit modules) is written with its two modules in use and no spare one, against the
-        // default's three modules (level-0 files get six whatever the setting).
+        // default's three modules (level-0 files get six at this budget whatever the setting).
         let first_flush = |text: &str| {
             let options = OptionsFile::parse(text)
                 .expect("parses")

@@ -109,6 +109,16 @@ fn check(name: &str, policy: Arc<dyn CompactionPolicy>) {
         let per_user_byte = predicted
             .table_bytes_per_user_byte(predicted.replay)
             .expect("positive user bytes");
+        // Printed with `--nocapture`: the margin left, and where the bytes went.
+        eprintln!(
+            "{name}, cache {cache_bytes}: write amplification predicted {per_user_byte:.4}, \
+             measured {measured:.4} (ratio {:.3}); written by cause {:?}; flushed bytes per \
+             entry {:.2}, the tree's {:.2}",
+            measured / per_user_byte,
+            io.write_causes(),
+            io.flush_write_bytes as f64 / KEYS as f64,
+            predicted.table_bytes_per_entry,
+        );
         within(
             per_user_byte,
             measured,

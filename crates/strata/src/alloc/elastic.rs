@@ -16,8 +16,9 @@
 //! modular layout, independent seeds, probed in order), with more modules on disk than the file's
 //! share of the budget: at least [`Elastic::with_disk_modules`] modules (default 3, so 1.5 times
 //! the budget with the default `m` of half the budget), more if the file's optimum needs more (at
-//! most six), and six on level 0, of a size that holds at least the budget plus
-//! [`LEVEL0_HEADROOM_BITS_PER_KEY`] (`Elastic::output_modules`). Which modules are *in use*
+//! most six), and on level 0 as many as hold the budget plus [`LEVEL0_HEADROOM_BITS_PER_KEY`]
+//! (six below a budget of 5, of a size that holds it; four of half the budget at the default 10;
+//! `Elastic::level0_disk_modules`). Which modules are *in use*
 //! — probed by lookups and counted in the budget — is the allocator's decision, a prefix `j_i`
 //! of each file's modules, re-made at every flush and
 //! compaction and refresh (every [`REFRESH_EVERY_LOOKUPS`](super::REFRESH_EVERY_LOOKUPS)
@@ -134,8 +135,9 @@ pub const DEFAULT_DISK_MODULES: usize = 3;
 /// The budget of [`Elastic::default`], in bits per key in use.
 pub const DEFAULT_BITS_PER_KEY: f64 = 10.0;
 
-/// Bits per key a level-0 file's six modules hold at least above the budget (DESIGN.md §3.5
-/// "Modules on disk"): its default module size is `max(m, (budget + this) / 6)`. By DESIGN.md §2's
+/// Bits per key a level-0 file's modules on disk hold at least above the budget (DESIGN.md §3.5
+/// "Modules on disk"): its default module size is `max(m, (budget + this) / 6)`, and it gets as
+/// many as hold the budget plus this (`Elastic::level0_disk_modules`). By DESIGN.md §2's
 /// solution a file gets `ln(z_i / n_i) / ln2sq` bits per key plus a constant, so a file every
 /// lookup reaches, holding `n` of the tree's `N` keys, wants about `ln(N / n) / ln2sq` bits above
 /// an average file: 9.6 for a write buffer in a tree of a hundred. Measured at a budget of 2 by
@@ -651,8 +653,8 @@ impl Elastic {
     /// Elastic filters with a budget of `bits_per_key_target` bits per key (finite, in
     /// `0..=64`), modules of half the budget (at least 0.5 bit, DESIGN.md §1's smallest module)
     /// and [`DEFAULT_DISK_MODULES`] modules on disk per file at least below level 0; level-0
-    /// files get six modules holding at least [`LEVEL0_HEADROOM_BITS_PER_KEY`] above the budget
-    /// (`Elastic::output_modules`).
+    /// files get as many modules as hold [`LEVEL0_HEADROOM_BITS_PER_KEY`] above the budget, at
+    /// least as many as deeper files (`Elastic::level0_disk_modules`).
     pub fn new(bits_per_key_target: f64) -> Result<Self> {
         Ok(Self::with_valid_target(validated_target(
             bits_per_key_target,
@@ -686,8 +688,8 @@ impl Elastic {
         Ok(self)
     }
 
-    /// At least `modules` modules on disk per new file below level 0 (1 to 6; level-0 files get
-    /// six, `Elastic::output_disk_modules`).
+    /// At least `modules` modules on disk per new file (1 to 6; level-0 files get more where the
+    /// budget plus the headroom needs more, `Elastic::level0_disk_modules`).
     pub fn with_disk_modules(mut self, modules: usize) -> Result<Self> {
         if !(1..=MAX_MODULES).contains(&modules) {
             return Err(Error::InvalidArgument(format!(
@@ -880,8 +882,9 @@ impl Elastic {
         }
     }
 
-    /// The module size and the modules on disk an output on `level` gets at least: six modules of
-    /// the level-0 size on level 0, the settings ([`Elastic::with_module_bits`],
+    /// The module size and the modules on disk an output on `level` gets at least: on level 0,
+    /// modules of the level-0 size holding the budget plus the headroom
+    /// (`Elastic::level0_disk_modules`), the settings ([`Elastic::with_module_bits`],
     /// [`Elastic::with_disk_modules`]) elsewhere (DESIGN.md §3.5 "Modules on disk").
     ///
     /// Every lookup the memtable does not answer probes every level-0 run, each spanning the key
@@ -893,16 +896,36 @@ impl Elastic {
     /// budget, 6 bits) held present-key lookups at 1.5-2.8x the optimum's reads at a budget of
     /// 2. The excess it wants over the budget is additive ([`LEVEL0_HEADROOM_BITS_PER_KEY`]), so
     /// at small budgets its modules are larger than the deeper files' (2 bits at a budget of 2),
-    /// and from a budget of 10 up (the default) half the budget already holds it. Deeper files
+    /// and from a budget of 5 up half the budget holds it in fewer than six (four at the default
+    /// 10). Deeper files
     /// want 0-5 bits per key at a budget of 2, which modules of half the budget divide in finer
     /// steps. Level 0 holds a small share of the keys (a few write buffers), so its larger
     /// modules cost little disk.
     fn output_modules(&self, level: usize) -> (f64, usize) {
         if level == 0 {
-            (self.level0_module_bits, MAX_MODULES)
+            (self.level0_module_bits, self.level0_disk_modules())
         } else {
             (self.module_bits, self.disk_modules)
         }
+    }
+
+    /// The modules a level-0 output gets on disk at least: as many of the level-0 size as hold
+    /// the budget plus [`LEVEL0_HEADROOM_BITS_PER_KEY`], and no fewer than deeper files get
+    /// ([`Elastic::with_disk_modules`]); at most six. The headroom is additive (a level-0 file
+    /// wants about `ln(N / n) / ln2sq` bits above an average file, DESIGN.md §2), so six modules
+    /// below a budget of 5 (modules of `(budget + 10) / 6` bits), and fewer above it, where the
+    /// modules are half the budget: four of 5 bits (20 bits per key on disk) at the default
+    /// budget of 10, where six held 30, twice the headroom, and cost 2% more bytes written than
+    /// RocksDB's flushes (docs/BENCHMARKS.md, "Level-0 modules on disk: the budget plus the
+    /// headroom"). The allocation can still give a flushed file all six when its optimum wants
+    /// them (`Elastic::solve` writes every module in use).
+    fn level0_disk_modules(&self) -> usize {
+        let holding =
+            (self.bits_per_key_target + LEVEL0_HEADROOM_BITS_PER_KEY) / self.level0_module_bits;
+        // Finite and in 0..=148 (a budget of at most 64 over modules of at least 0.5 bit); the
+        // tolerance keeps (2 + 10) / 2 at 6.
+        let modules = (holding - 1e-9).ceil().max(1.0) as usize;
+        modules.max(self.disk_modules).min(MAX_MODULES)
     }
 
     /// Solves the selection for the tree after `job` without storing it.

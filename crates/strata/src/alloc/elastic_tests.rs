@@ -522,16 +522,87 @@ fn level_zero_modules_hold_the_headroom_above_small_budgets_and_half_the_budget_
             6.0 * level0 >= budget + super::LEVEL0_HEADROOM_BITS_PER_KEY - 1e-9 || level0 == deeper
         );
     }
-    // The default engine's budget of 10: level-0 files as before, six modules of 5 bits.
+    // The default engine's budget of 10: four modules of 5 bits on level 0, the budget plus the
+    // headroom (20 bits per key on disk, where six modules held 30), two in use.
     let default = Elastic::default();
     let files = outputs(&[1000]);
     let tree = apply(&default, &Version::default(), &flush(&files), 0, ("a", "z"));
     let (_, _, level0) = tree.files().next().expect("one file");
-    assert!((level0.bits_per_key() - 30.0).abs() < 1e-9);
+    assert!(
+        (level0.bits_per_key() - 20.0).abs() < 1e-9,
+        "{}",
+        level0.bits_per_key()
+    );
     assert_eq!(
         default.filter_modules_in_use(99, level0),
         ModulesInUse::prefix(2)
     );
+}
+
+#[test]
+fn level_zero_modules_on_disk_hold_the_budget_plus_the_headroom_and_no_more() {
+    // Modules of the level-0 size on disk for a flushed file, by budget: six below a budget of 5
+    // (modules of (budget + 10) / 6 bits), then as many modules of half the budget as hold the
+    // budget plus 10, never fewer than the deeper files' three.
+    for (budget, modules) in [
+        (1.0, 6),
+        (2.0, 6),
+        (4.0, 6),
+        (5.0, 6),
+        (6.0, 6),
+        (8.0, 5),
+        (10.0, 4),
+        (12.0, 4),
+        (20.0, 3),
+        (64.0, 3),
+    ] {
+        let allocator = Elastic::new(budget).expect("valid");
+        assert_eq!(allocator.level0_disk_modules(), modules, "budget {budget}");
+        let module = allocator.as_dyn().filter_module_bits_per_key(0);
+        let on_disk = modules as f64 * module;
+        assert!(
+            on_disk >= budget + super::LEVEL0_HEADROOM_BITS_PER_KEY - 1e-9 || modules == 6,
+            "budget {budget}: {on_disk} bits on disk"
+        );
+        assert!(
+            on_disk - module < budget + super::LEVEL0_HEADROOM_BITS_PER_KEY - 1e-9 || modules == 3,
+            "budget {budget}: one module fewer would hold the headroom"
+        );
+        let files = outputs(&[1000]);
+        let tree = apply(
+            &allocator,
+            &Version::default(),
+            &flush(&files),
+            0,
+            ("a", "z"),
+        );
+        let (_, _, level0) = tree.files().next().expect("one file");
+        assert!(
+            (level0.bits_per_key() - on_disk).abs() < 1e-9,
+            "budget {budget}: {} on disk",
+            level0.bits_per_key()
+        );
+    }
+    // The setting for every file raises level 0's floor too, never lowers it.
+    let wide = Elastic::default().with_disk_modules(6).expect("valid");
+    assert_eq!(wide.level0_disk_modules(), 6);
+    let narrow = Elastic::new(2.0)
+        .expect("valid")
+        .with_disk_modules(1)
+        .expect("valid");
+    assert_eq!(narrow.level0_disk_modules(), 6);
+    // A level-0 module size of its own: as many as hold the budget plus the headroom, at most
+    // six (twelve 1-bit modules would hold 2 + 10).
+    let fine = Elastic::new(2.0)
+        .expect("valid")
+        .with_level0_module_bits(1.0)
+        .expect("valid");
+    assert_eq!(fine.level0_disk_modules(), 6);
+    let coarse = Elastic::new(2.0)
+        .expect("valid")
+        .with_level0_module_bits(4.0)
+        .expect("valid");
+    assert_eq!(coarse.level0_disk_modules(), 3);
 }
 
 /// Two files of 10,000 keys over the two halves of the range, three 1-bit modules each (2 and 1

@@ -30,7 +30,7 @@ mod manual;
 mod moose;
 #[cfg(test)]
 mod one_level;
-mod output_cuts;
+pub(crate) mod output_cuts;
 #[cfg(test)]
 mod picker_tests;
 mod size_ratio;

@@ -44,6 +44,14 @@ const FIRST_CUT_PERCENT: u64 = 50;
 const CUT_PERCENT_PER_BOUNDARY: u64 = 5;
 const LAST_CUT_PERCENT: u64 = 90;
 
+/// The share of the target size, in percent, from which an output that has crossed
+/// `crossed_in_output` boundaries of the level below (the one it is crossing included) is cut at
+/// a boundary: [`FIRST_CUT_PERCENT`] plus [`CUT_PERCENT_PER_BOUNDARY`] per boundary, at most
+/// [`LAST_CUT_PERCENT`].
+pub(crate) fn cut_percent(crossed_in_output: usize) -> u64 {
+    (FIRST_CUT_PERCENT + CUT_PERCENT_PER_BOUNDARY * crossed_in_output as u64).min(LAST_CUT_PERCENT)
+}
+
 impl<'a> NextLevelBoundaries<'a> {
     /// The boundaries for `job`'s outputs in `version` (see [`Self::for_output`]).
     pub(crate) fn for_job(version: &'a Version, job: &CompactionJob) -> Option<Self> {
@@ -111,13 +119,14 @@ impl<'a> NextLevelBoundaries<'a> {
     /// Whether the output file being written, of `bytes` so far, ends before the key
     /// [`advance`](Self::advance) just moved to, which crossed `crossed` boundaries.
     pub(crate) fn cut_before(&self, crossed: usize, bytes: u64, target_file_bytes: u64) -> bool {
-        if crossed == 0 {
-            return false;
-        }
-        let percent = (FIRST_CUT_PERCENT
-            + CUT_PERCENT_PER_BOUNDARY * self.crossed_in_output as u64)
-            .min(LAST_CUT_PERCENT);
-        bytes >= target_file_bytes.div_ceil(100) * percent
+        crossed > 0
+            && bytes >= target_file_bytes.div_ceil(100) * cut_percent(self.crossed_in_output)
+    }
+
+    /// `(smallest, largest)` user keys of the files below, in key order (the simulator's merge
+    /// cuts its outputs at them by the same rule, `sim::merge`).
+    pub(crate) fn file_ranges(&self) -> &[(&'a [u8], &'a [u8])] {
+        &self.files
     }
 
     /// A new output file begins.
@@ -136,7 +145,7 @@ pub(crate) struct OutputLimits {
 }
 
 /// How many times the target an output cut at the boundaries below may grow to.
-const MAX_OUTPUT_TARGETS: u64 = 2;
+pub(crate) const MAX_OUTPUT_TARGETS: u64 = 2;
 
 impl OutputLimits {
     /// The limits of a job over the user keys `[smallest, largest]` whose outputs are cut at

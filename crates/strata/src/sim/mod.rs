@@ -31,7 +31,10 @@
 //!   keeps `width * (1 - Π (1 - d_i))` distinct keys (the expected size of a union of independent
 //!   random subsets). Outputs hold the rounded total, at most the sum of the inputs, cut into
 //!   files of [`SimConfig::target_file_bytes`] whose key ranges divide the covered keys by
-//!   expected entries.
+//!   expected entries; an output joining a leveled run above one run is cut as the engine's
+//!   executor cuts it (`compaction::output_cuts`): where it crosses a file boundary of the level
+//!   below once it holds half the target (plus 5% per boundary crossed, up to 90%), at twice the
+//!   target at most where the job overlaps files below.
 //! * A file's bytes are its data, `entries * E`; its filter's bytes, `bits_per_key * entries / 8`
 //!   rounded up, are reported apart. Write amplification is (bytes flushed + bytes compacted) /
 //!   bytes flushed.
@@ -52,6 +55,7 @@ use serde::Serialize;
 use crate::alloc::{
     built_file_bits_per_key, FilterAllocator, FilterJob, JobInput, JobKind, NewFile,
 };
+use crate::compaction::output_cuts::NextLevelBoundaries;
 use crate::compaction::{
     CompactionContext, CompactionJob, CompactionPolicy, JobAction, OutputRun, RunningCompactions,
     WritePressure,
@@ -61,7 +65,7 @@ use crate::policy::{CompactionKind, CompactionSettings, FilterAllocatorKind, Fil
 use crate::version::job::trivial_move_file;
 use crate::version::{FileMetadata, Version};
 
-use merge::merge;
+use merge::{key_number, merge};
 
 /// Jobs one flush may set off before the simulation calls the policy diverging.
 const MAX_JOBS_PER_FLUSH: usize = 100_000;
@@ -536,7 +540,16 @@ impl Simulation {
             OutputRun::New => self.new_run_id(),
         };
         let input_files: Vec<&FileMetadata> = inputs.iter().map(|(_, _, f)| f.as_ref()).collect();
-        let pieces = merge(&input_files, self.target_file_entries);
+        // The engine's executor cuts a leveled output at the boundaries of the files below
+        // (`compaction::output_cuts`), on the tree as it is before the job.
+        let below: Option<Vec<(u64, u64)>> =
+            NextLevelBoundaries::for_job(&self.tree, job).map(|below| {
+                let ranges = below.file_ranges().iter();
+                ranges
+                    .map(|&(smallest, largest)| (key_number(smallest), key_number(largest)))
+                    .collect()
+            });
+        let pieces = merge(&input_files, self.target_file_entries, below.as_deref());
         let numbers: Vec<u64> = pieces.iter().map(|_| self.new_file_number()).collect();
         let outputs: Vec<NewFile> = pieces
             .iter()

@@ -177,7 +177,7 @@ fn a_merge_keeps_the_expected_distinct_keys_in_disjoint_files() {
     };
     // Two files holding every key of the same 1,000: the union is the 1,000.
     let full = [file(1, 0, 999, 1000), file(2, 0, 999, 1000)];
-    let pieces = merge(&full.iter().collect::<Vec<_>>(), 300);
+    let pieces = merge(&full.iter().collect::<Vec<_>>(), 300, None);
     assert_eq!(pieces.iter().map(|p| p.entries).sum::<u64>(), 1000);
     assert_eq!(pieces.len(), 4);
     assert_eq!(pieces.first().map(|p| p.smallest), Some(0));
@@ -187,21 +187,81 @@ fn a_merge_keeps_the_expected_distinct_keys_in_disjoint_files() {
     }
     // Two half-dense files over the same keys: 1000 * (1 - 0.5 * 0.5) = 750 distinct.
     let half = [file(1, 0, 999, 500), file(2, 0, 999, 500)];
-    let pieces = merge(&half.iter().collect::<Vec<_>>(), 10_000);
+    let pieces = merge(&half.iter().collect::<Vec<_>>(), 10_000, None);
     assert_eq!(pieces.iter().map(|p| p.entries).sum::<u64>(), 750);
     // Disjoint files: nothing overwritten, the gap between them left out of both ends.
     let apart = [file(1, 0, 99, 50), file(2, 1000, 1099, 50)];
-    let pieces = merge(&apart.iter().collect::<Vec<_>>(), 50);
+    let pieces = merge(&apart.iter().collect::<Vec<_>>(), 50, None);
     assert_eq!(pieces.iter().map(|p| p.entries).sum::<u64>(), 100);
     assert_eq!(pieces.first().map(|p| p.smallest), Some(0));
     assert_eq!(pieces.last().map(|p| p.largest), Some(1099));
     // Narrow ranges cut into more files than keys: no empty or overlapping file.
     let narrow = [file(1, 10, 12, 3), file(2, 10, 12, 3)];
-    let pieces = merge(&narrow.iter().collect::<Vec<_>>(), 1);
+    let pieces = merge(&narrow.iter().collect::<Vec<_>>(), 1, None);
     assert_eq!(pieces.iter().map(|p| p.entries).sum::<u64>(), 3);
     for piece in &pieces {
         assert!(piece.smallest <= piece.largest && piece.entries > 0);
     }
+    for pair in pieces.windows(2) {
+        assert!(pair[0].largest < pair[1].smallest, "{pieces:?}");
+    }
+}
+
+#[test]
+fn a_merge_above_files_below_is_cut_at_their_boundaries_as_the_executor_cuts_it() {
+    let file =
+        FileMetadata::new(1, &0u64.to_be_bytes(), &9_999u64.to_be_bytes()).with_entries(10_000);
+    let inputs = [&file];
+    let spans = |pieces: &[super::merge::Piece]| -> Vec<(u64, u64, u64)> {
+        pieces
+            .iter()
+            .map(|p| (p.smallest, p.largest, p.entries))
+            .collect()
+    };
+    // No run below: ten files of the target.
+    let plain = merge(&inputs, 1_000, None);
+    assert_eq!(plain.len(), 10);
+    assert!(plain.iter().all(|p| p.entries == 1_000), "{plain:?}");
+    // A run below the merge's range but not overlapping it: the target still ends every file.
+    let elsewhere = merge(&inputs, 1_000, Some(&[(20_000, 29_999)]));
+    assert_eq!(spans(&elsewhere), spans(&plain));
+    // Files below at 0..=599 and 700..=9,999: the first output ends where the keys leave the
+    // first file below, holding 600 >= 55% of the target; the next crosses into the second file
+    // with 100 (< 55%) and grows to twice the target inside it, as do the ones after it.
+    let pieces = merge(&inputs, 1_000, Some(&[(0, 599), (700, 9_999)]));
+    assert_eq!(
+        spans(&pieces),
+        vec![
+            (0, 599, 600),
+            (600, 2_599, 2_000),
+            (2_600, 4_599, 2_000),
+            (4_600, 6_599, 2_000),
+            (6_600, 8_599, 2_000),
+            (8_600, 9_999, 1_400),
+        ]
+    );
+    // Four files below of 2,500 keys: an output that crossed two boundaries (leaving one file,
+    // entering the next) is cut from 60% of the target, so one holding 500 runs on and one
+    // holding 1,000 ends at the boundary.
+    let quarters = [(0, 2_499), (2_500, 4_999), (5_000, 7_499), (7_500, 9_999)];
+    let pieces = merge(&inputs, 1_000, Some(&quarters));
+    assert_eq!(
+        spans(&pieces),
+        vec![
+            (0, 1_999, 2_000),
+            (2_000, 3_999, 2_000),
+            (4_000, 4_999, 1_000),
+            (5_000, 6_999, 2_000),
+            (7_000, 8_999, 2_000),
+            (9_000, 9_999, 1_000),
+        ]
+    );
+    // Half-dense input: the shares are rounded to the merge's total, no file overlaps the next.
+    let sparse =
+        FileMetadata::new(2, &0u64.to_be_bytes(), &9_999u64.to_be_bytes()).with_entries(3_333);
+    let pieces = merge(&[&sparse], 400, Some(&quarters));
+    assert_eq!(pieces.iter().map(|p| p.entries).sum::<u64>(), 3_333);
+    assert!(pieces.iter().all(|p| p.entries <= 801), "{pieces:?}");
     for pair in pieces.windows(2) {
         assert!(pair[0].largest < pair[1].smallest, "{pieces:?}");
     }
