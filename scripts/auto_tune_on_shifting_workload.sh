@@ -5,7 +5,7 @@
 # `--auto-tune` (starting from the default leveling, T = 10), RUNS times in rotating order. Prints
 # each configuration's median ops/s per phase, the whole run's time (the sum over phases of
 # operations over median ops/s), each phase's ratio of auto-tune to the best fixed design, and the
-# design in force as each phase began.
+# design in force as each phase began, and how long auto-tune's decisions took (its info log).
 #
 #   scripts/auto_tune_on_shifting_workload.sh [RUNS] [NUM] [OPS] [EVERY] [STRATA]
 #   defaults:                                  3      1000000 200000 50000
@@ -33,13 +33,19 @@ for run in $(seq 1 "$runs"); do
     config=${configs[$(( (run - 1 + offset) % n ))]}
     report="$out/${config/:/-T}-run$run.txt"
     if [ "$config" = auto ]; then
-      flags=(--auto-tune --auto-tune-every "$every")
+      # Auto-tune's database is kept for its info log (each decision's line and the time it
+      # took), then removed.
+      flags=(--auto-tune --auto-tune-every "$every" --db "$out/auto-run$run.db")
     else
       flags=(--compaction "${config%%:*}" --size-ratio "${config##*:}")
     fi
     echo "run $run: $config (load $(cut -d' ' -f1 /proc/loadavg))" >&2
     "$strata" bench --engines strata --preset shifting --num "$num" --reads "$ops" "${flags[@]}" \
       > "$report"
+    if [ "$config" = auto ]; then
+      find "$out/auto-run$run.db" -name LOG -exec grep -h "auto-tune" {} + > "$out/auto-run$run.log" || true
+      rm -rf "$out/auto-run$run.db"
+    fi
   done
 done
 python3 - "$out" "$runs" "$num" "$ops" "$phases" "${configs[@]}" <<'PY'
@@ -90,6 +96,15 @@ behind = [c.replace(':', ' T=') for c in fixed if seconds(c) <= seconds('auto')]
 print(f"\nWhole run: auto-tune {seconds('auto'):.1f} s; fastest fixed design {fastest.replace(':', ' T=')} {seconds(fastest):.1f} s "
       f"({seconds(fastest) / seconds('auto'):.2f}x auto-tune's time); auto-tune is "
       + ("ahead of every fixed design" if not behind else f"behind {len(behind)} of {len(fixed)} fixed designs: {', '.join(behind)}"))
+decided = []
+for run in range(1, runs + 1):
+    try:
+        decided += [float(m.group(1)) for m in re.finditer(r"decided in ([0-9.]+) ms", open(f"{out}/auto-run{run}.log").read())]
+    except FileNotFoundError:
+        pass
+if decided:
+    print(f"\nAuto-tune's decisions, {len(decided)} in {runs} runs: median {statistics.median(decided):.1f} ms each, "
+          f"max {max(decided):.1f} ms, {sum(decided) / 1e3 / runs:.2f} s per run in all (its info log)")
 print("\nDesign in force as each phase began, auto-tune's run 1: " + "; ".join(f"{p}: {d}" for p, d in designs.get("auto", [])))
 print("Tree before each phase, run 1 of auto-tune: " + "; ".join(f"{p}: {t}" for p, t in trees.get("auto", {}).items()))
 print(f"(reports in {out})")

@@ -327,3 +327,72 @@ fn concurrent_decisions_beside_writers_readers_and_a_close_all_return() {
     }
     db.close().expect("close");
 }
+
+#[test]
+fn reads_the_cache_serves_are_priced_by_the_read_probe_once_and_the_record_says_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(Some(by_hand()))).expect("open");
+    load(&db, 20_000);
+    db.compact().expect("compact");
+    // One hot key: the block cache serves every lookup but the first, so the lookups time
+    // almost no device read.
+    for _ in 0..5_000 {
+        db.get(key(17)).expect("get");
+    }
+    let decision = db.auto_tune_now().expect("decides");
+    let measured = decision.measured.expect("measurements recorded");
+    assert!(measured.device_block_probes < 64, "{measured:?}");
+    assert_eq!(measured.probed_reads, 64, "{measured:?}");
+    assert!(measured.probed_read_nanos > 0);
+    let costs = decision.costs.expect("costs recorded");
+    let probed = costs.seconds_per_read.expect("the probe prices reads");
+    assert!(costs.read_probed, "{decision}");
+    assert!(
+        (probed - measured.probed_read_nanos as f64 * 1e-9 / 64.0).abs() < 1e-12,
+        "{decision}"
+    );
+    assert!(decision.to_string().contains("(read probe)"), "{decision}");
+    let line = db.stats().auto_tune.last().expect("a line").clone();
+    assert!(line.contains("(read probe)"), "{line}");
+    // The probe runs once per open: the next decision reuses its reads.
+    read(&db, 2_000, 20_000);
+    let next = db.auto_tune_now().expect("decides");
+    assert_eq!(next.measured.expect("recorded").probed_reads, 64);
+    db.close().expect("close");
+    let log = std::fs::read_to_string(dir.path().join("LOG")).expect("info log");
+    assert_eq!(
+        log.matches("auto-tune's read probe: 64 random 4096-byte reads")
+            .count(),
+        1,
+        "{log}"
+    );
+    assert!(log.contains("(read probe)"), "{log}");
+    assert!(log.contains("ms)"), "the decision's time is logged: {log}");
+}
+
+#[test]
+fn a_database_that_times_enough_device_reads_prices_them_from_its_lookups() {
+    // No block cache: every lookup that passes the filters reads the device (the page cache
+    // here), and the lookups time well over 64 such probes, so no probe is run.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(Some(by_hand())).block_cache_bytes(0)).expect("open");
+    load(&db, 20_000);
+    db.compact().expect("compact");
+    for i in 0..4_000 {
+        db.get(key(i * 5)).expect("get");
+    }
+    let decision = db.auto_tune_now().expect("decides");
+    let measured = decision.measured.expect("measurements recorded");
+    assert!(measured.device_block_probes >= 64, "{measured:?}");
+    assert_eq!(measured.probed_reads, 0, "{measured:?}");
+    let costs = decision.costs.expect("costs recorded");
+    assert!(
+        costs.seconds_per_read.is_some() && !costs.read_probed,
+        "{decision}"
+    );
+    assert!(
+        decision.to_string().contains("(timed lookups)"),
+        "{decision}"
+    );
+    db.close().expect("close");
+}

@@ -10,13 +10,19 @@
 //! the operation count every [`POLL`]), or at once by `Db::auto_tune_now` (`strata tune
 //! --apply`). One decision runs at a time (the state's lock).
 
-use std::time::Duration;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use super::DbInner;
+use crate::env::FileSystem;
 use crate::error::Result;
 use crate::model::auto_tune::{
     decide, AutoTuneOptions, AutoTuneState, CurrentDesign, Decision, Measurements, TreeFacts,
+    MIN_SAMPLES, PROBE_READS,
 };
+use crate::model::tree::boundary_key_bytes;
+use crate::table::table_file_name;
 use crate::version::{PolicyState, Version, VersionEdit};
 
 /// The owner of auto-tune's state among the manifest's policy states.
@@ -68,24 +74,16 @@ impl DbInner {
     pub(crate) fn auto_tune_once(&self, options: &AutoTuneOptions) -> Result<Decision> {
         self.check_writable()?;
         options.validate()?;
+        let started = Instant::now();
         let mut state = self.auto_tune.lock();
         let totals = self.workload();
         let interval = state.interval(&totals);
         let view = self.view.load_full();
-        let tree = &view.version;
-        let entries = tree.entries();
-        let facts = TreeFacts {
-            entries,
-            entry_bytes: if entries == 0 {
-                0.0
-            } else {
-                tree.bytes() as f64 / entries as f64
-            },
-            buffer_bits: self.options.write_buffer_bytes as f64 * 8.0,
-            filter_bits: view.filter_allocator.bits_per_key_budget() * entries as f64,
-            level0_runs: self.options.level0_compaction_trigger.saturating_sub(1) as f64 / 2.0,
-            measurements: self.measurements(),
-        };
+        if options.measured_costs {
+            self.probe_reads_if_unmeasured(&view.version);
+        }
+        let facts = self.tree_facts(&view);
+        let entries = facts.entries;
         let policy = self.compaction_policy();
         let decision = match policy.registered() {
             Some((kind, settings)) => {
@@ -118,7 +116,10 @@ impl DbInner {
                 ),
             ),
         };
-        self.info_log.log(format!("auto-tune {decision}"));
+        self.info_log.log(format!(
+            "auto-tune {decision} (decided in {:.1} ms)",
+            started.elapsed().as_secs_f64() * 1e3
+        ));
         let mut next = state.clone();
         next.record(decision.clone(), &totals);
         let edit = VersionEdit {
@@ -131,6 +132,72 @@ impl DbInner {
         }
         *state = next;
         Ok(decision)
+    }
+
+    /// What a decision knows of the tree `view` reads: its entries and their size, its key size,
+    /// the write buffer, the filters' memory and what the engine measured.
+    pub(crate) fn tree_facts(&self, view: &super::ReadView) -> TreeFacts {
+        let tree = &view.version;
+        let entries = tree.entries();
+        TreeFacts {
+            entries,
+            entry_bytes: if entries == 0 {
+                0.0
+            } else {
+                tree.bytes() as f64 / entries as f64
+            },
+            buffer_bits: self.options.write_buffer_bytes as f64 * 8.0,
+            filter_bits: view.filter_allocator.bits_per_key_budget() * entries as f64,
+            level0_runs: self.options.level0_compaction_trigger.saturating_sub(1) as f64 / 2.0,
+            key_bytes: boundary_key_bytes(tree),
+            measurements: self.measurements(),
+        }
+    }
+
+    /// Runs the read probe (`read_probe`) once per open, when the lookups have not yet timed
+    /// [`MIN_SAMPLES`] probes that read the device, and adds its reads to the measurements: a
+    /// workload whose reads the block cache mostly serves (a hot spot) times too few device reads
+    /// to price them, and the probe's price stands in until it does (docs/decisions, "Auto-tune's
+    /// read price"). A failed probe is logged and leaves reads at the device setting.
+    fn probe_reads_if_unmeasured(&self, tree: &Version) {
+        if self.read_probe_tried.load(Ordering::Relaxed)
+            || self.measurements().device_block_probes >= MIN_SAMPLES
+        {
+            return;
+        }
+        let Some(file) = tree
+            .files()
+            .map(|(_, _, file)| file)
+            .filter(|file| file.file_bytes() >= PROBE_PAGE_BYTES)
+            .max_by_key(|file| file.file_bytes())
+        else {
+            // No file to read yet: try again at a later decision.
+            return;
+        };
+        self.read_probe_tried.store(true, Ordering::Relaxed);
+        let path = self.dir.join(table_file_name(file.number()));
+        match read_probe(&*self.fs, &path, self.options.direct_reads, file.number()) {
+            Ok(nanos) => {
+                let mut base = self.measurement_base.lock();
+                base.probed_reads = base.probed_reads.saturating_add(PROBE_READS);
+                base.probed_read_nanos = base.probed_read_nanos.saturating_add(nanos);
+                self.info_log.log(format!(
+                    "auto-tune's read probe: {PROBE_READS} random {PROBE_PAGE_BYTES}-byte reads of \
+                     file {} ({}), {:.1} us each",
+                    file.number(),
+                    if self.options.direct_reads {
+                        "direct"
+                    } else {
+                        "buffered"
+                    },
+                    nanos as f64 / PROBE_READS as f64 / 1e3
+                ));
+            }
+            Err(error) => self.info_log.log(format!(
+                "auto-tune's read probe failed ({error}); reads stay priced at the device setting \
+                 until the lookups time enough"
+            )),
+        }
     }
 
     /// What the engine measured since it opened, for pricing designs with this machine's
@@ -163,6 +230,9 @@ impl DbInner {
             write_stall_micros: load(&counters.write_stall_micros),
             compaction_write_bytes: load(&counters.compaction_write_bytes),
             compaction_micros: load(&counters.compaction_micros),
+            // The read probe adds its reads to the base (`probe_reads_if_unmeasured`).
+            probed_reads: 0,
+            probed_read_nanos: 0,
         }
     }
 
@@ -184,6 +254,41 @@ impl DbInner {
         let last = self.auto_tune.lock().operations_at_last;
         done.saturating_sub(last) >= options.every_operations
     }
+}
+
+/// Bytes of one read of the read probe: the page the models price (`AutoTuneOptions::page_bytes`
+/// by default) and the alignment direct I/O needs.
+pub(crate) const PROBE_PAGE_BYTES: u64 = 4096;
+
+/// Times [`PROBE_READS`] reads of random [`PROBE_PAGE_BYTES`]-byte pages of the file at `path`,
+/// opened with direct I/O when `direct` (as the table cache opens it for lookups); returns their
+/// nanoseconds in all. The pages are chosen by a generator seeded with `seed`. Reading outside
+/// the block cache, every read goes to the device, or with buffered reads to the page cache,
+/// which is where a lookup's block-cache miss goes too.
+pub(crate) fn read_probe(fs: &dyn FileSystem, path: &Path, direct: bool, seed: u64) -> Result<u64> {
+    let file = fs.open_random_access(path, direct)?;
+    let pages = file.len() / PROBE_PAGE_BYTES;
+    if pages == 0 {
+        return Err(crate::error::Error::InvalidArgument(format!(
+            "{} is smaller than a {PROBE_PAGE_BYTES}-byte page",
+            path.display()
+        )));
+    }
+    let mut state = seed ^ 0x9e37_79b9_7f4a_7c15;
+    let mut nanos = 0u64;
+    for _ in 0..PROBE_READS {
+        // SplitMix64: any spread of pages will do, and the same file reads the same pages.
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        let page = (z ^ (z >> 31)) % pages;
+        let started = Instant::now();
+        let bytes = file.read_at(page * PROBE_PAGE_BYTES, PROBE_PAGE_BYTES as usize)?;
+        nanos = nanos.saturating_add(started.elapsed().as_nanos() as u64);
+        std::hint::black_box(bytes);
+    }
+    Ok(nanos.max(1))
 }
 
 /// The auto-tune thread's body: decides whenever enough operations have passed, until the
@@ -209,5 +314,79 @@ pub(crate) fn auto_tune_loop(inner: &DbInner, options: AutoTuneOptions) {
                 .info_log
                 .log(format!("auto-tune could not decide: {error}"));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::tuner::top_index_bits;
+    use crate::model::ModelPolicy;
+    use crate::{Db, Options};
+
+    #[test]
+    fn a_database_of_long_keys_prices_ecotunes_index_at_its_key_size() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let options = Options::default()
+            .write_buffer_bytes(64 * 1024)
+            .target_file_bytes(64 * 1024);
+        let db = Db::open(dir.path(), options).expect("open");
+        // Keys that do not compress (stored entries are then larger than the keys, as the
+        // models take them): the number, then bytes of a multiplicative hash.
+        let mut state = 1u64;
+        for i in 0..5_000u64 {
+            let mut key = format!("{i:08}").into_bytes();
+            while key.len() < 200 {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1);
+                key.push((state >> 56) as u8);
+            }
+            db.put(&key, [1u8; 50]).expect("put");
+        }
+        db.flush().expect("flush");
+        let view = db.inner.view.load_full();
+        let facts = db.inner.tree_facts(&view);
+        // Every key is 200 bytes; the estimate reads the files' boundary keys.
+        assert_eq!(facts.key_bytes, Some(200.0));
+        let totals = crate::stats::WorkloadTotals {
+            point_lookups: 1_000,
+            ..Default::default()
+        };
+        let workload = crate::model::auto_tune::mix_of(&totals, facts.entries).expect("a mix");
+        let problem = facts.problem(workload, AutoTuneOptions::default().device());
+        assert_eq!(problem.key_bytes(), 200.0);
+        let buffer = facts.buffer_bits;
+        let unknown = TreeFacts {
+            key_bytes: None,
+            ..facts
+        }
+        .problem(workload, AutoTuneOptions::default().device());
+        let per_key = crate::model::ecotune::index_bits_per_key;
+        let ratio = top_index_bits(&problem, ModelPolicy::ECOTUNE, buffer)
+            / top_index_bits(&unknown, ModelPolicy::ECOTUNE, buffer);
+        assert!(
+            (ratio - per_key(200.0) / per_key(16.0)).abs() < 1e-9,
+            "{ratio}"
+        );
+        drop(view);
+        db.close().expect("close");
+    }
+
+    #[test]
+    fn the_read_probe_times_its_reads_and_a_file_too_small_is_an_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs = crate::env::RealFileSystem;
+        let path = dir.path().join("probed");
+        std::fs::write(&path, vec![3u8; 64 * 1024]).expect("write");
+        let nanos = read_probe(&fs, &path, false, 7).expect("probe");
+        assert!(nanos > 0);
+        let tiny = dir.path().join("tiny");
+        std::fs::write(&tiny, [1u8; 100]).expect("write");
+        assert!(matches!(
+            read_probe(&fs, &tiny, false, 7),
+            Err(crate::error::Error::InvalidArgument(_))
+        ));
+        assert!(read_probe(&fs, &dir.path().join("absent"), false, 7).is_err());
     }
 }

@@ -259,6 +259,9 @@ pub(crate) struct DbInner {
     /// Auto-tune's measurements up to the last reset of the counters; the live counters are
     /// added to it (`auto_tune.rs`), so `Db::reset_stats` does not lose them.
     pub(crate) measurement_base: Mutex<crate::model::auto_tune::Measurements>,
+    /// True once auto-tune has run its read probe (`auto_tune.rs`), whatever came of it: it runs
+    /// at most once per open.
+    pub(crate) read_probe_tried: std::sync::atomic::AtomicBool,
     /// Auto-tune's state (`auto_tune.rs`): restored from the manifest, held for a whole decision.
     pub(crate) auto_tune: Mutex<crate::model::auto_tune::AutoTuneState>,
     pub(crate) wal_records_recovered: u64,

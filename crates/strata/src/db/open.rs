@@ -436,6 +436,7 @@ fn assemble(
         )),
         info_log: recovered.info_log,
         measurement_base: Mutex::new(Default::default()),
+        read_probe_tried: std::sync::atomic::AtomicBool::new(false),
         auto_tune: Mutex::new(auto_tune),
         wal_records_recovered: recovered.replay.records,
         wal_bytes_dropped: recovered.replay.dropped_bytes,

@@ -211,8 +211,13 @@ impl AutoTuneOptions {
     }
 }
 
-/// Timed samples (probes of one kind, writes) needed before their mean replaces a setting.
+/// Timed samples (probes of one kind, writes, probed reads) needed before their mean replaces a
+/// setting.
 pub const MIN_SAMPLES: u64 = 64;
+
+/// Page reads auto-tune's read probe times (`db/auto_tune.rs`): the [`MIN_SAMPLES`] a price
+/// needs.
+pub const PROBE_READS: u64 = MIN_SAMPLES;
 
 /// What the engine measured on the running database since it opened (`Db::reset_stats` does not
 /// clear them), the raw inputs of [`MeasuredCosts`]. The engine gathers them from counters it
@@ -247,6 +252,12 @@ pub struct Measurements {
     pub compaction_write_bytes: u64,
     /// Compactions' elapsed microseconds.
     pub compaction_micros: u64,
+    /// Page reads the read probe timed: random pages of the tree's largest file, read the way
+    /// lookups read (direct I/O when the database reads direct), outside the block cache. Taken
+    /// when a decision finds fewer than [`MIN_SAMPLES`] timed probes that read the device.
+    pub probed_reads: u64,
+    /// Their nanoseconds in all.
+    pub probed_read_nanos: u64,
 }
 
 /// The costs [`Measurements`] give, each `None` while too little was measured for it (then the
@@ -257,9 +268,15 @@ pub struct Measurements {
 pub struct MeasuredCosts {
     /// Seconds per page a lookup reads from the device (`Omega`): the mean timed probe that read
     /// its block from the device less the mean one whose block was cached (the rest of a probe
-    /// is the same in both), or the former alone when the latter is not measured.
+    /// is the same in both), or the former alone when the latter is not measured; with fewer
+    /// than [`MIN_SAMPLES`] such probes, the read probe's mean page read
+    /// ([`Measurements::probed_reads`]; then [`MeasuredCosts::read_probed`] is true).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seconds_per_read: Option<f64>,
+    /// True when [`MeasuredCosts::seconds_per_read`] comes from the read probe rather than from
+    /// the lookups' timed probes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_probed: bool,
     /// Processor seconds per run a lookup probes: the mean probe that read no data block.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seconds_per_run_probed: Option<f64>,
@@ -311,6 +328,10 @@ impl Measurements {
             compaction_micros: self
                 .compaction_micros
                 .saturating_add(other.compaction_micros),
+            probed_reads: self.probed_reads.saturating_add(other.probed_reads),
+            probed_read_nanos: self
+                .probed_read_nanos
+                .saturating_add(other.probed_read_nanos),
         }
     }
 
@@ -323,12 +344,14 @@ impl Measurements {
         };
         let device = mean(self.device_block_probes, self.device_block_nanos);
         let cached = mean(self.cached_block_probes, self.cached_block_nanos);
-        let seconds_per_read = device
+        let timed_read = device
             .map(|device| match cached {
                 Some(cached) if device > cached => device - cached,
                 _ => device,
             })
             .filter(|seconds| *seconds > 0.0);
+        let probed_read = mean(self.probed_reads, self.probed_read_nanos).filter(|s| *s > 0.0);
+        let read_probed = timed_read.is_none() && probed_read.is_some();
         // A write is never free: the floor is a nanosecond.
         let seconds_per_update =
             mean(self.timed_write_entries, self.timed_write_nanos).map(|write| write.max(1e-9));
@@ -336,7 +359,8 @@ impl Measurements {
             .then(|| self.compaction_write_bytes as f64 / entry_bytes)
             .filter(|entries| *entries >= 1.0);
         MeasuredCosts {
-            seconds_per_read,
+            seconds_per_read: timed_read.or(probed_read),
+            read_probed,
             seconds_per_run_probed: mean(self.rejected_probes, self.rejected_nanos),
             seconds_per_update,
             stall_seconds_per_entry_merged: entries_merged
@@ -356,9 +380,15 @@ impl std::fmt::Display for MeasuredCosts {
                 |s| format!("{:.3} us", s * 1e6),
             )
         };
+        let read_source = match (self.seconds_per_read, self.read_probed) {
+            (None, _) => "",
+            (Some(_), true) => " (read probe)",
+            (Some(_), false) => " (timed lookups)",
+        };
         write!(
             f,
-            "read {}, run probed {}, write {}, stall per entry merged {}, merge per entry {}",
+            "read {}{read_source}, run probed {}, write {}, stall per entry merged {}, merge per \
+             entry {}",
             micros(self.seconds_per_read),
             micros(self.seconds_per_run_probed),
             micros(self.seconds_per_update),
@@ -381,6 +411,9 @@ pub struct TreeFacts {
     pub filter_bits: f64,
     /// Runs that wait on level 0 on average (`TuningProblem::level0_runs`).
     pub level0_runs: f64,
+    /// Bytes of an average user key (`Workload::key_bytes`; `model::tree::boundary_key_bytes`
+    /// estimates it from the files' boundary keys), `None` when unknown (an empty tree).
+    pub key_bytes: Option<f64>,
     /// What the engine measured on the running database ([`Measurements`]).
     pub measurements: Measurements,
 }
@@ -411,13 +444,16 @@ impl TreeFacts {
     }
 
     /// The tuner's problem for this tree and `workload`: the write buffer fixed, the filters'
-    /// memory beside it.
-    fn problem(&self, workload: Workload, device: Device) -> TuningProblem {
+    /// memory beside it, the keys at the tree's key size unless the workload gives one.
+    pub(crate) fn problem(&self, workload: Workload, device: Device) -> TuningProblem {
         TuningProblem {
             entries: self.entries as f64,
             entry_bytes: self.entry_bytes,
             memory_bits: self.buffer_bits + self.filter_bits.max(0.0),
-            workload,
+            workload: Workload {
+                key_bytes: workload.key_bytes.or(self.key_bytes),
+                ..workload
+            },
             device,
             fixed_buffer_bits: Some(self.buffer_bits),
             max_point_lookup_io: None,
@@ -1019,6 +1055,7 @@ mod tests {
             buffer_bits: (2u64 << 20) as f64 * 8.0,
             filter_bits: 10.0 * 1_000_000.0,
             level0_runs: 1.5,
+            key_bytes: None,
             measurements: Measurements::default(),
         }
     }
@@ -1170,6 +1207,8 @@ mod tests {
             write_stall_micros: (write_nanos as f64 * stall_share / 1e3) as u64,
             compaction_write_bytes: (merged_entries * facts().entry_bytes) as u64,
             compaction_micros: merged_entries as u64,
+            probed_reads: 0,
+            probed_read_nanos: 0,
         }
     }
 
@@ -1406,6 +1445,96 @@ mod tests {
             AutoTuneOptions::default().device_with(&MeasuredCosts::default()),
             AutoTuneOptions::default().device()
         );
+    }
+
+    #[test]
+    fn the_read_probe_prices_reads_until_the_lookups_time_enough_device_reads() {
+        // A hot spot the cache holds: 25 timed device reads, too few for a price; the probe's
+        // 64 reads at 418 us each price them, and the record says where the price came from.
+        let hot = Measurements {
+            device_block_probes: 25,
+            device_block_nanos: 25 * 430_000,
+            probed_reads: PROBE_READS,
+            probed_read_nanos: PROBE_READS * 418_000,
+            ..measured(4.0, 0.25, 5.0)
+        };
+        let costs = hot.costs(128.0);
+        assert!((costs.seconds_per_read.expect("probed") - 418e-6).abs() < 1e-12);
+        assert!(costs.read_probed);
+        assert!(
+            costs.to_string().contains("418.000 us (read probe)"),
+            "{costs}"
+        );
+        let device = AutoTuneOptions::default().device_with(&costs);
+        assert!((device.seconds_per_read - 418e-6).abs() < 1e-12);
+        // Once the lookups timed enough device reads, their price replaces the probe's.
+        let timed = Measurements {
+            device_block_probes: MIN_SAMPLES,
+            device_block_nanos: MIN_SAMPLES * 80_000,
+            ..hot
+        };
+        let costs = timed.costs(128.0);
+        assert!((costs.seconds_per_read.expect("timed") - 60e-6).abs() < 1e-12);
+        assert!(!costs.read_probed);
+        assert!(
+            costs.to_string().contains("60.000 us (timed lookups)"),
+            "{costs}"
+        );
+        // Neither: unmeasured, priced at the setting.
+        let neither = Measurements {
+            probed_reads: 0,
+            probed_read_nanos: 0,
+            ..hot
+        };
+        assert_eq!(neither.costs(128.0).seconds_per_read, None);
+        assert!(!neither.costs(128.0).read_probed);
+        // The probe's reads add up like the other counts.
+        assert_eq!(hot.plus(&hot).probed_reads, 2 * PROBE_READS);
+        assert_eq!(hot.plus(&hot).probed_read_nanos, 2 * PROBE_READS * 418_000);
+        // Older records, without the probe's fields or the source, still read.
+        let record = toml::to_string(&neither.costs(128.0)).expect("serialize");
+        assert!(!record.contains("read_probed"), "{record}");
+        let parsed: MeasuredCosts = toml::from_str(&record).expect("parse");
+        assert_eq!(parsed, neither.costs(128.0));
+    }
+
+    #[test]
+    fn the_problem_prices_ecotunes_index_at_the_trees_key_size() {
+        use crate::model::tuner::{top_index_bits, DEFAULT_KEY_BYTES};
+        let workload = mix_of(&totals(1_000, 0), 1_000_000).expect("a mix");
+        let device = AutoTuneOptions::default().device();
+        let buffer = (2u64 << 20) as f64 * 8.0;
+        let unknown = facts().problem(workload, device);
+        assert_eq!(unknown.key_bytes(), DEFAULT_KEY_BYTES);
+        let long = TreeFacts {
+            key_bytes: Some(100.0),
+            ..facts()
+        }
+        .problem(workload, device);
+        assert_eq!(long.key_bytes(), 100.0);
+        let short_index = top_index_bits(&unknown, ModelPolicy::ECOTUNE, buffer);
+        let long_index = top_index_bits(&long, ModelPolicy::ECOTUNE, buffer);
+        // The index holds the same keys at 100 bytes each instead of 16.
+        let per_key = |bytes| crate::model::ecotune::index_bits_per_key(bytes);
+        let expected = per_key(100.0) / per_key(DEFAULT_KEY_BYTES);
+        assert!(expected > 3.0);
+        assert!(
+            (long_index / short_index - expected).abs() < 1e-9,
+            "{long_index} against {short_index}"
+        );
+        // A key size the workload gives wins over the tree's.
+        let given = TreeFacts {
+            key_bytes: Some(100.0),
+            ..facts()
+        }
+        .problem(
+            Workload {
+                key_bytes: Some(40.0),
+                ..workload
+            },
+            device,
+        );
+        assert_eq!(given.key_bytes(), 40.0);
     }
 
     #[test]

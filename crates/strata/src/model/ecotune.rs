@@ -138,6 +138,39 @@ impl EcoTuneTree {
     }
 }
 
+/// Schedules [`schedule`] found lately, with their parameters, newest last.
+static SCHEDULES: std::sync::Mutex<Vec<(RoundParameters, Vec<Merge>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// How many schedules [`SCHEDULES`] keeps.
+const REMEMBERED_SCHEDULES: usize = 16;
+
+/// The round's merge schedule (`Dp::schedule`), remembered by its parameters: the dynamic
+/// program is nearly all of a tuner run's work (about 18 million instructions a schedule at a
+/// million entries), and auto-tune asks for the same rounds decision after decision while the
+/// tree and the mix hold. A pure function of `parameters`, so a remembered schedule is the one the
+/// program would find again.
+fn schedule(parameters: RoundParameters) -> Result<Vec<Merge>> {
+    // A panic elsewhere while the list was held leaves a list still valid: take it.
+    let remembered = || {
+        SCHEDULES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    if let Some((_, found)) = remembered().iter().find(|(key, _)| *key == parameters) {
+        return Ok(found.clone());
+    }
+    let schedule = Dp::new(parameters)
+        .map_err(Error::InvalidArgument)?
+        .schedule();
+    let mut schedules = remembered();
+    if schedules.len() >= REMEMBERED_SCHEDULES {
+        schedules.remove(0);
+    }
+    schedules.push((parameters, schedule.clone()));
+    Ok(schedule)
+}
+
 /// EcoTune's tree for `inputs` (see the module docs).
 pub fn tree(inputs: &EcoTuneInputs) -> Result<EcoTuneTree> {
     let n = inputs.entries;
@@ -165,9 +198,7 @@ pub fn tree(inputs: &EcoTuneInputs) -> Result<EcoTuneTree> {
         units,
         ccap,
     };
-    let schedule = Dp::new(parameters)
-        .map_err(Error::InvalidArgument)?
-        .schedule();
+    let schedule = schedule(parameters)?;
     let r = f64::from(units);
     let last = (below - (r + 1.0) / 2.0 * unit).max(unit);
     let arrivals = run_sizes(units, &schedule)
@@ -222,6 +253,30 @@ mod tests {
             false_positive_rate: 0.01,
             tc_over_tw,
             settings: EcoTuneSettings::default(),
+        }
+    }
+
+    /// A remembered schedule is the program's: the same inputs give the same tree again, its
+    /// parameters are remembered, and the list holds at most its bound.
+    #[test]
+    fn remembered_schedules_are_the_programs() {
+        let first = tree(&inputs(1.3e6, 0.2, 0.1)).expect("tree");
+        let again = tree(&inputs(1.3e6, 0.2, 0.1)).expect("tree");
+        assert_eq!(first, again);
+        let mut dp = Dp::new(first.parameters).expect("valid");
+        assert_eq!(again.schedule, dp.schedule());
+        // Other tests run trees beside this one, so the list may have moved on since; a tree
+        // asked for now is remembered now.
+        let _ = tree(&inputs(1.7e6, 0.25, 0.1)).expect("tree");
+        for r in 0..(REMEMBERED_SCHEDULES as u32 + 4) {
+            let _ = tree(&inputs(1.0e6 + f64::from(r) * 50_000.0, 0.3, 0.1)).expect("tree");
+        }
+        let schedules = SCHEDULES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        assert!(schedules.len() <= REMEMBERED_SCHEDULES);
+        for (parameters, schedule) in schedules.iter() {
+            assert_eq!(*schedule, Dp::new(*parameters).expect("valid").schedule());
         }
     }
 
