@@ -656,7 +656,8 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
         "filters: Monkey's allocation (recommended) or uniform (for comparison); every design costed on its own runs (DESIGN.md §7): Monkey's model for leveling (with or without dynamic level bytes) and tiering, Strata's per-run model (`strata::model::per_run`) for lazy leveling and Garnering, its EcoTune and Moose models (`strata::model::ecotune`, `moose`; they take no size ratio: T is where their memory split was taken)"
     )
     .map_err(write_error)?;
-    writeln!(out, "{}", describe_ties(&ties, &inputs.spread)).map_err(write_error)?;
+    let updates = problem.workload.updates > 0.0;
+    writeln!(out, "{}", describe_ties(&ties, &inputs.spread, updates)).map_err(write_error)?;
     writeln!(
         out,
         "{:<4} {:<18} {:<8} {:>8} {:>6} {:>12} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>12}",
@@ -699,8 +700,9 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
     Ok(())
 }
 
-/// The line saying which designs tie and which the tie went to.
-fn describe_ties(ties: &TieBreak, spread: &CostSpread) -> String {
+/// The line saying which designs tie and which the tie went to (`updates`: the workload has
+/// some; without, the model's best is kept).
+fn describe_ties(ties: &TieBreak, spread: &CostSpread, updates: bool) -> String {
     let within = format!(
         "within the measured costs' spread (device x{:.2}, processor x{:.2}, flush x{:.2})",
         spread.device, spread.processor, spread.flush
@@ -721,8 +723,13 @@ fn describe_ties(ties: &TieBreak, spread: &CostSpread) -> String {
             )
         })
         .collect();
+    let rule = if updates {
+        "the fewest merge I/Os per update"
+    } else {
+        "the model's best (no updates to merge)"
+    };
     format!(
-        "ties: {} designs {within}: {}; recommended: the fewest merge I/Os per update, the model's rank {} (ranks below: the rest in the model's order)",
+        "ties: {} designs {within}: {}; recommended: {rule}, the model's rank {} (ranks below: the rest in the model's order)",
         ties.tied.len(),
         tied.join(", "),
         ties.model_rank
