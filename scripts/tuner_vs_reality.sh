@@ -17,7 +17,9 @@
 # candidates are every registered merge policy (leveling, leveling-dynamic, tiering, lazy-leveling,
 # garnering, ecotune, moose, each with Monkey's and uniform filters); for each mix a second table
 # gives every policy's best rank and predicted ops/s, and the load average is printed before each
-# mix (the machine may be shared), and the 1-minute load average as each run started is in the
+# mix (the machine may be shared), with the tuner's ties (designs within the spread of its measured
+# costs; the recommendation is the tied design with the fewest merge I/Os per update, DESIGN.md
+# §7.5), and the 1-minute load average as each run started is in the
 # table's last column, in the order of the measured column's runs. Set CARGO_TARGET_DIR to reuse a
 # build.
 set -euo pipefail
@@ -45,8 +47,11 @@ for mix in mnemosyne-i mnemosyne-ii:0 mnemosyne-ii:1; do
     --candidates-out "$dir" > "$dir/tune.txt"
   device=$(grep -oE 'read-us=[0-9.]+,merge-read-us=[0-9.]+,write-us=[0-9.]+' "$dir/tune.txt" | head -1)
   cpu=$(grep -oE 'cpu-lookup-us=[0-9.]+,cpu-run-us=[0-9.]+,cpu-update-us=[0-9.]+,cpu-merge-us=[0-9.]+,flush-us=[0-9.]+' "$dir/tune.txt" | head -1)
+  spread=$(grep -oE 'spread=device=[0-9.]+,processor=[0-9.]+,flush=[0-9.]+' "$dir/tune.txt" | head -1)
+  spread=${spread#spread=}
   "$strata" tune --entries "$num" --entry-size 128 --memory-bits-per-key "$memory" \
-    --workload "${tuner_mix[$mix]}" --device "$device,$cpu" --json > "$dir/tune.json"
+    --workload "${tuner_mix[$mix]}" --device "$device,$cpu" --spread "$spread" --json > "$dir/tune.json"
+  grep -E '^ties: ' "$dir/tune.txt" | sed "s/^/$mix: /" >&2
   python3 - "$dir/tune.json" "$mix" >&2 <<'PY'
 import json, sys
 candidates = json.load(open(sys.argv[1]))["candidates"]

@@ -9,11 +9,16 @@
 //! probe (`--measure-device`), and the recommendation can be written as an options file
 //! (`--options-out`, `strata::options_file`) that `strata bench --options` and
 //! `Options::from_file` take.
+//!
+//! Designs the model cannot tell apart within the spread of its measured costs are ties
+//! (`strata::model::ties`, DESIGN.md §7.5): the probe's spread, or `--spread`, decides which; the
+//! tie goes to the design with the fewest merge I/Os per update, listed first.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use serde::Serialize;
+use strata::model::ties::{break_ties, CostSpread, TieBreak};
 use strata::model::tuner::{
     buildable_size_ratio, tune, CpuCosts, Design, Device, LongScans, TuningProblem, Workload,
 };
@@ -109,6 +114,13 @@ pub struct TuneArgs {
     /// Monkey's tree, where flushes merge straight into level 1.
     #[arg(long, value_name = "RUNS")]
     pub level0_runs: Option<f64>,
+    /// How far each measured cost may be from a repeated measurement, as factors of at least 1:
+    /// `device=K,processor=K,flush=K` (missing parts 1). A runner-up at least as fast as the
+    /// best once one cost group moves within its factor is tied with it, and the tie goes to
+    /// the design with the fewest merge I/Os per update (`strata::model::ties`). Default: what
+    /// `--measure-device` measured (its timed rounds' second slowest over second fastest), else no spread.
+    #[arg(long)]
+    pub spread: Option<String>,
     /// Runners-up to print (text output).
     #[arg(long, default_value_t = 5)]
     pub show: usize,
@@ -216,6 +228,17 @@ fn to_json(design: &Design, entries: f64) -> DesignJson {
 struct Inputs {
     problem: TuningProblem,
     lines: Vec<String>,
+    spread: CostSpread,
+}
+
+/// `--spread`'s `device=K,processor=K,flush=K`.
+fn parse_spread(text: &str) -> CliResult<CostSpread> {
+    let values = parse_pairs("spread", text, &["device", "processor", "flush"])?;
+    Ok(CostSpread {
+        device: values[0].unwrap_or(1.0),
+        processor: values[1].unwrap_or(1.0),
+        flush: values[2].unwrap_or(1.0),
+    })
 }
 
 /// The tuning problem `args` describe (measuring what they ask to be measured).
@@ -327,6 +350,7 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
             parse_workload("lookups=0.5,empty=0.5,updates=0.5")?
         }
     };
+    let mut spread = CostSpread::NONE;
     let device = match (&args.device, &args.measure_device) {
         (Some(text), _) => parse_device(text)?,
         (None, Some(dir)) => {
@@ -341,12 +365,22 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
                 measured.seconds_per_merge_read * 1e6,
                 measured.seconds_per_write * 1e6
             ));
-            let cpu = measure_processor(
+            let processor = measure_processor(
                 dir,
                 entry_size,
                 measured.seconds_per_write,
                 DEFAULT_PROCESSOR_PROBE,
             )?;
+            let cpu = processor.costs;
+            spread = CostSpread {
+                device: measured.read_spread,
+                processor: processor.lookup_spread,
+                flush: processor.flush_spread,
+            };
+            lines.push(format!(
+                "measured costs' spread (second slowest timed round over second fastest): random reads x{:.2}, lookups x{:.2}, flushes x{:.2}: spread=device={:.3},processor={:.3},flush={:.3}",
+                spread.device, spread.processor, spread.flush, spread.device, spread.processor, spread.flush
+            ));
             lines.push(format!(
                 "processor measured on the engine: {:.3} us per lookup, {:.3} us per run probed, {:.3} us per update, {:.3} us per entry merged, {:.0} us per flush, merges charged to the operations: cpu-lookup-us={:.3},cpu-run-us={:.3},cpu-update-us={:.3},cpu-merge-us={:.3},flush-us={:.0}",
                 cpu.seconds_per_lookup * 1e6,
@@ -367,6 +401,9 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
         }
         (None, None) => parse_device("read-us=100,write-us=100,page-bytes=4096")?,
     };
+    if let Some(text) = &args.spread {
+        spread = parse_spread(text)?;
+    }
     let level0_runs = args.level0_runs.unwrap_or_else(default_level0_runs);
     workload.key_bytes = key_size;
     lines.insert(
@@ -406,6 +443,7 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
             level0_runs,
         },
         lines,
+        spread,
     })
 }
 
@@ -570,7 +608,8 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
     let inputs = problem(args)?;
     refuse_memory_below_one_page(args, &inputs.problem)?;
     let problem = inputs.problem;
-    let tuning = tune(&problem)?;
+    let ties = break_ties(&problem, &tune(&problem)?, &inputs.spread)?;
+    let tuning = &ties.tuning;
     if let Some(path) = &args.options_out {
         options_file(&tuning.recommended, &problem).write(path)?;
     }
@@ -617,6 +656,8 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
         "filters: Monkey's allocation (recommended) or uniform (for comparison); every design costed on its own runs (DESIGN.md §7): Monkey's model for leveling (with or without dynamic level bytes) and tiering, Strata's per-run model (`strata::model::per_run`) for lazy leveling and Garnering, its EcoTune and Moose models (`strata::model::ecotune`, `moose`; they take no size ratio: T is where their memory split was taken)"
     )
     .map_err(write_error)?;
+    let updates = problem.workload.updates > 0.0;
+    writeln!(out, "{}", describe_ties(&ties, &inputs.spread, updates)).map_err(write_error)?;
     writeln!(
         out,
         "{:<4} {:<18} {:<8} {:>8} {:>6} {:>12} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>12}",
@@ -657,6 +698,42 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
         .map_err(write_error)?;
     }
     Ok(())
+}
+
+/// The line saying which designs tie and which the tie went to (`updates`: the workload has
+/// some; without, the model's best is kept).
+fn describe_ties(ties: &TieBreak, spread: &CostSpread, updates: bool) -> String {
+    let within = format!(
+        "within the measured costs' spread (device x{:.2}, processor x{:.2}, flush x{:.2})",
+        spread.device, spread.processor, spread.flush
+    );
+    if ties.tied.len() < 2 {
+        return format!("ties: none {within}; the model's best is recommended");
+    }
+    let tied: Vec<String> = ties
+        .tied
+        .iter()
+        .map(|d| {
+            format!(
+                "{} T={:.2} ({:.0} ops/s, W {:.4})",
+                policy_label(d.policy),
+                d.size_ratio,
+                d.predicted.throughput_ops,
+                d.predicted.update_io
+            )
+        })
+        .collect();
+    let rule = if updates {
+        "the fewest merge I/Os per update"
+    } else {
+        "the model's best (no updates to merge)"
+    };
+    format!(
+        "ties: {} designs {within}: {}; recommended: {rule}, the model's rank {} (ranks below: the rest in the model's order)",
+        ties.tied.len(),
+        tied.join(", "),
+        ties.model_rank
+    )
 }
 
 #[cfg(test)]
@@ -791,6 +868,53 @@ mod tests {
         assert!(throughput(cpu) < throughput(io), "{cpu} vs {io}");
         let seconds = cpu["io_per_operation"].as_f64().expect("number") * 100e-6 + per_op * 1e-6;
         assert!((throughput(cpu) - 1.0 / seconds).abs() <= 1e-6 * throughput(cpu));
+    }
+
+    /// With a spread the recommendation is the tied design with the fewest merge I/Os per
+    /// update; without one (or a spread too narrow to tie anything) it is the model's best.
+    #[test]
+    fn a_spread_breaks_ties_toward_the_fewest_merges() {
+        let tuned = |extra: &[&str]| {
+            let mut argv = vec![
+                "--workload",
+                "lookups=0.756,empty=1,updates=0.244",
+                "--device",
+                "read-us=73.8,write-us=53.7,merge-read-us=11.6,cpu-lookup-us=0.02,cpu-run-us=0.593,cpu-update-us=6.8,flush-us=8700",
+                "--json",
+            ];
+            argv.extend_from_slice(extra);
+            let mut out = Vec::new();
+            run(&args(&argv), &mut out).expect("tune");
+            serde_json::from_slice::<serde_json::Value>(&out).expect("JSON")
+        };
+        let w = |v: &serde_json::Value| v["predicted"]["update_io"].as_f64().expect("number");
+        let ops =
+            |v: &serde_json::Value| v["predicted"]["throughput_ops"].as_f64().expect("number");
+        let model = tuned(&[]);
+        let narrow = tuned(&["--spread", "device=1,processor=1,flush=1"]);
+        assert_eq!(model, narrow);
+        let wide = tuned(&["--spread", "processor=1.6"]);
+        let best = &model["recommended"];
+        let pick = &wide["recommended"];
+        assert_eq!(&wide["candidates"][0], pick);
+        assert!(w(pick) <= w(best), "{pick} against {best}");
+        // A tie is within the spread of the model's best.
+        assert!(ops(pick) * 1.6 >= ops(best), "{pick} against {best}");
+        // The same designs, reordered.
+        let count = |v: &serde_json::Value| v["candidates"].as_array().expect("list").len();
+        assert_eq!(count(&model), count(&wide));
+        let mut out = Vec::new();
+        for bad in ["device=0.5", "processor=x", "flush=-1", "disk=2", "device"] {
+            assert!(run(&args(&["--spread", bad]), &mut out).is_err(), "{bad}");
+        }
+        // The text output says which designs tie.
+        run(
+            &args(&["--spread", "processor=1.6", "--show", "2"]),
+            &mut out,
+        )
+        .expect("tune");
+        let text = String::from_utf8(out).expect("UTF-8");
+        assert!(text.lines().any(|l| l.starts_with("ties: ")), "{text}");
     }
 
     #[test]

@@ -33,6 +33,7 @@ use std::time::Instant;
 
 use rand::{Rng, SeedableRng};
 use strata::env::{FileSystem, RealFileSystem};
+use strata::model::ties::CostSpread;
 use strata::model::tuner::{CpuCosts, Device, Workload};
 use strata::stats::MIN_WINDOW_QUERIES;
 use strata::WorkloadMix;
@@ -138,6 +139,9 @@ pub struct MeasuredDevice {
     pub seconds_per_merge_read: f64,
     /// Mean seconds per random page read with direct I/O.
     pub seconds_per_read: f64,
+    /// The random reads timed in five rounds: the rounds' spread (`CostSpread::of_rounds`, the
+    /// second slowest round's mean over the second fastest's; `CostSpread::device`).
+    pub read_spread: f64,
     /// The device as the tuner takes it.
     pub device: Device,
 }
@@ -164,12 +168,13 @@ pub fn measure_device(dir: &Path, size: ProbeSize) -> CliResult<MeasuredDevice> 
         .and_then(|in_order| Ok((in_order, read_pages(&fs, &path, pages, size.reads)?)));
     // The probe's file goes whatever the reads did.
     let removed = fs.remove_file(&path);
-    let (seconds_per_merge_read, seconds_per_read) = result?;
+    let (seconds_per_merge_read, (seconds_per_read, read_spread)) = result?;
     removed?;
     Ok(MeasuredDevice {
         seconds_per_write,
         seconds_per_merge_read,
         seconds_per_read,
+        read_spread,
         device: Device {
             seconds_per_read,
             write_read_cost_ratio: seconds_per_write / seconds_per_read,
@@ -216,6 +221,19 @@ fn probe_key(i: u64) -> [u8; PROBE_KEY_BYTES] {
     key
 }
 
+/// What the processor probe measured: the costs and how far its repeated timings spread
+/// (`strata::model::ties::CostSpread`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MeasuredProcessor {
+    /// The costs the tuner takes.
+    pub costs: CpuCosts,
+    /// The empty lookups' five timed rounds on each tree: the larger of the two trees' spreads
+    /// (`CostSpread::of_rounds`: the second slowest round over the second fastest).
+    pub lookup_spread: f64,
+    /// The five timed flushes: the second slowest over the second fastest.
+    pub flush_spread: f64,
+}
+
 /// Runs the processor probe in a scratch database `dir/strata-processor-probe` (an error if it
 /// exists; removed afterwards) with entries of `entry_bytes` bytes and 10 bits per key of
 /// filters. `seconds_per_page_written` (the device probe's) is taken off the compaction's time
@@ -225,7 +243,7 @@ pub fn measure_processor(
     entry_bytes: f64,
     seconds_per_page_written: f64,
     size: ProcessorProbeSize,
-) -> CliResult<CpuCosts> {
+) -> CliResult<MeasuredProcessor> {
     let path = dir.join("strata-processor-probe");
     if path.exists() {
         return Err(CliError::InvalidArgument(format!(
@@ -247,7 +265,7 @@ fn processor_probe(
     entry_bytes: f64,
     seconds_per_page_written: f64,
     size: ProcessorProbeSize,
-) -> CliResult<CpuCosts> {
+) -> CliResult<MeasuredProcessor> {
     let runs = size.runs.max(2);
     let per_run = size.entries_per_run.max(1);
     let lookups = size.lookups.max(1);
@@ -278,7 +296,8 @@ fn processor_probe(
     };
     // Keys past the written ones: every lookup finds nothing.
     let missing = (runs * per_run) as u64;
-    let time_lookups = |db: &Db| -> CliResult<f64> {
+    // The median round's seconds per lookup and the rounds' spread.
+    let time_lookups = |db: &Db| -> CliResult<(f64, f64)> {
         // Median of five rounds: one slow round (a page fault, another process) does not count.
         let mut rounds = Vec::new();
         for round in 0..5u64 {
@@ -294,15 +313,15 @@ fn processor_probe(
             rounds.push(started.elapsed().as_secs_f64() / count as f64);
         }
         rounds.sort_by(f64::total_cmp);
-        Ok(rounds[rounds.len() / 2])
+        Ok((rounds[rounds.len() / 2], CostSpread::of_rounds(&rounds)?))
     };
     write_run(0)?;
-    let one_run = time_lookups(&db)?;
+    let (one_run, one_run_spread) = time_lookups(&db)?;
     for run in 1..runs {
         write_run(run)?;
     }
     let held = db.version().run_count();
-    let many_runs = time_lookups(&db)?;
+    let (many_runs, many_runs_spread) = time_lookups(&db)?;
     let started = Instant::now();
     db.compact()?;
     let compaction = started.elapsed().as_secs_f64();
@@ -324,7 +343,7 @@ fn processor_probe(
     }
     let per_run_probed = ((many_runs - one_run) / (held - 1) as f64).max(0.0);
     let entries = (runs * per_run) as f64;
-    Ok(CpuCosts {
+    let costs = CpuCosts {
         seconds_per_lookup: (one_run - per_run_probed).max(0.0),
         seconds_per_run_probed: per_run_probed,
         seconds_per_update: put_seconds / entries,
@@ -337,6 +356,11 @@ fn processor_probe(
         // recommendation against its runners-up"); `--device merge-threads=K` sets it.
         merge_threads: 0.0,
         seconds_per_flush: flushes[flushes.len() / 2],
+    };
+    Ok(MeasuredProcessor {
+        costs,
+        lookup_spread: one_run_spread.max(many_runs_spread),
+        flush_spread: CostSpread::of_rounds(&flushes)?,
     })
 }
 
@@ -377,23 +401,42 @@ fn read_in_order(fs: &RealFileSystem, path: &Path, pages: u64) -> CliResult<f64>
     Ok(started.elapsed().as_secs_f64() / pages as f64)
 }
 
-fn read_pages(fs: &RealFileSystem, path: &Path, pages: u64, reads: usize) -> CliResult<f64> {
+/// Mean seconds per random page read over `reads` reads, and the spread of the rounds they are
+/// timed in (`CostSpread::of_rounds` of the rounds' means): five rounds, one a read below five
+/// reads.
+fn read_pages(fs: &RealFileSystem, path: &Path, pages: u64, reads: usize) -> CliResult<(f64, f64)> {
     let file = open_direct(fs, path)?;
     // Fixed seed: the same probe reads the same pages.
     let mut rng = rand::rngs::StdRng::seed_from_u64(42);
+    let reads = reads.max(1);
+    let per_round = (reads / 5).max(1);
+    let mut rounds = Vec::new();
+    let mut done = 0;
     let started = Instant::now();
-    for _ in 0..reads.max(1) {
-        let page = rng.gen_range(0..pages);
-        let bytes = file.read_at(page * PAGE_BYTES, PAGE_BYTES as usize)?;
-        if bytes.len() != PAGE_BYTES as usize {
-            return Err(CliError::InvalidArgument(format!(
-                "{}: the probe read {} bytes of a {PAGE_BYTES}-byte page",
-                path.display(),
-                bytes.len()
-            )));
+    while done < reads {
+        // The fifth round takes what is left.
+        let count = if rounds.len() == 4 {
+            reads - done
+        } else {
+            per_round.min(reads - done)
+        };
+        let round_started = Instant::now();
+        for _ in 0..count {
+            let page = rng.gen_range(0..pages);
+            let bytes = file.read_at(page * PAGE_BYTES, PAGE_BYTES as usize)?;
+            if bytes.len() != PAGE_BYTES as usize {
+                return Err(CliError::InvalidArgument(format!(
+                    "{}: the probe read {} bytes of a {PAGE_BYTES}-byte page",
+                    path.display(),
+                    bytes.len()
+                )));
+            }
         }
+        rounds.push(round_started.elapsed().as_secs_f64() / count as f64);
+        done += count;
     }
-    Ok(started.elapsed().as_secs_f64() / reads.max(1) as f64)
+    let mean = started.elapsed().as_secs_f64() / reads as f64;
+    Ok((mean, CostSpread::of_rounds(&rounds)?))
 }
 
 #[cfg(test)]
@@ -476,7 +519,12 @@ mod tests {
             entries_per_run: 2_000,
             lookups: 5_000,
         };
-        let costs = measure_processor(dir.path(), 128.0, 0.0, size).expect("probe");
+        let measured = measure_processor(dir.path(), 128.0, 0.0, size).expect("probe");
+        // The spreads are the slowest timing over the fastest: factors of at least 1.
+        for spread in [measured.lookup_spread, measured.flush_spread] {
+            assert!(spread.is_finite() && spread >= 1.0, "{measured:?}");
+        }
+        let costs = measured.costs;
         for value in [
             costs.seconds_per_lookup,
             costs.seconds_per_run_probed,
@@ -518,6 +566,10 @@ mod tests {
                 assert!(measured.seconds_per_merge_read > 0.0);
                 assert!(measured.device.merge_read_cost_ratio > 0.0);
                 assert_eq!(measured.device.page_bytes, 4096.0);
+                assert!(
+                    measured.read_spread.is_finite() && measured.read_spread >= 1.0,
+                    "{measured:?}"
+                );
             }
             // A temporary directory on tmpfs has no direct I/O: the probe must say so.
             Err(error) => assert!(error.to_string().contains("direct reads"), "{error}"),

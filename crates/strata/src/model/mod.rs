@@ -22,6 +22,7 @@ pub mod ecotune;
 pub mod moose;
 pub mod per_run;
 pub mod seek;
+pub mod ties;
 pub mod tree;
 pub mod tuner;
 pub mod writes;
