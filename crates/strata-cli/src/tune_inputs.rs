@@ -296,32 +296,13 @@ fn processor_probe(
     };
     // Keys past the written ones: every lookup finds nothing.
     let missing = (runs * per_run) as u64;
-    // The median round's seconds per lookup and the rounds' spread.
-    let time_lookups = |db: &Db| -> CliResult<(f64, f64)> {
-        // Median of five rounds: one slow round (a page fault, another process) does not count.
-        let mut rounds = Vec::new();
-        for round in 0..5u64 {
-            let started = Instant::now();
-            let count = (lookups / 5).max(1) as u64;
-            for i in 0..count {
-                if db.get(probe_key(missing + round * count + i))?.is_some() {
-                    return Err(CliError::InvalidArgument(
-                        "the processor probe found a key it never wrote".into(),
-                    ));
-                }
-            }
-            rounds.push(started.elapsed().as_secs_f64() / count as f64);
-        }
-        rounds.sort_by(f64::total_cmp);
-        Ok((rounds[rounds.len() / 2], CostSpread::of_rounds(&rounds)?))
-    };
     write_run(0)?;
-    let (one_run, one_run_spread) = time_lookups(&db)?;
+    let (one_run, one_run_spread) = time_absent_lookups(&db, missing, lookups)?;
     for run in 1..runs {
         write_run(run)?;
     }
     let held = db.version().run_count();
-    let (many_runs, many_runs_spread) = time_lookups(&db)?;
+    let (many_runs, many_runs_spread) = time_absent_lookups(&db, missing, lookups)?;
     let started = Instant::now();
     db.compact()?;
     let compaction = started.elapsed().as_secs_f64();
@@ -362,6 +343,30 @@ fn processor_probe(
         lookup_spread: one_run_spread.max(many_runs_spread),
         flush_spread: CostSpread::of_rounds(&flushes)?,
     })
+}
+
+/// The median round's seconds per lookup of `lookups` absent keys from `first_missing` on (five
+/// rounds of a fifth each), and the rounds' spread.
+fn time_absent_lookups(db: &Db, first_missing: u64, lookups: usize) -> CliResult<(f64, f64)> {
+    // Median of five rounds: one slow round (a page fault, another process) does not count.
+    let mut rounds = Vec::new();
+    for round in 0..5u64 {
+        let started = Instant::now();
+        let count = (lookups / 5).max(1) as u64;
+        for i in 0..count {
+            if db
+                .get(probe_key(first_missing + round * count + i))?
+                .is_some()
+            {
+                return Err(CliError::InvalidArgument(
+                    "the processor probe found a key it never wrote".into(),
+                ));
+            }
+        }
+        rounds.push(started.elapsed().as_secs_f64() / count as f64);
+    }
+    rounds.sort_by(f64::total_cmp);
+    Ok((rounds[rounds.len() / 2], CostSpread::of_rounds(&rounds)?))
 }
 
 /// The in-order reads' size: the engine's default compaction readahead.
