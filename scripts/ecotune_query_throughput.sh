@@ -98,4 +98,32 @@ for path in sorted(glob.glob(f"{out}/ecotune-*.json")):
               f"{statistics.median(reads):>7.3f} {statistics.median(written):>9.0f} "
               f"{cpu_q:>8.1f} {(base_cpu / cpu_q if base_cpu else float('nan')):>10.2f}  "
               f"{shape}; {state}")
+    # Where a query's time goes (medians over the runs): its mean latency on its thread, the part
+    # of it spent reading blocks from the device (elapsed, decompression included), the process's
+    # CPU per query outside compaction and flush threads (queries and the paced writer), the
+    # data blocks read from the device per query by level, block-cache hits per query, and the
+    # writer's stall time over the phase.
+    def med(values):
+        values = [v for v in values if v is not None]
+        return statistics.median(values) if values else float("nan")
+    for label, results in rows.items():
+        fg = med([(r["cpu_seconds"]["total"] - r["cpu_seconds"]["compaction"]
+                   - r["cpu_seconds"]["flush"]) * 1e6 / r["ops"]
+                  for r in results if r.get("cpu_seconds") and r["ops"]])
+        by_level = [r.get("data_reads_per_op_by_level") for r in results]
+        by_level = [v for v in by_level if v]
+        levels = ([statistics.median(v[i] for v in by_level) for i in range(len(by_level[0]))]
+                  if by_level else [])
+        while levels and levels[-1] == 0:
+            levels.pop()
+        hits = [r.get("cache_hits_per_op") for r in results]
+        hits = [h for h in hits if h]
+        print(f"{'':>4} {label:<28} latency {med([r['latency_us']['mean'] for r in results]):7.1f} us"
+              f"  device reads {med([r.get('block_read_us_per_op') for r in results]):6.1f} us"
+              f"  fg cpu {fg:6.1f} us"
+              f"  data reads by level {' '.join(f'{x:.3f}' for x in levels)}"
+              f"  cache hits d/i/f {med([h['data'] for h in hits]):.2f}/"
+              f"{med([h['index'] for h in hits]):.2f}/{med([h['filter'] for h in hits]):.2f}"
+              f"  stall {med([r.get('write_stall_ms') for r in results]) / 1e3:.1f} s"
+              f"  writes/q {med([r['background_writes'] / r['ops'] for r in results if r['ops']]):.2f}")
 PY

@@ -439,6 +439,86 @@ fn range_lookups_open_only_the_top_level_runs_holding_their_keys() {
     db.close().expect("close");
 }
 
+/// A scan opens a top-level run only when it reads up to the run's first key past its start:
+/// one that stops before it, on keys of the levels below, reads nothing of it (it waits on the
+/// run's first key from the index), and every snapshot still reads the versions the run holds.
+#[test]
+fn a_scan_opens_no_top_level_run_it_stops_before() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(
+        dir.path(),
+        Options::default()
+            .write_buffer_bytes(64 * 1024)
+            .bits_per_key(6.0)
+            .expect("valid")
+            .compaction_policy(Arc::new(
+                EcoTune::new(EcoTuneSettings::default()).expect("valid"),
+            )),
+    )
+    .expect("open");
+    let k = |i: u32| key(i * 1000);
+    let mut model = Model::new();
+    // Keys 0, 1000, ..., 19000 below the top level.
+    for i in 0..20 {
+        db.put(k(i), value(i, 0)).expect("put");
+        model.insert(k(i), value(i, 0));
+    }
+    db.compact().expect("compact");
+    let before = db.snapshot();
+    let before_model = model.clone();
+    // One top-level run: 5500 (new) and 9000 (overwritten).
+    for (key, v) in [(key(5500), b"new".to_vec()), (k(9), b"over".to_vec())] {
+        db.put(&key, &v).expect("put");
+        model.insert(key, v);
+    }
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("settle");
+    assert_eq!(
+        db.version().levels()[0].runs().len(),
+        1,
+        "{:?}",
+        db.version()
+    );
+    let scan = |db: &Db, from: &[u8], n: usize| {
+        level0_seek_runs(db, |db| {
+            let mut iter = db.iter();
+            iter.seek(from);
+            let got: Vec<_> = iter.take(n).map(|e| e.expect("scan")).collect();
+            let want: Vec<_> = model.range(from.to_vec()..).take(n).collect();
+            assert_eq!(got.len(), want.len());
+            for ((gk, gv), (wk, wv)) in got.iter().zip(want) {
+                assert_eq!((gk.to_vec(), gv.to_vec()), (wk.clone(), wv.clone()));
+            }
+        })
+    };
+    // 0..=5000 lie below 5500, the run's first key: six entries read, the run never opened
+    // (before the marker, every scan opened the run holding the level's next key at its seek).
+    assert_eq!(scan(&db, &k(0), 6), 0);
+    assert_eq!(scan(&db, &k(3), 3), 0);
+    // The seventh entry from 0 is 5500, the run's: it is opened then, once.
+    assert_eq!(scan(&db, &k(0), 7), 1);
+    // From 6000 the run's next key is 9000 (its newer version wins): three entries stop short.
+    assert_eq!(scan(&db, &k(6), 3), 0);
+    assert_eq!(scan(&db, &k(6), 4), 1);
+    // Whole scans, and the snapshot taken before the run, read what the models hold.
+    let all: Vec<_> = db
+        .iter()
+        .map(|e| e.expect("scan"))
+        .map(|(k, v)| (k.to_vec(), v.to_vec()))
+        .collect();
+    assert_eq!(all, model_range(&model, b"", None));
+    assert_eq!(
+        collect(before.range(k(0)..)),
+        model_range(&before_model, b"", None)
+    );
+    assert_eq!(
+        collect(db.range(k(5)..k(10))),
+        model_range(&model, &k(5), Some(&k(10)))
+    );
+    drop(before);
+    db.close().expect("close");
+}
+
 /// `queries` queries: half point lookups, a quarter long scans of 40 entries, a quarter short
 /// seeks of one entry (long scans' share 0.25, `K` = 40; range lookups' share 0.5).
 fn serve_quarter_long_scans(db: &Db, queries: u32) {

@@ -194,6 +194,14 @@ pub struct PhaseResult {
     pub range_filter_negatives_per_op: Option<f64>,
     /// Runs iterator seeks positioned themselves in, per operation (Strata).
     pub seek_runs_per_op: Option<f64>,
+    /// Data blocks read from the file system per operation, by level (Strata; index = level,
+    /// deeper levels summed into the last).
+    pub data_reads_per_op_by_level: Option<Vec<f64>>,
+    /// Block-cache hits per operation, by kind (Strata).
+    pub cache_hits_per_op: Option<IoPerOp>,
+    /// Microseconds per operation that lookups and scans spent reading blocks from the file
+    /// system (elapsed, decompression included; Strata): the wait on the device.
+    pub block_read_us_per_op: Option<f64>,
     /// Memory of the open files' range filters at the end of the phase (Strata).
     pub range_filter_bytes: Option<u64>,
     /// Index and filter blocks pinned outside the block cache at the end of the phase (Strata).
@@ -490,6 +498,15 @@ impl PhaseResult {
             range_filter_probes_per_op: per_op(io.range_filter_probes),
             range_filter_negatives_per_op: per_op(io.range_filter_negatives),
             seek_runs_per_op: per_op(io.seek_runs),
+            data_reads_per_op_by_level: io
+                .data_block_reads_by_level
+                .map(|levels| levels.iter().map(|&reads| per(reads, counts.ops)).collect()),
+            cache_hits_per_op: io.cache_hits.map(|hits| IoPerOp {
+                data: Some(per(hits.data, counts.ops)),
+                index: Some(per(hits.index, counts.ops)),
+                filter: Some(per(hits.filter, counts.ops)),
+            }),
+            block_read_us_per_op: per_op(io.block_read_micros),
             range_filter_bytes: shape.range_filter_bytes,
             pinned_bytes: shape.pinned_bytes,
             filter_rebuilds: io.filter_rebuilds,

@@ -5,16 +5,22 @@
 //!
 //! At a seek to `t`, each run's first key at or after `t` comes from the index (a binary search
 //! in the run's keys); a run with none, or whose first one lies past the lookup's upper bound,
-//! is never opened. The others wait, ordered by that first key `s`, and a run is opened, and
-//! positioned at `s`, once the merged stream reaches a key `>= s` (or ends). Nothing the stream
-//! has returned lies at or after `s`, so the merge stays in order, and the stream's entries up to
-//! its position are exactly those of every level-0 run: a run is left out only while it holds no
-//! key up to that position. Every version a run holds comes with it, so snapshots read the level-0
-//! versions they would read from every run.
+//! is never opened. The others wait, ordered by that first key `s`. While the smallest waiting
+//! `s` lies at or before the opened runs' next key (or none is open), the iterator stands on a
+//! *marker* for it: the internal key of `s` at sequence [`MAX_SEQUENCE`], which sorts before
+//! every version of `s` and which no reader sees (no write is given that sequence, so every
+//! snapshot's sequence is below it; `DbIterator` steps over entries newer than its snapshot).
+//! Stepping past the marker opens the runs waiting on `s`, positioned at `s`. So a run is opened
+//! only when the whole lookup, all levels merged, reaches its first key: a scan that stops before
+//! it never reads it. Nothing the stream has returned lies at or after `s`, so the merge stays
+//! in order, and the stream's entries up to its position are exactly those of every level-0 run:
+//! a run is left out only while it holds no key up to that position. Every version a run holds
+//! comes with it, so snapshots read the level-0 versions they would read from every run.
 //!
 //! A closed seek `[a, b)` thus opens the runs holding a key in `[a, b]`, and a scan opens the
-//! runs it passes through; before this, every seek opened every level-0 run (or asked each one's
-//! range filter), one index block at least each.
+//! runs holding a key it returns; before this, every seek opened every level-0 run (or asked each
+//! one's range filter), one index block at least each, and then (until the marker) a scan also
+//! opened the run holding the level's first key past its start, read or not.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -23,7 +29,9 @@ use super::top_index::RunKeys;
 use super::DbInner;
 use crate::error::Result;
 use crate::iterator::{InternalIterator, MergingIterator};
-use crate::key::{compare_internal_keys, lookup_key, user_key, MAX_SEQUENCE};
+use crate::key::{
+    compare_internal_keys, encode_internal_key, lookup_key, user_key, ValueKind, MAX_SEQUENCE,
+};
 use crate::stats::add;
 use crate::table::iter::RunIter;
 use crate::table::reader::ReadMode;
@@ -50,6 +58,9 @@ pub(crate) struct TopLevelIter {
     upper: Option<Vec<u8>>,
     /// The internal key of the last seek.
     target: Vec<u8>,
+    /// The marker the iterator stands on (module docs): the smallest waiting first key at
+    /// sequence `MAX_SEQUENCE`, when it sorts at or before the opened runs' next entry.
+    marker: Option<Vec<u8>>,
     pin: bool,
 }
 
@@ -68,6 +79,7 @@ impl TopLevelIter {
             pending: Vec::new(),
             upper,
             target: Vec::new(),
+            marker: None,
             pin,
         }
     }
@@ -77,12 +89,25 @@ impl TopLevelIter {
         self.runs.get(run).map_or(&[], |lazy| lazy.keys.key(key))
     }
 
-    /// Opens every pending run whose first key the merged stream has reached.
+    /// Stands on the marker of the smallest waiting first key if the opened runs' stream has
+    /// reached it (or ended), else on the stream.
     fn settle(&mut self) {
+        self.marker = self.pending.last().and_then(|&next| {
+            let start = self.start(next);
+            let reached = !self.merged.valid() || user_key(self.merged.key()) >= start;
+            reached.then(|| encode_internal_key(start, MAX_SEQUENCE, ValueKind::Value))
+        });
+    }
+
+    /// Steps past the marker: opens every run waiting on its key.
+    fn open_marked(&mut self) {
+        let Some(marker) = self.marker.take() else {
+            return;
+        };
+        let start = user_key(&marker).to_vec();
         while let Some(&next) = self.pending.last() {
-            let reached = !self.merged.valid() || user_key(self.merged.key()) >= self.start(next);
-            if !reached {
-                return;
+            if self.start(next) > start.as_slice() {
+                break;
             }
             self.pending.pop();
             self.open(next);
@@ -116,7 +141,7 @@ impl TopLevelIter {
 
 impl InternalIterator for TopLevelIter {
     fn valid(&self) -> bool {
-        self.merged.valid()
+        self.marker.is_some() || self.merged.valid()
     }
 
     fn seek_to_first(&mut self) {
@@ -154,16 +179,26 @@ impl InternalIterator for TopLevelIter {
     }
 
     fn next(&mut self) {
-        self.merged.next();
+        if self.marker.is_some() {
+            self.open_marked();
+        } else {
+            self.merged.next();
+        }
         self.settle();
     }
 
     fn key(&self) -> &[u8] {
-        self.merged.key()
+        match &self.marker {
+            Some(marker) => marker,
+            None => self.merged.key(),
+        }
     }
 
     fn value(&self) -> &[u8] {
-        self.merged.value()
+        match &self.marker {
+            Some(_) => &[],
+            None => self.merged.value(),
+        }
     }
 
     fn status(&self) -> Result<()> {

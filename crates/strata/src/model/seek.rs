@@ -20,10 +20,9 @@
 //! - a level-0 run the top-level index holds (EcoTune, DESIGN.md §6; `db/top_iter.rs`) is
 //!   opened only when the scan reaches a key it holds: a bounded scan opens it when it holds a
 //!   key in `[k, k + w]`, `1 - exp(-lambda)` of the time, `lambda = n_f * w / span_f` the keys of
-//!   `f` in the range (its keys taken as a Poisson stream over its span); an open one also when
-//!   it holds none there but the top level's first key past the scan (the key the level's merged
-//!   stream waits on), `exp(-lambda) * n_run / n_top` more ([`top_open_chance`]). Its landings
-//!   are the file's landings times that chance;
+//!   `f` in the range (its keys taken as a Poisson stream over its span); an open one alike (it
+//!   waits on the run's first key past the scan from the index and opens the run only if it reads
+//!   that far; [`top_open_chance`]). Its landings are the file's landings times that chance;
 //! - a landing reads one data block (and one index block if the file's index is not pinned);
 //! - the scan returns `m` entries, `n_f * m / N` of them from file `f`, so it advances past
 //!   `m * blocks_f / N` of `f`'s block boundaries and `m / N` of its file boundaries on average:
@@ -78,24 +77,11 @@ impl ScanSetting {
 
 /// The chance a scan of share `width` of the key range opens a top-level run through the index
 /// (module documentation), for a file of the run holding `keys` keys over share `span` of the
-/// key range, in a run of `run_entries` of the top level's `top_entries`: the file holds a key
-/// in the range, or (an open scan) the run holds the top level's first key past it.
-pub fn top_open_chance(
-    keys: f64,
-    span: f64,
-    width: f64,
-    run_entries: f64,
-    top_entries: f64,
-    bounded: bool,
-) -> f64 {
+/// key range: the file holds a key in the range (an open scan waits on the run's first key past
+/// it without opening the run).
+pub fn top_open_chance(keys: f64, span: f64, width: f64) -> f64 {
     let lambda = keys.max(0.0) * width.max(0.0) / span.max(width).max(f64::MIN_POSITIVE);
-    let missed = (-lambda).exp();
-    let next = if bounded || top_entries <= 0.0 {
-        0.0
-    } else {
-        (run_entries / top_entries).clamp(0.0, 1.0)
-    };
-    (1.0 - missed) + missed * next
+    1.0 - (-lambda).exp()
 }
 
 /// What one short scan is predicted to cost on a tree.
@@ -139,9 +125,6 @@ pub fn seek_reads(tree: &Version, cache: &CacheSetting, scan: &ScanSetting) -> T
     let deepest = tree.last_non_empty_level();
     let mut files = Vec::new();
     let mut range_filter_probes = 0.0;
-    let top_entries: f64 = tree.levels().first().map_or(0.0, |level| {
-        level.runs().iter().map(|run| run.entries() as f64).sum()
-    });
     for (level, runs) in tree.levels().iter().enumerate() {
         let pinned = cache.metadata_pinned || (level == 0 && cache.level0_metadata_pinned);
         let indexed = level == 0 && scan.level0_indexed;
@@ -150,7 +133,6 @@ pub fn seek_reads(tree: &Version, cache: &CacheSetting, scan: &ScanSetting) -> T
             && !indexed
             && (scan.range_filter_last_level || Some(level) != deepest);
         for run in runs.runs() {
-            let run_entries = run.entries() as f64;
             let mut previous_largest: f64 = 0.0;
             for file in run.files() {
                 let low = space.share(file.smallest_user_key());
@@ -172,14 +154,7 @@ pub fn seek_reads(tree: &Version, cache: &CacheSetting, scan: &ScanSetting) -> T
                     first_block_landings *= pass;
                 }
                 if indexed {
-                    let open = top_open_chance(
-                        file.entries() as f64,
-                        high - low,
-                        width,
-                        run_entries,
-                        top_entries,
-                        scan.bounded,
-                    );
+                    let open = top_open_chance(file.entries() as f64, high - low, width);
                     landings *= open;
                     first_block_landings *= open;
                 }
@@ -541,17 +516,14 @@ mod tests {
         let every = seek_reads(&tree, &setting(0, true), &open);
         assert!((every.runs_read - 11.0 * span).abs() < 1e-9, "{every:?}");
         // Through it, an open scan opens a top run when it holds a key in the range (about
-        // 1 - e^-0.1 of the time) or the level's first key past it (a tenth of the rest).
+        // 1 - e^-0.1 of the time); the level's first key past it is not read.
         let lambda = 1_000.0 * width / span;
-        let chance = (1.0 - (-lambda).exp()) + (-lambda).exp() * 0.1;
-        assert!(
-            (top_open_chance(1_000.0, span, width, 1_000.0, 10_000.0, false) - chance).abs()
-                < 1e-12
-        );
+        let chance = 1.0 - (-lambda).exp();
+        assert!((top_open_chance(1_000.0, span, width) - chance).abs() < 1e-12);
         let lazy = seek_reads(&tree, &setting(0, true), &indexed(open));
         let expected = span * (1.0 + 10.0 * chance);
         assert!((lazy.runs_read - expected).abs() < 1e-9, "{lazy:?}");
-        assert!(lazy.runs_read > 2.8 && lazy.runs_read < 2.9, "{lazy:?}");
+        assert!(lazy.runs_read > 1.9 && lazy.runs_read < 2.0, "{lazy:?}");
         // Fewer runs opened, fewer data blocks read; the crossings are the same.
         let saved = every.reads.data - lazy.reads.data;
         assert!((saved - (every.runs_read - lazy.runs_read)).abs() < 1e-9);

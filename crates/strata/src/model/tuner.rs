@@ -637,7 +637,6 @@ fn policy_shape(
                 tree.top_runs,
                 buffer_entries,
                 problem.workload.selectivity,
-                true,
             );
             Ok(PolicyShape {
                 levels: 2,
@@ -1910,7 +1909,7 @@ mod tests {
         // A range of 100 entries seeks the main and last levels' runs and the 7 waiting top runs
         // of 65,536 keys only where they hold one of its keys: about 0.44 of a run, not 7.
         assert!(ecotune.predicted.range_io > 100.0 / b + 1.0);
-        let sought = ecotune::top_runs_sought(7.0, buffer_entries, 1e-6, true);
+        let sought = ecotune::top_runs_sought(7.0, buffer_entries, 1e-6);
         assert!(
             (sought - 7.0 * (1.0 - (-0.065_536f64).exp())).abs() < 1e-4,
             "{sought}"
@@ -1941,7 +1940,7 @@ mod tests {
             .predicted
             .range_io
         };
-        let wide = ecotune::top_runs_sought(7.0, buffer_entries, 1e-3, true);
+        let wide = ecotune::top_runs_sought(7.0, buffer_entries, 1e-3);
         assert!(wide > 6.99, "{wide}");
         let extra = (1e-3 * 1e8 - 100.0) / b + wide - sought;
         assert!(

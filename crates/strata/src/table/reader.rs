@@ -30,6 +30,7 @@ use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use super::block::{Block, BlockIter, HandleCoding};
 use super::compression::{decompress_block, BLOCK_TYPE_UNCOMPRESSED};
@@ -451,11 +452,28 @@ impl TableReader {
             .map_err(|reason| Error::corruption(&self.path, handle.offset, reason))
     }
 
-    fn count_read(&self, kind: BlockKind, mode: ReadMode, handle: BlockHandle) {
+    /// Reads the block at `handle` (as `read_raw`) and counts the read: a lookup's or scan's
+    /// (`ReadMode::Cached`) with its elapsed time, a compaction's in its read bytes.
+    fn read_counted(
+        &self,
+        kind: BlockKind,
+        mode: ReadMode,
+        handle: BlockHandle,
+    ) -> Result<Vec<u8>> {
         let bytes = handle.size + BLOCK_TRAILER_LEN as u64;
         match mode {
-            ReadMode::Cached { level } => self.counters.count_block_read(kind, level, bytes),
-            ReadMode::Compaction => add(&self.counters.compaction_read_bytes, bytes),
+            ReadMode::Cached { level } => {
+                let start = Instant::now();
+                let raw = self.read_raw(handle)?;
+                let nanos = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                self.counters.count_block_read(kind, level, bytes, nanos);
+                Ok(raw)
+            }
+            ReadMode::Compaction => {
+                let raw = self.read_raw(handle)?;
+                add(&self.counters.compaction_read_bytes, bytes);
+                Ok(raw)
+            }
         }
     }
 
@@ -483,8 +501,7 @@ impl TableReader {
                 return Ok((block, false));
             }
         }
-        let raw = self.read_raw(handle)?;
-        self.count_read(kind, mode, handle);
+        let raw = self.read_counted(kind, mode, handle)?;
         let block = Arc::new(self.decode_block(raw, handle)?);
         if let ReadMode::Cached { .. } = mode {
             self.cache.insert(
@@ -539,8 +556,7 @@ impl TableReader {
             }
             // First probe of this block: read, count and hold it (two probes racing both read
             // it; one copy is kept and counted in the pinned bytes).
-            let raw = self.read_raw(handle)?;
-            self.count_read(BlockKind::Filter, ReadMode::Cached { level }, handle);
+            let raw = self.read_counted(BlockKind::Filter, ReadMode::Cached { level }, handle)?;
             let filter = Arc::new(self.decode_filter(raw, handle)?);
             let may_contain = filter.may_contain_hash(key_hash);
             let size = filter.size_bytes() as u64;
@@ -563,8 +579,7 @@ impl TableReader {
             self.counters.count_cache_hit(BlockKind::Filter);
             return Ok(filter.may_contain_hash(key_hash));
         }
-        let raw = self.read_raw(handle)?;
-        self.count_read(BlockKind::Filter, ReadMode::Cached { level }, handle);
+        let raw = self.read_counted(BlockKind::Filter, ReadMode::Cached { level }, handle)?;
         let filter = Arc::new(self.decode_filter(raw, handle)?);
         let may_contain = filter.may_contain_hash(key_hash);
         self.cache

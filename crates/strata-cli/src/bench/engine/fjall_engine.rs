@@ -624,6 +624,9 @@ impl Engine for FjallEngine {
             range_filter_probes: None,
             range_filter_negatives: None,
             seek_runs: None,
+            data_block_reads_by_level: None,
+            cache_hits: None,
+            block_read_micros: None,
             // fjall sleeps writers (10 ms while level 0 is over its limit, 100 ms while too many
             // sealed memtables wait) but counts neither.
             write_stalls: None,

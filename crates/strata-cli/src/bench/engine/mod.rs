@@ -191,6 +191,14 @@ pub struct EngineCounters {
     pub range_filter_negatives: Option<u64>,
     /// Runs iterator seeks positioned themselves in, over every level (Strata).
     pub seek_runs: Option<u64>,
+    /// Data blocks read from the file system, by level (Strata; deeper levels summed into the
+    /// last slot).
+    pub data_block_reads_by_level: Option<[u64; CAUSE_LEVELS]>,
+    /// Block-cache hits by kind: data, index, filter (Strata).
+    pub cache_hits: Option<IoByKind>,
+    /// Elapsed time lookups and scans spent reading blocks from the file system, decompression
+    /// included, microseconds (Strata): the wait on the device that CPU time does not show.
+    pub block_read_micros: Option<u64>,
     /// Skipped filter probes on the deepest non-empty level (Strata).
     pub last_level_filter_skips: Option<u64>,
     /// Probes a filter let through although the file did not hold the key.
@@ -234,6 +242,14 @@ pub struct EngineCounters {
     /// such thing).
     pub filter_rebuilds: Option<u64>,
     pub filter_rebuild_bytes: Option<u64>,
+}
+
+/// A count by block kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IoByKind {
+    pub data: u64,
+    pub index: u64,
+    pub filter: u64,
 }
 
 /// Levels [`WriteCauses::merges_into`] tells apart (RocksDB's 7, Strata's deeper levels summed

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use strata::{Db, Options, WriteBatch};
 
 use super::{
-    read_scan, BatchOp, CompressionCounters, Engine, EngineConfig, EngineCounters, LevelShape,
-    PredictedBlockReads, PredictedLookupIo, PredictedWriteAmp, ScanOutcome, TreeShape, WriteCauses,
-    CAUSE_LEVELS,
+    read_scan, BatchOp, CompressionCounters, Engine, EngineConfig, EngineCounters, IoByKind,
+    LevelShape, PredictedBlockReads, PredictedLookupIo, PredictedWriteAmp, ScanOutcome, TreeShape,
+    WriteCauses, CAUSE_LEVELS,
 };
 use crate::error::CliResult;
 use crate::policies::{CompactionSettings, FilterSettings};
@@ -187,6 +187,15 @@ fn write_causes(io: &strata::stats::IoStats) -> WriteCauses {
     }
 }
 
+/// Per-level counts with the levels past the last slot summed into it.
+fn by_cause_level(levels: &[u64]) -> [u64; CAUSE_LEVELS] {
+    let mut out = [0u64; CAUSE_LEVELS];
+    for (level, &count) in levels.iter().enumerate() {
+        out[level.min(CAUSE_LEVELS - 1)] += count;
+    }
+    out
+}
+
 impl Engine for StrataEngine {
     fn name(&self) -> &'static str {
         "strata"
@@ -258,6 +267,13 @@ impl Engine for StrataEngine {
             range_filter_probes: Some(io.range_filter_probes_total()),
             range_filter_negatives: Some(io.range_filter_negatives_total()),
             seek_runs: Some(io.seek_runs_total()),
+            data_block_reads_by_level: Some(by_cause_level(&io.data_block_reads)),
+            cache_hits: Some(IoByKind {
+                data: io.data_cache_hits,
+                index: io.index_cache_hits,
+                filter: io.filter_cache_hits,
+            }),
+            block_read_micros: Some(io.block_read_nanos / 1_000),
             data_block_reads: Some(io.data_block_reads_total()),
             index_block_reads: Some(io.index_block_reads_total()),
             filter_block_reads: Some(io.filter_block_reads_total()),
