@@ -455,3 +455,42 @@ fn shape_of(version: &Version) -> Vec<Vec<(u64, Vec<u64>)>> {
         })
         .collect()
 }
+
+/// Keys written in ascending order leave every level-1 file over nothing on level 2, so leveling
+/// moves them down several adjacent files a job (RocksDB's `TryExtendNonL0TrivialMove`): the
+/// data reads back after such moves, and after a reopen replays them from the manifest.
+#[test]
+fn data_moved_several_files_a_move_reads_back_after_a_reopen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy: Arc<dyn CompactionPolicy> = Arc::new(Leveling::new(4.0).expect("valid"));
+    let mut model = BTreeMap::new();
+    {
+        let db = Db::open(dir.path(), options(Arc::clone(&policy))).expect("open");
+        for i in 0..KEYS {
+            let value = format!("ascending-{i}").into_bytes();
+            db.put(key(i), &value).expect("put");
+            model.insert(key(i), value);
+        }
+        db.flush().expect("flush");
+        db.wait_for_compactions().expect("settle");
+        let io = db.stats().io;
+        assert!(io.trivial_moves > 0, "{io:?}");
+        check_runs_and_stats(&db, &db.version());
+        check_contents(&db, &model);
+    }
+    let log = std::fs::read_to_string(dir.path().join("LOG")).expect("LOG");
+    let extended: Vec<&str> = log
+        .lines()
+        .filter(|line| line.contains("adjacent files over nothing below"))
+        .collect();
+    assert!(!extended.is_empty(), "no move of several files:\n{log}");
+    assert!(
+        extended
+            .iter()
+            .all(|line| line.starts_with("moved") || line.contains(" moved ")),
+        "{extended:?}"
+    );
+    let db = Db::open(dir.path(), options(policy)).expect("reopen");
+    check_runs_and_stats(&db, &db.version());
+    check_contents(&db, &model);
+}

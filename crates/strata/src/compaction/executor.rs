@@ -545,7 +545,7 @@ fn new_output(
 }
 
 /// Carries out a [`JobAction::Move`](super::JobAction::Move) job: the version edit that moves its
-/// one file to the output level (a manifest edit, no rewrite: RocksDB's trivial move). The file
+/// files to the output level (a manifest edit, no rewrite: RocksDB's trivial move). Each file
 /// keeps its filter. A job the rule of `merge_or_move` does not accept on `version` is refused
 /// with [`Error::InvalidArgument`] saying why; the engine then merges it instead.
 pub(crate) fn trivial_move(
@@ -553,26 +553,32 @@ pub(crate) fn trivial_move(
     version: &Version,
     versions: &VersionSet,
 ) -> Result<VersionEdit> {
-    let file = trivial_move_check(job, version).map_err(|why| {
+    let files = trivial_move_check(job, version).map_err(|why| {
         Error::InvalidArgument(format!("trivial move refused ({}): {why}", job.reason))
     })?;
-    // The check accepted exactly one input.
+    // The check accepted exactly one input run.
     let input = &job.inputs[0];
     let run_id = match job.output_run {
         OutputRun::Existing(id) => id,
         OutputRun::New => versions.new_run_id(),
     };
     Ok(VersionEdit {
-        deleted_files: vec![DeletedFile {
-            level: input.level,
-            run_id: input.run_id,
-            number: file.number,
-        }],
-        new_files: vec![AddedFile {
-            level: job.output_level,
-            run_id,
-            file: Arc::clone(file),
-        }],
+        deleted_files: files
+            .iter()
+            .map(|file| DeletedFile {
+                level: input.level,
+                run_id: input.run_id,
+                number: file.number,
+            })
+            .collect(),
+        new_files: files
+            .iter()
+            .map(|file| AddedFile {
+                level: job.output_level,
+                run_id,
+                file: Arc::clone(file),
+            })
+            .collect(),
         ..Default::default()
     })
 }
@@ -681,7 +687,7 @@ mod tests {
     }
 
     #[test]
-    fn a_lone_non_overlapping_file_is_moved_not_rewritten() {
+    fn non_overlapping_files_are_moved_not_rewritten() {
         let dir = tempfile::tempdir().expect("tempdir");
         let versions =
             VersionSet::open(dir.path(), Arc::new(RealFileSystem), false, 0).expect("versions");
@@ -724,14 +730,44 @@ mod tests {
             &job(vec![overlapping.clone()], 2, OutputRun::Existing(6)),
             &shape,
         );
-        assert!(why.contains("overlaps the output run"), "{why}");
+        assert!(why.contains("overlap the output run"), "{why}");
+        // Two adjacent files over nothing below move together; over a file of the output run
+        // that lies between them (in the gap, overlapping neither), they are refused.
+        let pair = tree(&[
+            (1, 5, 1, "a", "c", 4000),
+            (1, 5, 2, "g", "h", 4000),
+            (2, 6, 7, "x", "z", 9000),
+        ]);
         let two = RunInput {
             level: 1,
             run_id: 5,
-            file_numbers: vec![1, 2],
+            file_numbers: vec![2, 1],
         };
-        let why = refused(&job(vec![two], 2, OutputRun::New), &shape);
-        assert!(why.contains("exactly one file"), "{why}");
+        let edit = trivial_move(
+            &job(vec![two.clone()], 2, OutputRun::Existing(6)),
+            &pair,
+            &versions,
+        )
+        .expect("a move of two files");
+        let added: Vec<u64> = edit.new_files.iter().map(|f| f.file.number).collect();
+        assert_eq!(added, vec![1, 2]);
+        assert_eq!(edit.deleted_files.len(), 2);
+        let moved = pair.apply(&edit, None).expect("applies");
+        assert!(moved.levels()[1].is_empty());
+        assert_eq!(moved.levels()[2].runs()[0].files().len(), 3);
+        let gap = tree(&[
+            (1, 5, 1, "a", "c", 4000),
+            (1, 5, 2, "g", "h", 4000),
+            (2, 6, 7, "d", "e", 9000),
+        ]);
+        let why = refused(&job(vec![two.clone()], 2, OutputRun::Existing(6)), &gap);
+        assert!(why.contains("overlap the output run"), "{why}");
+        let twice = RunInput {
+            file_numbers: vec![1, 1],
+            ..two
+        };
+        let why = refused(&job(vec![twice], 2, OutputRun::New), &pair);
+        assert!(why.contains("names a file twice"), "{why}");
         let why = refused(&job(vec![single], 1, OutputRun::New), &shape);
         assert!(why.contains("not below its input"), "{why}");
         let gone = RunInput {

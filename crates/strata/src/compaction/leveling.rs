@@ -434,7 +434,7 @@ fn pick_by_score(
             }
         } else if level0_waits && level == shape.base_level {
             continue;
-        } else if let Some(job) = move_from_level(tree, running, level, score) {
+        } else if let Some(job) = move_from_level(tree, context, running, level, score) {
             return Some(job);
         }
     }
@@ -504,6 +504,7 @@ fn merge_level0(
 /// every candidate conflicts with a running job.
 fn move_from_level(
     tree: &Version,
+    context: &CompactionContext,
     running: &RunningCompactions,
     level: usize,
     score: f64,
@@ -525,21 +526,131 @@ fn move_from_level(
         .collect();
     candidates.sort_by(|a, b| a.0.total_cmp(&b.0));
     candidates.into_iter().find_map(|(_, file)| {
-        let files = expanded_inputs(tree, running, level, run, file);
-        let smallest = files.first()?.smallest_user_key();
-        let largest = files.last()?.largest_user_key();
-        let reason = match files.len() {
+        let mut files = expanded_inputs(tree, running, level, run, file);
+        let mut reason = match files.len() {
             1 => format!("level {level} score {score:.2}"),
             n => format!("level {level} score {score:.2}, {n} files within the overlap below"),
         };
+        let mut moved = false;
+        if files.len() == 1 {
+            let max_bytes = context
+                .target_file_bytes
+                .saturating_mul(MOVE_BYTES_PER_FILE_BYTES);
+            let extended = extended_move(tree, running, level, run, file, max_bytes);
+            if extended.len() > 1 {
+                reason = format!(
+                    "level {level} score {score:.2}, {} adjacent files over nothing below",
+                    extended.len()
+                );
+                files = extended;
+                moved = true;
+            }
+        }
+        let smallest = files.first()?.smallest_user_key();
+        let largest = files.last()?.largest_user_key();
         let inputs = vec![RunInput {
             level,
             run_id: run.id(),
             file_numbers: files.iter().map(|f| f.number()).collect(),
         }];
-        let job = merge_into(tree, inputs, smallest, largest, level + 1, reason);
+        let mut job = merge_into(tree, inputs, smallest, largest, level + 1, reason);
+        if moved {
+            job.action = JobAction::Move;
+        }
         free(running, job)
     })
+}
+
+/// Most files one trivial move takes (RocksDB's `kMaxMultiTrivialMove`).
+const MAX_FILES_PER_MOVE: usize = 4;
+
+/// Bytes one trivial move may take, in target file sizes (RocksDB's default
+/// `max_compaction_bytes`: 25 times `target_file_size_base`).
+const MOVE_BYTES_PER_FILE_BYTES: u64 = 25;
+
+/// The files of `run` (on `level`) that move down with `file` when `file` overlaps nothing on
+/// the next level: `file` and the files next to it in key order, first towards larger keys and
+/// then towards smaller ones, while the key range from the first file to the last still
+/// overlaps nothing on the next level, no running job holds the file, the file does not share
+/// a user key with the one beyond it, the move takes at most [`MAX_FILES_PER_MOVE`] files and
+/// `max_bytes` bytes. RocksDB's `TryExtendNonL0TrivialMove`, which extends the same way: a
+/// one-file move takes one job and one manifest edit per file, and while the files wait their
+/// turn the next level's merges may land beneath them and turn their later moves into merges.
+/// `[file]` alone if `file` overlaps the next level. Sorted by key.
+fn extended_move(
+    tree: &Version,
+    running: &RunningCompactions,
+    level: usize,
+    run: &crate::version::Run,
+    file: &Arc<FileMetadata>,
+    max_bytes: u64,
+) -> Vec<Arc<FileMetadata>> {
+    let overlaps_below = |smallest: &[u8], largest: &[u8]| {
+        tree.levels().get(level + 1).is_some_and(|below| {
+            below
+                .runs()
+                .iter()
+                .any(|r| !r.overlapping_files(smallest, largest).is_empty())
+        })
+    };
+    let mut moved = vec![Arc::clone(file)];
+    if overlaps_below(file.smallest_user_key(), file.largest_user_key()) {
+        return moved;
+    }
+    let files = run.files();
+    let Some(start) = files.iter().position(|f| f.number() == file.number()) else {
+        return moved;
+    };
+    let mut total = file.file_bytes();
+    // One step of the extension: false where it stops.
+    let mut take = |next: &Arc<FileMetadata>,
+                    beyond: Option<&Arc<FileMetadata>>,
+                    right: bool,
+                    moved: &mut Vec<Arc<FileMetadata>>| {
+        if moved.len() >= MAX_FILES_PER_MOVE || running.holds_file(next.number()) {
+            return false;
+        }
+        let (smallest, largest) = if right {
+            (file.smallest_user_key(), next.largest_user_key())
+        } else {
+            (next.smallest_user_key(), file.largest_user_key())
+        };
+        if overlaps_below(smallest, largest) {
+            return false;
+        }
+        let shares_key = beyond.is_some_and(|b| {
+            if right {
+                next.largest_user_key() == b.smallest_user_key()
+            } else {
+                next.smallest_user_key() == b.largest_user_key()
+            }
+        });
+        if shares_key {
+            return false;
+        }
+        total = total.saturating_add(next.file_bytes());
+        if total > max_bytes {
+            return false;
+        }
+        if right {
+            moved.push(Arc::clone(next));
+        } else {
+            moved.insert(0, Arc::clone(next));
+        }
+        true
+    };
+    for i in start + 1..files.len() {
+        if !take(&files[i], files.get(i + 1), true, &mut moved) {
+            break;
+        }
+    }
+    for i in (0..start).rev() {
+        let beyond = i.checked_sub(1).and_then(|j| files.get(j));
+        if !take(&files[i], beyond, false, &mut moved) {
+            break;
+        }
+    }
+    moved
 }
 
 /// The files of `run` (on `level`) that move down with `file`: those the merge rewrites the
@@ -810,6 +921,128 @@ mod tests {
         let job = policy.pick(&wider, &CONTEXT, &none).expect("a job");
         assert_eq!(job.inputs[0].file_numbers, vec![1]);
         assert_eq!(job.inputs[1].file_numbers, vec![7]);
+    }
+
+    #[test]
+    fn a_move_over_nothing_below_takes_up_to_four_adjacent_files() {
+        let policy = Leveling::new(10.0).expect("valid");
+        let none = RunningCompactions::none();
+        // Level 1 (capacity 10,000) holds 21,000. File 1 overlaps level 2's file 20; files 2 to
+        // 7 overlap nothing there. File 2 (least overlap, first in key order) moves with the
+        // next three, and no more: at most four files a move.
+        let mut files = vec![(1, 5, 1, "a", "b", 3000)];
+        let names = ["c", "e", "g", "i", "k", "m"];
+        for (i, name) in names.iter().enumerate() {
+            files.push((1, 5, 2 + i as u64, name, name, 3000));
+        }
+        files.push((2, 6, 20, "a", "b", 9000));
+        files.push((2, 6, 21, "x", "z", 9000));
+        let job = policy.pick(&tree(&files), &CONTEXT, &none).expect("a job");
+        assert_eq!(job.action, JobAction::Move, "{job:?}");
+        assert_eq!(job.inputs.len(), 1);
+        assert_eq!(job.inputs[0].file_numbers, vec![2, 3, 4, 5]);
+        assert_eq!(
+            (job.output_level, job.output_run),
+            (2, OutputRun::Existing(6))
+        );
+
+        // A level-2 file between files 3 and 4 stops the move at file 3: the range of the
+        // files moved, gaps included, overlaps nothing below.
+        let mut gap = files.clone();
+        gap.push((2, 6, 22, "f", "f", 100));
+        let job = policy.pick(&tree(&gap), &CONTEXT, &none).expect("a job");
+        assert_eq!(job.action, JobAction::Move, "{job:?}");
+        assert_eq!(job.inputs[0].file_numbers, vec![2, 3]);
+
+        // A file a running job holds stops it too (file 4 here).
+        let held = RunningCompactions::new(vec![CompactionJob {
+            inputs: vec![RunInput {
+                level: 1,
+                run_id: 5,
+                file_numbers: vec![4],
+            }],
+            output_level: 1,
+            output_run: OutputRun::Existing(5),
+            reason: "held".into(),
+            state: None,
+            action: JobAction::Merge,
+        }]);
+        let job = policy.pick(&tree(&files), &CONTEXT, &held).expect("a job");
+        assert_eq!(job.inputs[0].file_numbers, vec![2, 3]);
+
+        // At most 25 target files' bytes (25,000 here): two files of 9,000 bytes, not three.
+        let big: Vec<_> = files
+            .iter()
+            .map(|&(level, run, number, low, high, bytes)| {
+                (
+                    level,
+                    run,
+                    number,
+                    low,
+                    high,
+                    if level == 1 { 9000 } else { bytes },
+                )
+            })
+            .collect();
+        let job = policy.pick(&tree(&big), &CONTEXT, &none).expect("a job");
+        assert_eq!(job.action, JobAction::Move, "{job:?}");
+        assert_eq!(job.inputs[0].file_numbers, vec![2, 3]);
+        let wide = CompactionContext {
+            target_file_bytes: 10_000,
+            ..CONTEXT
+        };
+        let job = policy.pick(&tree(&big), &wide, &none).expect("a job");
+        assert_eq!(job.inputs[0].file_numbers, vec![2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn a_move_extends_towards_smaller_keys_after_larger_ones() {
+        // Files 1 to 5 of level 1 overlap nothing on level 2; a running job holds file 4.
+        // Starting from file 3, the move takes no file to its right and files 2 and 1 to
+        // its left, in key order.
+        let shape = tree(&[
+            (1, 5, 1, "a", "a", 100),
+            (1, 5, 2, "c", "c", 100),
+            (1, 5, 3, "e", "e", 100),
+            (1, 5, 4, "g", "g", 100),
+            (1, 5, 5, "i", "i", 100),
+            (2, 6, 9, "x", "z", 100),
+        ]);
+        let held = RunningCompactions::new(vec![CompactionJob {
+            inputs: vec![RunInput {
+                level: 1,
+                run_id: 5,
+                file_numbers: vec![4],
+            }],
+            output_level: 1,
+            output_run: OutputRun::Existing(5),
+            reason: "held".into(),
+            state: None,
+            action: JobAction::Merge,
+        }]);
+        let run = &shape.levels()[1].runs()[0];
+        let third = Arc::clone(&run.files()[2]);
+        let numbers = |files: Vec<Arc<FileMetadata>>| -> Vec<u64> {
+            files.iter().map(|f| f.number()).collect()
+        };
+        let moved = extended_move(&shape, &held, 1, run, &third, u64::MAX);
+        assert_eq!(numbers(moved), vec![1, 2, 3]);
+        // Without the held file: files 3, 4, 5 to the right, then file 2 (four in all).
+        let none = RunningCompactions::none();
+        let moved = extended_move(&shape, &none, 1, run, &third, u64::MAX);
+        assert_eq!(numbers(moved), vec![2, 3, 4, 5]);
+        // A file that overlaps the next level moves alone.
+        let over = tree(&[
+            (1, 5, 1, "a", "a", 100),
+            (1, 5, 2, "c", "c", 100),
+            (2, 6, 9, "c", "z", 100),
+        ]);
+        let run = &over.levels()[1].runs()[0];
+        let second = Arc::clone(&run.files()[1]);
+        assert_eq!(
+            numbers(extended_move(&over, &none, 1, run, &second, u64::MAX)),
+            vec![2]
+        );
     }
 
     #[test]

@@ -325,6 +325,10 @@ pub struct CompactionContext {
     /// with them a closed short seek reads only the runs holding its range, without them it
     /// opens every run, as a long scan does (EcoTune's `q(e)`, DESIGN.md §6).
     pub range_filters: bool,
+    /// Bytes of a compaction's output file (`Options::target_file_bytes`). Leveling extends a
+    /// trivial move to adjacent files up to 25 times this (RocksDB's default
+    /// `max_compaction_bytes`, `target_file_size_base * 25`).
+    pub target_file_bytes: u64,
 }
 
 /// Rates the engine measures for policies that time their work (EcoTune, DESIGN.md §6): how fast
@@ -350,7 +354,8 @@ impl MeasuredRates {
 }
 
 impl CompactionContext {
-    /// A context with RocksDB's level-0 triggers (4 to compact, 20 to slow down, 36 to stop).
+    /// A context with RocksDB's level-0 triggers (4 to compact, 20 to slow down, 36 to stop)
+    /// and files of one write buffer's bytes (set `target_file_bytes` where they differ).
     pub fn new(write_buffer_bytes: u64) -> Self {
         CompactionContext {
             write_buffer_bytes,
@@ -360,6 +365,7 @@ impl CompactionContext {
             rates: MeasuredRates::UNKNOWN,
             workload: None,
             range_filters: false,
+            target_file_bytes: write_buffer_bytes,
         }
     }
 }
@@ -479,12 +485,17 @@ pub fn default_full_compaction(
 /// `job` as a policy returns it: a [`JobAction::Move`] if it may be done by moving its file (it
 /// takes exactly one file from one run into a deeper level, into a new run or into an existing
 /// run none of whose files overlaps it: RocksDB's trivial move), a [`JobAction::Merge`]
-/// otherwise. The policies pass every pick through this, so the rule is in one place; the
+/// otherwise. A job the policy already marked a move of several adjacent files of one run
+/// (leveling's extended move, RocksDB's `TryExtendNonL0TrivialMove`) stays a move if the same
+/// rule accepts it. The policies pass every pick through this, so the rule is in one place; the
 /// executor checks a move against the same rule when it runs it.
 pub fn merge_or_move(mut job: CompactionJob, tree: &Version) -> CompactionJob {
-    job.action = match crate::version::job::trivial_move_file(&job, tree) {
-        Some(_) => JobAction::Move,
-        None => JobAction::Merge,
+    let movable = (job.action == JobAction::Move || job.input_file_count() == 1)
+        && crate::version::job::trivial_move_files(&job, tree).is_some();
+    job.action = if movable {
+        JobAction::Move
+    } else {
+        JobAction::Merge
     };
     job
 }
@@ -546,6 +557,7 @@ pub(crate) mod test_support {
         rates: super::MeasuredRates::UNKNOWN,
         workload: None,
         range_filters: true,
+        target_file_bytes: 1000,
     };
 
     /// The `(level, run)` of every input of `job`, in order.

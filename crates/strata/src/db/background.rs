@@ -477,6 +477,7 @@ impl DbInner {
             rates: crate::compaction::MeasuredRates::UNKNOWN,
             workload: None,
             range_filters: self.options.range_filter_bits > 0,
+            target_file_bytes: self.options.target_file_bytes,
         }
     }
 
@@ -758,8 +759,10 @@ impl DbInner {
         match purpose {
             JobPurpose::Compaction | JobPurpose::FullCompaction => {
                 if moved {
-                    self.counters
-                        .count_trivial_move(input_file_bytes(job, &version));
+                    self.counters.count_trivial_move(
+                        job.input_file_count() as u64,
+                        input_file_bytes(job, &version),
+                    );
                 } else {
                     self.rates.lock().compacted(written, start.elapsed());
                 }

@@ -22,7 +22,7 @@ use crate::stats::BlockKind;
 use crate::table::block::BlockIter;
 use crate::table::index_iter::IndexIter;
 use crate::table::reader::ReadMode;
-use crate::version::job::trivial_move_file;
+use crate::version::job::trivial_move_files;
 use crate::version::{FileMetadata, Version};
 
 /// One file a traced point lookup probes: its number, and whether it holds the key (a value or
@@ -283,7 +283,7 @@ impl DbInner {
         let version = self.versions.current();
         // A file replaced by itself keeps every other run on its side of it; refused otherwise.
         check_recency_order(&job, &version)?;
-        if trivial_move_file(&job, &version).is_some() {
+        if trivial_move_files(&job, &version).is_some() {
             return Err(Error::InvalidArgument(format!(
                 "{}: would be a trivial move, which keeps the old filter",
                 job.reason

@@ -62,7 +62,7 @@ use crate::compaction::{
 };
 use crate::error::{Error, Result};
 use crate::policy::{CompactionKind, CompactionSettings, FilterAllocatorKind, FilterSettings};
-use crate::version::job::trivial_move_file;
+use crate::version::job::trivial_move_files;
 use crate::version::{FileMetadata, Version};
 
 use merge::{key_number, merge};
@@ -240,7 +240,7 @@ pub struct Summary {
     pub flushes: u64,
     /// Compactions that rewrote files.
     pub compactions: u64,
-    /// Trivial moves.
+    /// Files moved down by trivial moves (a move may take several adjacent files).
     pub trivial_moves: u64,
     /// State-only decisions.
     pub policy_states: u64,
@@ -318,6 +318,7 @@ impl Simulation {
         })?;
         let mut context = CompactionContext::new(config.write_buffer_bytes);
         context.level0_compaction_trigger = config.level0_compaction_trigger;
+        context.target_file_bytes = config.target_file_bytes();
         let summary = Summary {
             compaction: policy.name(),
             filter_allocator: allocator.name(),
@@ -522,18 +523,19 @@ impl Simulation {
             }
         }
         let moved = match job.action {
-            JobAction::Move => trivial_move_file(job, &self.tree),
+            JobAction::Move => trivial_move_files(job, &self.tree),
             JobAction::Merge => None,
         };
-        if let Some(file) = moved {
-            let moved = file.copy_facts();
+        if let Some(files) = moved {
+            let moved: Vec<FileMetadata> = files.iter().map(|file| file.copy_facts()).collect();
+            let count = moved.len();
             let new_run_id = self.next_run_id;
-            self.tree = self.tree.with_job_applied(job, new_run_id, vec![moved])?;
+            self.tree = self.tree.with_job_applied(job, new_run_id, moved)?;
             if job.output_run == OutputRun::New {
                 self.next_run_id += 1;
             }
-            self.summary.trivial_moves += 1;
-            return Ok(self.step(StepKind::TrivialMove, job.reason.clone(), 1, 1, 0));
+            self.summary.trivial_moves += count as u64;
+            return Ok(self.step(StepKind::TrivialMove, job.reason.clone(), count, count, 0));
         }
         let output_run_id = match job.output_run {
             OutputRun::Existing(id) => id,

@@ -226,9 +226,9 @@ impl IoCounters {
         }
     }
 
-    /// Counts a file moved to another level without being rewritten.
-    pub(crate) fn count_trivial_move(&self, file_bytes: u64) {
-        add(&self.trivial_moves, 1);
+    /// Counts `files` files moved to another level without being rewritten.
+    pub(crate) fn count_trivial_move(&self, files: u64, file_bytes: u64) {
+        add(&self.trivial_moves, files);
         add(&self.trivial_move_bytes, file_bytes);
     }
 

@@ -131,14 +131,14 @@ pub enum JobAction {
     /// Merge the inputs into new files (the executor's k-way merge).
     #[default]
     Merge,
-    /// Move the job's one input file to the output level by a manifest edit, without rewriting
-    /// it (RocksDB's trivial move, LevelDB's `IsTrivialMove`): the file keeps its filter and
-    /// access statistics. Valid only for a job [`trivial_move_file`] accepts; policies set it
-    /// through `compaction::merge_or_move`.
+    /// Move the job's input files (one, or a few adjacent files of one run) to the output level
+    /// by a manifest edit, without rewriting them (RocksDB's trivial move, LevelDB's
+    /// `IsTrivialMove`): each file keeps its filter and access statistics. Valid only for a job
+    /// [`trivial_move_files`] accepts; policies set it through `compaction::merge_or_move`.
     Move,
 }
 
-/// A compaction to run: merge the inputs into `output_level`, or move its one file there.
+/// A compaction to run: merge the inputs into `output_level`, or move its files there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompactionJob {
     /// Inputs, newest run first.
@@ -200,29 +200,47 @@ impl CompactionJob {
     }
 }
 
-/// The file `job` may move instead of merging (a trivial move), or why it may not: a trivial move
-/// takes exactly one file from one run into a deeper level, either into a new run or into an
-/// existing run none of whose files overlaps it. The one rule behind `compaction::merge_or_move`
-/// (the policies' decision), the executor's check of a move and the simulator's moves.
+/// The files `job` may move instead of merging (a trivial move), sorted by key, or why it may
+/// not: a trivial move takes files of one run into a deeper level, either into a new run or into
+/// an existing run none of whose files overlaps the key range from its first file's smallest key
+/// to its last file's largest. The one rule behind `compaction::merge_or_move` (the policies'
+/// decision), the executor's check of a move and the simulator's moves. A policy decides a move
+/// of one file through `merge_or_move`; a move of several adjacent files (RocksDB's
+/// `TryExtendNonL0TrivialMove`) only where it sets [`JobAction::Move`] itself.
 pub(crate) fn trivial_move_check<'v>(
     job: &CompactionJob,
     version: &'v Version,
-) -> std::result::Result<&'v Arc<FileMetadata>, &'static str> {
+) -> std::result::Result<Vec<&'v Arc<FileMetadata>>, &'static str> {
     let [input] = job.inputs.as_slice() else {
         return Err("it does not take exactly one run");
     };
-    let [number] = input.file_numbers.as_slice() else {
-        return Err("it does not take exactly one file");
-    };
+    if input.file_numbers.is_empty() {
+        return Err("it takes no file");
+    }
     if input.level >= job.output_level {
         return Err("its output level is not below its input");
     }
-    let file = version
+    let run = version
         .levels()
         .get(input.level)
         .and_then(|level| level.runs().iter().find(|r| r.id() == input.run_id))
-        .and_then(|run| run.files().iter().find(|f| f.number() == *number))
-        .ok_or("its file is not in the tree")?;
+        .ok_or("its run is not in the tree")?;
+    let mut files = Vec::with_capacity(input.file_numbers.len());
+    for number in &input.file_numbers {
+        let file = run
+            .files()
+            .iter()
+            .find(|f| f.number() == *number)
+            .ok_or("its file is not in the tree")?;
+        if files
+            .iter()
+            .any(|f: &&Arc<FileMetadata>| f.number() == *number)
+        {
+            return Err("it names a file twice");
+        }
+        files.push(file);
+    }
+    files.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
     let output_level = version
         .levels()
         .get(job.output_level)
@@ -233,21 +251,24 @@ pub(crate) fn trivial_move_check<'v>(
             .iter()
             .find(|r| r.id() == id)
             .ok_or("its output run does not exist")?;
+        let (Some(first), Some(last)) = (files.first(), files.last()) else {
+            return Err("it takes no file");
+        };
         if !run
-            .overlapping_files(file.smallest_user_key(), file.largest_user_key())
+            .overlapping_files(first.smallest_user_key(), last.largest_user_key())
             .is_empty()
         {
-            return Err("its file overlaps the output run");
+            return Err("its files overlap the output run");
         }
     }
-    Ok(file)
+    Ok(files)
 }
 
-/// The file `job` may move instead of merging, or `None` (see [`trivial_move_check`]).
-pub(crate) fn trivial_move_file<'v>(
+/// The files `job` may move instead of merging, or `None` (see [`trivial_move_check`]).
+pub(crate) fn trivial_move_files<'v>(
     job: &CompactionJob,
     version: &'v Version,
-) -> Option<&'v Arc<FileMetadata>> {
+) -> Option<Vec<&'v Arc<FileMetadata>>> {
     trivial_move_check(job, version).ok()
 }
 
