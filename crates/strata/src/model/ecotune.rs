@@ -274,6 +274,32 @@ mod tests {
         }
     }
 
+    /// Several threads asking for trees at once (auto-tune beside `strata tune` or a served
+    /// database's decisions): every call returns, and each gets the program's own schedule whether
+    /// it found it remembered or computed it.
+    #[test]
+    fn concurrent_callers_all_get_the_programs_schedule() {
+        let threads: Vec<_> = (0..6u32)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    (0..8u32)
+                        .map(|i| {
+                            // Half the threads share inputs, half ask for their own.
+                            let entries = 1.0e6 + f64::from((t % 3) * 8 + i) * 25_000.0;
+                            tree(&inputs(entries, 0.3, 0.1)).expect("tree")
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for handle in threads {
+            for found in handle.join().expect("a caller panicked") {
+                let mut dp = Dp::new(found.parameters).expect("valid");
+                assert_eq!(found.schedule, dp.schedule());
+            }
+        }
+    }
+
     /// The model's round is the policy's: `S`, `R`, the schedule the program gives those
     /// parameters, and main-level layouts that add up to the arrivals.
     #[test]
