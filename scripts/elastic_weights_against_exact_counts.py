@@ -23,9 +23,11 @@ With --modules-on-disk L0:REST the two greedy choices are made as if every level
 modules on disk and every other file REST (of MODULE bits each; level-0 files' of
 --level0-module-bits when given): what another layout of modules on disk would allow on the same
 tree and counts. Without it, each file's bits on disk as written, in modules of its level's size.
+With --level1-modules-on-disk K (after --modules-on-disk when both are given), every level-1 file
+is taken as holding K modules of MODULE bits: what the level-1 layout allows on the same tree.
 
   scripts/elastic_weights_against_exact_counts.py [--module-bits 1] [--level0-module-bits M0]
-      [--budget 2] [--modules-on-disk L0:REST] CSV...
+      [--budget 2] [--modules-on-disk L0:REST] [--level1-modules-on-disk K] CSV...
 """
 import argparse
 import csv
@@ -66,6 +68,7 @@ def main():
     parser.add_argument("--level0-module-bits", type=float, default=None)
     parser.add_argument("--budget", type=float, default=2.0)
     parser.add_argument("--modules-on-disk", default=None)
+    parser.add_argument("--level1-modules-on-disk", type=int, default=None)
     parser.add_argument("csv", nargs="+")
     args = parser.parse_args()
     for path in args.csv:
@@ -82,6 +85,9 @@ def main():
         if args.modules_on_disk:
             level0, rest = (int(n) for n in args.modules_on_disk.split(":"))
             caps = [(level0 if r["level"] == "0" else rest) * m for r, m in zip(rows, modules)]
+        if args.level1_modules_on_disk:
+            caps = [args.level1_modules_on_disk * m if r["level"] == "1" else cap
+                    for r, m, cap in zip(rows, modules, caps)]
         optimum_column = "cache_weighted_optimal_bits" if cached else "optimal_bits"
 
         def reads(bits):

@@ -521,9 +521,10 @@ mod tests {
         .apply_to(Options::default())
         .expect("valid");
         assert_eq!(elastic.filter_allocator.filter_budget_bytes(), Some(65_536));
-        // So do elastic filters' modules on disk: a first file on level 1 at 2 bits per key
+        // So do elastic filters' modules on disk: a first file on level 2 at 2 bits per key
         // (1-bit modules) is written with its two modules in use and no spare one, against the
-        // default's three modules (level-0 files get six at this budget whatever the setting).
+        // default's three modules (level-0 and level-1 files get six at this budget whatever the
+        // setting).
         let first_flush = |text: &str| {
             let options = OptionsFile::parse(text)
                 .expect("parses")
@@ -535,7 +536,7 @@ mod tests {
                 &crate::alloc::FilterJob {
                     kind: crate::alloc::JobKind::Compaction,
                     inputs: &[],
-                    output_level: 1,
+                    output_level: 2,
                     output_run_id: 1,
                     outputs: &outputs,
                 },

@@ -18,7 +18,9 @@
 //! the budget with the default `m` of half the budget), more if the file's optimum needs more (at
 //! most six), and on level 0 as many as hold the budget plus [`LEVEL0_HEADROOM_BITS_PER_KEY`]
 //! (six below a budget of 5, of a size that holds it; four of half the budget at the default 10;
-//! `Elastic::level0_disk_modules`). Which modules are *in use*
+//! `Elastic::level0_disk_modules`), and on level 1 as many as hold the budget plus
+//! [`LEVEL1_HEADROOM_BITS_PER_KEY`] (six at a budget of 2, three from 8 up;
+//! `Elastic::level1_disk_modules`). Which modules are *in use*
 //! — probed by lookups and counted in the budget — is the allocator's decision, a prefix `j_i`
 //! of each file's modules, re-made at every flush and
 //! compaction and refresh (every [`REFRESH_EVERY_LOOKUPS`](super::REFRESH_EVERY_LOOKUPS)
@@ -144,6 +146,17 @@ pub const DEFAULT_BITS_PER_KEY: f64 = 10.0;
 /// `strata study regret --dump-weights`: level-0 files wanted 6-14 bits per key on present-key
 /// lookups (docs/BENCHMARKS.md, "Modules on disk by level").
 pub const LEVEL0_HEADROOM_BITS_PER_KEY: f64 = 10.0;
+
+/// Bits per key a level-1 file's modules on disk hold at least above the budget (DESIGN.md §3.5
+/// "Modules on disk"): it gets as many modules of the deeper files' size as hold the budget plus
+/// this (`Elastic::level1_disk_modules`), six at a budget of 2, the three of every deeper file
+/// from a budget of 8 up. Level 1 is one run every lookup the memtable and level 0 do not answer
+/// reaches, holding an eighth to a quarter of the keys in the trees `strata study regret` builds,
+/// so by DESIGN.md §2's solution its files want about `ln(N / n) / ln2sq` = 2.9-4.3 bits per key
+/// above an average file. Measured at a budget of 2 on present-key lookups (docs/BENCHMARKS.md,
+/// "Level-1 modules on disk"): where level 0 held few keys, level-1 files wanted 4-5 bits per key
+/// and three modules of 1 bit kept the allocation at up to 2.2x the optimum's reads.
+pub const LEVEL1_HEADROOM_BITS_PER_KEY: f64 = 4.0;
 
 /// What elastic filters take a false positive on a data block the block cache holds to cost
 /// (DESIGN.md §3.5 "Cache-miss weight").
@@ -902,11 +915,25 @@ impl Elastic {
     /// steps. Level 0 holds a small share of the keys (a few write buffers), so its larger
     /// modules cost little disk.
     fn output_modules(&self, level: usize) -> (f64, usize) {
-        if level == 0 {
-            (self.level0_module_bits, self.level0_disk_modules())
-        } else {
-            (self.module_bits, self.disk_modules)
+        match level {
+            0 => (self.level0_module_bits, self.level0_disk_modules()),
+            1 => (self.module_bits, self.level1_disk_modules()),
+            _ => (self.module_bits, self.disk_modules),
         }
+    }
+
+    /// The modules a level-1 output gets on disk at least: as many of the deeper files' size as
+    /// hold the budget plus [`LEVEL1_HEADROOM_BITS_PER_KEY`], no fewer than deeper files get
+    /// ([`Elastic::with_disk_modules`]), at most six: six at a budget of 2 (modules of 1 bit),
+    /// four at 4 and 6, three (unchanged) from 8 up, so the default budget of 10 writes what it
+    /// wrote before. Deeper files keep [`Elastic::with_disk_modules`]: they want less than the
+    /// budget's share on present keys and about the budget on absent ones.
+    fn level1_disk_modules(&self) -> usize {
+        let holding = (self.bits_per_key_target + LEVEL1_HEADROOM_BITS_PER_KEY) / self.module_bits;
+        // Finite and in 0..=136 (a budget of at most 64 over modules of at least 0.5 bit); the
+        // tolerance keeps (2 + 4) / 1 at 6.
+        let modules = (holding - 1e-9).ceil().max(1.0) as usize;
+        modules.max(self.disk_modules).min(MAX_MODULES)
     }
 
     /// The modules a level-0 output gets on disk at least: as many of the level-0 size as hold

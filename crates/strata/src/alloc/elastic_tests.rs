@@ -468,7 +468,8 @@ fn level_zero_outputs_get_six_whole_budget_modules_and_deeper_outputs_the_settin
     let tree = apply(&allocator, &tree, &job, 1, ("a", "z"));
     let (level, _, level1) = tree.files().next().expect("one file");
     assert_eq!(level, 1);
-    assert!((level1.bits_per_key() - 3.0).abs() < 1e-9);
+    // Six on level 1 at this budget (`level_one_outputs_hold_the_budget_plus_their_headroom`).
+    assert!((level1.bits_per_key() - 6.0).abs() < 1e-9);
     let (used, budget) = in_use_and_budget(&allocator, &tree);
     assert!((used - budget).abs() < 1e-9, "{used} against {budget}");
     // A setting of six modules gives six on every level.
@@ -479,6 +480,14 @@ fn level_zero_outputs_get_six_whole_budget_modules_and_deeper_outputs_the_settin
     let tree = apply(&six, &Version::default(), &job, 1, ("a", "z"));
     let (_, _, wide) = tree.files().next().expect("one file");
     assert!((wide.bits_per_key() - 6.0).abs() < 1e-9);
+    // Below level 1, the setting: three modules of half the budget.
+    let deeper = FilterJob {
+        output_level: 2,
+        ..job
+    };
+    let tree = apply(&allocator, &Version::default(), &deeper, 2, ("a", "z"));
+    let (_, _, level2) = tree.files().next().expect("one file");
+    assert!((level2.bits_per_key() - 3.0).abs() < 1e-9);
     // The level-0 module size is a setting of its own; the deeper one does not move it.
     let fine = Elastic::new(2.0)
         .expect("valid")
@@ -607,6 +616,102 @@ fn level_zero_modules_on_disk_hold_the_budget_plus_the_headroom_and_no_more() {
 
 /// Two files of 10,000 keys over the two halves of the range, three 1-bit modules each (2 and 1
 /// in use), and elastic filters with a budget of three modules, not yet restored.
+#[test]
+fn level_one_outputs_hold_the_budget_plus_their_headroom() {
+    // Modules of half the budget on disk for a level-1 output, by budget: as many as hold the
+    // budget plus 4 bits per key, at least the deeper files' three, at most six.
+    for (budget, modules) in [
+        (1.0, 6),
+        (2.0, 6),
+        (4.0, 4),
+        (6.0, 4),
+        (8.0, 3),
+        (10.0, 3),
+        (20.0, 3),
+        (64.0, 3),
+    ] {
+        let allocator = Elastic::new(budget).expect("valid");
+        assert_eq!(allocator.level1_disk_modules(), modules, "budget {budget}");
+        let module = allocator.as_dyn().filter_module_bits_per_key(1);
+        let on_disk = modules as f64 * module;
+        assert!(
+            on_disk >= budget + super::LEVEL1_HEADROOM_BITS_PER_KEY - 1e-9 || modules == 6,
+            "budget {budget}: {on_disk} bits on disk"
+        );
+        assert!(
+            on_disk - module < budget + super::LEVEL1_HEADROOM_BITS_PER_KEY - 1e-9 || modules == 3,
+            "budget {budget}: one module fewer would hold the headroom"
+        );
+    }
+    // The setting for every file raises level 1's floor too, never lowers it.
+    let wide = Elastic::default().with_disk_modules(6).expect("valid");
+    assert_eq!(wide.level1_disk_modules(), 6);
+}
+
+#[test]
+fn a_level_one_file_gets_the_bits_present_key_lookups_want_where_level_zero_is_empty() {
+    // The tree present-key lookups found worst at a budget of 2: no level 0, one level-1 file
+    // over the whole range, the rest of the keys in one last-level file. Every lookup probes the
+    // level-1 file first and finds nothing there for most keys (the last level answers them,
+    // with no empty probe): the level-1 file's optimum is the whole budget (6 bits per key
+    // here), the last level's nothing. Written with three 1-bit modules, as every level below 0
+    // was, it held at most 3 bits and the rest of the budget went where it bought nothing; a
+    // level-1 output now holds six and takes them. The same file written to level 2 keeps three.
+    for (level, on_disk) in [(1usize, 6usize), (2, 3)] {
+        let allocator = Elastic::new(2.0).expect("valid");
+        let file_of = |file_number: u64, entries: u64| NewFile {
+            file_number,
+            entries,
+            access: None,
+            filter_layout: crate::FilterLayout::default(),
+        };
+        let compaction = |outputs, output_level| FilterJob {
+            kind: JobKind::Compaction,
+            inputs: &[],
+            output_level,
+            output_run_id: 10 + output_level as u64,
+            outputs,
+        };
+        // The level-1 file first, as a load writes it (no lookups yet): its share of the
+        // budget is 2 bits per key, so it gets no more modules than its level's floor.
+        let hot = [file_of(2, 2_000)];
+        let tree = apply(
+            &allocator,
+            &Version::default(),
+            &compaction(&hot, level),
+            level,
+            ("a", "z"),
+        );
+        let last = [file_of(1, 4_000)];
+        let tree = apply(&allocator, &tree, &compaction(&last, 3), 3, ("a", "z"));
+        for (_, _, file) in tree.files() {
+            if file.number() == 2 {
+                counted(file, 6_000, 3_000, 3_000, 3_000);
+            } else {
+                counted(file, 0, 6_000, 6_000, 6_000);
+            }
+        }
+        allocator.as_dyn().refresh(&tree);
+        let (_, run, hot) = tree
+            .files()
+            .find(|(_, _, file)| file.number() == 2)
+            .expect("the hot file");
+        assert!(
+            (hot.bits_per_key() - on_disk as f64).abs() < 1e-9,
+            "level {level}"
+        );
+        let in_use = allocator.as_dyn().bits_per_key_in_use(run, hot);
+        if level == 1 {
+            assert_eq!(whole_modules_in_use(&allocator, &tree, 2), 6);
+            assert_eq!(in_use, 6.0);
+        } else {
+            assert!(in_use <= 3.0, "level 2: {in_use}");
+        }
+        let (used, budget) = in_use_and_budget(&allocator, &tree);
+        assert!(used <= budget + 1e-9, "{used} against {budget}");
+    }
+}
+
 fn two_halves() -> (Version, Elastic) {
     let tree = Version::builder()
         .add_file(1, 1, file(1, "a", "m", 10_000, 3.0))
