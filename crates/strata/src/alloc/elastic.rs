@@ -551,71 +551,7 @@ fn select_from(candidates: &[Candidate], budget_bits: f64, forced: &[usize]) -> 
             });
         }
     }
-    exchange_partitions(candidates, allowed, &mut in_use);
     in_use
-}
-
-/// The greedy's blind spot with partly used modules, mended: when a partitioned file's next
-/// module does not fit whole, the greedy puts it in use in as many partitions as the budget
-/// left holds, and a whole module of another file that comes later by value per bit (less
-/// avoided per bit, more in all) then no longer fits, though freeing one or two of those
-/// partitions would make room and leave less of the budget unspent. Each round takes the
-/// exchange — whole module in, fewest partitions out — that avoids the most false positives
-/// (weighed, DESIGN.md §3.5), while any avoids more than the partitions it frees did; each
-/// strictly raises the total value, so at most one round per candidate.
-///
-/// Without it the choice between "a level-0 file's third module" and "one more partition of
-/// the last level's second module" turned on which of the two came first by value per bit, so
-/// a small change of the weights between refreshes moved a whole module back and forth: on the
-/// main job's `readmissing` (docs/BENCHMARKS.md, "Elastic filters on the main job's readmissing:
-/// the greedy's partitions and whole modules") the level-0 files flipped between 10 and 15 bits
-/// per key in use at about one refresh in four, and each flip turned keys the module rejected
-/// into new false positives whose blocks the cache never held.
-fn exchange_partitions(candidates: &[Candidate], allowed: f64, in_use: &mut [InUse]) {
-    let mut used = bits_in_use(candidates, in_use);
-    for _ in 0..candidates.len() {
-        // (net value, whole-module candidate, partly used candidate, partitions freed)
-        let mut best: Option<(f64, usize, usize, u32)> = None;
-        for (p, partial) in candidates.iter().enumerate() {
-            let taken = in_use[p];
-            if taken.extra == 0 || partial.partitions <= 1 {
-                continue;
-            }
-            let share = partial.entries * partial.module_bits / f64::from(partial.partitions);
-            let value_per_partition = value_per_bit(partial, taken.modules) * share;
-            for (j, whole) in candidates.iter().enumerate() {
-                let next = in_use[j];
-                if j == p
-                    || next.extra > 0
-                    || next.modules >= whole.modules
-                    || whole.module_bits <= 0.0
-                    || whole.entries <= 0.0
-                {
-                    continue;
-                }
-                let cost = whole.entries * whole.module_bits;
-                let short = used + cost - allowed;
-                if short <= 0.0 || share <= 0.0 {
-                    continue;
-                }
-                let freed = (short / share).ceil();
-                if freed > f64::from(taken.extra) {
-                    continue;
-                }
-                let net = value_per_bit(whole, next.modules) * cost - value_per_partition * freed;
-                if net > 0.0 && best.is_none_or(|(b, ..)| net > b) {
-                    // `freed` is at most `taken.extra`, a u32.
-                    best = Some((net, j, p, freed as u32));
-                }
-            }
-        }
-        let Some((_, j, p, freed)) = best else {
-            break;
-        };
-        in_use[p].extra -= freed;
-        in_use[j].modules += 1;
-        used = bits_in_use(candidates, in_use);
-    }
 }
 
 /// The default module size of a level-0 file at a budget of `target`: half the budget (the
