@@ -94,28 +94,6 @@ pub const PRIOR_HITS: f64 = 16.0;
 /// Lookups that must have reached a file before its rates are used.
 pub const MIN_PROBES: u64 = 32;
 
-/// Standard errors either side of a file's measured miss share that [`CacheModel::cost_band`]
-/// spans: two, about 95% of what the window's reads could have shown by chance. A re-division
-/// moves a module only when the gain holds at the band's pessimistic end (DESIGN.md §3.5 "Moves
-/// the reads support").
-pub const SHARE_CONFIDENCE: f64 = 2.0;
-
-/// Wilson's score interval for a share of `misses` in `reads` at `deviations` standard errors
-/// ("Probable inference, the law of succession, and statistical inference", Wilson, 1927):
-/// `(0, 1)` without reads.
-pub fn share_bounds(misses: f64, reads: f64, deviations: f64) -> (f64, f64) {
-    if reads <= 0.0 || !reads.is_finite() || !misses.is_finite() {
-        return (0.0, 1.0);
-    }
-    let share = (misses / reads).clamp(0.0, 1.0);
-    let z2 = deviations * deviations;
-    let denominator = 1.0 + z2 / reads;
-    let centre = (share + z2 / (2.0 * reads)) / denominator;
-    let half = deviations / denominator
-        * (share * (1.0 - share) / reads + z2 / (4.0 * reads * reads)).sqrt();
-    ((centre - half).max(0.0), (centre + half).min(1.0))
-}
-
 /// A file's measured rates, per byte of its data.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Rates {
@@ -130,11 +108,6 @@ struct Rates {
 }
 
 impl Rates {
-    /// The smoothed miss share `(M + 0.5) / (R + 1)`.
-    fn smoothed_share(&self) -> f64 {
-        (self.miss_count + 0.5) / (self.read_count + 1.0)
-    }
-
     fn of(counts: &LookupCounts, data_bytes: f64) -> Option<Rates> {
         let probes = counts.empty_probes + counts.found_probes;
         if probes < MIN_PROBES || counts.seconds <= 0.0 || data_bytes <= 0.0 {
@@ -300,36 +273,9 @@ impl CacheModel {
     /// less). Elastic filters read it at uniform filters' pass rate for every file; pricing each
     /// module at the pass rate it leaves was tried and not kept (DESIGN.md §3.5).
     pub fn cost_curve(&self, file: &FileMetadata) -> FalsePositiveCost {
-        self.cost_curve_at(file, 0.0)
-    }
-
-    /// [`cost_curve`](Self::cost_curve) with `file`'s measured miss share taken at the low and
-    /// at the high end of what its window's reads support ([`share_bounds`], [`SHARE_CONFIDENCE`]
-    /// standard errors either side): the band within which a re-division treats the file's price
-    /// as unknown (DESIGN.md §3.5 "Moves the reads support"). A file whose window holds
-    /// thousands of reads has a narrow band; one whose filter passed a few dozen, a wide one.
-    pub fn cost_band(&self, file: &FileMetadata) -> (FalsePositiveCost, FalsePositiveCost) {
-        (
-            self.cost_curve_at(file, -SHARE_CONFIDENCE),
-            self.cost_curve_at(file, SHARE_CONFIDENCE),
-        )
-    }
-
-    /// The cost curve with the file's smoothed miss share (`deviations == 0`) or its bound
-    /// `deviations` standard errors above (positive) or below (negative) it.
-    fn cost_curve_at(&self, file: &FileMetadata, deviations: f64) -> FalsePositiveCost {
         let counts = file.state().recent_lookup_counts(self.now);
         let Some(rates) = Rates::of(&counts, data_bytes(file)) else {
             return FalsePositiveCost::DEVICE_READ;
-        };
-        let share = rates.smoothed_share();
-        let share = if deviations == 0.0 {
-            share
-        } else {
-            let (low, high) = share_bounds(rates.miss_count, rates.read_count, deviations.abs());
-            // Never past the smoothing's own floor (a share of 0 would hold blocks forever).
-            let floor = 0.5 / (rates.read_count + 1.0);
-            if deviations < 0.0 { low } else { high }.clamp(floor, 1.0)
         };
         let cached = counts.probe_times.cached_block;
         let own = self
@@ -338,12 +284,12 @@ impl CacheModel {
             .zip(cached.mean_nanos())
             .and_then(|(prices, nanos)| prices.cached_share(nanos));
         FalsePositiveCost {
-            time: self.file_time(&rates, share),
+            time: self.file_time(&rates),
             empty: rates.empty,
             found: rates.found,
             cached: own.unwrap_or(self.cached_cost),
             measured: if rates.miss_count < rates.read_count {
-                share
+                (rates.miss_count + 0.5) / (rates.read_count + 1.0)
             } else {
                 1.0
             },
@@ -362,14 +308,14 @@ impl CacheModel {
         self.cost_curve(file).miss_chance(pass_rate)
     }
 
-    /// The characteristic time as `rates`' own reads refine it, their miss share taken as
-    /// `share` (the smoothed one, or a bound of [`CacheModel::cost_band`]).
-    fn file_time(&self, rates: &Rates, share: f64) -> f64 {
+    /// The characteristic time as `rates`' own reads refine it.
+    fn file_time(&self, rates: &Rates) -> f64 {
         let global = self.characteristic_time;
         if rates.read_count <= 0.0 || rates.reads <= 0.0 {
             return global;
         }
         let hits = rates.read_count - rates.miss_count;
+        let share = (rates.miss_count + 0.5) / (rates.read_count + 1.0);
         let own = -share.ln() / rates.reads;
         if global.is_infinite() {
             return global;

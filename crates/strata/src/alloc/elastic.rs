@@ -342,15 +342,8 @@ impl Selection {
 struct Candidate {
     number: u64,
     entries: f64,
-    /// `w_i = z_i * c_i` (DESIGN.md §3.5) of a module the file does not have in use, `c_i` at
-    /// the low end of what its reads support.
+    /// `w_i = z_i * c_i` (DESIGN.md §3.5).
     weight: f64,
-    /// `w_i` of a module the file has in use (`kept`), `c_i` at the high end of what its reads
-    /// support: a re-division takes it away only when the move saves reads at both ends
-    /// (DESIGN.md §3.5 "Moves the reads support"). `weight` for a job's outputs.
-    keep_weight: f64,
-    /// The modules in use before this selection (none for a job's outputs).
-    kept: InUse,
     /// Bits per key of the file (opaque layouts) or of one module.
     module_bits: f64,
     /// Modules that can be put in use (on disk, or up to six for a job's output).
@@ -405,26 +398,9 @@ fn value_per_bit(candidate: &Candidate, index: usize) -> f64 {
     let gain = eps(before) - eps(before + candidate.module_bits);
     let bits = candidate.entries * candidate.module_bits;
     if bits > 0.0 {
-        module_weight(candidate, index).max(0.0) * gain / bits
+        candidate.weight.max(0.0) * gain / bits
     } else {
         0.0
-    }
-}
-
-/// The weight module `index` of `candidate` is valued at: `keep_weight` for the modules it has
-/// in use, `weight` for the others, and for a module in use in some of its partitions the two
-/// in proportion. Since `keep_weight >= weight`, each file's values still fall along its prefix.
-fn module_weight(candidate: &Candidate, index: usize) -> f64 {
-    let kept = candidate.kept;
-    let keep = candidate.keep_weight.max(candidate.weight);
-    if index < kept.modules {
-        keep
-    } else if index == kept.modules && kept.extra > 0 {
-        let partitions = f64::from(candidate.partitions.max(1));
-        let share = (f64::from(kept.extra) / partitions).min(1.0);
-        candidate.weight + (keep - candidate.weight) * share
-    } else {
-        candidate.weight
     }
 }
 
@@ -774,7 +750,7 @@ impl Elastic {
         &self,
         files: impl Iterator<Item = &'a Arc<FileMetadata>>,
         known: &Selection,
-        weight: &dyn Fn(&FileMetadata) -> FileWeight,
+        weight: &dyn Fn(&FileMetadata) -> f64,
     ) -> Vec<(Candidate, Layout)> {
         files
             .map(|file| {
@@ -783,17 +759,11 @@ impl Elastic {
                     .get(&file.number())
                     .copied()
                     .unwrap_or_else(|| Layout::opaque(file));
-                let FileWeight { add, keep } = weight(file);
                 (
                     Candidate {
                         number: file.number(),
                         entries: file.entries() as f64,
-                        weight: add,
-                        keep_weight: keep,
-                        kept: InUse {
-                            modules: usize::from(layout.in_use.min(layout.modules)),
-                            extra: layout.extra_partitions(file),
-                        },
+                        weight: weight(file),
                         module_bits: layout.module(file.bits_per_key()),
                         modules: usize::from(layout.modules),
                         partitions: if layout.is_opaque() {
@@ -835,8 +805,6 @@ impl Elastic {
                 number: file.file_number,
                 entries: file.entries as f64,
                 weight: *weight,
-                keep_weight: *weight,
-                kept: InUse::default(),
                 module_bits,
                 modules: if filters { MAX_MODULES } else { 0 },
                 partitions: file.filter_layout.partitions.max(1),
@@ -995,8 +963,7 @@ impl Elastic {
             .files()
             .map(|(_, _, file)| file)
             .filter(|file| !job.is_input(file.number()));
-        let existing =
-            self.existing_candidates(staying, &known, &|file| weighing.band_of_file(file));
+        let existing = self.existing_candidates(staying, &known, &|file| weighing.of_file(file));
         let output_entries = job.output_entries().max(1) as f64;
         let job_coverage = match &weighing.reach {
             Weights::Coverage {
@@ -1039,7 +1006,7 @@ impl Elastic {
     fn reselect(&self, tree: &Version, known: &Selection) -> Selection {
         let weighing = self.weighing(tree, None);
         let files = tree.files().map(|(_, _, file)| file);
-        let existing = self.existing_candidates(files, known, &|file| weighing.band_of_file(file));
+        let existing = self.existing_candidates(files, known, &|file| weighing.of_file(file));
         self.solve(existing, &[], (self.module_bits, self.disk_modules))
             .0
     }
@@ -1101,7 +1068,7 @@ impl Elastic {
         let weighing = self.weighing(tree, None);
         let existing =
             self.existing_candidates(placed.iter().map(|(_, _, file)| *file), &known, &|file| {
-                weighing.band_of_file(file)
+                weighing.of_file(file)
             });
         let (candidates, layouts): (Vec<Candidate>, Vec<Layout>) = existing.into_iter().unzip();
         let entries: f64 = candidates.iter().map(|c| c.entries).sum();
@@ -1273,29 +1240,10 @@ struct Weighing {
     reference_bits: f64,
 }
 
-/// A file's weight `w_i = z_i * c_i` at both ends of what its reads support
-/// ([`CacheModel::cost_band`]).
-#[derive(Debug, Clone, Copy)]
-struct FileWeight {
-    /// For modules it does not have in use: `c_i` at the low end.
-    add: f64,
-    /// For modules it has in use: `c_i` at the high end.
-    keep: f64,
-}
-
 impl Weighing {
-    /// `w_i = z_i * c_i` (DESIGN.md §3.5) at both ends of the file's band: a module in use is
-    /// taken away, and one not in use given, only when the reads support the move.
-    fn band_of_file(&self, file: &FileMetadata) -> FileWeight {
-        let reach = self.reach.of_file(file);
-        let pass = file
-            .filter_family()
-            .false_positive_rate(self.reference_bits);
-        let (low, high) = self.cache.cost_band(file);
-        FileWeight {
-            add: reach * low.at(pass),
-            keep: reach * high.at(pass),
-        }
+    /// `w_i = z_i * c_i` (DESIGN.md §3.5).
+    fn of_file(&self, file: &FileMetadata) -> f64 {
+        self.reach.of_file(file) * self.false_positive_cost(file)
     }
 
     /// `c_i`: what a false positive in `file` costs in device reads, at the false-positive
