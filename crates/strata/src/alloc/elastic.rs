@@ -1411,10 +1411,6 @@ impl LiveDecisions for Elastic {
     /// Re-divides the budget by the current weights (access estimates and cache misses; in
     /// memory, the next job logs it). A job that stored a selection meanwhile wins.
     fn refresh(&self, tree: &Version) {
-        // Diagnostic (not kept): a static allocation between jobs.
-        if std::env::var_os("STRATA_NO_REFRESH").is_some() {
-            return;
-        }
         let known = self.selection.load_full();
         // Only a selection of exactly this tree's files is re-divided: a lookup may hold an
         // older tree than the job that stored the selection (its outputs not yet in `tree`, or
@@ -1430,33 +1426,6 @@ impl LiveDecisions for Elastic {
             return;
         }
         let selection = Arc::new(self.reselect(tree, &known));
-        // Diagnostic (not kept): every re-division that changed the selection, on stderr.
-        if *selection != *known && std::env::var_os("STRATA_TRACE_REFRESH").is_some() {
-            let weighing = self.weighing(tree, None);
-            let mut line = String::from("TRACE refresh");
-            for (level, _, file) in tree.files() {
-                let (Some(a), Some(b)) = (
-                    known.files.get(&file.number()),
-                    selection.files.get(&file.number()),
-                ) else {
-                    continue;
-                };
-                let z = weighing.reach.of_file(file);
-                let c = weighing.false_positive_cost(file);
-                let counts = file.state().recent_lookup_counts(Instant::now());
-                line.push_str(&format!(
-                    " | L{level}#{} z={z:.0} c={c:.4} r={} m={} {}.{}->{}.{}",
-                    file.number(),
-                    counts.data_block_reads,
-                    counts.data_block_misses,
-                    a.in_use,
-                    a.extra,
-                    b.in_use,
-                    b.extra
-                ));
-            }
-            eprintln!("{line}");
-        }
         if *selection != *known {
             let previous = self.selection.compare_and_swap(&known, selection);
             if Arc::ptr_eq(&previous, &known) {
