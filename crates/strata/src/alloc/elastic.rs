@@ -17,10 +17,12 @@
 //! share of the budget: at least [`Elastic::with_disk_modules`] modules (default 3, so 1.5 times
 //! the budget with the default `m` of half the budget), more if the file's optimum needs more (at
 //! most six), and on level 0 as many as hold the budget plus [`LEVEL0_HEADROOM_BITS_PER_KEY`]
-//! (six below a budget of 5, of a size that holds it; four of half the budget at the default 10;
-//! `Elastic::level0_disk_modules`), and on level 1 as many as hold the budget plus
-//! [`LEVEL1_HEADROOM_BITS_PER_KEY`] (six at a budget of 2, three from 8 up;
-//! `Elastic::level1_disk_modules`). Which modules are *in use*
+//! (six below a budget of 5, of a size that holds it; `Elastic::level0_disk_modules`), and on
+//! level 1 as many as hold the budget plus [`LEVEL1_HEADROOM_BITS_PER_KEY`] (six at a budget of
+//! 2, four at 4 and 6; `Elastic::level1_disk_modules`); from a budget of
+//! [`HIGH_BUDGET_BITS_PER_KEY`] up (the default 10 among them) levels 0 and 1 hold a quarter of
+//! the budget above it, in five modules of a quarter of the budget (12.5 bits per key at 10),
+//! since spare bits there remove little and cost bytes on every write. Which modules are *in use*
 //! — probed by lookups and counted in the budget — is the allocator's decision, a prefix `j_i`
 //! of each file's modules, re-made at every flush and
 //! compaction and refresh (every [`REFRESH_EVERY_LOOKUPS`](super::REFRESH_EVERY_LOOKUPS)
@@ -157,6 +159,45 @@ pub const LEVEL0_HEADROOM_BITS_PER_KEY: f64 = 10.0;
 /// "Level-1 modules on disk"): where level 0 held few keys, level-1 files wanted 4-5 bits per key
 /// and three modules of 1 bit kept the allocation at up to 2.2x the optimum's reads.
 pub const LEVEL1_HEADROOM_BITS_PER_KEY: f64 = 4.0;
+
+/// The budget from which level-0 and level-1 outputs hold only a quarter of the budget above it,
+/// in five modules of a quarter of the budget (DESIGN.md §3.5 "Modules on disk";
+/// `Elastic::output_modules`), in place of [`LEVEL0_HEADROOM_BITS_PER_KEY`] and
+/// [`LEVEL1_HEADROOM_BITS_PER_KEY`]. Spare bits above the budget remove at most the false
+/// positives the budget leaves, `exp(-ln2sq * budget)` of a file's empty probes: 20% at a budget of
+/// 2, under 2.2% from 8 up. What they cost does not fall with the budget: each spare bit per key is
+/// written with every flush and merge of the file. At the engine's default of 10 the level-0
+/// headroom's 10 bits made every flush write 1.0067x RocksDB's table bytes at the bench's
+/// defaults, and the level-1 floor's 5 spare bits its merges 1.001x, where Strata's data and index
+/// bytes are 0.4% below RocksDB's (docs/BENCHMARKS.md, "Spare filter bits at high budgets").
+pub const HIGH_BUDGET_BITS_PER_KEY: f64 = 8.0;
+
+/// Modules on disk of a level-0 or level-1 output from a budget of [`HIGH_BUDGET_BITS_PER_KEY`]
+/// up: five of a quarter of the budget, the budget plus a quarter.
+const HIGH_BUDGET_TOP_MODULES: f64 = 5.0;
+
+/// The bits per key above the budget a level-0 (`level == 0`) or level-1 output's modules on
+/// disk hold at least at a budget of `target`: the level's headroom below
+/// [`HIGH_BUDGET_BITS_PER_KEY`], a quarter of the budget from it up.
+fn top_level_headroom(level: usize, target: f64) -> f64 {
+    if target >= HIGH_BUDGET_BITS_PER_KEY {
+        target / (HIGH_BUDGET_TOP_MODULES - 1.0)
+    } else if level == 0 {
+        LEVEL0_HEADROOM_BITS_PER_KEY
+    } else {
+        LEVEL1_HEADROOM_BITS_PER_KEY
+    }
+}
+
+/// The default module size of a level-1 file at a budget of `target`: the deeper files' (half the
+/// budget) below [`HIGH_BUDGET_BITS_PER_KEY`], a quarter of the budget from it up.
+fn level1_module_bits(target: f64) -> f64 {
+    if target >= HIGH_BUDGET_BITS_PER_KEY {
+        target / (HIGH_BUDGET_TOP_MODULES - 1.0)
+    } else {
+        (target / 2.0).max(MIN_MODULE_BITS_PER_KEY)
+    }
+}
 
 /// What elastic filters take a false positive on a data block the block cache holds to cost
 /// (DESIGN.md §3.5 "Cache-miss weight").
@@ -556,8 +597,12 @@ fn select_from(candidates: &[Candidate], budget_bits: f64, forced: &[usize]) -> 
 
 /// The default module size of a level-0 file at a budget of `target`: half the budget (the
 /// deeper files' size), or more so that six modules hold [`LEVEL0_HEADROOM_BITS_PER_KEY`] above
-/// the budget; at most the Bloom filter's 64.
+/// the budget; at most the Bloom filter's 64. From a budget of [`HIGH_BUDGET_BITS_PER_KEY`] up,
+/// a quarter of the budget (level 1's size there).
 fn level0_module_bits(target: f64) -> f64 {
+    if target >= HIGH_BUDGET_BITS_PER_KEY {
+        return level1_module_bits(target);
+    }
     let module = (target / 2.0).max(MIN_MODULE_BITS_PER_KEY);
     module
         .max((target + LEVEL0_HEADROOM_BITS_PER_KEY) / MAX_MODULES as f64)
@@ -586,6 +631,8 @@ pub struct Elastic {
     module_bits: f64,
     /// Bits per key of one module of a file written to level 0 (`Elastic::output_module_bits`).
     level0_module_bits: f64,
+    /// Bits per key of one module of a file written to level 1 (`Elastic::output_module_bits`).
+    level1_module_bits: f64,
     disk_modules: usize,
     cached_false_positives: CachedFalsePositives,
     selection: ArcSwap<Selection>,
@@ -680,6 +727,7 @@ impl Elastic {
             budget_bytes: None,
             module_bits: (target / 2.0).max(MIN_MODULE_BITS_PER_KEY),
             level0_module_bits: level0_module_bits(target),
+            level1_module_bits: level1_module_bits(target),
             disk_modules: DEFAULT_DISK_MODULES,
             cached_false_positives: CachedFalsePositives::default(),
             selection: ArcSwap::from_pointee(Selection::default()),
@@ -688,9 +736,11 @@ impl Elastic {
     }
 
     /// Modules of `bits` bits per key below level 0 (at least 0.5; at most the Bloom filter's
-    /// 64; default half the budget).
+    /// 64; default half the budget, on level 1 a quarter of it from a budget of
+    /// [`HIGH_BUDGET_BITS_PER_KEY`] up): level 1's too.
     pub fn with_module_bits(mut self, bits: f64) -> Result<Self> {
         self.module_bits = valid_module_bits(bits)?;
+        self.level1_module_bits = self.module_bits;
         Ok(self)
     }
 
@@ -888,16 +938,17 @@ impl Elastic {
     /// The module size of an output on `level`: [`Elastic::with_level0_module_bits`] on level 0,
     /// [`Elastic::with_module_bits`] (default half the budget) below.
     fn output_module_bits(&self, level: usize) -> f64 {
-        if level == 0 {
-            self.level0_module_bits
-        } else {
-            self.module_bits
+        match level {
+            0 => self.level0_module_bits,
+            1 => self.level1_module_bits,
+            _ => self.module_bits,
         }
     }
 
     /// The module size and the modules on disk an output on `level` gets at least: on level 0,
     /// modules of the level-0 size holding the budget plus the headroom
-    /// (`Elastic::level0_disk_modules`), the settings ([`Elastic::with_module_bits`],
+    /// (`Elastic::level0_disk_modules`), on level 1 those of the level-1 size holding its own
+    /// (`Elastic::level1_disk_modules`), the settings ([`Elastic::with_module_bits`],
     /// [`Elastic::with_disk_modules`]) elsewhere (DESIGN.md §3.5 "Modules on disk").
     ///
     /// Every lookup the memtable does not answer probes every level-0 run, each spanning the key
@@ -909,27 +960,33 @@ impl Elastic {
     /// budget, 6 bits) held present-key lookups at 1.5-2.8x the optimum's reads at a budget of
     /// 2. The excess it wants over the budget is additive ([`LEVEL0_HEADROOM_BITS_PER_KEY`]), so
     /// at small budgets its modules are larger than the deeper files' (2 bits at a budget of 2),
-    /// and from a budget of 5 up half the budget holds it in fewer than six (four at the default
-    /// 10). Deeper files
+    /// and from a budget of 5 up half the budget holds it in fewer than six. Deeper files
     /// want 0-5 bits per key at a budget of 2, which modules of half the budget divide in finer
     /// steps. Level 0 holds a small share of the keys (a few write buffers), so its larger
-    /// modules cost little disk.
+    /// modules cost little disk, but every key passes through it: from a budget of
+    /// [`HIGH_BUDGET_BITS_PER_KEY`] up, where spare bits remove under 2.2% of a file's empty
+    /// probes, levels 0 and 1 hold only a quarter of the budget above it (five modules of a
+    /// quarter of the budget), so that their spare bits do not cost more bytes written than the
+    /// data and index blocks save against RocksDB's.
     fn output_modules(&self, level: usize) -> (f64, usize) {
         match level {
             0 => (self.level0_module_bits, self.level0_disk_modules()),
-            1 => (self.module_bits, self.level1_disk_modules()),
+            1 => (self.level1_module_bits, self.level1_disk_modules()),
             _ => (self.module_bits, self.disk_modules),
         }
     }
 
-    /// The modules a level-1 output gets on disk at least: as many of the deeper files' size as
+    /// The modules a level-1 output gets on disk at least: as many of the level-1 size as
     /// hold the budget plus [`LEVEL1_HEADROOM_BITS_PER_KEY`], no fewer than deeper files get
     /// ([`Elastic::with_disk_modules`]), at most six: six at a budget of 2 (modules of 1 bit),
-    /// four at 4 and 6, three (unchanged) from 8 up, so the default budget of 10 writes what it
-    /// wrote before. Deeper files keep [`Elastic::with_disk_modules`]: they want less than the
-    /// budget's share on present keys and about the budget on absent ones.
+    /// four at 4 and 6. From a budget of [`HIGH_BUDGET_BITS_PER_KEY`] up the headroom is a
+    /// quarter of the budget in modules of a quarter of the budget: five, 12.5 bits per key at
+    /// the default 10 (15 before, three modules of half the budget). Deeper files keep
+    /// [`Elastic::with_disk_modules`]: they want less than the budget's share on present keys and
+    /// about the budget on absent ones.
     fn level1_disk_modules(&self) -> usize {
-        let holding = (self.bits_per_key_target + LEVEL1_HEADROOM_BITS_PER_KEY) / self.module_bits;
+        let holding = (self.bits_per_key_target + top_level_headroom(1, self.bits_per_key_target))
+            / self.level1_module_bits;
         // Finite and in 0..=136 (a budget of at most 64 over modules of at least 0.5 bit); the
         // tolerance keeps (2 + 4) / 1 at 6.
         let modules = (holding - 1e-9).ceil().max(1.0) as usize;
@@ -941,14 +998,15 @@ impl Elastic {
     /// ([`Elastic::with_disk_modules`]); at most six. The headroom is additive (a level-0 file
     /// wants about `ln(N / n) / ln2sq` bits above an average file, DESIGN.md §2), so six modules
     /// below a budget of 5 (modules of `(budget + 10) / 6` bits), and fewer above it, where the
-    /// modules are half the budget: four of 5 bits (20 bits per key on disk) at the default
-    /// budget of 10, where six held 30, twice the headroom, and cost 2% more bytes written than
-    /// RocksDB's flushes (docs/BENCHMARKS.md, "Level-0 modules on disk: the budget plus the
-    /// headroom"). The allocation can still give a flushed file all six when its optimum wants
-    /// them (`Elastic::solve` writes every module in use).
+    /// modules are half the budget (six of 3 bits at a budget of 6). From a budget of
+    /// [`HIGH_BUDGET_BITS_PER_KEY`] up the headroom is a quarter of the budget, in five modules of
+    /// a quarter of the budget: 12.5 bits per key at the default 10, where four modules of 5 bits
+    /// (20) made flushes write 1.0067x RocksDB's table bytes (docs/BENCHMARKS.md, "Spare filter
+    /// bits at high budgets"). The allocation can still give a flushed file all six when its
+    /// optimum wants them (`Elastic::solve` writes every module in use).
     fn level0_disk_modules(&self) -> usize {
-        let holding =
-            (self.bits_per_key_target + LEVEL0_HEADROOM_BITS_PER_KEY) / self.level0_module_bits;
+        let holding = (self.bits_per_key_target + top_level_headroom(0, self.bits_per_key_target))
+            / self.level0_module_bits;
         // Finite and in 0..=148 (a budget of at most 64 over modules of at least 0.5 bit); the
         // tolerance keeps (2 + 10) / 2 at 6.
         let modules = (holding - 1e-9).ceil().max(1.0) as usize;

@@ -507,16 +507,20 @@ fn level_zero_outputs_get_six_whole_budget_modules_and_deeper_outputs_the_settin
 }
 
 #[test]
-fn level_zero_modules_hold_the_headroom_above_small_budgets_and_half_the_budget_from_ten() {
-    // Six level-0 modules hold at least the budget plus the headroom; from a budget of 10 up,
-    // half the budget (the deeper files' size) already does.
-    for (budget, level0, deeper) in [
-        (1.0, 11.0 / 6.0, 0.5),
-        (2.0, 2.0, 1.0),
-        (4.0, 14.0 / 6.0, 2.0),
-        (10.0, 5.0, 5.0),
-        (20.0, 10.0, 10.0),
-        (64.0, 32.0, 32.0),
+fn level_zero_modules_hold_the_headroom_below_eight_bits_and_a_quarter_of_the_budget_above() {
+    // Six level-0 modules hold at least the budget plus the headroom up to a budget of 6, where
+    // half the budget (the deeper files' size) already does; from a budget of 8 up levels 0 and 1
+    // are written in modules of a quarter of the budget, deeper levels in halves as before.
+    for (budget, level0, level1, deeper) in [
+        (1.0, 11.0 / 6.0, 0.5, 0.5),
+        (2.0, 2.0, 1.0, 1.0),
+        (3.0, 13.0 / 6.0, 1.5, 1.5),
+        (4.0, 14.0 / 6.0, 2.0, 2.0),
+        (6.0, 3.0, 3.0, 3.0),
+        (8.0, 2.0, 2.0, 4.0),
+        (10.0, 2.5, 2.5, 5.0),
+        (20.0, 5.0, 5.0, 10.0),
+        (64.0, 16.0, 16.0, 32.0),
     ] {
         let allocator = Elastic::new(budget).expect("valid");
         let sizing = allocator.as_dyn();
@@ -525,26 +529,42 @@ fn level_zero_modules_hold_the_headroom_above_small_budgets_and_half_the_budget_
             "budget {budget}: level 0 {}",
             sizing.filter_module_bits_per_key(0)
         );
-        assert_eq!(sizing.filter_module_bits_per_key(1), deeper);
-        assert_eq!(sizing.filter_module_bits_per_key(4), deeper);
+        assert_eq!(
+            sizing.filter_module_bits_per_key(1),
+            level1,
+            "budget {budget}"
+        );
+        assert_eq!(
+            sizing.filter_module_bits_per_key(2),
+            deeper,
+            "budget {budget}"
+        );
+        assert_eq!(
+            sizing.filter_module_bits_per_key(4),
+            deeper,
+            "budget {budget}"
+        );
         assert!(
-            6.0 * level0 >= budget + super::LEVEL0_HEADROOM_BITS_PER_KEY - 1e-9 || level0 == deeper
+            6.0 * level0 >= budget + super::LEVEL0_HEADROOM_BITS_PER_KEY - 1e-9
+                || level0 == deeper
+                || budget >= super::HIGH_BUDGET_BITS_PER_KEY
         );
     }
-    // The default engine's budget of 10: four modules of 5 bits on level 0, the budget plus the
-    // headroom (20 bits per key on disk, where six modules held 30), two in use.
+    // The default engine's budget of 10: five modules of 2.5 bits on level 0, the budget plus a
+    // quarter (12.5 bits per key on disk, where four modules of 5 bits held 20 and six 30), four
+    // in use.
     let default = Elastic::default();
     let files = outputs(&[1000]);
     let tree = apply(&default, &Version::default(), &flush(&files), 0, ("a", "z"));
     let (_, _, level0) = tree.files().next().expect("one file");
     assert!(
-        (level0.bits_per_key() - 20.0).abs() < 1e-9,
+        (level0.bits_per_key() - 12.5).abs() < 1e-9,
         "{}",
         level0.bits_per_key()
     );
     assert_eq!(
         default.filter_modules_in_use(99, level0),
-        ModulesInUse::prefix(2)
+        ModulesInUse::prefix(4)
     );
 }
 
@@ -552,29 +572,33 @@ fn level_zero_modules_hold_the_headroom_above_small_budgets_and_half_the_budget_
 fn level_zero_modules_on_disk_hold_the_budget_plus_the_headroom_and_no_more() {
     // Modules of the level-0 size on disk for a flushed file, by budget: six below a budget of 5
     // (modules of (budget + 10) / 6 bits), then as many modules of half the budget as hold the
-    // budget plus 10, never fewer than the deeper files' three.
+    // budget plus 10, never fewer than the deeper files' three; from a budget of 8 up five of a
+    // quarter of the budget, the budget plus a quarter.
     for (budget, modules) in [
         (1.0, 6),
         (2.0, 6),
+        (3.0, 6),
         (4.0, 6),
         (5.0, 6),
         (6.0, 6),
+        (7.0, 5),
         (8.0, 5),
-        (10.0, 4),
-        (12.0, 4),
-        (20.0, 3),
-        (64.0, 3),
+        (10.0, 5),
+        (12.0, 5),
+        (20.0, 5),
+        (64.0, 5),
     ] {
         let allocator = Elastic::new(budget).expect("valid");
         assert_eq!(allocator.level0_disk_modules(), modules, "budget {budget}");
         let module = allocator.as_dyn().filter_module_bits_per_key(0);
         let on_disk = modules as f64 * module;
+        let headroom = super::top_level_headroom(0, budget);
         assert!(
-            on_disk >= budget + super::LEVEL0_HEADROOM_BITS_PER_KEY - 1e-9 || modules == 6,
+            on_disk >= budget + headroom - 1e-9 || modules == 6,
             "budget {budget}: {on_disk} bits on disk"
         );
         assert!(
-            on_disk - module < budget + super::LEVEL0_HEADROOM_BITS_PER_KEY - 1e-9 || modules == 3,
+            on_disk - module < budget + headroom - 1e-9 || modules == 3,
             "budget {budget}: one module fewer would hold the headroom"
         );
         let files = outputs(&[1000]);
@@ -619,27 +643,31 @@ fn level_zero_modules_on_disk_hold_the_budget_plus_the_headroom_and_no_more() {
 #[test]
 fn level_one_outputs_hold_the_budget_plus_their_headroom() {
     // Modules of half the budget on disk for a level-1 output, by budget: as many as hold the
-    // budget plus 4 bits per key, at least the deeper files' three, at most six.
-    for (budget, modules) in [
-        (1.0, 6),
-        (2.0, 6),
-        (4.0, 4),
-        (6.0, 4),
-        (8.0, 3),
-        (10.0, 3),
-        (20.0, 3),
-        (64.0, 3),
+    // budget plus 4 bits per key, at least the deeper files' three, at most six; from a budget
+    // of 8 up five of a quarter of the budget, the budget plus a quarter.
+    for (budget, modules, on_disk) in [
+        (1.0, 6, 3.0),
+        (2.0, 6, 6.0),
+        (3.0, 5, 7.5),
+        (4.0, 4, 8.0),
+        (6.0, 4, 12.0),
+        (7.0, 4, 14.0),
+        (8.0, 5, 10.0),
+        (10.0, 5, 12.5),
+        (20.0, 5, 25.0),
+        (64.0, 5, 80.0),
     ] {
         let allocator = Elastic::new(budget).expect("valid");
         assert_eq!(allocator.level1_disk_modules(), modules, "budget {budget}");
         let module = allocator.as_dyn().filter_module_bits_per_key(1);
-        let on_disk = modules as f64 * module;
+        assert_eq!(modules as f64 * module, on_disk, "budget {budget}");
+        let headroom = super::top_level_headroom(1, budget);
         assert!(
-            on_disk >= budget + super::LEVEL1_HEADROOM_BITS_PER_KEY - 1e-9 || modules == 6,
+            on_disk >= budget + headroom - 1e-9 || modules == 6,
             "budget {budget}: {on_disk} bits on disk"
         );
         assert!(
-            on_disk - module < budget + super::LEVEL1_HEADROOM_BITS_PER_KEY - 1e-9 || modules == 3,
+            on_disk - module < budget + headroom - 1e-9 || modules == 3,
             "budget {budget}: one module fewer would hold the headroom"
         );
     }

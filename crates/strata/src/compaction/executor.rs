@@ -43,21 +43,32 @@ use crate::version::job::{resolve_inputs, trivial_move_check, ResolvedRun};
 use crate::version::set::VersionSet;
 use crate::version::{AccessHandle, AddedFile, DeletedFile, FileMetadata, Version, VersionEdit};
 
-/// Bits per key of one filter module of an output on level 0 and of one below it (the allocator's
-/// [`crate::alloc::ModuleSizing`], DESIGN.md §1 and §3.5 "Modules on disk").
+/// Bits per key of one filter module of an output on level 0, on level 1 and on a level below
+/// (the allocator's [`crate::alloc::ModuleSizing`], DESIGN.md §1 and §3.5 "Modules on disk":
+/// elastic filters size level 1's modules apart from deeper ones' from a budget of 8 up).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct ModuleBits {
     pub(crate) level0: f64,
+    pub(crate) level1: f64,
     pub(crate) deeper: f64,
 }
 
 impl ModuleBits {
     /// The module size of an output on `level`.
     pub(crate) fn at(self, level: usize) -> f64 {
-        if level == 0 {
-            self.level0
-        } else {
-            self.deeper
+        match level {
+            0 => self.level0,
+            1 => self.level1,
+            _ => self.deeper,
+        }
+    }
+
+    /// The module sizes `allocator` gives outputs by level.
+    pub(crate) fn of(allocator: &dyn crate::alloc::FilterAllocator) -> ModuleBits {
+        ModuleBits {
+            level0: allocator.filter_module_bits_per_key(0),
+            level1: allocator.filter_module_bits_per_key(1),
+            deeper: allocator.filter_module_bits_per_key(2),
         }
     }
 }

@@ -688,13 +688,7 @@ impl DbInner {
             readahead_bytes: self.options.compaction_readahead_bytes,
             // Filters above the module size are split into modules (DESIGN.md §1), of the size the
             // allocator gives the output level.
-            filter_module_bits: {
-                let allocator = self.filter_allocator();
-                ModuleBits {
-                    level0: allocator.filter_module_bits_per_key(0),
-                    deeper: allocator.filter_module_bits_per_key(1),
-                }
-            },
+            filter_module_bits: ModuleBits::of(self.filter_allocator().as_ref()),
             metadata_partitioning: self.options.metadata_partitioning(),
             filter_family: self.options.filter_family,
             range_filter_bits: self.options.range_filter_bits,
