@@ -711,15 +711,19 @@ impl std::fmt::Display for Decision {
             .map_or_else(|| "none".to_string(), CandidateRecord::label);
         let spread =
             |s: &CostSpread| format!("device x{:.2}, processor x{:.2}", s.device, s.processor);
+        // A spread of 1 ties only designs the model prices alike (leveling with and without
+        // dynamic level bytes), which is not worth a word unless the pick is not the model's
+        // first.
+        let spread_moves = |s: &CostSpread| s.device > 1.0 || s.processor > 1.0;
         let ties = match (self.tied, &self.spread) {
-            (2.., Some(s)) => format!(
+            (2.., Some(s)) if spread_moves(s) || self.model_rank > 1 => format!(
                 ", {} tied within the costs' spread ({}): the fewest merges per update, the \
                  model's rank {}",
                 self.tied,
                 spread(s),
                 self.model_rank
             ),
-            (_, Some(s)) if s.device > 1.0 || s.processor > 1.0 => {
+            (_, Some(s)) if spread_moves(s) => {
                 format!(", no tie within the costs' spread ({})", spread(s))
             }
             _ => String::new(),
@@ -1780,6 +1784,8 @@ mod tests {
             // Designs the model prices alike (leveling with and without dynamic level bytes)
             // are tied even without a spread; the model's first stays first.
             assert_eq!(decision.model_rank, 1, "{decision}");
+            // Nothing moved, nothing to say about ties.
+            assert!(!decision.to_string().contains("spread"), "{decision}");
         }
         // Runs probed measured at 0.3 to 3 us from interval to interval: designs within that
         // spread of the model's best are tied with it.
