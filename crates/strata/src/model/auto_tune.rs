@@ -47,7 +47,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::tuner::{evaluate_with, tune, CpuCosts, Design, Device, TuningProblem, Workload};
+use super::ties::{break_ties, CostSpread};
+use super::tuner::{
+    evaluate_with, tune, CpuCosts, Design, Device, Tuning, TuningProblem, Workload,
+};
 use super::ModelPolicy;
 use crate::alloc::FilterAllocatorKind;
 use crate::compaction::{CompactionKind, CompactionSettings};
@@ -335,6 +338,32 @@ impl Measurements {
         }
     }
 
+    /// What was measured between `earlier` and these measurements, the counts of both taken
+    /// since the database opened; `None` when a count went back (the database reopened between
+    /// them, and its counters started again).
+    pub fn since(&self, earlier: &Measurements) -> Option<Measurements> {
+        let sub = |now: u64, then: u64| now.checked_sub(then);
+        Some(Measurements {
+            device_block_probes: sub(self.device_block_probes, earlier.device_block_probes)?,
+            device_block_nanos: sub(self.device_block_nanos, earlier.device_block_nanos)?,
+            cached_block_probes: sub(self.cached_block_probes, earlier.cached_block_probes)?,
+            cached_block_nanos: sub(self.cached_block_nanos, earlier.cached_block_nanos)?,
+            rejected_probes: sub(self.rejected_probes, earlier.rejected_probes)?,
+            rejected_nanos: sub(self.rejected_nanos, earlier.rejected_nanos)?,
+            timed_write_entries: sub(self.timed_write_entries, earlier.timed_write_entries)?,
+            timed_write_nanos: sub(self.timed_write_nanos, earlier.timed_write_nanos)?,
+            write_entries: sub(self.write_entries, earlier.write_entries)?,
+            write_stall_micros: sub(self.write_stall_micros, earlier.write_stall_micros)?,
+            compaction_write_bytes: sub(
+                self.compaction_write_bytes,
+                earlier.compaction_write_bytes,
+            )?,
+            compaction_micros: sub(self.compaction_micros, earlier.compaction_micros)?,
+            probed_reads: sub(self.probed_reads, earlier.probed_reads)?,
+            probed_read_nanos: sub(self.probed_read_nanos, earlier.probed_read_nanos)?,
+        })
+    }
+
     /// The costs these measurements give for entries of `entry_bytes` bytes as stored (module
     /// documentation of [`MeasuredCosts`]); a cost without [`MIN_SAMPLES`] samples, or without a
     /// compaction, is `None`.
@@ -604,6 +633,20 @@ pub struct Decision {
     /// The costs the designs were priced with, from `measured` (`None` as for `measured`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub costs: Option<MeasuredCosts>,
+    /// How far the measured costs moved over the intervals the mix has held
+    /// ([`AutoTuneState::cost_spread`]; `None` when designs were not priced with measured
+    /// costs, or not priced at all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread: Option<CostSpread>,
+    /// Designs tied with the model's best within that spread, the model's best included
+    /// ([`super::ties`]; 1: no tie; 0 when nothing was ranked, and in records from builds that
+    /// did not break ties).
+    #[serde(default)]
+    pub tied: u32,
+    /// The best design's rank in the model's order: above 1 when a tie went to a design with
+    /// fewer merges per update than the model's best (0 as for `tied`).
+    #[serde(default)]
+    pub model_rank: u32,
 }
 
 impl Decision {
@@ -631,6 +674,9 @@ impl Decision {
             reason,
             measured: None,
             costs: None,
+            spread: None,
+            tied: 0,
+            model_rank: 0,
         }
     }
 
@@ -663,10 +709,29 @@ impl std::fmt::Display for Decision {
             .candidates
             .first()
             .map_or_else(|| "none".to_string(), CandidateRecord::label);
+        let spread =
+            |s: &CostSpread| format!("device x{:.2}, processor x{:.2}", s.device, s.processor);
+        // A spread of 1 ties only designs the model prices alike (leveling with and without
+        // dynamic level bytes), which is not worth a word unless the pick is not the model's
+        // first.
+        let spread_moves = |s: &CostSpread| s.device > 1.0 || s.processor > 1.0;
+        let ties = match (self.tied, &self.spread) {
+            (2.., Some(s)) if spread_moves(s) || self.model_rank > 1 => format!(
+                ", {} tied within the costs' spread ({}): the fewest merges per update, the \
+                 model's rank {}",
+                self.tied,
+                spread(s),
+                self.model_rank
+            ),
+            (_, Some(s)) if spread_moves(s) => {
+                format!(", no tie within the costs' spread ({})", spread(s))
+            }
+            _ => String::new(),
+        };
         write!(
             f,
             "decision {}: {} ops, {} entries, mix held {}x; in force {current}, best {best} \
-             ({:+.1}%, saves {:.1} s against a switch of {:.1} s, ranked first {}x): {} — {}",
+             ({:+.1}%, saves {:.1} s against a switch of {:.1} s, ranked first {}x{ties}): {} — {}",
             self.number,
             self.operations,
             self.entries,
@@ -773,6 +838,40 @@ impl AutoTuneState {
         }
     }
 
+    /// How far the costs the engine measured moved over the intervals `mix_held` counts (this
+    /// one, ending at `now`, and the ones before it the same mix held, as far back as
+    /// [`AutoTuneState::history`] reaches): each interval is a round of the same measurement
+    /// (the probes `strata tune` times in rounds), and [`CostSpread::of_rounds`] over the rounds
+    /// that measured a cost on their own (at least [`MIN_SAMPLES`] samples) gives its spread.
+    /// The device's spread is the page reads' (from lookups or the read probe); the processor's
+    /// the larger of a run probed's and an update's foreground seconds. Auto-tune prices no
+    /// flush apart, so the flush's spread is 1. A mix that has just begun has one round: no
+    /// spread, and the model's ranking stands.
+    pub fn cost_spread(&self, now: &Measurements, mix_held: u32, entry_bytes: f64) -> CostSpread {
+        let held = (mix_held as usize).min(self.history.len());
+        let mut snapshots: Vec<&Measurements> = self.history[self.history.len() - held..]
+            .iter()
+            .filter_map(|decision| decision.measured.as_ref())
+            .collect();
+        snapshots.push(now);
+        let (mut reads, mut runs, mut updates) = (Vec::new(), Vec::new(), Vec::new());
+        for pair in snapshots.windows(2) {
+            let Some(round) = pair[1].since(pair[0]) else {
+                continue;
+            };
+            let costs = round.costs(entry_bytes);
+            reads.extend(costs.seconds_per_read);
+            runs.extend(costs.seconds_per_run_probed.filter(|s| *s > 0.0));
+            updates.extend(costs.seconds_per_update);
+        }
+        let of = |rounds: &[f64]| CostSpread::of_rounds(rounds).unwrap_or(1.0);
+        CostSpread {
+            device: of(&reads),
+            processor: of(&runs).max(of(&updates)),
+            flush: 1.0,
+        }
+    }
+
     /// The streak of the design ranked first last time, if `best` is that design.
     fn streak_of(&self, best: &CandidateRecord) -> u32 {
         match self.history.last() {
@@ -854,13 +953,23 @@ pub fn decide(
             ))
         }
     };
-    let ranked = switchable(&tuning.candidates, filters, options, &current.settings);
-    let candidates: Vec<CandidateRecord> = ranked
-        .iter()
-        .take(3)
-        .map(|design| CandidateRecord::of(design))
-        .collect();
-    let Some(best) = ranked.first().copied() else {
+    let switchable = switchable(&tuning.candidates, filters, options, &current.settings);
+    let mix_held = state.mix_held(&MixRecord::from(workload));
+    let spread = measured
+        .map(|(now, _)| state.cost_spread(&now, mix_held, facts.entry_bytes))
+        .unwrap_or(CostSpread::NONE);
+    let (ranked, tied, model_rank) = match ranked_with_ties(&problem, &switchable, &spread) {
+        Ok(ranked) => ranked,
+        Err(error) => {
+            return Ok(keep(
+                format!("the ties could not be checked: {error}"),
+                None,
+                Vec::new(),
+            ))
+        }
+    };
+    let candidates: Vec<CandidateRecord> = ranked.iter().take(3).map(CandidateRecord::of).collect();
+    let Some(best) = ranked.first() else {
         return Ok(keep("the tuner ranked no design".into(), None, candidates));
     };
     let priced = current_design_priced(&problem, current, filters);
@@ -880,7 +989,6 @@ pub fn decide(
     } else {
         0.0
     };
-    let mix_held = state.mix_held(&MixRecord::from(workload));
     let horizon = operations as f64 * options.horizon_intervals.min(f64::from(mix_held));
     let saved_seconds = (horizon * (1.0 / current_ops - 1.0 / best_ops)).max(0.0);
     let switch_seconds = options.switch_seconds(facts, &costs);
@@ -900,6 +1008,9 @@ pub fn decide(
             switch_seconds,
             streak,
             switched,
+            spread: measured.map(|_| spread),
+            tied,
+            model_rank,
             ..Decision::kept(number, operations, mix, facts.entries, reason)
                 .with(Some(current_record), candidates)
                 .measured(measured)
@@ -999,6 +1110,31 @@ fn switchable<'a>(
             kind.build(&settings).is_ok()
         })
         .collect()
+}
+
+/// `ranked` (best first) with its ties within `spread` broken toward the fewest merges per update
+/// ([`break_ties`], as `strata tune` breaks them): the pick first, then the others in the model's
+/// order; with the number of designs tied with the model's best (itself included) and the
+/// pick's rank in the model's order.
+fn ranked_with_ties(
+    problem: &TuningProblem,
+    ranked: &[&Design],
+    spread: &CostSpread,
+) -> Result<(Vec<Design>, u32, u32)> {
+    let Some(best) = ranked.first() else {
+        return Ok((Vec::new(), 0, 0));
+    };
+    let tuning = Tuning {
+        recommended: **best,
+        candidates: ranked.iter().map(|design| **design).collect(),
+    };
+    let broken = break_ties(problem, &tuning, spread)?;
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    Ok((
+        broken.tuning.candidates,
+        count(broken.tied.len()),
+        count(broken.model_rank),
+    ))
 }
 
 /// The registry entry that builds `design`, keeping the settings in force it does not set (the
@@ -1535,6 +1671,177 @@ mod tests {
             device,
         );
         assert_eq!(given.key_bytes(), 40.0);
+    }
+
+    /// One interval's measurements: `probes` lookups' probes that read no block at
+    /// `run_nanos` each and `writes` timed writes at `write_nanos` per entry, with a finished
+    /// compaction that never stalled the writers (so write costs are measured).
+    fn interval_measured(run_nanos: u64, write_nanos: u64) -> Measurements {
+        let (probes, writes) = (1_000u64, 1_000u64);
+        Measurements {
+            device_block_probes: 100,
+            device_block_nanos: 100 * 100_000,
+            rejected_probes: probes,
+            rejected_nanos: probes * run_nanos,
+            timed_write_entries: writes,
+            timed_write_nanos: writes * write_nanos,
+            write_entries: writes * 16,
+            compaction_write_bytes: (writes as f64 * 16.0 * 8.0 * facts().entry_bytes) as u64,
+            compaction_micros: writes * 16 * 8,
+            ..Measurements::default()
+        }
+    }
+
+    /// Decides once per interval of `mix` (lookups, writes), the engine's measurements growing by
+    /// each of `rounds` in turn; the decisions.
+    fn decide_measured(
+        options: &AutoTuneOptions,
+        current: &CurrentDesign,
+        (lookups, writes): (u64, u64),
+        rounds: &[Measurements],
+    ) -> Vec<Decision> {
+        let mut state = AutoTuneState::default();
+        let mut now = Measurements::default();
+        let mut decisions = Vec::new();
+        for (n, round) in (1..).zip(rounds) {
+            now = now.plus(round);
+            let facts = TreeFacts {
+                measurements: now,
+                ..facts()
+            };
+            let at = totals(lookups * n, writes * n);
+            let verdict =
+                decide(options, &facts, &state.interval(&at), current, &state).expect("decides");
+            decisions.push(verdict.decision.clone());
+            state.record(verdict.decision, &at);
+        }
+        decisions
+    }
+
+    #[test]
+    fn the_costs_spread_over_the_intervals_the_mix_has_held() {
+        let mut state = AutoTuneState::default();
+        let mut now = Measurements::default();
+        // Four intervals whose probes took 0.5, 1, 2 and 0.75 us per run and whose writes took
+        // 2, 3, 2 and 2 us per entry.
+        let rounds = [(500, 2_000), (1_000, 3_000), (2_000, 2_000), (750, 2_000)];
+        for (n, (run, write)) in (1..).zip(rounds) {
+            now = now.plus(&interval_measured(run, write));
+            let decision = Decision {
+                measured: Some(now),
+                mix_held: n,
+                ..Decision::kept(n.into(), 1, None, 1, "test".into())
+            };
+            state.record(decision, &totals(n.into(), 0));
+        }
+        let more = now.plus(&interval_measured(1_000, 2_000));
+        // The mix held five intervals: the four recorded and the one ending now. The first
+        // began before the first decision, where no measurement was recorded: four rounds (1, 2,
+        // 0.75 and 1 us per run probed), the slowest over the fastest (the writes' 3 us over
+        // 2 us spread less); the device reads the same price in every round.
+        let spread = state.cost_spread(&more, 5, facts().entry_bytes);
+        assert!((spread.processor - 2.0 / 0.75).abs() < 1e-9, "{spread:?}");
+        assert!((spread.device - 1.0).abs() < 1e-9, "{spread:?}");
+        assert_eq!(spread.flush, 1.0);
+        // Held two intervals: the last recorded (0.75 us) and this one (1 us).
+        let spread = state.cost_spread(&more, 2, facts().entry_bytes);
+        assert!((spread.processor - 1.0 / 0.75).abs() < 1e-9, "{spread:?}");
+        // A mix that has just begun has one round: no spread.
+        assert_eq!(
+            state.cost_spread(&more, 1, facts().entry_bytes),
+            CostSpread::NONE
+        );
+        // Counters that went back (the database reopened) give no round across the reopen.
+        let reopened = interval_measured(1_000, 2_000);
+        assert_eq!(reopened.since(&now), None);
+        assert_eq!(
+            state.cost_spread(&reopened, 1, facts().entry_bytes),
+            CostSpread::NONE
+        );
+        // An interval of too few samples measures nothing on its own.
+        let few = now.plus(&Measurements {
+            rejected_probes: MIN_SAMPLES - 1,
+            rejected_nanos: (MIN_SAMPLES - 1) * 100_000,
+            ..Measurements::default()
+        });
+        let spread = state.cost_spread(&few, 2, facts().entry_bytes);
+        assert!((spread.processor - 1.0).abs() < 1e-9, "{spread:?}");
+    }
+
+    #[test]
+    fn designs_tied_within_the_measured_spread_go_to_the_fewest_merges() {
+        let mix = (20_000, 5_000);
+        let leveling = design(CompactionKind::Leveling, 10.0);
+        // The same costs measured in every interval: no spread, the model's order stands.
+        let steady = decide_measured(
+            &measuring(),
+            &leveling,
+            mix,
+            &[interval_measured(1_000, 3_000); 6],
+        );
+        for decision in &steady {
+            assert_eq!(decision.spread, Some(CostSpread::NONE), "{decision}");
+            // Designs the model prices alike (leveling with and without dynamic level bytes)
+            // are tied even without a spread; the model's first stays first.
+            assert_eq!(decision.model_rank, 1, "{decision}");
+            // Nothing moved, nothing to say about ties.
+            assert!(!decision.to_string().contains("spread"), "{decision}");
+        }
+        // Runs probed measured at 0.3 to 3 us from interval to interval: designs within that
+        // spread of the model's best are tied with it.
+        let moving: Vec<Measurements> = [300, 3_000, 1_000, 300, 3_000, 1_000]
+            .iter()
+            .map(|run| interval_measured(*run, 3_000))
+            .collect();
+        let decisions = decide_measured(&measuring(), &leveling, mix, &moving);
+        // The first decision has one round, no spread; from the fourth on, the rounds spread
+        // the processor's costs tenfold (3 us over 0.3 us).
+        assert_eq!(decisions[0].spread, Some(CostSpread::NONE));
+        let tie = &decisions[3];
+        assert!(
+            (tie.spread.expect("priced").processor - 10.0).abs() < 1e-9,
+            "{tie}"
+        );
+        assert!(tie.tied >= 2 && tie.model_rank > 1, "{tie}");
+        assert!(
+            tie.to_string().contains(&format!(
+                "{} tied within the costs' spread (device x1.00, processor x10.00): the fewest \
+                 merges per update, the model's rank {}",
+                tie.tied, tie.model_rank
+            )),
+            "{tie}"
+        );
+        // The pick merges less per update than the model's best, which the decisions without a
+        // spread ranked first.
+        let model_best = &steady[0].candidates[0];
+        let pick = &tie.candidates[0];
+        let workload = mix_of(&totals(mix.0, mix.1), 1_000_000).expect("a mix");
+        let mut problem = facts().problem(workload, measuring().device());
+        problem.device.write_read_cost_ratio = 1.0;
+        let merges = |record: &CandidateRecord| {
+            let policy = ModelPolicy::new(record.policy, record.garnering_c.unwrap_or(1.0))
+                .expect("a policy");
+            let buffer = problem.fixed_buffer_bits.expect("fixed");
+            evaluate_with(
+                &problem,
+                policy,
+                record.size_ratio,
+                buffer,
+                FilterAllocatorKind::Monkey,
+            )
+            .expect("priced")
+            .predicted
+            .update_io
+        };
+        assert!(
+            merges(pick) < merges(model_best),
+            "{pick:?} against {model_best:?}"
+        );
+        // Neither is worth a switch: the pick is not predicted 10% faster than leveling.
+        assert!(decisions.iter().all(|d| !d.switched));
+        // Without updates a tie keeps the model's best, as `strata tune` does.
+        let reads = decide_measured(&measuring(), &leveling, (20_000, 0), &moving);
+        assert!(reads.iter().all(|d| d.model_rank == 1), "{}", reads[3]);
     }
 
     #[test]

@@ -35,7 +35,8 @@ use crate::error::{Error, Result};
 /// How far the measured costs may be from what a repeated measurement gives: for each group, the
 /// factor (at least 1) between the probe's timed rounds, slow over fast ([`CostSpread::of_rounds`]).
 /// A cost may be that many times smaller or larger than measured.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CostSpread {
     /// The device's costs per page (random read, write, in-order read): the random-read rounds'.
     pub device: f64,
@@ -165,6 +166,30 @@ fn again(problem: &TuningProblem, design: &Design) -> Result<f64> {
     .throughput_ops)
 }
 
+/// The merge I/Os per update `design` is predicted to cost (`Prediction::update_io`), the order
+/// ties are broken in. A problem that prices a merge's pages at nothing (auto-tune once it has
+/// measured the write costs: merges are priced by the stalls they cause, `rho = phi = 0`, and
+/// every design's `update_io` is 0) is priced again with a page written at a page read's cost,
+/// so that designs are still told apart by the merges they do: `update_io` is the merges per
+/// update times `(rho + phi) / B`, the same factor for every design of one problem.
+fn merge_ios(problem: &TuningProblem, design: &Design) -> Result<f64> {
+    let device = &problem.device;
+    if device.write_read_cost_ratio + device.merge_read_cost_ratio > 0.0 {
+        return Ok(design.predicted.update_io);
+    }
+    let mut priced = *problem;
+    priced.device.write_read_cost_ratio = 1.0;
+    Ok(evaluate_with(
+        &priced,
+        design.policy,
+        design.size_ratio,
+        design.buffer_bits,
+        design.filters,
+    )?
+    .predicted
+    .update_io)
+}
+
 /// The designs of `tuning` (from [`super::tuner::tune`] on `problem`) tied with its best within
 /// `spread`, and the tuning with the tie broken toward the fewest merge I/Os per update (module
 /// docs). With [`CostSpread::NONE`], or a workload without updates, the tuning is unchanged
@@ -201,16 +226,17 @@ pub fn break_ties(
     }
     // The fewest merge I/Os per update; the first in the model's order among equals.
     let pick = if problem.workload.updates > 0.0 {
-        tied.iter()
-            .copied()
-            .reduce(|kept, next| {
-                if next.predicted.update_io < kept.predicted.update_io {
-                    next
-                } else {
-                    kept
-                }
-            })
-            .unwrap_or(best)
+        let merges = tied
+            .iter()
+            .map(|design| merge_ios(problem, design))
+            .collect::<Result<Vec<f64>>>()?;
+        let mut pick = 0;
+        for (i, ios) in merges.iter().enumerate() {
+            if *ios < merges[pick] {
+                pick = i;
+            }
+        }
+        tied[pick]
     } else {
         best
     };
@@ -370,6 +396,46 @@ mod tests {
         check(&problem, &tuning, &narrow, &kept);
         assert_eq!(kept.tied, vec![first]);
         assert_eq!(kept.tuning, tuning);
+    }
+
+    #[test]
+    fn merges_priced_at_nothing_still_break_ties_by_the_merges() {
+        // Auto-tune's problem once it has measured the write costs: a merge's pages priced at
+        // nothing (`rho = phi = 0`), its stalls per entry merged priced instead. Every design's
+        // `update_io` is then 0; the tie still goes to the fewest merges.
+        let mut problem = recorded_problem(0.244);
+        problem.device.write_read_cost_ratio = 0.0;
+        problem.device.merge_read_cost_ratio = 0.0;
+        problem.device.cpu.seconds_per_entry_merged = 0.05e-6;
+        let tuning = tune(&problem).expect("tune");
+        assert!(tuning
+            .candidates
+            .iter()
+            .all(|d| d.predicted.update_io == 0.0));
+        let spread = spread(1.0, 3.0, 1.0);
+        let broken = break_ties(&problem, &tuning, &spread).expect("breaks");
+        check(&problem, &tuning, &spread, &broken);
+        let mut paged = problem;
+        paged.device.write_read_cost_ratio = 1.0;
+        let merges = |design: &Design| {
+            evaluate_with(
+                &paged,
+                design.policy,
+                design.size_ratio,
+                design.buffer_bits,
+                design.filters,
+            )
+            .expect("evaluates")
+            .predicted
+            .update_io
+        };
+        let pick = merges(&broken.tuning.recommended);
+        assert!(broken.tied.len() >= 2, "{:?}", broken.tied);
+        for design in &broken.tied {
+            assert!(pick <= merges(design), "{design:?}");
+        }
+        assert!(pick < merges(&tuning.recommended), "{:?}", broken.tied);
+        assert!(broken.model_rank > 1);
     }
 
     fn spread_of(factor: f64) -> CostSpread {
