@@ -30,6 +30,12 @@
 //! same way, so the comparison between policies is even, and at the size ratio the engine builds
 //! it with ([`buildable_size_ratio`]: whole runs per level for tiering and lazy leveling).
 //!
+//! The write term of the best candidates is then re-priced (DESIGN.md §7.5, "Writes priced by
+//! the replay"): the closed form's merges per update give way to those of each design's replay on
+//! the simulator ([`super::writes::replay_design_writes`], a long stream of updates, no I/O) for
+//! the best [`REPLAYED_CANDIDATES`], and the candidates are sorted again until the best are all
+//! replayed; each design says which source priced its writes ([`Design::writes`]).
+//!
 //! [`tune`] is a pure function of its [`TuningProblem`] (no I/O): the engine's workload
 //! statistics convert with [`Workload::from_totals`] and [`Workload::from_mix`], and the ranked
 //! [`Tuning::candidates`] carry every design's predicted costs ([`Tuning::best_of`] finds the
