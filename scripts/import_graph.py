@@ -35,9 +35,9 @@ LAYERS = [
     ["solver"],
     ["alloc"],
     ["compaction"],
-    ["model"],
+    ["model", "sim"],
     ["policy", "options", "options_file"],
-    ["db", "check", "repair", "sim"],
+    ["db", "check", "repair"],
     ["bench_internals", "fuzz_targets", "lib"],
 ]
 MAX_UP = 10

@@ -19,7 +19,8 @@
 # gives every policy's best rank and predicted ops/s, and the load average is printed before each
 # mix (the machine may be shared), with the tuner's ties (designs within the spread of its measured
 # costs; the recommendation is the tied design with the fewest merge I/Os per update, DESIGN.md
-# §7.5), and the 1-minute load average as each run started is in the
+# §7.5), the best three designs' merges per update (by the replay of each design's merge policy,
+# and the closed form it replaced), and the 1-minute load average as each run started is in the
 # table's last column, in the order of the measured column's runs. Set CARGO_TARGET_DIR to reuse a
 # build.
 set -euo pipefail
@@ -60,6 +61,13 @@ for rank, c in enumerate(candidates, 1):
     best.setdefault(c["policy"], (rank, c["predicted"]["throughput_ops"]))
 print(f"{sys.argv[2]}: every policy's best candidate (rank, predicted ops/s):",
       ", ".join(f"{p} {r} {o:.0f}" for p, (r, o) in sorted(best.items(), key=lambda x: x[1][0])))
+for rank, c in enumerate(candidates[:3], 1):
+    w = c["writes"]
+    merges = w.get("merges_per_update")
+    closed = w.get("closed_form_merges_per_update")
+    priced = f"{merges:.2f} merges/update by the replay, {closed:.2f} by the closed form" \
+        if merges is not None else w["priced_by"]
+    print(f"{sys.argv[2]}: rank {rank} {c['policy']} T={c['size_ratio']:.2f}: writes {priced}")
 PY
   for run in $(seq 1 "$runs"); do
     for offset in 0 1 2; do

@@ -20,8 +20,10 @@ use std::path::PathBuf;
 use serde::Serialize;
 use strata::model::ties::{break_ties, CostSpread, TieBreak};
 use strata::model::tuner::{
-    buildable_size_ratio, tune, CpuCosts, Design, Device, LongScans, TuningProblem, Workload,
+    buildable_size_ratio, tune_with_replays, CpuCosts, Design, Device, LongScans, TuningProblem,
+    Workload, REPLAYED_CANDIDATES,
 };
+use strata::model::writes::{WritePricing, COUNTED_TREES, WARM_UP_TREES};
 use strata::model::ModelPolicy;
 
 use strata::options_file::{CompactionSection, FilterSection, OptionsFile};
@@ -124,6 +126,11 @@ pub struct TuneArgs {
     /// Runners-up to print (text output).
     #[arg(long, default_value_t = 5)]
     pub show: usize,
+    /// Candidates whose merges per update are priced by replaying their merge policy
+    /// (`strata::model::tuner::tune_with_replays`, DESIGN.md §7.5): the best this many, again
+    /// until the best this many are replayed; 0 ranks every design by the closed form.
+    #[arg(long, default_value_t = REPLAYED_CANDIDATES)]
+    pub replayed_candidates: usize,
     /// Print `{"recommended": D, "candidates": [D, ...]}` as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -178,6 +185,44 @@ struct DesignJson {
     filter_allocation: &'static str,
     model: &'static str,
     predicted: PredictedJson,
+    writes: WritesJson,
+}
+
+/// Where a design's merges per update came from (`strata::model::writes::WritePricing`).
+#[derive(Debug, Serialize)]
+struct WritesJson {
+    /// `closed form`, `replay` or `closed form (replay refused)`.
+    priced_by: &'static str,
+    /// The replay's merges per update (absent unless the replay priced them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    merges_per_update: Option<f64>,
+    /// The closed form's, which the replay replaced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    closed_form_merges_per_update: Option<f64>,
+}
+
+impl WritesJson {
+    fn of(pricing: &WritePricing) -> Self {
+        let closed_form = match pricing {
+            WritePricing::Replay {
+                closed_form_merges, ..
+            } => Some(*closed_form_merges),
+            _ => None,
+        };
+        WritesJson {
+            priced_by: pricing.source(),
+            merges_per_update: pricing.replayed_merges(),
+            closed_form_merges_per_update: closed_form,
+        }
+    }
+
+    /// The table's column: `9.38 replay (closed 7.50)`, or the source alone.
+    fn column(&self) -> String {
+        match (self.merges_per_update, self.closed_form_merges_per_update) {
+            (Some(replayed), Some(closed)) => format!("{replayed:.2} replay (closed {closed:.2})"),
+            _ => self.priced_by.to_string(),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -221,6 +266,7 @@ fn to_json(design: &Design, entries: f64) -> DesignJson {
             cpu_us_per_operation: p.cpu_seconds_per_operation * 1e6,
             throughput_ops: p.throughput_ops,
         },
+        writes: WritesJson::of(&design.writes),
     }
 }
 
@@ -608,7 +654,8 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
     let inputs = problem(args)?;
     refuse_memory_below_one_page(args, &inputs.problem)?;
     let problem = inputs.problem;
-    let ties = break_ties(&problem, &tune(&problem)?, &inputs.spread)?;
+    let tuning = tune_with_replays(&problem, args.replayed_candidates)?;
+    let ties = break_ties(&problem, &tuning, &inputs.spread)?;
     let tuning = &ties.tuning;
     if let Some(path) = &args.options_out {
         options_file(&tuning.recommended, &problem).write(path)?;
@@ -657,10 +704,27 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
     )
     .map_err(write_error)?;
     let updates = problem.workload.updates > 0.0;
+    writeln!(
+        out,
+        "writes: {} (DESIGN.md §7.5)",
+        if updates && args.replayed_candidates > 0 {
+            format!(
+                "the best {} designs' merges per update priced by their replays \
+                 (each design's merge policy on the simulator, {WARM_UP_TREES} x N updates to \
+                 warm up, then {COUNTED_TREES} x N counted), the others' by the closed form",
+                args.replayed_candidates
+            )
+        } else if updates {
+            "every design's merges per update by the closed form (--replayed-candidates 0)".into()
+        } else {
+            "no updates: every design's by the closed form, which no cost here depends on".into()
+        }
+    )
+    .map_err(write_error)?;
     writeln!(out, "{}", describe_ties(&ties, &inputs.spread, updates)).map_err(write_error)?;
     writeln!(
         out,
-        "{:<4} {:<18} {:<8} {:>8} {:>6} {:>12} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>12}",
+        "{:<4} {:<18} {:<8} {:>8} {:>6} {:>12} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>28} {:>12}",
         "rank",
         "policy",
         "filters",
@@ -673,6 +737,7 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
         "W io",
         "Q io",
         "cpu us",
+        "merges/update, priced by",
         "ops/s"
     )
     .map_err(write_error)?;
@@ -680,7 +745,7 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
         let p = design.predicted;
         writeln!(
             out,
-            "{:<4} {:<18} {:<8} {:>8.2} {:>6} {:>12.2} {:>9.2} {:>8.4} {:>8.4} {:>8.4} {:>8.2} {:>8.3} {:>12.0}",
+            "{:<4} {:<18} {:<8} {:>8.2} {:>6} {:>12.2} {:>9.2} {:>8.4} {:>8.4} {:>8.4} {:>8.2} {:>8.3} {:>28} {:>12.0}",
             rank + 1,
             policy_label(design.policy),
             design.filters.name(),
@@ -693,6 +758,7 @@ pub fn run(args: &TuneArgs, out: &mut dyn Write) -> CliResult<()> {
             p.update_io,
             p.range_io,
             p.cpu_seconds_per_operation * 1e6,
+            WritesJson::of(&design.writes).column(),
             p.throughput_ops
         )
         .map_err(write_error)?;
@@ -817,6 +883,52 @@ mod tests {
             );
         }
         assert_eq!(&value["candidates"][0], recommended);
+        // The best designs' writes are priced by their replays, and say so.
+        assert_eq!(recommended["writes"]["priced_by"], "replay");
+        let replayed = recommended["writes"]["merges_per_update"].as_f64();
+        let closed = recommended["writes"]["closed_form_merges_per_update"].as_f64();
+        assert!(replayed.expect("replayed") > 0.0 && closed.expect("closed form") > 0.0);
+        let by_closed_form = value["candidates"]
+            .as_array()
+            .expect("candidates")
+            .iter()
+            .filter(|c| c["writes"]["priced_by"] == "closed form")
+            .count();
+        assert!(by_closed_form > 0, "the rest keep the closed form");
+        // The table says which source priced each design's writes.
+        let mut text = Vec::new();
+        run(
+            &args(&[
+                "--workload",
+                "lookups=0.9,empty=0.5,updates=0.1",
+                "--show",
+                "3",
+            ]),
+            &mut text,
+        )
+        .expect("tune");
+        let text = String::from_utf8(text).expect("UTF-8");
+        assert!(text.contains("merges/update, priced by"), "{text}");
+        assert!(text.contains(" replay (closed "), "{text}");
+        assert!(text.contains("writes: the best 5 designs"), "{text}");
+        // Without replays every design keeps the closed form.
+        let mut closed = Vec::new();
+        run(
+            &args(&[
+                "--workload",
+                "lookups=0.9,empty=0.5,updates=0.1",
+                "--replayed-candidates",
+                "0",
+                "--json",
+            ]),
+            &mut closed,
+        )
+        .expect("tune");
+        let closed: serde_json::Value = serde_json::from_slice(&closed).expect("JSON");
+        let closed = closed["candidates"].as_array().expect("candidates");
+        assert!(closed
+            .iter()
+            .all(|c| c["writes"]["priced_by"] == "closed form"));
         // The balanced default mix: lazy leveling (Strata's per-run model) is predicted best.
         assert_eq!(recommended["policy"], "lazy-leveling");
         assert_eq!(recommended["model"], "strata per-run model (DESIGN.md §7)");

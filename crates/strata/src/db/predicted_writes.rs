@@ -8,7 +8,7 @@ use crate::model::writes::{
     closed_form_write_amplification, table_bytes_per_entry, PredictedWrites, WriteStream,
 };
 use crate::policy::{CompactionKind, FilterAllocatorKind};
-use crate::sim::{SimConfig, Simulation, UniformDraws};
+use crate::sim::{seeded_draws, SimConfig, Simulation};
 
 /// Seeds of the synthetic key ranges the replay is averaged over.
 const REPLAYS: u64 = 3;
@@ -62,7 +62,7 @@ pub(super) fn predict(inner: &DbInner, stream: &WriteStream) -> Result<Predicted
     };
     let mut sum = 0.0;
     for seed in 0..REPLAYS {
-        let summary = Simulation::new(&config, splitmix_draws(seed))?
+        let summary = Simulation::new(&config, seeded_draws(seed))?
             .with_policy(std::sync::Arc::clone(&policy))
             .with_flush_entries(stream.entries_per_flush)
             .run::<Error>(&mut |_, _| Ok(()))?;
@@ -77,34 +77,17 @@ pub(super) fn predict(inner: &DbInner, stream: &WriteStream) -> Result<Predicted
     })
 }
 
-/// Uniform draws in `[0, 1)` from SplitMix64 (the library has no `rand`): the same seed, the
-/// same key ranges.
-fn splitmix_draws(seed: u64) -> UniformDraws {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5851_F42D_4C95_7F2D;
-    Box::new(move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
-    })
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::model::writes::ENGINE_TARGET_FILE_BYTES;
+    use crate::Options;
 
+    /// The tuner's replays cut outputs where a database opened from its options file does.
     #[test]
-    fn splitmix_draws_are_uniform_in_the_unit_interval_and_repeat_per_seed() {
-        let mut a = splitmix_draws(7);
-        let mut b = splitmix_draws(7);
-        let mut other = splitmix_draws(8);
-        let draws: Vec<f64> = (0..10_000).map(|_| a()).collect();
-        assert!(draws.iter().all(|&x| (0.0..1.0).contains(&x)));
-        let mean = draws.iter().sum::<f64>() / draws.len() as f64;
-        assert!((mean - 0.5).abs() < 0.02, "{mean}");
-        assert!(draws.iter().all(|&x| x == b()));
-        assert_ne!(draws[0], other());
+    fn the_replays_output_file_size_is_the_engines_default() {
+        assert_eq!(
+            ENGINE_TARGET_FILE_BYTES,
+            Options::default().target_file_bytes
+        );
     }
 }

@@ -11,7 +11,8 @@
 //! solves the problem with the buffer fixed at the engine's and the filters' memory at the
 //! allocator's budget over the tree's entries. The design in force is priced by the same models
 //! at its own policy and size ratio ([`super::tuner::evaluate_with`]; leveling with dynamic
-//! level bytes as leveling). The filter allocator is not switched: the models price Monkey's
+//! level bytes as leveling), its writes replayed as the tuning's best designs' are
+//! ([`super::tuner::evaluate_replayed`]). The filter allocator is not switched: the models price Monkey's
 //! allocation, which the per-file allocators (Mnemosyne, Mnemosyne+, elastic filters) solve
 //! from measured statistics on every flush and compaction; designs are priced with Monkey's
 //! filters, or with uniform filters when uniform filters are in force.
@@ -49,7 +50,8 @@ use serde::{Deserialize, Serialize};
 
 use super::ties::{break_ties, CostSpread};
 use super::tuner::{
-    evaluate_with, tune, CpuCosts, Design, Device, Tuning, TuningProblem, Workload,
+    evaluate_replayed, evaluate_with, tune, CpuCosts, Design, Device, Tuning, TuningProblem,
+    Workload,
 };
 use super::ModelPolicy;
 use crate::alloc::FilterAllocatorKind;
@@ -1173,6 +1175,8 @@ fn current_design_priced(
         problem.fixed_buffer_bits.unwrap_or(problem.memory_bits),
         filters,
     )
+    // Its writes priced as the tuning's best are (`tuner::evaluate_replayed`).
+    .and_then(|design| evaluate_replayed(problem, &design))
     .map_err(|error| format!("the design in force cannot be priced: {error}"))
 }
 
@@ -1379,7 +1383,13 @@ mod tests {
         let leveling = design(CompactionKind::Leveling, 10.0);
         // Priced as page I/O at the default device, leveling's merges make its writes the
         // dearest: another design is ranked first and switched to once the horizon pays.
-        let paged = decide_rounds(&quick(), &facts(), &leveling, mix, 20);
+        // (Priced by its replay, leveling is less far behind than the closed form said: the
+        // switch pays over a horizon of 30 intervals, not the default 20.)
+        let longer = AutoTuneOptions {
+            horizon_intervals: 40.0,
+            ..quick()
+        };
+        let paged = decide_rounds(&longer, &facts(), &leveling, mix, 30);
         let first = &paged[0];
         assert!(first.costs.is_none() && first.measured.is_none());
         assert_ne!(
@@ -1410,7 +1420,7 @@ mod tests {
             assert_eq!(decision.measured, Some(cheap.measurements));
         }
         // The same measurements with measured costs turned off price pages again.
-        let unmeasured = decide_rounds(&quick(), &cheap, &leveling, mix, 20);
+        let unmeasured = decide_rounds(&longer, &cheap, &leveling, mix, 30);
         assert!(unmeasured[0].costs.is_none() && unmeasured[0].measured.is_none());
         assert!(unmeasured.last().expect("decisions").switched);
     }

@@ -52,6 +52,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::alloc::FilterAllocatorKind;
 use crate::alloc::{
     built_file_bits_per_key, FilterAllocator, FilterJob, JobInput, JobKind, NewFile,
 };
@@ -60,8 +61,12 @@ use crate::compaction::{
     CompactionContext, CompactionJob, CompactionPolicy, JobAction, OutputRun, RunningCompactions,
     WritePressure,
 };
+use crate::compaction::{CompactionKind, CompactionSettings};
 use crate::error::{Error, Result};
-use crate::policy::{CompactionKind, CompactionSettings, FilterAllocatorKind, FilterSettings};
+
+/// The registry's filter settings (`crate::policy::FilterSettings`), named here so the simulator
+/// needs nothing above the policies it runs (the cost models replay designs on it).
+type FilterSettings = crate::alloc::FilterSettings<CompactionKind>;
 use crate::version::job::trivial_move_files;
 use crate::version::{FileMetadata, Version};
 
@@ -102,6 +107,21 @@ pub struct SimConfig {
     pub level0_compaction_trigger: usize,
     /// Jobs in flight at once (the policy sees the others when it picks).
     pub max_background_compactions: usize,
+}
+
+/// Uniform draws in `[0, 1)` from SplitMix64 (the library has no `rand`): the same seed, the same
+/// key ranges. What the cost models' replays draw from (`Db::predicted_write_amplification`,
+/// `model::writes::replay_design_writes`).
+pub fn seeded_draws(seed: u64) -> UniformDraws {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5851_F42D_4C95_7F2D;
+    Box::new(move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    })
 }
 
 /// A [`SimConfig`] field out of range: which one and what it must be.
@@ -431,7 +451,7 @@ impl Simulation {
             file_number: number,
             entries,
             access: None,
-            filter_layout: crate::FilterLayout::default(),
+            filter_layout: crate::filter::FilterLayout::default(),
         }];
         let job = FilterJob {
             kind: JobKind::Flush,
@@ -560,7 +580,7 @@ impl Simulation {
                 file_number: number,
                 entries: piece.entries,
                 access: None,
-                filter_layout: crate::FilterLayout::default(),
+                filter_layout: crate::filter::FilterLayout::default(),
             })
             .collect();
         let job_inputs: Vec<JobInput> = inputs

@@ -330,3 +330,16 @@ fn a_flush_writes_one_file_of_the_buffer_entries_with_the_allocators_bits() {
     assert_eq!(steps[0].levels[0].entries, 1000);
     assert_eq!(steps[0].levels[0].bits_per_key, 5.0);
 }
+
+#[test]
+fn seeded_draws_are_uniform_in_the_unit_interval_and_repeat_per_seed() {
+    let mut a = seeded_draws(7);
+    let mut b = seeded_draws(7);
+    let mut other = seeded_draws(8);
+    let draws: Vec<f64> = (0..10_000).map(|_| a()).collect();
+    assert!(draws.iter().all(|&x| (0.0..1.0).contains(&x)));
+    let mean = draws.iter().sum::<f64>() / draws.len() as f64;
+    assert!((mean - 0.5).abs() < 0.02, "{mean}");
+    assert!(draws.iter().all(|&x| x == b()));
+    assert_ne!(draws[0], other());
+}
