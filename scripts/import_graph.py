@@ -26,7 +26,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", 
 # Bottom-up. A module may import its own layer and the layers below it. Modules on one line share
 # a layer.
 LAYERS = [
-    ["error", "coding", "key", "limits", "counting_allocator", "testdata", "sync"],
+    ["error", "coding", "key", "limits", "counting_allocator", "testdata", "sync", "random"],
     ["env", "stats"],
     ["wal", "filter"],
     ["memtable", "iterator"],

@@ -65,6 +65,7 @@ pub mod model;
 mod options;
 pub mod options_file;
 pub mod policy;
+mod random;
 pub mod repair;
 pub mod sim;
 pub mod solver;

@@ -16,22 +16,8 @@ use strata::compaction::{CompactionPolicy, Leveling, Tiering};
 use strata::env::FaultInjectionFileSystem;
 use strata::{Db, Options, Snapshot, WriteBatch};
 
-/// SplitMix64: the sequences are a function of their seed alone.
-struct Random(u64);
-
-impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+mod common;
+use common::SplitMix64;
 
 const KEYS: u64 = 300;
 
@@ -60,7 +46,7 @@ enum Op {
     Reopen,
 }
 
-fn value(random: &mut Random, op: usize) -> Vec<u8> {
+fn value(random: &mut SplitMix64, op: usize) -> Vec<u8> {
     let length = match random.below(20) {
         0 => 3_000 + random.below(3_000) as usize,
         _ => random.below(120) as usize,
@@ -71,7 +57,7 @@ fn value(random: &mut Random, op: usize) -> Vec<u8> {
 }
 
 fn sequence(seed: u64, length: usize) -> Vec<Op> {
-    let mut random = Random(seed);
+    let mut random = SplitMix64::new(seed);
     (0..length)
         .map(|i| {
             let k = random.below(KEYS);

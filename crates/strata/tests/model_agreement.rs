@@ -17,6 +17,9 @@ use strata::compaction::{CompactionPolicy, Leveling, Tiering};
 use strata::model::writes::WriteStream;
 use strata::{Db, Options};
 
+mod common;
+use common::SplitMix64;
+
 const KEYS: u64 = 24_000;
 const FLUSH_ENTRIES: u64 = 500;
 const VALUE_BYTES: usize = 100;
@@ -38,26 +41,13 @@ fn options(policy: Arc<dyn CompactionPolicy>, cache_bytes: u64) -> Options {
         .compaction_policy(policy)
 }
 
-/// SplitMix64: the keys' order and the scans' start keys, the same every run.
-struct Draws(u64);
-
-impl Draws {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
 /// Writes keys `0..KEYS` once each in a shuffled order, flushing and settling every
 /// `FLUSH_ENTRIES` puts.
 fn load(db: &Db) {
     let mut order: Vec<u64> = (0..KEYS).collect();
-    let mut draws = Draws(7);
+    let mut draws = SplitMix64::new(7);
     for i in (1..order.len()).rev() {
-        let j = (draws.next() % (i as u64 + 1)) as usize;
+        let j = draws.below(i as u64 + 1) as usize;
         order.swap(i, j);
     }
     let value = vec![b'v'; VALUE_BYTES];
@@ -127,10 +117,10 @@ fn check(name: &str, policy: Arc<dyn CompactionPolicy>) {
 
         // Seeks: a scan of 11 entries from a uniformly drawn existing key.
         db.reset_stats();
-        let mut draws = Draws(11);
+        let mut draws = SplitMix64::new(11);
         for _ in 0..SCANS {
             let mut iter = db.iter();
-            iter.seek(key(draws.next() % KEYS));
+            iter.seek(key(draws.below(KEYS)));
             let read = iter.take(SCAN_ENTRIES as usize).count();
             assert!(read as u64 >= 1);
         }

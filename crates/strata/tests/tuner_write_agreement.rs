@@ -13,6 +13,9 @@ use strata::model::ModelPolicy;
 use strata::policy::CompactionSettings;
 use strata::{Db, Options};
 
+mod common;
+use common::SplitMix64;
+
 const KEYS: u64 = 12_000;
 const FLUSH_ENTRIES: u64 = 300;
 const VALUE_BYTES: usize = 100;
@@ -23,19 +26,6 @@ const TOLERANCE: f64 = 0.15;
 
 fn key(i: u64) -> Vec<u8> {
     format!("{i:016}").into_bytes()
-}
-
-/// SplitMix64: the load's order and the updated keys, the same every run.
-struct Draws(u64);
-
-impl Draws {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
 }
 
 fn put_all(db: &Db, keys: impl Iterator<Item = u64>) {
@@ -67,9 +57,9 @@ fn measure(policy: ModelPolicy, size_ratio: f64) -> (f64, f64) {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options).expect("open");
     let mut order: Vec<u64> = (0..KEYS).collect();
-    let mut draws = Draws(7);
+    let mut draws = SplitMix64::new(7);
     for i in (1..order.len()).rev() {
-        let j = (draws.next() % (i as u64 + 1)) as usize;
+        let j = draws.below(i as u64 + 1) as usize;
         order.swap(i, j);
     }
     put_all(&db, order.into_iter());
@@ -80,8 +70,8 @@ fn measure(policy: ModelPolicy, size_ratio: f64) -> (f64, f64) {
         .fold((0, 0), |(b, e), l| (b + l.bytes, e + l.entries));
     let table_bytes_per_entry = bytes as f64 / entries as f64;
     db.reset_stats();
-    let mut draws = Draws(11);
-    put_all(&db, (0..UPDATE_TREES * KEYS).map(|_| draws.next() % KEYS));
+    let mut draws = SplitMix64::new(11);
+    put_all(&db, (0..UPDATE_TREES * KEYS).map(|_| draws.below(KEYS)));
     let io = db.stats().io;
     let measured = io.compaction_write_bytes as f64 / io.flush_write_bytes as f64;
     let replayed = replay_design_writes(&DesignWrites {

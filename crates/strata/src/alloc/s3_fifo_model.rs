@@ -294,6 +294,7 @@ mod tests {
     use super::*;
     use crate::alloc::cache_model::characteristic_time_for_capacity;
     use crate::cache::{BlockCache, CachedBlock, ENTRY_OVERHEAD_BYTES};
+    use crate::random::SplitMix64;
     use crate::table::block::{Block, BlockBuilder};
 
     /// A data block of about 4 KiB, as the engine's tables write.
@@ -303,23 +304,6 @@ mod tests {
             builder.add(format!("key{i:06}").as_bytes(), &[0u8; 100]);
         }
         Arc::new(Block::decode(builder.finish()).expect("valid block"))
-    }
-
-    /// splitmix64: a fixed stream of pseudo-random numbers.
-    struct Stream(u64);
-
-    impl Stream {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-
-        fn unit(&mut self) -> f64 {
-            (self.next() >> 11) as f64 / (1u64 << 53) as f64
-        }
     }
 
     /// Caches the measured miss shares are pooled over: the engine's cache spreads blocks over
@@ -354,7 +338,7 @@ mod tests {
         let cache = BlockCache::new(capacity);
         let block = data_block();
         let total: f64 = groups.iter().map(|&(n, rate)| n as f64 * rate).sum();
-        let mut stream = Stream(seed);
+        let mut stream = SplitMix64::new(seed);
         for i in 0..2 * requests {
             let mut pick = stream.unit() * total;
             let mut group = groups.len() - 1;
@@ -365,7 +349,7 @@ mod tests {
                 }
                 pick -= n as f64 * rate;
             }
-            let offset = stream.next() % groups[group].0 * 4096;
+            let offset = stream.next_u64() % groups[group].0 * 4096;
             let file = group as u64 + 1;
             let hit = cache.get(file, offset).is_some();
             if !hit {

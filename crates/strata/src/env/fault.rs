@@ -24,6 +24,7 @@ use parking_lot::Mutex;
 
 use super::{FileLock, FileSystem, RandomAccessFile, RealFileSystem, WritableFile};
 use crate::error::{Error, Result};
+use crate::random::SplitMix64;
 
 /// What a file is, from its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -137,7 +138,7 @@ struct Faults {
     no_space: AtomicBool,
     injected: AtomicU64,
     armed: Mutex<Vec<FaultPoint>>,
-    random: Mutex<Option<(RandomFaults, u64)>>,
+    random: Mutex<Option<(RandomFaults, SplitMix64)>>,
 }
 
 /// Wraps another [`FileSystem`] (the real one by default) and injects faults on demand (see the
@@ -200,7 +201,8 @@ impl FaultInjectionFileSystem {
 
     /// Faults at random from now on (`None` stops them).
     pub fn set_random_faults(&self, random: Option<RandomFaults>) {
-        *self.faults.random.lock() = random.map(|r| (r, r.seed ^ 0x9E37_79B9_7F4A_7C15));
+        *self.faults.random.lock() =
+            random.map(|r| (r, SplitMix64::new(r.seed ^ 0x9E37_79B9_7F4A_7C15)));
     }
 
     /// Turns every fault off: switches, armed points and random faults.
@@ -222,19 +224,6 @@ impl FaultInjectionFileSystem {
     pub fn armed_points(&self) -> Vec<FaultPoint> {
         self.faults.armed.lock().clone()
     }
-}
-
-/// SplitMix64: a small, well-mixed generator; the library has no `rand` dependency.
-fn next_random(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-fn unit_interval(state: &mut u64) -> f64 {
-    (next_random(state) >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// Ends the process at once, as a crash would: no destructor runs and nothing buffered in user
@@ -288,10 +277,10 @@ impl Faults {
         } else {
             faults.read_rate
         };
-        if rate <= 0.0 || unit_interval(state) >= rate {
+        if rate <= 0.0 || state.unit() >= rate {
             return None;
         }
-        let coin = next_random(state) & 1 == 0;
+        let coin = state.next_u64() & 1 == 0;
         Some(match (op.writes(), coin) {
             (true, true) => Fault::Io,
             (true, false) => Fault::NoSpace,

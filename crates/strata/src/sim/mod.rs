@@ -63,6 +63,7 @@ use crate::compaction::{
 };
 use crate::compaction::{CompactionKind, CompactionSettings};
 use crate::error::{Error, Result};
+use crate::random::SplitMix64;
 
 /// The registry's filter settings (`crate::policy::FilterSettings`), named here so the simulator
 /// needs nothing above the policies it runs (the cost models replay designs on it).
@@ -113,15 +114,9 @@ pub struct SimConfig {
 /// key ranges. What the cost models' replays draw from (`Db::predicted_write_amplification`,
 /// `model::writes::replay_design_writes`).
 pub fn seeded_draws(seed: u64) -> UniformDraws {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5851_F42D_4C95_7F2D;
-    Box::new(move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
-    })
+    let mut stream =
+        SplitMix64::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5851_F42D_4C95_7F2D);
+    Box::new(move || stream.unit())
 }
 
 /// A [`SimConfig`] field out of range: which one and what it must be.

@@ -23,16 +23,10 @@ fn config() -> SimConfig {
     }
 }
 
-/// SplitMix64's uniform draws from `seed` (the library has no `rand` dependency).
+/// SplitMix64's uniform draws from `seed`.
 fn draws(seed: u64) -> UniformDraws {
-    let mut state = seed;
-    Box::new(move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    })
+    let mut stream = SplitMix64::new(seed);
+    Box::new(move || stream.unit())
 }
 
 /// A tree as the engine keeps it: files of a run sorted and disjoint, numbers unique.

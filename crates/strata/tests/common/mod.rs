@@ -1,0 +1,24 @@
+//! What several integration tests share. Each test binary that declares `mod common;` compiles
+//! this file on its own.
+
+/// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", §3): a
+/// stream that is a function of its seed alone, so a test's keys, orders and operations are the
+/// same on every run and a failure names the seed that repeats it. The engine keeps its own copy
+/// private; integration tests see only the public API.
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A stream whose state starts at `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    /// A draw in `0..n` (`n` > 0; the modulo's bias is below 2^-40 for the sizes tests use).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % n
+    }
+}
