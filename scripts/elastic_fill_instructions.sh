@@ -6,13 +6,17 @@
 #   scripts/elastic_fill_instructions.sh OUT BIN [BIN...]
 #
 # 200,000 keys, seed 7, 4 MiB memtables (several flushes and compactions); elastic filters keep
-# their default modules on disk (three of 5 bits at the 10-bit budget). Prints, per binary and
+# their default modules on disk (docs/DESIGN.md §3.5, "modules on disk": at the default budget of
+# 10, five modules of 2.5 bits per key on levels 0 and 1; at 2, the level-0 and level-1 headrooms
+# of 12 and 6 bits per key). Prints, per binary and
 # family, the total and filter-build instructions of each policy and elastic's ratio to uniform.
 # About a minute per run under valgrind; not timed, so independent of the machine's load.
+# BITS_PER_KEY=B sets the filter budget (the bench's default, 10, when unset).
 set -euo pipefail
 OUT=$1; shift
 mkdir -p "$OUT"
 COMMON="--workloads fillrandom --num 200000 --runs 1 --seed 7 --write-buffer-bytes 4MiB"
+if [ -n "${BITS_PER_KEY:-}" ]; then COMMON="$COMMON --bits-per-key $BITS_PER_KEY"; fi
 for BIN in "$@"; do
   TAG=$(basename "$BIN")
   for family in bloom ribbon; do
