@@ -12,9 +12,15 @@
 //! A table's filter has zero, one or several modules (DESIGN.md §1, modular filter). Where they are is
 //! learnt once, when the file is opened: a version-1 footer names the single filter block; a
 //! version-2 footer names a modular filter index, read and checked at open like the properties
-//! block (and, like it, not counted as a lookup's block read). Each module is then a block of its
-//! own: its own block-cache entry, its own device read on a miss, counted as a filter block read on
-//! the lookup's level. A probe reads module `j + 1` only if modules `1..=j` all said "maybe".
+//! block (and, like it, not counted as a lookup's block read). Each module is a block of its own
+//! on disk: its own device read, counted as a filter block read on the lookup's level, and a probe
+//! reads module `j + 1` only if modules `1..=j` all said "maybe". In the block cache, though, a
+//! file's modules are one entry (keyed by the first module's offset) holding the modules in use
+//! that probes have read so far: a probe makes one cache lookup however many modules it passes,
+//! as a single-filter file's does, and a module the entry lacks is read and the entry replaced by
+//! one that holds it too. When the allocation takes modules out of use (elastic filters, DESIGN.md
+//! §3.5), the next probe replaces the entry by its modules in use, so the cache holds and charges
+//! only those (docs/decisions/filter-modules-one-cache-entry.md).
 //!
 //! A partitioned table (version-3 footer, `partition.rs`) has its top-level index read, checked
 //! and decoded at open, and held by the reader for its life (counted in its pinned bytes, not as a
@@ -539,51 +545,40 @@ impl TableReader {
         self.data_end
     }
 
-    /// Whether filter block `slot` (a module, or a filter partition; its place in
-    /// [`TableReader::filter_block_handles`]) at `handle` may hold `key_hash`: the block pinned,
-    /// cached, or read from the device and counted as one filter block read on `level`. A pinned
-    /// block is probed in place (one load, no reference count taken).
-    fn filter_may_contain(
+    /// Whether pinned filter block `slot` (a module, or a module of a filter partition; its
+    /// place in [`TableReader::filter_block_handles`]) at `handle` may hold `key_hash`: probed in
+    /// place (one load, no reference count taken), or, on its first probe, read from the device,
+    /// counted as one filter block read on `level`, and held.
+    fn pinned_filter_may_contain(
         &self,
+        held: &OnceLock<Arc<Filter>>,
         slot: usize,
         handle: BlockHandle,
         level: usize,
         key_hash: u64,
     ) -> Result<bool> {
-        if let Some(held) = self.pinned_filters.get(slot) {
-            if let Some(filter) = held.get() {
-                return Ok(filter.may_contain_hash(key_hash));
-            }
-            // First probe of this block: read, count and hold it (two probes racing both read
-            // it; one copy is kept and counted in the pinned bytes).
-            let raw = self.read_counted(BlockKind::Filter, ReadMode::Cached { level }, handle)?;
-            let filter = Arc::new(self.decode_filter(raw, handle)?);
-            let may_contain = filter.may_contain_hash(key_hash);
-            let size = filter.size_bytes() as u64;
-            if held.set(filter).is_ok() {
-                if let Some(open) = &self.open_readers {
-                    open.pinned_bytes.fetch_add(size, AtomicOrdering::Relaxed);
-                }
-                // A lookup that chose its modules before the allocation moved may pin a block
-                // the reader was trimmed to go without: the next sweep replaces the reader again.
-                let layout = self.pinned_layout.load(AtomicOrdering::SeqCst);
-                if ModulesInUse::from_code(layout)
-                    .is_some_and(|in_use| !self.filter_slot_in_use(slot, in_use))
-                {
-                    self.pinned_out_of_use.store(true, AtomicOrdering::SeqCst);
-                }
-            }
-            return Ok(may_contain);
-        }
-        if let Some(CachedBlock::Filter(filter)) = self.cache.get(self.number, handle.offset) {
-            self.counters.count_cache_hit(BlockKind::Filter);
+        if let Some(filter) = held.get() {
             return Ok(filter.may_contain_hash(key_hash));
         }
+        // First probe of this block: read, count and hold it (two probes racing both read
+        // it; one copy is kept and counted in the pinned bytes).
         let raw = self.read_counted(BlockKind::Filter, ReadMode::Cached { level }, handle)?;
         let filter = Arc::new(self.decode_filter(raw, handle)?);
         let may_contain = filter.may_contain_hash(key_hash);
-        self.cache
-            .insert(self.number, handle.offset, CachedBlock::Filter(filter));
+        let size = filter.size_bytes() as u64;
+        if held.set(filter).is_ok() {
+            if let Some(open) = &self.open_readers {
+                open.pinned_bytes.fetch_add(size, AtomicOrdering::Relaxed);
+            }
+            // A lookup that chose its modules before the allocation moved may pin a block
+            // the reader was trimmed to go without: the next sweep replaces the reader again.
+            let layout = self.pinned_layout.load(AtomicOrdering::SeqCst);
+            if ModulesInUse::from_code(layout)
+                .is_some_and(|in_use| !self.filter_slot_in_use(slot, in_use))
+            {
+                self.pinned_out_of_use.store(true, AtomicOrdering::SeqCst);
+            }
+        }
         Ok(may_contain)
     }
 
@@ -745,17 +740,81 @@ impl TableReader {
         level: usize,
         key_hash: u64,
     ) -> Result<bool> {
-        for (module, &handle) in target
-            .filter_handles
-            .iter()
-            .enumerate()
-            .take(target.filter_modules)
-        {
-            if !self.filter_may_contain(target.filter_slot + module, handle, level, key_hash)? {
+        let in_use = target.filter_modules.min(target.filter_handles.len());
+        if self.pinned_filters.is_empty() {
+            return self.cached_filter_modules_may_contain(target, in_use, level, key_hash);
+        }
+        for (module, &handle) in target.filter_handles.iter().enumerate().take(in_use) {
+            let slot = target.filter_slot + module;
+            // Every filter block has a slot (`pin_index_and_filter_slots`); "maybe" is the
+            // safe answer were one missing.
+            let Some(held) = self.pinned_filters.get(slot) else {
+                continue;
+            };
+            if !self.pinned_filter_may_contain(held, slot, handle, level, key_hash)? {
                 return Ok(false);
             }
         }
         Ok(true)
+    }
+
+    /// Probes the first `in_use` of `target`'s filter modules through the block cache, where
+    /// they are one entry (keyed by the first module's offset) holding the modules probes have
+    /// read so far, in order: one cache lookup for the whole probe, however many modules it
+    /// passes. A module the entry lacks is read from the device only when every module before
+    /// it said "maybe" (DESIGN.md §1), counted as one filter block read on `level`, and the entry
+    /// is replaced by one that holds it too. An entry holding more than `in_use` modules (the
+    /// allocation took some out of use, DESIGN.md §3.5) is replaced by its first `in_use`, so
+    /// the cache holds and charges only modules in use.
+    fn cached_filter_modules_may_contain(
+        &self,
+        target: &LookupTarget<'_>,
+        in_use: usize,
+        level: usize,
+        key_hash: u64,
+    ) -> Result<bool> {
+        let Some(first) = target.filter_handles.first() else {
+            return Ok(true);
+        };
+        let cached = match self.cache.get(self.number, first.offset) {
+            Some(CachedBlock::FilterModules(modules)) => Some(modules),
+            _ => None,
+        };
+        let held: &[Arc<Filter>] = cached.as_deref().unwrap_or(&[]);
+        if held.len() > in_use {
+            self.cache.insert(
+                self.number,
+                first.offset,
+                CachedBlock::FilterModules(held[..in_use].into()),
+            );
+        }
+        for filter in held.iter().take(in_use) {
+            self.counters.count_cache_hit(BlockKind::Filter);
+            if !filter.may_contain_hash(key_hash) {
+                return Ok(false);
+            }
+        }
+        if held.len() >= in_use {
+            return Ok(true);
+        }
+        let mut modules = Vec::with_capacity(in_use);
+        modules.extend(held.iter().cloned());
+        let mut may_contain = true;
+        for &handle in &target.filter_handles[held.len()..in_use] {
+            let raw = self.read_counted(BlockKind::Filter, ReadMode::Cached { level }, handle)?;
+            let filter = Arc::new(self.decode_filter(raw, handle)?);
+            may_contain = filter.may_contain_hash(key_hash);
+            modules.push(filter);
+            if !may_contain {
+                break;
+            }
+        }
+        self.cache.insert(
+            self.number,
+            first.offset,
+            CachedBlock::FilterModules(modules.into()),
+        );
+        Ok(may_contain)
     }
 
     /// Searches `target`'s index block for the data block that may hold `lookup_key`, and that
