@@ -127,6 +127,14 @@ impl BlockCache {
         }
     }
 
+    /// Takes the block at `(file_number, offset)` out of the cache, if it holds it.
+    pub(crate) fn remove(&self, file_number: u64, offset: u64) -> Option<CachedBlock> {
+        self.cache
+            .as_ref()?
+            .remove(&(file_number, offset))
+            .map(|(_, block)| block)
+    }
+
     /// Bytes currently held.
     pub(crate) fn used_bytes(&self) -> u64 {
         self.cache.as_ref().map_or(0, |c| c.weight())

@@ -761,11 +761,9 @@ impl TableReader {
     /// Probes the first `in_use` of `target`'s filter modules through the block cache, where
     /// they are one entry (keyed by the first module's offset) holding the modules probes have
     /// read so far, in order: one cache lookup for the whole probe, however many modules it
-    /// passes. A module the entry lacks is read from the device only when every module before
-    /// it said "maybe" (DESIGN.md §1), counted as one filter block read on `level`, and the entry
-    /// is replaced by one that holds it too. An entry holding more than `in_use` modules (the
-    /// allocation took some out of use, DESIGN.md §3.5) is replaced by its first `in_use`, so
-    /// the cache holds and charges only modules in use.
+    /// passes, when the entry holds the modules in use ([`TableReader::refill_filter_modules`]
+    /// otherwise).
+    #[inline]
     fn cached_filter_modules_may_contain(
         &self,
         target: &LookupTarget<'_>,
@@ -776,38 +774,92 @@ impl TableReader {
         let Some(first) = target.filter_handles.first() else {
             return Ok(true);
         };
-        let cached = match self.cache.get(self.number, first.offset) {
-            Some(CachedBlock::FilterModules(modules)) => Some(modules),
-            _ => None,
+        let Some(CachedBlock::FilterModules(held)) = self.cache.get(self.number, first.offset)
+        else {
+            return self.refill_filter_modules(target, &[], in_use, level, key_hash);
         };
-        let held: &[Arc<Filter>] = cached.as_deref().unwrap_or(&[]);
-        if held.len() > in_use {
-            self.cache.insert(
-                self.number,
-                first.offset,
-                CachedBlock::FilterModules(held[..in_use].into()),
-            );
+        if held.len() != in_use {
+            return self.refill_filter_modules(target, &held, in_use, level, key_hash);
         }
-        for filter in held.iter().take(in_use) {
+        for filter in held.iter() {
             self.counters.count_cache_hit(BlockKind::Filter);
             if !filter.may_contain_hash(key_hash) {
                 return Ok(false);
             }
         }
-        if held.len() >= in_use {
+        Ok(true)
+    }
+
+    /// [`TableReader::cached_filter_modules_may_contain`] when the file's cache entry holds
+    /// `held`, not the first `in_use` modules:
+    ///
+    /// * more (the allocation took some out of use, DESIGN.md §3.5): the entry is cut to the
+    ///   modules in use, so the cache holds and charges only those in the entry probes find, and
+    ///   the rest become an entry of their own keyed by the first one's offset, which no probe
+    ///   looks up and which ages out of the cache unless they come back into use;
+    /// * fewer: after the modules held, a module is taken from such an entry of modules cut
+    ///   earlier, or read from the device (one filter block read on `level`) only when every
+    ///   module before it said "maybe" (DESIGN.md §1); the entry is then replaced by one that
+    ///   holds them too.
+    #[cold]
+    fn refill_filter_modules(
+        &self,
+        target: &LookupTarget<'_>,
+        held: &[Arc<Filter>],
+        in_use: usize,
+        level: usize,
+        key_hash: u64,
+    ) -> Result<bool> {
+        let handles = target.filter_handles;
+        let Some(first) = handles.first() else {
             return Ok(true);
+        };
+        if held.len() > in_use {
+            let (kept, cut) = held.split_at(in_use);
+            self.cache.insert(
+                self.number,
+                first.offset,
+                CachedBlock::FilterModules(kept.into()),
+            );
+            if let Some(cut_first) = handles.get(in_use) {
+                self.cache.insert(
+                    self.number,
+                    cut_first.offset,
+                    CachedBlock::FilterModules(cut.into()),
+                );
+            }
+            return Ok(self.cached_modules_may_contain(kept, key_hash));
+        }
+        if !self.cached_modules_may_contain(held, key_hash) {
+            return Ok(false);
         }
         let mut modules = Vec::with_capacity(in_use);
         modules.extend(held.iter().cloned());
         let mut may_contain = true;
-        for &handle in &target.filter_handles[held.len()..in_use] {
+        if let Some(cut_first) = handles.get(held.len()) {
+            if let Some(CachedBlock::FilterModules(cut)) =
+                self.cache.remove(self.number, cut_first.offset)
+            {
+                let (taken, rest) = cut.split_at(cut.len().min(in_use - held.len()));
+                if let (Some(rest_first), false) = (handles.get(in_use), rest.is_empty()) {
+                    self.cache.insert(
+                        self.number,
+                        rest_first.offset,
+                        CachedBlock::FilterModules(rest.into()),
+                    );
+                }
+                may_contain = self.cached_modules_may_contain(taken, key_hash);
+                modules.extend(taken.iter().cloned());
+            }
+        }
+        while may_contain && modules.len() < in_use {
+            let Some(&handle) = handles.get(modules.len()) else {
+                break;
+            };
             let raw = self.read_counted(BlockKind::Filter, ReadMode::Cached { level }, handle)?;
             let filter = Arc::new(self.decode_filter(raw, handle)?);
             may_contain = filter.may_contain_hash(key_hash);
             modules.push(filter);
-            if !may_contain {
-                break;
-            }
         }
         self.cache.insert(
             self.number,
@@ -815,6 +867,18 @@ impl TableReader {
             CachedBlock::FilterModules(modules.into()),
         );
         Ok(may_contain)
+    }
+
+    /// Probes cached `modules` in order, each counted as a filter cache hit: false at the first
+    /// that says no.
+    fn cached_modules_may_contain(&self, modules: &[Arc<Filter>], key_hash: u64) -> bool {
+        for filter in modules {
+            self.counters.count_cache_hit(BlockKind::Filter);
+            if !filter.may_contain_hash(key_hash) {
+                return false;
+            }
+        }
+        true
     }
 
     /// Searches `target`'s index block for the data block that may hold `lookup_key`, and that

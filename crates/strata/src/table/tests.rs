@@ -871,11 +871,12 @@ fn fixture_with_cache_bytes(count: u64, cache_bytes: u64) -> Fixture {
     fixture(count, 10.0, cache_bytes)
 }
 
-/// DESIGN.md §3.5's hard cap through the block cache: the file's entry holds, and the cache
-/// charges, only the modules in use. A probe reads a module the entry lacks only when the
-/// modules before it said "maybe" and adds it to the entry; when the allocation takes modules
-/// out of use the next probe cuts the entry to those in use, and a module back in use is read
-/// from the device again by the first probe that needs it.
+/// DESIGN.md §3.5's hard cap through the block cache: the entry probes find holds, and the cache
+/// charges for it, only the modules in use. A probe reads a module the entry lacks only when the
+/// modules before it said "maybe" and adds it to the entry; when the allocation takes modules out
+/// of use the next probe cuts the entry to those in use and leaves the rest in an entry of their
+/// own, which no probe looks up (it ages out of the cache), and from which a module back in use is
+/// taken without a device read.
 #[test]
 fn the_cached_filter_entry_holds_and_charges_only_the_modules_in_use() {
     let count = 5_000;
@@ -910,10 +911,17 @@ fn the_cached_filter_entry_holds_and_charges_only_the_modules_in_use() {
     // No index or data block was read: the cache holds the filter entry alone.
     assert_eq!(fixture.counters.snapshot().index_block_reads[1], 0);
 
-    // The allocation takes modules 2 and 3 out of use: the next probe cuts the entry.
+    // The allocation takes modules 2 and 3 out of use: the next probe cuts the entry, and modules
+    // 2 and 3 become an entry of their own, keyed by module 2's offset.
+    let lookups = cache.lookups();
     probe_with(&table, &rejected_by_1, ModulesInUse::prefix(1));
+    assert_eq!(cache.lookups() - lookups, 1);
     assert_eq!(cached_modules(&cache, handles[0]), Some(1));
-    assert_eq!(cache.used_bytes(), charge(&modules[..1]));
+    assert_eq!(cached_modules(&cache, handles[1]), Some(2));
+    assert_eq!(
+        cache.used_bytes(),
+        charge(&modules[..1]) + charge(&modules[1..])
+    );
     assert_eq!(reads(), 3, "cutting the entry reads nothing");
     // With one module in use, a key module 1 passes goes on to the index and a data block.
     let before = fixture.counters.snapshot();
@@ -924,12 +932,31 @@ fn the_cached_filter_entry_holds_and_charges_only_the_modules_in_use() {
         after.filter_false_positives[1] - before.filter_false_positives[1],
         1
     );
+    assert_eq!(after.index_block_reads[1] - before.index_block_reads[1], 1);
+    let sorted_blocks = cache.used_bytes() - charge(&modules[..1]) - charge(&modules[1..]);
 
-    // Two modules back in use: module 2 is read again, module 3 stays out of the cache.
-    let reads_before = reads();
-    probe_with(&table, &rejected_by_3, ModulesInUse::prefix(2));
-    assert_eq!(reads(), reads_before + 1);
+    // Module 2 back in use: taken from the cut entry (no device read), which keeps module 3.
+    let rejected_by_2 = absent_key_rejected_by_module(&modules, 1);
+    probe_with(&table, &rejected_by_2, ModulesInUse::prefix(2));
+    assert_eq!(reads(), 3);
     assert_eq!(cached_modules(&cache, handles[0]), Some(2));
+    assert_eq!(cached_modules(&cache, handles[1]), None);
+    assert_eq!(cached_modules(&cache, handles[2]), Some(1));
+    assert_eq!(
+        cache.used_bytes(),
+        charge(&modules[..2]) + charge(&modules[2..]) + sorted_blocks
+    );
+    // Then a probe with two modules in use makes one cache lookup.
+    let lookups = cache.lookups();
+    probe_with(&table, &rejected_by_2, ModulesInUse::prefix(2));
+    assert_eq!(cache.lookups() - lookups, 1);
+
+    // Gone from the cache, a module back in use is read from the device again.
+    assert!(cache.remove(7, handles[2].offset).is_some());
+    probe_with(&table, &rejected_by_3, ModulesInUse::ALL);
+    assert_eq!(reads(), 4);
+    assert_eq!(cached_modules(&cache, handles[0]), Some(3));
+    assert_eq!(cache.used_bytes(), charge(&modules) + sorted_blocks);
 }
 
 /// Probes `user_key` in `table` with `in_use` modules (level 1).
