@@ -19,8 +19,9 @@
 //! that probes have read so far: a probe makes one cache lookup however many modules it passes,
 //! as a single-filter file's does, and a module the entry lacks is read and the entry replaced by
 //! one that holds it too. When the allocation takes modules out of use (elastic filters, DESIGN.md
-//! §3.5), the next probe replaces the entry by its modules in use, so the cache holds and charges
-//! only those (docs/decisions/filter-modules-one-cache-entry.md).
+//! §3.5), the next probe cuts the entry to its modules in use, and the modules cut become an entry
+//! no probe looks up, which ages out unless they come back into use
+//! (docs/decisions/filter-modules-one-cache-entry.md).
 //!
 //! A partitioned table (version-3 footer, `partition.rs`) has its top-level index read, checked
 //! and decoded at open, and held by the reader for its life (counted in its pinned bytes, not as a
