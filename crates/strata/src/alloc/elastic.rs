@@ -639,6 +639,9 @@ pub struct Elastic {
     /// The tag of the selection stored last ([`Elastic::store_selection`]): the files' memos of
     /// their modules in use ([`ProbeMemo`]) are current only if they carry it.
     generation: AtomicU64,
+    /// [`ProbeMemo::tag`] of `generation`, stored with it, so that a probe compares its file's
+    /// memo with one load and no division.
+    memo_tag: AtomicU64,
 }
 
 /// Selections stored by every elastic allocator of the process: each store takes the next
@@ -685,9 +688,17 @@ impl ProbeMemo {
         Some(Self::tag(generation) << 32 | extra << 8 | modules)
     }
 
-    /// The modules in use `word` holds if it was written under `generation`.
+    /// The modules in use `word` holds if it was written under `generation` (the tests' form of
+    /// [`ProbeMemo::decode_tagged`]).
+    #[cfg(test)]
     fn decode(generation: u64, word: u64) -> Option<ModulesInUse> {
-        if word >> 32 != Self::tag(generation) {
+        Self::decode_tagged(Self::tag(generation), word)
+    }
+
+    /// [`ProbeMemo::decode`] with the generation's [`ProbeMemo::tag`] given.
+    #[inline]
+    fn decode_tagged(tag: u64, word: u64) -> Option<ModulesInUse> {
+        if word >> 32 != tag {
             return None;
         }
         let modules = match word & 0xff {
@@ -722,6 +733,7 @@ impl Elastic {
     }
 
     fn with_valid_target(target: f64) -> Self {
+        let generation = SELECTIONS_STORED.fetch_add(1, AtomicOrdering::Relaxed);
         Elastic {
             bits_per_key_target: target,
             budget_bytes: None,
@@ -731,7 +743,8 @@ impl Elastic {
             disk_modules: DEFAULT_DISK_MODULES,
             cached_false_positives: CachedFalsePositives::default(),
             selection: ArcSwap::from_pointee(Selection::default()),
-            generation: AtomicU64::new(SELECTIONS_STORED.fetch_add(1, AtomicOrdering::Relaxed)),
+            generation: AtomicU64::new(generation),
+            memo_tag: AtomicU64::new(ProbeMemo::tag(generation)),
         }
     }
 
@@ -1098,6 +1111,8 @@ impl Elastic {
     fn retag(&self) {
         let next = SELECTIONS_STORED.fetch_add(1, AtomicOrdering::Relaxed);
         self.generation.store(next, AtomicOrdering::Release);
+        self.memo_tag
+            .store(ProbeMemo::tag(next), AtomicOrdering::Release);
     }
 
     /// DESIGN.md §3.5 "Rebuild, priced" (see [`FilterAllocator::filter_rebuild`]). A file is a
@@ -1396,10 +1411,11 @@ impl FilterAllocator for Elastic {
     fn filter_modules_in_use(&self, _run_id: u64, file: &FileMetadata) -> ModulesInUse {
         // The tag first, then the selection: a memo tagged `generation` then holds a choice at
         // least as new as that selection (`store_selection` stores, then moves the tag on).
-        let generation = self.generation.load(AtomicOrdering::Acquire);
-        if let Some(in_use) = ProbeMemo::decode(generation, file.state().allocator_memo()) {
+        let tag = self.memo_tag.load(AtomicOrdering::Acquire);
+        if let Some(in_use) = ProbeMemo::decode_tagged(tag, file.state().allocator_memo()) {
             return in_use;
         }
+        let generation = self.generation.load(AtomicOrdering::Acquire);
         let in_use = self.modules_in_use_now(file);
         if let Some(word) = ProbeMemo::encode(generation, in_use) {
             file.state().set_allocator_memo(word);

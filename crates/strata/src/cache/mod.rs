@@ -3,9 +3,14 @@
 //! One byte-bounded cache (`quick_cache`, S3-FIFO eviction) holds data, index and filter blocks of
 //! every table, so under memory pressure filters compete with index and data blocks for the same
 //! bytes, as DESIGN.md §1 requires. Keys are `(file number, block offset)`; file numbers are never
-//! reused, so a deleted file's blocks just age out. The table cache keeps open table readers
-//! (file handle, footer, properties, pinned blocks), bounded by `max_open_files`.
+//! reused, so a deleted file's blocks just age out. A file's filter modules in use (DESIGN.md §1,
+//! modular filter) are one entry, keyed by the first module's offset, so that a probe that passes
+//! one module reads the next without a further lookup (see `table/reader.rs`). The table cache
+//! keeps open table readers (file handle, footer, properties, pinned blocks), bounded by
+//! `max_open_files`.
 
+#[cfg(test)]
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use quick_cache::sync::Cache;
@@ -33,18 +38,24 @@ pub(crate) fn estimated_blocks(capacity_bytes: u64) -> u64 {
     (capacity_bytes / 4096).clamp(16, 1 << 24)
 }
 
-/// A cached block: a sorted key/value block (data or index) or a decoded filter.
+/// A cached block: a sorted key/value block (data or index), or a file's (or filter
+/// partition's) leading filter modules, decoded, in probe order: the modules in use that probes
+/// have read so far (`table/reader.rs`).
 #[derive(Clone)]
 pub(crate) enum CachedBlock {
     Sorted(Arc<Block>),
-    Filter(Arc<Filter>),
+    FilterModules(Arc<[Arc<Filter>]>),
 }
 
 impl CachedBlock {
-    fn size_bytes(&self) -> u64 {
+    /// The memory the entry holds: a sorted block's, or every module's and a pointer to each.
+    pub(crate) fn size_bytes(&self) -> u64 {
         match self {
             CachedBlock::Sorted(block) => block.size_bytes() as u64,
-            CachedBlock::Filter(filter) => filter.size_bytes() as u64,
+            CachedBlock::FilterModules(modules) => modules
+                .iter()
+                .map(|filter| (filter.size_bytes() + std::mem::size_of::<Arc<Filter>>()) as u64)
+                .sum(),
         }
     }
 }
@@ -62,6 +73,10 @@ impl Weighter<(u64, u64), CachedBlock> for BlockWeighter {
 pub(crate) struct BlockCache {
     cache: Option<Cache<(u64, u64), CachedBlock, BlockWeighter>>,
     capacity_bytes: u64,
+    /// Lookups made ([`BlockCache::get`]), counted in tests only: they check how many a probe
+    /// costs.
+    #[cfg(test)]
+    lookups: AtomicU64,
 }
 
 impl BlockCache {
@@ -89,17 +104,35 @@ impl BlockCache {
         BlockCache {
             cache,
             capacity_bytes,
+            #[cfg(test)]
+            lookups: AtomicU64::new(0),
         }
     }
 
     pub(crate) fn get(&self, file_number: u64, offset: u64) -> Option<CachedBlock> {
+        #[cfg(test)]
+        self.lookups.fetch_add(1, Ordering::Relaxed);
         self.cache.as_ref()?.get(&(file_number, offset))
+    }
+
+    /// Lookups made so far ([`BlockCache::get`]).
+    #[cfg(test)]
+    pub(crate) fn lookups(&self) -> u64 {
+        self.lookups.load(Ordering::Relaxed)
     }
 
     pub(crate) fn insert(&self, file_number: u64, offset: u64, block: CachedBlock) {
         if let Some(cache) = &self.cache {
             cache.insert((file_number, offset), block);
         }
+    }
+
+    /// Takes the block at `(file_number, offset)` out of the cache, if it holds it.
+    pub(crate) fn remove(&self, file_number: u64, offset: u64) -> Option<CachedBlock> {
+        self.cache
+            .as_ref()?
+            .remove(&(file_number, offset))
+            .map(|(_, block)| block)
     }
 
     /// Bytes currently held.

@@ -658,6 +658,94 @@ fn lookups_read_one_partition_through_the_cache() {
     assert_eq!(after.filter_cache_hits, warm.filter_cache_hits);
 }
 
+/// A partitioned file's filter modules through the block cache are one entry per partition
+/// (keyed by the partition's first module): a probe makes one cache lookup for the modules of
+/// its partition however many it passes, a partition whose modules in use differ (one module
+/// more in the last partitions) holds its own, and no partition's entry holds another's.
+#[test]
+fn each_filter_partition_s_modules_are_one_cache_entry() {
+    let tables = both(6.0, 2.0, 0);
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let cached_tables = TableCache::new(
+        tables.dir.path().to_path_buf(),
+        Arc::new(RealFileSystem),
+        16,
+        Arc::clone(&cache),
+        Arc::clone(&tables.counters),
+        false,
+    );
+    let table = cached_tables.open(PARTITIONED, false).expect("open");
+    let top = table.partitions().expect("partitioned");
+    let partitions = top.len();
+    assert_eq!(top.modules(), 3);
+    assert!(partitions >= 4, "{partitions} partitions");
+    // One module in use, two in the last half of the partitions.
+    let in_use = ModulesInUse {
+        modules: 1,
+        extra_partitions: (partitions / 2) as u32,
+    };
+    let probe = |user: &[u8]| {
+        table
+            .get(
+                &lookup_key(user, u64::MAX >> 8),
+                user,
+                key_hash(user),
+                1,
+                in_use,
+            )
+            .expect("get")
+    };
+    // Absent keys (odd numbers) over the whole key range, twice: the second round reads nothing.
+    let absent: Vec<Vec<u8>> = (0..2_000).map(|i| user_key(2 * i + 1)).collect();
+    for user in &absent {
+        probe(user);
+    }
+    let warm = tables.counters.snapshot();
+    let lookups = cache.lookups();
+    let mut filter_rejected = 0u64;
+    for user in &absent {
+        if probe(user).data_block.is_none() {
+            filter_rejected += 1;
+        }
+    }
+    let again = tables.counters.snapshot();
+    assert_eq!(again.filter_block_reads, warm.filter_block_reads);
+    // One lookup per probe for its partition's filter, and two (index and data block) for each
+    // key the filter passed.
+    let passed = absent.len() as u64 - filter_rejected;
+    assert_eq!(cache.lookups() - lookups, absent.len() as u64 + 2 * passed);
+    // Each partition's entry holds at most its modules in use (none where no absent key falls:
+    // the partitions that hold only key 500's versions); partitions with two in use hold two.
+    let mut held_by_modules_in_use = [0usize; 3];
+    for partition in 0..partitions {
+        let handles = top.filter_handles(partition);
+        let held = match cache.get(PARTITIONED, handles[0].offset) {
+            Some(crate::cache::CachedBlock::FilterModules(modules)) => modules.len(),
+            _ => 0,
+        };
+        let modules_in_use = in_use.in_partition(partition, partitions);
+        assert!(
+            held <= modules_in_use,
+            "partition {partition}: {held} modules held, {modules_in_use} in use"
+        );
+        if held == modules_in_use {
+            held_by_modules_in_use[modules_in_use] += 1;
+        }
+        // No module of the partition past the first is an entry's key.
+        for handle in &handles[1..] {
+            assert!(cache.get(PARTITIONED, handle.offset).is_none());
+        }
+    }
+    assert!(
+        held_by_modules_in_use[1] >= partitions / 4,
+        "{held_by_modules_in_use:?}"
+    );
+    assert!(
+        held_by_modules_in_use[2] >= partitions / 4,
+        "{held_by_modules_in_use:?}"
+    );
+}
+
 /// Flips one byte of table `number` at `offset`.
 fn damage(dir: &std::path::Path, number: u64, offset: u64) {
     let path = dir.join(table_file_name(number));

@@ -12,9 +12,16 @@
 //! A table's filter has zero, one or several modules (DESIGN.md §1, modular filter). Where they are is
 //! learnt once, when the file is opened: a version-1 footer names the single filter block; a
 //! version-2 footer names a modular filter index, read and checked at open like the properties
-//! block (and, like it, not counted as a lookup's block read). Each module is then a block of its
-//! own: its own block-cache entry, its own device read on a miss, counted as a filter block read on
-//! the lookup's level. A probe reads module `j + 1` only if modules `1..=j` all said "maybe".
+//! block (and, like it, not counted as a lookup's block read). Each module is a block of its own
+//! on disk: its own device read, counted as a filter block read on the lookup's level, and a probe
+//! reads module `j + 1` only if modules `1..=j` all said "maybe". In the block cache, though, a
+//! file's modules are one entry (keyed by the first module's offset) holding the modules in use
+//! that probes have read so far: a probe makes one cache lookup however many modules it passes,
+//! as a single-filter file's does, and a module the entry lacks is read and the entry replaced by
+//! one that holds it too. When the allocation takes modules out of use (elastic filters, DESIGN.md
+//! §3.5), the next probe cuts the entry to its modules in use, and the modules cut become an entry
+//! no probe looks up, which ages out unless they come back into use
+//! (docs/decisions/filter-modules-one-cache-entry.md).
 //!
 //! A partitioned table (version-3 footer, `partition.rs`) has its top-level index read, checked
 //! and decoded at open, and held by the reader for its life (counted in its pinned bytes, not as a
@@ -539,51 +546,40 @@ impl TableReader {
         self.data_end
     }
 
-    /// Whether filter block `slot` (a module, or a filter partition; its place in
-    /// [`TableReader::filter_block_handles`]) at `handle` may hold `key_hash`: the block pinned,
-    /// cached, or read from the device and counted as one filter block read on `level`. A pinned
-    /// block is probed in place (one load, no reference count taken).
-    fn filter_may_contain(
+    /// Whether pinned filter block `slot` (a module, or a module of a filter partition; its
+    /// place in [`TableReader::filter_block_handles`]) at `handle` may hold `key_hash`: probed in
+    /// place (one load, no reference count taken), or, on its first probe, read from the device,
+    /// counted as one filter block read on `level`, and held.
+    fn pinned_filter_may_contain(
         &self,
+        held: &OnceLock<Arc<Filter>>,
         slot: usize,
         handle: BlockHandle,
         level: usize,
         key_hash: u64,
     ) -> Result<bool> {
-        if let Some(held) = self.pinned_filters.get(slot) {
-            if let Some(filter) = held.get() {
-                return Ok(filter.may_contain_hash(key_hash));
-            }
-            // First probe of this block: read, count and hold it (two probes racing both read
-            // it; one copy is kept and counted in the pinned bytes).
-            let raw = self.read_counted(BlockKind::Filter, ReadMode::Cached { level }, handle)?;
-            let filter = Arc::new(self.decode_filter(raw, handle)?);
-            let may_contain = filter.may_contain_hash(key_hash);
-            let size = filter.size_bytes() as u64;
-            if held.set(filter).is_ok() {
-                if let Some(open) = &self.open_readers {
-                    open.pinned_bytes.fetch_add(size, AtomicOrdering::Relaxed);
-                }
-                // A lookup that chose its modules before the allocation moved may pin a block
-                // the reader was trimmed to go without: the next sweep replaces the reader again.
-                let layout = self.pinned_layout.load(AtomicOrdering::SeqCst);
-                if ModulesInUse::from_code(layout)
-                    .is_some_and(|in_use| !self.filter_slot_in_use(slot, in_use))
-                {
-                    self.pinned_out_of_use.store(true, AtomicOrdering::SeqCst);
-                }
-            }
-            return Ok(may_contain);
-        }
-        if let Some(CachedBlock::Filter(filter)) = self.cache.get(self.number, handle.offset) {
-            self.counters.count_cache_hit(BlockKind::Filter);
+        if let Some(filter) = held.get() {
             return Ok(filter.may_contain_hash(key_hash));
         }
+        // First probe of this block: read, count and hold it (two probes racing both read
+        // it; one copy is kept and counted in the pinned bytes).
         let raw = self.read_counted(BlockKind::Filter, ReadMode::Cached { level }, handle)?;
         let filter = Arc::new(self.decode_filter(raw, handle)?);
         let may_contain = filter.may_contain_hash(key_hash);
-        self.cache
-            .insert(self.number, handle.offset, CachedBlock::Filter(filter));
+        let size = filter.size_bytes() as u64;
+        if held.set(filter).is_ok() {
+            if let Some(open) = &self.open_readers {
+                open.pinned_bytes.fetch_add(size, AtomicOrdering::Relaxed);
+            }
+            // A lookup that chose its modules before the allocation moved may pin a block
+            // the reader was trimmed to go without: the next sweep replaces the reader again.
+            let layout = self.pinned_layout.load(AtomicOrdering::SeqCst);
+            if ModulesInUse::from_code(layout)
+                .is_some_and(|in_use| !self.filter_slot_in_use(slot, in_use))
+            {
+                self.pinned_out_of_use.store(true, AtomicOrdering::SeqCst);
+            }
+        }
         Ok(may_contain)
     }
 
@@ -745,17 +741,145 @@ impl TableReader {
         level: usize,
         key_hash: u64,
     ) -> Result<bool> {
-        for (module, &handle) in target
-            .filter_handles
-            .iter()
-            .enumerate()
-            .take(target.filter_modules)
-        {
-            if !self.filter_may_contain(target.filter_slot + module, handle, level, key_hash)? {
+        let in_use = target.filter_modules.min(target.filter_handles.len());
+        if self.pinned_filters.is_empty() {
+            return self.cached_filter_modules_may_contain(target, in_use, level, key_hash);
+        }
+        for (module, &handle) in target.filter_handles.iter().enumerate().take(in_use) {
+            let slot = target.filter_slot + module;
+            // Every filter block has a slot (`pin_index_and_filter_slots`); "maybe" is the
+            // safe answer were one missing.
+            let Some(held) = self.pinned_filters.get(slot) else {
+                continue;
+            };
+            if !self.pinned_filter_may_contain(held, slot, handle, level, key_hash)? {
                 return Ok(false);
             }
         }
         Ok(true)
+    }
+
+    /// Probes the first `in_use` of `target`'s filter modules through the block cache, where
+    /// they are one entry (keyed by the first module's offset) holding the modules probes have
+    /// read so far, in order: one cache lookup for the whole probe, however many modules it
+    /// passes, when the entry holds the modules in use ([`TableReader::refill_filter_modules`]
+    /// otherwise).
+    #[inline]
+    fn cached_filter_modules_may_contain(
+        &self,
+        target: &LookupTarget<'_>,
+        in_use: usize,
+        level: usize,
+        key_hash: u64,
+    ) -> Result<bool> {
+        let Some(first) = target.filter_handles.first() else {
+            return Ok(true);
+        };
+        let Some(CachedBlock::FilterModules(held)) = self.cache.get(self.number, first.offset)
+        else {
+            return self.refill_filter_modules(target, &[], in_use, level, key_hash);
+        };
+        if held.len() != in_use {
+            return self.refill_filter_modules(target, &held, in_use, level, key_hash);
+        }
+        for filter in held.iter() {
+            self.counters.count_cache_hit(BlockKind::Filter);
+            if !filter.may_contain_hash(key_hash) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// [`TableReader::cached_filter_modules_may_contain`] when the file's cache entry holds
+    /// `held`, not the first `in_use` modules:
+    ///
+    /// * more (the allocation took some out of use, DESIGN.md §3.5): the entry is cut to the
+    ///   modules in use, so the cache holds and charges only those in the entry probes find, and
+    ///   the rest become an entry of their own keyed by the first one's offset, which no probe
+    ///   looks up and which ages out of the cache unless they come back into use;
+    /// * fewer: after the modules held, a module is taken from such an entry of modules cut
+    ///   earlier, or read from the device (one filter block read on `level`) only when every
+    ///   module before it said "maybe" (DESIGN.md §1); the entry is then replaced by one that
+    ///   holds them too.
+    #[cold]
+    fn refill_filter_modules(
+        &self,
+        target: &LookupTarget<'_>,
+        held: &[Arc<Filter>],
+        in_use: usize,
+        level: usize,
+        key_hash: u64,
+    ) -> Result<bool> {
+        let handles = target.filter_handles;
+        let Some(first) = handles.first() else {
+            return Ok(true);
+        };
+        if held.len() > in_use {
+            let (kept, cut) = held.split_at(in_use);
+            self.cache.insert(
+                self.number,
+                first.offset,
+                CachedBlock::FilterModules(kept.into()),
+            );
+            if let Some(cut_first) = handles.get(in_use) {
+                self.cache.insert(
+                    self.number,
+                    cut_first.offset,
+                    CachedBlock::FilterModules(cut.into()),
+                );
+            }
+            return Ok(self.cached_modules_may_contain(kept, key_hash));
+        }
+        if !self.cached_modules_may_contain(held, key_hash) {
+            return Ok(false);
+        }
+        let mut modules = Vec::with_capacity(in_use);
+        modules.extend(held.iter().cloned());
+        let mut may_contain = true;
+        if let Some(cut_first) = handles.get(held.len()) {
+            if let Some(CachedBlock::FilterModules(cut)) =
+                self.cache.remove(self.number, cut_first.offset)
+            {
+                let (taken, rest) = cut.split_at(cut.len().min(in_use - held.len()));
+                if let (Some(rest_first), false) = (handles.get(in_use), rest.is_empty()) {
+                    self.cache.insert(
+                        self.number,
+                        rest_first.offset,
+                        CachedBlock::FilterModules(rest.into()),
+                    );
+                }
+                may_contain = self.cached_modules_may_contain(taken, key_hash);
+                modules.extend(taken.iter().cloned());
+            }
+        }
+        while may_contain && modules.len() < in_use {
+            let Some(&handle) = handles.get(modules.len()) else {
+                break;
+            };
+            let raw = self.read_counted(BlockKind::Filter, ReadMode::Cached { level }, handle)?;
+            let filter = Arc::new(self.decode_filter(raw, handle)?);
+            may_contain = filter.may_contain_hash(key_hash);
+            modules.push(filter);
+        }
+        self.cache.insert(
+            self.number,
+            first.offset,
+            CachedBlock::FilterModules(modules.into()),
+        );
+        Ok(may_contain)
+    }
+
+    /// Probes cached `modules` in order, each counted as a filter cache hit: false at the first
+    /// that says no.
+    fn cached_modules_may_contain(&self, modules: &[Arc<Filter>], key_hash: u64) -> bool {
+        for filter in modules {
+            self.counters.count_cache_hit(BlockKind::Filter);
+            if !filter.may_contain_hash(key_hash) {
+                return false;
+            }
+        }
+        true
     }
 
     /// Searches `target`'s index block for the data block that may hold `lookup_key`, and that

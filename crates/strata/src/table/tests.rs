@@ -724,8 +724,9 @@ fn a_negative_lookup_reads_module_2_only_when_module_1_said_maybe() {
     );
 }
 
-/// Each module is its own block-cache entry, read from the device once and then served from the
-/// cache; pinned tables read no filter block at all.
+/// Each module is read from the device once, by the first probe that needs it, and then served
+/// from the cache (where the file's modules share one entry); pinned tables hold each module the
+/// first probe that needs it reads.
 #[test]
 fn modules_are_cached_and_pinned_one_by_one() {
     let count = 5_000;
@@ -767,6 +768,195 @@ fn modules_are_cached_and_pinned_one_by_one() {
     assert_eq!(stats.filter_cache_hits, 0);
     assert_eq!(stats.filter_probes[1], count + 1);
     assert!(table.pinned_bytes() > index_bytes + 2 * module_1);
+}
+
+/// A table cache over `fixture`'s directory whose block cache of 16 MiB the test holds too.
+fn table_cache_with_block_cache(fixture: &Fixture) -> (Arc<TableCache>, Arc<BlockCache>) {
+    let cache = Arc::new(BlockCache::new(16 << 20));
+    let tables = Arc::new(TableCache::new(
+        fixture.dir.path().to_path_buf(),
+        Arc::new(RealFileSystem),
+        10,
+        Arc::clone(&cache),
+        fixture.counters.clone(),
+        false,
+    ));
+    (tables, cache)
+}
+
+/// The first absent key (`2i + 1`) whose hash the first `passes` of `modules` say "maybe" to and
+/// module `passes` (0-based) rejects.
+fn absent_key_rejected_by_module(modules: &[BloomFilter], passes: usize) -> Vec<u8> {
+    (0..)
+        .map(|i| key(2 * i + 1))
+        .find(|user_key| {
+            let hash = key_hash(user_key);
+            modules[..passes]
+                .iter()
+                .all(|module| module.may_contain_hash(hash))
+                && !modules[passes].may_contain_hash(hash)
+        })
+        .expect("some absent key is rejected by exactly this module")
+}
+
+/// The modules a cached file's filter entry holds, if any (keyed by its first module's offset).
+fn cached_modules(cache: &BlockCache, first_module: BlockHandle) -> Option<usize> {
+    match cache.get(7, first_module.offset) {
+        Some(crate::cache::CachedBlock::FilterModules(modules)) => Some(modules.len()),
+        _ => None,
+    }
+}
+
+/// DESIGN.md §1 with the block cache: a file's modules in use are one cache entry, so a probe
+/// that passes module 1 reads module 2 with no further cache lookup (and no device read), as a
+/// single-filter file's probe costs one lookup.
+#[test]
+fn a_probe_passing_cached_modules_makes_one_cache_lookup() {
+    let count = 5_000;
+    let fixture = modular_fixture(count, 6.0, 2.0, 0);
+    let (tables, cache) = table_cache_with_block_cache(&fixture);
+    let (_, handles, modules) = decode_modules(&fixture.bytes());
+    assert_eq!(modules.len(), 3);
+    let table = tables.open(7, false).expect("open");
+    for i in 0..count {
+        assert_eq!(
+            probe_with(&table, &key(2 * i + 1), ModulesInUse::ALL),
+            Lookup::Absent
+        );
+    }
+    assert_eq!(fixture.counters.snapshot().filter_block_reads[1], 3);
+    assert_eq!(cached_modules(&cache, handles[0]), Some(3));
+    for passes in 0..3 {
+        let user_key = absent_key_rejected_by_module(&modules, passes);
+        let lookups = cache.lookups();
+        let before = fixture.counters.snapshot();
+        assert_eq!(
+            probe_with(&table, &user_key, ModulesInUse::ALL),
+            Lookup::Absent
+        );
+        let after = fixture.counters.snapshot();
+        assert_eq!(
+            cache.lookups() - lookups,
+            1,
+            "a probe through {} modules makes one cache lookup",
+            passes + 1
+        );
+        assert_eq!(after.filter_block_reads[1], before.filter_block_reads[1]);
+        assert_eq!(
+            after.filter_cache_hits - before.filter_cache_hits,
+            passes as u64 + 1,
+            "every module probed is counted as a filter cache hit"
+        );
+        assert_eq!(after.index_block_reads[1], before.index_block_reads[1]);
+    }
+
+    // A single-filter file's probe costs the same one lookup.
+    let single = fixture_with_cache_bytes(count, 0);
+    let (tables, cache) = table_cache_with_block_cache(&single);
+    let table = tables.open(7, false).expect("open");
+    let user_key = key(1);
+    probe_with(&table, &user_key, ModulesInUse::ALL);
+    let lookups = cache.lookups();
+    let reads = single.counters.snapshot().filter_block_reads[1];
+    probe_with(&table, &user_key, ModulesInUse::ALL);
+    // The filter's lookup, plus the index and data blocks' if the filter said "maybe".
+    let filter_said_maybe = single.counters.snapshot().filter_false_positives[1] > 0;
+    let expected = if filter_said_maybe { 3 } else { 1 };
+    assert_eq!(cache.lookups() - lookups, expected);
+    assert_eq!(single.counters.snapshot().filter_block_reads[1], reads);
+}
+
+/// [`fixture`] at 10 bits per key, one module.
+fn fixture_with_cache_bytes(count: u64, cache_bytes: u64) -> Fixture {
+    fixture(count, 10.0, cache_bytes)
+}
+
+/// DESIGN.md §3.5's hard cap through the block cache: the entry probes find holds, and the cache
+/// charges for it, only the modules in use. A probe reads a module the entry lacks only when the
+/// modules before it said "maybe" and adds it to the entry; when the allocation takes modules out
+/// of use the next probe cuts the entry to those in use and leaves the rest in an entry of their
+/// own, which no probe looks up (it ages out of the cache), and from which a module back in use is
+/// taken without a device read.
+#[test]
+fn the_cached_filter_entry_holds_and_charges_only_the_modules_in_use() {
+    let count = 5_000;
+    let fixture = modular_fixture(count, 6.0, 2.0, 0);
+    let (tables, cache) = table_cache_with_block_cache(&fixture);
+    let (_, handles, modules) = decode_modules(&fixture.bytes());
+    let table = tables.open(7, false).expect("open");
+    assert_eq!(cache.used_bytes(), 0);
+    let pointer = std::mem::size_of::<Arc<crate::filter::Filter>>() as u64;
+    let charge = |modules: &[BloomFilter]| {
+        modules
+            .iter()
+            .map(|module| module.size_bytes() as u64 + pointer)
+            .sum::<u64>()
+            + crate::cache::ENTRY_OVERHEAD_BYTES
+    };
+    let reads = || fixture.counters.snapshot().filter_block_reads[1];
+
+    // Module 1 alone answers: the entry holds module 1, and only it is read.
+    let rejected_by_1 = absent_key_rejected_by_module(&modules, 0);
+    probe_with(&table, &rejected_by_1, ModulesInUse::ALL);
+    assert_eq!(reads(), 1);
+    assert_eq!(cached_modules(&cache, handles[0]), Some(1));
+    assert_eq!(cache.used_bytes(), charge(&modules[..1]));
+
+    // A key modules 1 and 2 pass and module 3 rejects: modules 2 and 3 are read and added.
+    let rejected_by_3 = absent_key_rejected_by_module(&modules, 2);
+    probe_with(&table, &rejected_by_3, ModulesInUse::ALL);
+    assert_eq!(reads(), 3);
+    assert_eq!(cached_modules(&cache, handles[0]), Some(3));
+    assert_eq!(cache.used_bytes(), charge(&modules));
+    // No index or data block was read: the cache holds the filter entry alone.
+    assert_eq!(fixture.counters.snapshot().index_block_reads[1], 0);
+
+    // The allocation takes modules 2 and 3 out of use: the next probe cuts the entry, and modules
+    // 2 and 3 become an entry of their own, keyed by module 2's offset.
+    let lookups = cache.lookups();
+    probe_with(&table, &rejected_by_1, ModulesInUse::prefix(1));
+    assert_eq!(cache.lookups() - lookups, 1);
+    assert_eq!(cached_modules(&cache, handles[0]), Some(1));
+    assert_eq!(cached_modules(&cache, handles[1]), Some(2));
+    assert_eq!(
+        cache.used_bytes(),
+        charge(&modules[..1]) + charge(&modules[1..])
+    );
+    assert_eq!(reads(), 3, "cutting the entry reads nothing");
+    // With one module in use, a key module 1 passes goes on to the index and a data block.
+    let before = fixture.counters.snapshot();
+    probe_with(&table, &rejected_by_3, ModulesInUse::prefix(1));
+    let after = fixture.counters.snapshot();
+    assert_eq!(after.filter_block_reads[1], before.filter_block_reads[1]);
+    assert_eq!(
+        after.filter_false_positives[1] - before.filter_false_positives[1],
+        1
+    );
+    assert_eq!(after.index_block_reads[1] - before.index_block_reads[1], 1);
+    let sorted_blocks = cache.used_bytes() - charge(&modules[..1]) - charge(&modules[1..]);
+
+    // Module 2 back in use: taken from the cut entry (no device read), which keeps module 3.
+    let rejected_by_2 = absent_key_rejected_by_module(&modules, 1);
+    probe_with(&table, &rejected_by_2, ModulesInUse::prefix(2));
+    assert_eq!(reads(), 3);
+    assert_eq!(cached_modules(&cache, handles[0]), Some(2));
+    assert_eq!(cached_modules(&cache, handles[1]), None);
+    assert_eq!(cached_modules(&cache, handles[2]), Some(1));
+    assert_eq!(
+        cache.used_bytes(),
+        charge(&modules[..2]) + charge(&modules[2..]) + sorted_blocks
+    );
+    // Then a probe with two modules in use makes one cache lookup.
+    let lookups = cache.lookups();
+    probe_with(&table, &rejected_by_2, ModulesInUse::prefix(2));
+    assert_eq!(cache.lookups() - lookups, 1);
+
+    // Gone from the cache, a module back in use is read from the device again.
+    assert!(cache.remove(7, handles[2].offset).is_some());
+    probe_with(&table, &rejected_by_3, ModulesInUse::ALL);
+    assert_eq!(reads(), 4);
+    assert_eq!(cached_modules(&cache, handles[0]), Some(3));
+    assert_eq!(cache.used_bytes(), charge(&modules) + sorted_blocks);
 }
 
 /// Probes `user_key` in `table` with `in_use` modules (level 1).
