@@ -102,7 +102,10 @@ for path in sorted(glob.glob(f"{out}/ecotune-*.json")):
     # of it spent reading blocks from the device (elapsed, decompression included), the process's
     # CPU per query outside compaction and flush threads (queries and the paced writer), the
     # data blocks read from the device per query by level, block-cache hits per query, and the
-    # writer's stall time over the phase.
+    # writer's stall time over the phase; a third line: bytes read from table files per query, the
+    # runs iterator seeks positioned themselves in per query, and scans' read-ahead (device reads
+    # that filled a window, each also one of the blocks read per query, and data blocks taken from
+    # a window without a device read of their own).
     def med(values):
         values = [v for v in values if v is not None]
         return statistics.median(values) if values else float("nan")
@@ -126,4 +129,8 @@ for path in sorted(glob.glob(f"{out}/ecotune-*.json")):
               f"{med([h['index'] for h in hits]):.2f}/{med([h['filter'] for h in hits]):.2f}"
               f"  stall {med([r.get('write_stall_ms') for r in results]) / 1e3:.1f} s"
               f"  writes/q {med([r['background_writes'] / r['ops'] for r in results if r['ops']]):.2f}")
+        print(f"{'':>4} {label:<28} bytes read/q {med([r.get('read_bytes_per_op') for r in results]):8.0f}"
+              f"  runs sought/q {med([r.get('seek_runs_per_op') for r in results]):.3f}"
+              f"  read-ahead fills/q {med([r.get('scan_readahead_reads_per_op') for r in results]):.3f}"
+              f"  blocks from read-ahead/q {med([r.get('scan_readahead_blocks_per_op') for r in results]):.3f}")
 PY

@@ -199,6 +199,10 @@ pub struct EngineCounters {
     /// Elapsed time lookups and scans spent reading blocks from the file system, decompression
     /// included, microseconds (Strata): the wait on the device that CPU time does not show.
     pub block_read_micros: Option<u64>,
+    /// Scans' read-ahead (Strata): device reads that filled a read-ahead window (each also one
+    /// of `data_block_reads`), and data blocks taken from a window without a device read.
+    pub scan_readahead_reads: Option<u64>,
+    pub scan_readahead_blocks: Option<u64>,
     /// Skipped filter probes on the deepest non-empty level (Strata).
     pub last_level_filter_skips: Option<u64>,
     /// Probes a filter let through although the file did not hold the key.

@@ -274,6 +274,8 @@ impl Engine for StrataEngine {
                 filter: io.filter_cache_hits,
             }),
             block_read_micros: Some(io.block_read_nanos / 1_000),
+            scan_readahead_reads: Some(io.scan_readahead_reads),
+            scan_readahead_blocks: Some(io.scan_readahead_blocks),
             data_block_reads: Some(io.data_block_reads_total()),
             index_block_reads: Some(io.index_block_reads_total()),
             filter_block_reads: Some(io.filter_block_reads_total()),
