@@ -287,6 +287,60 @@ mod tests {
         );
     }
 
+    /// Blocks of `block` bytes walked front to back through a scan's read-ahead: two loads
+    /// before it reads ahead; fills of the block plus 8, 16, 32 KiB ... capped at the maximum;
+    /// every block's bytes right; a load that does not follow the one before starts over.
+    #[test]
+    fn a_scan_reads_ahead_after_two_sequential_blocks_and_doubles_each_fill() {
+        let block = 4_101usize;
+        let file = file(block * 120);
+        let limit = (block * 120) as u64;
+        let mut scan = ScanReadahead::new(32 << 10);
+        let mut fills = Vec::new();
+        for index in 0..60u64 {
+            let offset = index * block as u64;
+            let ahead = scan.observe(offset, block as u64);
+            assert_eq!(ahead, index >= 2, "block {index}");
+            if !ahead {
+                continue;
+            }
+            let (bytes, fresh) = scan.read(&file, offset, block, limit).expect("read");
+            assert_eq!(bytes, &file.bytes[offset as usize..offset as usize + block]);
+            if fresh > 0 {
+                fills.push(fresh);
+            }
+        }
+        // The first fill reads its block and 8 KiB; each fill after it starts where the window
+        // ended (it keeps the straddling block's first part) and reads twice as far ahead, up to
+        // 32 KiB past the block that needs it.
+        let reads = file.reads.lock().clone();
+        assert_eq!(reads.len(), fills.len());
+        assert_eq!(reads[0], (2 * block as u64, block + (8 << 10)));
+        let ends: Vec<u64> = reads.iter().map(|&(o, l)| o + l as u64).collect();
+        for pair in reads.windows(2) {
+            assert_eq!(pair[1].0, pair[0].0 + pair[0].1 as u64, "{reads:?}");
+        }
+        assert!(
+            fills.iter().all(|&f| f <= (block + (32 << 10)) as u64),
+            "{fills:?}"
+        );
+        assert!(
+            fills.len() <= 12,
+            "58 blocks in {} fills: {fills:?}",
+            fills.len()
+        );
+        assert!(ends.last().is_some_and(|&end| end >= 60 * block as u64));
+
+        // A seek elsewhere: two loads alone again, then a fill of the block and 8 KiB.
+        assert!(!scan.observe(100 * block as u64, block as u64));
+        assert!(!scan.observe(101 * block as u64, block as u64));
+        assert!(scan.observe(102 * block as u64, block as u64));
+        let offset = 102 * block as u64;
+        let (bytes, fresh) = scan.read(&file, offset, block, limit).expect("read");
+        assert_eq!(bytes, &file.bytes[offset as usize..offset as usize + block]);
+        assert_eq!(fresh, (block + (8 << 10)) as u64);
+    }
+
     #[test]
     fn zero_chunk_reads_exactly_what_is_asked() {
         let file = file(10_000);
