@@ -686,11 +686,25 @@ pub fn write_unnecessary_range(out: &mut dyn Write, result: &PhaseResult) -> io:
 /// the cache predicts.
 pub fn write_prediction(out: &mut dyn Write, result: &PhaseResult) -> io::Result<()> {
     if let Some(predicted) = result.predicted_reads_per_seek {
-        return writeln!(
+        write!(
             out,
             "  model (strata::model::seek): device reads per seek predicted/measured: {}",
             predicted_by_kind(&predicted, result)
-        );
+        )?;
+        // The model counts the data blocks a scan reaches; with read-ahead some of them come
+        // from a window, not a device read of their own.
+        let from_windows = result
+            .scan_readahead_blocks_per_op
+            .filter(|&blocks| blocks > 0.0);
+        return match (from_windows, result.io_per_op.data) {
+            (Some(blocks), Some(data)) => writeln!(
+                out,
+                "; data blocks reached (device reads plus blocks from read-ahead) {:.4} ({})",
+                data + blocks,
+                ratio(Some(data + blocks), predicted.data)
+            ),
+            _ => writeln!(out),
+        };
     }
     let Some(predicted) = result.predicted_reads_per_lookup else {
         return Ok(());
