@@ -84,6 +84,8 @@ pub struct EngineConfig {
     pub compaction: CompactionKind,
     /// Read table files with O_DIRECT.
     pub direct_reads: bool,
+    /// Largest read-ahead of a scan (Strata's `Options::scan_readahead_max_bytes`).
+    pub scan_readahead_bytes: u64,
     /// Keep index and filter blocks pinned in memory rather than in the block cache.
     pub pin_index_filter: bool,
     /// How the peers lay out and cache index and filter blocks (Strata ignores it).
@@ -561,6 +563,7 @@ pub(crate) mod conformance {
             garnering_c: crate::policies::DEFAULT_GARNERING_C,
             compaction: CompactionKind::Leveling,
             direct_reads: false,
+            scan_readahead_bytes: 256 << 10,
             pin_index_filter: false,
             peer_config: super::super::PeerConfig::StrataLike,
             index_restart_interval: None,
