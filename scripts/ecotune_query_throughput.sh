@@ -25,6 +25,8 @@
 # 8-byte keys, 256-byte values, 256 KiB buffers so that leveling has four levels, range filters on
 # every file, 8 MiB cache, direct reads, queries on two threads, a 2 MB/s writer unless RATE is
 # given); RANGE_FILTER_BITS and the size settings above then do not apply.
+# SCAN_READAHEAD_BYTES=b caps scans' read-ahead at b bytes (`--scan-readahead-bytes`; 0 turns it
+# off; default 256 KiB, `Options::scan_readahead_max_bytes`).
 # Besides queries/s (wall time, which the machine's load moves), the table prints counts that
 # do not depend on the load: blocks read per query, bytes written to tables per query, and the
 # process's CPU microseconds per query over all threads (compactions included; `cpu us/q`), whose
@@ -52,6 +54,7 @@ for r in $ratios; do
   "$strata" bench --filter-policy uniform "${shape[@]}" --workloads "fillrandom,ecotune:$r" \
     --num 1000000 --reads "$phase_reads" --compaction "$policies" --runs "$runs" \
     ${ECOTUNE_R:+--ecotune-r "$ECOTUNE_R"} \
+    ${SCAN_READAHEAD_BYTES:+--scan-readahead-bytes "$SCAN_READAHEAD_BYTES"} \
     --json "$out/ecotune-$r-$setup.json" > "$out/ecotune-$r-$setup.txt"
   echo "r = $r done" >&2
 done
