@@ -25,6 +25,8 @@
 # 8-byte keys, 256-byte values, 256 KiB buffers so that leveling has four levels, range filters on
 # every file, 8 MiB cache, direct reads, queries on two threads, a 2 MB/s writer unless RATE is
 # given); RANGE_FILTER_BITS and the size settings above then do not apply.
+# SCAN_READAHEAD_BYTES=b caps scans' read-ahead at b bytes (`--scan-readahead-bytes`; 0 turns it
+# off; default 256 KiB, `Options::scan_readahead_max_bytes`).
 # Besides queries/s (wall time, which the machine's load moves), the table prints counts that
 # do not depend on the load: blocks read per query, bytes written to tables per query, and the
 # process's CPU microseconds per query over all threads (compactions included; `cpu us/q`), whose
@@ -52,6 +54,7 @@ for r in $ratios; do
   "$strata" bench --filter-policy uniform "${shape[@]}" --workloads "fillrandom,ecotune:$r" \
     --num 1000000 --reads "$phase_reads" --compaction "$policies" --runs "$runs" \
     ${ECOTUNE_R:+--ecotune-r "$ECOTUNE_R"} \
+    ${SCAN_READAHEAD_BYTES:+--scan-readahead-bytes "$SCAN_READAHEAD_BYTES"} \
     --json "$out/ecotune-$r-$setup.json" > "$out/ecotune-$r-$setup.txt"
   echo "r = $r done" >&2
 done
@@ -102,7 +105,10 @@ for path in sorted(glob.glob(f"{out}/ecotune-*.json")):
     # of it spent reading blocks from the device (elapsed, decompression included), the process's
     # CPU per query outside compaction and flush threads (queries and the paced writer), the
     # data blocks read from the device per query by level, block-cache hits per query, and the
-    # writer's stall time over the phase.
+    # writer's stall time over the phase; a third line: bytes read from table files per query, the
+    # runs iterator seeks positioned themselves in per query, and scans' read-ahead (device reads
+    # that filled a window, each also one of the blocks read per query, and data blocks taken from
+    # a window without a device read of their own).
     def med(values):
         values = [v for v in values if v is not None]
         return statistics.median(values) if values else float("nan")
@@ -126,4 +132,8 @@ for path in sorted(glob.glob(f"{out}/ecotune-*.json")):
               f"{med([h['index'] for h in hits]):.2f}/{med([h['filter'] for h in hits]):.2f}"
               f"  stall {med([r.get('write_stall_ms') for r in results]) / 1e3:.1f} s"
               f"  writes/q {med([r['background_writes'] / r['ops'] for r in results if r['ops']]):.2f}")
+        print(f"{'':>4} {label:<28} bytes read/q {med([r.get('read_bytes_per_op') for r in results]):8.0f}"
+              f"  runs sought/q {med([r.get('seek_runs_per_op') for r in results]):.3f}"
+              f"  read-ahead fills/q {med([r.get('scan_readahead_reads_per_op') for r in results]):.3f}"
+              f"  blocks from read-ahead/q {med([r.get('scan_readahead_blocks_per_op') for r in results]):.3f}")
 PY

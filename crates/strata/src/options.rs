@@ -100,6 +100,17 @@ pub struct Options {
     /// block of an input would be a separate device read. 0 reads block by block. Default 2 MiB;
     /// at most 256 MiB. Each input run being merged holds one such buffer.
     pub compaction_readahead_bytes: usize,
+    /// Largest read-ahead of a scan, bytes (RocksDB's `max_auto_readahead_size`, 256 KiB there
+    /// too). An iterator that has read two consecutive data blocks of a table file reads the
+    /// next ones ahead: on its next block-cache miss in that file it reads the block and the
+    /// 8 KiB after it in one device read, and each later read ahead is twice as long, up to
+    /// this many bytes (`table/readahead.rs`). Blocks it takes from the read-ahead enter the
+    /// block cache as blocks read one at a time do; bytes it read ahead and never reached do
+    /// not. Point lookups and scans that read one or two blocks of a file never read ahead.
+    /// With [`Options::direct_reads`] there is no kernel readahead, and without this a long
+    /// scan is one device read per data block. 0 turns it off; at most 64 MiB. Default 256 KiB;
+    /// each table file an iterator has open holds at most one such buffer.
+    pub scan_readahead_max_bytes: usize,
     /// Compaction workers: jobs that may run at once (each on its own thread, beside the flush
     /// thread). The policy is shown the jobs in flight and picks around them
     /// (`compaction::RunningCompactions`). Between 1 and 64; default 2 (chosen by measurement on
@@ -224,6 +235,7 @@ impl std::fmt::Debug for Options {
                 "compaction_readahead_bytes",
                 &self.compaction_readahead_bytes,
             )
+            .field("scan_readahead_max_bytes", &self.scan_readahead_max_bytes)
             .field(
                 "max_background_compactions",
                 &self.max_background_compactions,
@@ -277,6 +289,7 @@ impl Default for Options {
             pin_filter_and_index_blocks: false,
             direct_reads: false,
             compaction_readahead_bytes: 2 << 20,
+            scan_readahead_max_bytes: 256 << 10,
             max_background_compactions: 2,
             access_statistics: true,
             access_sample_every: 4,
@@ -358,6 +371,8 @@ setters! {
     direct_reads: bool,
     /// Sets [`Options::compaction_readahead_bytes`].
     compaction_readahead_bytes: usize,
+    /// Sets [`Options::scan_readahead_max_bytes`].
+    scan_readahead_max_bytes: usize,
     /// Sets [`Options::max_background_compactions`].
     max_background_compactions: usize,
     /// Sets [`Options::access_statistics`].
@@ -519,6 +534,12 @@ impl Options {
             self.compaction_readahead_bytes,
         )?;
         check(
+            self.scan_readahead_max_bytes <= 64 << 20,
+            "scan_readahead_max_bytes",
+            "at most 64 MiB",
+            self.scan_readahead_max_bytes,
+        )?;
+        check(
             (1..=64).contains(&self.max_background_compactions),
             "max_background_compactions",
             "between 1 and 64",
@@ -627,6 +648,21 @@ mod tests {
         assert!(
             matches!(&error, Err(Error::InvalidArgument(m)) if m.contains("compaction_readahead_bytes"))
         );
+        let error = Options::default()
+            .scan_readahead_max_bytes((64 << 20) + 1)
+            .validate();
+        assert!(
+            matches!(&error, Err(Error::InvalidArgument(m)) if m.contains("scan_readahead_max_bytes"))
+        );
+        for bytes in [0, 4096, 64 << 20] {
+            assert!(
+                Options::default()
+                    .scan_readahead_max_bytes(bytes)
+                    .validate()
+                    .is_ok(),
+                "{bytes}"
+            );
+        }
         for bytes in [0, 255, (16 << 20) + 1] {
             let error = Options::default().metadata_block_bytes(bytes).validate();
             assert!(

@@ -136,6 +136,8 @@ plain_options! {
     direct_reads: bool,
     /// [`Options::compaction_readahead_bytes`].
     compaction_readahead_bytes: usize,
+    /// [`Options::scan_readahead_max_bytes`].
+    scan_readahead_max_bytes: usize,
     /// [`Options::max_background_compactions`].
     max_background_compactions: usize,
     /// [`Options::access_statistics`].

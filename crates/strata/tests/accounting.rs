@@ -471,3 +471,68 @@ fn a_trivial_move_is_counted_and_writes_nothing() {
     assert_eq!(io.compaction_write_bytes, 0);
     assert_eq!(io.table_write_bytes(), flushed);
 }
+
+/// A scan's read-ahead (`Options::scan_readahead_max_bytes`) with O_DIRECT reads and no block
+/// cache: a long scan reaches the same entries through fewer device reads, each data block
+/// either read alone, as a read-ahead fill, or taken from a fill; point lookups and short scans
+/// never read ahead; turning it off reads every data block alone.
+#[test]
+fn long_scans_read_ahead_and_point_lookups_never_do() {
+    let options = |readahead: usize| {
+        Options::default()
+            .block_cache_bytes(0)
+            .direct_reads(true)
+            .scan_readahead_max_bytes(readahead)
+    };
+    let (dir, db) = load(options(256 << 10));
+    let scan = |db: &Db, from: u32, entries: usize| -> Vec<(Vec<u8>, Vec<u8>)> {
+        db.range(key(from)..)
+            .take(entries)
+            .map(|entry| {
+                let (key, value) = entry.expect("entry");
+                (key, value.to_vec())
+            })
+            .collect()
+    };
+
+    for i in 0..500 {
+        assert!(db.get(key(i * 7)).expect("get").is_some());
+        assert!(db.get(missing_key(i * 7)).expect("get").is_none());
+    }
+    // Scans of 10 entries of 100 bytes: within one or two data blocks.
+    for i in 0..200 {
+        assert_eq!(scan(&db, i * 23, 10).len(), 10);
+    }
+    let io = db.stats().io;
+    assert!(io.data_block_reads_total() > 200);
+    assert_eq!(io.scan_readahead_reads, 0);
+    assert_eq!(io.scan_readahead_blocks, 0);
+
+    db.reset_stats();
+    let with = scan(&db, 100, 3000);
+    let on = db.stats().io;
+    drop(db);
+    let db = Db::open(dir.path(), options(0)).expect("reopen");
+    db.reset_stats();
+    let without = scan(&db, 100, 3000);
+    let off = db.stats().io;
+    assert_eq!(with.len(), 3000);
+    assert_eq!(with, without);
+
+    // 3,000 entries of about 115 bytes: some 90 data blocks of 4 KiB, each read alone when off.
+    assert!(off.data_block_reads_total() > 60, "{off:?}");
+    assert_eq!(off.scan_readahead_reads + off.scan_readahead_blocks, 0);
+    assert!(on.scan_readahead_reads > 0);
+    assert_eq!(
+        on.data_block_reads_total() + on.scan_readahead_blocks,
+        off.data_block_reads_total(),
+        "every data block the scan reached, read alone, as a fill or from one"
+    );
+    assert!(
+        on.data_block_reads_total() * 5 < off.data_block_reads_total(),
+        "{} device reads with read-ahead, {} without",
+        on.data_block_reads_total(),
+        off.data_block_reads_total()
+    );
+    assert!(on.scan_readahead_bytes <= on.read_bytes);
+}

@@ -186,6 +186,10 @@ pub struct BenchArgs {
     /// Read table files with O_DIRECT, so that block reads are device reads.
     #[arg(long)]
     pub direct_reads: bool,
+    /// Largest read-ahead of a Strata scan that reads a file's blocks in order
+    /// (`Options::scan_readahead_max_bytes`; 0 turns it off).
+    #[arg(long, default_value = "256KiB", value_parser = parse_bytes)]
+    pub scan_readahead_bytes: u64,
     /// Keep every table's index and filter blocks pinned in memory (outside the block cache),
     /// as RocksDB does with `cache_index_and_filter_blocks = false`.
     #[arg(long)]
@@ -441,6 +445,7 @@ pub struct BenchConfig {
     pub bits_per_key: Vec<f64>,
     pub cache_bytes: u64,
     pub direct_reads: bool,
+    pub scan_readahead_bytes: u64,
     pub pin_index_filter: bool,
     pub peer_config: PeerConfig,
     pub index_restart_interval: Option<usize>,
@@ -657,6 +662,7 @@ impl BenchConfig {
                 None => args.cache_bytes,
             },
             direct_reads: args.direct_reads,
+            scan_readahead_bytes: args.scan_readahead_bytes,
             pin_index_filter: args.pin_index_filter,
             peer_config: args.peer_config,
             index_restart_interval: args.index_restart_interval,
@@ -800,6 +806,7 @@ impl BenchConfig {
             ecotune: self.ecotune_settings(),
             compaction: variant.compaction,
             direct_reads: self.direct_reads,
+            scan_readahead_bytes: self.scan_readahead_bytes,
             pin_index_filter: self.pin_index_filter,
             peer_config: self.peer_config,
             index_restart_interval: self.index_restart_interval,

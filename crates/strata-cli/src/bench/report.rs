@@ -202,6 +202,12 @@ pub struct PhaseResult {
     /// Microseconds per operation that lookups and scans spent reading blocks from the file
     /// system (elapsed, decompression included; Strata): the wait on the device.
     pub block_read_us_per_op: Option<f64>,
+    /// Device reads per operation that filled a scan's read-ahead window (Strata; each also
+    /// counted in the data block reads).
+    pub scan_readahead_reads_per_op: Option<f64>,
+    /// Data blocks per operation scans took from a read-ahead window without a device read of
+    /// their own (Strata; not in the data block reads).
+    pub scan_readahead_blocks_per_op: Option<f64>,
     /// Memory of the open files' range filters at the end of the phase (Strata).
     pub range_filter_bytes: Option<u64>,
     /// Index and filter blocks pinned outside the block cache at the end of the phase (Strata).
@@ -507,6 +513,8 @@ impl PhaseResult {
                 filter: Some(per(hits.filter, counts.ops)),
             }),
             block_read_us_per_op: per_op(io.block_read_micros),
+            scan_readahead_reads_per_op: per_op(io.scan_readahead_reads),
+            scan_readahead_blocks_per_op: per_op(io.scan_readahead_blocks),
             range_filter_bytes: shape.range_filter_bytes,
             pinned_bytes: shape.pinned_bytes,
             filter_rebuilds: io.filter_rebuilds,
@@ -678,11 +686,25 @@ pub fn write_unnecessary_range(out: &mut dyn Write, result: &PhaseResult) -> io:
 /// the cache predicts.
 pub fn write_prediction(out: &mut dyn Write, result: &PhaseResult) -> io::Result<()> {
     if let Some(predicted) = result.predicted_reads_per_seek {
-        return writeln!(
+        write!(
             out,
             "  model (strata::model::seek): device reads per seek predicted/measured: {}",
             predicted_by_kind(&predicted, result)
-        );
+        )?;
+        // The model counts the data blocks a scan reaches; with read-ahead some of them come
+        // from a window, not a device read of their own.
+        let from_windows = result
+            .scan_readahead_blocks_per_op
+            .filter(|&blocks| blocks > 0.0);
+        return match (from_windows, result.io_per_op.data) {
+            (Some(blocks), Some(data)) => writeln!(
+                out,
+                "; data blocks reached (device reads plus blocks from read-ahead) {:.4} ({})",
+                data + blocks,
+                ratio(Some(data + blocks), predicted.data)
+            ),
+            _ => writeln!(out),
+        };
     }
     let Some(predicted) = result.predicted_reads_per_lookup else {
         return Ok(());

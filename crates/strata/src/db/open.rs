@@ -366,14 +366,17 @@ fn assemble(
 ) -> Arc<DbInner> {
     let fs = Arc::clone(&options.file_system);
     let block_cache = Arc::new(BlockCache::new(options.block_cache_bytes));
-    let tables = Arc::new(TableCache::new(
-        dir.to_path_buf(),
-        Arc::clone(&fs),
-        options.max_open_files,
-        Arc::clone(&block_cache),
-        Arc::clone(&recovered.counters),
-        options.direct_reads,
-    ));
+    let tables = Arc::new(
+        TableCache::new(
+            dir.to_path_buf(),
+            Arc::clone(&fs),
+            options.max_open_files,
+            Arc::clone(&block_cache),
+            Arc::clone(&recovered.counters),
+            options.direct_reads,
+        )
+        .with_scan_readahead(options.scan_readahead_max_bytes),
+    );
     let view = ReadView {
         mem: recovered.mem,
         immutable: Vec::new(),

@@ -110,6 +110,11 @@ pub(crate) struct IoCounters {
     pub(crate) decompress_nanos: AtomicU64,
     /// Elapsed time of the device reads behind `block_reads` (lookups' and scans' cache misses).
     pub(crate) block_read_nanos: AtomicU64,
+    /// Scans' read-ahead (`table/readahead.rs`): device reads that filled a window, their bytes,
+    /// and data blocks served from a window without a device read of their own.
+    pub(crate) scan_readahead_reads: AtomicU64,
+    pub(crate) scan_readahead_bytes: AtomicU64,
+    pub(crate) scan_readahead_blocks: AtomicU64,
     /// Entries the user's write calls wrote (auto-tune's measured write costs, `db/write.rs`).
     pub(crate) write_entries: AtomicU64,
     /// Entries the timed write calls wrote: a call is timed when it carries the entry count
@@ -172,6 +177,9 @@ impl Default for IoCounters {
             blocks_decompressed: AtomicU64::new(0),
             decompress_nanos: AtomicU64::new(0),
             block_read_nanos: AtomicU64::new(0),
+            scan_readahead_reads: AtomicU64::new(0),
+            scan_readahead_bytes: AtomicU64::new(0),
+            scan_readahead_blocks: AtomicU64::new(0),
             write_entries: AtomicU64::new(0),
             timed_write_entries: AtomicU64::new(0),
             timed_write_nanos: AtomicU64::new(0),
@@ -236,6 +244,19 @@ impl IoCounters {
     pub(crate) fn count_decompression(&self, nanos: u64) {
         add(&self.blocks_decompressed, 1);
         add(&self.decompress_nanos, nanos);
+    }
+
+    /// Counts a read-ahead window's fill: one device read of `bytes` for a data block on
+    /// `level`, which took `nanos`.
+    pub(crate) fn count_readahead_read(&self, level: usize, bytes: u64, nanos: u64) {
+        self.count_block_read(BlockKind::Data, level, bytes, nanos);
+        add(&self.scan_readahead_reads, 1);
+        add(&self.scan_readahead_bytes, bytes);
+    }
+
+    /// Counts a data block served from a read-ahead window (no device read of its own).
+    pub(crate) fn count_readahead_block(&self) {
+        add(&self.scan_readahead_blocks, 1);
     }
 
     pub(crate) fn count_cache_hit(&self, kind: BlockKind) {
@@ -332,6 +353,9 @@ impl IoCounters {
             &self.blocks_decompressed,
             &self.decompress_nanos,
             &self.block_read_nanos,
+            &self.scan_readahead_reads,
+            &self.scan_readahead_bytes,
+            &self.scan_readahead_blocks,
             &self.write_entries,
             &self.timed_write_entries,
             &self.timed_write_nanos,
@@ -395,6 +419,9 @@ impl IoCounters {
             blocks_decompressed: load(&self.blocks_decompressed),
             decompress_nanos: load(&self.decompress_nanos),
             block_read_nanos: load(&self.block_read_nanos),
+            scan_readahead_reads: load(&self.scan_readahead_reads),
+            scan_readahead_bytes: load(&self.scan_readahead_bytes),
+            scan_readahead_blocks: load(&self.scan_readahead_blocks),
         }
     }
 }
@@ -518,6 +545,17 @@ pub struct IoStats {
     /// compaction inputs not), nanoseconds: the time lookups and scans wait on the device, which
     /// neither CPU time nor block counts show. Elapsed like `decompress_nanos`.
     pub block_read_nanos: u64,
+    /// Device reads a scan's read-ahead made (`Options::scan_readahead_max_bytes`): each one
+    /// read of several data blocks' bytes, and each also counted once in `data_block_reads`
+    /// (on the level of the block that started it), in `read_bytes` (all its bytes) and in
+    /// `block_read_nanos`.
+    pub scan_readahead_reads: u64,
+    /// Bytes those reads read.
+    pub scan_readahead_bytes: u64,
+    /// Data blocks a scan took from a read-ahead window without a device read of their own
+    /// (not in `data_block_reads`): a scan's data blocks that missed the block cache are
+    /// `data_block_reads` plus these.
+    pub scan_readahead_blocks: u64,
 }
 
 impl IoStats {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::block::BlockIter;
 use super::format::BlockHandle;
 use super::index_iter::IndexIter;
-use super::readahead::Readahead;
+use super::readahead::{Readahead, ScanReadahead};
 use super::reader::{ReadMode, TableReader};
 use super::table_cache::TableFile;
 use super::TableCache;
@@ -24,6 +24,9 @@ pub(crate) struct TableIter {
     data: Option<(BlockIter, BlockHandle)>,
     /// Set for a front-to-back walk of a compaction input: data blocks come from large reads.
     readahead: Option<Readahead>,
+    /// Set for a scan (`ReadMode::Cached`) with read-ahead on: data blocks come from
+    /// read-ahead windows once the scan reads the file's blocks in order.
+    scan_readahead: Option<ScanReadahead>,
     error: Option<Error>,
 }
 
@@ -35,8 +38,19 @@ impl TableIter {
             index: None,
             data: None,
             readahead: None,
+            scan_readahead: None,
             error: None,
         }
+    }
+
+    /// Reads ahead, up to `max_bytes` at a time, once a scan loads the file's data blocks in
+    /// order (see [`ScanReadahead`]); 0, or an iterator that does not read through the block
+    /// cache, never does.
+    pub(crate) fn with_scan_readahead(mut self, max_bytes: usize) -> Self {
+        if max_bytes > 0 && matches!(self.mode, ReadMode::Cached { .. }) {
+            self.scan_readahead = Some(ScanReadahead::new(max_bytes));
+        }
+        self
     }
 
     /// Reads data blocks through a [`Readahead`] window of `chunk_bytes` (uncached): for
@@ -77,11 +91,15 @@ impl TableIter {
         let table = &self.table;
         let mode = self.mode;
         let readahead = &mut self.readahead;
+        let scan_readahead = &mut self.scan_readahead;
         let handle = index.handle();
         let loaded = (|| {
-            let block = match readahead {
-                Some(readahead) => table.sequential_block(handle, readahead)?,
-                None => table.sorted_block(handle, BlockKind::Data, mode)?,
+            let block = match (readahead, scan_readahead, mode) {
+                (Some(readahead), _, _) => table.sequential_block(handle, readahead)?,
+                (None, Some(scan), ReadMode::Cached { level }) => {
+                    table.scan_block(handle, level, scan)?
+                }
+                _ => table.sorted_block(handle, BlockKind::Data, mode)?,
             };
             Ok((BlockIter::new(block, compare_internal_keys), handle))
         })();
@@ -225,7 +243,7 @@ impl<F: TableFile> RunIter<F> {
                 let iter = TableIter::new(table, self.mode);
                 self.current = Some(match self.readahead_bytes {
                     Some(chunk_bytes) => iter.with_readahead(chunk_bytes),
-                    None => iter,
+                    None => iter.with_scan_readahead(self.tables.scan_readahead_max_bytes()),
                 });
                 true
             }

@@ -1,5 +1,5 @@
-//! Large sequential reads of a table file for a reader that walks it front to back (a
-//! compaction's inputs).
+//! Large sequential reads of a table file: a compaction's walk of its inputs, and a scan's
+//! read-ahead once it reads a file's blocks in order.
 //!
 //! A compaction reads every data block of every input file in order. Read block by block, that is
 //! one `pread` per 4 KiB block: the kernel's readahead hides the cost when reads go through the
@@ -9,9 +9,21 @@
 //! (`compaction_readahead_size`); [`Readahead`] does the same: it keeps one window of the file and
 //! serves blocks from it, refilling it with one read when a block falls outside.
 //!
+//! A scan does not know how far it will read, so it reads ahead only once its reads look
+//! sequential, as RocksDB's iterators do (auto-readahead, `BlockPrefetcher`): [`ScanReadahead`]
+//! watches the data blocks a file's iterator loads, and once two consecutive blocks of the file
+//! have been loaded in a row (from the cache or the device), the next block-cache miss reads
+//! that block and [`INITIAL_SCAN_READAHEAD_BYTES`] after it in one device read, and every later
+//! fill reads twice as far ahead, up to `Options::scan_readahead_max_bytes`. A load that does
+//! not follow the one before (a seek elsewhere) starts the count over at the initial size. A
+//! long scan of 100 entries of 264 bytes reads about 6.5 data blocks of 4 KiB: one device read
+//! each without read-ahead; two single reads and then one or two fills with it.
+//!
 //! The window never extends past `limit` (the end of the file's data blocks), so reading ahead
 //! does not drag the filter and index blocks in with the last chunk. Blocks are copied out of the
-//! window so that each decoded block owns its bytes, like a block read on its own.
+//! window so that each decoded block owns its bytes, like a block read on its own; each is
+//! checked against its own checksum when it is taken from the window, so a corrupt block inside
+//! a window is an error of that block, met when the scan reaches it.
 
 use crate::env::RandomAccessFile;
 use crate::error::Result;
@@ -33,6 +45,11 @@ impl Readahead {
             window: Vec::new(),
             bytes_read: 0,
         }
+    }
+
+    /// Changes how far the next refill reads from the block that needs it.
+    pub(crate) fn set_chunk_bytes(&mut self, chunk_bytes: usize) {
+        self.chunk_bytes = chunk_bytes;
     }
 
     /// Bytes read from the file so far (what a reader's I/O counters should be charged).
@@ -79,6 +96,74 @@ impl Readahead {
         let from = (offset - self.window_offset) as usize;
         let to = (from + len).min(self.window.len());
         Ok(self.window.get(from..to).unwrap_or_default().to_vec())
+    }
+}
+
+/// The read-ahead a scan starts with: RocksDB's `initial_auto_readahead_size`.
+pub(crate) const INITIAL_SCAN_READAHEAD_BYTES: usize = 8 << 10;
+
+/// Consecutive data blocks a file's iterator loads before it reads ahead: RocksDB's
+/// `num_file_reads_for_auto_readahead`.
+const SEQUENTIAL_BLOCKS_BEFORE_READAHEAD: u32 = 2;
+
+/// A scan's read-ahead over one table file (see the module documentation): the access pattern
+/// that turns it on, the size of the next fill, and the window.
+pub(crate) struct ScanReadahead {
+    max_bytes: usize,
+    next_bytes: usize,
+    /// Data blocks loaded in a row, each starting where the one before ended.
+    sequential_blocks: u32,
+    /// Where the last data block loaded ended (its trailer included).
+    last_end: Option<u64>,
+    window: Readahead,
+}
+
+impl ScanReadahead {
+    /// Read-ahead of at most `max_bytes` (positive).
+    pub(crate) fn new(max_bytes: usize) -> Self {
+        ScanReadahead {
+            max_bytes,
+            next_bytes: INITIAL_SCAN_READAHEAD_BYTES.min(max_bytes),
+            sequential_blocks: 0,
+            last_end: None,
+            window: Readahead::new(0),
+        }
+    }
+
+    /// Notes that the iterator loads the block at `offset` of `len` bytes (trailer included),
+    /// and says whether that block's read, if the cache misses, reads ahead.
+    pub(crate) fn observe(&mut self, offset: u64, len: u64) -> bool {
+        if self.last_end == Some(offset) {
+            self.sequential_blocks = self.sequential_blocks.saturating_add(1);
+        } else {
+            self.sequential_blocks = 0;
+            self.next_bytes = INITIAL_SCAN_READAHEAD_BYTES.min(self.max_bytes);
+        }
+        self.last_end = offset.checked_add(len);
+        self.sequential_blocks >= SEQUENTIAL_BLOCKS_BEFORE_READAHEAD
+    }
+
+    /// The `len` bytes at `offset` (a data block and its trailer), from the window or from one
+    /// device read that fills it with the block and the next fill's bytes after it (never past
+    /// `limit`), and how many bytes were read from the file for it (0: served from the window).
+    /// Each fill doubles the next one's read-ahead, up to the maximum. A short read gives a
+    /// short answer, as [`Readahead::read`].
+    pub(crate) fn read(
+        &mut self,
+        file: &dyn RandomAccessFile,
+        offset: u64,
+        len: usize,
+        limit: u64,
+    ) -> Result<(Vec<u8>, u64)> {
+        self.window
+            .set_chunk_bytes(len.saturating_add(self.next_bytes));
+        let before = self.window.bytes_read();
+        let bytes = self.window.read(file, offset, len, limit)?;
+        let fresh = self.window.bytes_read() - before;
+        if fresh > 0 {
+            self.next_bytes = self.next_bytes.saturating_mul(2).min(self.max_bytes);
+        }
+        Ok((bytes, fresh))
     }
 }
 
@@ -200,6 +285,60 @@ mod tests {
             file.reads.lock().clone(),
             vec![(100, 10_000), (0, 4_096), (49_000, 1_000)]
         );
+    }
+
+    /// Blocks of `block` bytes walked front to back through a scan's read-ahead: two loads
+    /// before it reads ahead; fills of the block plus 8, 16, 32 KiB ... capped at the maximum;
+    /// every block's bytes right; a load that does not follow the one before starts over.
+    #[test]
+    fn a_scan_reads_ahead_after_two_sequential_blocks_and_doubles_each_fill() {
+        let block = 4_101usize;
+        let file = file(block * 120);
+        let limit = (block * 120) as u64;
+        let mut scan = ScanReadahead::new(32 << 10);
+        let mut fills = Vec::new();
+        for index in 0..60u64 {
+            let offset = index * block as u64;
+            let ahead = scan.observe(offset, block as u64);
+            assert_eq!(ahead, index >= 2, "block {index}");
+            if !ahead {
+                continue;
+            }
+            let (bytes, fresh) = scan.read(&file, offset, block, limit).expect("read");
+            assert_eq!(bytes, &file.bytes[offset as usize..offset as usize + block]);
+            if fresh > 0 {
+                fills.push(fresh);
+            }
+        }
+        // The first fill reads its block and 8 KiB; each fill after it starts where the window
+        // ended (it keeps the straddling block's first part) and reads twice as far ahead, up to
+        // 32 KiB past the block that needs it.
+        let reads = file.reads.lock().clone();
+        assert_eq!(reads.len(), fills.len());
+        assert_eq!(reads[0], (2 * block as u64, block + (8 << 10)));
+        let ends: Vec<u64> = reads.iter().map(|&(o, l)| o + l as u64).collect();
+        for pair in reads.windows(2) {
+            assert_eq!(pair[1].0, pair[0].0 + pair[0].1 as u64, "{reads:?}");
+        }
+        assert!(
+            fills.iter().all(|&f| f <= (block + (32 << 10)) as u64),
+            "{fills:?}"
+        );
+        assert!(
+            fills.len() <= 12,
+            "58 blocks in {} fills: {fills:?}",
+            fills.len()
+        );
+        assert!(ends.last().is_some_and(|&end| end >= 60 * block as u64));
+
+        // A seek elsewhere: two loads alone again, then a fill of the block and 8 KiB.
+        assert!(!scan.observe(100 * block as u64, block as u64));
+        assert!(!scan.observe(101 * block as u64, block as u64));
+        assert!(scan.observe(102 * block as u64, block as u64));
+        let offset = 102 * block as u64;
+        let (bytes, fresh) = scan.read(&file, offset, block, limit).expect("read");
+        assert_eq!(bytes, &file.bytes[offset as usize..offset as usize + block]);
+        assert_eq!(fresh, (block + (8 << 10)) as u64);
     }
 
     #[test]

@@ -46,7 +46,7 @@ use super::format::{
 };
 use super::partition::PartitionIndex;
 use super::properties::TableProperties;
-use super::readahead::Readahead;
+use super::readahead::{Readahead, ScanReadahead};
 use super::table_file_name;
 use crate::cache::{BlockCache, CachedBlock};
 use crate::env::{FileSystem, RandomAccessFile};
@@ -537,6 +537,49 @@ impl TableReader {
         );
         let contents = decode_stored_block(raw, &self.path, handle, Some(&self.counters))?;
         Ok(Arc::new(self.decode_block(contents, handle)?))
+    }
+
+    /// A data block for a scan that reads ahead (`ScanReadahead`, `Options::scan_readahead_max_bytes`):
+    /// from the block cache, or on a miss, once the scan's loads of this file have been
+    /// sequential, from the read-ahead window (one device read fills it with the block and the
+    /// blocks after it, counted as one data block read on `level` of all its bytes; a block
+    /// taken from the window is counted as such, not as a device read). Until the loads are
+    /// sequential the block is read alone, as [`TableReader::sorted_block`]. The block enters the
+    /// cache either way, so turning read-ahead on or off changes how a scan's misses reach the
+    /// device, not what the cache holds afterwards. Its checksum is checked when it is taken.
+    pub(crate) fn scan_block(
+        &self,
+        handle: BlockHandle,
+        level: usize,
+        readahead: &mut ScanReadahead,
+    ) -> Result<Arc<Block>> {
+        let mode = ReadMode::Cached { level };
+        let len = block_len(self.file.as_ref(), &self.path, handle)?;
+        if !readahead.observe(handle.offset, len as u64) {
+            return self.sorted_block(handle, BlockKind::Data, mode);
+        }
+        if let Some(CachedBlock::Sorted(block)) = self.cache.get(self.number, handle.offset) {
+            self.counters.count_cache_hit(BlockKind::Data);
+            return Ok(block);
+        }
+        let start = Instant::now();
+        let (raw, fresh) =
+            readahead.read(self.file.as_ref(), handle.offset, len, self.data_end())?;
+        let contents = check_full_read(&raw, len, &self.path, handle)
+            .and_then(|()| decode_stored_block(raw, &self.path, handle, Some(&self.counters)));
+        if fresh > 0 {
+            let nanos = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.counters.count_readahead_read(level, fresh, nanos);
+        } else {
+            self.counters.count_readahead_block();
+        }
+        let block = Arc::new(self.decode_block(contents?, handle)?);
+        self.cache.insert(
+            self.number,
+            handle.offset,
+            CachedBlock::Sorted(Arc::clone(&block)),
+        );
+        Ok(block)
     }
 
     /// Where the data blocks end: the first byte of the filter modules or partitions, the

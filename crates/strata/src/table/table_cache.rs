@@ -172,6 +172,9 @@ pub(crate) struct TableCache {
     clock: Mutex<Clock>,
     /// Readers alive (open file descriptors) and their pinned bytes, wherever they are held.
     open: Arc<OpenReaders>,
+    /// Largest read-ahead of the scans of the files it opens (`Options::scan_readahead_max_bytes`;
+    /// 0, the default here, none).
+    scan_readahead_max_bytes: usize,
 }
 
 impl TableCache {
@@ -192,7 +195,19 @@ impl TableCache {
             capacity: max_open_files.max(1),
             clock: Mutex::new(Clock::default()),
             open: Arc::new(OpenReaders::default()),
+            scan_readahead_max_bytes: 0,
         }
+    }
+
+    /// Lets scans of the files it opens read ahead up to `max_bytes` at a time (0: never).
+    pub(crate) fn with_scan_readahead(mut self, max_bytes: usize) -> Self {
+        self.scan_readahead_max_bytes = max_bytes;
+        self
+    }
+
+    /// See [`TableCache::with_scan_readahead`].
+    pub(crate) fn scan_readahead_max_bytes(&self) -> usize {
+        self.scan_readahead_max_bytes
     }
 
     /// Runs `read` on `file`'s reader, opening it into the file's slot first if the slot is empty

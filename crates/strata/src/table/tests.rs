@@ -368,6 +368,155 @@ fn readahead_iteration_reads_the_data_region_once_in_large_pieces() {
     }
 }
 
+/// Walks `iter` from `start` (the first entry when `None`) for at most `limit` entries.
+fn scan_entries(
+    iter: &mut TableIter,
+    start: Option<&[u8]>,
+    limit: usize,
+) -> crate::error::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    match start {
+        Some(target) => iter.seek(target),
+        None => iter.seek_to_first(),
+    }
+    let mut entries = Vec::new();
+    while iter.valid() && entries.len() < limit {
+        entries.push((iter.key().to_vec(), iter.value().to_vec()));
+        iter.next();
+    }
+    iter.status().map(|()| entries)
+}
+
+/// A scan's read-ahead (`readahead::ScanReadahead`) on tables stored raw and compressed, with no
+/// block cache so that every data block a scan loads misses: the same entries as block-by-block
+/// reads; the data blocks reached through fewer device reads, each data block read once either
+/// alone, as a window's fill or from a window; the same bytes read in total (nothing read twice
+/// or past the data blocks); and a scan of one or two blocks never reads ahead.
+#[test]
+fn a_long_scan_reads_ahead_with_fewer_device_reads_and_the_same_entries() {
+    for compression in [Compression::None, Compression::Lz4] {
+        let fixture = compressed_fixture(3000, compression, 0);
+        let table = fixture.tables.open(7, false).expect("open");
+        let mode = ReadMode::Cached { level: 2 };
+        let before = fixture.counters.snapshot();
+        let plain = scan_entries(&mut TableIter::new(table.clone(), mode), None, usize::MAX)
+            .expect("plain");
+        let middle = fixture.counters.snapshot();
+        let mut iter = TableIter::new(table.clone(), mode).with_scan_readahead(256 << 10);
+        let read_ahead = scan_entries(&mut iter, None, usize::MAX).expect("read ahead");
+        let after = fixture.counters.snapshot();
+        assert_eq!(read_ahead, plain, "{compression:?}");
+        assert_eq!(plain.len(), 6300);
+
+        let blocks = middle.data_block_reads[2] - before.data_block_reads[2];
+        let device_reads = after.data_block_reads[2] - middle.data_block_reads[2];
+        let fills = after.scan_readahead_reads - middle.scan_readahead_reads;
+        let served = after.scan_readahead_blocks - middle.scan_readahead_blocks;
+        assert!(blocks >= 20, "{compression:?}: {blocks} data blocks");
+        assert_eq!(middle.scan_readahead_reads, before.scan_readahead_reads);
+        assert!(fills >= 2, "{compression:?}: {fills} fills");
+        // Two blocks alone, then the fills (8, 16, ... KiB ahead: a handful for the file).
+        assert_eq!(device_reads, 2 + fills, "{compression:?}");
+        assert!(device_reads * 3 < blocks, "{device_reads} of {blocks}");
+        assert_eq!(device_reads + served, blocks, "{compression:?}");
+        assert_eq!(
+            after.read_bytes - middle.read_bytes,
+            middle.read_bytes - before.read_bytes,
+            "{compression:?}: the same bytes, fewer reads"
+        );
+
+        // A short scan (within the first two blocks it loads) never reads ahead.
+        for start in [0u64, 1500, 4000] {
+            let target = lookup_key(&key(2 * start), u64::MAX >> 8);
+            let mut iter = TableIter::new(table.clone(), mode).with_scan_readahead(256 << 10);
+            let before = fixture.counters.snapshot();
+            let short = scan_entries(&mut iter, Some(&target), 20).expect("short");
+            let after = fixture.counters.snapshot();
+            let mut plain_iter = TableIter::new(table.clone(), mode);
+            assert_eq!(
+                short,
+                scan_entries(&mut plain_iter, Some(&target), 20).expect("plain")
+            );
+            assert_eq!(after.scan_readahead_reads, before.scan_readahead_reads);
+            assert_eq!(after.scan_readahead_blocks, before.scan_readahead_blocks);
+        }
+    }
+}
+
+/// Seeks anywhere, forwards and backwards, into and out of a read-ahead window, each followed by
+/// a scan of some length: the same entries with read-ahead as without, through a block cache
+/// (which hits and misses in turn) and without one.
+#[test]
+fn seeks_in_the_middle_give_the_same_entries_with_and_without_read_ahead() {
+    for cache_bytes in [0, 64 << 10] {
+        let fixture = compressed_fixture(3000, Compression::Lz4, cache_bytes);
+        let table = fixture.tables.open(7, false).expect("open");
+        let mode = ReadMode::Cached { level: 1 };
+        let mut with = TableIter::new(table.clone(), mode).with_scan_readahead(32 << 10);
+        let mut without = TableIter::new(table.clone(), mode);
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..60 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let start = (state >> 33) % 6_100;
+            let length = ((state >> 20) % 700) as usize;
+            let target = lookup_key(&key(start), u64::MAX >> 8);
+            let got = scan_entries(&mut with, Some(&target), length).expect("with");
+            let want = scan_entries(&mut without, Some(&target), length).expect("without");
+            assert_eq!(got, want, "seek to {start}, {length} entries");
+        }
+        assert!(fixture.counters.snapshot().scan_readahead_reads > 0);
+    }
+}
+
+/// A damaged data block inside a read-ahead window: the scan gives the entries before it, then a
+/// corruption error naming the file, never a panic and never the damaged block's entries.
+#[test]
+fn a_damaged_block_inside_a_read_ahead_window_is_a_corruption_error() {
+    let fixture = compressed_fixture(3000, Compression::None, 0);
+    let path = fixture.path();
+    let original = fixture.bytes();
+    let data_end = {
+        let table = fixture.tables.open(7, false).expect("open");
+        table
+            .footer()
+            .index
+            .offset
+            .min(table.footer().properties.offset) as usize
+    };
+    let plain = {
+        let table = fixture.tables.open(7, false).expect("open");
+        scan_entries(
+            &mut TableIter::new(table, ReadMode::Cached { level: 0 }),
+            None,
+            usize::MAX,
+        )
+        .expect("plain")
+    };
+    // Past the first blocks, so inside windows; a spread over the data blocks.
+    for position in (5 * 4096..data_end).step_by(data_end / 23) {
+        let mut damaged = original.clone();
+        damaged[position] ^= 0x20;
+        std::fs::write(&path, &damaged).expect("write");
+        let tables = table_cache(fixture.dir.path(), 0, &fixture.counters);
+        let table = tables.open(7, false).expect("open damaged");
+        let mut iter =
+            TableIter::new(table, ReadMode::Cached { level: 0 }).with_scan_readahead(256 << 10);
+        iter.seek_to_first();
+        let mut entries = Vec::new();
+        while iter.valid() {
+            entries.push((iter.key().to_vec(), iter.value().to_vec()));
+            iter.next();
+        }
+        match iter.status() {
+            Err(Error::Corruption { file, .. }) => assert_eq!(file, path, "{position}"),
+            other => panic!("byte {position}: expected corruption, got {other:?}"),
+        }
+        assert!(entries.len() < plain.len(), "{position}");
+        assert_eq!(entries, plain[..entries.len()], "{position}");
+    }
+}
+
 /// Flips bytes of a single-filter file and of a four-module file (2, 2, 2 and 0.5 bits per key):
 /// a sample of the data blocks, and every byte from the first filter module to the end (modules,
 /// modular filter index, properties, index, footer). Lookups of present keys read every module.

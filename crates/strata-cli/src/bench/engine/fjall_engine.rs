@@ -627,6 +627,8 @@ impl Engine for FjallEngine {
             data_block_reads_by_level: None,
             cache_hits: None,
             block_read_micros: None,
+            scan_readahead_reads: None,
+            scan_readahead_blocks: None,
             // fjall sleeps writers (10 ms while level 0 is over its limit, 100 ms while too many
             // sealed memtables wait) but counts neither.
             write_stalls: None,

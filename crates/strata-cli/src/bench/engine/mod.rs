@@ -84,6 +84,8 @@ pub struct EngineConfig {
     pub compaction: CompactionKind,
     /// Read table files with O_DIRECT.
     pub direct_reads: bool,
+    /// Largest read-ahead of a scan (Strata's `Options::scan_readahead_max_bytes`).
+    pub scan_readahead_bytes: u64,
     /// Keep index and filter blocks pinned in memory rather than in the block cache.
     pub pin_index_filter: bool,
     /// How the peers lay out and cache index and filter blocks (Strata ignores it).
@@ -199,6 +201,10 @@ pub struct EngineCounters {
     /// Elapsed time lookups and scans spent reading blocks from the file system, decompression
     /// included, microseconds (Strata): the wait on the device that CPU time does not show.
     pub block_read_micros: Option<u64>,
+    /// Scans' read-ahead (Strata): device reads that filled a read-ahead window (each also one
+    /// of `data_block_reads`), and data blocks taken from a window without a device read.
+    pub scan_readahead_reads: Option<u64>,
+    pub scan_readahead_blocks: Option<u64>,
     /// Skipped filter probes on the deepest non-empty level (Strata).
     pub last_level_filter_skips: Option<u64>,
     /// Probes a filter let through although the file did not hold the key.
@@ -557,6 +563,7 @@ pub(crate) mod conformance {
             garnering_c: crate::policies::DEFAULT_GARNERING_C,
             compaction: CompactionKind::Leveling,
             direct_reads: false,
+            scan_readahead_bytes: 256 << 10,
             pin_index_filter: false,
             peer_config: super::super::PeerConfig::StrataLike,
             index_restart_interval: None,

@@ -607,6 +607,8 @@ impl Engine for RocksDbEngine {
             data_block_reads_by_level: None,
             cache_hits: None,
             block_read_micros: None,
+            scan_readahead_reads: None,
+            scan_readahead_blocks: None,
             write_stalls: Some(self.write_stalls().saturating_sub(stalls_base)),
             write_stall_micros: Some(stall_micros),
             compaction_micros: None,

@@ -85,6 +85,9 @@ impl StrataEngine {
             .target_file_bytes(config.target_file_bytes)
             .block_cache_bytes(cache_bytes)
             .direct_reads(config.direct_reads)
+            .scan_readahead_max_bytes(
+                usize::try_from(config.scan_readahead_bytes).unwrap_or(usize::MAX),
+            )
             .pin_filter_and_index_blocks(config.pin_index_filter)
             .access_statistics(config.access_statistics)
             .access_sample_every(config.access_sample_every)
@@ -139,6 +142,10 @@ impl StrataEngine {
                 options.compression
             ),
             format!("direct_reads {}", options.direct_reads),
+            format!(
+                "scan_readahead_max_bytes {}",
+                options.scan_readahead_max_bytes
+            ),
             format!(
                 "pin_filter_and_index_blocks {}",
                 options.pin_filter_and_index_blocks
@@ -274,6 +281,8 @@ impl Engine for StrataEngine {
                 filter: io.filter_cache_hits,
             }),
             block_read_micros: Some(io.block_read_nanos / 1_000),
+            scan_readahead_reads: Some(io.scan_readahead_reads),
+            scan_readahead_blocks: Some(io.scan_readahead_blocks),
             data_block_reads: Some(io.data_block_reads_total()),
             index_block_reads: Some(io.index_block_reads_total()),
             filter_block_reads: Some(io.filter_block_reads_total()),
