@@ -75,6 +75,12 @@ pub const MIX_TOLERANCE: f64 = 0.10;
 pub struct AutoTuneOptions {
     /// Operations (point lookups, range lookups and entries written) between two decisions.
     pub every_operations: u64,
+    /// Seconds after which a decision is taken even if fewer than `every_operations`
+    /// operations were served since the last (and at least one was); 0 decides by operations
+    /// alone. Operations differ in cost by orders of magnitude (a scan costs what a hundred
+    /// writes do): a phase of slow operations would otherwise run on a design chosen for the
+    /// last phase for as long as `every_operations` of them take.
+    pub every_seconds: f64,
     /// The least predicted gain in operations per second, as a share of the design in force's,
     /// that is worth a switch (0.10: 10% faster).
     pub min_gain: f64,
@@ -105,12 +111,13 @@ pub struct AutoTuneOptions {
 }
 
 impl Default for AutoTuneOptions {
-    /// A decision every 250,000 operations; a switch for 10% or more, confirmed twice, paid
+    /// A decision every 250,000 operations or 60 seconds; a switch for 10% or more, confirmed twice, paid
     /// back within 20 intervals, to a size ratio of at most 16; the device `strata tune` assumes by default (100 µs reads,
     /// writes and merge reads alike, 4 KiB pages).
     fn default() -> Self {
         AutoTuneOptions {
             every_operations: 250_000,
+            every_seconds: 60.0,
             min_gain: 0.10,
             confirmations: 2,
             horizon_intervals: 20.0,
@@ -143,6 +150,7 @@ impl AutoTuneOptions {
         }
         for (name, value, positive) in [
             ("min_gain", self.min_gain, false),
+            ("every_seconds", self.every_seconds, false),
             ("horizon_intervals", self.horizon_intervals, true),
             ("seconds_per_read", self.seconds_per_read, true),
             ("write_read_cost_ratio", self.write_read_cost_ratio, false),
