@@ -11,7 +11,8 @@
 #   defaults:                                  3      1000000 200000 50000
 #
 # NUM keys are filled; every later phase runs OPS operations; auto-tune decides every EVERY
-# operations. DESIGNS (environment) lists the fixed designs as policy:T, default
+# operations, or after EVERY_SECONDS (environment; default the engine's, 60) with fewer. DESIGNS
+# (environment) lists the fixed designs as policy:T, default
 # "leveling:10 leveling:4 tiering:4 tiering:10 lazy-leveling:4 lazy-leveling:10 garnering:10".
 # STRATA is a binary to run instead of the workspace's release build. Reports are kept in OUT
 # (environment; a temporary directory by default).
@@ -35,7 +36,8 @@ for run in $(seq 1 "$runs"); do
     if [ "$config" = auto ]; then
       # Auto-tune's database is kept for its info log (each decision's line and the time it
       # took), then removed.
-      flags=(--auto-tune --auto-tune-every "$every" --db "$out/auto-run$run.db")
+      flags=(--auto-tune --auto-tune-every "$every" --db "$out/auto-run$run.db"
+        ${EVERY_SECONDS:+--auto-tune-every-seconds "$EVERY_SECONDS"})
     else
       flags=(--compaction "${config%%:*}" --size-ratio "${config##*:}")
     fi

@@ -54,6 +54,7 @@ fn read(db: &Db, n: u64, entries: u64) {
 fn by_hand() -> AutoTuneOptions {
     AutoTuneOptions {
         every_operations: u64::MAX,
+        every_seconds: 0.0,
         ..eager()
     }
 }
@@ -241,16 +242,63 @@ fn the_background_thread_decides_every_so_many_operations() {
 }
 
 #[test]
+fn the_background_thread_decides_after_so_many_seconds_when_operations_are_slow() {
+    // Operations too few for `every_operations`: the time bound decides once some were served.
+    let timed = AutoTuneOptions {
+        every_operations: u64::MAX,
+        every_seconds: 0.3,
+        ..eager()
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(Some(timed))).expect("open");
+    load(&db, 500);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while db.auto_tune_history().is_empty() {
+        assert!(Instant::now() < deadline, "no decision within 60 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let first = &db.auto_tune_history()[0];
+    assert!(first.operations >= 1 && first.operations <= 500, "{first}");
+    // Once the 500 writes are all decided on, no operation: no further decision however long
+    // it waits.
+    std::thread::sleep(Duration::from_millis(1_000));
+    let history = db.auto_tune_history();
+    let decided: u64 = history.iter().map(|decision| decision.operations).sum();
+    assert_eq!(decided, 500);
+    std::thread::sleep(Duration::from_millis(1_000));
+    assert_eq!(db.auto_tune_history().len(), history.len());
+    db.close().expect("close");
+    // With the time bound off, the same database decides by operations alone: none here.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(Some(by_hand()))).expect("open");
+    load(&db, 500);
+    std::thread::sleep(Duration::from_millis(1_000));
+    assert!(db.auto_tune_history().is_empty());
+    db.close().expect("close");
+}
+
+#[test]
 fn bad_settings_and_read_only_databases_are_typed_errors() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let bad = AutoTuneOptions {
-        every_operations: 0,
-        ..AutoTuneOptions::default()
-    };
-    assert!(matches!(
-        Db::open(dir.path(), options(Some(bad))),
-        Err(Error::InvalidArgument(_))
-    ));
+    for bad in [
+        AutoTuneOptions {
+            every_operations: 0,
+            ..AutoTuneOptions::default()
+        },
+        AutoTuneOptions {
+            every_seconds: -1.0,
+            ..AutoTuneOptions::default()
+        },
+        AutoTuneOptions {
+            every_seconds: f64::NAN,
+            ..AutoTuneOptions::default()
+        },
+    ] {
+        assert!(matches!(
+            Db::open(dir.path(), options(Some(bad))),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
     let db = Db::open(dir.path(), options(None)).expect("open");
     load(&db, 1_000);
     db.close().expect("close");

@@ -267,6 +267,11 @@ pub struct BenchArgs {
     /// default the engine's, 250,000). Implies `--auto-tune`.
     #[arg(long, value_name = "OPS")]
     pub auto_tune_every: Option<u64>,
+    /// Seconds after which auto-tune decides even before `--auto-tune-every` operations
+    /// (`AutoTuneOptions::every_seconds`; default the engine's, 60; 0: by operations alone).
+    /// Implies `--auto-tune`.
+    #[arg(long, value_name = "SECONDS")]
+    pub auto_tune_every_seconds: Option<f64>,
     /// Size of an index partition of Strata's partitioned tables (`Options::metadata_block_bytes`;
     /// default Strata's own, 4 KiB).
     #[arg(long, value_parser = parse_bytes)]
@@ -679,10 +684,16 @@ impl BenchConfig {
             elastic_disk_modules: args.elastic_disk_modules,
             filter_family: args.filter_family,
             range_filter_bits: args.range_filter_bits,
-            auto_tune: (args.auto_tune || args.auto_tune_every.is_some()).then(|| {
+            auto_tune: (args.auto_tune
+                || args.auto_tune_every.is_some()
+                || args.auto_tune_every_seconds.is_some())
+            .then(|| {
                 let defaults = strata::model::auto_tune::AutoTuneOptions::default();
                 strata::model::auto_tune::AutoTuneOptions {
                     every_operations: args.auto_tune_every.unwrap_or(defaults.every_operations),
+                    every_seconds: args
+                        .auto_tune_every_seconds
+                        .unwrap_or(defaults.every_seconds),
                     ..defaults
                 }
             }),

@@ -6,8 +6,8 @@
 //! decision state in the manifest (owner [`AUTO_TUNE_OWNER`]), so `Stats::auto_tune` shows the
 //! last decisions and a restart resumes the hysteresis where it was.
 //!
-//! Decisions are taken by a background thread every `every_operations` operations (it looks at
-//! the operation count every [`POLL`]), or at once by `Db::auto_tune_now` (`strata tune
+//! Decisions are taken by a background thread every `every_operations` operations, or after
+//! `every_seconds` with fewer (it looks at the operation count every [`POLL`]), or at once by `Db::auto_tune_now` (`strata tune
 //! --apply`). One decision runs at a time (the state's lock).
 
 use std::path::Path;
@@ -149,6 +149,7 @@ impl DbInner {
             buffer_bits: self.options.write_buffer_bytes as f64 * 8.0,
             filter_bits: view.filter_allocator.bits_per_key_budget() * entries as f64,
             level0_runs: self.options.level0_compaction_trigger.saturating_sub(1) as f64 / 2.0,
+            merge_threads: self.options.max_background_compactions as f64,
             key_bytes: boundary_key_bytes(tree),
             measurements: self.measurements(),
         }
@@ -248,11 +249,16 @@ impl DbInner {
     }
 
     /// True when the background thread should decide: enough operations since the last
-    /// decision.
-    fn auto_tune_due(&self, options: &AutoTuneOptions) -> bool {
+    /// decision, or some operations and `every_seconds` since `since` (the last decision's
+    /// time, or the thread's start).
+    fn auto_tune_due(&self, options: &AutoTuneOptions, since: Instant) -> bool {
         let done = AutoTuneState::operations(&self.workload());
         let last = self.auto_tune.lock().operations_at_last;
-        done.saturating_sub(last) >= options.every_operations
+        let served = done.saturating_sub(last);
+        served >= options.every_operations
+            || (served > 0
+                && options.every_seconds > 0.0
+                && since.elapsed().as_secs_f64() >= options.every_seconds)
     }
 }
 
@@ -295,6 +301,7 @@ pub(crate) fn read_probe(fs: &dyn FileSystem, path: &Path, direct: bool, seed: u
 /// database closes. A failed decision is logged, not made the background error: the database
 /// keeps the design it has, which is always a valid one.
 pub(crate) fn auto_tune_loop(inner: &DbInner, options: AutoTuneOptions) {
+    let mut last_decision = Instant::now();
     loop {
         {
             let mut background = inner.background.lock();
@@ -306,9 +313,10 @@ pub(crate) fn auto_tune_loop(inner: &DbInner, options: AutoTuneOptions) {
                 return;
             }
         }
-        if inner.background_error().is_some() || !inner.auto_tune_due(&options) {
+        if inner.background_error().is_some() || !inner.auto_tune_due(&options, last_decision) {
             continue;
         }
+        last_decision = Instant::now();
         if let Err(error) = inner.auto_tune_once(&options) {
             inner
                 .info_log

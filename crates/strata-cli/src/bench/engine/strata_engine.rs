@@ -161,8 +161,10 @@ impl StrataEngine {
         settings.extend(access_note);
         if let Some(auto_tune) = &options.auto_tune {
             settings.push(format!(
-                "auto-tune every {} operations (min gain {}, {} confirmations, horizon {} intervals)",
+                "auto-tune every {} operations or {} s (min gain {}, {} confirmations, horizon {} \
+                 intervals)",
                 auto_tune.every_operations,
+                auto_tune.every_seconds,
                 auto_tune.min_gain,
                 auto_tune.confirmations,
                 auto_tune.horizon_intervals
