@@ -74,7 +74,7 @@ for config in configs:
                 m = re.match(r"tree strata before (\S+):", line)
                 if m:
                     entering = m.group(1)
-                m = re.search(r"design in force: compaction (\S+?\))", line)
+                m = re.search(r"design in force: compaction (\S+?\([^)]*\))", line)
                 if m and entering:
                     designs[config].append((entering, m.group(1)))
     median[config] = {phase: statistics.median(values) for phase, values in per_phase.items() if values}
