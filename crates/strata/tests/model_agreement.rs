@@ -19,7 +19,7 @@ use strata::model::writes::WriteStream;
 use strata::{Db, Options};
 
 mod common;
-use common::SplitMix64;
+use common::{put_settling, SplitMix64};
 
 const KEYS: u64 = 24_000;
 const FLUSH_ENTRIES: u64 = 500;
@@ -45,22 +45,8 @@ fn options(policy: Arc<dyn CompactionPolicy>, cache_bytes: u64) -> Options {
 /// Writes keys `0..KEYS` once each in a shuffled order, flushing and settling every
 /// `FLUSH_ENTRIES` puts.
 fn load(db: &Db) {
-    let mut order: Vec<u64> = (0..KEYS).collect();
-    let mut draws = SplitMix64::new(7);
-    for i in (1..order.len()).rev() {
-        let j = draws.below(i as u64 + 1) as usize;
-        order.swap(i, j);
-    }
-    let value = vec![b'v'; VALUE_BYTES];
-    for (n, &i) in order.iter().enumerate() {
-        db.put(key(i), &value).expect("put");
-        if (n as u64 + 1).is_multiple_of(FLUSH_ENTRIES) {
-            db.flush().expect("flush");
-            db.wait_for_compactions().expect("settle");
-        }
-    }
-    db.flush().expect("flush");
-    db.wait_for_compactions().expect("settle");
+    let order = SplitMix64::new(7).shuffled(KEYS);
+    put_settling(db, order.into_iter().map(key), VALUE_BYTES, FLUSH_ENTRIES);
 }
 
 fn within(predicted: f64, measured: f64, what: &str) {

@@ -14,7 +14,7 @@ use strata::policy::CompactionSettings;
 use strata::{Db, Options};
 
 mod common;
-use common::SplitMix64;
+use common::{put_settling, SplitMix64};
 
 const KEYS: u64 = 12_000;
 const FLUSH_ENTRIES: u64 = 300;
@@ -26,19 +26,6 @@ const TOLERANCE: f64 = 0.15;
 
 fn key(i: u64) -> Vec<u8> {
     format!("{i:016}").into_bytes()
-}
-
-fn put_all(db: &Db, keys: impl Iterator<Item = u64>) {
-    let value = vec![b'v'; VALUE_BYTES];
-    for (n, i) in keys.enumerate() {
-        db.put(key(i), &value).expect("put");
-        if (n as u64 + 1).is_multiple_of(FLUSH_ENTRIES) {
-            db.flush().expect("flush");
-            db.wait_for_compactions().expect("settle");
-        }
-    }
-    db.flush().expect("flush");
-    db.wait_for_compactions().expect("settle");
 }
 
 /// Loads `KEYS` keys, then updates `UPDATE_TREES * KEYS` uniformly drawn ones; returns the bytes
@@ -56,13 +43,8 @@ fn measure(policy: ModelPolicy, size_ratio: f64) -> (f64, f64) {
         .compaction_policy(kind.build(&settings).expect("policy"));
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options).expect("open");
-    let mut order: Vec<u64> = (0..KEYS).collect();
-    let mut draws = SplitMix64::new(7);
-    for i in (1..order.len()).rev() {
-        let j = draws.below(i as u64 + 1) as usize;
-        order.swap(i, j);
-    }
-    put_all(&db, order.into_iter());
+    let order = SplitMix64::new(7).shuffled(KEYS);
+    put_settling(&db, order.into_iter().map(key), VALUE_BYTES, FLUSH_ENTRIES);
     let stats = db.stats();
     let (bytes, entries) = stats
         .levels
@@ -71,7 +53,8 @@ fn measure(policy: ModelPolicy, size_ratio: f64) -> (f64, f64) {
     let table_bytes_per_entry = bytes as f64 / entries as f64;
     db.reset_stats();
     let mut draws = SplitMix64::new(11);
-    put_all(&db, (0..UPDATE_TREES * KEYS).map(|_| draws.below(KEYS)));
+    let updates = (0..UPDATE_TREES * KEYS).map(|_| key(draws.below(KEYS)));
+    put_settling(&db, updates, VALUE_BYTES, FLUSH_ENTRIES);
     let io = db.stats().io;
     let measured = io.compaction_write_bytes as f64 / io.flush_write_bytes as f64;
     let replayed = replay_design_writes(&DesignWrites {
