@@ -159,7 +159,8 @@ fn pinned_level0_metadata_is_not_read_through_the_cache() {
 fn lookups_count_their_probes_per_file_and_time_a_sample_of_them() {
     let (_dir, db) = load(Options::default().bits_per_key(10.0).expect("valid"));
     // 800 lookups of present keys, then 800 of missing keys inside the file's range: the one
-    // file is reached by all 1,600, and lookups 0, 16, ..., 1,584 are timed (50 of each kind).
+    // file is reached by all 1,600, and one lookup in 16, picked by a hash of its number, is
+    // timed (about 50 of each kind).
     for i in 0..800 {
         assert!(db.get(key(i)).expect("get").is_some());
     }
@@ -174,11 +175,11 @@ fn lookups_count_their_probes_per_file_and_time_a_sample_of_them() {
     assert!(counts.seconds > 0.0);
     let times = counts.probe_times;
     let timed = times.rejected.probes + times.cached_block.probes + times.device_block.probes;
-    assert_eq!(timed, 100, "{times:?}");
+    assert!((85..=115).contains(&timed), "{times:?}");
     // A present key's probe always reads a data block; a missing key's almost never passes a
     // filter of 10 bits per key.
-    assert!(times.cached_block.probes + times.device_block.probes >= 50);
-    assert!(times.rejected.probes >= 45, "{times:?}");
+    assert!(times.cached_block.probes + times.device_block.probes >= 40);
+    assert!(times.rejected.probes >= 40, "{times:?}");
     for time in [times.rejected, times.cached_block, times.device_block] {
         assert_eq!(time.probes == 0, time.nanos == 0, "{times:?}");
     }
@@ -508,6 +509,19 @@ fn long_scans_read_ahead_and_point_lookups_never_do() {
     assert_eq!(io.scan_readahead_reads, 0);
     assert_eq!(io.scan_readahead_blocks, 0);
 
+    // A scan's window is memory while the iterator lives: in the stats and their total.
+    assert_eq!(db.stats().readahead_buffer_bytes, 0);
+    let mut open = db.range(key(100)..);
+    for _ in 0..1000 {
+        open.next().expect("entry").expect("entry");
+    }
+    let during = db.stats();
+    assert!(during.readahead_buffer_bytes > 0, "{during:?}");
+    assert!(during.readahead_buffer_bytes <= 2 * (256 << 10) + 8192);
+    assert!(during.total_memory_bytes >= during.readahead_buffer_bytes);
+    drop(open);
+    assert_eq!(db.stats().readahead_buffer_bytes, 0);
+
     db.reset_stats();
     let with = scan(&db, 100, 3000);
     let on = db.stats().io;
@@ -535,4 +549,52 @@ fn long_scans_read_ahead_and_point_lookups_never_do() {
         off.data_block_reads_total()
     );
     assert!(on.scan_readahead_bytes <= on.read_bytes);
+}
+
+/// With access statistics on, Merlin's lookup count is the engine's count of point lookups:
+/// several threads' lookups are each counted once, with statistics on and off, and a counter reset
+/// starts the count over without touching the lifetime totals.
+#[test]
+fn concurrent_lookups_are_each_counted_once_with_and_without_statistics() {
+    for statistics in [true, false] {
+        let (_dir, db) = load(Options::default().access_statistics(statistics));
+        let threads = 4u32;
+        let per_thread = 2_000u32;
+        let count = |db: &Db| {
+            std::thread::scope(|scope| {
+                for thread in 0..threads {
+                    scope.spawn(move || {
+                        for i in 0..per_thread {
+                            let i = (thread * per_thread + i) % 5000;
+                            assert!(db.get(key(i)).expect("get").is_some());
+                            assert!(db.get(missing_key(i)).expect("get").is_none());
+                        }
+                    });
+                }
+            });
+        };
+        let before = db.workload().point_lookups;
+        count(&db);
+        let lookups = u64::from(2 * threads * per_thread);
+        let io = db.stats().io;
+        assert_eq!(io.point_lookups, lookups, "statistics {statistics}");
+        assert_eq!(
+            io.point_lookups_found,
+            lookups / 2,
+            "statistics {statistics}"
+        );
+        db.reset_stats();
+        assert_eq!(db.stats().io.point_lookups, 0, "statistics {statistics}");
+        count(&db);
+        assert_eq!(
+            db.stats().io.point_lookups,
+            lookups,
+            "statistics {statistics}"
+        );
+        assert_eq!(
+            db.workload().point_lookups - before,
+            2 * lookups,
+            "statistics {statistics}"
+        );
+    }
 }

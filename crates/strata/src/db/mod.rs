@@ -884,6 +884,7 @@ impl DbInner {
         let block_cache_bytes = self.block_cache.used_bytes();
         let pinned_bytes = self.tables.pinned_bytes();
         let range_filter_bytes = self.tables.range_filter_bytes();
+        let readahead_buffer_bytes = self.counters.readahead_buffer_bytes();
         let access_statistics_bytes = if self.merlin.is_some() {
             let files = version
                 .files()
@@ -915,13 +916,15 @@ impl DbInner {
             top_index_entries,
             top_index_bytes,
             range_filter_bytes,
+            readahead_buffer_bytes,
             total_memory_bytes: memtable_bytes
                 + memtable_filter_bytes
                 + block_cache_bytes
                 + pinned_bytes
                 + access_statistics_bytes
                 + top_index_bytes
-                + range_filter_bytes,
+                + range_filter_bytes
+                + readahead_buffer_bytes,
             average_bits_per_key: if entries_total == 0 {
                 0.0
             } else {

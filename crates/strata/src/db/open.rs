@@ -364,6 +364,9 @@ fn assemble(
     recovered: RecoveredState,
     mode: Mode,
 ) -> Arc<DbInner> {
+    if let Some(merlin) = &recovered.merlin {
+        recovered.counters.count_lookups_with(merlin);
+    }
     let fs = Arc::clone(&options.file_system);
     let block_cache = Arc::new(BlockCache::new(options.block_cache_bytes));
     let tables = Arc::new(

@@ -14,8 +14,17 @@ use crate::stats::merlin::LookupTicket;
 use crate::stats::{add, FileProbe};
 use crate::version::{FileMetadata, ProbeOutcome};
 
-/// Lookups per timed lookup (every probe of a timed lookup is timed).
+/// Lookups per timed lookup (every probe of a timed lookup is timed); a power of two.
 const PROBE_TIMING_EVERY: u64 = 16;
+
+/// Whether lookup `number` is timed: one in [`PROBE_TIMING_EVERY`], chosen by the top bits of a
+/// Fibonacci hash of the number rather than every sixteenth number, so that a workload with a
+/// period (present and absent keys alternating) does not line up with the sample.
+fn timed(number: u64) -> bool {
+    const SHIFT: u32 = 64 - PROBE_TIMING_EVERY.trailing_zeros();
+    const _: () = assert!(PROBE_TIMING_EVERY.is_power_of_two());
+    number.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> SHIFT == 0
+}
 
 /// What one lookup carries through its probes: whether it times them and Merlin's ticket.
 struct LookupContext {
@@ -63,10 +72,16 @@ impl DbInner {
     /// ([`DbInner::search_tables`]), then the statistics of the lookup as a whole
     /// ([`DbInner::finish_lookup`]).
     pub(crate) fn get(&self, key: &[u8], sequence: Option<u64>) -> Result<Option<Value>> {
-        let lookup_number = self.counters.point_lookups.fetch_add(1, Ordering::Relaxed);
+        // One counter per lookup: Merlin's `D` when statistics are kept (`IoCounters` reads the
+        // count of point lookups from it), the engine's own otherwise.
+        let ticket = self.merlin.as_ref().map(|merlin| merlin.begin_lookup());
+        let lookup_number = match ticket {
+            Some(ticket) => ticket.lookup_number,
+            None => self.counters.point_lookups.fetch_add(1, Ordering::Relaxed),
+        };
         let context = LookupContext {
-            timed: lookup_number.is_multiple_of(PROBE_TIMING_EVERY),
-            ticket: self.merlin.as_ref().map(|merlin| merlin.begin_lookup()),
+            timed: timed(lookup_number),
+            ticket,
         };
         // The view is loaded *before* the sequence number is read: a compaction installed
         // before the load only dropped versions hidden by newer ones at or below a sequence
@@ -243,6 +258,29 @@ impl DbInner {
         }
         if let (Some(merlin), Some(ticket)) = (&self.merlin, context.ticket) {
             merlin.end_lookup(ticket);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One lookup in sixteen is timed, and so is one in sixteen of every arithmetic progression
+    /// a workload might follow (alternate lookups, every sixteenth, every 1,024th): a sample by
+    /// the numbers' residues would time all or none of them.
+    #[test]
+    fn one_lookup_in_sixteen_is_timed_whatever_the_period() {
+        for step in [1u64, 2, 3, 16, 64, 1024] {
+            for start in [0u64, 1, 7] {
+                let n = 64_000u64;
+                let hits = (0..n).filter(|i| timed(start + i * step)).count() as f64;
+                let share = hits / n as f64;
+                assert!(
+                    (share - 1.0 / 16.0).abs() < 0.01,
+                    "step {step} start {start}: {share}"
+                );
+            }
         }
     }
 }

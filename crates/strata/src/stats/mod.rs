@@ -15,8 +15,10 @@ pub use report::{LevelStats, Stats};
 pub use workload::{WorkloadMix, WorkloadTotals, LONG_SCAN_MIN_ENTRIES, MIN_WINDOW_QUERIES};
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use crate::limits::MAX_LEVELS;
+use merlin::Merlin;
 
 /// What a block holds, for I/O accounting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,7 +79,16 @@ pub(crate) struct IoCounters {
     pub(crate) seek_runs: PerLevel,
     /// Data blocks read from the device for a point lookup that did not hold the key.
     pub(crate) unnecessary_data_reads: PerLevel,
+    /// Point lookups, counted here only while access statistics are off: with them on, Merlin's
+    /// `D` counts them (see [`Self::count_lookups_with`]). Read through [`Self::point_lookups`].
     pub(crate) point_lookups: AtomicU64,
+    /// Merlin, when access statistics are on: its `D` is the one lookup counter.
+    lookup_clock: OnceLock<Arc<Merlin>>,
+    /// Merlin's `D` at the last [`Self::reset`].
+    lookups_at_reset: AtomicU64,
+    /// Bytes held now by read-ahead windows (scans' and compactions'): a gauge of memory, not
+    /// a count, so [`Self::reset`] leaves it alone.
+    readahead_buffer_bytes: AtomicU64,
     pub(crate) point_lookups_found: AtomicU64,
     pub(crate) seeks: AtomicU64,
     /// Entries iterators returned (added when an iterator is dropped).
@@ -155,6 +166,9 @@ impl Default for IoCounters {
             seek_runs: per_level(),
             unnecessary_data_reads: per_level(),
             point_lookups: AtomicU64::new(0),
+            lookup_clock: OnceLock::new(),
+            lookups_at_reset: AtomicU64::new(0),
+            readahead_buffer_bytes: AtomicU64::new(0),
             point_lookups_found: AtomicU64::new(0),
             seeks: AtomicU64::new(0),
             scan_entries: AtomicU64::new(0),
@@ -201,6 +215,44 @@ fn load_levels(counters: &PerLevel) -> [u64; MAX_LEVELS] {
 }
 
 impl IoCounters {
+    /// Takes Merlin's `D` as the count of point lookups from now on: a lookup then counts itself
+    /// once, in Merlin's `begin_lookup`, not also in [`Self::point_lookups`]'s counter. A
+    /// read-modify-write on a shared word costs a lookup tens of nanoseconds, several percent of
+    /// one the block cache answers. Set once, at open, before the first lookup.
+    pub(crate) fn count_lookups_with(&self, merlin: &Arc<Merlin>) {
+        if self.lookup_clock.set(Arc::clone(merlin)).is_ok() {
+            self.lookups_at_reset
+                .store(merlin.lookups(), Ordering::Relaxed);
+        }
+    }
+
+    /// A read-ahead window that held `before` bytes now holds `after`.
+    pub(crate) fn count_readahead_buffer(&self, before: usize, after: usize) {
+        let (before, after) = (before as u64, after as u64);
+        if after >= before {
+            self.readahead_buffer_bytes
+                .fetch_add(after - before, Ordering::Relaxed);
+        } else {
+            self.readahead_buffer_bytes
+                .fetch_sub(before - after, Ordering::Relaxed);
+        }
+    }
+
+    /// Bytes held now by read-ahead windows.
+    pub(crate) fn readahead_buffer_bytes(&self) -> u64 {
+        load(&self.readahead_buffer_bytes)
+    }
+
+    /// Point lookups since the last [`Self::reset`].
+    pub(crate) fn point_lookups(&self) -> u64 {
+        match self.lookup_clock.get() {
+            Some(merlin) => merlin
+                .lookups()
+                .saturating_sub(self.lookups_at_reset.load(Ordering::Relaxed)),
+            None => load(&self.point_lookups),
+        }
+    }
+
     pub(crate) fn count_block_read(&self, kind: BlockKind, level: usize, bytes: u64, nanos: u64) {
         add(
             &self.block_reads[kind as usize][level.min(MAX_LEVELS - 1)],
@@ -289,7 +341,7 @@ impl IoCounters {
     /// The counters of the workload mix (`workload::WorkloadTotals`; `writes` is left 0).
     pub(crate) fn workload_counts(&self) -> WorkloadTotals {
         WorkloadTotals {
-            point_lookups: load(&self.point_lookups),
+            point_lookups: self.point_lookups(),
             point_lookups_found: load(&self.point_lookups_found),
             seeks: load(&self.seeks),
             scan_entries: load(&self.scan_entries),
@@ -366,6 +418,10 @@ impl IoCounters {
             probes.store(0, Ordering::Relaxed);
             nanos.store(0, Ordering::Relaxed);
         }
+        if let Some(merlin) = self.lookup_clock.get() {
+            self.lookups_at_reset
+                .store(merlin.lookups(), Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn snapshot(&self) -> IoStats {
@@ -398,7 +454,7 @@ impl IoCounters {
             range_filter_negatives: load_levels(&self.range_filter_negatives),
             seek_runs: load_levels(&self.seek_runs),
             unnecessary_data_reads: load_levels(&self.unnecessary_data_reads),
-            point_lookups: load(&self.point_lookups),
+            point_lookups: self.point_lookups(),
             point_lookups_found: load(&self.point_lookups_found),
             seeks: load(&self.seeks),
             scan_entries: load(&self.scan_entries),

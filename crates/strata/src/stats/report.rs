@@ -58,8 +58,11 @@ pub struct Stats {
     pub top_index_bytes: u64,
     /// Memory of the range filters (`Options::range_filter_bits`) of open table files.
     pub range_filter_bytes: u64,
+    /// Bytes held now by read-ahead windows: scans' (`Options::scan_readahead_max_bytes` at most
+    /// per table a scan reads in order) and compactions' (one window per input file).
+    pub readahead_buffer_bytes: u64,
     /// memtables + block cache + pinned blocks + access statistics + top-level index + range
-    /// filters.
+    /// filters + read-ahead windows.
     pub total_memory_bytes: u64,
     /// Entry-weighted mean bits per key of all live filters at their real size (files without a
     /// filter count as 0).
@@ -253,7 +256,7 @@ impl Stats {
     fn fmt_io(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "memory: memtables {:.2} MiB ({} immutable; key filters {:.3} MiB), block cache {:.2}/{:.2} MiB, pinned {:.2} MiB, access statistics {:.3} MiB, total {:.2} MiB",
+            "memory: memtables {:.2} MiB ({} immutable; key filters {:.3} MiB), block cache {:.2}/{:.2} MiB, pinned {:.2} MiB, access statistics {:.3} MiB, read-ahead windows {:.3} MiB, total {:.2} MiB",
             mib(self.memtable_bytes),
             self.immutable_memtables,
             mib(self.memtable_filter_bytes),
@@ -261,6 +264,7 @@ impl Stats {
             mib(self.block_cache_capacity_bytes),
             mib(self.pinned_bytes),
             mib(self.access_statistics_bytes),
+            mib(self.readahead_buffer_bytes),
             mib(self.total_memory_bytes)
         )?;
         let io = &self.io;

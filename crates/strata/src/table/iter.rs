@@ -48,7 +48,7 @@ impl TableIter {
     /// cache, never does.
     pub(crate) fn with_scan_readahead(mut self, max_bytes: usize) -> Self {
         if max_bytes > 0 && matches!(self.mode, ReadMode::Cached { .. }) {
-            self.scan_readahead = Some(ScanReadahead::new(max_bytes));
+            self.scan_readahead = Some(ScanReadahead::new(max_bytes, self.table.counters()));
         }
         self
     }
@@ -56,7 +56,7 @@ impl TableIter {
     /// Reads data blocks through a [`Readahead`] window of `chunk_bytes` (uncached): for
     /// iterators that walk the whole table in order, as a compaction does.
     pub(crate) fn with_readahead(mut self, chunk_bytes: usize) -> Self {
-        self.readahead = Some(Readahead::new(chunk_bytes));
+        self.readahead = Some(Readahead::new(chunk_bytes).counted_in(self.table.counters()));
         self
     }
 

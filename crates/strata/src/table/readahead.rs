@@ -25,8 +25,11 @@
 //! checked against its own checksum when it is taken from the window, so a corrupt block inside
 //! a window is an error of that block, met when the scan reaches it.
 
+use std::sync::Arc;
+
 use crate::env::RandomAccessFile;
 use crate::error::Result;
+use crate::stats::IoCounters;
 
 /// A read-ahead window over one file.
 pub(crate) struct Readahead {
@@ -34,6 +37,17 @@ pub(crate) struct Readahead {
     window_offset: u64,
     window: Vec<u8>,
     bytes_read: u64,
+    /// Where the window's memory is counted (`IoCounters::readahead_buffer_bytes`), and how
+    /// much of it this window has counted there.
+    gauge: Option<(Arc<IoCounters>, usize)>,
+}
+
+impl Drop for Readahead {
+    fn drop(&mut self) {
+        if let Some((counters, counted)) = &self.gauge {
+            counters.count_readahead_buffer(*counted, 0);
+        }
+    }
 }
 
 impl Readahead {
@@ -44,7 +58,14 @@ impl Readahead {
             window_offset: 0,
             window: Vec::new(),
             bytes_read: 0,
+            gauge: None,
         }
+    }
+
+    /// Counts the window's memory in `counters` while the window lives (`Stats`'s total memory).
+    pub(crate) fn counted_in(mut self, counters: Arc<IoCounters>) -> Self {
+        self.gauge = Some((counters, 0));
+        self
     }
 
     /// Changes how far the next refill reads from the block that needs it.
@@ -92,6 +113,11 @@ impl Readahead {
             window.extend_from_slice(&fresh);
             self.window = window;
             self.window_offset = offset;
+            if let Some((counters, counted)) = &mut self.gauge {
+                let now = self.window.capacity();
+                counters.count_readahead_buffer(*counted, now);
+                *counted = now;
+            }
         }
         let from = (offset - self.window_offset) as usize;
         let to = (from + len).min(self.window.len());
@@ -119,14 +145,14 @@ pub(crate) struct ScanReadahead {
 }
 
 impl ScanReadahead {
-    /// Read-ahead of at most `max_bytes` (positive).
-    pub(crate) fn new(max_bytes: usize) -> Self {
+    /// Read-ahead of at most `max_bytes` (positive), its window's memory counted in `counters`.
+    pub(crate) fn new(max_bytes: usize, counters: Arc<IoCounters>) -> Self {
         ScanReadahead {
             max_bytes,
             next_bytes: INITIAL_SCAN_READAHEAD_BYTES.min(max_bytes),
             sequential_blocks: 0,
             last_end: None,
-            window: Readahead::new(0),
+            window: Readahead::new(0).counted_in(counters),
         }
     }
 
@@ -295,7 +321,8 @@ mod tests {
         let block = 4_101usize;
         let file = file(block * 120);
         let limit = (block * 120) as u64;
-        let mut scan = ScanReadahead::new(32 << 10);
+        let counters = Arc::new(IoCounters::default());
+        let mut scan = ScanReadahead::new(32 << 10, Arc::clone(&counters));
         let mut fills = Vec::new();
         for index in 0..60u64 {
             let offset = index * block as u64;
@@ -339,6 +366,39 @@ mod tests {
         let (bytes, fresh) = scan.read(&file, offset, block, limit).expect("read");
         assert_eq!(bytes, &file.bytes[offset as usize..offset as usize + block]);
         assert_eq!(fresh, (block + (8 << 10)) as u64);
+    }
+
+    /// A window's memory is in the counters' gauge while it lives, follows its refills, and
+    /// leaves the gauge when the window is dropped; two windows add up.
+    #[test]
+    fn windows_count_their_memory_while_they_live() {
+        let file = file(1 << 20);
+        let limit = 1 << 20;
+        let counters = Arc::new(IoCounters::default());
+        let mut first = Readahead::new(64 << 10).counted_in(Arc::clone(&counters));
+        assert_eq!(counters.readahead_buffer_bytes(), 0);
+        first.read(&file, 0, 4_096, limit).expect("read");
+        let held = counters.readahead_buffer_bytes();
+        assert!((64 << 10..=128 << 10).contains(&held), "{held}");
+        let mut second = ScanReadahead::new(32 << 10, Arc::clone(&counters));
+        for index in 0..3u64 {
+            let offset = index * 4_096;
+            if second.observe(offset, 4_096) {
+                second.read(&file, offset, 4_096, limit).expect("read");
+            }
+        }
+        let both = counters.readahead_buffer_bytes();
+        assert!(both >= held + 4_096 + (8 << 10), "{both} after {held}");
+        counters.reset();
+        assert_eq!(
+            counters.readahead_buffer_bytes(),
+            both,
+            "a gauge, not a count"
+        );
+        drop(first);
+        assert_eq!(counters.readahead_buffer_bytes(), both - held);
+        drop(second);
+        assert_eq!(counters.readahead_buffer_bytes(), 0);
     }
 
     #[test]

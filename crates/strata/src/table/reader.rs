@@ -522,6 +522,11 @@ impl TableReader {
 
     /// A data block read through `readahead` for a front-to-back walk (a compaction input): not
     /// cached, and the compaction read counter is charged what the window actually read.
+    /// The counters this reader charges its reads to.
+    pub(crate) fn counters(&self) -> Arc<IoCounters> {
+        Arc::clone(&self.counters)
+    }
+
     pub(crate) fn sequential_block(
         &self,
         handle: BlockHandle,
