@@ -4,7 +4,7 @@
 //! filters without statistics, and uniform filters at 10 bits per key with and without them.
 //!
 //! ```text
-//! cargo run --release -p strata --example cached_lookup_cost -- [KEYS] [ROUNDS] [BLOCK] [SEED] [FLUSH] [MODE]
+//! cargo run --release -p strata --features internal-benches --example cached_lookup_cost -- [KEYS] [ROUNDS] [BLOCK] [SEED] [FLUSH] [MODE]
 //! ```
 //!
 //! Each configuration gets its own database in a temporary directory, filled with the same `KEYS`
@@ -27,23 +27,12 @@
 
 use std::time::Instant;
 
+use strata::bench_internals::SplitMix64;
 use strata::{Db, Options};
 
-/// SplitMix64: the seeded stream for the fill order and the lookups.
-struct Stream(u64);
-
-impl Stream {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
+/// A draw in `0..n` from the seeded stream.
+fn below(stream: &mut SplitMix64, n: u64) -> u64 {
+    stream.next_u64() % n.max(1)
 }
 
 fn present_key(i: u64) -> String {
@@ -114,14 +103,14 @@ fn quartiles(values: &mut [f64]) -> (f64, f64) {
 }
 
 /// Times `count` lookups of keys drawn from `stream` in `db`: present keys when `present`.
-fn block(db: &Db, keys: u64, present: bool, count: u64, stream: &mut Stream) -> f64 {
+fn block(db: &Db, keys: u64, present: bool, count: u64, stream: &mut SplitMix64) -> f64 {
     let gaps = (keys / 10).max(1);
     let lookups: Vec<String> = (0..count)
         .map(|_| {
             if present {
-                present_key(stream.below(keys))
+                present_key(below(stream, keys))
             } else {
-                absent_key(stream.below(gaps))
+                absent_key(below(stream, gaps))
             }
         })
         .collect();
@@ -151,9 +140,9 @@ fn main() {
 
     let dir = tempfile::tempdir().expect("temporary directory");
     let mut order: Vec<u64> = (0..keys).collect();
-    let mut stream = Stream(seed);
+    let mut stream = SplitMix64::new(seed);
     for i in (1..order.len()).rev() {
-        order.swap(i, stream.below(i as u64 + 1) as usize);
+        order.swap(i, below(&mut stream, i as u64 + 1) as usize);
     }
     let value = [b'v'; 100];
     let dbs: Vec<Db> = CONFIGS
@@ -189,8 +178,8 @@ fn main() {
         })
         .collect();
 
-    let mut streams: Vec<Stream> = (0..dbs.len())
-        .map(|_| Stream(seed.wrapping_add(1)))
+    let mut streams: Vec<SplitMix64> = (0..dbs.len())
+        .map(|_| SplitMix64::new(seed.wrapping_add(1)))
         .collect();
     for (db, stream) in dbs.iter().zip(&mut streams) {
         if !phased {

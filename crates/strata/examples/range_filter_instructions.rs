@@ -29,20 +29,7 @@
 
 use std::hint::black_box;
 
-use strata::bench_internals::{build_range_filter, RangeFilter};
-
-/// SplitMix64.
-struct Stream(u64);
-
-impl Stream {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
+use strata::bench_internals::{build_range_filter, RangeFilter, SplitMix64};
 
 fn key(i: u64) -> Vec<u8> {
     format!("{i:016}").into_bytes()
@@ -77,12 +64,12 @@ fn main() -> Result<(), String> {
     let bits = bits as u32;
     let count = arg(&args, 3, 200_000)?;
     let probes = arg(&args, 4, 200_000)?;
-    let mut stream = Stream(arg(&args, 5, 42)?);
+    let mut stream = SplitMix64::new(arg(&args, 5, 42)?);
     let space = 4 * count;
     let mut numbers: Vec<u64> = Vec::with_capacity(count as usize);
     let mut taken = vec![false; space as usize];
     while (numbers.len() as u64) < count {
-        let n = stream.next() % space;
+        let n = stream.next_u64() % space;
         if !taken[n as usize] {
             taken[n as usize] = true;
             numbers.push(n);
@@ -90,7 +77,7 @@ fn main() -> Result<(), String> {
     }
     numbers.sort_unstable();
     let keys: Vec<Vec<u8>> = numbers.iter().map(|&n| key(n)).collect();
-    let starts: Vec<u64> = (0..probes).map(|_| stream.next() % space).collect();
+    let starts: Vec<u64> = (0..probes).map(|_| stream.next_u64() % space).collect();
     let ranges: Vec<(Vec<u8>, Vec<u8>)> = starts.iter().map(|&i| (key(i), key(i + 1))).collect();
     if rank == 0 {
         println!(

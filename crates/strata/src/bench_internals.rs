@@ -20,6 +20,9 @@ use crate::memtable;
 use crate::stats::IoCounters;
 use crate::table::{self, block, reader, table_file_name};
 
+/// The engine's seeded generator, for the examples' and benchmarks' streams.
+pub use crate::random::SplitMix64;
+
 pub use crate::key::{SequenceNumber, ValueKind, MAX_SEQUENCE};
 
 /// The hash every filter is probed with: XXH3-64 of the user key (`filter::bloom::key_hash`).

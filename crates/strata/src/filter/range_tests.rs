@@ -1,15 +1,16 @@
 use super::*;
+use crate::random::SplitMix64;
 
-/// splitmix64: a seeded stream for the tests.
-struct Stream(u64);
+/// The tests' seeded stream: the engine's SplitMix64 with a bounded draw.
+struct Stream(SplitMix64);
 
 impl Stream {
+    fn new(seed: u64) -> Self {
+        Stream(SplitMix64::new(seed))
+    }
+
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     fn below(&mut self, n: u64) -> u64 {
@@ -89,7 +90,7 @@ fn bound(stream: &mut Stream, keys: &[Vec<u8>]) -> Vec<u8> {
 
 #[test]
 fn a_range_holding_a_key_is_never_refused() {
-    let mut stream = Stream(17);
+    let mut stream = Stream::new(17);
     for keys in key_sets(&mut stream) {
         for quantum_bits in [1, 4, 8, 12] {
             let filter = build(&keys, quantum_bits);
@@ -115,7 +116,7 @@ fn a_range_holding_a_key_is_never_refused() {
 
 #[test]
 fn empty_point_and_short_ranges_pass_at_about_two_to_the_minus_b() {
-    let mut stream = Stream(5);
+    let mut stream = Stream::new(5);
     // 50,000 of 150,000 decimal indexes, as a bench table holds them.
     let mut indexes: Vec<u64> = (0..50_000).map(|_| stream.below(150_000)).collect();
     indexes.sort_unstable();
@@ -183,7 +184,7 @@ fn bounds_beside_the_prefix_and_empty_filters() {
 
 #[test]
 fn malformed_blocks_are_errors_never_panics() {
-    let mut stream = Stream(9);
+    let mut stream = Stream::new(9);
     let keys: Vec<Vec<u8>> = (0..500u64).map(|i| decimal(i * 7)).collect();
     let mut builder = RangeFilterBuilder::new();
     for key in &keys {
@@ -222,7 +223,7 @@ fn malformed_blocks_are_errors_never_panics() {
 /// runs (quotients above 64 do not fit a window).
 #[test]
 fn windowed_rice_decoding_matches_the_bit_by_bit_reader() {
-    let mut stream = Stream(17);
+    let mut stream = Stream::new(17);
     for rice_bits in [0u32, 1, 5, 9, 19, 20] {
         let mut writer = BitWriter::default();
         let mut gaps = Vec::new();
@@ -501,7 +502,7 @@ fn u64_keys(stream: &mut Stream, count: usize) -> Vec<Vec<u8>> {
 
 #[test]
 fn the_probe_answers_as_the_reference_on_every_key_shape_and_quantum() {
-    let mut stream = Stream(23);
+    let mut stream = Stream::new(23);
     let mut sets = key_sets(&mut stream);
     sets.push(u64_keys(&mut stream, 700));
     sets.push(vec![
@@ -538,7 +539,7 @@ proptest::proptest! {
         alphabet in 1u64..40,
         quantum_bits in 1u32..=20,
     ) {
-        let mut stream = Stream(seed);
+        let mut stream = Stream::new(seed);
         let mut keys: Vec<Vec<u8>> = (0..count)
             .map(|_| (0..stream.below(9)).map(|_| b'0' + stream.below(alphabet) as u8).collect())
             .collect();
@@ -554,7 +555,7 @@ proptest::proptest! {
 /// every stored position, its neighbours, and targets past the last.
 #[test]
 fn the_successor_search_matches_decoding_from_the_first_code() {
-    let mut stream = Stream(31);
+    let mut stream = Stream::new(31);
     let mut sets = key_sets(&mut stream);
     sets.push(u64_keys(&mut stream, 3000));
     for keys in &sets {
@@ -631,7 +632,7 @@ fn sub_samples_that_do_not_fit_fall_back_to_an_earlier_sample() {
 /// The word-wide writer writes the same bytes as appending bit by bit.
 #[test]
 fn the_word_writer_writes_the_bit_by_bit_bytes() {
-    let mut stream = Stream(41);
+    let mut stream = Stream::new(41);
     for round in 0..200 {
         let (mut fast, mut slow) = (BitWriter::default(), reference::BitByBitWriter::default());
         for _ in 0..stream.below(300) {
@@ -656,7 +657,7 @@ fn the_word_writer_writes_the_bit_by_bit_bytes() {
 #[test]
 fn blocks_written_before_still_open_and_answer_alike() {
     // The example's keys: 300 distinct numbers of 0..1200 (SplitMix64 from seed 7), 16 digits.
-    let mut stream = Stream(7);
+    let mut stream = Stream::new(7);
     let mut taken = [false; 1200];
     let mut numbers = Vec::new();
     while numbers.len() < 300 {
@@ -683,7 +684,7 @@ fn blocks_written_before_still_open_and_answer_alike() {
         }
         assert_eq!(builder.finish(quantum_bits), block, "b = {quantum_bits}");
         let filter = RangeFilter::decode(&block).expect("an earlier block decodes");
-        let mut ranges = ranges_for(&mut Stream(3), &keys, 500);
+        let mut ranges = ranges_for(&mut Stream::new(3), &keys, 500);
         ranges.extend((0..1201u64).map(|i| (decimal(i), decimal(i + 1))));
         let maybe = agrees_with_reference(&filter, &keys, &ranges);
         assert!(
