@@ -1,5 +1,5 @@
 //! `strata inspect DB`: the tree file by file — levels, runs, each table's entries, bytes, filter
-//! bits per key and key range, and Merlin's access estimates (DESIGN.md §4) beside the naive
+//! bits per key (on disk, and in use by lookups) and key range, and Merlin's access estimates (DESIGN.md §4) beside the naive
 //! baseline's — under a header comparing the tree's average bits per key with the filter
 //! allocator's budget and cap (DESIGN.md §3).
 //!
@@ -14,6 +14,7 @@
 //! one the database is written with. Files keep the bits per key they were written with whatever
 //! it is.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -87,6 +88,9 @@ pub struct FileReport {
     pub bytes: u64,
     /// Bits per key of the file's filter (0 = none).
     pub bits_per_key: f64,
+    /// Bits per key of the filter that lookups use now (`Db::filter_bits_in_use`): 0 for a
+    /// skipped filter, fewer than `bits_per_key` where elastic filters keep modules out of use.
+    pub bits_per_key_in_use: f64,
     /// Bytes of the filter block.
     pub filter_bytes: u64,
     /// Smallest user key, printable (see [`printable_key`]).
@@ -196,12 +200,16 @@ fn weighted_bits_per_key(bits_and_entries: impl Iterator<Item = (f64, u64)>) -> 
     }
 }
 
-fn file_report(file: &FileMetadata) -> FileReport {
+fn file_report(file: &FileMetadata, in_use: &BTreeMap<u64, f64>) -> FileReport {
     FileReport {
         number: file.number(),
         entries: file.entries(),
         bytes: file.file_bytes(),
         bits_per_key: file.bits_per_key(),
+        bits_per_key_in_use: in_use
+            .get(&file.number())
+            .copied()
+            .unwrap_or_else(|| file.bits_per_key()),
         filter_bytes: file.filter_bytes(),
         smallest_key: printable_key(file.smallest_user_key()),
         largest_key: printable_key(file.largest_user_key()),
@@ -213,8 +221,14 @@ fn file_report(file: &FileMetadata) -> FileReport {
     }
 }
 
-/// The report for a version and the stats read with it.
-pub fn build_report(version: &Version, stats: &Stats, access_statistics: bool) -> InspectReport {
+/// The report for a version, the stats read with it and the bits per key in use of its files
+/// (`Db::filter_bits_in_use`; a file missing there is taken as using its whole filter).
+pub fn build_report(
+    version: &Version,
+    stats: &Stats,
+    in_use: &BTreeMap<u64, f64>,
+    access_statistics: bool,
+) -> InspectReport {
     let levels: Vec<LevelReport> = version
         .levels()
         .iter()
@@ -226,7 +240,7 @@ pub fn build_report(version: &Version, stats: &Stats, access_statistics: bool) -
                 .iter()
                 .map(|run| {
                     let files: Vec<FileReport> =
-                        run.files().iter().map(|f| file_report(f)).collect();
+                        run.files().iter().map(|f| file_report(f, in_use)).collect();
                     RunReport {
                         id: run.id(),
                         entries: files.iter().map(|f| f.entries).sum(),
@@ -356,11 +370,12 @@ pub fn write_text(report: &InspectReport, out: &mut dyn Write) -> std::io::Resul
     writeln!(out)?;
     writeln!(
         out,
-        "    {:>8} {:>10} {:>12} {:>8} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  keys",
+        "    {:>8} {:>10} {:>12} {:>8} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  keys",
         "file",
         "entries",
         "bytes",
         "bits/key",
+        "in use",
         "filter B",
         "merlin q",
         "x",
@@ -392,11 +407,12 @@ pub fn write_text(report: &InspectReport, out: &mut dyn Write) -> std::io::Resul
             for file in &run.files {
                 writeln!(
                     out,
-                    "    {:>8} {:>10} {:>12} {:>8.2} {:>10} {} {}  {} .. {}",
+                    "    {:>8} {:>10} {:>12} {:>8.2} {:>6.2} {:>10} {} {}  {} .. {}",
                     format!("{:06}", file.number),
                     file.entries,
                     file.bytes,
                     file.bits_per_key,
+                    file.bits_per_key_in_use,
                     file.filter_bytes,
                     estimate_columns(file.merlin),
                     estimate_columns(file.naive),
@@ -425,7 +441,12 @@ pub fn inspect(
     // Asked for, or needed by the allocator (Mnemosyne+).
     let access_statistics = db_options.keeps_access_statistics();
     let db = Db::open_read_only(path, db_options)?;
-    let report = build_report(&db.version(), &db.stats(), access_statistics);
+    let report = build_report(
+        &db.version(),
+        &db.stats(),
+        &db.filter_bits_in_use(),
+        access_statistics,
+    );
     db.close()?;
     let write_error = |e| CliError::io("writing to stdout", e);
     if json {

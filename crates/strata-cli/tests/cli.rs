@@ -288,6 +288,18 @@ fn inspect_prints_levels_runs_files_and_the_averages() {
         .find(|line| line.ends_with("key00000 .. key00299"))
         .expect("a row for the first run's file");
     assert_eq!(file_row.split_whitespace().filter(|&c| c == "-").count(), 6);
+    // Bits per key on disk, then in use: a uniform filter is used whole.
+    assert!(text.contains("bits/key in use"), "{text}");
+    assert_eq!(
+        file_row.split_whitespace().nth(3),
+        Some("8.00"),
+        "{file_row}"
+    );
+    assert_eq!(
+        file_row.split_whitespace().nth(4),
+        Some("8.00"),
+        "{file_row}"
+    );
 
     // With Mnemosyne named, the header shows its cap and the distance to it.
     let text = ok_after_close(&[
@@ -342,6 +354,7 @@ fn inspect_json_has_every_file_and_its_entries_sum_to_the_stats() {
                     assert!(file[field].as_u64().is_some(), "{field}: {file}");
                 }
                 assert_eq!(file["bits_per_key"].as_f64(), Some(8.0));
+                assert_eq!(file["bits_per_key_in_use"].as_f64(), Some(8.0));
                 assert!(file["smallest_key"].as_str().is_some());
                 assert_eq!(file["merlin"], Value::Null);
                 assert_eq!(file["naive"], Value::Null);

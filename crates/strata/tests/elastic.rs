@@ -414,3 +414,37 @@ fn files_that_lookups_favour_get_their_filters_rebuilt() {
     let report = strata::check(dir.path(), &options(0)).expect("check");
     assert!(report.is_sound(), "{report:?}");
 }
+
+/// `Db::filter_bits_in_use` names every live file, never more bits than the file holds on disk,
+/// and its entry-weighted mean is the stats' effective bits per key; elastic filters keep some
+/// modules out of use, so the files use fewer bits than they hold.
+#[test]
+fn the_bits_in_use_per_file_add_up_to_the_effective_bits_per_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(Arc::new(Leveling::default()))).expect("open");
+    fill_sampling(&db, |_| {});
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("settle");
+    for i in 0..2_000 {
+        db.get(key(KEYS + i)).expect("get");
+    }
+    let in_use = db.filter_bits_in_use();
+    let stats = db.stats();
+    let version = db.version();
+    let (mut used, mut on_disk, mut entries) = (0.0, 0.0, 0u64);
+    for (_, _, file) in version.files() {
+        let bits = in_use[&file.number()];
+        assert!(bits >= 0.0 && bits <= file.bits_per_key() + 1e-9, "{bits}");
+        used += bits * file.entries() as f64;
+        on_disk += file.bits_per_key() * file.entries() as f64;
+        entries += file.entries();
+    }
+    assert_eq!(in_use.len(), version.files().count());
+    let mean = used / entries as f64;
+    assert!(
+        (mean - stats.effective_bits_per_key).abs() < 1e-9,
+        "{mean} against {}",
+        stats.effective_bits_per_key
+    );
+    assert!(used < on_disk, "{used} bits in use of {on_disk} on disk");
+}

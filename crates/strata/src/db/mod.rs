@@ -503,6 +503,19 @@ impl Db {
         self.inner.filter_allocator().name()
     }
 
+    /// Bits per key of each live file's filter that lookups use now, by file number: 0 for a
+    /// filter the allocator skips, the modules in use for elastic filters (fewer than the file
+    /// holds on disk when the allocation has taken some out of use), the whole filter otherwise.
+    /// Their entry-weighted mean is `Stats::effective_bits_per_key`.
+    pub fn filter_bits_in_use(&self) -> std::collections::BTreeMap<u64, f64> {
+        let view = self.inner.view.load_full();
+        let allocator = &view.filter_allocator;
+        view.version
+            .files()
+            .map(|(_, run, file)| (file.number(), allocator.bits_per_key_in_use(run, file)))
+            .collect()
+    }
+
     /// What a point lookup is predicted to cost on the tree as it is now, by the per-file form of
     /// the cost models (`strata::model::tree`): the files' real bits per key, the filters the
     /// allocator skips, index and filter blocks taken as cached. `strata bench` prints it beside
