@@ -1067,6 +1067,23 @@ pub fn decide(
     if let Some(reason) = writes_unmeasured(&workload, measured.as_ref()) {
         return Ok(keep(reason, None, Vec::new()));
     }
+    // The design in force's merges per update as the engine measured them while it was in force
+    // on this mix, when enough was written: they replace the replay's (module documentation).
+    let merges_measured = measured.and_then(|(now, _)| {
+        let buffer_entries = facts.buffer_bits / (facts.entry_bytes * 8.0);
+        state.merges_measured(&now, mix_held, facts.entry_bytes, buffer_entries)
+    });
+    if let Some(kept) = keeping_up(&workload, &costs, merges_measured, facts, current) {
+        let (reason, record) = kept;
+        let verdict = keep(reason, Some(record), Vec::new());
+        return Ok(Verdict {
+            decision: Decision {
+                merges_measured,
+                ..verdict.decision
+            },
+            ..verdict
+        });
+    }
     let horizon_intervals = options.horizon_intervals.min(f64::from(mix_held));
     let grown = facts.grown(
         state.growth_per_interval(facts.entries, mix_held),
@@ -1106,12 +1123,6 @@ pub fn decide(
     let Some(best) = ranked.first() else {
         return Ok(keep("the tuner ranked no design".into(), None, candidates));
     };
-    // The design in force's merges per update as the engine measured them while it was in force
-    // on this mix, when enough was written: they replace the replay's (module documentation).
-    let merges_measured = measured.and_then(|(now, _)| {
-        let buffer_entries = facts.buffer_bits / (facts.entry_bytes * 8.0);
-        state.merges_measured(&now, mix_held, facts.entry_bytes, buffer_entries)
-    });
     let priced = current_design_priced(&problem, current, filters, merges_measured);
     let (current_design, current_replayed_merges) = match priced {
         Ok(priced) => priced,
@@ -1181,6 +1192,47 @@ fn writes_unmeasured(
             "write costs not measured yet (needs a finished compaction and {MIN_SAMPLES} timed \
              writes; measured: {costs})"
         )
+    })
+}
+
+/// Why a decision on a mix of updates alone keeps the design in force without asking the tuner, if
+/// it does, with the design in force as priced: its merges, at the merges per update measured on
+/// it (`merges_measured`) and the merges' measured seconds per entry over the merge threads, take
+/// no longer than its writes' foreground seconds. Writes are then priced at the foreground's
+/// seconds, and no design writes faster than that: every design's update costs `max(foreground,
+/// background)` with the same foreground (`AutoTuneOptions::device_with`), so no design can gain,
+/// and the tuner's replays (most of a decision's time on a large tree) would only show a tie.
+fn keeping_up(
+    workload: &Workload,
+    costs: &MeasuredCosts,
+    merges_measured: Option<f64>,
+    facts: &TreeFacts,
+    current: &CurrentDesign,
+) -> Option<(String, CandidateRecord)> {
+    let updates_only = workload.point_lookups <= 0.0 && workload.range_lookups <= 0.0;
+    let (foreground, merge, merges) = (
+        costs.seconds_per_update?,
+        costs.merge_seconds_per_entry?,
+        merges_measured?,
+    );
+    let background = merges * merge / facts.merge_threads.max(1.0);
+    (updates_only && workload.updates > 0.0 && background <= foreground).then(|| {
+        let record = CandidateRecord {
+            policy: current.kind,
+            size_ratio: current.settings.size_ratio,
+            garnering_c: (current.kind == CompactionKind::Garnering)
+                .then_some(current.settings.garnering_c),
+            predicted_ops: 1.0 / foreground,
+        };
+        let reason = format!(
+            "the design in force's merges keep up with its writes ({merges:.2} merges per update \
+             measured, {:.3} us of merging per update on {} thread(s) against {:.3} us in the \
+             foreground): on updates alone no design writes faster",
+            background * 1e6,
+            facts.merge_threads.max(1.0),
+            foreground * 1e6
+        );
+        (reason, record)
     })
 }
 
@@ -2296,20 +2348,43 @@ mod tests {
         // entries per entry written over the fill, at 2.543 us each on two threads, against a
         // replay of 4.7-9.2 merges per update of the grown tree (steady updates of a full tree,
         // not inserts into a growing one). Priced at its replay, leveling was predicted half as
-        // fast as tiering and switched from; at its measured merges, its merges keep up with
-        // its 3.477 us writes, every design writes at one price, and it is kept.
+        // fast as tiering and switched from; at its measured merges, its merges (3.459 us per
+        // write on two threads) keep up with its 3.477 us writes: no design writes faster, and
+        // it is kept without asking the tuner.
         let kept = decide_fill_counted(2.72, 2.543, 34);
         assert_eq!(kept.len(), 34);
         let priced: Vec<&Decision> = kept.iter().filter(|d| d.current.is_some()).collect();
         assert!(priced.len() >= 20, "{}", priced.len());
         for decision in &priced {
             assert!(!decision.switched, "{decision}");
-            assert!(decision.gain < 0.10, "{decision}");
+            assert_eq!(decision.gain, 0.0, "{decision}");
             let measured = decision.merges_measured.expect("measured merges");
             assert!((measured - 2.72).abs() < 0.01, "{decision}");
+            assert!(decision.reason.contains("keep up"), "{decision}");
+            assert!(decision.candidates.is_empty(), "{decision}");
+            let current = decision.current.as_ref().expect("priced");
+            // At the foreground's price, 3.477 us per write.
+            assert!(
+                (current.predicted_ops * 3.477e-6 - 1.0).abs() < 1e-3,
+                "{decision}"
+            );
+            assert!(decision.to_string().contains("measured 2.72"), "{decision}");
+        }
+        // 3.0 measured: its merges (3.815 us per write) fall behind its writes, so the tuner
+        // ranks the designs, the design in force at its measured merges (the replay's recorded
+        // beside them): the designs its merges' 9.7% would go to do not gain the 10% a switch
+        // needs.
+        let behind = decide_fill_counted(3.0, 2.543, 34);
+        assert_eq!(behind.len(), 34);
+        let ranked: Vec<&Decision> = behind.iter().filter(|d| !d.candidates.is_empty()).collect();
+        assert!(ranked.len() >= 20, "{}", ranked.len());
+        for decision in &ranked {
+            assert!(!decision.switched, "{decision}");
+            assert!(decision.gain > 0.0 && decision.gain < 0.10, "{decision}");
+            let measured = decision.merges_measured.expect("measured merges");
+            assert!((measured - 3.0).abs() < 0.01, "{decision}");
             let replayed = decision.merges_replayed.expect("replayed merges");
             assert!(replayed > 4.0, "{decision}");
-            assert!(decision.to_string().contains("measured 2.72"), "{decision}");
         }
         // The same fill whose merges wrote what the replay predicts (8 per entry written): they
         // cannot keep up on two threads, and the switch is made as before.
