@@ -78,6 +78,12 @@ impl DbInner {
         let mut state = self.auto_tune.lock();
         let totals = self.workload();
         let interval = state.interval(&totals);
+        // The interval's throughput as served, for the log beside what the models predicted.
+        let elapsed = self
+            .auto_tune_decided_at
+            .lock()
+            .replace(started)
+            .map(|at| started.duration_since(at).as_secs_f64());
         let view = self.view.load_full();
         if options.measured_costs {
             self.probe_reads_if_unmeasured(&view.version);
@@ -116,8 +122,15 @@ impl DbInner {
                 ),
             ),
         };
+        let served = match elapsed {
+            Some(seconds) if seconds > 0.0 => format!(
+                "; {:.0} ops/s served over the interval",
+                AutoTuneState::operations(&interval) as f64 / seconds
+            ),
+            _ => String::new(),
+        };
         self.info_log.log(format!(
-            "auto-tune {decision} (decided in {:.1} ms)",
+            "auto-tune {decision} (decided in {:.1} ms{served})",
             started.elapsed().as_secs_f64() * 1e3
         ));
         let mut next = state.clone();

@@ -264,6 +264,10 @@ pub(crate) struct DbInner {
     pub(crate) read_probe_tried: std::sync::atomic::AtomicBool,
     /// Auto-tune's state (`auto_tune.rs`): restored from the manifest, held for a whole decision.
     pub(crate) auto_tune: Mutex<crate::model::auto_tune::AutoTuneState>,
+    /// When auto-tune's last decision was taken in this open (`auto_tune.rs`): the interval's
+    /// elapsed time, which the design in force's measured throughput is taken over. `None`
+    /// before the first.
+    pub(crate) auto_tune_decided_at: Mutex<Option<std::time::Instant>>,
     pub(crate) wal_records_recovered: u64,
     pub(crate) wal_bytes_dropped: u64,
     /// Opened by [`Db::open_read_only`]: no lock, no WAL, no background threads, and every entry

@@ -444,6 +444,7 @@ fn assemble(
         measurement_base: Mutex::new(Default::default()),
         read_probe_tried: std::sync::atomic::AtomicBool::new(false),
         auto_tune: Mutex::new(auto_tune),
+        auto_tune_decided_at: Mutex::new(None),
         wal_records_recovered: recovered.replay.records,
         wal_bytes_dropped: recovered.replay.dropped_bytes,
         read_only,

@@ -12,7 +12,11 @@
 //! allocator's budget over the tree's entries. The design in force is priced by the same models
 //! at its own policy and size ratio ([`super::tuner::evaluate_with`]; leveling with dynamic
 //! level bytes as leveling), its writes replayed as the tuning's best designs' are
-//! ([`super::tuner::evaluate_replayed`]). The filter allocator is not switched: the models price Monkey's
+//! ([`super::tuner::evaluate_replayed`]) until the engine has measured its merges: then at the
+//! merges per update measured on it over the mix since the last switch
+//! ([`AutoTuneState::merges_measured`]; the replay counts a full tree's steady state and
+//! over-counts a fill's, docs/decisions/auto-tune-prices-the-design-in-force-at-its-measured-merges.md).
+//! The filter allocator is not switched: the models price Monkey's
 //! allocation, which the per-file allocators (Mnemosyne, Mnemosyne+, elastic filters) solve
 //! from measured statistics on every flush and compaction; designs are priced with Monkey's
 //! filters, or with uniform filters when uniform filters are in force.
@@ -50,9 +54,10 @@ use serde::{Deserialize, Serialize};
 
 use super::ties::{break_ties, CostSpread};
 use super::tuner::{
-    evaluate_replayed, evaluate_with, tune, CpuCosts, Design, Device, Tuning, TuningProblem,
-    Workload,
+    evaluate_replayed, evaluate_with, evaluate_with_writes, tune, CpuCosts, Design, Device, Tuning,
+    TuningProblem, Workload,
 };
+use super::writes::ReplayedWrites;
 use super::ModelPolicy;
 use crate::alloc::FilterAllocatorKind;
 use crate::compaction::{CompactionKind, CompactionSettings};
@@ -236,6 +241,11 @@ impl AutoTuneOptions {
 /// Timed samples (probes of one kind, writes, probed reads) needed before their mean replaces a
 /// setting.
 pub const MIN_SAMPLES: u64 = 64;
+
+/// Write buffers' worth of entries written under the design in force before its measured merges
+/// per update price it ([`AutoTuneState::merges_measured`]): enough flushes that the merges they
+/// feed are counted, not the luck of which compaction finished inside a short span.
+pub const MERGES_MEASURED_FLUSHES: f64 = 8.0;
 
 /// Page reads auto-tune's read probe times (`db/auto_tune.rs`): the [`MIN_SAMPLES`] a price
 /// needs.
@@ -691,6 +701,15 @@ pub struct Decision {
     /// fewer merges per update than the model's best (0 as for `tied`).
     #[serde(default)]
     pub model_rank: u32,
+    /// Merges per update the design in force was measured to make while in force on this mix
+    /// ([`AutoTuneState::merges_measured`]), which priced its writes; `None` when too little was
+    /// measured (the replay priced them) or the mix has no updates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merges_measured: Option<f64>,
+    /// Merges per update the replay gives the design in force (the model's prediction, recorded
+    /// beside the measurement); `None` when nothing was replayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merges_replayed: Option<f64>,
 }
 
 impl Decision {
@@ -722,6 +741,8 @@ impl Decision {
             spread: None,
             tied: 0,
             model_rank: 0,
+            merges_measured: None,
+            merges_replayed: None,
         }
     }
 
@@ -746,14 +767,28 @@ impl Decision {
 
 impl std::fmt::Display for Decision {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let current = self
-            .current
-            .as_ref()
-            .map_or_else(|| "unpriced".to_string(), CandidateRecord::label);
+        let priced = |record: &CandidateRecord| {
+            format!("{} at {:.0} ops/s", record.label(), record.predicted_ops)
+        };
+        let merges = match (self.merges_replayed, self.merges_measured) {
+            (None, None) => String::new(),
+            (replayed, measured) => {
+                let of = |m: Option<f64>| m.map_or_else(|| "-".to_string(), |m| format!("{m:.2}"));
+                format!(
+                    " (merges per update: replay {}, measured {})",
+                    of(replayed),
+                    of(measured)
+                )
+            }
+        };
+        let current = self.current.as_ref().map_or_else(
+            || "unpriced".to_string(),
+            |c| format!("{}{merges}", priced(c)),
+        );
         let best = self
             .candidates
             .first()
-            .map_or_else(|| "none".to_string(), CandidateRecord::label);
+            .map_or_else(|| "none".to_string(), priced);
         let spread =
             |s: &CostSpread| format!("device x{:.2}, processor x{:.2}", s.device, s.processor);
         // A spread of 1 ties only designs the model prices alike (leveling with and without
@@ -922,6 +957,33 @@ impl AutoTuneState {
         }
     }
 
+    /// Merges per update the engine measured on the design in force over the intervals `mix`
+    /// has held (`mix_held`, as far back as [`AutoTuneState::history`] reaches, and not before
+    /// the last switch): the entries its compactions wrote over the entries written, from the
+    /// measurements the decisions recorded up to `now`. `None` while that span wrote fewer than
+    /// [`MERGES_MEASURED_FLUSHES`] write buffers of `buffer_entries` (too few merges to count),
+    /// or a count went back (a reopen).
+    pub fn merges_measured(
+        &self,
+        now: &Measurements,
+        mix_held: u32,
+        entry_bytes: f64,
+        buffer_entries: f64,
+    ) -> Option<f64> {
+        let held = (mix_held.saturating_sub(1) as usize).min(self.history.len());
+        let recent = &self.history[self.history.len() - held..];
+        // A switch's decision measured the tree before the switch: the span starts there, with
+        // the design switched to in force since.
+        let start = recent.iter().rposition(|d| d.switched).unwrap_or(0);
+        let first = recent[start..].iter().find_map(|d| d.measured)?;
+        let span = now.since(&first)?;
+        let written = span.write_entries as f64;
+        if !(entry_bytes > 0.0 && written >= MERGES_MEASURED_FLUSHES * buffer_entries.max(1.0)) {
+            return None;
+        }
+        Some(span.compaction_write_bytes as f64 / entry_bytes / written)
+    }
+
     /// Entries the tree gained per interval while the mix held: since the first decision of the
     /// mix the history still has, over the intervals between, when the tree now has `entries`
     /// and the mix has held `mix_held` intervals (0 when it has just begun or the tree shrank).
@@ -1005,6 +1067,23 @@ pub fn decide(
     if let Some(reason) = writes_unmeasured(&workload, measured.as_ref()) {
         return Ok(keep(reason, None, Vec::new()));
     }
+    // The design in force's merges per update as the engine measured them while it was in force
+    // on this mix, when enough was written: they replace the replay's (module documentation).
+    let merges_measured = measured.and_then(|(now, _)| {
+        let buffer_entries = facts.buffer_bits / (facts.entry_bytes * 8.0);
+        state.merges_measured(&now, mix_held, facts.entry_bytes, buffer_entries)
+    });
+    if let Some(kept) = keeping_up(&workload, &costs, merges_measured, facts, current) {
+        let (reason, record) = kept;
+        let verdict = keep(reason, Some(record), Vec::new());
+        return Ok(Verdict {
+            decision: Decision {
+                merges_measured,
+                ..verdict.decision
+            },
+            ..verdict
+        });
+    }
     let horizon_intervals = options.horizon_intervals.min(f64::from(mix_held));
     let grown = facts.grown(
         state.growth_per_interval(facts.entries, mix_held),
@@ -1044,9 +1123,9 @@ pub fn decide(
     let Some(best) = ranked.first() else {
         return Ok(keep("the tuner ranked no design".into(), None, candidates));
     };
-    let priced = current_design_priced(&problem, current, filters);
-    let current_design = match priced {
-        Ok(design) => design,
+    let priced = current_design_priced(&problem, current, filters, merges_measured);
+    let (current_design, current_replayed_merges) = match priced {
+        Ok(priced) => priced,
         Err(reason) => return Ok(keep(reason, None, candidates)),
     };
     let current_record = CandidateRecord {
@@ -1089,6 +1168,8 @@ pub fn decide(
             spread: measured.map(|_| spread),
             tied,
             model_rank,
+            merges_measured: merges_measured.filter(|_| workload.updates > 0.0),
+            merges_replayed: current_replayed_merges,
             ..Decision::kept(number, operations, mix, facts.entries, reason)
                 .with(Some(current_record), candidates)
                 .measured(measured)
@@ -1111,6 +1192,47 @@ fn writes_unmeasured(
             "write costs not measured yet (needs a finished compaction and {MIN_SAMPLES} timed \
              writes; measured: {costs})"
         )
+    })
+}
+
+/// Why a decision on a mix of updates alone keeps the design in force without asking the tuner, if
+/// it does, with the design in force as priced: its merges, at the merges per update measured on
+/// it (`merges_measured`) and the merges' measured seconds per entry over the merge threads, take
+/// no longer than its writes' foreground seconds. Writes are then priced at the foreground's
+/// seconds, and no design writes faster than that: every design's update costs `max(foreground,
+/// background)` with the same foreground (`AutoTuneOptions::device_with`), so no design can gain,
+/// and the tuner's replays (most of a decision's time on a large tree) would only show a tie.
+fn keeping_up(
+    workload: &Workload,
+    costs: &MeasuredCosts,
+    merges_measured: Option<f64>,
+    facts: &TreeFacts,
+    current: &CurrentDesign,
+) -> Option<(String, CandidateRecord)> {
+    let updates_only = workload.point_lookups <= 0.0 && workload.range_lookups <= 0.0;
+    let (foreground, merge, merges) = (
+        costs.seconds_per_update?,
+        costs.merge_seconds_per_entry?,
+        merges_measured?,
+    );
+    let background = merges * merge / facts.merge_threads.max(1.0);
+    (updates_only && workload.updates > 0.0 && background <= foreground).then(|| {
+        let record = CandidateRecord {
+            policy: current.kind,
+            size_ratio: current.settings.size_ratio,
+            garnering_c: (current.kind == CompactionKind::Garnering)
+                .then_some(current.settings.garnering_c),
+            predicted_ops: 1.0 / foreground,
+        };
+        let reason = format!(
+            "the design in force's merges keep up with its writes ({merges:.2} merges per update \
+             measured, {:.3} us of merging per update on {} thread(s) against {:.3} us in the \
+             foreground): on updates alone no design writes faster",
+            background * 1e6,
+            facts.merge_threads.max(1.0),
+            foreground * 1e6
+        );
+        (reason, record)
     })
 }
 
@@ -1257,12 +1379,15 @@ fn switch_settings(
     (design.policy.kind(), settings)
 }
 
-/// The design in force priced by the models, or why it cannot be.
+/// The design in force priced by the models, with the merges per update its replay gave (`None`
+/// without updates, or when the replay refused it); or why it cannot be priced. With
+/// `merges_measured`, its writes are priced at those merges per update instead of the replay's.
 fn current_design_priced(
     problem: &TuningProblem,
     current: &CurrentDesign,
     filters: FilterAllocatorKind,
-) -> std::result::Result<Design, String> {
+    merges_measured: Option<f64>,
+) -> std::result::Result<(Design, Option<f64>), String> {
     let kind = match current.kind {
         // Dynamic level bytes change where the levels start, not the shape the models price.
         CompactionKind::LevelingDynamic => CompactionKind::Leveling,
@@ -1279,6 +1404,28 @@ fn current_design_priced(
     )
     // Its writes priced as the tuning's best are (`tuner::evaluate_replayed`).
     .and_then(|design| evaluate_replayed(problem, &design))
+    .and_then(|design| {
+        let replayed = design.writes.replayed_merges();
+        match merges_measured {
+            Some(merges) if problem.workload.updates > 0.0 && merges.is_finite() => {
+                let measured = ReplayedWrites {
+                    merges_per_update: merges.max(0.0),
+                    flushes: 0,
+                    scale: 1.0,
+                };
+                let priced = evaluate_with_writes(
+                    problem,
+                    policy,
+                    current.settings.size_ratio,
+                    design.buffer_bits,
+                    filters,
+                    Some(measured),
+                )?;
+                Ok((priced, replayed))
+            }
+            _ => Ok((design, replayed)),
+        }
+    })
     .map_err(|error| format!("the design in force cannot be priced: {error}"))
 }
 
@@ -2155,6 +2302,161 @@ mod tests {
             assert!(!decision.switched, "{decision}");
             assert!(decision.gain < 0.10, "{decision}");
         }
+    }
+
+    /// [`decide_fill`] with the engine's counts growing as a fill's do: each interval writes
+    /// 28,600 entries (3.477 us each in the foreground), and its compactions write `merges`
+    /// entries of 116 bytes per entry written, at `merge_micros` each. Returns every decision,
+    /// up to the first switch.
+    fn decide_fill_counted(merges: f64, merge_micros: f64, rounds: u64) -> Vec<Decision> {
+        let leveling = design(CompactionKind::Leveling, 10.0);
+        let mut state = AutoTuneState::default();
+        let mut decisions = Vec::new();
+        for n in 1..=rounds {
+            let writes = 28_600 * n;
+            let merged = (writes as f64 * merges) as u64;
+            let measurements = Measurements {
+                timed_write_entries: writes / 16,
+                timed_write_nanos: (writes as f64 / 16.0 * 3_477.0) as u64,
+                write_entries: writes,
+                compaction_write_bytes: merged * 116,
+                compaction_micros: (merged as f64 * merge_micros) as u64,
+                probed_reads: PROBE_READS,
+                probed_read_nanos: PROBE_READS * 31_600,
+                ..Measurements::default()
+            };
+            let tree = TreeFacts {
+                entries: 14_305 + 28_610 * (n - 1),
+                filter_bits: 10.0 * (14_305 + 28_610 * (n - 1)) as f64,
+                ..filling_tree(measurements)
+            };
+            let at = totals(0, writes);
+            let verdict = decide(&measuring(), &tree, &state.interval(&at), &leveling, &state)
+                .expect("decides");
+            decisions.push(verdict.decision.clone());
+            state.record(verdict.decision, &at);
+            if verdict.switch_to.is_some() {
+                break;
+            }
+        }
+        decisions
+    }
+
+    #[test]
+    fn the_design_in_force_is_priced_at_the_merges_measured_on_it() {
+        // The shifting workload's fill on leveling T = 10 (recipe 38): its compactions wrote 2.72
+        // entries per entry written over the fill, at 2.543 us each on two threads, against a
+        // replay of 4.7-9.2 merges per update of the grown tree (steady updates of a full tree,
+        // not inserts into a growing one). Priced at its replay, leveling was predicted half as
+        // fast as tiering and switched from; at its measured merges, its merges (3.459 us per
+        // write on two threads) keep up with its 3.477 us writes: no design writes faster, and
+        // it is kept without asking the tuner.
+        let kept = decide_fill_counted(2.72, 2.543, 34);
+        assert_eq!(kept.len(), 34);
+        let priced: Vec<&Decision> = kept.iter().filter(|d| d.current.is_some()).collect();
+        assert!(priced.len() >= 20, "{}", priced.len());
+        for decision in &priced {
+            assert!(!decision.switched, "{decision}");
+            assert_eq!(decision.gain, 0.0, "{decision}");
+            let measured = decision.merges_measured.expect("measured merges");
+            assert!((measured - 2.72).abs() < 0.01, "{decision}");
+            assert!(decision.reason.contains("keep up"), "{decision}");
+            assert!(decision.candidates.is_empty(), "{decision}");
+            let current = decision.current.as_ref().expect("priced");
+            // At the foreground's price, 3.477 us per write.
+            assert!(
+                (current.predicted_ops * 3.477e-6 - 1.0).abs() < 1e-3,
+                "{decision}"
+            );
+            assert!(decision.to_string().contains("measured 2.72"), "{decision}");
+        }
+        // 3.0 measured: its merges (3.815 us per write) fall behind its writes, so the tuner
+        // ranks the designs, the design in force at its measured merges (the replay's recorded
+        // beside them): the designs its merges' 9.7% would go to do not gain the 10% a switch
+        // needs.
+        let behind = decide_fill_counted(3.0, 2.543, 34);
+        assert_eq!(behind.len(), 34);
+        let ranked: Vec<&Decision> = behind.iter().filter(|d| !d.candidates.is_empty()).collect();
+        assert!(ranked.len() >= 20, "{}", ranked.len());
+        for decision in &ranked {
+            assert!(!decision.switched, "{decision}");
+            assert!(decision.gain > 0.0 && decision.gain < 0.10, "{decision}");
+            let measured = decision.merges_measured.expect("measured merges");
+            assert!((measured - 3.0).abs() < 0.01, "{decision}");
+            let replayed = decision.merges_replayed.expect("replayed merges");
+            assert!(replayed > 4.0, "{decision}");
+        }
+        // The same fill whose merges wrote what the replay predicts (8 per entry written): they
+        // cannot keep up on two threads, and the switch is made as before.
+        let switched = decide_fill_counted(8.0, 2.543, 34);
+        let last = switched.last().expect("decisions");
+        assert!(last.switched, "{last}");
+        assert_ne!(
+            last.candidates[0].policy,
+            CompactionKind::Leveling,
+            "{last}"
+        );
+        assert!(
+            last.merges_measured.is_some_and(|m| (m - 8.0).abs() < 0.01),
+            "{last}"
+        );
+        assert!(last.gain >= 0.5, "{last}");
+    }
+
+    #[test]
+    fn merges_are_measured_over_the_mix_since_the_last_switch_and_need_enough_writes() {
+        let snapshot = |writes: u64, merged: u64| Measurements {
+            write_entries: writes,
+            compaction_write_bytes: merged * 100,
+            ..Measurements::default()
+        };
+        let decision = |mix_held: u32, switched: bool, measured: Measurements| Decision {
+            mix_held,
+            switched,
+            measured: Some(measured),
+            ..Decision::kept(1, 1, None, 1, String::new())
+        };
+        let state = AutoTuneState {
+            history: vec![
+                decision(1, false, snapshot(0, 0)),
+                decision(2, false, snapshot(100_000, 500_000)),
+                decision(3, true, snapshot(200_000, 1_000_000)),
+                decision(4, false, snapshot(300_000, 1_300_000)),
+            ],
+            ..AutoTuneState::default()
+        };
+        let now = snapshot(400_000, 1_400_000);
+        // Since the switch (the third decision): 400,000 entries merged for 200,000 written.
+        let merges = state.merges_measured(&now, 5, 100.0, 1_000.0);
+        assert_eq!(merges, Some(2.0));
+        // A mix held two intervals reaches back one decision: 100,000 over 100,000.
+        assert_eq!(state.merges_measured(&now, 2, 100.0, 1_000.0), Some(1.0));
+        // Without the switch, the span reaches back to the mix's first decision: 1,400,000
+        // over 400,000.
+        let unswitched = AutoTuneState {
+            history: state
+                .history
+                .iter()
+                .map(|d| Decision {
+                    switched: false,
+                    ..d.clone()
+                })
+                .collect(),
+            ..state.clone()
+        };
+        assert_eq!(
+            unswitched.merges_measured(&now, 5, 100.0, 1_000.0),
+            Some(3.5)
+        );
+        // A mix that has just begun has nothing to measure against.
+        assert_eq!(state.merges_measured(&now, 1, 100.0, 1_000.0), None);
+        // Fewer than eight buffers written: not measured.
+        assert_eq!(state.merges_measured(&now, 2, 100.0, 20_000.0), None);
+        // Counts that went back (a reopen): not measured.
+        assert_eq!(
+            state.merges_measured(&snapshot(10, 10), 5, 100.0, 1.0),
+            None
+        );
     }
 
     #[test]
