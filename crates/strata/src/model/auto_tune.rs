@@ -2235,6 +2235,12 @@ mod tests {
     /// from 14,305 (as the shifting workload's fill did), `rounds` times, with `measurements`;
     /// returns the decisions up to the first switch.
     fn decide_fill(measurements: Measurements, rounds: u64) -> Vec<Decision> {
+        decide_fill_measured(rounds, |_| measurements)
+    }
+
+    /// The loop of [`decide_fill`], with the engine's measurements as they stand after `n`
+    /// intervals given by `measured(n)`.
+    fn decide_fill_measured(rounds: u64, measured: impl Fn(u64) -> Measurements) -> Vec<Decision> {
         let leveling = design(CompactionKind::Leveling, 10.0);
         let mut state = AutoTuneState::default();
         let mut decisions = Vec::new();
@@ -2242,7 +2248,7 @@ mod tests {
             let tree = TreeFacts {
                 entries: 14_305 + 28_610 * (n - 1),
                 filter_bits: 10.0 * (14_305 + 28_610 * (n - 1)) as f64,
-                ..filling_tree(measurements)
+                ..filling_tree(measured(n))
             };
             let at = totals(0, 28_600 * n);
             let verdict = decide(&measuring(), &tree, &state.interval(&at), &leveling, &state)
@@ -2309,13 +2315,10 @@ mod tests {
     /// entries of 116 bytes per entry written, at `merge_micros` each. Returns every decision,
     /// up to the first switch.
     fn decide_fill_counted(merges: f64, merge_micros: f64, rounds: u64) -> Vec<Decision> {
-        let leveling = design(CompactionKind::Leveling, 10.0);
-        let mut state = AutoTuneState::default();
-        let mut decisions = Vec::new();
-        for n in 1..=rounds {
+        decide_fill_measured(rounds, |n| {
             let writes = 28_600 * n;
             let merged = (writes as f64 * merges) as u64;
-            let measurements = Measurements {
+            Measurements {
                 timed_write_entries: writes / 16,
                 timed_write_nanos: (writes as f64 / 16.0 * 3_477.0) as u64,
                 write_entries: writes,
@@ -2324,22 +2327,8 @@ mod tests {
                 probed_reads: PROBE_READS,
                 probed_read_nanos: PROBE_READS * 31_600,
                 ..Measurements::default()
-            };
-            let tree = TreeFacts {
-                entries: 14_305 + 28_610 * (n - 1),
-                filter_bits: 10.0 * (14_305 + 28_610 * (n - 1)) as f64,
-                ..filling_tree(measurements)
-            };
-            let at = totals(0, writes);
-            let verdict = decide(&measuring(), &tree, &state.interval(&at), &leveling, &state)
-                .expect("decides");
-            decisions.push(verdict.decision.clone());
-            state.record(verdict.decision, &at);
-            if verdict.switch_to.is_some() {
-                break;
             }
-        }
-        decisions
+        })
     }
 
     #[test]
