@@ -872,6 +872,19 @@ impl DbInner {
         }
     }
 
+    /// Memory of Merlin's per-file statistics over `version`'s files (0 without statistics).
+    fn access_statistics_bytes(&self, version: &Version) -> u64 {
+        if self.merlin.is_none() {
+            return 0;
+        }
+        let files = version
+            .files()
+            .map(|(_, _, file)| file.number())
+            .collect::<std::collections::HashSet<_>>()
+            .len();
+        (files * crate::stats::merlin::FileAccess::memory_bytes()) as u64
+    }
+
     pub(crate) fn stats(&self) -> Stats {
         // The tree and the allocator's skip decisions change together under the install lock;
         // holding it here keeps the averages of one snapshot consistent.
@@ -902,16 +915,7 @@ impl DbInner {
         let pinned_bytes = self.tables.pinned_bytes();
         let range_filter_bytes = self.tables.range_filter_bytes();
         let readahead_buffer_bytes = self.counters.readahead_buffer_bytes();
-        let access_statistics_bytes = if self.merlin.is_some() {
-            let files = version
-                .files()
-                .map(|(_, _, file)| file.number())
-                .collect::<std::collections::HashSet<_>>()
-                .len();
-            (files * crate::stats::merlin::FileAccess::memory_bytes()) as u64
-        } else {
-            0
-        };
+        let access_statistics_bytes = self.access_statistics_bytes(version);
         let (top_index_entries, top_index_bytes) = view
             .top_index
             .as_ref()
