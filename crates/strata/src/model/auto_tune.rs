@@ -1611,12 +1611,25 @@ mod tests {
         (lookups, writes): (u64, u64),
         rounds: u64,
     ) -> Vec<Decision> {
+        decide_each_round(options, current, rounds, |n| {
+            (*facts, totals(lookups * n, writes * n))
+        })
+    }
+
+    /// Decides `rounds` times, on the tree and lifetime totals `round(n)` gives after `n`
+    /// intervals, recording each decision; returns the decisions up to the first switch.
+    fn decide_each_round(
+        options: &AutoTuneOptions,
+        current: &CurrentDesign,
+        rounds: u64,
+        round: impl Fn(u64) -> (TreeFacts, WorkloadTotals),
+    ) -> Vec<Decision> {
         let mut state = AutoTuneState::default();
         let mut decisions = Vec::new();
         for n in 1..=rounds {
-            let at = totals(lookups * n, writes * n);
+            let (facts, at) = round(n);
             let verdict =
-                decide(options, facts, &state.interval(&at), current, &state).expect("decides");
+                decide(options, &facts, &state.interval(&at), current, &state).expect("decides");
             decisions.push(verdict.decision.clone());
             state.record(verdict.decision, &at);
             if verdict.switch_to.is_some() {
@@ -2242,24 +2255,14 @@ mod tests {
     /// intervals given by `measured(n)`.
     fn decide_fill_measured(rounds: u64, measured: impl Fn(u64) -> Measurements) -> Vec<Decision> {
         let leveling = design(CompactionKind::Leveling, 10.0);
-        let mut state = AutoTuneState::default();
-        let mut decisions = Vec::new();
-        for n in 1..=rounds {
+        decide_each_round(&measuring(), &leveling, rounds, |n| {
             let tree = TreeFacts {
                 entries: 14_305 + 28_610 * (n - 1),
                 filter_bits: 10.0 * (14_305 + 28_610 * (n - 1)) as f64,
                 ..filling_tree(measured(n))
             };
-            let at = totals(0, 28_600 * n);
-            let verdict = decide(&measuring(), &tree, &state.interval(&at), &leveling, &state)
-                .expect("decides");
-            decisions.push(verdict.decision.clone());
-            state.record(verdict.decision, &at);
-            if verdict.switch_to.is_some() {
-                break;
-            }
-        }
-        decisions
+            (tree, totals(0, 28_600 * n))
+        })
     }
 
     #[test]
