@@ -487,6 +487,7 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
             max_point_lookup_io: args.max_lookup_io,
             max_update_io: args.max_update_io,
             level0_runs,
+            block_cache_bytes: 0.0,
         },
         lines,
         spread,

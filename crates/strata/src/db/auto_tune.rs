@@ -162,6 +162,7 @@ impl DbInner {
             buffer_bits: self.options.write_buffer_bytes as f64 * 8.0,
             filter_bits: view.filter_allocator.bits_per_key_budget() * entries as f64,
             level0_runs: self.options.level0_compaction_trigger.saturating_sub(1) as f64 / 2.0,
+            block_cache_bytes: self.options.block_cache_bytes as f64,
             merge_threads: self.options.max_background_compactions as f64,
             key_bytes: boundary_key_bytes(tree),
             measurements: self.measurements(),

@@ -469,6 +469,9 @@ pub struct TreeFacts {
     pub filter_bits: f64,
     /// Runs that wait on level 0 on average (`TuningProblem::level0_runs`).
     pub level0_runs: f64,
+    /// The block cache's bytes (`Options::block_cache_bytes`): range lookups are priced through
+    /// it (`TuningProblem::block_cache_bytes`).
+    pub block_cache_bytes: f64,
     /// Threads the engine runs merges on (`Options::max_background_compactions`): measured
     /// merges are priced as background work spread over them (`AutoTuneOptions::device_with`).
     pub merge_threads: f64,
@@ -537,6 +540,7 @@ impl TreeFacts {
             max_point_lookup_io: None,
             max_update_io: None,
             level0_runs: self.level0_runs,
+            block_cache_bytes: self.block_cache_bytes,
         }
     }
 }
@@ -1444,6 +1448,7 @@ mod tests {
             buffer_bits: (2u64 << 20) as f64 * 8.0,
             filter_bits: 10.0 * 1_000_000.0,
             level0_runs: 1.5,
+            block_cache_bytes: 0.0,
             merge_threads: 1.0,
             key_bytes: None,
             measurements: Measurements::default(),
@@ -2238,6 +2243,7 @@ mod tests {
             buffer_bits: (2u64 << 20) as f64 * 8.0,
             filter_bits: 10.0 * 300_405.0,
             level0_runs: 1.5,
+            block_cache_bytes: 0.0,
             merge_threads: 2.0,
             key_bytes: Some(16.0),
             measurements,

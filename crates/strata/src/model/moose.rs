@@ -237,6 +237,7 @@ mod tests {
             max_point_lookup_io: None,
             max_update_io: None,
             level0_runs: 1.5,
+            block_cache_bytes: 0.0,
         };
         let design = evaluate_with(
             &problem,
