@@ -830,13 +830,7 @@ impl TableReader {
         if held.len() != in_use {
             return self.refill_filter_modules(target, &held, in_use, level, key_hash);
         }
-        for filter in held.iter() {
-            self.counters.count_cache_hit(BlockKind::Filter);
-            if !filter.may_contain_hash(key_hash) {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+        Ok(self.cached_modules_may_contain(&held, key_hash))
     }
 
     /// [`TableReader::cached_filter_modules_may_contain`] when the file's cache entry holds
@@ -918,16 +912,21 @@ impl TableReader {
         Ok(may_contain)
     }
 
-    /// Probes cached `modules` in order, each counted as a filter cache hit: false at the first
-    /// that says no.
+    /// Probes cached `modules` in order: false at the first that says no. Each module probed is
+    /// a filter cache hit, all counted with one update of the shared counter.
+    #[inline]
     fn cached_modules_may_contain(&self, modules: &[Arc<Filter>], key_hash: u64) -> bool {
+        let mut probed = 0;
+        let mut may_contain = true;
         for filter in modules {
-            self.counters.count_cache_hit(BlockKind::Filter);
+            probed += 1;
             if !filter.may_contain_hash(key_hash) {
-                return false;
+                may_contain = false;
+                break;
             }
         }
-        true
+        self.counters.count_cache_hits(BlockKind::Filter, probed);
+        may_contain
     }
 
     /// Searches `target`'s index block for the data block that may hold `lookup_key`, and that
