@@ -747,20 +747,7 @@ fn price(
         w.selectivity * n / b + runs + shape.unfiltered_runs
     };
     // What the block cache serves of them: the same requests, run by run, through its model.
-    let q = if problem.block_cache_bytes > 0.0 && w.range_lookups > 0.0 {
-        let served: f64 = shape
-            .trees
-            .iter()
-            .map(|tree| {
-                let requests = range_requests(tree, w.selectivity, b);
-                requests - range_cost_through_cache(tree, w.selectivity, b, problem)
-            })
-            .sum::<f64>()
-            / moments;
-        (q - served).max(0.0)
-    } else {
-        q
-    };
+    let q = (q - range_reads_cached(&shape.trees, w, b, problem)).max(0.0);
     let total = w.point_lookups + w.range_lookups + w.updates;
     let theta = (w.point_lookups * z + w.range_lookups * q + w.updates * u) / total;
     let cpu = &problem.device.cpu;
@@ -804,6 +791,29 @@ fn price(
         },
         writes: WritePricing::of(replayed, shape.merges),
     })
+}
+
+/// Data blocks per range lookup of `w` that `problem`'s block cache serves on `trees` (the
+/// moments of a design's shape, averaged): each tree's [`range_requests`] less its
+/// [`range_cost_through_cache`]; 0 without a cache or without range lookups (Monkey's `Q`).
+fn range_reads_cached(
+    trees: &[per_run::RunTree],
+    w: &Workload,
+    entries_per_page: f64,
+    problem: &TuningProblem,
+) -> f64 {
+    if problem.block_cache_bytes <= 0.0 || w.range_lookups <= 0.0 {
+        return 0.0;
+    }
+    let moments = trees.len().max(1) as f64;
+    trees
+        .iter()
+        .map(|tree| {
+            range_requests(tree, w.selectivity, entries_per_page)
+                - range_cost_through_cache(tree, w.selectivity, entries_per_page, problem)
+        })
+        .sum::<f64>()
+        / moments
 }
 
 /// Data blocks a range lookup of `selectivity` requests from `tree`'s runs: one per run (the
