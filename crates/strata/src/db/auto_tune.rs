@@ -170,13 +170,16 @@ impl DbInner {
     }
 
     /// Runs the read probe (`read_probe`) once per open, when the lookups have not yet timed
-    /// [`MIN_SAMPLES`] probes that read the device, and adds its reads to the measurements: a
+    /// [`MIN_SAMPLES`] probes that read the device nor the lookups and scans made that many
+    /// device reads of one block, and adds its reads to the measurements: a
     /// workload whose reads the block cache mostly serves (a hot spot) times too few device reads
     /// to price them, and the probe's price stands in until it does (docs/decisions, "Auto-tune's
     /// read price"). A failed probe is logged and leaves reads at the device setting.
     fn probe_reads_if_unmeasured(&self, tree: &Version) {
+        let measured = self.measurements();
         if self.read_probe_tried.load(Ordering::Relaxed)
-            || self.measurements().device_block_probes >= MIN_SAMPLES
+            || measured.device_block_probes >= MIN_SAMPLES
+            || measured.block_reads >= MIN_SAMPLES
         {
             return;
         }
@@ -232,6 +235,7 @@ impl DbInner {
         };
         let counters = &self.counters;
         let probes = counters.probe_times();
+        let (block_reads, block_read_nanos) = counters.single_block_reads();
         Measurements {
             device_block_probes: probes.device_block.probes,
             device_block_nanos: probes.device_block.nanos,
@@ -248,6 +252,8 @@ impl DbInner {
             // The read probe adds its reads to the base (`probe_reads_if_unmeasured`).
             probed_reads: 0,
             probed_read_nanos: 0,
+            block_reads,
+            block_read_nanos,
         }
     }
 

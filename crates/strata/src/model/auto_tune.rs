@@ -290,6 +290,11 @@ pub struct Measurements {
     pub probed_reads: u64,
     /// Their nanoseconds in all.
     pub probed_read_nanos: u64,
+    /// Device reads of one block each that lookups and scans made (read-ahead fills left out),
+    /// every one counted, not a sample.
+    pub block_reads: u64,
+    /// Their elapsed nanoseconds in all.
+    pub block_read_nanos: u64,
 }
 
 /// The costs [`Measurements`] give, each `None` while too little was measured for it (then the
@@ -301,14 +306,22 @@ pub struct MeasuredCosts {
     /// Seconds per page a lookup reads from the device (`Omega`): the mean timed probe that read
     /// its block from the device less the mean one whose block was cached (the rest of a probe
     /// is the same in both), or the former alone when the latter is not measured; with fewer
-    /// than [`MIN_SAMPLES`] such probes, the read probe's mean page read
-    /// ([`Measurements::probed_reads`]; then [`MeasuredCosts::read_probed`] is true).
+    /// than [`MIN_SAMPLES`] such probes, the mean device read of one block the lookups and scans
+    /// made once they made that many ([`Measurements::block_reads`]; then
+    /// [`MeasuredCosts::read_counted`] is true: a workload of scans times no probe), else the
+    /// read probe's mean page read ([`Measurements::probed_reads`]; then
+    /// [`MeasuredCosts::read_probed`] is true).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seconds_per_read: Option<f64>,
     /// True when [`MeasuredCosts::seconds_per_read`] comes from the read probe rather than from
     /// the lookups' timed probes.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub read_probed: bool,
+    /// True when [`MeasuredCosts::seconds_per_read`] is the mean of the lookups' and scans'
+    /// device reads of one block ([`Measurements::block_reads`]): the lookups timed too few
+    /// probes that read the device, the reads counted at least [`MIN_SAMPLES`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_counted: bool,
     /// Processor seconds per run a lookup probes: the mean probe that read no data block.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seconds_per_run_probed: Option<f64>,
@@ -364,6 +377,8 @@ impl Measurements {
             probed_read_nanos: self
                 .probed_read_nanos
                 .saturating_add(other.probed_read_nanos),
+            block_reads: self.block_reads.saturating_add(other.block_reads),
+            block_read_nanos: self.block_read_nanos.saturating_add(other.block_read_nanos),
         }
     }
 
@@ -390,6 +405,8 @@ impl Measurements {
             compaction_micros: sub(self.compaction_micros, earlier.compaction_micros)?,
             probed_reads: sub(self.probed_reads, earlier.probed_reads)?,
             probed_read_nanos: sub(self.probed_read_nanos, earlier.probed_read_nanos)?,
+            block_reads: sub(self.block_reads, earlier.block_reads)?,
+            block_read_nanos: sub(self.block_read_nanos, earlier.block_read_nanos)?,
         })
     }
 
@@ -408,8 +425,10 @@ impl Measurements {
                 _ => device,
             })
             .filter(|seconds| *seconds > 0.0);
+        let counted_read = mean(self.block_reads, self.block_read_nanos).filter(|s| *s > 0.0);
         let probed_read = mean(self.probed_reads, self.probed_read_nanos).filter(|s| *s > 0.0);
-        let read_probed = timed_read.is_none() && probed_read.is_some();
+        let read_counted = timed_read.is_none() && counted_read.is_some();
+        let read_probed = timed_read.is_none() && !read_counted && probed_read.is_some();
         // A write is never free: the floor is a nanosecond.
         let seconds_per_update =
             mean(self.timed_write_entries, self.timed_write_nanos).map(|write| write.max(1e-9));
@@ -417,8 +436,9 @@ impl Measurements {
             .then(|| self.compaction_write_bytes as f64 / entry_bytes)
             .filter(|entries| *entries >= 1.0);
         MeasuredCosts {
-            seconds_per_read: timed_read.or(probed_read),
+            seconds_per_read: timed_read.or(counted_read).or(probed_read),
             read_probed,
+            read_counted,
             seconds_per_run_probed: mean(self.rejected_probes, self.rejected_nanos),
             seconds_per_update,
             stall_seconds_per_entry_merged: entries_merged
@@ -438,10 +458,11 @@ impl std::fmt::Display for MeasuredCosts {
                 |s| format!("{:.3} us", s * 1e6),
             )
         };
-        let read_source = match (self.seconds_per_read, self.read_probed) {
-            (None, _) => "",
-            (Some(_), true) => " (read probe)",
-            (Some(_), false) => " (timed lookups)",
+        let read_source = match (self.seconds_per_read, self.read_probed, self.read_counted) {
+            (None, _, _) => "",
+            (Some(_), true, _) => " (read probe)",
+            (Some(_), false, true) => " (block reads)",
+            (Some(_), false, false) => " (timed lookups)",
         };
         write!(
             f,
@@ -1604,6 +1625,8 @@ mod tests {
             compaction_micros: merged_entries as u64,
             probed_reads: 0,
             probed_read_nanos: 0,
+            block_reads: 0,
+            block_read_nanos: 0,
         }
     }
 
@@ -1927,6 +1950,45 @@ mod tests {
         };
         assert_eq!(neither.costs(128.0).seconds_per_read, None);
         assert!(!neither.costs(128.0).read_probed);
+        assert!(!neither.costs(128.0).read_counted);
+        // Scans time no probe, but their device reads, every one counted, price a read once
+        // there are enough of them, before the probe (taken once, perhaps under a fill's merges).
+        let scanned = Measurements {
+            block_reads: MIN_SAMPLES - 1,
+            block_read_nanos: (MIN_SAMPLES - 1) * 41_000,
+            ..hot
+        };
+        assert!(scanned.costs(128.0).read_probed, "too few counted reads");
+        let scanned = Measurements {
+            block_reads: 1_000,
+            block_read_nanos: 1_000 * 41_000,
+            ..hot
+        };
+        let costs = scanned.costs(128.0);
+        assert!((costs.seconds_per_read.expect("counted") - 41e-6).abs() < 1e-12);
+        assert!(costs.read_counted && !costs.read_probed);
+        assert!(
+            costs.to_string().contains("41.000 us (block reads)"),
+            "{costs}"
+        );
+        // The lookups' timed price still comes first.
+        let costs = timed.plus(&Measurements {
+            block_reads: 1_000,
+            block_read_nanos: 1_000 * 41_000,
+            ..Measurements::default()
+        });
+        let costs = costs.costs(128.0);
+        assert!((costs.seconds_per_read.expect("timed") - 60e-6).abs() < 1e-12);
+        assert!(!costs.read_counted && !costs.read_probed);
+        // Counted reads add up and subtract like the other counts.
+        assert_eq!(scanned.plus(&scanned).block_reads, 2_000);
+        assert_eq!(
+            scanned
+                .plus(&scanned)
+                .since(&scanned)
+                .map(|span| span.block_read_nanos),
+            Some(1_000 * 41_000)
+        );
         // The probe's reads add up like the other counts.
         assert_eq!(hot.plus(&hot).probed_reads, 2 * PROBE_READS);
         assert_eq!(hot.plus(&hot).probed_read_nanos, 2 * PROBE_READS * 418_000);

@@ -125,6 +125,7 @@ pub(crate) struct IoCounters {
     /// and data blocks served from a window without a device read of their own.
     pub(crate) scan_readahead_reads: AtomicU64,
     pub(crate) scan_readahead_bytes: AtomicU64,
+    pub(crate) scan_readahead_nanos: AtomicU64,
     pub(crate) scan_readahead_blocks: AtomicU64,
     /// Entries the user's write calls wrote (auto-tune's measured write costs, `db/write.rs`).
     pub(crate) write_entries: AtomicU64,
@@ -193,6 +194,7 @@ impl Default for IoCounters {
             block_read_nanos: AtomicU64::new(0),
             scan_readahead_reads: AtomicU64::new(0),
             scan_readahead_bytes: AtomicU64::new(0),
+            scan_readahead_nanos: AtomicU64::new(0),
             scan_readahead_blocks: AtomicU64::new(0),
             write_entries: AtomicU64::new(0),
             timed_write_entries: AtomicU64::new(0),
@@ -298,12 +300,28 @@ impl IoCounters {
         add(&self.decompress_nanos, nanos);
     }
 
+    /// The device reads of one block each that lookups and scans made (data, index and filter
+    /// blocks; read-ahead fills, which read several, left out) and their elapsed nanoseconds:
+    /// what a page read costs on this device under the load it has, auto-tune's read price
+    /// when the lookups' timed probes are too few (`model::auto_tune::Measurements`).
+    pub(crate) fn single_block_reads(&self) -> (u64, u64) {
+        let reads: u64 = self
+            .block_reads
+            .iter()
+            .flat_map(|levels| levels.iter().map(load))
+            .sum();
+        let reads = reads.saturating_sub(load(&self.scan_readahead_reads));
+        let nanos = load(&self.block_read_nanos).saturating_sub(load(&self.scan_readahead_nanos));
+        (reads, nanos)
+    }
+
     /// Counts a read-ahead window's fill: one device read of `bytes` for a data block on
     /// `level`, which took `nanos`.
     pub(crate) fn count_readahead_read(&self, level: usize, bytes: u64, nanos: u64) {
         self.count_block_read(BlockKind::Data, level, bytes, nanos);
         add(&self.scan_readahead_reads, 1);
         add(&self.scan_readahead_bytes, bytes);
+        add(&self.scan_readahead_nanos, nanos);
     }
 
     /// Counts a data block served from a read-ahead window (no device read of its own).
@@ -415,6 +433,7 @@ impl IoCounters {
             &self.block_read_nanos,
             &self.scan_readahead_reads,
             &self.scan_readahead_bytes,
+            &self.scan_readahead_nanos,
             &self.scan_readahead_blocks,
             &self.write_entries,
             &self.timed_write_entries,
@@ -485,6 +504,7 @@ impl IoCounters {
             block_read_nanos: load(&self.block_read_nanos),
             scan_readahead_reads: load(&self.scan_readahead_reads),
             scan_readahead_bytes: load(&self.scan_readahead_bytes),
+            scan_readahead_nanos: load(&self.scan_readahead_nanos),
             scan_readahead_blocks: load(&self.scan_readahead_blocks),
         }
     }
@@ -616,6 +636,9 @@ pub struct IoStats {
     pub scan_readahead_reads: u64,
     /// Bytes those reads read.
     pub scan_readahead_bytes: u64,
+    /// Elapsed time of those reads, nanoseconds (also in `block_read_nanos`): the device reads
+    /// of one block each are `block_read_nanos` less these.
+    pub scan_readahead_nanos: u64,
     /// Data blocks a scan took from a read-ahead window without a device read of their own
     /// (not in `data_block_reads`): a scan's data blocks that missed the block cache are
     /// `data_block_reads` plus these.
@@ -782,6 +805,26 @@ impl CompressionCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Auto-tune's counted read price takes the device reads of one block each: a read-ahead
+    /// fill (several blocks in one read) is left out of both the count and the time.
+    #[test]
+    fn single_block_reads_leave_out_read_ahead_fills() {
+        let counters = IoCounters::default();
+        assert_eq!(counters.single_block_reads(), (0, 0));
+        counters.count_block_read(BlockKind::Data, 2, 4096, 700);
+        counters.count_block_read(BlockKind::Index, 1, 4096, 500);
+        counters.count_block_read(BlockKind::Filter, 0, 4096, 300);
+        counters.count_readahead_read(2, 65_536, 9_000);
+        assert_eq!(counters.single_block_reads(), (3, 1_500));
+        let snapshot = counters.snapshot();
+        assert_eq!(snapshot.data_block_reads_total(), 2);
+        assert_eq!(snapshot.block_read_nanos, 10_500);
+        assert_eq!(snapshot.scan_readahead_nanos, 9_000);
+        counters.reset();
+        assert_eq!(counters.single_block_reads(), (0, 0));
+        assert_eq!(counters.snapshot().scan_readahead_nanos, 0);
+    }
 
     #[test]
     fn counters_snapshot_and_reset() {
