@@ -141,7 +141,10 @@ pub struct TuneArgs {
     #[arg(long, value_name = "DB")]
     pub apply: Option<PathBuf>,
     /// The options file to open `--apply`'s database with (its merge policy, filters and
-    /// `[auto_tune]` settings); default options when not given.
+    /// `[auto_tune]` settings); default options when not given. Give the options the database
+    /// runs with: a database opened with another merge policy or filter allocator than the one
+    /// a recorded run-time switch was made from runs the options' and clears that record, as
+    /// any open does (docs/DESIGN.md §10).
     #[arg(long, value_name = "FILE", requires = "apply")]
     pub apply_options: Option<PathBuf>,
 }
@@ -569,6 +572,7 @@ pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
     let cpu = CpuCosts {
         seconds_per_lookup: device[4].unwrap_or(0.0) * 1e-6,
         seconds_per_run_probed: device[5].unwrap_or(0.0) * 1e-6,
+        seconds_per_run_sought: 0.0,
         seconds_per_update: device[6].unwrap_or(0.0) * 1e-6,
         seconds_per_entry_merged: device[7].unwrap_or(0.0) * 1e-6,
         merge_threads: device[8].unwrap_or(0.0),

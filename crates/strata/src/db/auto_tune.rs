@@ -254,6 +254,9 @@ impl DbInner {
             probed_read_nanos: 0,
             block_reads,
             block_read_nanos,
+            timed_seeks: load(&counters.timed_seeks),
+            timed_seek_runs: load(&counters.timed_seek_runs),
+            timed_seek_nanos: load(&counters.timed_seek_nanos),
         }
     }
 

@@ -1,15 +1,17 @@
 //! User-facing iterators: a merge of the memtables and every run, filtered to the newest visible
 //! version of each key, tombstones hidden, within bounds.
 
+use std::cell::Cell;
 use std::ops::Bound;
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::top_iter::{LazyRun, TopLevelIter};
 use super::{DbInner, Key, ReadView, Value};
 use crate::error::Result;
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::key::{lookup_key, parse_internal_key, ValueKind};
-use crate::stats::add;
+use crate::stats::{add, thread_device_read_nanos};
 use crate::table::iter::RunIter;
 use crate::table::reader::ReadMode;
 use crate::version::FileMetadata;
@@ -33,8 +35,45 @@ pub struct DbIterator {
     seeks: u64,
     /// The runs every seek positions itself in, by level (`IoStats::seek_runs`).
     runs_per_level: Vec<u64>,
+    /// One iterator in sixteen a thread makes is timed ([`super::read::timed`] of the thread's
+    /// count of iterators made): the processor nanoseconds spent so far inside its own calls
+    /// (its making, seeks and steps), the device reads they made left out. `None` when it is
+    /// not timed. On drop they are counted against its seeks and the runs they sought
+    /// (`IoCounters::count_timed_seeks`), auto-tune's processor price of a range lookup. Two
+    /// clock reads per call of a timed iterator (about 40 ns each on this project's test
+    /// machine) are counted in with it.
+    processor_nanos: Option<u64>,
     /// Keeps the read view's memtables and version alive.
     _view: Arc<ReadView>,
+}
+
+thread_local! {
+    /// Iterators this thread has made, the numbers the timing sample is drawn from: a count per
+    /// thread, so picking the sample touches no shared word.
+    static ITERATORS_MADE: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A clock reading and the calling thread's device-read nanoseconds at the same moment: the
+/// start of a timed call.
+struct CallStart {
+    at: Instant,
+    device_read_nanos: u64,
+}
+
+impl CallStart {
+    fn now() -> CallStart {
+        CallStart {
+            at: Instant::now(),
+            device_read_nanos: thread_device_read_nanos(),
+        }
+    }
+
+    /// Nanoseconds since the start less the device reads this thread made meanwhile.
+    fn processor_nanos(&self) -> u64 {
+        let elapsed = u64::try_from(self.at.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let reads = thread_device_read_nanos().wrapping_sub(self.device_read_nanos);
+        elapsed.saturating_sub(reads)
+    }
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -52,6 +91,12 @@ impl DbIterator {
         bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>),
         view: Option<Arc<ReadView>>,
     ) -> DbIterator {
+        let made = ITERATORS_MADE.with(|made| {
+            let number = made.get();
+            made.set(number.wrapping_add(1));
+            number
+        });
+        let started = super::read::timed(made).then(CallStart::now);
         let view = view.unwrap_or_else(|| inner.view.load_full());
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Box::new(view.mem.iter()));
@@ -111,14 +156,33 @@ impl DbIterator {
             returned: 0,
             seeks: 0,
             runs_per_level,
+            processor_nanos: started.map(|started| started.processor_nanos()),
             _view: view,
         }
     }
 
+    /// Runs `call`, adding its processor time to the iterator's when it is timed.
+    fn timed<R>(&mut self, call: impl FnOnce(&mut Self) -> R) -> R {
+        if self.processor_nanos.is_none() {
+            return call(self);
+        }
+        let started = CallStart::now();
+        let result = call(self);
+        let nanos = started.processor_nanos();
+        if let Some(total) = &mut self.processor_nanos {
+            *total = total.saturating_add(nanos);
+        }
+        result
+    }
+
     /// Positions the iterator so the next item is the first key `>= key` (and within bounds).
     pub fn seek(&mut self, key: impl AsRef<[u8]>) {
-        self.count_seek();
         let key = key.as_ref();
+        self.timed(|iter| iter.seek_untimed(key));
+    }
+
+    fn seek_untimed(&mut self, key: &[u8]) {
+        self.count_seek();
         let target = match &self.lower {
             Bound::Included(lower) if lower.as_slice() > key => lower.clone(),
             Bound::Excluded(lower) if lower.as_slice() >= key => {
@@ -140,11 +204,11 @@ impl DbIterator {
                 self.merged.seek_to_first();
                 self.positioned = true;
             }
-            Bound::Included(key) => self.seek(key),
+            Bound::Included(key) => self.seek_untimed(&key),
             Bound::Excluded(key) => {
                 let mut after = key;
                 after.push(0);
-                self.seek(after);
+                self.seek_untimed(&after);
             }
         }
     }
@@ -276,6 +340,14 @@ fn files_in_range(
 
 impl Drop for DbIterator {
     fn drop(&mut self) {
+        if let (Some(nanos), true) = (self.processor_nanos, self.seeks > 0) {
+            let runs_per_seek: u64 = self.runs_per_level.iter().sum();
+            self.inner.counters.count_timed_seeks(
+                self.seeks,
+                self.seeks.saturating_mul(runs_per_seek),
+                nanos,
+            );
+        }
         if self.returned > 0 {
             add(&self.inner.counters.scan_entries, self.returned);
             // The entries shared evenly among the iterator's seeks: each is a long scan if its
@@ -293,6 +365,93 @@ impl Iterator for DbIterator {
     type Item = Result<(Key, Value)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.next_entry()
+        self.timed(DbIterator::next_entry)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{BlockKind, IoCounters};
+    use crate::{Db, Options};
+
+    /// A timed call's processor time leaves out the device reads the calling thread counted
+    /// meanwhile, and only that thread's.
+    #[test]
+    fn a_timed_call_leaves_out_the_device_reads_its_thread_made() {
+        let counters = IoCounters::default();
+        let started = CallStart::now();
+        counters.count_block_read(BlockKind::Data, 1, 4096, 5_000_000_000);
+        assert!(
+            started.processor_nanos() < 1_000_000_000,
+            "a five-second read counted as processor time"
+        );
+        // Another thread's reads are its own: they do not shorten this thread's time.
+        let started = CallStart::now();
+        std::thread::scope(|scope| {
+            scope.spawn(|| counters.count_block_read(BlockKind::Data, 1, 4096, 5_000_000_000));
+        });
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(started.processor_nanos() >= 20_000_000);
+    }
+
+    /// One iterator in sixteen a thread makes is timed; each counts its seeks, the runs they
+    /// positioned themselves in and its processor time once dropped, on every thread that makes
+    /// iterators.
+    #[test]
+    fn iterators_time_one_in_sixteen_and_count_their_seeks_and_runs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default()).expect("open");
+        // Two runs on level 0 (two flushes, under the compaction trigger).
+        for round in 0..2u64 {
+            for i in 0..500u64 {
+                db.put(format!("key{:05}", i * 2 + round), [7u8; 20])
+                    .expect("put");
+            }
+            db.flush().expect("flush");
+        }
+        let runs: u64 = db.inner.view.load_full().version.levels()[0].runs().len() as u64;
+        assert_eq!(runs, 2);
+        let counters = &db.inner.counters;
+        assert_eq!(
+            counters
+                .timed_seeks
+                .load(std::sync::atomic::Ordering::Relaxed),
+            0
+        );
+        let threads = 4u64;
+        let per_thread = 1_024u64;
+        std::thread::scope(|scope| {
+            for thread in 0..threads {
+                let db = &db;
+                scope.spawn(move || {
+                    for i in 0..per_thread {
+                        let mut iter = db.iter();
+                        iter.seek(format!("key{:05}", (i * 7 + thread) % 1_000));
+                        let read = iter.by_ref().take(10).count();
+                        assert!(read > 0);
+                    }
+                });
+            }
+        });
+        let load = |counter: &std::sync::atomic::AtomicU64| {
+            counter.load(std::sync::atomic::Ordering::Relaxed)
+        };
+        let timed = load(&counters.timed_seeks);
+        // The sample is a hash of each thread's count: the same 1,024 numbers on every thread.
+        let per_thread_timed = (0..per_thread)
+            .filter(|&n| super::super::read::timed(n))
+            .count();
+        assert_eq!(timed, threads * per_thread_timed as u64);
+        assert!((48..=80).contains(&per_thread_timed), "{per_thread_timed}");
+        // Every seek of this tree positions itself in both runs.
+        assert_eq!(load(&counters.timed_seek_runs), timed * runs);
+        assert!(load(&counters.timed_seek_nanos) > 0);
+        assert_eq!(load(&counters.seeks), threads * per_thread);
+        // The measurements auto-tune reads give a processor price per run sought.
+        let costs = db.inner.measurements().costs(30.0);
+        let per_run = costs.seconds_per_run_sought.expect("enough seeks timed");
+        assert!(per_run > 0.0 && per_run < 0.1, "{per_run}");
+        db.close().expect("close");
     }
 }

@@ -17,10 +17,11 @@ use crate::version::{FileMetadata, ProbeOutcome};
 /// Lookups per timed lookup (every probe of a timed lookup is timed); a power of two.
 const PROBE_TIMING_EVERY: u64 = 16;
 
-/// Whether lookup `number` is timed: one in [`PROBE_TIMING_EVERY`], chosen by the top bits of a
-/// Fibonacci hash of the number rather than every sixteenth number, so that a workload with a
-/// period (present and absent keys alternating) does not line up with the sample.
-fn timed(number: u64) -> bool {
+/// Whether lookup `number` (or a thread's iterator `number`, `db/iter.rs`) is timed: one in
+/// [`PROBE_TIMING_EVERY`], chosen by the top bits of a Fibonacci hash of the number rather than
+/// every sixteenth number, so that a workload with a period (present and absent keys
+/// alternating) does not line up with the sample.
+pub(super) fn timed(number: u64) -> bool {
     const SHIFT: u32 = 64 - PROBE_TIMING_EVERY.trailing_zeros();
     const _: () = assert!(PROBE_TIMING_EVERY.is_power_of_two());
     number.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> SHIFT == 0

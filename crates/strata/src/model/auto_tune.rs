@@ -225,6 +225,9 @@ impl AutoTuneOptions {
         if let Some(seconds) = costs.seconds_per_run_probed {
             device.cpu.seconds_per_run_probed = seconds;
         }
+        if let Some(seconds) = costs.seconds_per_run_sought {
+            device.cpu.seconds_per_run_sought = seconds;
+        }
         if let (Some(update), Some(merge)) =
             (costs.seconds_per_update, costs.merge_seconds_per_entry)
         {
@@ -295,6 +298,12 @@ pub struct Measurements {
     pub block_reads: u64,
     /// Their elapsed nanoseconds in all.
     pub block_read_nanos: u64,
+    /// Seeks of the timed iterators (one iterator in sixteen times its calls).
+    pub timed_seeks: u64,
+    /// Runs those seeks positioned themselves in.
+    pub timed_seek_runs: u64,
+    /// The timed iterators' processor nanoseconds in their calls, their device reads left out.
+    pub timed_seek_nanos: u64,
 }
 
 /// The costs [`Measurements`] give, each `None` while too little was measured for it (then the
@@ -325,6 +334,12 @@ pub struct MeasuredCosts {
     /// Processor seconds per run a lookup probes: the mean probe that read no data block.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seconds_per_run_probed: Option<f64>,
+    /// Processor seconds a range lookup spends per run it seeks: the timed iterators' time in
+    /// their calls, device reads left out, over the runs their seeks positioned themselves in
+    /// (making the iterator, seeking every run, merging and stepping through the entries read),
+    /// once [`MIN_SAMPLES`] seeks were timed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seconds_per_run_sought: Option<f64>,
     /// Foreground seconds per entry written, stalls excluded: the timed writes' mean per entry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seconds_per_update: Option<f64>,
@@ -379,6 +394,9 @@ impl Measurements {
                 .saturating_add(other.probed_read_nanos),
             block_reads: self.block_reads.saturating_add(other.block_reads),
             block_read_nanos: self.block_read_nanos.saturating_add(other.block_read_nanos),
+            timed_seeks: self.timed_seeks.saturating_add(other.timed_seeks),
+            timed_seek_runs: self.timed_seek_runs.saturating_add(other.timed_seek_runs),
+            timed_seek_nanos: self.timed_seek_nanos.saturating_add(other.timed_seek_nanos),
         }
     }
 
@@ -407,6 +425,9 @@ impl Measurements {
             probed_read_nanos: sub(self.probed_read_nanos, earlier.probed_read_nanos)?,
             block_reads: sub(self.block_reads, earlier.block_reads)?,
             block_read_nanos: sub(self.block_read_nanos, earlier.block_read_nanos)?,
+            timed_seeks: sub(self.timed_seeks, earlier.timed_seeks)?,
+            timed_seek_runs: sub(self.timed_seek_runs, earlier.timed_seek_runs)?,
+            timed_seek_nanos: sub(self.timed_seek_nanos, earlier.timed_seek_nanos)?,
         })
     }
 
@@ -440,6 +461,9 @@ impl Measurements {
             read_probed,
             read_counted,
             seconds_per_run_probed: mean(self.rejected_probes, self.rejected_nanos),
+            seconds_per_run_sought: (self.timed_seeks >= MIN_SAMPLES && self.timed_seek_runs > 0)
+                .then(|| self.timed_seek_nanos as f64 * 1e-9 / self.timed_seek_runs as f64)
+                .filter(|seconds| *seconds > 0.0),
             seconds_per_update,
             stall_seconds_per_entry_merged: entries_merged
                 .map(|entries| self.write_stall_micros as f64 * 1e-6 / entries),
@@ -466,10 +490,11 @@ impl std::fmt::Display for MeasuredCosts {
         };
         write!(
             f,
-            "read {}{read_source}, run probed {}, write {}, stall per entry merged {}, merge per \
-             entry {}",
+            "read {}{read_source}, run probed {}, run sought {}, write {}, stall per entry merged \
+             {}, merge per entry {}",
             micros(self.seconds_per_read),
             micros(self.seconds_per_run_probed),
+            micros(self.seconds_per_run_sought),
             micros(self.seconds_per_update),
             micros(self.stall_seconds_per_entry_merged),
             micros(self.merge_seconds_per_entry)
@@ -954,7 +979,7 @@ impl AutoTuneState {
     /// (the probes `strata tune` times in rounds), and [`CostSpread::of_rounds`] over the rounds
     /// that measured a cost on their own (at least [`MIN_SAMPLES`] samples) gives its spread.
     /// The device's spread is the page reads' (from lookups or the read probe); the processor's
-    /// the larger of a run probed's and an update's foreground seconds. Auto-tune prices no
+    /// the largest of a run probed's, a run sought's and an update's foreground seconds. Auto-tune prices no
     /// flush apart, so the flush's spread is 1. A mix that has just begun has one round: no
     /// spread, and the model's ranking stands.
     pub fn cost_spread(&self, now: &Measurements, mix_held: u32, entry_bytes: f64) -> CostSpread {
@@ -964,7 +989,8 @@ impl AutoTuneState {
             .filter_map(|decision| decision.measured.as_ref())
             .collect();
         snapshots.push(now);
-        let (mut reads, mut runs, mut updates) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut reads, mut runs, mut sought, mut updates) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for pair in snapshots.windows(2) {
             let Some(round) = pair[1].since(pair[0]) else {
                 continue;
@@ -972,12 +998,13 @@ impl AutoTuneState {
             let costs = round.costs(entry_bytes);
             reads.extend(costs.seconds_per_read);
             runs.extend(costs.seconds_per_run_probed.filter(|s| *s > 0.0));
+            sought.extend(costs.seconds_per_run_sought);
             updates.extend(costs.seconds_per_update);
         }
         let of = |rounds: &[f64]| CostSpread::of_rounds(rounds).unwrap_or(1.0);
         CostSpread {
             device: of(&reads),
-            processor: of(&runs).max(of(&updates)),
+            processor: of(&runs).max(of(&sought)).max(of(&updates)),
             flush: 1.0,
         }
     }
@@ -1627,6 +1654,9 @@ mod tests {
             probed_read_nanos: 0,
             block_reads: 0,
             block_read_nanos: 0,
+            timed_seeks: 0,
+            timed_seek_runs: 0,
+            timed_seek_nanos: 0,
         }
     }
 
@@ -1859,6 +1889,30 @@ mod tests {
         let stall = costs.stall_seconds_per_entry_merged.expect("measured");
         assert!((stall - 0.2e-6).abs() < 1e-12);
         assert!((costs.merge_seconds_per_entry.expect("measured") - 1e-6).abs() < 1e-12);
+        assert_eq!(costs.seconds_per_run_sought, None);
+        // Seeks timed: their processor time over the runs they sought, once there are enough.
+        let seeking = Measurements {
+            timed_seeks: MIN_SAMPLES,
+            timed_seek_runs: 4 * MIN_SAMPLES,
+            timed_seek_nanos: 4 * MIN_SAMPLES * 6_000,
+            ..m
+        };
+        let sought = seeking.costs(128.0).seconds_per_run_sought.expect("timed");
+        assert!((sought - 6e-6).abs() < 1e-12, "{sought}");
+        let device = AutoTuneOptions::default().device_with(&seeking.costs(128.0), 2.0);
+        assert!((device.cpu.seconds_per_run_sought - 6e-6).abs() < 1e-12);
+        assert!(seeking
+            .costs(128.0)
+            .to_string()
+            .contains("run sought 6.000 us"));
+        let few = Measurements {
+            timed_seeks: MIN_SAMPLES - 1,
+            ..seeking
+        };
+        assert_eq!(few.costs(128.0).seconds_per_run_sought, None);
+        let spans = seeking.since(&m).expect("counts only grew");
+        assert_eq!(spans.timed_seek_runs, 4 * MIN_SAMPLES);
+        assert_eq!(m.plus(&spans), seeking);
         // Too few samples, no compaction, no entry size: nothing is priced from them.
         let thin = Measurements {
             device_block_probes: MIN_SAMPLES - 1,

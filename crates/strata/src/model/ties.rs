@@ -139,6 +139,7 @@ fn moved_costs(problem: &TuningProblem, spread: &CostSpread) -> Vec<TuningProble
             moved.extend([
                 scaled(|p, k| p.device.cpu.seconds_per_lookup *= k),
                 scaled(|p, k| p.device.cpu.seconds_per_run_probed *= k),
+                scaled(|p, k| p.device.cpu.seconds_per_run_sought *= k),
                 scaled(|p, k| p.device.cpu.seconds_per_update *= k),
                 scaled(|p, k| p.device.cpu.seconds_per_entry_merged *= k),
             ]);
@@ -278,6 +279,7 @@ mod tests {
                 cpu: CpuCosts {
                     seconds_per_lookup: 0.020e-6,
                     seconds_per_run_probed: 0.593e-6,
+                    seconds_per_run_sought: 0.0,
                     seconds_per_update: 6.802e-6,
                     seconds_per_entry_merged: 0.0,
                     merge_threads: 0.0,

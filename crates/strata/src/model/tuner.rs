@@ -217,6 +217,10 @@ pub struct CpuCosts {
     pub seconds_per_lookup: f64,
     /// Seconds per sorted run a lookup probes: the run's file, its filter probe.
     pub seconds_per_run_probed: f64,
+    /// Seconds per sorted run a range lookup seeks: positioning in the run and merging its
+    /// entries with the others' up to the range's end. 0 prices a run sought as a run probed
+    /// (`seconds_per_run_probed`).
+    pub seconds_per_run_sought: f64,
     /// Seconds per update in the foreground: its WAL record and memtable insert.
     pub seconds_per_update: f64,
     /// Seconds per entry a merge reads and writes again.
@@ -231,12 +235,26 @@ pub struct CpuCosts {
 }
 
 impl CpuCosts {
+    /// Seconds per run a range lookup seeks: [`CpuCosts::seconds_per_run_sought`], or a run
+    /// probed's when that is 0.
+    fn run_sought(&self) -> f64 {
+        if self.seconds_per_run_sought > 0.0 {
+            self.seconds_per_run_sought
+        } else {
+            self.seconds_per_run_probed
+        }
+    }
+
     fn validate(&self) -> Result<()> {
         for (name, value) in [
             ("processor seconds per lookup", self.seconds_per_lookup),
             (
                 "processor seconds per run probed",
                 self.seconds_per_run_probed,
+            ),
+            (
+                "processor seconds per run sought",
+                self.seconds_per_run_sought,
             ),
             ("processor seconds per update", self.seconds_per_update),
             (
@@ -756,7 +774,7 @@ fn price(
     let range_runs = runs + shape.unfiltered_runs;
     let foreground_cpu = (w.point_lookups
         * (cpu.seconds_per_lookup + cpu.seconds_per_run_probed * probed)
-        + w.range_lookups * (cpu.seconds_per_lookup + cpu.seconds_per_run_probed * range_runs)
+        + w.range_lookups * (cpu.seconds_per_lookup + cpu.run_sought() * range_runs)
         + w.updates * cpu.seconds_per_update)
         / total;
     let buffer_entries = (buffer_bits / (problem.entry_bytes * 8.0)).max(1.0);
@@ -1684,6 +1702,7 @@ mod tests {
         let cpu = CpuCosts {
             seconds_per_lookup: 1e-6,
             seconds_per_run_probed: 2e-7,
+            seconds_per_run_sought: 0.0,
             seconds_per_update: 3e-6,
             seconds_per_entry_merged: 5e-7,
             merge_threads: 0.0,
@@ -1837,6 +1856,7 @@ mod tests {
             device: Device {
                 cpu: CpuCosts {
                     seconds_per_run_probed: -1.0,
+                    seconds_per_run_sought: 0.0,
                     ..cpu
                 },
                 ..problem(empty, 10.0).device
@@ -1870,6 +1890,7 @@ mod tests {
                 cpu: CpuCosts {
                     seconds_per_lookup: 1e-6,
                     seconds_per_run_probed: 1e-7,
+                    seconds_per_run_sought: 0.0,
                     seconds_per_update: 2e-6,
                     seconds_per_entry_merged: 1e-8,
                     merge_threads: 0.0,
@@ -1993,6 +2014,7 @@ mod tests {
         let empty = EMPTY_LOOKUPS;
         let cpu = CpuCosts {
             seconds_per_run_probed: 1e-7,
+            seconds_per_run_sought: 0.0,
             ..CpuCosts::default()
         };
         let base = TuningProblem {
@@ -2030,6 +2052,64 @@ mod tests {
         assert!(design.predicted.zero_result_lookup_io > 1.5 + design.levels as f64 - 0.01);
         assert!(tune(&TuningProblem {
             level0_runs: -1.0,
+            ..base
+        })
+        .is_err());
+    }
+
+    /// A range lookup's processor time is a run sought's price times the runs it seeks, when
+    /// that price is measured; a run probed's otherwise. Point lookups keep a run probed's.
+    #[test]
+    fn a_run_sought_is_priced_apart_from_a_run_probed() {
+        let scans = Workload {
+            point_lookups: 0.0,
+            zero_result_fraction: 0.0,
+            range_lookups: 1.0,
+            selectivity: 1e-5,
+            updates: 0.0,
+            long_scans: None,
+            key_bytes: None,
+        };
+        let probed_only = CpuCosts {
+            seconds_per_run_probed: 1e-7,
+            ..CpuCosts::default()
+        };
+        let sought = CpuCosts {
+            seconds_per_run_sought: 5e-6,
+            ..probed_only
+        };
+        let with = |workload: Workload, cpu: CpuCosts| {
+            let base = problem(workload, 10.0);
+            let p = TuningProblem {
+                device: Device { cpu, ..base.device },
+                ..base
+            };
+            evaluate(&p, ModelPolicy::TIERING, 4.0, 8.0 * 8.0 * 1048576.0)
+                .expect("ok")
+                .predicted
+        };
+        let (before, after) = (with(scans, probed_only), with(scans, sought));
+        let runs = before.cpu_seconds_per_operation / 1e-7;
+        assert!(runs > 2.0, "{runs}");
+        assert!(
+            (after.cpu_seconds_per_operation - runs * 5e-6).abs() < 1e-12,
+            "{after:?}"
+        );
+        assert_eq!(after.range_io, before.range_io);
+        assert!(after.throughput_ops < before.throughput_ops);
+        // Point lookups do not seek.
+        let points = with(EMPTY_LOOKUPS, probed_only);
+        assert_eq!(with(EMPTY_LOOKUPS, sought), points);
+        // A price below 0 is refused.
+        let base = problem(scans, 10.0);
+        assert!(tune(&TuningProblem {
+            device: Device {
+                cpu: CpuCosts {
+                    seconds_per_run_sought: -1.0,
+                    ..probed_only
+                },
+                ..base.device
+            },
             ..base
         })
         .is_err());
@@ -2394,6 +2474,7 @@ mod tests {
                 cpu: CpuCosts {
                     seconds_per_lookup: 2e-6,
                     seconds_per_run_probed: 5e-7,
+                    seconds_per_run_sought: 0.0,
                     seconds_per_update: 3e-6,
                     seconds_per_entry_merged: 3e-7,
                     merge_threads: 0.0,
@@ -2505,6 +2586,7 @@ mod tests {
                 cpu: CpuCosts {
                     seconds_per_lookup: 0.020e-6,
                     seconds_per_run_probed: 0.593e-6,
+                    seconds_per_run_sought: 0.0,
                     seconds_per_update: 6.802e-6,
                     seconds_per_entry_merged: 0.0,
                     merge_threads: 0.0,

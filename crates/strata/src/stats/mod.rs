@@ -35,6 +35,20 @@ pub(crate) const BLOCK_KINDS: usize = 3;
 
 type PerLevel = [AtomicU64; MAX_LEVELS];
 
+thread_local! {
+    /// Nanoseconds of the device reads this thread has counted ([`IoCounters::count_block_read`]),
+    /// wrapping: a caller reads it before and after some work to leave that work's device reads
+    /// out of its time ([`thread_device_read_nanos`]).
+    static THREAD_DEVICE_READ_NANOS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The nanoseconds of device reads the calling thread has counted so far (wrapping; only the
+/// difference of two readings means anything): a timed iterator subtracts the difference
+/// across one of its calls from the call's elapsed time, which leaves its processor time.
+pub(crate) fn thread_device_read_nanos() -> u64 {
+    THREAD_DEVICE_READ_NANOS.with(std::cell::Cell::get)
+}
+
 fn per_level() -> PerLevel {
     std::array::from_fn(|_| AtomicU64::new(0))
 }
@@ -138,6 +152,13 @@ pub(crate) struct IoCounters {
     /// probes and nanoseconds (auto-tune's measured read costs; a file's own sample,
     /// `FileState`'s, goes with the file when a compaction deletes it).
     pub(crate) probe_times: [(AtomicU64, AtomicU64); 3],
+    /// The timed iterators' seeks (one iterator in sixteen times its calls, `db/iter.rs`), the
+    /// runs those seeks positioned themselves in, and the processor nanoseconds the iterators
+    /// spent inside their own calls, their device reads left out (auto-tune's price of a run a
+    /// range lookup seeks, `model::auto_tune::Measurements`).
+    pub(crate) timed_seeks: AtomicU64,
+    pub(crate) timed_seek_runs: AtomicU64,
+    pub(crate) timed_seek_nanos: AtomicU64,
 }
 
 impl Default for IoCounters {
@@ -198,6 +219,9 @@ impl Default for IoCounters {
             scan_readahead_blocks: AtomicU64::new(0),
             write_entries: AtomicU64::new(0),
             timed_write_entries: AtomicU64::new(0),
+            timed_seeks: AtomicU64::new(0),
+            timed_seek_runs: AtomicU64::new(0),
+            timed_seek_nanos: AtomicU64::new(0),
             timed_write_nanos: AtomicU64::new(0),
             probe_times: Default::default(),
         }
@@ -262,6 +286,16 @@ impl IoCounters {
         );
         add(&self.read_bytes, bytes);
         add(&self.block_read_nanos, nanos);
+        THREAD_DEVICE_READ_NANOS.with(|total| total.set(total.get().wrapping_add(nanos)));
+    }
+
+    /// Counts what one timed iterator measured over its life: `seeks` seeks, positioned in
+    /// `runs` runs in all, and `nanos` processor nanoseconds spent in its calls outside device
+    /// reads.
+    pub(crate) fn count_timed_seeks(&self, seeks: u64, runs: u64, nanos: u64) {
+        add(&self.timed_seeks, seeks);
+        add(&self.timed_seek_runs, runs);
+        add(&self.timed_seek_nanos, nanos);
     }
 
     /// Counts what compressing a new table file's blocks on `level` did.
@@ -438,6 +472,9 @@ impl IoCounters {
             &self.write_entries,
             &self.timed_write_entries,
             &self.timed_write_nanos,
+            &self.timed_seeks,
+            &self.timed_seek_runs,
+            &self.timed_seek_nanos,
         ]) {
             counter.store(0, Ordering::Relaxed);
         }
