@@ -13,7 +13,8 @@
 # NUM keys are filled; every later phase runs OPS operations; auto-tune decides every EVERY
 # operations, or after EVERY_SECONDS (environment; default the engine's, 60) with fewer. DESIGNS
 # (environment) lists the fixed designs as policy:T, default
-# "leveling:10 leveling:4 tiering:4 tiering:10 lazy-leveling:4 lazy-leveling:10 garnering:10".
+# "leveling:10 leveling:4 tiering:4 tiering:10 lazy-leveling:4 lazy-leveling:10 garnering:10
+# leveling-dynamic:10 ecotune:10 moose:10": every merge policy auto-tune's tuner chooses among.
 # STRATA is a binary to run instead of the workspace's release build. Reports are kept in OUT
 # (environment; a temporary directory by default).
 set -euo pipefail
@@ -23,7 +24,7 @@ ops=${3:-200000}
 every=${4:-50000}
 source "$(dirname "$0")/strata_binary.sh"
 strata=$(strata_binary "${5:-}")
-designs=(${DESIGNS:-leveling:10 leveling:4 tiering:4 tiering:10 lazy-leveling:4 lazy-leveling:10 garnering:10})
+designs=(${DESIGNS:-leveling:10 leveling:4 tiering:4 tiering:10 lazy-leveling:4 lazy-leveling:10 garnering:10 leveling-dynamic:10 ecotune:10 moose:10})
 configs=("${designs[@]}" auto)
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"

@@ -328,6 +328,7 @@ fn processor_probe(
         seconds_per_lookup: (one_run - per_run_probed).max(0.0),
         seconds_per_run_probed: per_run_probed,
         seconds_per_run_sought: 0.0,
+        seconds_per_block_searched: 0.0,
         seconds_per_update: put_seconds / entries,
         seconds_per_entry_merged: ((compaction - written_pages * seconds_per_page_written)
             / entries)

@@ -229,6 +229,7 @@ fn rows(args: &WhatifArgs) -> CliResult<Vec<Row>> {
         max_update_io: None,
         level0_runs: 0.0,
         block_cache_bytes: 0.0,
+        point_read_miss_share: 1.0,
     };
     let buffer_bits = args.buffer_bytes.max(1) as f64 * 8.0;
     let mut rows = Vec::new();

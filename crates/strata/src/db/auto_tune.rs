@@ -257,6 +257,8 @@ impl DbInner {
             timed_seeks: load(&counters.timed_seeks),
             timed_seek_runs: load(&counters.timed_seek_runs),
             timed_seek_nanos: load(&counters.timed_seek_nanos),
+            timed_lookups: load(&counters.timed_lookups),
+            timed_lookup_nanos: load(&counters.timed_lookup_nanos),
         }
     }
 

@@ -84,6 +84,10 @@ impl DbInner {
             timed: timed(lookup_number),
             ticket,
         };
+        // A timed lookup also times itself whole: what it spends outside its file probes (the
+        // memtables, the view, the statistics) is auto-tune's price of a lookup.
+        let started = context.timed.then(Instant::now);
+        let mut probe_nanos = 0u64;
         // The view is loaded *before* the sequence number is read: a compaction installed
         // before the load only dropped versions hidden by newer ones at or below a sequence
         // number we are about to see, and one installed after it cannot touch the files we
@@ -98,6 +102,7 @@ impl DbInner {
                 let mut probes = self.observer.as_ref().map(|_| Vec::new());
                 let result =
                     self.search_tables(&view, key, hash, sequence, &context, &mut |probe| {
+                        probe_nanos = probe_nanos.saturating_add(probe.nanos.unwrap_or(0));
                         self.account_probe(&probe, &context, probes.as_mut());
                     });
                 if let (Some(observer), Some(probes), Ok(_)) = (&self.observer, &probes, &result) {
@@ -109,6 +114,11 @@ impl DbInner {
         self.finish_lookup(&view, context);
         if let Ok(Some(_)) = &result {
             add(&self.counters.point_lookups_found, 1);
+        }
+        if let Some(started) = started {
+            let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.counters
+                .count_timed_lookup(nanos.saturating_sub(probe_nanos));
         }
         result
     }
@@ -282,6 +292,45 @@ mod tests {
                     "step {step} start {start}: {share}"
                 );
             }
+        }
+    }
+    /// A timed lookup counts its time outside its file probes once, from every thread that
+    /// looks up, with statistics on and off.
+    #[test]
+    fn timed_lookups_count_their_time_outside_the_file_probes() {
+        use std::sync::atomic::Ordering::Relaxed;
+        for statistics in [true, false] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let options = crate::Options::default().access_statistics(statistics);
+            let db = crate::Db::open(dir.path(), options).expect("open");
+            for i in 0..2_000u32 {
+                db.put(i.to_be_bytes(), [1u8; 16]).expect("put");
+            }
+            db.flush().expect("flush");
+            std::thread::scope(|scope| {
+                for thread in 0..4u32 {
+                    let db = &db;
+                    scope.spawn(move || {
+                        for i in 0..4_000u32 {
+                            db.get((i * 4 + thread).to_be_bytes()).expect("get");
+                        }
+                    });
+                }
+            });
+            let counters = &db.inner.counters;
+            let lookups = counters.point_lookups();
+            assert_eq!(lookups, 16_000);
+            let timed = counters.timed_lookups.load(Relaxed);
+            // The sample is the lookup numbers' hash: one in sixteen within 1%.
+            assert!(
+                (timed as f64 / lookups as f64 - 1.0 / 16.0).abs() < 0.01,
+                "{timed} of {lookups}"
+            );
+            assert!(counters.timed_lookup_nanos.load(Relaxed) > 0);
+            let costs = db.inner.measurements().costs(40.0);
+            let per_lookup = costs.seconds_per_lookup.expect("enough timed");
+            assert!(per_lookup > 0.0 && per_lookup < 0.01, "{per_lookup}");
+            db.close().expect("close");
         }
     }
 }

@@ -222,11 +222,17 @@ impl AutoTuneOptions {
         if let Some(seconds) = costs.seconds_per_read {
             device.seconds_per_read = seconds;
         }
+        if let Some(seconds) = costs.seconds_per_lookup {
+            device.cpu.seconds_per_lookup = seconds;
+        }
         if let Some(seconds) = costs.seconds_per_run_probed {
             device.cpu.seconds_per_run_probed = seconds;
         }
         if let Some(seconds) = costs.seconds_per_run_sought {
             device.cpu.seconds_per_run_sought = seconds;
+        }
+        if let Some(seconds) = costs.seconds_per_block_searched {
+            device.cpu.seconds_per_block_searched = seconds;
         }
         if let (Some(update), Some(merge)) =
             (costs.seconds_per_update, costs.merge_seconds_per_entry)
@@ -304,6 +310,11 @@ pub struct Measurements {
     pub timed_seek_runs: u64,
     /// The timed iterators' processor nanoseconds in their calls, their device reads left out.
     pub timed_seek_nanos: u64,
+    /// Timed point lookups (one in sixteen).
+    pub timed_lookups: u64,
+    /// Their nanoseconds outside their file probes (the memtables, the read view, the
+    /// statistics).
+    pub timed_lookup_nanos: u64,
 }
 
 /// The costs [`Measurements`] give, each `None` while too little was measured for it (then the
@@ -331,6 +342,10 @@ pub struct MeasuredCosts {
     /// probes that read the device, the reads counted at least [`MIN_SAMPLES`].
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub read_counted: bool,
+    /// Processor seconds a point lookup spends outside its file probes: the timed lookups'
+    /// mean (the memtables, the read view, the statistics).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seconds_per_lookup: Option<f64>,
     /// Processor seconds per run a lookup probes: the mean probe that read no data block.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seconds_per_run_probed: Option<f64>,
@@ -340,6 +355,10 @@ pub struct MeasuredCosts {
     /// once [`MIN_SAMPLES`] seeks were timed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seconds_per_run_sought: Option<f64>,
+    /// Processor seconds a data-block read adds to a probe wherever the block comes from: the
+    /// mean timed probe that read a cached block less the mean one that read none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seconds_per_block_searched: Option<f64>,
     /// Foreground seconds per entry written, stalls excluded: the timed writes' mean per entry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seconds_per_update: Option<f64>,
@@ -397,6 +416,10 @@ impl Measurements {
             timed_seeks: self.timed_seeks.saturating_add(other.timed_seeks),
             timed_seek_runs: self.timed_seek_runs.saturating_add(other.timed_seek_runs),
             timed_seek_nanos: self.timed_seek_nanos.saturating_add(other.timed_seek_nanos),
+            timed_lookups: self.timed_lookups.saturating_add(other.timed_lookups),
+            timed_lookup_nanos: self
+                .timed_lookup_nanos
+                .saturating_add(other.timed_lookup_nanos),
         }
     }
 
@@ -428,6 +451,8 @@ impl Measurements {
             timed_seeks: sub(self.timed_seeks, earlier.timed_seeks)?,
             timed_seek_runs: sub(self.timed_seek_runs, earlier.timed_seek_runs)?,
             timed_seek_nanos: sub(self.timed_seek_nanos, earlier.timed_seek_nanos)?,
+            timed_lookups: sub(self.timed_lookups, earlier.timed_lookups)?,
+            timed_lookup_nanos: sub(self.timed_lookup_nanos, earlier.timed_lookup_nanos)?,
         })
     }
 
@@ -440,6 +465,7 @@ impl Measurements {
         };
         let device = mean(self.device_block_probes, self.device_block_nanos);
         let cached = mean(self.cached_block_probes, self.cached_block_nanos);
+        let rejected = mean(self.rejected_probes, self.rejected_nanos);
         let timed_read = device
             .map(|device| match cached {
                 Some(cached) if device > cached => device - cached,
@@ -460,7 +486,13 @@ impl Measurements {
             seconds_per_read: timed_read.or(counted_read).or(probed_read),
             read_probed,
             read_counted,
-            seconds_per_run_probed: mean(self.rejected_probes, self.rejected_nanos),
+            seconds_per_lookup: mean(self.timed_lookups, self.timed_lookup_nanos)
+                .filter(|seconds| *seconds > 0.0),
+            seconds_per_run_probed: rejected,
+            seconds_per_block_searched: cached
+                .zip(rejected)
+                .map(|(cached, rejected)| cached - rejected)
+                .filter(|seconds| *seconds > 0.0),
             seconds_per_run_sought: (self.timed_seeks >= MIN_SAMPLES && self.timed_seek_runs > 0)
                 .then(|| self.timed_seek_nanos as f64 * 1e-9 / self.timed_seek_runs as f64)
                 .filter(|seconds| *seconds > 0.0),
@@ -490,10 +522,12 @@ impl std::fmt::Display for MeasuredCosts {
         };
         write!(
             f,
-            "read {}{read_source}, run probed {}, run sought {}, write {}, stall per entry merged \
-             {}, merge per entry {}",
+            "read {}{read_source}, lookup {}, run probed {}, block searched {}, run sought {}, \
+             write {}, stall per entry merged {}, merge per entry {}",
             micros(self.seconds_per_read),
+            micros(self.seconds_per_lookup),
             micros(self.seconds_per_run_probed),
+            micros(self.seconds_per_block_searched),
             micros(self.seconds_per_run_sought),
             micros(self.seconds_per_update),
             micros(self.stall_seconds_per_entry_merged),
@@ -587,6 +621,7 @@ impl TreeFacts {
             max_update_io: None,
             level0_runs: self.level0_runs,
             block_cache_bytes: self.block_cache_bytes,
+            point_read_miss_share: 1.0,
         }
     }
 }
@@ -760,6 +795,12 @@ pub struct Decision {
     /// beside the measurement); `None` when nothing was replayed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merges_replayed: Option<f64>,
+    /// Share of the point lookups' data-block reads the device served on the design in force
+    /// over the mix ([`AutoTuneState::point_read_miss_share`]), at which every design's point
+    /// lookups were priced; `None` when too few were timed (every read then priced as a page
+    /// read) or designs were not priced with measured costs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub point_read_misses: Option<f64>,
 }
 
 impl Decision {
@@ -793,6 +834,7 @@ impl Decision {
             model_rank: 0,
             merges_measured: None,
             merges_replayed: None,
+            point_read_misses: None,
         }
     }
 
@@ -862,6 +904,10 @@ impl std::fmt::Display for Decision {
             format!(" (priced at {} as it grows)", self.priced_entries)
         } else {
             String::new()
+        };
+        let grown = match self.point_read_misses {
+            Some(share) => format!("{grown}, point reads {:.1}% from the device", share * 100.0),
+            None => grown,
         };
         write!(
             f,
@@ -1036,6 +1082,28 @@ impl AutoTuneState {
         Some(span.compaction_write_bytes as f64 / entry_bytes / written)
     }
 
+    /// Share of the timed probes that read a data block whose block came from the device, over
+    /// the intervals the mix has held (this one, ending at `now`, and the ones before it as far
+    /// back as [`AutoTuneState::history`] reaches, not before the last switch): how much of a
+    /// point lookup's block reads the block cache left to the device on the design in force.
+    /// `None` while fewer than [`MIN_SAMPLES`] such probes were timed, or a count went back.
+    pub fn point_read_miss_share(&self, now: &Measurements, mix_held: u32) -> Option<f64> {
+        let back = (mix_held.max(1) as usize).min(self.history.len());
+        let recent = &self.history[self.history.len() - back..];
+        // The span starts at the snapshot of the decision before the mix's first (or of the
+        // last switch's decision within it): this interval's start when the mix has just begun.
+        let start = recent.iter().rposition(|d| d.switched).unwrap_or(0);
+        let span = match recent[start..].iter().find_map(|d| d.measured) {
+            Some(first) => now.since(&first)?,
+            None if self.history.is_empty() => *now,
+            None => return None,
+        };
+        let probes = span
+            .device_block_probes
+            .saturating_add(span.cached_block_probes);
+        (probes >= MIN_SAMPLES).then(|| span.device_block_probes as f64 / probes as f64)
+    }
+
     /// Entries the tree gained per interval while the mix held: since the first decision of the
     /// mix the history still has, over the intervals between, when the tree now has `entries`
     /// and the mix has held `mix_held` intervals (0 when it has just begun or the tree shrank).
@@ -1141,7 +1209,12 @@ pub fn decide(
         state.growth_per_interval(facts.entries, mix_held),
         horizon_intervals,
     );
-    let problem = grown.problem(workload, options.device_with(&costs, facts.merge_threads));
+    let point_read_misses =
+        measured.and_then(|(now, _)| state.point_read_miss_share(&now, mix_held));
+    let problem = TuningProblem {
+        point_read_miss_share: point_read_misses.unwrap_or(1.0),
+        ..grown.problem(workload, options.device_with(&costs, facts.merge_threads))
+    };
     let filters = if current.uniform_filters {
         FilterAllocatorKind::Uniform
     } else {
@@ -1222,6 +1295,7 @@ pub fn decide(
             model_rank,
             merges_measured: merges_measured.filter(|_| workload.updates > 0.0),
             merges_replayed: current_replayed_merges,
+            point_read_misses: point_read_misses.filter(|_| workload.point_lookups > 0.0),
             ..Decision::kept(number, operations, mix, facts.entries, reason)
                 .with(Some(current_record), candidates)
                 .measured(measured)
@@ -1657,6 +1731,8 @@ mod tests {
             timed_seeks: 0,
             timed_seek_runs: 0,
             timed_seek_nanos: 0,
+            timed_lookups: 0,
+            timed_lookup_nanos: 0,
         }
     }
 
@@ -1695,6 +1771,83 @@ mod tests {
             }
         }
         decisions
+    }
+
+    /// The point lookups' block reads are priced at the share the device served on the design
+    /// in force over the mix: a hot spot the cache holds is predicted at its cached price, the
+    /// share is counted from the mix's first interval (or the last switch), and without enough
+    /// timed probes every read stays a page read.
+    #[test]
+    fn point_lookups_are_priced_at_the_measured_share_of_reads_from_the_device() {
+        let per_interval = |device: u64, cached: u64| Measurements {
+            device_block_probes: device,
+            device_block_nanos: device * 80_000,
+            cached_block_probes: cached,
+            cached_block_nanos: cached * 20_000,
+            rejected_probes: 1_000,
+            rejected_nanos: 1_000 * 500,
+            ..Measurements::default()
+        };
+        // Read-only intervals of 1,000,000 lookups; the probes timed in each: 50 from the
+        // device, 950 cached (a hot spot the cache holds).
+        let hot = |n: u64| per_interval(50 * n, 950 * n);
+        let leveling = design(CompactionKind::Leveling, 10.0);
+        let decisions = decide_each_round(&measuring(), &leveling, 3, |n| {
+            (
+                TreeFacts {
+                    measurements: hot(n),
+                    ..facts()
+                },
+                totals(1_000_000 * n, 0),
+            )
+        });
+        for decision in &decisions {
+            let share = decision.point_read_misses.expect("timed enough");
+            assert!((share - 0.05).abs() < 1e-12, "{decision}");
+            assert!(decision
+                .to_string()
+                .contains("point reads 5.0% from the device"));
+            let costs = decision.costs.expect("measured");
+            // A cached probe less a rejected one: 19.5 us searched per block.
+            let searched = costs.seconds_per_block_searched.expect("measured");
+            assert!((searched - 19.5e-6).abs() < 1e-12, "{searched}");
+        }
+        // Priced as if every block came from the device, the same tree is predicted slower.
+        let cold = |n: u64| per_interval(1_000 * n, 0);
+        let all_device = decide_each_round(&measuring(), &leveling, 1, |n| {
+            (
+                TreeFacts {
+                    measurements: cold(n),
+                    ..facts()
+                },
+                totals(1_000_000 * n, 0),
+            )
+        });
+        let predicted = |d: &Decision| d.current.as_ref().expect("priced").predicted_ops;
+        assert_eq!(all_device[0].point_read_misses, Some(1.0));
+        assert!(predicted(&decisions[0]) > 1.5 * predicted(&all_device[0]));
+        // The span: the mix's intervals since the last switch.
+        let mut state = AutoTuneState::default();
+        let record = |state: &mut AutoTuneState, measured: Measurements, switched: bool| {
+            let mut decision = Decision::kept(state.decisions + 1, 1, None, 1, String::new());
+            decision.measured = Some(measured);
+            decision.switched = switched;
+            state.record(decision, &totals(state.decisions + 1, 0));
+        };
+        // No history yet: since the database opened.
+        assert_eq!(state.point_read_miss_share(&hot(1), 1), Some(0.05));
+        record(&mut state, per_interval(1_000, 0), false);
+        record(&mut state, per_interval(1_000, 0), true);
+        // After the switch, 100 of 1,100 more probes read the device.
+        let now = per_interval(1_100, 1_000);
+        let share = state.point_read_miss_share(&now, 5).expect("enough");
+        assert!((share - 100.0 / 1_100.0).abs() < 1e-12, "{share}");
+        // Too few probes since the switch, and a count that went back.
+        assert_eq!(
+            state.point_read_miss_share(&per_interval(1_010, 20), 5),
+            None
+        );
+        assert_eq!(state.point_read_miss_share(&per_interval(10, 10), 5), None);
     }
 
     #[test]
@@ -1910,6 +2063,17 @@ mod tests {
             ..seeking
         };
         assert_eq!(few.costs(128.0).seconds_per_run_sought, None);
+        // Lookups timed whole: their time outside the file probes, once there are enough.
+        let looked_up = Measurements {
+            timed_lookups: MIN_SAMPLES,
+            timed_lookup_nanos: MIN_SAMPLES * 1_500,
+            ..m
+        };
+        let lookup = looked_up.costs(128.0).seconds_per_lookup.expect("timed");
+        assert!((lookup - 1.5e-6).abs() < 1e-12, "{lookup}");
+        let device = AutoTuneOptions::default().device_with(&looked_up.costs(128.0), 2.0);
+        assert!((device.cpu.seconds_per_lookup - 1.5e-6).abs() < 1e-12);
+        assert_eq!(m.costs(128.0).seconds_per_lookup, None);
         let spans = seeking.since(&m).expect("counts only grew");
         assert_eq!(spans.timed_seek_runs, 4 * MIN_SAMPLES);
         assert_eq!(m.plus(&spans), seeking);

@@ -238,6 +238,7 @@ mod tests {
             max_update_io: None,
             level0_runs: 1.5,
             block_cache_bytes: 0.0,
+            point_read_miss_share: 1.0,
         };
         let design = evaluate_with(
             &problem,

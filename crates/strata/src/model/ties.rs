@@ -280,6 +280,7 @@ mod tests {
                     seconds_per_lookup: 0.020e-6,
                     seconds_per_run_probed: 0.593e-6,
                     seconds_per_run_sought: 0.0,
+                    seconds_per_block_searched: 0.0,
                     seconds_per_update: 6.802e-6,
                     seconds_per_entry_merged: 0.0,
                     merge_threads: 0.0,
@@ -291,6 +292,7 @@ mod tests {
             max_update_io: None,
             level0_runs: 1.5,
             block_cache_bytes: 0.0,
+            point_read_miss_share: 1.0,
         }
     }
 

@@ -218,9 +218,14 @@ pub struct CpuCosts {
     /// Seconds per sorted run a lookup probes: the run's file, its filter probe.
     pub seconds_per_run_probed: f64,
     /// Seconds per sorted run a range lookup seeks: positioning in the run and merging its
-    /// entries with the others' up to the range's end. 0 prices a run sought as a run probed
-    /// (`seconds_per_run_probed`).
+    /// entries with the others' up to the range's end, the iterator's fixed work shared among
+    /// its runs (`seconds_per_lookup` is then not added). 0 prices a range lookup as a lookup
+    /// and a run probed per run.
     pub seconds_per_run_sought: f64,
+    /// Seconds a point lookup's data-block read adds beyond a run probed, wherever the block
+    /// comes from: its index search and the search of the block (the timed probes that read a
+    /// cached block less the ones the filter answered). A device read adds `Omega` to it.
+    pub seconds_per_block_searched: f64,
     /// Seconds per update in the foreground: its WAL record and memtable insert.
     pub seconds_per_update: f64,
     /// Seconds per entry a merge reads and writes again.
@@ -235,13 +240,14 @@ pub struct CpuCosts {
 }
 
 impl CpuCosts {
-    /// Seconds per run a range lookup seeks: [`CpuCosts::seconds_per_run_sought`], or a run
-    /// probed's when that is 0.
-    fn run_sought(&self) -> f64 {
+    /// Processor seconds of a range lookup that seeks `runs` runs: `runs` times
+    /// [`CpuCosts::seconds_per_run_sought`] when that is measured (an iterator's whole time,
+    /// the memtables' part included), else a lookup's fixed price and a run probed's per run.
+    fn range_lookup(&self, runs: f64) -> f64 {
         if self.seconds_per_run_sought > 0.0 {
-            self.seconds_per_run_sought
+            self.seconds_per_run_sought * runs
         } else {
-            self.seconds_per_run_probed
+            self.seconds_per_lookup + self.seconds_per_run_probed * runs
         }
     }
 
@@ -255,6 +261,10 @@ impl CpuCosts {
             (
                 "processor seconds per run sought",
                 self.seconds_per_run_sought,
+            ),
+            (
+                "processor seconds per block searched",
+                self.seconds_per_block_searched,
             ),
             ("processor seconds per update", self.seconds_per_update),
             (
@@ -312,6 +322,12 @@ pub struct TuningProblem {
     /// ([`range_cost_through_cache`], Strata's addition, DESIGN.md §7.5). Point lookups are
     /// priced without it.
     pub block_cache_bytes: f64,
+    /// Share of a point lookup's data-block reads (`Z`) the device serves, in `0..=1`; the rest
+    /// come from the block cache at `CpuCosts::seconds_per_block_searched` alone. 1 is Monkey's
+    /// model, every one a page read. Auto-tune passes the share the engine's timed probes
+    /// measured on the design in force over the mix (a hot spot the cache holds is read from
+    /// memory), and every candidate is priced at it (Strata's addition, DESIGN.md §10).
+    pub point_read_miss_share: f64,
 }
 
 /// What a design is predicted to cost, per operation of each kind (I/Os) and overall.
@@ -433,6 +449,12 @@ impl TuningProblem {
         positive("page bytes", self.device.page_bytes)?;
         non_negative("level-0 runs", self.level0_runs)?;
         non_negative("block cache bytes", self.block_cache_bytes)?;
+        if !(0.0..=1.0).contains(&self.point_read_miss_share) {
+            return Err(invalid(format!(
+                "the share of point reads the device serves must be in 0..=1, got {}",
+                self.point_read_miss_share
+            )));
+        }
         non_negative("write/read cost ratio", self.device.write_read_cost_ratio)?;
         non_negative(
             "merge-read/read cost ratio",
@@ -767,14 +789,18 @@ fn price(
     // What the block cache serves of them: the same requests, run by run, through its model.
     let q = (q - range_reads_cached(&shape.trees, w, b, problem)).max(0.0);
     let total = w.point_lookups + w.range_lookups + w.updates;
-    let theta = (w.point_lookups * z + w.range_lookups * q + w.updates * u) / total;
+    // The device serves `point_read_miss_share` of the point lookups' block reads.
+    let z_device = z * problem.point_read_miss_share;
+    let theta = (w.point_lookups * z_device + w.range_lookups * q + w.updates * u) / total;
     let cpu = &problem.device.cpu;
     let probed = (1.0 - w.zero_result_fraction) * runs_existing + w.zero_result_fraction * runs;
     let omega = problem.device.seconds_per_read;
     let range_runs = runs + shape.unfiltered_runs;
     let foreground_cpu = (w.point_lookups
-        * (cpu.seconds_per_lookup + cpu.seconds_per_run_probed * probed)
-        + w.range_lookups * (cpu.seconds_per_lookup + cpu.run_sought() * range_runs)
+        * (cpu.seconds_per_lookup
+            + cpu.seconds_per_run_probed * probed
+            + cpu.seconds_per_block_searched * z)
+        + w.range_lookups * cpu.range_lookup(range_runs)
         + w.updates * cpu.seconds_per_update)
         / total;
     let buffer_entries = (buffer_bits / (problem.entry_bytes * 8.0)).max(1.0);
@@ -1391,6 +1417,7 @@ mod tests {
             max_update_io: None,
             level0_runs: 0.0,
             block_cache_bytes: 0.0,
+            point_read_miss_share: 1.0,
         }
     }
 
@@ -1703,6 +1730,7 @@ mod tests {
             seconds_per_lookup: 1e-6,
             seconds_per_run_probed: 2e-7,
             seconds_per_run_sought: 0.0,
+            seconds_per_block_searched: 0.0,
             seconds_per_update: 3e-6,
             seconds_per_entry_merged: 5e-7,
             merge_threads: 0.0,
@@ -1857,6 +1885,7 @@ mod tests {
                 cpu: CpuCosts {
                     seconds_per_run_probed: -1.0,
                     seconds_per_run_sought: 0.0,
+                    seconds_per_block_searched: 0.0,
                     ..cpu
                 },
                 ..problem(empty, 10.0).device
@@ -1891,6 +1920,7 @@ mod tests {
                     seconds_per_lookup: 1e-6,
                     seconds_per_run_probed: 1e-7,
                     seconds_per_run_sought: 0.0,
+                    seconds_per_block_searched: 0.0,
                     seconds_per_update: 2e-6,
                     seconds_per_entry_merged: 1e-8,
                     merge_threads: 0.0,
@@ -2015,6 +2045,7 @@ mod tests {
         let cpu = CpuCosts {
             seconds_per_run_probed: 1e-7,
             seconds_per_run_sought: 0.0,
+            seconds_per_block_searched: 0.0,
             ..CpuCosts::default()
         };
         let base = TuningProblem {
@@ -2055,6 +2086,59 @@ mod tests {
             ..base
         })
         .is_err());
+    }
+
+    /// Point lookups' block reads are priced at the share the device serves (the rest at the
+    /// block search alone); 1 is Monkey's model, a share outside 0..=1 is refused.
+    #[test]
+    fn point_reads_are_priced_at_the_share_the_device_serves() {
+        let lookups = Workload {
+            point_lookups: 1.0,
+            zero_result_fraction: 0.0,
+            range_lookups: 0.0,
+            selectivity: 0.0,
+            updates: 0.0,
+            long_scans: None,
+            key_bytes: None,
+        };
+        let base = problem(lookups, 10.0);
+        let cpu = CpuCosts {
+            seconds_per_block_searched: 2e-6,
+            ..CpuCosts::default()
+        };
+        let at = |share: f64| {
+            let p = TuningProblem {
+                point_read_miss_share: share,
+                device: Device { cpu, ..base.device },
+                ..base
+            };
+            evaluate(&p, ModelPolicy::LEVELING, 10.0, 8.0 * 8.0 * 1048576.0)
+                .expect("ok")
+                .predicted
+        };
+        let (all, tenth, none) = (at(1.0), at(0.1), at(0.0));
+        let z = all.point_lookup_io;
+        assert!(z >= 1.0, "{all:?}");
+        assert!((all.io_per_operation - z).abs() < 1e-12);
+        assert!((tenth.io_per_operation - 0.1 * z).abs() < 1e-12);
+        assert_eq!(none.io_per_operation, 0.0);
+        // The block search is paid on every block read, cached or not.
+        for p in [all, tenth, none] {
+            assert!(
+                (p.cpu_seconds_per_operation - 2e-6 * z).abs() < 1e-15,
+                "{p:?}"
+            );
+        }
+        let omega = base.device.seconds_per_read;
+        assert!((1.0 / none.throughput_ops - 2e-6 * z).abs() < 1e-12);
+        assert!((1.0 / all.throughput_ops - (omega + 2e-6) * z).abs() < 1e-12);
+        for share in [1.5, -0.1, f64::NAN] {
+            assert!(tune(&TuningProblem {
+                point_read_miss_share: share,
+                ..base
+            })
+            .is_err());
+        }
     }
 
     /// A range lookup's processor time is a run sought's price times the runs it seeks, when
@@ -2475,6 +2559,7 @@ mod tests {
                     seconds_per_lookup: 2e-6,
                     seconds_per_run_probed: 5e-7,
                     seconds_per_run_sought: 0.0,
+                    seconds_per_block_searched: 0.0,
                     seconds_per_update: 3e-6,
                     seconds_per_entry_merged: 3e-7,
                     merge_threads: 0.0,
@@ -2587,6 +2672,7 @@ mod tests {
                     seconds_per_lookup: 0.020e-6,
                     seconds_per_run_probed: 0.593e-6,
                     seconds_per_run_sought: 0.0,
+                    seconds_per_block_searched: 0.0,
                     seconds_per_update: 6.802e-6,
                     seconds_per_entry_merged: 0.0,
                     merge_threads: 0.0,
@@ -2598,6 +2684,7 @@ mod tests {
             max_update_io: None,
             level0_runs: 1.5,
             block_cache_bytes: 0.0,
+            point_read_miss_share: 1.0,
         }
     }
 

@@ -159,6 +159,10 @@ pub(crate) struct IoCounters {
     pub(crate) timed_seeks: AtomicU64,
     pub(crate) timed_seek_runs: AtomicU64,
     pub(crate) timed_seek_nanos: AtomicU64,
+    /// The timed lookups (one in sixteen) and their nanoseconds outside their file probes: the
+    /// memtables, the read view, the statistics (auto-tune's price of a lookup).
+    pub(crate) timed_lookups: AtomicU64,
+    pub(crate) timed_lookup_nanos: AtomicU64,
 }
 
 impl Default for IoCounters {
@@ -222,6 +226,8 @@ impl Default for IoCounters {
             timed_seeks: AtomicU64::new(0),
             timed_seek_runs: AtomicU64::new(0),
             timed_seek_nanos: AtomicU64::new(0),
+            timed_lookups: AtomicU64::new(0),
+            timed_lookup_nanos: AtomicU64::new(0),
             timed_write_nanos: AtomicU64::new(0),
             probe_times: Default::default(),
         }
@@ -287,6 +293,12 @@ impl IoCounters {
         add(&self.read_bytes, bytes);
         add(&self.block_read_nanos, nanos);
         THREAD_DEVICE_READ_NANOS.with(|total| total.set(total.get().wrapping_add(nanos)));
+    }
+
+    /// Counts one timed lookup that spent `nanos` outside its file probes.
+    pub(crate) fn count_timed_lookup(&self, nanos: u64) {
+        add(&self.timed_lookups, 1);
+        add(&self.timed_lookup_nanos, nanos);
     }
 
     /// Counts what one timed iterator measured over its life: `seeks` seeks, positioned in
@@ -475,6 +487,8 @@ impl IoCounters {
             &self.timed_seeks,
             &self.timed_seek_runs,
             &self.timed_seek_nanos,
+            &self.timed_lookups,
+            &self.timed_lookup_nanos,
         ]) {
             counter.store(0, Ordering::Relaxed);
         }
