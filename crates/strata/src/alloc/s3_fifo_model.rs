@@ -169,7 +169,7 @@ impl S3Fifo {
     /// its bytes, and a block coming back from the ghost queue enters the main queue without
     /// making room there: while the stream's blocks enter, the main queue grows past its share
     /// and the small queue holds next to nothing, so a new block is a ghost before its second
-    /// request (the model's tests measure 1.9-2.0 misses per block entering a full cache, where
+    /// request (`model::tree`'s tests: about two misses per block entering a full cache, where
     /// a small queue of its share of the bytes would promote most on their second request). So
     /// the small queue's time is 0 over the stream, and the ghost queue, on top of the settled
     /// inflow (`settled`, from [`S3Fifo::settle`]), takes every block requested in the stream
@@ -586,6 +586,39 @@ mod tests {
             S3Fifo::of_block_cache(1).settle(&[idle]),
             S3FifoTimes::HOLDS_ALL
         );
+    }
+
+    #[test]
+    fn a_block_entering_a_full_cache_misses_once_and_again_as_a_ghost() {
+        let groups = block_groups(&[(100, 0.001)]);
+        // No cache: every request of the stream misses.
+        let none = S3Fifo::of_block_cache(0);
+        let times = none.over_stream(none.settle(&groups), &groups, 10_000.0);
+        assert_eq!(times, S3FifoTimes::NO_CACHE);
+        assert!((times.stream_misses(0.001, 10_000.0, 1.0) - 10.0).abs() < 1e-9);
+        // Room for every block: the first request misses, and the second while a ghost (the
+        // ghost queue's 512 entries outlast the 100 blocks' entry), none after.
+        let roomy = S3Fifo::of_block_cache(4 << 20);
+        let settled = roomy.settle(&groups);
+        assert_eq!(settled, S3FifoTimes::HOLDS_ALL);
+        let times = roomy.over_stream(settled, &groups, 10_000.0);
+        assert_eq!(times.small, 0.0);
+        // 100 blocks entering over 10,000 lookups: 512 ghosts last 51,200 of them.
+        assert!(
+            (times.ghost / (512.0 / 0.01) - 1.0).abs() < 1e-3,
+            "{times:?}"
+        );
+        let misses = times.stream_misses(0.001, 10_000.0, 0.0);
+        let ghost_hit = -(-0.001 * times.ghost).exp_m1();
+        let first = -(-10.0f64).exp_m1();
+        assert!(
+            (misses - first * (1.0 + ghost_hit)).abs() < 1e-9,
+            "{misses}"
+        );
+        assert!(misses > 1.99 && misses < 2.0, "{misses}");
+        // A block requested once in the stream misses once at most.
+        assert!(times.stream_misses(1e-4, 10_000.0, 0.0) <= 1.0);
+        assert_eq!(times.stream_misses(0.0, 10_000.0, 0.0), 0.0);
     }
 
     #[test]
