@@ -7,9 +7,10 @@
 #   against the device reads per lookup the engine counted (block-cache misses). readrandom
 #   measures the existing-key stream, readmissing the missing-key one. Each row holds the model
 #   without the block cache (every data block a lookup probes a device read, as before the model
-#   saw the cache) and the model through it (`strata::model::tree::stream_device_reads` with the phase's keys and lookups), each with
-#   measured/predicted, and the model through it taking every lookup as a new key (as it did
-#   before it saw the phase's recurring keys, DESIGN.md §7.6 "Recurring keys");
+#   saw the cache) and the model through it (`strata::model::tree::stream_device_reads`, with
+#   the phase's distinct keys and lookups), each with measured/predicted, and the model through
+#   it taking every lookup as a new key (as it did before it saw the phase's recurring keys,
+#   DESIGN.md §7.6 "Recurring keys");
 # - per seek: strata::model::seek (`Db::predicted_seek_reads`) against the blocks seekrandom read
 #   per seek (a seek and 10 more entries, open scans), through the cache;
 # - per write: the load's table bytes written per user byte, settle included, against the merge
