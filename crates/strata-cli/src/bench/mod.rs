@@ -1189,6 +1189,13 @@ impl Bench<'_> {
                 &shape,
             );
             let cpu_after = cpu::CpuSample::now();
+            if let Some(recurring) = result
+                .predicted_reads_per_lookup
+                .and(self.recurring_lookup_prediction(engine, workload))
+            {
+                result.predicted_reads_per_lookup_new_keys = result.predicted_reads_per_lookup;
+                result.predicted_reads_per_lookup = Some(recurring);
+            }
             if workload == Workload::Seekrandom {
                 result.predicted_reads_per_seek = engine
                     .predicted_seek_reads(self.config.seek_nexts + 1, self.config.seek_bounded);
@@ -1299,8 +1306,9 @@ impl Bench<'_> {
         let (last_ops, last_time) = self.last_sample;
         let interval = now.duration_since(last_time).as_secs_f64();
         let shape = engine.shape();
-        let (predicted_reads_per_lookup, predicted_data_reads_per_lookup_without_cache) =
+        let (new_keys, predicted_data_reads_per_lookup_without_cache) =
             report::lookup_predictions(workload, &shape);
+        let recurring = new_keys.and(self.recurring_lookup_prediction(engine, workload));
         self.series.push(SeriesPoint {
             configuration: self.variant.label(),
             engine: self.variant.engine.name(),
@@ -1317,10 +1325,60 @@ impl Bench<'_> {
             },
             avg_bits_per_key: shape.avg_bits_per_key,
             effective_bits_per_key: shape.effective_bits_per_key,
-            predicted_reads_per_lookup,
+            predicted_reads_per_lookup: recurring.or(new_keys),
+            predicted_reads_per_lookup_new_keys: recurring.and(new_keys),
             predicted_data_reads_per_lookup_without_cache,
         });
         self.last_sample = (done, now);
+    }
+
+    /// The keys a point-read phase draws from and its lookups (DESIGN.md §7.6, "Recurring
+    /// keys"): readmissing's missing keys, alike; readrandom's `--num` keys, alike unless
+    /// `--distribution` says otherwise (then none: the model takes keys alike). The other
+    /// workloads are not priced per lookup.
+    fn lookup_streams(&self, workload: Workload) -> Option<strata::model::tree::LookupStreams> {
+        use strata::model::tree::{LookupStream, LookupStreams};
+        let reads = self.config.reads as f64;
+        match workload {
+            Workload::Readmissing => Some(LookupStreams {
+                missing: LookupStream {
+                    distinct_keys: Some(self.format.missing_gaps().max(1) as f64),
+                    lookups: Some(reads),
+                },
+                existing: LookupStream::NEW_KEYS,
+            }),
+            Workload::Mix(Mix::ReadRandom)
+                if matches!(
+                    self.config.distribution,
+                    None | Some(KeyDistribution::Uniform)
+                ) =>
+            {
+                Some(LookupStreams {
+                    missing: LookupStream::NEW_KEYS,
+                    existing: LookupStream {
+                        distinct_keys: Some(self.format.num() as f64),
+                        lookups: Some(reads * self.config.query_threads.max(1) as f64),
+                    },
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The engine's lookup prediction for `workload`'s stream as it recurs
+    /// ([`Self::lookup_streams`]), where it has one.
+    fn recurring_lookup_prediction(
+        &self,
+        engine: &dyn Engine,
+        workload: Workload,
+    ) -> Option<engine::PredictedBlockReads> {
+        let streams = self.lookup_streams(workload)?;
+        let (missing, existing) = engine.predicted_stream_lookup_reads(&streams)?;
+        Some(if workload == Workload::Readmissing {
+            missing
+        } else {
+            existing
+        })
     }
 
     /// After a fill of every key, lookups of existing keys must all find them and lookups of

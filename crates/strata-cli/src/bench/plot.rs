@@ -381,6 +381,7 @@ mod tests {
             avg_bits_per_key: None,
             effective_bits_per_key: None,
             predicted_reads_per_lookup: None,
+            predicted_reads_per_lookup_new_keys: None,
             predicted_data_reads_per_lookup_without_cache: None,
         }
     }

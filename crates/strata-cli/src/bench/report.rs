@@ -246,6 +246,11 @@ pub struct PhaseResult {
     /// readmissing, of existing keys for readrandom), by block kind, beside the measured
     /// `io_per_op`. Strata only.
     pub predicted_reads_per_lookup: Option<PredictedBlockReads>,
+    /// The same model taking every lookup as a key not looked up before and the phase as
+    /// unending (`strata::model::tree::device_reads`), where `predicted_reads_per_lookup` saw
+    /// the phase's recurring keys and length (`stream_device_reads`; DESIGN.md §7.6,
+    /// "Recurring keys"): what the prediction was before it saw them.
+    pub predicted_reads_per_lookup_new_keys: Option<PredictedBlockReads>,
     /// The data blocks the same lookups probe, each taken as a device read (the model without
     /// the block cache: `R` for readmissing, `V` for readrandom).
     pub predicted_data_reads_per_lookup_without_cache: Option<f64>,
@@ -294,6 +299,10 @@ pub struct SeriesPoint {
     /// Strata only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub predicted_reads_per_lookup: Option<PredictedBlockReads>,
+    /// Every lookup a new key at this point
+    /// (`PhaseResult::predicted_reads_per_lookup_new_keys` at a moment).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_reads_per_lookup_new_keys: Option<PredictedBlockReads>,
     /// The model without the block cache at this point
     /// (`PhaseResult::predicted_data_reads_per_lookup_without_cache` at a moment).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -393,6 +402,7 @@ impl PhaseResult {
             return;
         };
         let (mut sum, mut count) = (end, 1.0);
+        let mut new_keys = self.predicted_reads_per_lookup_new_keys.map(|p| (p, 1.0));
         let mut uncached = self
             .predicted_data_reads_per_lookup_without_cache
             .map(|u| (u, 1.0));
@@ -402,6 +412,14 @@ impl PhaseResult {
                 sum.index += p.index;
                 sum.filter += p.filter;
                 count += 1.0;
+            }
+            if let (Some((total, n)), Some(p)) =
+                (new_keys.as_mut(), point.predicted_reads_per_lookup_new_keys)
+            {
+                total.data += p.data;
+                total.index += p.index;
+                total.filter += p.filter;
+                *n += 1.0;
             }
             if let (Some((total, n)), Some(u)) = (
                 uncached.as_mut(),
@@ -417,6 +435,11 @@ impl PhaseResult {
             filter: sum.filter / count,
         });
         self.predicted_data_reads_per_lookup_without_cache = uncached.map(|(total, n)| total / n);
+        self.predicted_reads_per_lookup_new_keys = new_keys.map(|(total, n)| PredictedBlockReads {
+            data: total.data / n,
+            index: total.index / n,
+            filter: total.filter / n,
+        });
     }
 
     /// Whether the phase wrote: a fill, or any phase whose operations wrote user bytes (a mix
@@ -544,6 +567,7 @@ impl PhaseResult {
             predicted_reads_per_seek: None,
             predicted_write_amp: None,
             predicted_reads_per_lookup: lookup_predictions(phase, shape).0,
+            predicted_reads_per_lookup_new_keys: None,
             predicted_data_reads_per_lookup_without_cache: lookup_predictions(phase, shape).1,
         }
         .with_compression(io, shape)
@@ -715,6 +739,18 @@ pub fn write_prediction(out: &mut dyn Write, result: &PhaseResult) -> io::Result
         "  model (strata::model::tree): device reads per lookup predicted/measured: {}",
         predicted_by_kind(&predicted, result)
     )?;
+    if let Some(new_keys) = result.predicted_reads_per_lookup_new_keys {
+        write!(
+            out,
+            "; every key new data {:.4} ({}), index {:.4} ({}), filter {:.4} ({})",
+            new_keys.data,
+            ratio(measured.data, new_keys.data),
+            new_keys.index,
+            ratio(measured.index, new_keys.index),
+            new_keys.filter,
+            ratio(measured.filter, new_keys.filter),
+        )?;
+    }
     match result.predicted_data_reads_per_lookup_without_cache {
         Some(uncached) => writeln!(
             out,
@@ -1131,6 +1167,7 @@ mod tests {
             avg_bits_per_key: bits,
             effective_bits_per_key: bits,
             predicted_reads_per_lookup: None,
+            predicted_reads_per_lookup_new_keys: None,
             predicted_data_reads_per_lookup_without_cache: None,
         };
         let samples = [
@@ -1209,6 +1246,7 @@ mod tests {
                 avg_bits_per_key: None,
                 effective_bits_per_key: None,
                 predicted_reads_per_lookup: through,
+                predicted_reads_per_lookup_new_keys: None,
                 predicted_data_reads_per_lookup_without_cache: without,
             }
         };

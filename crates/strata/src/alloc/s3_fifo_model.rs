@@ -162,6 +162,54 @@ impl S3Fifo {
     }
 }
 
+impl S3Fifo {
+    /// The queues' times over a stream of `length` (in the unit of the rates) that starts with
+    /// none of `groups`' blocks cached and the cache full of other blocks (DESIGN.md §7.6,
+    /// "Recurring keys"). The engine's cache evicts from the small queue whenever it is over
+    /// its bytes, and a block coming back from the ghost queue enters the main queue without
+    /// making room there: while the stream's blocks enter, the main queue grows past its share
+    /// and the small queue holds next to nothing, so a new block is a ghost before its second
+    /// request (`model::tree`'s tests: about two misses per block entering a full cache, where
+    /// a small queue of its share of the bytes would promote most on their second request). So
+    /// the small queue's time is 0 over the stream, and the ghost queue, on top of the settled
+    /// inflow (`settled`, from [`S3Fifo::settle`]), takes every block requested in the stream
+    /// once: by Little's law it turns over in its entries over its inflow. The main queue's
+    /// turn is left as settled.
+    pub fn over_stream(
+        &self,
+        settled: S3FifoTimes,
+        groups: &[BlockGroup],
+        length: f64,
+    ) -> S3FifoTimes {
+        if self.capacity_bytes <= 0.0 || !length.is_finite() || length <= 0.0 {
+            return settled;
+        }
+        let entering: f64 = groups
+            .iter()
+            .filter(|g| g.rate > 0.0 && g.rate.is_finite() && g.blocks > 0.0)
+            .map(|g| g.blocks * -(-g.rate * length).exp_m1() / length)
+            .sum();
+        let ghost = if self.ghost_entries > 0.0 {
+            1.0 / (1.0 / settled.ghost + entering / self.ghost_entries)
+        } else {
+            0.0
+        };
+        S3FifoTimes {
+            small: 0.0,
+            ghost,
+            main: settled.main,
+        }
+    }
+}
+
+/// What a block's entry into the cache costs: its misses until it is in the main queue or out
+/// again, and its requests meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Entry {
+    misses: f64,
+    requests: f64,
+}
+
 /// What the queues hold: bytes of the small and main queues, ghost entries.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 struct Fill {
@@ -221,6 +269,44 @@ impl S3FifoTimes {
             rate: rate / blocks,
         };
         rate * self.miss_chance(&group)
+    }
+
+    /// The misses of a block requested at `rate` over a stream of `length` that starts with it
+    /// out of the cache: its first request (if any) misses, and a second if it was not requested
+    /// in the small queue and is requested as a ghost; its later requests miss at the settled share
+    /// `settled_miss` (DESIGN.md §7.6, "Recurring keys"). `self` are the times over the stream
+    /// ([`S3Fifo::over_stream`]).
+    pub fn stream_misses(&self, rate: f64, length: f64, settled_miss: f64) -> f64 {
+        if rate.is_nan() || rate <= 0.0 || length.is_nan() || length <= 0.0 {
+            return 0.0;
+        }
+        let requests = rate * length;
+        if requests.is_infinite() {
+            return settled_miss;
+        }
+        let first = -(-requests).exp_m1();
+        let entry = self.entry(rate);
+        let later = (requests - first * entry.requests).max(0.0);
+        (first * entry.misses + later * settled_miss).min(requests)
+    }
+
+    /// [`Entry`] of a block requested at `rate`.
+    fn entry(&self, rate: f64) -> Entry {
+        let chance = |time: f64| {
+            if time.is_infinite() {
+                1.0
+            } else if time > 0.0 {
+                -(-rate * time).exp_m1()
+            } else {
+                0.0
+            }
+        };
+        let promoted = chance(self.small);
+        let ghost_hit = (1.0 - promoted) * chance(self.ghost);
+        Entry {
+            misses: 1.0 + ghost_hit,
+            requests: 1.0 + promoted + ghost_hit,
+        }
     }
 
     fn fill(&self, groups: &[&BlockGroup]) -> Fill {
@@ -500,6 +586,39 @@ mod tests {
             S3Fifo::of_block_cache(1).settle(&[idle]),
             S3FifoTimes::HOLDS_ALL
         );
+    }
+
+    #[test]
+    fn a_block_entering_a_full_cache_misses_once_and_again_as_a_ghost() {
+        let groups = block_groups(&[(100, 0.001)]);
+        // No cache: every request of the stream misses.
+        let none = S3Fifo::of_block_cache(0);
+        let times = none.over_stream(none.settle(&groups), &groups, 10_000.0);
+        assert_eq!(times, S3FifoTimes::NO_CACHE);
+        assert!((times.stream_misses(0.001, 10_000.0, 1.0) - 10.0).abs() < 1e-9);
+        // Room for every block: the first request misses, and the second while a ghost (the
+        // ghost queue's 512 entries outlast the 100 blocks' entry), none after.
+        let roomy = S3Fifo::of_block_cache(4 << 20);
+        let settled = roomy.settle(&groups);
+        assert_eq!(settled, S3FifoTimes::HOLDS_ALL);
+        let times = roomy.over_stream(settled, &groups, 10_000.0);
+        assert_eq!(times.small, 0.0);
+        // 100 blocks entering over 10,000 lookups: 512 ghosts last 51,200 of them.
+        assert!(
+            (times.ghost / (512.0 / 0.01) - 1.0).abs() < 1e-3,
+            "{times:?}"
+        );
+        let misses = times.stream_misses(0.001, 10_000.0, 0.0);
+        let ghost_hit = -(-0.001 * times.ghost).exp_m1();
+        let first = -(-10.0f64).exp_m1();
+        assert!(
+            (misses - first * (1.0 + ghost_hit)).abs() < 1e-9,
+            "{misses}"
+        );
+        assert!(misses > 1.99 && misses < 2.0, "{misses}");
+        // A block requested once in the stream misses once at most.
+        assert!(times.stream_misses(1e-4, 10_000.0, 0.0) <= 1.0);
+        assert_eq!(times.stream_misses(0.0, 10_000.0, 0.0), 0.0);
     }
 
     #[test]

@@ -547,6 +547,24 @@ impl Db {
         )
     }
 
+    /// [`Db::predicted_device_reads`] for streams whose keys recur
+    /// (`strata::model::tree::stream_device_reads`): a caller that knows how many distinct keys
+    /// each stream draws from, and how many lookups it makes, gets the reads of those lookups
+    /// (DESIGN.md §7.6, "Recurring keys"). `strata bench` passes each read phase's.
+    pub fn predicted_stream_device_reads(
+        &self,
+        streams: &crate::model::tree::LookupStreams,
+    ) -> crate::model::tree::TreeDeviceReads {
+        let view = self.inner.view.load_full();
+        let allocator = &view.filter_allocator;
+        crate::model::tree::stream_device_reads(
+            &view.version,
+            &|run, file| allocator.bits_per_key_in_use(run, file),
+            &self.cache_setting(),
+            streams,
+        )
+    }
+
     /// What a short scan — a seek, then `entries - 1` more entries — is predicted to read from
     /// the device on the tree as it is now, through this database's block cache
     /// (`strata::model::seek::seek_reads`), the seek key uniform over the tree's key range.

@@ -504,6 +504,15 @@ pub trait Engine: Sync {
     fn predicted_seek_reads(&self, _entries: u64, _bounded: bool) -> Option<PredictedBlockReads> {
         None
     }
+    /// Device reads per point lookup the engine's cost model predicts on its current tree for
+    /// lookup streams whose keys recur (`(missing, existing)`), where it has one (Strata's
+    /// `Db::predicted_stream_device_reads`).
+    fn predicted_stream_lookup_reads(
+        &self,
+        _streams: &strata::model::tree::LookupStreams,
+    ) -> Option<(PredictedBlockReads, PredictedBlockReads)> {
+        None
+    }
     /// Table bytes written per user byte the engine's cost model predicts for the write phase
     /// that just settled — `entries` entries of `user_bytes_per_entry` bytes, every one a new key
     /// when `key_space` is `None`, in the flushes the engine counted since its counters were

@@ -395,6 +395,19 @@ impl Engine for StrataEngine {
         }
     }
 
+    fn predicted_stream_lookup_reads(
+        &self,
+        streams: &strata::model::tree::LookupStreams,
+    ) -> Option<(PredictedBlockReads, PredictedBlockReads)> {
+        let device = self.db.predicted_stream_device_reads(streams);
+        let kinds = |reads: strata::model::tree::BlockReads| PredictedBlockReads {
+            data: reads.data,
+            index: reads.index,
+            filter: reads.filter,
+        };
+        Some((kinds(device.zero_result), kinds(device.existing)))
+    }
+
     fn predicted_seek_reads(&self, entries: u64, bounded: bool) -> Option<PredictedBlockReads> {
         let reads = self.db.predicted_seek_reads(entries, bounded).reads;
         Some(PredictedBlockReads {
