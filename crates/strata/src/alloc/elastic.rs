@@ -1423,7 +1423,7 @@ impl FilterAllocator for Elastic {
 
     /// The file's memo when it carries the current tag; else [`Elastic::remember_modules_in_use`].
     /// The miss path stays out of line so that the hit, taken by nearly every probe, needs no
-    /// saved registers: about half the instructions per probe (callgrind, docs/BENCHMARKS.md
+    /// saved registers: 14 instructions per probe instead of 24 (callgrind, docs/BENCHMARKS.md
     /// "The absent-key gap after present keys").
     fn filter_modules_in_use(&self, _run_id: u64, file: &FileMetadata) -> ModulesInUse {
         // The tag first, then the selection: a memo tagged `generation` then holds a choice at

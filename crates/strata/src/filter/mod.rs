@@ -255,8 +255,8 @@ impl Filter {
     }
 
     /// False if the key whose `bloom::key_hash` is `hash` is certainly absent. The Bloom probe
-    /// is inlined here and the Ribbon one called: inlined together they needed six saved
-    /// registers on every call, 14 of a Bloom module probe's instructions (callgrind,
+    /// is inlined here and the Ribbon one called: with both inlined, every call saved and
+    /// restored registers, 14 instructions of a Bloom module probe (callgrind,
     /// docs/BENCHMARKS.md "The absent-key gap after present keys").
     #[inline]
     pub(crate) fn may_contain_hash(&self, hash: u64) -> bool {
