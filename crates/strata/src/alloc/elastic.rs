@@ -1421,7 +1421,7 @@ impl FilterAllocator for Elastic {
         bits
     }
 
-    /// The file's memo when it carries the current tag; else [`Elastic::remember_modules_in_use`].
+    /// The file's memo when it carries the current tag; else `Elastic::remember_modules_in_use`.
     /// The miss path stays out of line so that the hit, taken by nearly every probe, needs no
     /// saved registers: 14 instructions per probe instead of 24 (callgrind, docs/BENCHMARKS.md
     /// "The absent-key gap after present keys").
