@@ -10,7 +10,9 @@
 //! ```
 //!
 //! `CONFIG` is `default` (elastic filters at 10 bits per key with access statistics),
-//! `elastic-nostats` or `uniform` (10 bits per key, no statistics). `fill` writes 500,000 keys
+//! `elastic-nostats`, `uniform` (10 bits per key, no statistics), or, to bound what the number of
+//! modules probed is worth, the default with whole-budget modules on level 0 (`whole-level0`) or
+//! on every level (`whole-modules`). `fill` writes 500,000 keys
 //! (16-digit decimal keys, 100-byte values) in `cached_lookup_cost`'s shuffled order (seed 42),
 //! flushing every 22,000 puts and settling after each flush, with 4 MiB memtables and an 8 MiB
 //! block cache: level 0 three files, level 2 one. `run` opens a copy (lookups may rewrite
@@ -21,8 +23,10 @@
 //! which do not depend on the machine's load. docs/BENCHMARKS.md, entry "The absent-key gap after
 //! present keys".
 
+use std::sync::Arc;
 use std::time::Instant;
 
+use strata::alloc::Elastic;
 use strata::bench_internals::SplitMix64;
 use strata::{Db, Options};
 
@@ -38,7 +42,7 @@ fn below(stream: &mut SplitMix64, n: u64) -> u64 {
 fn usage(message: &str) -> ! {
     eprintln!(
         "phased_lookup_counts: {message}\nusage: phased_lookup_counts fill DIR CONFIG | run DIR CONFIG PRESENT ABSENT \
-         (CONFIG: default, elastic-nostats, uniform)"
+         (CONFIG: default, elastic-nostats, uniform, whole-level0, whole-modules)"
     );
     std::process::exit(2)
 }
@@ -51,11 +55,28 @@ fn options(config: &str) -> Options {
             .bits_per_key(10.0)
             .unwrap_or_else(|error| usage(&error.to_string()))
             .access_statistics(false),
+        "whole-level0" => whole_modules(false),
+        "whole-modules" => whole_modules(true),
         other => usage(&format!("unknown configuration {other:?}")),
     };
     options
         .write_buffer_bytes(4 << 20)
         .block_cache_bytes(8 << 20)
+}
+
+/// The default with modules of the whole budget (10 bits per key) on level 0, and on every level
+/// when `everywhere`.
+fn whole_modules(everywhere: bool) -> Options {
+    let elastic = Elastic::new(10.0).and_then(|elastic| elastic.with_level0_module_bits(10.0));
+    let elastic = if everywhere {
+        elastic.and_then(|elastic| elastic.with_module_bits(10.0))
+    } else {
+        elastic
+    };
+    match elastic {
+        Ok(elastic) => Options::default().filter_allocator(Arc::new(elastic)),
+        Err(error) => usage(&error.to_string()),
+    }
 }
 
 fn count(args: &[String], index: usize) -> u64 {
