@@ -4,7 +4,7 @@
 //! filters without statistics, and uniform filters at 10 bits per key with and without them.
 //!
 //! ```text
-//! cargo run --release -p strata --features internal-benches --example cached_lookup_cost -- [KEYS] [ROUNDS] [BLOCK] [SEED] [FLUSH] [MODE]
+//! cargo run --release -p strata --features internal-benches --example cached_lookup_cost -- [KEYS] [ROUNDS] [BLOCK] [SEED] [FLUSH] [MODE] [per-block]
 //! ```
 //!
 //! Each configuration gets its own database in a temporary directory, filled with the same `KEYS`
@@ -24,8 +24,11 @@
 //! between runs does not move; below 1, the default is slower), with the lower and upper quartile
 //! of those ratios; last, per configuration, its point lookups, unnecessary data reads, block reads
 //! by kind and block cache hits by kind (a filter module probed from the cache counts as a hit:
-//! more hits per lookup than uniform filters' means more modules probed). Defaults: 500,000 keys, 40
-//! rounds, 20,000 lookups per block, seed 42, a flush every 20,000 puts.
+//! more hits per lookup than uniform filters' means more modules probed). With `per-block`, each
+//! timed block of absent keys also prints, to standard error, its lookups per second, what it read
+//! from the device (data and filter blocks), its cache hits by kind and each file's bits per key in
+//! use after it: whether a configuration keeps reading after its cache is warm. Defaults: 500,000
+//! keys, 40 rounds, 20,000 lookups per block, seed 42, a flush every 20,000 puts.
 
 use std::time::Instant;
 
@@ -79,7 +82,7 @@ const CONFIGS: [Config; 4] = [
 /// Stops the program with `message` and the usage line.
 fn usage(message: &str) -> ! {
     eprintln!(
-        "cached_lookup_cost: {message}\nusage: cached_lookup_cost [KEYS] [ROUNDS] [BLOCK] [SEED] [FLUSH] [mixed|phased]"
+        "cached_lookup_cost: {message}\nusage: cached_lookup_cost [KEYS] [ROUNDS] [BLOCK] [SEED] [FLUSH] [mixed|phased] [per-block]"
     );
     std::process::exit(2)
 }
@@ -102,6 +105,26 @@ fn median(values: &mut [f64]) -> f64 {
 fn quartiles(values: &mut [f64]) -> (f64, f64) {
     values.sort_by(f64::total_cmp);
     (values[values.len() / 4], values[values.len() * 3 / 4])
+}
+
+/// One timed block of absent keys (`per-block`): its rate, what it read and hit by kind, and
+/// each file's bits per key in use after it.
+fn report_block(round: usize, name: &str, rate: f64, db: &Db, before: &strata::stats::IoStats) {
+    let after = db.stats().io;
+    let bits: Vec<String> = db
+        .filter_bits_in_use()
+        .values()
+        .map(|bits| format!("{bits:.2}"))
+        .collect();
+    eprintln!(
+        "round {round} {name}: {rate:.0} lookups/s; device reads data {} filter {}; cache hits data {} index {} filter {}; bits per key in use {}",
+        after.data_block_reads_total() - before.data_block_reads_total(),
+        after.filter_block_reads_total() - before.filter_block_reads_total(),
+        after.data_cache_hits - before.data_cache_hits,
+        after.index_cache_hits - before.index_cache_hits,
+        after.filter_cache_hits - before.filter_cache_hits,
+        bits.join(" ")
+    );
 }
 
 /// Times `count` lookups of keys drawn from `stream` in `db`: present keys when `present`.
@@ -138,6 +161,11 @@ fn main() {
         None | Some("mixed") => false,
         Some("phased") => true,
         Some(other) => usage(&format!("MODE is mixed or phased, got {other:?}")),
+    };
+    let per_block_report = match args.get(7).map(String::as_str) {
+        None => false,
+        Some("per-block") => true,
+        Some(other) => usage(&format!("the last argument is per-block, got {other:?}")),
     };
 
     let dir = tempfile::tempdir().expect("temporary directory");
@@ -200,7 +228,11 @@ fn main() {
                 (true, false) => &[(0, false)],
             };
             for &(kind, present) in kinds {
+                let before = dbs[index].stats().io;
                 let rate = block(&dbs[index], keys, present, per_block, &mut streams[index]);
+                if per_block_report && !present {
+                    report_block(round, CONFIGS[index].name, rate, &dbs[index], &before);
+                }
                 rates[kind][index].push(rate);
             }
         }

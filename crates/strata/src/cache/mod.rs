@@ -44,17 +44,17 @@ pub(crate) fn estimated_blocks(capacity_bytes: u64) -> u64 {
 #[derive(Clone)]
 pub(crate) enum CachedBlock {
     Sorted(Arc<Block>),
-    FilterModules(Arc<[Arc<Filter>]>),
+    FilterModules(Arc<[Filter]>),
 }
 
 impl CachedBlock {
-    /// The memory the entry holds: a sorted block's, or every module's and a pointer to each.
+    /// The memory the entry holds: a sorted block's, or every module's bits and header.
     pub(crate) fn size_bytes(&self) -> u64 {
         match self {
             CachedBlock::Sorted(block) => block.size_bytes() as u64,
             CachedBlock::FilterModules(modules) => modules
                 .iter()
-                .map(|filter| (filter.size_bytes() + std::mem::size_of::<Arc<Filter>>()) as u64)
+                .map(|filter| (filter.size_bytes() + std::mem::size_of::<Filter>()) as u64)
                 .sum(),
         }
     }

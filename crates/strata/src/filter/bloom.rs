@@ -55,6 +55,7 @@
 //! filter block that exists must hold a filter.
 
 use std::f64::consts::LN_2;
+use std::sync::Arc;
 
 use crate::coding::{put_fixed32, put_fixed64, Decoder};
 
@@ -449,9 +450,11 @@ impl Fill {
 /// [`decode`](Self::decode) copies the bit array out of the serialized bytes into 64-byte-aligned
 /// blocks: the serialized array starts at offset 20 of a buffer with no alignment guarantee, where
 /// a block would usually straddle two cache lines. The copy happens once per load into the cache;
-/// every probe then touches exactly one cache line.
+/// every probe then touches exactly one cache line. The blocks are shared, so a clone costs a
+/// reference count: a file's cache entry holds its modules' headers side by side (`Filter`).
+#[derive(Clone)]
 pub(crate) struct BloomFilter {
-    blocks: Vec<Block>,
+    blocks: Arc<[Block]>,
     num_blocks: u32,
     hash_count: u32,
     #[allow(
@@ -542,7 +545,7 @@ impl BloomFilter {
                 }
                 block
             })
-            .collect::<Vec<_>>();
+            .collect::<Arc<[Block]>>();
         Ok(BloomFilter {
             blocks,
             num_blocks,
@@ -815,6 +818,19 @@ mod tests {
         assert!(builder.is_empty());
         assert!(builder.finish().is_empty());
         assert!(BloomFilter::decode(Vec::new()).is_err());
+    }
+
+    /// A clone (a file's cache entry holding its modules by value, `Filter`) shares the bit
+    /// array and answers alike.
+    #[test]
+    fn a_clone_shares_the_bits() {
+        let filter = build(BloomFilterBuilder::new(10.0, 3), &key_hashes(0, 1_000));
+        let clone = filter.clone();
+        assert!(Arc::ptr_eq(&filter.blocks, &clone.blocks));
+        assert_eq!(clone.size_bytes(), filter.size_bytes());
+        for hash in key_hashes(0, 2_000) {
+            assert_eq!(clone.may_contain_hash(hash), filter.may_contain_hash(hash));
+        }
     }
 
     #[test]

@@ -20,6 +20,8 @@ pub(crate) mod modular;
 pub(crate) mod range;
 pub(crate) mod ribbon;
 
+use std::sync::Arc;
+
 use crate::filter::bloom::BloomFilter;
 use crate::filter::ribbon::RibbonFilter;
 
@@ -224,10 +226,15 @@ impl FilterFamilies {
     }
 }
 
-/// A decoded filter module of either family, told apart by its first byte.
+/// A decoded filter module of either family, told apart by its first byte. A clone shares the
+/// bits (a reference count), so a file's block-cache entry holds its modules by value, their
+/// headers side by side in one allocation: a probe passing module `j` finds module `j + 1`'s
+/// header in the next cache line, not behind a pointer of its own (docs/BENCHMARKS.md, "The
+/// absent-key gap after present keys").
+#[derive(Clone)]
 pub(crate) enum Filter {
     Bloom(BloomFilter),
-    Ribbon(RibbonFilter),
+    Ribbon(Arc<RibbonFilter>),
 }
 
 impl Filter {
@@ -238,7 +245,7 @@ impl Filter {
         match bytes.first() {
             Some(&bloom::FORMAT_VERSION) => BloomFilter::decode(bytes).map(Filter::Bloom),
             Some(&ribbon::FORMAT_VERSION | &ribbon::SHARED_FORMAT_VERSION) => {
-                RibbonFilter::decode(bytes).map(Filter::Ribbon)
+                RibbonFilter::decode(bytes).map(|filter| Filter::Ribbon(Arc::new(filter)))
             }
             Some(other) => Err(format!(
                 "filter block of unknown format {other} (1 is Bloom, 2 and 3 are Ribbon)"
@@ -247,12 +254,21 @@ impl Filter {
         }
     }
 
-    /// False if the key whose `bloom::key_hash` is `hash` is certainly absent.
+    /// False if the key whose `bloom::key_hash` is `hash` is certainly absent. The Bloom probe
+    /// is inlined here and the Ribbon one called: with both inlined, every call saved and
+    /// restored registers, 14 instructions of a Bloom module probe (callgrind,
+    /// docs/BENCHMARKS.md "The absent-key gap after present keys").
+    #[inline]
     pub(crate) fn may_contain_hash(&self, hash: u64) -> bool {
         match self {
             Filter::Bloom(filter) => filter.may_contain_hash(hash),
-            Filter::Ribbon(filter) => filter.may_contain_hash(hash),
+            Filter::Ribbon(filter) => Self::ribbon_may_contain_hash(filter, hash),
         }
+    }
+
+    #[inline(never)]
+    fn ribbon_may_contain_hash(filter: &RibbonFilter, hash: u64) -> bool {
+        filter.may_contain_hash(hash)
     }
 
     /// Memory the decoded filter holds.
@@ -278,6 +294,17 @@ mod tests {
     use super::*;
     use crate::filter::bloom::BloomFilterBuilder;
     use crate::filter::ribbon::RibbonFilterBuilder;
+
+    /// A module held by value takes less than a cache line, so the headers of a file's modules
+    /// in its cache entry share lines (the type's comment).
+    #[test]
+    fn a_module_header_is_smaller_than_a_cache_line() {
+        assert!(
+            std::mem::size_of::<Filter>() <= 56,
+            "{} bytes",
+            std::mem::size_of::<Filter>()
+        );
+    }
 
     #[test]
     fn a_filter_block_says_its_family_by_its_first_byte() {

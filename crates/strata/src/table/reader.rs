@@ -848,7 +848,7 @@ impl TableReader {
     fn refill_filter_modules(
         &self,
         target: &LookupTarget<'_>,
-        held: &[Arc<Filter>],
+        held: &[Filter],
         in_use: usize,
         level: usize,
         key_hash: u64,
@@ -900,7 +900,7 @@ impl TableReader {
                 break;
             };
             let raw = self.read_counted(BlockKind::Filter, ReadMode::Cached { level }, handle)?;
-            let filter = Arc::new(self.decode_filter(raw, handle)?);
+            let filter = self.decode_filter(raw, handle)?;
             may_contain = filter.may_contain_hash(key_hash);
             modules.push(filter);
         }
@@ -915,7 +915,7 @@ impl TableReader {
     /// Probes cached `modules` in order: false at the first that says no. Each module probed is
     /// a filter cache hit, all counted with one update of the shared counter.
     #[inline]
-    fn cached_modules_may_contain(&self, modules: &[Arc<Filter>], key_hash: u64) -> bool {
+    fn cached_modules_may_contain(&self, modules: &[Filter], key_hash: u64) -> bool {
         let mut probed = 0;
         let mut may_contain = true;
         for filter in modules {

@@ -1034,11 +1034,12 @@ fn the_cached_filter_entry_holds_and_charges_only_the_modules_in_use() {
     let (_, handles, modules) = decode_modules(&fixture.bytes());
     let table = tables.open(7, false).expect("open");
     assert_eq!(cache.used_bytes(), 0);
-    let pointer = std::mem::size_of::<Arc<crate::filter::Filter>>() as u64;
+    // Each module's bits and its header, held by value in the entry.
+    let header = std::mem::size_of::<crate::filter::Filter>() as u64;
     let charge = |modules: &[BloomFilter]| {
         modules
             .iter()
-            .map(|module| module.size_bytes() as u64 + pointer)
+            .map(|module| module.size_bytes() as u64 + header)
             .sum::<u64>()
             + crate::cache::ENTRY_OVERHEAD_BYTES
     };
