@@ -391,43 +391,13 @@ fn reads_through_cache(
     let keys = stream
         .keys()
         .map(|k| if existing { k.min(total) } else { k });
-    let overhead = crate::cache::ENTRY_OVERHEAD_BYTES as f64;
     // Every file's block groups by kind, each with the requests per lookup of one of its blocks.
-    let mut demand: Vec<(Vec<BlockGroup>, Vec<BlockGroup>)> = Vec::new();
-    for ((_, files), touches) in runs.iter().zip(&touches) {
-        for (f, t) in files.iter().zip(touches) {
-            let data = match keys {
-                Some(k) => {
-                    let drawn = (k / total).min(1.0);
-                    let home_keys = total * t.home / f.data_blocks;
-                    recurring_blocks(f.data_blocks, home_keys, drawn, k * t.false_positive)
-                        .into_iter()
-                        .map(|(blocks, keys_per_block)| BlockGroup {
-                            blocks,
-                            block_bytes: f.data_block_bytes,
-                            rate: keys_per_block / k,
-                        })
-                        .collect()
-                }
-                None => vec![BlockGroup {
-                    blocks: f.data_blocks,
-                    block_bytes: f.data_block_bytes,
-                    rate: t.data() / f.data_blocks,
-                }],
-            };
-            let mut metadata = Vec::new();
-            if !f.metadata_pinned {
-                for (bytes, rate) in [(f.index_bytes, t.index), (f.filter_bytes, t.filter)] {
-                    metadata.push(BlockGroup {
-                        blocks: f.partitions,
-                        block_bytes: bytes / f.partitions + overhead,
-                        rate: rate / f.partitions,
-                    });
-                }
-            }
-            demand.push((data, metadata));
-        }
-    }
+    let demand: Vec<(Vec<BlockGroup>, Vec<BlockGroup>)> = runs
+        .iter()
+        .zip(&touches)
+        .flat_map(|((_, files), touches)| files.iter().zip(touches))
+        .map(|(f, t)| file_demand(f, t, keys, total))
+        .collect();
     let groups: Vec<BlockGroup> = demand
         .iter()
         .flat_map(|(data, metadata)| data.iter().chain(metadata))
@@ -453,6 +423,48 @@ fn reads_through_cache(
         }
     }
     reads
+}
+
+/// `f`'s block groups, data and then its index and filter partitions (none when pinned), each
+/// with the requests per lookup of one of its blocks, for touches `t` by a stream of `keys`
+/// distinct keys (`None`: every key new) over a tree of `total` entries.
+fn file_demand(
+    f: &FileBlocks,
+    t: &Touches,
+    keys: Option<f64>,
+    total: f64,
+) -> (Vec<BlockGroup>, Vec<BlockGroup>) {
+    let data = match keys {
+        Some(k) => {
+            let drawn = (k / total).min(1.0);
+            let home_keys = total * t.home / f.data_blocks;
+            recurring_blocks(f.data_blocks, home_keys, drawn, k * t.false_positive)
+                .into_iter()
+                .map(|(blocks, keys_per_block)| BlockGroup {
+                    blocks,
+                    block_bytes: f.data_block_bytes,
+                    rate: keys_per_block / k,
+                })
+                .collect()
+        }
+        None => vec![BlockGroup {
+            blocks: f.data_blocks,
+            block_bytes: f.data_block_bytes,
+            rate: t.data() / f.data_blocks,
+        }],
+    };
+    let overhead = crate::cache::ENTRY_OVERHEAD_BYTES as f64;
+    let mut metadata = Vec::new();
+    if !f.metadata_pinned {
+        for (bytes, rate) in [(f.index_bytes, t.index), (f.filter_bytes, t.filter)] {
+            metadata.push(BlockGroup {
+                blocks: f.partitions,
+                block_bytes: bytes / f.partitions + overhead,
+                rate: rate / f.partitions,
+            });
+        }
+    }
+    (data, metadata)
 }
 
 /// The misses per lookup of `group`'s blocks under the settled cache `time`; over a stream

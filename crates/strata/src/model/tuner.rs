@@ -240,6 +240,18 @@ pub struct CpuCosts {
 }
 
 impl CpuCosts {
+    /// Processor seconds in the foreground of `w`'s operations (not divided by their total):
+    /// point lookups that probe `probed` runs and read `z` blocks, range lookups that seek
+    /// `range_runs` runs, updates.
+    fn foreground(&self, w: &Workload, probed: f64, z: f64, range_runs: f64) -> f64 {
+        w.point_lookups
+            * (self.seconds_per_lookup
+                + self.seconds_per_run_probed * probed
+                + self.seconds_per_block_searched * z)
+            + w.range_lookups * self.range_lookup(range_runs)
+            + w.updates * self.seconds_per_update
+    }
+
     /// Processor seconds of a range lookup that seeks `runs` runs: `runs` times
     /// [`CpuCosts::seconds_per_run_sought`] when that is measured (an iterator's whole time,
     /// the memtables' part included), else a lookup's fixed price and a run probed's per run.
@@ -796,13 +808,7 @@ fn price(
     let probed = (1.0 - w.zero_result_fraction) * runs_existing + w.zero_result_fraction * runs;
     let omega = problem.device.seconds_per_read;
     let range_runs = runs + shape.unfiltered_runs;
-    let foreground_cpu = (w.point_lookups
-        * (cpu.seconds_per_lookup
-            + cpu.seconds_per_run_probed * probed
-            + cpu.seconds_per_block_searched * z)
-        + w.range_lookups * cpu.range_lookup(range_runs)
-        + w.updates * cpu.seconds_per_update)
-        / total;
+    let foreground_cpu = cpu.foreground(w, probed, z, range_runs) / total;
     let buffer_entries = (buffer_bits / (problem.entry_bytes * 8.0)).max(1.0);
     let merge_cpu = w.updates
         * (cpu.seconds_per_entry_merged * merges + cpu.seconds_per_flush / buffer_entries)
