@@ -407,9 +407,20 @@ fn reads_through_cache(
     let time = s3_fifo.settle(&groups);
     // Over a stream of known length its data blocks enter the cache; index and filter blocks
     // serve every stream on the tree, so the one before has left them as settled.
+    // A cache the whole tree fits in is never full of other blocks: a block entering it stays
+    // from its first request (one miss) rather than turning ghost before its second.
+    let tree_bytes: f64 = runs
+        .iter()
+        .flat_map(|(_, files)| files)
+        .map(|f| f.data_blocks * f.data_block_bytes + f.index_bytes + f.filter_bytes)
+        .sum();
     let entering = stream.length().map(|length| {
         let data: Vec<BlockGroup> = demand.iter().flat_map(|(d, _)| d).copied().collect();
-        (s3_fifo.over_stream(time, &data, length), length)
+        let mut times = s3_fifo.over_stream(time, &data, length);
+        if tree_bytes <= cache.capacity_bytes as f64 {
+            times.small = f64::INFINITY;
+        }
+        (times, length)
     });
     let mut reads = BlockReads::default();
     for (data, metadata) in &demand {
