@@ -277,6 +277,44 @@ fn the_background_thread_decides_after_so_many_seconds_when_operations_are_slow(
     db.close().expect("close");
 }
 
+/// Decisions at most every so often as their time allows: with a share of a core so small that
+/// any decision (a manifest write at least, microseconds) holds the next back for over a quarter
+/// of an hour, one decision however many operations follow; with the whole core, several. Both
+/// databases get the same operations in bursts a few polls apart; `Db::auto_tune_now` is never
+/// held back.
+#[test]
+fn decisions_take_no_more_than_their_share_of_a_core() {
+    let decisions = |share: f64| {
+        let held = AutoTuneOptions {
+            every_operations: 2_000,
+            every_seconds: 0.0,
+            max_processor_share: share,
+            ..eager()
+        };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), options(Some(held))).expect("open");
+        load(&db, 3_000);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while db.auto_tune_history().is_empty() {
+            assert!(Instant::now() < deadline, "no decision within 60 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        for burst in 0..4 {
+            read(&db, 3_000, 3_000);
+            // Several polls (every 200 ms) after each burst, and after the last a second.
+            let pause = if burst == 3 { 1_000 } else { 700 };
+            std::thread::sleep(Duration::from_millis(pause));
+        }
+        let taken = db.auto_tune_history().len();
+        let asked = db.auto_tune_now().expect("decides at once");
+        assert_eq!(asked.number as usize, taken + 1);
+        db.close().expect("close");
+        taken
+    };
+    assert_eq!(decisions(1e-9), 1);
+    assert!(decisions(1.0) >= 3);
+}
+
 #[test]
 fn bad_settings_and_read_only_databases_are_typed_errors() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -291,6 +329,18 @@ fn bad_settings_and_read_only_databases_are_typed_errors() {
         },
         AutoTuneOptions {
             every_seconds: f64::NAN,
+            ..AutoTuneOptions::default()
+        },
+        AutoTuneOptions {
+            max_processor_share: 0.0,
+            ..AutoTuneOptions::default()
+        },
+        AutoTuneOptions {
+            max_processor_share: 1.5,
+            ..AutoTuneOptions::default()
+        },
+        AutoTuneOptions {
+            max_processor_share: f64::NAN,
             ..AutoTuneOptions::default()
         },
     ] {

@@ -272,6 +272,11 @@ pub struct BenchArgs {
     /// Implies `--auto-tune`.
     #[arg(long, value_name = "SECONDS")]
     pub auto_tune_every_seconds: Option<f64>,
+    /// The largest share of one core auto-tune's decisions may take, in (0, 1]: after a decision
+    /// of `d` seconds the next waits `d / SHARE` (`AutoTuneOptions::max_processor_share`; default
+    /// the engine's, 0.05). Implies `--auto-tune`.
+    #[arg(long, value_name = "SHARE")]
+    pub auto_tune_max_processor_share: Option<f64>,
     /// Size of an index partition of Strata's partitioned tables (`Options::metadata_block_bytes`;
     /// default Strata's own, 4 KiB).
     #[arg(long, value_parser = parse_bytes)]
@@ -686,7 +691,8 @@ impl BenchConfig {
             range_filter_bits: args.range_filter_bits,
             auto_tune: (args.auto_tune
                 || args.auto_tune_every.is_some()
-                || args.auto_tune_every_seconds.is_some())
+                || args.auto_tune_every_seconds.is_some()
+                || args.auto_tune_max_processor_share.is_some())
             .then(|| {
                 let defaults = strata::model::auto_tune::AutoTuneOptions::default();
                 strata::model::auto_tune::AutoTuneOptions {
@@ -694,6 +700,9 @@ impl BenchConfig {
                     every_seconds: args
                         .auto_tune_every_seconds
                         .unwrap_or(defaults.every_seconds),
+                    max_processor_share: args
+                        .auto_tune_max_processor_share
+                        .unwrap_or(defaults.max_processor_share),
                     ..defaults
                 }
             }),

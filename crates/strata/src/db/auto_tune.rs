@@ -7,8 +7,9 @@
 //! last decisions and a restart resumes the hysteresis where it was.
 //!
 //! Decisions are taken by a background thread every `every_operations` operations, or after
-//! `every_seconds` with fewer (it looks at the operation count every [`POLL`]), or at once by `Db::auto_tune_now` (`strata tune
-//! --apply`). One decision runs at a time (the state's lock).
+//! `every_seconds` with fewer (it looks at the operation count every [`POLL`]), but no sooner
+//! after the last than its time allows (`max_processor_share`); or at once by
+//! `Db::auto_tune_now` (`strata tune --apply`). One decision runs at a time (the state's lock).
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -322,11 +323,20 @@ pub(crate) fn read_probe(fs: &dyn FileSystem, path: &Path, direct: bool, seed: u
     Ok(nanos.max(1))
 }
 
-/// The auto-tune thread's body: decides whenever enough operations have passed, until the
-/// database closes. A failed decision is logged, not made the background error: the database
-/// keeps the design it has, which is always a valid one.
+/// How long after a decision's start the next may start: the decision's time `took` over the
+/// share of a core decisions may take (`AutoTuneOptions::max_processor_share`, validated in
+/// `(0, 1]`); the longest wait a `Duration` holds when that overflows.
+fn hold_after(took: Duration, max_processor_share: f64) -> Duration {
+    Duration::try_from_secs_f64(took.as_secs_f64() / max_processor_share).unwrap_or(Duration::MAX)
+}
+
+/// The auto-tune thread's body: decides whenever enough operations have passed and the last
+/// decision's time allows ([`hold_after`]), until the database closes. A failed decision is
+/// logged, not made the background error: the database keeps the design it has, which is always
+/// a valid one.
 pub(crate) fn auto_tune_loop(inner: &DbInner, options: AutoTuneOptions) {
     let mut last_decision = Instant::now();
+    let mut hold = Duration::ZERO;
     loop {
         {
             let mut background = inner.background.lock();
@@ -338,7 +348,10 @@ pub(crate) fn auto_tune_loop(inner: &DbInner, options: AutoTuneOptions) {
                 return;
             }
         }
-        if inner.background_error().is_some() || !inner.auto_tune_due(&options, last_decision) {
+        if inner.background_error().is_some()
+            || last_decision.elapsed() < hold
+            || !inner.auto_tune_due(&options, last_decision)
+        {
             continue;
         }
         last_decision = Instant::now();
@@ -347,6 +360,7 @@ pub(crate) fn auto_tune_loop(inner: &DbInner, options: AutoTuneOptions) {
                 .info_log
                 .log(format!("auto-tune could not decide: {error}"));
         }
+        hold = hold_after(last_decision.elapsed(), options.max_processor_share);
     }
 }
 
@@ -404,6 +418,17 @@ mod tests {
         );
         drop(view);
         db.close().expect("close");
+    }
+
+    #[test]
+    fn a_decision_holds_the_next_back_by_its_time_over_the_share() {
+        let ms = Duration::from_millis;
+        assert_eq!(hold_after(ms(60), 0.05), ms(1_200));
+        assert_eq!(hold_after(ms(60), 1.0), ms(60));
+        assert_eq!(hold_after(Duration::ZERO, 0.05), Duration::ZERO);
+        // A share so small the wait overflows: the longest wait, not a panic.
+        assert_eq!(hold_after(ms(60), 1e-300), Duration::MAX);
+        assert_eq!(hold_after(Duration::MAX, 0.5), Duration::MAX);
     }
 
     #[test]

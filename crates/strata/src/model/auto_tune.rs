@@ -86,6 +86,14 @@ pub struct AutoTuneOptions {
     /// writes do): a phase of slow operations would otherwise run on a design chosen for the
     /// last phase for as long as `every_operations` of them take.
     pub every_seconds: f64,
+    /// The largest share of one core the background thread's decisions may take, in `(0, 1]`:
+    /// after a decision that took `d` seconds the next waits at least `d / max_processor_share`
+    /// seconds from the first's start, whatever `every_operations` and `every_seconds` say. A
+    /// decision on a growing tree of a million entries prices dozens of designs and replays their
+    /// merges (tens of milliseconds); on a busy machine those are taken from the operations it
+    /// tunes for. The time is the decision's elapsed time, its manifest write included.
+    /// `Db::auto_tune_now` is not held back.
+    pub max_processor_share: f64,
     /// The least predicted gain in operations per second, as a share of the design in force's,
     /// that is worth a switch (0.10: 10% faster).
     pub min_gain: f64,
@@ -116,13 +124,14 @@ pub struct AutoTuneOptions {
 }
 
 impl Default for AutoTuneOptions {
-    /// A decision every 250,000 operations or 60 seconds; a switch for 10% or more, confirmed twice, paid
+    /// A decision every 250,000 operations or 60 seconds, taking at most 5% of a core; a switch for 10% or more, confirmed twice, paid
     /// back within 20 intervals, to a size ratio of at most 16; the device `strata tune` assumes by default (100 µs reads,
     /// writes and merge reads alike, 4 KiB pages).
     fn default() -> Self {
         AutoTuneOptions {
             every_operations: 250_000,
             every_seconds: 60.0,
+            max_processor_share: 0.05,
             min_gain: 0.10,
             confirmations: 2,
             horizon_intervals: 20.0,
@@ -146,6 +155,12 @@ impl AutoTuneOptions {
         }
         if self.confirmations == 0 {
             return Err(invalid("auto_tune.confirmations must be at least 1".into()));
+        }
+        if !(self.max_processor_share > 0.0 && self.max_processor_share <= 1.0) {
+            return Err(invalid(format!(
+                "auto_tune.max_processor_share must be in (0, 1], got {}",
+                self.max_processor_share
+            )));
         }
         if !(self.max_size_ratio.is_finite() && self.max_size_ratio >= 2.0) {
             return Err(invalid(format!(

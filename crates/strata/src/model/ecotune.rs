@@ -112,7 +112,8 @@ pub struct EcoTuneTree {
     pub unit_flushes: u32,
     /// Flushed runs waiting on the top level on average: `(u - 1) / 2`.
     pub top_runs: f64,
-    /// The round's parameters as the policy would log them (`T_w = 1`).
+    /// The round's parameters as the policy would log them (`T_w = 1`), the measured ones on the
+    /// model's grid (`r`, `f` and `T_c` within half a percent; `f` is 0 without long scans).
     pub parameters: RoundParameters,
     /// The round's schedule, its global compaction last.
     pub schedule: Vec<Merge>,
@@ -132,18 +133,61 @@ impl EcoTuneTree {
     }
 }
 
-/// Schedules [`schedule`] found lately, with their parameters, newest last.
+/// Schedules [`schedule`] found lately, with their parameters on the grid ([`on_grid`]), newest
+/// last.
 static SCHEDULES: std::sync::Mutex<Vec<(RoundParameters, Vec<Merge>)>> =
     std::sync::Mutex::new(Vec::new());
 
-/// How many schedules [`SCHEDULES`] keeps.
-const REMEMBERED_SCHEDULES: usize = 16;
+/// How many schedules [`SCHEDULES`] keeps: a decision asks for a few rounds per candidate and per
+/// cost its tie-break moves (`model::ties`), which a list this long holds.
+const REMEMBERED_SCHEDULES: usize = 64;
 
-/// The round's merge schedule (`Dp::schedule`), remembered by its parameters: the dynamic
-/// program is nearly all of a tuner run's work (about 18 million instructions a schedule at a
-/// million entries), and auto-tune asks for the same rounds decision after decision while the
-/// tree and the mix hold. A pure function of `parameters`, so a remembered schedule is the one the
-/// program would find again.
+/// The grid's step for the measured round parameters, relative: 1%.
+const GRID_STEP: f64 = 0.01;
+
+/// `parameters` with their measured values (`r`, `f`, `T_c`) rounded to the nearest point of a
+/// geometric grid of [`GRID_STEP`], and `f` taken as 0 when `r` is 0.
+///
+/// - With no long scans (`r = 0`) every main-level run count has the same query speed,
+///   `q(e) = 1 / (1 + f)`, so every schedule's score is the same multiple of it and `f` changes
+///   no schedule's rank.
+/// - `r` and `T_c / T_w` are measured, and two measurements of them differ by more than 1% (the
+///   merge and write timings' spreads, DESIGN.md §10); the schedule for the grid point is the
+///   program's optimum for parameters within half a step of the given. Without the grid, two
+///   decisions' inputs that differ in their last bits, or by less than a measurement can tell
+///   apart, each ran the whole program (measured on the shifting workload's fill: 30 programs of
+///   5-35 ms each, most of auto-tune's decision time).
+fn on_grid(parameters: RoundParameters) -> RoundParameters {
+    // Values out of range are left as given, for the program to refuse.
+    let snap = |x: f64| {
+        if x > 0.0 && x.is_finite() {
+            let step = GRID_STEP.ln_1p();
+            ((x.ln() / step).round() * step).exp()
+        } else {
+            x
+        }
+    };
+    let share = |x: f64| if x <= 1.0 { snap(x).min(1.0) } else { x };
+    let long_scan_ratio = share(parameters.long_scan_ratio);
+    RoundParameters {
+        long_scan_ratio,
+        false_positive_rate: if long_scan_ratio == 0.0
+            && (0.0..=1.0).contains(&parameters.false_positive_rate)
+        {
+            0.0
+        } else {
+            share(parameters.false_positive_rate)
+        },
+        t_c: snap(parameters.t_c),
+        ..parameters
+    }
+}
+
+/// The round's merge schedule (`Dp::schedule`) for `parameters`, remembered: the dynamic program is nearly all of a tuner run's work (about 18 million
+/// instructions a schedule at a million entries), and auto-tune asks for the same rounds decision
+/// after decision while the tree and the mix hold ([`tree`] asks for grid points, [`on_grid`]). A
+/// pure function of `parameters`, so a remembered schedule is the one the program would find
+/// again.
 fn schedule(parameters: RoundParameters) -> Result<Vec<Merge>> {
     // A panic elsewhere while the list was held leaves a list still valid: take it.
     let remembered = || {
@@ -183,7 +227,7 @@ pub fn tree(inputs: &EcoTuneInputs) -> Result<EcoTuneTree> {
     let units = (below / (f64::from(ccap) * unit))
         .round()
         .clamp(2.0, f64::from(inputs.settings.max_units.max(2))) as u32;
-    let parameters = RoundParameters {
+    let parameters = on_grid(RoundParameters {
         long_scan_ratio: inputs.long_scan_ratio,
         false_positive_rate: inputs.false_positive_rate,
         beta_q: inputs.settings.beta_q,
@@ -191,7 +235,7 @@ pub fn tree(inputs: &EcoTuneInputs) -> Result<EcoTuneTree> {
         t_c: inputs.tc_over_tw,
         units,
         ccap,
-    };
+    });
     let schedule = schedule(parameters)?;
     let r = f64::from(units);
     let last = (below - (r + 1.0) / 2.0 * unit).max(unit);
@@ -272,6 +316,68 @@ mod tests {
         for (parameters, schedule) in schedules.iter() {
             assert_eq!(*schedule, Dp::new(*parameters).expect("valid").schedule());
         }
+    }
+
+    /// The grid: within half a step of the input, the same point for inputs closer than their
+    /// last bits or within one step's rounding, `r` at most 1, and without long scans `f` taken
+    /// as 0 — which changes no schedule, every run count then querying at the same speed.
+    #[test]
+    fn measured_round_parameters_snap_to_a_grid_that_keeps_the_programs_schedule() {
+        let at = |r: f64, f: f64, t_c: f64| RoundParameters {
+            long_scan_ratio: r,
+            false_positive_rate: f,
+            beta_q: 0.5,
+            t_w: 1.0,
+            t_c,
+            units: 24,
+            ccap: 3,
+        };
+        for (r, f, t_c) in [
+            (0.3, 0.05, 0.222_967),
+            (0.999_9, 0.01, 4.0),
+            (1e-4, 1.0, 1e-3),
+        ] {
+            let snapped = on_grid(at(r, f, t_c));
+            for (given, got) in [
+                (r, snapped.long_scan_ratio),
+                (f, snapped.false_positive_rate),
+                (t_c, snapped.t_c),
+            ] {
+                assert!(
+                    (got / given - 1.0).abs() <= 0.005 + 1e-12,
+                    "{given} -> {got}"
+                );
+            }
+            assert!(snapped.long_scan_ratio <= 1.0 && snapped.false_positive_rate <= 1.0);
+            assert_eq!((snapped.units, snapped.ccap, snapped.beta_q), (24, 3, 0.5));
+            assert_eq!(on_grid(snapped), snapped, "a grid point is its own");
+        }
+        // Two decisions' T_c that differ in their last bits, or by 0.1%, ask for one round.
+        assert_eq!(
+            on_grid(at(0.3, 0.05, 0.222_967_338_156_881_72)),
+            on_grid(at(0.3, 0.05, 0.222_967_338_156_881_7))
+        );
+        assert_eq!(
+            on_grid(at(0.3, 0.05, 0.2230)).t_c,
+            on_grid(at(0.3, 0.05, 0.2231)).t_c
+        );
+        // No long scans: f is 0, and the program's schedule is the one it finds at any f.
+        let without_scans = on_grid(at(0.0, 0.058_8, 0.223));
+        assert_eq!(without_scans.false_positive_rate, 0.0);
+        assert_eq!(without_scans.long_scan_ratio, 0.0);
+        for f in [0.0, 0.058_8, 0.5] {
+            let mut dp = Dp::new(at(0.0, f, without_scans.t_c)).expect("valid");
+            assert_eq!(
+                dp.schedule(),
+                Dp::new(without_scans).expect("valid").schedule(),
+                "f = {f}"
+            );
+        }
+        // Out-of-range values are left for the program to refuse.
+        assert!(on_grid(at(f64::NAN, 0.1, 0.1)).long_scan_ratio.is_nan());
+        assert_eq!(on_grid(at(1.5, 0.1, 0.1)).long_scan_ratio, 1.5);
+        assert_eq!(on_grid(at(0.3, 1.5, 0.1)).false_positive_rate, 1.5);
+        assert_eq!(on_grid(at(0.3, 0.1, -1.0)).t_c, -1.0);
     }
 
     /// Several threads asking for trees at once (auto-tune beside `strata tune` or a served
