@@ -93,7 +93,7 @@
 //!
 //! A file's modules on disk bound what it can be given: a file written when the tree was small,
 //! or before its lookups arrived, may deserve more than it holds. The engine asks
-//! [`FilterAllocator::filter_rebuild`] when its compaction workers are idle, within its rebuild
+//! [`FilterRebuilds::filter_rebuild`] when its compaction workers are idle, within its rebuild
 //! rate limit (`Options::filter_rebuild_bytes_per_sec`), and rewrites the file the answer names;
 //! the new file's filter is sized like any compaction output's, with all six modules available
 //! to the greedy choice. The price is in measured quantities only: each file's empty probes per

@@ -82,7 +82,7 @@ pub(crate) fn fpr_constant_of(
     }
 }
 
-/// How often (in recorded lookups) the engine calls [`FilterAllocator::refresh`].
+/// How often (in recorded lookups) the engine calls [`LiveDecisions::refresh`].
 pub const REFRESH_EVERY_LOOKUPS: u64 = 1024;
 
 /// Why a file is being written.
@@ -137,7 +137,7 @@ impl FilterJob<'_> {
 
 /// The file about to get a filter: what is known of a job's output before its filter exists (its
 /// size and filter are what the allocator's answer decides, so it has no
-/// [`FileMetadata`](crate::version::FileMetadata) yet).
+/// [`FileMetadata`] yet).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NewFile {
     /// Number of the new file.
@@ -150,7 +150,7 @@ pub struct NewFile {
     pub access: Option<AccessEstimate>,
     /// The family its filter will be built in, and the key-range partitions it will have if its
     /// modules are of the allocator's module size
-    /// at its level ([`FilterAllocator::filter_module_bits_per_key`]; `table/partition.rs`; 1 when
+    /// at its level ([`ModuleSizing::filter_module_bits_per_key`]; `table/partition.rs`; 1 when
     /// unpartitioned): what [`ModulesInUse::extra_partitions`] can count on and which curve
     /// prices its bits. The file's `FileMetadata` records the layout it got.
     pub filter_layout: crate::FilterLayout,
@@ -162,7 +162,7 @@ pub struct NewFile {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RebuildPricing {
     /// The clock the files' measured probe rates are read against
-    /// ([`FileState::empty_probes_per_sec`]).
+    /// ([`FileState::empty_probes_per_sec`](crate::version::FileState::empty_probes_per_sec)).
     pub now: std::time::Instant,
     /// Bytes flushed per second lately (`None`: no write measured). A level's data turns over
     /// about once per its size in arriving bytes, so a file's expected remaining life is its

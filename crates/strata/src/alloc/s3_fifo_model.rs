@@ -4,10 +4,10 @@
 //!
 //! # The cache
 //!
-//! A block read from the device enters a small FIFO queue ([`MAIN_QUEUE_SHARE`] of the bytes
+//! A block read from the device enters a small FIFO queue (`cache::MAIN_QUEUE_SHARE` of the bytes
 //! go to the main queue, the rest to the small one). A block requested again while in the small
 //! queue moves to the main queue when it reaches the queue's head; one that was not becomes a
-//! ghost (its key only, [`GHOST_SHARE`] ghosts per block the cache is estimated to hold), and a
+//! ghost (its key only, `cache::GHOST_SHARE` ghosts per block the cache is estimated to hold), and a
 //! ghost requested again enters the main queue directly. The main queue is a CLOCK: a hit raises
 //! a block's counter (at most 2), the hand passing a block lowers it, and a block the hand finds
 //! at 0 is evicted for good. So a block requested once is soon gone, and a block requested

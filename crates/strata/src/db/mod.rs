@@ -339,7 +339,7 @@ impl Db {
     /// nothing is created.
     ///
     /// The filter allocator in `options` is told about the recovered tree
-    /// ([`FilterAllocator::restore`](crate::alloc::FilterAllocator::restore)): give a read-only
+    /// ([`LiveDecisions::restore`](crate::alloc::LiveDecisions::restore)): give a read-only
     /// session its own allocator rather than one a writing `Db` uses.
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         let inner = open::open_read_only(path.as_ref(), options)?;

@@ -134,7 +134,7 @@ pub enum JobAction {
     /// Move the job's input files (one, or a few adjacent files of one run) to the output level
     /// by a manifest edit, without rewriting them (RocksDB's trivial move, LevelDB's
     /// `IsTrivialMove`): each file keeps its filter and access statistics. Valid only for a job
-    /// [`trivial_move_files`] accepts; policies set it through `compaction::merge_or_move`.
+    /// `trivial_move_files` accepts; policies set it through `compaction::merge_or_move`.
     Move,
 }
 

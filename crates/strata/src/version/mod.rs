@@ -319,7 +319,7 @@ impl Run {
     }
 
     /// The file whose range may hold `user_key` (binary search on the largest keys, through the
-    /// run's [`RunKeyIndex`]).
+    /// run's `RunKeyIndex`).
     pub fn file_for_key(&self, key: &[u8]) -> Option<&Arc<FileMetadata>> {
         let index = self.key_index.get_or_init(|| RunKeyIndex::new(&self.files));
         if !key.starts_with(&index.prefix) {
