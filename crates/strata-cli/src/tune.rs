@@ -74,9 +74,12 @@ pub struct TuneArgs {
     /// it), and the processor's share of each operation, in microseconds: `cpu-lookup-us` per
     /// lookup, `cpu-run-us` per run a lookup probes, `cpu-update-us` per update, `cpu-merge-us`
     /// per entry a merge rewrites (Strata's addition to Monkey's I/O-only model; 0 when not
-    /// given), `merge-threads` (threads merges run on beside the operations; 0, the default,
-    /// charges merges to the operations as Monkey does) and `flush-us` (a flush's fixed cost:
-    /// creating, syncing and installing its file; 0 when not given). Default `read-us=100,write-us=100,page-bytes=4096` with no processor costs, or
+    /// given), `cpu-seek-run-us` per run a range lookup seeks (the iterator's whole time over
+    /// the runs it positions in; 0, the default, prices a range lookup as a lookup and a run
+    /// probed per run), `cpu-block-us` per data block a point lookup searches beyond its run's
+    /// probe (0 when not given), `merge-threads` (threads merges run on beside the operations;
+    /// 0, the default, charges merges to the operations as Monkey does) and `flush-us` (a
+    /// flush's fixed cost: creating, syncing and installing its file; 0 when not given). Default `read-us=100,write-us=100,page-bytes=4096` with no processor costs, or
     /// what `--measure-device` measures.
     #[arg(long)]
     pub device: Option<String>,
@@ -92,8 +95,9 @@ pub struct TuneArgs {
     pub lifetime_mix: bool,
     /// Measure the device in this directory (a 64 MiB file written and synced, then 2,000 random
     /// page reads with direct I/O; the file is removed) and the processor's costs on the engine
-    /// itself (a scratch database of 16 runs: timed updates, empty lookups on one run and on 16,
-    /// a full compaction; removed) instead of assuming `--device`'s default.
+    /// itself (a scratch database of 16 runs: timed updates, empty and present lookups on one
+    /// run, empty lookups and seeks on 16, a full compaction; removed) instead of assuming
+    /// `--device`'s default.
     #[arg(long, value_name = "DIR")]
     pub measure_device: Option<PathBuf>,
     /// Write the recommended design as an options file (TOML) for `strata bench --options` and
@@ -431,14 +435,18 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
                 spread.device, spread.processor, spread.flush, spread.device, spread.processor, spread.flush
             ));
             lines.push(format!(
-                "processor measured on the engine: {:.3} us per lookup, {:.3} us per run probed, {:.3} us per update, {:.3} us per entry merged, {:.0} us per flush, merges charged to the operations: cpu-lookup-us={:.3},cpu-run-us={:.3},cpu-update-us={:.3},cpu-merge-us={:.3},flush-us={:.0}",
+                "processor measured on the engine: {:.3} us per lookup, {:.3} us per run probed, {:.3} us per run sought, {:.3} us per block searched, {:.3} us per update, {:.3} us per entry merged, {:.0} us per flush, merges charged to the operations: cpu-lookup-us={:.3},cpu-run-us={:.3},cpu-seek-run-us={:.3},cpu-block-us={:.3},cpu-update-us={:.3},cpu-merge-us={:.3},flush-us={:.0}",
                 cpu.seconds_per_lookup * 1e6,
                 cpu.seconds_per_run_probed * 1e6,
+                cpu.seconds_per_run_sought * 1e6,
+                cpu.seconds_per_block_searched * 1e6,
                 cpu.seconds_per_update * 1e6,
                 cpu.seconds_per_entry_merged * 1e6,
                 cpu.seconds_per_flush * 1e6,
                 cpu.seconds_per_lookup * 1e6,
                 cpu.seconds_per_run_probed * 1e6,
+                cpu.seconds_per_run_sought * 1e6,
+                cpu.seconds_per_block_searched * 1e6,
                 cpu.seconds_per_update * 1e6,
                 cpu.seconds_per_entry_merged * 1e6,
                 cpu.seconds_per_flush * 1e6
@@ -458,7 +466,7 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
     lines.insert(
         0,
         format!(
-            "{entries} entries of {entry_size} bytes ({} byte keys), {memory_bits_per_key} bits per entry of memory; workload lookups={},empty={},updates={},ranges={},selectivity={}; device {:.1} us per read, write/read cost {:.3}, merge-read/read cost {:.3}, {} byte pages; processor {:.3} us per lookup, {:.3} per run probed, {:.3} per update, {:.3} per entry merged; {} level-0 runs",
+            "{entries} entries of {entry_size} bytes ({} byte keys), {memory_bits_per_key} bits per entry of memory; workload lookups={},empty={},updates={},ranges={},selectivity={}; device {:.1} us per read, write/read cost {:.3}, merge-read/read cost {:.3}, {} byte pages; processor {:.3} us per lookup, {:.3} per run probed, {:.3} per run sought, {:.3} per block searched, {:.3} per update, {:.3} per entry merged; {} level-0 runs",
             key_size.map_or_else(
                 || format!("{}", strata::model::tuner::DEFAULT_KEY_BYTES.min(entry_size)),
                 |bytes| format!("{bytes:.1}")
@@ -474,6 +482,8 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
             device.page_bytes,
             device.cpu.seconds_per_lookup * 1e6,
             device.cpu.seconds_per_run_probed * 1e6,
+            device.cpu.seconds_per_run_sought * 1e6,
+            device.cpu.seconds_per_block_searched * 1e6,
             device.cpu.seconds_per_update * 1e6,
             device.cpu.seconds_per_entry_merged * 1e6,
             level0_runs
@@ -551,6 +561,8 @@ pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
             "cpu-merge-us",
             "merge-threads",
             "flush-us",
+            "cpu-seek-run-us",
+            "cpu-block-us",
         ],
     )?;
     let read_us = device[0].unwrap_or(100.0);
@@ -567,14 +579,14 @@ pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
         .find(|v| !(v.is_finite() && **v >= 0.0))
     {
         return Err(CliError::InvalidArgument(format!(
-            "--device: merge-read-us, the processor costs (cpu-*-us), merge-threads and flush-us must be >= 0, got {bad}"
+            "--device: merge-read-us, the processor costs (cpu-*-us), merge-threads and flush-us must be finite and >= 0, got {bad}"
         )));
     }
     let cpu = CpuCosts {
         seconds_per_lookup: device[4].unwrap_or(0.0) * 1e-6,
         seconds_per_run_probed: device[5].unwrap_or(0.0) * 1e-6,
-        seconds_per_run_sought: 0.0,
-        seconds_per_block_searched: 0.0,
+        seconds_per_run_sought: device[10].unwrap_or(0.0) * 1e-6,
+        seconds_per_block_searched: device[11].unwrap_or(0.0) * 1e-6,
         seconds_per_update: device[6].unwrap_or(0.0) * 1e-6,
         seconds_per_entry_merged: device[7].unwrap_or(0.0) * 1e-6,
         merge_threads: device[8].unwrap_or(0.0),
@@ -989,6 +1001,55 @@ mod tests {
         assert!((throughput(cpu) - 1.0 / seconds).abs() <= 1e-6 * throughput(cpu));
     }
 
+    /// A range lookup's processor price: with `cpu-seek-run-us` it is that much per run sought
+    /// (and no lookup's fixed price), without it a lookup and a run probed per run; a point
+    /// lookup's block search adds `cpu-block-us` per block it reads. Both reach the parsed
+    /// device and the printed inputs.
+    #[test]
+    fn seek_and_block_search_prices_on_the_device_reach_the_prediction() {
+        let device =
+            parse_device("read-us=100,cpu-seek-run-us=4.5,cpu-block-us=0.8").expect("parses");
+        assert!((device.cpu.seconds_per_run_sought - 4.5e-6).abs() < 1e-15);
+        assert!((device.cpu.seconds_per_block_searched - 0.8e-6).abs() < 1e-15);
+        let plain = parse_device("read-us=100").expect("parses");
+        assert_eq!(plain.cpu.seconds_per_run_sought, 0.0);
+        assert_eq!(plain.cpu.seconds_per_block_searched, 0.0);
+        let tuned = |device: &str, workload: &str| {
+            let mut out = Vec::new();
+            run(
+                &args(&["--workload", workload, "--device", device, "--json"]),
+                &mut out,
+            )
+            .expect("tune");
+            let json = serde_json::from_slice::<serde_json::Value>(&out).expect("JSON");
+            json["recommended"]["predicted"]["cpu_us_per_operation"]
+                .as_f64()
+                .expect("number")
+        };
+        // Range lookups alone: at least 4.5 us of processor a run sought, one run at the least.
+        let ranges = "ranges=1,selectivity=0.000001";
+        let sought = tuned("read-us=100,cpu-seek-run-us=4.5", ranges);
+        assert!(sought >= 4.5, "{sought}");
+        assert_eq!(tuned("read-us=100", ranges), 0.0);
+        // Present-key lookups read a block each: the block search is paid.
+        let found = "lookups=1,empty=0";
+        assert!(tuned("read-us=100,cpu-block-us=0.8", found) >= 0.8 * 0.99);
+        let mut out = Vec::new();
+        run(
+            &args(&[
+                "--device",
+                "read-us=100,cpu-seek-run-us=4.5,cpu-block-us=0.8",
+            ]),
+            &mut out,
+        )
+        .expect("tune");
+        let text = String::from_utf8(out).expect("UTF-8");
+        assert!(
+            text.contains("4.500 per run sought, 0.800 per block searched"),
+            "{text}"
+        );
+    }
+
     /// With a spread the recommendation is the tied design with the fewest merge I/Os per
     /// update; without one (or a spread too narrow to tie anything) it is the model's best.
     #[test]
@@ -1048,6 +1109,8 @@ mod tests {
             ["--device", "merge-read-us=-2"],
             ["--device", "merge-threads=-1"],
             ["--device", "cpu-merge-us=inf"],
+            ["--device", "cpu-seek-run-us=-0.5"],
+            ["--device", "cpu-block-us=NaN"],
         ] {
             assert!(run(&args(&extra), &mut out).is_err(), "{extra:?}");
         }

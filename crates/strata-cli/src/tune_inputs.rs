@@ -298,11 +298,30 @@ fn processor_probe(
     let missing = (runs * per_run) as u64;
     write_run(0)?;
     let (one_run, one_run_spread) = time_absent_lookups(&db, missing, lookups)?;
+    // The first run's own keys: each lookup searches a cached block of the one run.
+    let (present, present_spread) = time_rounds(lookups, |i| {
+        match db.get(probe_key(i % per_run as u64))? {
+            Some(_) => Ok(()),
+            None => Err(CliError::InvalidArgument(
+                "the processor probe did not find a key it wrote".into(),
+            )),
+        }
+    })?;
     for run in 1..runs {
         write_run(run)?;
     }
     let held = db.version().run_count();
     let (many_runs, many_runs_spread) = time_absent_lookups(&db, missing, lookups)?;
+    // Range lookups of one entry from keys spread over the key space, every run positioned:
+    // the iterator's whole time, as the engine times its seeks (one in sixteen).
+    let (seek, seek_spread) = time_rounds((lookups / 10).max(5), |i| {
+        let mut iterator = db.iter();
+        iterator.seek(probe_key(missing + i));
+        if let Some(entry) = iterator.next() {
+            std::hint::black_box(entry?);
+        }
+        Ok(())
+    })?;
     let started = Instant::now();
     db.compact()?;
     let compaction = started.elapsed().as_secs_f64();
@@ -327,8 +346,8 @@ fn processor_probe(
     let costs = CpuCosts {
         seconds_per_lookup: (one_run - per_run_probed).max(0.0),
         seconds_per_run_probed: per_run_probed,
-        seconds_per_run_sought: 0.0,
-        seconds_per_block_searched: 0.0,
+        seconds_per_run_sought: seek / held as f64,
+        seconds_per_block_searched: (present - one_run).max(0.0),
         seconds_per_update: put_seconds / entries,
         seconds_per_entry_merged: ((compaction - written_pages * seconds_per_page_written)
             / entries)
@@ -342,7 +361,10 @@ fn processor_probe(
     };
     Ok(MeasuredProcessor {
         costs,
-        lookup_spread: one_run_spread.max(many_runs_spread),
+        lookup_spread: one_run_spread
+            .max(many_runs_spread)
+            .max(present_spread)
+            .max(seek_spread),
         flush_spread: CostSpread::of_rounds(&flushes)?,
     })
 }
@@ -350,22 +372,32 @@ fn processor_probe(
 /// The median round's seconds per lookup of `lookups` absent keys from `first_missing` on (five
 /// rounds of a fifth each), and the rounds' spread.
 fn time_absent_lookups(db: &Db, first_missing: u64, lookups: usize) -> CliResult<(f64, f64)> {
-    // Median of five rounds: one slow round (a page fault, another process) does not count.
+    time_rounds(lookups, |i| {
+        if db.get(probe_key(first_missing + i))?.is_some() {
+            return Err(CliError::InvalidArgument(
+                "the processor probe found a key it never wrote".into(),
+            ));
+        }
+        Ok(())
+    })
+}
+
+/// The median round's seconds per call of `operation` over `count` calls in five rounds of a
+/// fifth each (at least one call a round), the calls numbered from 0 across the rounds; and the
+/// rounds' spread (`CostSpread::of_rounds`). Median of five: one slow round (a page fault,
+/// another process) does not count.
+fn time_rounds(
+    count: usize,
+    mut operation: impl FnMut(u64) -> CliResult<()>,
+) -> CliResult<(f64, f64)> {
+    let per_round = (count / 5).max(1) as u64;
     let mut rounds = Vec::new();
     for round in 0..5u64 {
         let started = Instant::now();
-        let count = (lookups / 5).max(1) as u64;
-        for i in 0..count {
-            if db
-                .get(probe_key(first_missing + round * count + i))?
-                .is_some()
-            {
-                return Err(CliError::InvalidArgument(
-                    "the processor probe found a key it never wrote".into(),
-                ));
-            }
+        for i in 0..per_round {
+            operation(round * per_round + i)?;
         }
-        rounds.push(started.elapsed().as_secs_f64() / count as f64);
+        rounds.push(started.elapsed().as_secs_f64() / per_round as f64);
     }
     rounds.sort_by(f64::total_cmp);
     Ok((rounds[rounds.len() / 2], CostSpread::of_rounds(&rounds)?))
@@ -535,11 +567,14 @@ mod tests {
         for value in [
             costs.seconds_per_lookup,
             costs.seconds_per_run_probed,
+            costs.seconds_per_block_searched,
             costs.seconds_per_update,
             costs.seconds_per_entry_merged,
         ] {
             assert!(value.is_finite() && value >= 0.0, "{costs:?}");
         }
+        // A seek positions an iterator in every run: it takes time, shared among the runs.
+        assert!(costs.seconds_per_run_sought > 0.0, "{costs:?}");
         // An update and a merge do real work; they cannot be free.
         assert!(costs.seconds_per_update > 0.0, "{costs:?}");
         assert!(costs.seconds_per_entry_merged > 0.0, "{costs:?}");
