@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use strata::compaction::{CompactionPolicy, Tiering};
+use strata::compaction::{CompactionPolicy, Leveling, Tiering};
 use strata::model::auto_tune::AutoTuneOptions;
 use strata::{Db, Error, Options};
 
@@ -313,6 +313,192 @@ fn decisions_take_no_more_than_their_share_of_a_core() {
     };
     assert_eq!(decisions(1e-9), 1);
     assert!(decisions(1.0) >= 3);
+}
+
+/// Leveling with a level-0 trigger of 8, so that flushed runs wait on level 0 (a tree of
+/// several runs after a fill), and a block cache of 64 KiB, so that the tree is read from the
+/// device (a tree the cache holds is priced at no device read, one run or many).
+fn unsettled_leveling(auto_tune: AutoTuneOptions) -> Options {
+    let mut options = Options::default()
+        .write_buffer_bytes(64 * 1024)
+        .target_file_bytes(64 * 1024)
+        .block_cache_bytes(64 * 1024)
+        .compaction_policy(Arc::new(Leveling::new(10.0).expect("valid size ratio")))
+        .auto_tune(Some(auto_tune));
+    options.level0_compaction_trigger = 8;
+    options
+}
+
+/// `n` short range lookups (ten entries each) over the first `entries` keys.
+fn seek(db: &Db, n: u64, entries: u64) {
+    let mut iter = db.iter();
+    for i in 0..n {
+        iter.seek(key(i * 7_919 % entries));
+        // Every key sought is present: at least it is read.
+        assert!(iter.by_ref().take(10).count() >= 1);
+    }
+}
+
+fn runs(db: &Db) -> usize {
+    db.version()
+        .levels()
+        .iter()
+        .map(|level| level.runs().len())
+        .sum()
+}
+
+/// A leveled database of 20,000 entries whose last decision saw the fill, kept without a switch:
+/// the fill is taken with options that never switch, and the database reopened with `auto_tune`.
+/// Priced with the device settings alone, as the switch test above is: the merge, its record and
+/// the data after it are what is tested, whatever the machine's costs.
+fn filled_and_reopened(dir: &std::path::Path, auto_tune: AutoTuneOptions) -> Db {
+    let never = AutoTuneOptions {
+        min_gain: 1e9,
+        compact_for_reads: false,
+        ..auto_tune
+    };
+    let db = Db::open(dir, unsettled_leveling(never)).expect("open");
+    load(&db, 20_000);
+    db.wait_for_compactions().expect("settled");
+    let filled = db.auto_tune_now().expect("decides");
+    // The fill's interval wrote dozens of buffers: no stretch of reads.
+    assert_eq!((filled.reads_held, filled.for_reads), (0, None), "{filled}");
+    assert!(!filled.switched);
+    db.close().expect("close");
+    Db::open(dir, unsettled_leveling(auto_tune)).expect("reopen")
+}
+
+fn priced() -> AutoTuneOptions {
+    AutoTuneOptions {
+        measured_costs: false,
+        confirmations: 1,
+        ..by_hand()
+    }
+}
+
+#[test]
+fn a_stretch_of_seeks_merges_the_tree_into_one_run_and_loses_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = filled_and_reopened(dir.path(), priced());
+    let before = runs(&db);
+    assert!(before > 2, "level 0 keeps runs below its trigger: {before}");
+    seek(&db, 2_000, 20_000);
+    let decision = db.auto_tune_now().expect("decides");
+    assert!(!decision.switched, "{decision}");
+    assert_eq!(decision.reads_held, 1);
+    let merge = decision
+        .for_reads
+        .unwrap_or_else(|| panic!("a merge priced: {decision}"));
+    assert_eq!(merge.runs as usize, before);
+    assert!(merge.merged, "{decision}");
+    assert!(merge.saved_seconds > merge.merge_seconds);
+    // `auto_tune_now` returns when the merge has run: one run, every key in it.
+    assert_eq!(runs(&db), 1);
+    for i in 0..20_000 {
+        assert_eq!(
+            db.get(key(i)).expect("get").as_deref(),
+            Some(&[7u8; 100][..])
+        );
+    }
+    // One run has nothing left to merge; the record and the log say what was done.
+    seek(&db, 2_000, 20_000);
+    let after = db.auto_tune_now().expect("decides");
+    assert_eq!(after.reads_held, 2);
+    assert_eq!(after.for_reads, None, "{after}");
+    assert!(db.auto_tune_history().iter().any(|d| d.merges_for_reads()));
+    db.close().expect("close");
+    let log = std::fs::read_to_string(dir.path().join("LOG")).expect("info log");
+    assert!(
+        log.contains("merged the tree into one run for reads"),
+        "{log}"
+    );
+}
+
+#[test]
+fn merges_for_reads_off_leave_the_tree_as_it_is() {
+    let off = AutoTuneOptions {
+        compact_for_reads: false,
+        ..priced()
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = filled_and_reopened(dir.path(), off);
+    let before = runs(&db);
+    seek(&db, 2_000, 20_000);
+    let decision = db.auto_tune_now().expect("decides");
+    assert_eq!(decision.for_reads, None, "{decision}");
+    assert_eq!(decision.reads_held, 1);
+    assert_eq!(runs(&db), before);
+    db.close().expect("close");
+}
+
+#[test]
+fn concurrent_decisions_that_merge_for_reads_beside_readers_and_a_close_all_return() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = filled_and_reopened(dir.path(), priced());
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..4u64)
+        .map(|t| {
+            let (db, stop) = (db.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let (mut decided, mut merged) = (0u32, 0u32);
+                let mut i = t;
+                while !stop.load(Ordering::Relaxed) {
+                    // Reads only: every decision's interval extends the stretch of reads.
+                    match db.get(key(i * 7_919 % 20_000)) {
+                        Ok(value) => assert!(value.is_some()),
+                        Err(Error::Closed) => break,
+                        Err(error) => panic!("get: {error}"),
+                    }
+                    i += 4;
+                    if i % 256 < 4 {
+                        match db.auto_tune_now() {
+                            Ok(decision) => {
+                                decided += 1;
+                                merged += u32::from(decision.merges_for_reads());
+                            }
+                            Err(Error::Closed) => break,
+                            Err(error) => panic!("auto_tune_now: {error}"),
+                        }
+                    }
+                }
+                (decided, merged)
+            })
+        })
+        .collect();
+    // A seeker, whose seeks make merging pay.
+    let seeker = {
+        let (db, stop) = (db.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let mut iter = db.iter();
+                for i in 0..200u64 {
+                    iter.seek(key(i * 7_919 % 20_000));
+                    let _ = iter.by_ref().take(10).count();
+                }
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    db.close().expect("close");
+    stop.store(true, Ordering::Relaxed);
+    let (mut decided, mut merged) = (0, 0);
+    for worker in workers {
+        let (d, m) = worker.join().expect("a decider returned");
+        decided += d;
+        merged += m;
+    }
+    seeker.join().expect("the seeker returned");
+    assert!(decided >= 4, "{decided} decisions in 2 s");
+    assert!(merged >= 1, "no decision merged for reads in {decided}");
+    // Every key is still there, in one run or more.
+    let db = Db::open(dir.path(), options(None)).expect("reopen");
+    for i in 0..20_000 {
+        assert_eq!(
+            db.get(key(i)).expect("get").as_deref(),
+            Some(&[7u8; 100][..])
+        );
+    }
+    db.close().expect("close");
 }
 
 #[test]

@@ -277,6 +277,11 @@ pub struct BenchArgs {
     /// the engine's, 0.05). Implies `--auto-tune`.
     #[arg(long, value_name = "SHARE")]
     pub auto_tune_max_processor_share: Option<f64>,
+    /// Whether auto-tune merges the whole tree into one run when a stretch of reads is predicted
+    /// to save more than the merge costs (`AutoTuneOptions::compact_for_reads`): `on` (the
+    /// engine's default) or `off`. Implies `--auto-tune`.
+    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
+    pub auto_tune_merge_for_reads: Option<bool>,
     /// Size of an index partition of Strata's partitioned tables (`Options::metadata_block_bytes`;
     /// default Strata's own, 4 KiB).
     #[arg(long, value_parser = parse_bytes)]
@@ -692,7 +697,8 @@ impl BenchConfig {
             auto_tune: (args.auto_tune
                 || args.auto_tune_every.is_some()
                 || args.auto_tune_every_seconds.is_some()
-                || args.auto_tune_max_processor_share.is_some())
+                || args.auto_tune_max_processor_share.is_some()
+                || args.auto_tune_merge_for_reads.is_some())
             .then(|| {
                 let defaults = strata::model::auto_tune::AutoTuneOptions::default();
                 strata::model::auto_tune::AutoTuneOptions {
@@ -703,6 +709,9 @@ impl BenchConfig {
                     max_processor_share: args
                         .auto_tune_max_processor_share
                         .unwrap_or(defaults.max_processor_share),
+                    compact_for_reads: args
+                        .auto_tune_merge_for_reads
+                        .unwrap_or(defaults.compact_for_reads),
                     ..defaults
                 }
             }),

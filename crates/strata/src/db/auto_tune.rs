@@ -71,8 +71,52 @@ fn state_record(state: &AutoTuneState) -> Result<PolicyState> {
 }
 
 impl DbInner {
-    /// Takes one decision with `options` and applies it (module documentation).
+    /// Takes one decision with `options` and applies it (module documentation), the merge for
+    /// reads it asks for included: returns when that merge has run.
     pub(crate) fn auto_tune_once(&self, options: &AutoTuneOptions) -> Result<Decision> {
+        let decision = self.auto_tune_decide(options)?;
+        self.merge_for_reads_if_decided(&decision);
+        Ok(decision)
+    }
+
+    /// Runs the full compaction `decision` asks for when it merges for reads
+    /// (`model::auto_tune`, "Merging for reads"), and logs it. Not when a full compaction is
+    /// already queued or running (another caller's decision, or `Db::compact`): that one leaves
+    /// the tree one run too. A failure is logged: a merge that could not run leaves the tree as
+    /// it was, and a failed job has already set the background error.
+    pub(crate) fn merge_for_reads_if_decided(&self, decision: &Decision) {
+        if !decision.merges_for_reads() {
+            return;
+        }
+        {
+            let background = self.background.lock();
+            if background.manual_compactions.pending()
+                || background.full_compaction_worker.is_some()
+            {
+                self.info_log.log(format!(
+                    "auto-tune decision {}: a full compaction is already under way; no second \
+                     merge for reads",
+                    decision.number
+                ));
+                return;
+            }
+        }
+        let started = Instant::now();
+        let outcome = match self.compact_all() {
+            Ok(()) => format!(
+                "merged the tree into one run for reads in {:.2} s",
+                started.elapsed().as_secs_f64()
+            ),
+            Err(error) => format!("could not merge the tree for reads: {error}"),
+        };
+        self.info_log
+            .log(format!("auto-tune decision {}: {outcome}", decision.number));
+    }
+
+    /// Takes one decision with `options` and applies a switch (module documentation); a merge
+    /// for reads is left to [`DbInner::merge_for_reads_if_decided`], so that the background
+    /// thread holds the next decision back by the decision's time alone.
+    pub(crate) fn auto_tune_decide(&self, options: &AutoTuneOptions) -> Result<Decision> {
         self.check_writable()?;
         options.validate()?;
         let started = Instant::now();
@@ -153,6 +197,7 @@ impl DbInner {
     pub(crate) fn tree_facts(&self, view: &super::ReadView) -> TreeFacts {
         let tree = &view.version;
         let entries = tree.entries();
+        let count = |runs: usize| u32::try_from(runs).unwrap_or(u32::MAX);
         TreeFacts {
             entries,
             entry_bytes: if entries == 0 {
@@ -163,6 +208,8 @@ impl DbInner {
             buffer_bits: self.options.write_buffer_bytes as f64 * 8.0,
             filter_bits: view.filter_allocator.bits_per_key_budget() * entries as f64,
             level0_runs: self.options.level0_compaction_trigger.saturating_sub(1) as f64 / 2.0,
+            runs_now: count(tree.levels().iter().map(|level| level.runs().len()).sum()),
+            level0_runs_now: count(tree.levels()[0].runs().len()),
             block_cache_bytes: self.options.block_cache_bytes as f64,
             merge_threads: self.options.max_background_compactions as f64,
             key_bytes: boundary_key_bytes(tree),
@@ -355,12 +402,14 @@ pub(crate) fn auto_tune_loop(inner: &DbInner, options: AutoTuneOptions) {
             continue;
         }
         last_decision = Instant::now();
-        if let Err(error) = inner.auto_tune_once(&options) {
-            inner
-                .info_log
-                .log(format!("auto-tune could not decide: {error}"));
-        }
+        let decided = inner.auto_tune_decide(&options);
         hold = hold_after(last_decision.elapsed(), options.max_processor_share);
+        match decided {
+            Ok(decision) => inner.merge_for_reads_if_decided(&decision),
+            Err(error) => inner
+                .info_log
+                .log(format!("auto-tune could not decide: {error}")),
+        }
     }
 }
 

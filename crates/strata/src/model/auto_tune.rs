@@ -121,11 +121,15 @@ pub struct AutoTuneOptions {
     /// in for what it has not; `false` prices every design with the device settings alone
     /// (Monkey's page-I/O model).
     pub measured_costs: bool,
+    /// Merge the whole tree into one sorted run when a stretch of reads is predicted to save more
+    /// than the merge costs (module documentation, "Merging for reads"); `false` never does.
+    pub compact_for_reads: bool,
 }
 
 impl Default for AutoTuneOptions {
-    /// A decision every 250,000 operations or 60 seconds, taking at most 5% of a core; a switch for 10% or more, confirmed twice, paid
-    /// back within 20 intervals, to a size ratio of at most 16; the device `strata tune` assumes by default (100 µs reads,
+    /// A decision every 250,000 operations or 60 seconds, taking at most 5% of a core; a switch
+    /// for 10% or more, confirmed twice, paid back within 20 intervals, to a size ratio of at
+    /// most 16; merges for reads on; the device `strata tune` assumes by default (100 µs reads,
     /// writes and merge reads alike, 4 KiB pages).
     fn default() -> Self {
         AutoTuneOptions {
@@ -141,6 +145,7 @@ impl Default for AutoTuneOptions {
             merge_read_cost_ratio: 1.0,
             page_bytes: 4096.0,
             measured_costs: true,
+            compact_for_reads: true,
         }
     }
 }
@@ -199,6 +204,18 @@ impl AutoTuneOptions {
         }
         let pages = facts.entries as f64 * facts.entry_bytes / self.page_bytes;
         pages * (self.merge_read_cost_ratio + self.write_read_cost_ratio) * self.seconds_per_read
+    }
+
+    /// Seconds a full compaction of `facts`'s tree costs: one rewrite of every entry by a single
+    /// job (a full compaction runs alone, on one thread).
+    fn full_compaction_seconds(&self, facts: &TreeFacts, costs: &MeasuredCosts) -> f64 {
+        self.rewrite_seconds(
+            &TreeFacts {
+                merge_threads: 1.0,
+                ..*facts
+            },
+            costs,
+        )
     }
 
     /// Seconds a switch costs: a round trip, a rewrite of the tree as it is (`now`) into the
@@ -564,6 +581,11 @@ pub struct TreeFacts {
     pub filter_bits: f64,
     /// Runs that wait on level 0 on average (`TuningProblem::level0_runs`).
     pub level0_runs: f64,
+    /// Sorted runs in the tree now, level 0's included (0: not counted; no merge for reads is
+    /// then priced).
+    pub runs_now: u32,
+    /// Runs on level 0 now.
+    pub level0_runs_now: u32,
     /// The block cache's bytes (`Options::block_cache_bytes`): range lookups are priced through
     /// it (`TuningProblem::block_cache_bytes`).
     pub block_cache_bytes: f64,
@@ -816,6 +838,48 @@ pub struct Decision {
     /// read) or designs were not priced with measured costs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub point_read_misses: Option<f64>,
+    /// Intervals in a row, this one included, whose writes together filled less than one write
+    /// buffer: a stretch of reads, over which level 0 gains no run ([`AutoTuneState::reads_held`];
+    /// 0 in records from builds that did not count it).
+    #[serde(default)]
+    pub reads_held: u32,
+    /// Entries written over those intervals.
+    #[serde(default)]
+    pub reads_held_writes: u64,
+    /// What merging the tree into one run for the stretch of reads was priced at (module
+    /// documentation, "Merging for reads"); `None` when it was not priced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_reads: Option<ReadMerge>,
+}
+
+/// A merge of the whole tree into one sorted run for a stretch of reads, as a decision priced it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadMerge {
+    /// Sorted runs in the tree when it was priced.
+    pub runs: u32,
+    /// The design in force's predicted operations per second on the tree as it is (its level-0
+    /// runs as they are).
+    pub as_is_ops: f64,
+    /// Predicted operations per second on one run.
+    pub one_run_ops: f64,
+    /// Seconds one run is predicted to save over the stretch's horizon.
+    pub saved_seconds: f64,
+    /// Seconds the merge is predicted to take.
+    pub merge_seconds: f64,
+    /// True if the engine was asked to merge.
+    pub merged: bool,
+}
+
+impl ReadMerge {
+    /// One run's predicted gain over the tree as it is (0.25: 25% faster).
+    pub fn gain(&self) -> f64 {
+        if self.as_is_ops > 0.0 {
+            self.one_run_ops / self.as_is_ops - 1.0
+        } else {
+            0.0
+        }
+    }
 }
 
 impl Decision {
@@ -850,7 +914,15 @@ impl Decision {
             merges_measured: None,
             merges_replayed: None,
             point_read_misses: None,
+            reads_held: 0,
+            reads_held_writes: 0,
+            for_reads: None,
         }
+    }
+
+    /// True if the decision asked the engine to merge the tree into one run for reads.
+    pub fn merges_for_reads(&self) -> bool {
+        self.for_reads.is_some_and(|merge| merge.merged)
     }
 
     /// The decision with the measurements it saw and the costs they gave.
@@ -939,6 +1011,20 @@ impl std::fmt::Display for Decision {
             if self.switched { "switch" } else { "keep" },
             self.reason
         )?;
+        if let Some(merge) = &self.for_reads {
+            write!(
+                f,
+                "; reads held {}x: one run of {} at {:.0} ops/s ({:+.1}%), saves {:.1} s against \
+                 a merge of {:.1} s: {}",
+                self.reads_held,
+                merge.runs,
+                merge.one_run_ops,
+                merge.gain() * 100.0,
+                merge.saved_seconds,
+                merge.merge_seconds,
+                if merge.merged { "merge" } else { "no merge" }
+            )?;
+        }
         match &self.costs {
             Some(costs) => write!(f, " [measured: {costs}]"),
             None => Ok(()),
@@ -1031,6 +1117,27 @@ impl AutoTuneState {
                 last.mix_held.max(1).saturating_add(1)
             }
             _ => 1,
+        }
+    }
+
+    /// The stretch of reads this interval extends (`Decision::reads_held`, and the entries
+    /// written over it), when it wrote `writes` entries and a write buffer holds
+    /// `buffer_entries`: one interval more than the last decision's stretch while the stretch's
+    /// writes stay under one buffer; a new stretch of one interval when this one alone stays
+    /// under; none (0) when it does not.
+    pub fn reads_held(&self, writes: u64, buffer_entries: f64) -> (u32, u64) {
+        let (held, written) = match self.history.last() {
+            Some(last) => (last.reads_held, last.reads_held_writes),
+            None => (0, 0),
+        };
+        let under = |entries: u64| (entries as f64) < buffer_entries;
+        let stretch = written.saturating_add(writes);
+        if held > 0 && under(stretch) {
+            (held.saturating_add(1), stretch)
+        } else if under(writes) {
+            (1, writes)
+        } else {
+            (0, 0)
         }
     }
 
@@ -1179,9 +1286,13 @@ pub fn decide(
     // Counted from the first decision that sees the mix, priced or not, so a fill's horizon
     // includes the decisions a small tree or unmeasured writes kept unpriced.
     let mix_held = mix.map_or(0, |mix| state.mix_held(&MixRecord::from(mix)));
+    let buffer_entries = facts.buffer_bits / (facts.entry_bytes * 8.0);
+    let (reads_held, reads_held_writes) = state.reads_held(interval.writes, buffer_entries);
     let keep = |reason: String, current, candidates| Verdict {
         decision: Decision {
             mix_held,
+            reads_held,
+            reads_held_writes,
             ..Decision::kept(number, operations, mix, facts.entries, reason)
                 .with(current, candidates)
                 .measured(measured)
@@ -1296,10 +1407,25 @@ pub fn decide(
     };
     let (switched, reason) = verdict(options, same, gain, seconds, streak);
     let switch_to = switched.then(|| switch_settings(best, &current.settings));
+    // A switch reshapes the tree through its own merges; a merge for reads is priced only
+    // without one.
+    let for_reads = (!switched)
+        .then(|| {
+            let stretch = ReadStretch {
+                operations,
+                held: reads_held,
+                costs: &costs,
+            };
+            merge_for_reads(options, facts, &problem, current, filters, &stretch)
+        })
+        .flatten();
     Ok(Verdict {
         decision: Decision {
             gain,
             mix_held,
+            reads_held,
+            reads_held_writes,
+            for_reads,
             saved_seconds,
             switch_seconds,
             priced_entries: grown.entries,
@@ -1317,6 +1443,88 @@ pub fn decide(
         },
         switch_to,
     })
+}
+
+/// The stretch of reads a merge for reads is priced over.
+struct ReadStretch<'a> {
+    /// Operations in the interval just measured.
+    operations: u64,
+    /// Intervals the stretch has held, this one included (`Decision::reads_held`).
+    held: u32,
+    /// The costs designs were priced with.
+    costs: &'a MeasuredCosts,
+}
+
+/// A merge of the whole tree into one run for the stretch of reads, priced (module
+/// documentation, "Merging for reads"); `None` when it is not priced: the option is off, the tree
+/// is one run already (or its runs were not counted), the interval wrote a buffer or more, or the
+/// models cannot price the design in force.
+fn merge_for_reads(
+    options: &AutoTuneOptions,
+    facts: &TreeFacts,
+    problem: &TuningProblem,
+    current: &CurrentDesign,
+    filters: FilterAllocatorKind,
+    stretch: &ReadStretch<'_>,
+) -> Option<ReadMerge> {
+    if !options.compact_for_reads || facts.runs_now <= 1 || stretch.held == 0 {
+        return None;
+    }
+    let buffer_bits = problem.fixed_buffer_bits.unwrap_or(problem.memory_bits);
+    let as_is = TuningProblem {
+        level0_runs: f64::from(facts.level0_runs_now),
+        ..*problem
+    };
+    let policy = priced_policy(current).ok()?;
+    let as_is_ops = evaluate_with(
+        &as_is,
+        policy,
+        current.settings.size_ratio,
+        buffer_bits,
+        filters,
+    )
+    .ok()?
+    .predicted
+    .throughput_ops;
+    // One sorted run is leveling with a single level: a size ratio above the tree's write
+    // buffers makes the models' shape one level (`model::shape`).
+    let buffers = problem.entries * problem.entry_bytes * 8.0 / buffer_bits;
+    let one_level = (buffers + 1.0).max(2.0);
+    let one_run = TuningProblem {
+        level0_runs: 0.0,
+        ..*problem
+    };
+    let one_run_ops = evaluate_with(
+        &one_run,
+        ModelPolicy::LEVELING,
+        one_level,
+        buffer_bits,
+        filters,
+    )
+    .ok()?
+    .predicted
+    .throughput_ops;
+    if !(as_is_ops.is_finite() && as_is_ops > 0.0 && one_run_ops.is_finite() && one_run_ops > 0.0) {
+        return None;
+    }
+    let horizon = options.horizon_intervals.min(f64::from(stretch.held));
+    let saved_per_interval =
+        (stretch.operations as f64 * (1.0 / as_is_ops - 1.0 / one_run_ops)).max(0.0);
+    let mut merge = ReadMerge {
+        runs: facts.runs_now,
+        as_is_ops,
+        one_run_ops,
+        saved_seconds: saved_per_interval * horizon,
+        merge_seconds: options.full_compaction_seconds(facts, stretch.costs),
+        merged: false,
+    };
+    // As for a switch, a merge that pays for itself within the interval just measured does not
+    // wait for the confirmations.
+    let pays_at_once = saved_per_interval > merge.merge_seconds;
+    merge.merged = (stretch.held >= options.confirmations || pays_at_once)
+        && merge.gain() >= options.min_gain
+        && merge.saved_seconds > merge.merge_seconds;
+    Some(merge)
 }
 
 /// Why a decision on `workload` keeps the design without pricing it, if it does: the mix has
@@ -1529,13 +1737,7 @@ fn current_design_priced(
     filters: FilterAllocatorKind,
     merges_measured: Option<f64>,
 ) -> std::result::Result<(Design, Option<f64>), String> {
-    let kind = match current.kind {
-        // Dynamic level bytes change where the levels start, not the shape the models price.
-        CompactionKind::LevelingDynamic => CompactionKind::Leveling,
-        kind => kind,
-    };
-    let policy = ModelPolicy::new(kind, current.settings.garnering_c)
-        .map_err(|error| format!("the design in force cannot be priced: {error}"))?;
+    let policy = priced_policy(current)?;
     evaluate_with(
         problem,
         policy,
@@ -1570,6 +1772,17 @@ fn current_design_priced(
     .map_err(|error| format!("the design in force cannot be priced: {error}"))
 }
 
+/// The models' policy for the design in force, or why it has none.
+fn priced_policy(current: &CurrentDesign) -> std::result::Result<ModelPolicy, String> {
+    let kind = match current.kind {
+        // Dynamic level bytes change where the levels start, not the shape the models price.
+        CompactionKind::LevelingDynamic => CompactionKind::Leveling,
+        kind => kind,
+    };
+    ModelPolicy::new(kind, current.settings.garnering_c)
+        .map_err(|error| format!("the design in force cannot be priced: {error}"))
+}
+
 fn invalid(message: String) -> Error {
     Error::InvalidArgument(message)
 }
@@ -1585,6 +1798,8 @@ mod tests {
             buffer_bits: (2u64 << 20) as f64 * 8.0,
             filter_bits: 10.0 * 1_000_000.0,
             level0_runs: 1.5,
+            runs_now: 0,
+            level0_runs_now: 0,
             block_cache_bytes: 0.0,
             merge_threads: 1.0,
             key_bytes: None,
@@ -2538,6 +2753,8 @@ mod tests {
             buffer_bits: (2u64 << 20) as f64 * 8.0,
             filter_bits: 10.0 * 300_405.0,
             level0_runs: 1.5,
+            runs_now: 0,
+            level0_runs_now: 0,
             block_cache_bytes: 0.0,
             merge_threads: 2.0,
             key_bytes: Some(16.0),
@@ -2865,6 +3082,182 @@ mod tests {
         assert!(!again.decision.switched);
         assert_eq!(again.decision.reason, "the design in force is ranked first");
         assert!(again.decision.gain.abs() < 1e-9, "{}", again.decision);
+    }
+
+    /// `seeks` short range lookups of 10 entries each and nothing else.
+    fn seeks(seeks: u64) -> WorkloadTotals {
+        WorkloadTotals {
+            seeks,
+            scan_entries: seeks * 10,
+            ..WorkloadTotals::default()
+        }
+    }
+
+    /// [`facts`] on a leveled tree of `level0` runs waiting on level 0 above its two levels.
+    fn unsettled(level0: u32) -> TreeFacts {
+        TreeFacts {
+            runs_now: level0 + 2,
+            level0_runs_now: level0,
+            ..facts()
+        }
+    }
+
+    #[test]
+    fn a_stretch_of_reads_merges_the_tree_into_one_run_once_it_pays_for_the_merge() {
+        let current = design(CompactionKind::Leveling, 10.0);
+        let options = AutoTuneOptions {
+            min_gain: 0.10,
+            ..quick()
+        };
+        let mut state = AutoTuneState::default();
+        let mut merges = Vec::new();
+        for n in 1..=3u64 {
+            let verdict = decide(
+                &options,
+                &unsettled(3),
+                &state.interval(&seeks(10_000 * n)),
+                &current,
+                &state,
+            )
+            .expect("decides");
+            let decision = verdict.decision;
+            assert_eq!(decision.reads_held as u64, n, "{decision}");
+            assert!(!decision.switched, "{decision}");
+            let merge = decision.for_reads.expect("a merge priced");
+            // Five runs sought per seek as the tree is, one after the merge.
+            assert_eq!(merge.runs, 5);
+            assert!(merge.one_run_ops > merge.as_is_ops * 1.5, "{decision}");
+            // A full compaction of a million 128-byte entries at the device settings: its
+            // pages read and written at 100 us each.
+            let pages = 1_000_000.0 * 128.0 / 4096.0;
+            assert!((merge.merge_seconds - pages * 2.0 * 100e-6).abs() < 1e-9);
+            // The saving grows with the stretch's horizon.
+            let per_interval = 10_000.0 * (1.0 / merge.as_is_ops - 1.0 / merge.one_run_ops);
+            assert!((merge.saved_seconds - per_interval * n as f64).abs() < 1e-9);
+            // Not within one interval: the merge waits for the confirmations.
+            assert!(per_interval < merge.merge_seconds, "{decision}");
+            assert_eq!(
+                merge.merged,
+                n >= 2 && merge.saved_seconds > merge.merge_seconds,
+                "{decision}"
+            );
+            assert!(decision.to_string().contains("reads held"), "{decision}");
+            merges.push(merge.merged);
+            state.record(decision, &seeks(10_000 * n));
+        }
+        // The first decision of a stretch waits for the confirmations; the second merges.
+        assert_eq!(merges, [false, true, true]);
+    }
+
+    #[test]
+    fn no_merge_for_reads_on_one_run_on_writes_with_the_option_off_or_for_a_small_saving() {
+        let current = design(CompactionKind::Leveling, 10.0);
+        let options = AutoTuneOptions {
+            confirmations: 1,
+            ..quick()
+        };
+        let state = AutoTuneState::default();
+        let for_reads =
+            |options: &AutoTuneOptions, facts: &TreeFacts, interval: &WorkloadTotals| {
+                decide(options, facts, interval, &current, &state)
+                    .expect("decides")
+                    .decision
+            };
+        // One run already, or runs not counted.
+        let one = TreeFacts {
+            runs_now: 1,
+            level0_runs_now: 0,
+            ..facts()
+        };
+        assert_eq!(for_reads(&options, &one, &seeks(20_000)).for_reads, None);
+        assert_eq!(
+            for_reads(&options, &facts(), &seeks(20_000)).for_reads,
+            None
+        );
+        // The option off.
+        let off = AutoTuneOptions {
+            compact_for_reads: false,
+            ..options
+        };
+        assert_eq!(
+            for_reads(&off, &unsettled(3), &seeks(20_000)).for_reads,
+            None
+        );
+        // An interval that wrote a write buffer or more is no stretch of reads.
+        let buffer_entries = (2u64 << 20) / 128;
+        let written = WorkloadTotals {
+            writes: buffer_entries,
+            ..seeks(20_000)
+        };
+        let decision = for_reads(&options, &unsettled(3), &written);
+        assert_eq!((decision.reads_held, decision.for_reads), (0, None));
+        // Ten seeks save less than the merge costs: priced, not merged.
+        let decision = for_reads(&options, &unsettled(3), &seeks(10));
+        let merge = decision.for_reads.expect("priced");
+        assert!(!merge.merged && merge.saved_seconds < merge.merge_seconds);
+        // An interval whose seeks alone pay for the merge merges at the stretch's first
+        // decision, confirmations or not.
+        let confirming = AutoTuneOptions {
+            confirmations: 3,
+            ..options
+        };
+        let decision = for_reads(&confirming, &unsettled(3), &seeks(2_000_000));
+        let merge = decision.for_reads.expect("priced");
+        assert_eq!(decision.reads_held, 1);
+        assert!(
+            merge.merged && merge.saved_seconds > merge.merge_seconds,
+            "{decision}"
+        );
+    }
+
+    #[test]
+    fn a_stretch_of_reads_lasts_while_its_writes_fill_less_than_one_buffer() {
+        let mut state = AutoTuneState::default();
+        let decided = |held: u32, writes: u64| Decision {
+            reads_held: held,
+            reads_held_writes: writes,
+            ..Decision::kept(1, 1, None, 1, String::new())
+        };
+        assert_eq!(state.reads_held(10, 100.0), (1, 10));
+        assert_eq!(state.reads_held(100, 100.0), (0, 0));
+        state.history.push(decided(3, 60));
+        // The stretch goes on while its writes stay under a buffer ...
+        assert_eq!(state.reads_held(39, 100.0), (4, 99));
+        // ... and a new one starts when they would not, if this interval alone stays under.
+        assert_eq!(state.reads_held(40, 100.0), (1, 40));
+        assert_eq!(state.reads_held(100, 100.0), (0, 0));
+        // A buffer of no entries (or an unknown one) holds no stretch.
+        assert_eq!(state.reads_held(0, 0.0), (0, 0));
+        assert_eq!(state.reads_held(0, f64::NAN), (0, 0));
+    }
+
+    #[test]
+    fn a_record_without_the_stretch_of_reads_reads_as_none_held() {
+        let mut decision = Decision::kept(4, 10, None, 100, "kept".into());
+        decision.reads_held = 2;
+        decision.for_reads = Some(ReadMerge {
+            runs: 4,
+            as_is_ops: 100.0,
+            one_run_ops: 150.0,
+            saved_seconds: 2.0,
+            merge_seconds: 1.0,
+            merged: true,
+        });
+        let text = toml::to_string(&decision).expect("serializes");
+        let back: Decision = toml::from_str(&text).expect("parses");
+        assert_eq!(back, decision);
+        assert!(back.merges_for_reads());
+        assert!((decision.for_reads.expect("set").gain() - 0.5).abs() < 1e-12);
+        // A record written before the stretch was counted.
+        let older: String = text
+            .lines()
+            .filter(|line| !line.starts_with("reads_held"))
+            .take_while(|line| !line.starts_with("[for_reads]"))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        let back: Decision = toml::from_str(&older).expect("parses");
+        assert_eq!((back.reads_held, back.for_reads), (0, None));
+        assert!(!back.merges_for_reads());
     }
 
     #[test]

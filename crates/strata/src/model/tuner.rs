@@ -631,7 +631,14 @@ pub fn merge_over_write_time(problem: &TuningProblem, design: &Design) -> f64 {
     if device.cpu.merge_threads > 0.0 {
         per_entry /= device.cpu.merge_threads;
     }
-    (w.updates / total * design.predicted.throughput_ops * per_entry).clamp(1e-3, 1e3)
+    let ratio = w.updates / total * design.predicted.throughput_ops * per_entry;
+    // Without updates merges take no share of the time, whatever the throughput: a read-only
+    // mix on a tree the block cache holds is priced at no device read and an unbounded
+    // throughput, and `0 * inf` is not a ratio.
+    if w.updates <= 0.0 || ratio.is_nan() {
+        return 1e-3;
+    }
+    ratio.clamp(1e-3, 1e3)
 }
 
 /// Memory bits EcoTune's top-level key index takes beside `buffer_bits` of write buffer (0 for
@@ -1475,6 +1482,52 @@ mod tests {
         long_scans: None,
         key_bytes: None,
     };
+
+    /// Short range lookups alone on a tree the block cache holds whole: no design reads the
+    /// device, so every one is priced at an unbounded throughput, and EcoTune's `T_c / T_w`
+    /// (no updates: no merges) must still be a ratio for the tuning to go on.
+    #[test]
+    fn a_read_only_mix_on_a_tree_the_cache_holds_is_tuned() {
+        let seeks = Workload {
+            point_lookups: 0.0,
+            zero_result_fraction: 0.0,
+            range_lookups: 1.0,
+            selectivity: 5e-4,
+            updates: 0.0,
+            long_scans: None,
+            key_bytes: None,
+        };
+        let p = TuningProblem {
+            entries: 20_000.0,
+            memory_bits: 10.0 * 20_000.0 + 8.0 * 65_536.0,
+            fixed_buffer_bits: Some(8.0 * 65_536.0),
+            entry_bytes: 124.0,
+            block_cache_bytes: 32.0 * 1048576.0,
+            ..problem(seeks, 10.0)
+        };
+        // EcoTune's first pricing (at the smallest `T_c / T_w`) reads nothing from the device.
+        let ecotune = evaluate(&p, ModelPolicy::ECOTUNE, 4.0, 8.0 * 65_536.0).expect("priced");
+        let tuning = tune(&p).expect("tunes");
+        assert!(!tuning.candidates.is_empty());
+        for design in tuning.candidates.iter().chain([&ecotune]) {
+            let ratio = merge_over_write_time(&p, design);
+            assert_eq!(ratio, 1e-3, "{design:?}");
+        }
+        // With updates the ratio is the merges' share, clamped as before.
+        let updating = TuningProblem {
+            workload: BALANCED,
+            ..p
+        };
+        let unbounded = Design {
+            predicted: Prediction {
+                throughput_ops: f64::INFINITY,
+                ..ecotune.predicted
+            },
+            ..ecotune
+        };
+        assert_eq!(merge_over_write_time(&updating, &unbounded), 1e3);
+        assert_eq!(merge_over_write_time(&p, &unbounded), 1e-3);
+    }
 
     /// The continuous cost whose minimum `split_memory` finds:
     /// `alpha exp(-beta x) + gamma ln(1 / (total - x))`.

@@ -162,13 +162,18 @@ impl StrataEngine {
         if let Some(auto_tune) = &options.auto_tune {
             settings.push(format!(
                 "auto-tune every {} operations or {} s, at most {}% of a core (min gain {}, {} \
-                 confirmations, horizon {} intervals)",
+                 confirmations, horizon {} intervals); merges for reads {}",
                 auto_tune.every_operations,
                 auto_tune.every_seconds,
                 auto_tune.max_processor_share * 100.0,
                 auto_tune.min_gain,
                 auto_tune.confirmations,
-                auto_tune.horizon_intervals
+                auto_tune.horizon_intervals,
+                if auto_tune.compact_for_reads {
+                    "on"
+                } else {
+                    "off"
+                }
             ));
         }
         let config_auto_tune = options.auto_tune.is_some();
