@@ -99,15 +99,20 @@ behind = [c.replace(':', ' T=') for c in fixed if seconds(c) <= seconds('auto')]
 print(f"\nWhole run: auto-tune {seconds('auto'):.1f} s; fastest fixed design {fastest.replace(':', ' T=')} {seconds(fastest):.1f} s "
       f"({seconds(fastest) / seconds('auto'):.2f}x auto-tune's time); auto-tune is "
       + ("ahead of every fixed design" if not behind else f"behind {len(behind)} of {len(fixed)} fixed designs: {', '.join(behind)}"))
-decided = []
+decided, merges = [], []
 for run in range(1, runs + 1):
     try:
-        decided += [float(m.group(1)) for m in re.finditer(r"decided in ([0-9.]+) ms", open(f"{out}/auto-run{run}.log").read())]
+        log = open(f"{out}/auto-run{run}.log").read()
     except FileNotFoundError:
-        pass
+        continue
+    decided += [float(m.group(1)) for m in re.finditer(r"decided in ([0-9.]+) ms", log)]
+    merges += [(run, m.group(1), float(m.group(2))) for m in re.finditer(r"decision (\d+): merged the tree into one run for reads in ([0-9.]+) s", log)]
 if decided:
     print(f"\nAuto-tune's decisions, {len(decided)} in {runs} runs: median {statistics.median(decided):.1f} ms each, "
           f"max {max(decided):.1f} ms, {sum(decided) / 1e3 / runs:.2f} s per run in all (its info log)")
+if merges:
+    print(f"Auto-tune's merges for reads, {len(merges)} in {runs} runs: "
+          + "; ".join(f"run {run} decision {number} in {seconds:.2f} s" for run, number, seconds in merges))
 print("\nDesign in force as each phase began, auto-tune's run 1: " + "; ".join(f"{p}: {d}" for p, d in designs.get("auto", [])))
 print("Tree before each phase, run 1 of auto-tune: " + "; ".join(f"{p}: {t}" for p, t in trees.get("auto", {}).items()))
 print(f"(reports in {out})")

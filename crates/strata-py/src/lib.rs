@@ -928,11 +928,12 @@ reader_methods! { Db {
     /// Takes one auto-tune decision now and applies it (``Db::auto_tune_now``; the settings of
     /// the options file's ``[auto_tune]`` section, or the defaults): the merge policy in force
     /// against the tuner's best for the mix served since the last decision, switched when the
-    /// gain pays for a round trip of rewrites and was confirmed. Returns the decision as a dict
-    /// (``number``, ``operations``, ``mix``, ``current``, ``candidates``, ``gain``,
-    /// ``mix_held``, ``saved_seconds``,
-    /// ``switch_seconds``, ``streak``, ``switched``, ``reason``); ``stats()["auto_tune"]`` lists
-    /// the last decisions in words.
+    /// gain pays for a round trip of rewrites and was confirmed; on a stretch of reads, the tree
+    /// merged into one run when that pays (returns once the merge has run). Returns the decision
+    /// as a dict (``number``, ``operations``, ``mix``, ``current``, ``candidates``, ``gain``,
+    /// ``mix_held``, ``saved_seconds``, ``switch_seconds``, ``streak``, ``switched``,
+    /// ``reason``, ``reads_held`` and, when priced, ``for_reads`` with its ``merged``);
+    /// ``stats()["auto_tune"]`` lists the last decisions in words.
     fn auto_tune_now<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let text = release(py, || {
             let decision = self.db.auto_tune_now()?;

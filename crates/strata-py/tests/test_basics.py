@@ -376,7 +376,12 @@ def test_auto_tune_from_an_options_file_decides_and_shows_in_stats(tmp_path, db_
         assert "switch" in db.stats()["auto_tune"][0]
     with strata.Db(db_path, options_file=str(options_file)) as db:
         assert len(db.stats()["auto_tune"]) == 1
-        assert db.auto_tune_now()["number"] == 2
+        second = db.auto_tune_now()
+        assert second["number"] == 2
+        # Nothing written since the last decision: a stretch of reads of one interval, and no
+        # operation to price a merge for reads on.
+        assert second["reads_held"] == 1, second
+        assert "for_reads" not in second, second
     with strata.Db(db_path, read_only=True) as reader:
         with pytest.raises(strata.ReadOnlyError):
             reader.auto_tune_now()

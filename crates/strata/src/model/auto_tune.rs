@@ -44,6 +44,22 @@
 //! then ranks designs by a cost the engine then replaces, and a switch taken on it (during a
 //! fill, typically) is one the measured costs may not have taken. A read-only mix is decided.
 //!
+//! **Merging for reads.** A design's models price its settled shape; the tree a phase of reads
+//! finds is the one the writes before it left: runs waiting on level 0 below its trigger, which
+//! no merge takes while nothing is written, and which every seek and every lookup's filters
+//! probe. When a decision is not a switch and its interval extends a stretch of reads (its writes,
+//! with the stretch's before it, fill less than one write buffer: level 0 gains no run;
+//! [`AutoTuneState::reads_held`]), it prices the design in force on the tree as it is (its level-0
+//! runs as they are) against one sorted run (leveling with a single level), for the interval's
+//! reads (its writes meet the design, which the merge does not change). The engine is asked to merge the whole tree into one run (a full compaction) when one run
+//! is at least [`AutoTuneOptions::min_gain`] faster, the time it saves over the stretch's horizon
+//! (as many intervals as the stretch has held, at most [`AutoTuneOptions::horizon_intervals`])
+//! exceeds the merge's (every entry rewritten once by one job, at the merges' measured seconds
+//! per entry, else its pages at the device's costs), and the stretch has held for
+//! [`AutoTuneOptions::confirmations`] decisions or the merge pays for itself within the one
+//! interval just measured. The design is not switched: the next writes build on the one run
+//! under the same policy. [`AutoTuneOptions::compact_for_reads`] turns it off.
+//!
 //! A tree smaller than [`AutoTuneOptions::max_size_ratio`] write buffers is kept as it is: some
 //! candidates are a single level there, where the per-level formulas rank how the levels round
 //! rather than the tree the design will serve (a filling database would otherwise be switched,
@@ -858,10 +874,10 @@ pub struct Decision {
 pub struct ReadMerge {
     /// Sorted runs in the tree when it was priced.
     pub runs: u32,
-    /// The design in force's predicted operations per second on the tree as it is (its level-0
-    /// runs as they are).
+    /// The design in force's predicted reads per second on the tree as it is (its level-0 runs
+    /// as they are), for the interval's reads alone.
     pub as_is_ops: f64,
-    /// Predicted operations per second on one run.
+    /// Predicted reads per second on one run.
     pub one_run_ops: f64,
     /// Seconds one run is predicted to save over the stretch's horizon.
     pub saved_seconds: f64,
@@ -1470,6 +1486,26 @@ fn merge_for_reads(
     if !options.compact_for_reads || facts.runs_now <= 1 || stretch.held == 0 {
         return None;
     }
+    // The merge changes the tree the reads find, not the design the writes meet: both trees are
+    // priced on the interval's reads alone (a stretch writes under one buffer; priced as one
+    // level, those writes would each rewrite the whole tree).
+    let w = &problem.workload;
+    let reads = w.point_lookups + w.range_lookups;
+    let total = reads + w.updates;
+    if !(reads > 0.0 && total.is_finite()) {
+        return None;
+    }
+    let reads_only = TuningProblem {
+        workload: Workload {
+            point_lookups: w.point_lookups / reads,
+            range_lookups: w.range_lookups / reads,
+            updates: 0.0,
+            ..*w
+        },
+        ..*problem
+    };
+    let read_operations = stretch.operations as f64 * reads / total;
+    let problem = &reads_only;
     let buffer_bits = problem.fixed_buffer_bits.unwrap_or(problem.memory_bits);
     let as_is = TuningProblem {
         level0_runs: f64::from(facts.level0_runs_now),
@@ -1508,8 +1544,7 @@ fn merge_for_reads(
         return None;
     }
     let horizon = options.horizon_intervals.min(f64::from(stretch.held));
-    let saved_per_interval =
-        (stretch.operations as f64 * (1.0 / as_is_ops - 1.0 / one_run_ops)).max(0.0);
+    let saved_per_interval = (read_operations * (1.0 / as_is_ops - 1.0 / one_run_ops)).max(0.0);
     let mut merge = ReadMerge {
         runs: facts.runs_now,
         as_is_ops,
@@ -3195,6 +3230,25 @@ mod tests {
         let decision = for_reads(&options, &unsettled(3), &seeks(10));
         let merge = decision.for_reads.expect("priced");
         assert!(!merge.merged && merge.saved_seconds < merge.merge_seconds);
+        // Writes under a buffer extend the stretch and leave the reads' prices as they were: the
+        // saving counts the reads alone.
+        let reads_alone = for_reads(&options, &unsettled(3), &seeks(20_000));
+        let with_writes = for_reads(
+            &options,
+            &unsettled(3),
+            &WorkloadTotals {
+                writes: 5_000,
+                ..seeks(20_000)
+            },
+        );
+        assert_eq!(with_writes.reads_held, 1);
+        let (alone, mixed) = (
+            reads_alone.for_reads.expect("priced"),
+            with_writes.for_reads.expect("priced"),
+        );
+        assert!((alone.as_is_ops - mixed.as_is_ops).abs() < 1e-9 * alone.as_is_ops);
+        assert!((alone.one_run_ops - mixed.one_run_ops).abs() < 1e-9 * alone.one_run_ops);
+        assert!((alone.saved_seconds - mixed.saved_seconds).abs() < 1e-9 * alone.saved_seconds);
         // An interval whose seeks alone pay for the merge merges at the stretch's first
         // decision, confirmations or not.
         let confirming = AutoTuneOptions {
