@@ -502,6 +502,49 @@ fn concurrent_decisions_that_merge_for_reads_beside_readers_and_a_close_all_retu
 }
 
 #[test]
+fn writes_that_resume_during_a_merge_for_reads_are_kept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = filled_and_reopened(dir.path(), priced());
+    seek(&db, 2_000, 20_000);
+    // The writer starts as soon as a decision asking for a merge is recorded: the merge runs
+    // after the record, so the writes meet it running.
+    let writer = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            while !db.auto_tune_history().iter().any(|d| d.merges_for_reads()) {
+                assert!(
+                    started.elapsed() < Duration::from_secs(60),
+                    "no merge asked for"
+                );
+                std::thread::yield_now();
+            }
+            let mut acknowledged = Vec::new();
+            for i in 0..5_000u64 {
+                match db.put(key(100_000 + i), [9u8; 100]) {
+                    Ok(()) => acknowledged.push(100_000 + i),
+                    Err(Error::Closed) => break,
+                    Err(error) => panic!("put: {error}"),
+                }
+            }
+            acknowledged
+        })
+    };
+    let decision = db.auto_tune_now().expect("decides");
+    assert!(decision.merges_for_reads(), "{decision}");
+    let acknowledged = writer.join().expect("the writer returned");
+    assert_eq!(acknowledged.len(), 5_000);
+    db.close().expect("close");
+    // Every key of the fill and every acknowledged write, after a reopen.
+    let db = Db::open(dir.path(), options(None)).expect("reopen");
+    for i in (0..20_000).chain(acknowledged) {
+        let expected: &[u8] = if i < 20_000 { &[7u8; 100] } else { &[9u8; 100] };
+        assert_eq!(db.get(key(i)).expect("get").as_deref(), Some(expected));
+    }
+    db.close().expect("close");
+}
+
+#[test]
 fn bad_settings_and_read_only_databases_are_typed_errors() {
     let dir = tempfile::tempdir().expect("tempdir");
     for bad in [
