@@ -440,6 +440,15 @@ mod tests {
             .apply_to(Options::default())
             .expect("applies");
         assert_eq!(again.auto_tune, Some(auto_tune));
+        // Early decisions off, by name.
+        let cadence_alone = OptionsFile::parse("[auto_tune]\nearly_decisions_after = 0\n")
+            .expect("parses")
+            .apply_to(Options::default())
+            .expect("applies");
+        assert_eq!(
+            cadence_alone.auto_tune.map(|a| a.early_decisions_after),
+            Some(0)
+        );
         assert!(OptionsFile::default()
             .apply_to(Options::default())
             .expect("applies")
@@ -450,6 +459,7 @@ mod tests {
             "[auto_tune]\nconfirmations = 0\n",
             "[auto_tune]\nmin_gian = 0.2\n",
             "[auto_tune]\nseconds_per_read = -1.0\n",
+            "[auto_tune]\nearly_decisions_after = -1\n",
         ] {
             let result = OptionsFile::parse(bad).and_then(|file| file.apply_to(Options::default()));
             assert!(matches!(result, Err(Error::InvalidArgument(_))), "{bad}");

@@ -55,7 +55,20 @@ fn by_hand() -> AutoTuneOptions {
     AutoTuneOptions {
         every_operations: u64::MAX,
         every_seconds: 0.0,
+        early_decisions_after: 0,
         ..eager()
+    }
+}
+
+/// Waits up to a minute for the background thread to have taken `decisions` decisions in all.
+fn wait_for_decisions(db: &Db, decisions: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while db.auto_tune_history().len() < decisions {
+        assert!(
+            Instant::now() < deadline,
+            "no decision {decisions} within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -277,6 +290,42 @@ fn the_background_thread_decides_after_so_many_seconds_when_operations_are_slow(
     db.close().expect("close");
 }
 
+#[test]
+fn a_change_of_mix_is_decided_at_once_and_the_same_mix_waits_for_the_cadence() {
+    // No cadence: the background thread decides early or not at all.
+    let early = AutoTuneOptions {
+        early_decisions_after: 2_000,
+        ..by_hand()
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(Some(early))).expect("open");
+    load(&db, 5_000);
+    // Nothing to change from before a first decision; this one sees the writes.
+    let first = db.auto_tune_now().expect("decides");
+    assert!(first.mix.expect("a mix").updates > 0.99, "{first}");
+    // Lookups after writes: fewer than 2,000 are not decided on, however long they wait ...
+    read(&db, 1_500, 5_000);
+    std::thread::sleep(Duration::from_millis(1_000));
+    assert_eq!(db.auto_tune_history().len(), 1);
+    // ... 2,000 are, in the background.
+    read(&db, 500, 5_000);
+    wait_for_decisions(&db, 2);
+    let second = db.auto_tune_history()[1].clone();
+    assert_eq!(second.operations, 2_000, "{second}");
+    assert!(second.mix.expect("a mix").point_lookups > 0.99, "{second}");
+    // More of the same mix waits for the cadence, here never.
+    read(&db, 10_000, 5_000);
+    std::thread::sleep(Duration::from_millis(1_000));
+    assert_eq!(db.auto_tune_history().len(), 2);
+    // Early decisions off: none for a change of mix either.
+    db.close().expect("close");
+    let db = Db::open(dir.path(), options(Some(by_hand()))).expect("reopen");
+    load(&db, 5_000);
+    std::thread::sleep(Duration::from_millis(1_000));
+    assert_eq!(db.auto_tune_history().len(), 2);
+    db.close().expect("close");
+}
+
 /// Decisions at most every so often as their time allows: with a share of a core so small that
 /// any decision (a manifest write at least, microseconds) holds the next back for over a quarter
 /// of an hour, one decision however many operations follow; with the whole core, several. Both
@@ -412,6 +461,54 @@ fn a_stretch_of_seeks_merges_the_tree_into_one_run_and_loses_nothing() {
         log.contains("merged the tree into one run for reads"),
         "{log}"
     );
+}
+
+#[test]
+fn a_merge_for_reads_that_has_not_paid_yet_is_decided_again_once_it_has() {
+    // The test takes the stretch's first decision; the background thread, without a cadence
+    // and never early for a change of mix, takes the one the merge's price sets.
+    let waiting = AutoTuneOptions {
+        confirmations: 2,
+        early_decisions_after: u64::MAX,
+        ..priced()
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = filled_and_reopened(dir.path(), waiting);
+    let before = runs(&db);
+    seek(&db, 20, 20_000);
+    let first = db.auto_tune_now().expect("decides");
+    let merge = first
+        .for_reads
+        .unwrap_or_else(|| panic!("a merge priced: {first}"));
+    assert!(!merge.merged, "{first}");
+    let after = merge
+        .pays_after
+        .unwrap_or_else(|| panic!("it would pay: {first}"));
+    assert!(after > 1, "{first}");
+    // One seek short of paying: no decision.
+    seek(&db, after - 1, 20_000);
+    std::thread::sleep(Duration::from_millis(1_000));
+    assert_eq!(db.auto_tune_history().len(), 2, "{first}");
+    assert_eq!(runs(&db), before);
+    // The seek that pays: the background thread decides, merges, and loses nothing.
+    seek(&db, 1, 20_000);
+    wait_for_decisions(&db, 3);
+    let second = db.auto_tune_history()[2].clone();
+    assert_eq!(second.operations, after, "{second}");
+    assert_eq!(second.reads_held_operations, 20 + after, "{second}");
+    assert!(second.merges_for_reads(), "{second}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while runs(&db) > 1 {
+        assert!(Instant::now() < deadline, "no merge within 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for i in 0..20_000 {
+        assert_eq!(
+            db.get(key(i)).expect("get").as_deref(),
+            Some(&[7u8; 100][..])
+        );
+    }
+    db.close().expect("close");
 }
 
 #[test]

@@ -282,6 +282,12 @@ pub struct BenchArgs {
     /// engine's default) or `off`. Implies `--auto-tune`.
     #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
     pub auto_tune_merge_for_reads: Option<bool>,
+    /// Operations after which auto-tune decides at once when the mix changed since its last
+    /// decision; it also decides as soon as a merge for reads would pay
+    /// (`AutoTuneOptions::early_decisions_after`; default the engine's, 5,000; 0: only every
+    /// `--auto-tune-every` operations or `--auto-tune-every-seconds`). Implies `--auto-tune`.
+    #[arg(long, value_name = "OPS")]
+    pub auto_tune_early_after: Option<u64>,
     /// Size of an index partition of Strata's partitioned tables (`Options::metadata_block_bytes`;
     /// default Strata's own, 4 KiB).
     #[arg(long, value_parser = parse_bytes)]
@@ -698,7 +704,8 @@ impl BenchConfig {
                 || args.auto_tune_every.is_some()
                 || args.auto_tune_every_seconds.is_some()
                 || args.auto_tune_max_processor_share.is_some()
-                || args.auto_tune_merge_for_reads.is_some())
+                || args.auto_tune_merge_for_reads.is_some()
+                || args.auto_tune_early_after.is_some())
             .then(|| {
                 let defaults = strata::model::auto_tune::AutoTuneOptions::default();
                 strata::model::auto_tune::AutoTuneOptions {
@@ -712,6 +719,9 @@ impl BenchConfig {
                     compact_for_reads: args
                         .auto_tune_merge_for_reads
                         .unwrap_or(defaults.compact_for_reads),
+                    early_decisions_after: args
+                        .auto_tune_early_after
+                        .unwrap_or(defaults.early_decisions_after),
                     ..defaults
                 }
             }),

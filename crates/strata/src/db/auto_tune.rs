@@ -7,7 +7,8 @@
 //! last decisions and a restart resumes the hysteresis where it was.
 //!
 //! Decisions are taken by a background thread every `every_operations` operations, or after
-//! `every_seconds` with fewer (it looks at the operation count every [`POLL`]), but no sooner
+//! `every_seconds` with fewer, or sooner when the mix changes or a merge for reads would pay
+//! (`AutoTuneState::due_early`; it looks at the operation count every [`POLL`]), but no sooner
 //! after the last than its time allows (`max_processor_share`); or at once by
 //! `Db::auto_tune_now` (`strata tune --apply`). One decision runs at a time (the state's lock).
 
@@ -323,15 +324,18 @@ impl DbInner {
 
     /// True when the background thread should decide: enough operations since the last
     /// decision, or some operations and `every_seconds` since `since` (the last decision's
-    /// time, or the thread's start).
+    /// time, or the thread's start), or earlier when the mix changed or a merge for reads
+    /// would pay ([`AutoTuneState::due_early`]).
     fn auto_tune_due(&self, options: &AutoTuneOptions, since: Instant) -> bool {
-        let done = AutoTuneState::operations(&self.workload());
-        let last = self.auto_tune.lock().operations_at_last;
-        let served = done.saturating_sub(last);
+        let totals = self.workload();
+        let state = self.auto_tune.lock();
+        let interval = state.interval(&totals);
+        let served = AutoTuneState::operations(&interval);
         served >= options.every_operations
             || (served > 0
                 && options.every_seconds > 0.0
                 && since.elapsed().as_secs_f64() >= options.every_seconds)
+            || state.due_early(options, &interval, self.view.load().version.entries())
     }
 }
 

@@ -51,14 +51,32 @@
 //! with the stretch's before it, fill less than one write buffer: level 0 gains no run;
 //! [`AutoTuneState::reads_held`]), it prices the design in force on the tree as it is (its level-0
 //! runs as they are) against one sorted run (leveling with a single level), for the interval's
-//! reads (its writes meet the design, which the merge does not change). The engine is asked to merge the whole tree into one run (a full compaction) when one run
-//! is at least [`AutoTuneOptions::min_gain`] faster, the time it saves over the stretch's horizon
-//! (as many intervals as the stretch has held, at most [`AutoTuneOptions::horizon_intervals`])
-//! exceeds the merge's (every entry rewritten once by one job, at the merges' measured seconds
-//! per entry, else its pages at the device's costs), and the stretch has held for
+//! reads (its writes meet the design, which the merge does not change). The engine is asked to
+//! merge the whole tree into one run (a full compaction) when one run is at least
+//! [`AutoTuneOptions::min_gain`] faster, the time it saves over the stretch's horizon (the
+//! operations the stretch has served, at most [`AutoTuneOptions::horizon_intervals`] of this
+//! interval's) exceeds the merge's (every entry rewritten once by one job, at the merges'
+//! measured seconds per entry, else its pages at the device's costs), and the stretch has held for
 //! [`AutoTuneOptions::confirmations`] decisions or the merge pays for itself within the one
 //! interval just measured. The design is not switched: the next writes build on the one run
 //! under the same policy. [`AutoTuneOptions::compact_for_reads`] turns it off.
+//!
+//! **When a decision is due.** Every [`AutoTuneOptions::every_operations`] operations, or after
+//! [`AutoTuneOptions::every_seconds`] with fewer; and sooner in two cases
+//! ([`AutoTuneState::due_early`]; [`AutoTuneOptions::early_decisions_after`] 0 turns both off):
+//! - the operations since the last decision, once there are
+//!   [`AutoTuneOptions::early_decisions_after`] of them, are not that decision's mix (within
+//!   [`MIX_TOLERANCE`]): a phase that changes the mix is priced at its start. The first such
+//!   decision sees the old mix's tail with the new one's start, so the next, on the new mix
+//!   alone, usually follows as soon;
+//! - the last decision priced a merge for reads that gains at least
+//!   [`AutoTuneOptions::min_gain`] but has not paid yet, and the operations it said the stretch
+//!   still needs to pay for it ([`ReadMerge::pays_after`]) were served. This is the ski-rental
+//!   rule: merge once what the unmerged runs have cost the stretch's reads reaches the merge's
+//!   price. As priced, the stretch then pays (in slower reads and the merge) at most twice what
+//!   the better of merging at its start and never merging would have cost, however long it
+//!   turns out to last. The stretch's horizon counts its operations, since the intervals after
+//!   a change of mix are uneven.
 //!
 //! A tree smaller than [`AutoTuneOptions::max_size_ratio`] write buffers is kept as it is: some
 //! candidates are a single level there, where the per-level formulas rank how the levels round
@@ -140,13 +158,20 @@ pub struct AutoTuneOptions {
     /// Merge the whole tree into one sorted run when a stretch of reads is predicted to save more
     /// than the merge costs (module documentation, "Merging for reads"); `false` never does.
     pub compact_for_reads: bool,
+    /// Decisions before `every_operations` and `every_seconds` (module documentation, "When a
+    /// decision is due"): at once when at least this many operations since the last decision
+    /// are not that decision's mix (a share moved by more than [`MIX_TOLERANCE`]), so a phase
+    /// that changes the mix is priced at its start; and when the operations a merge for reads
+    /// needed to pay for itself were served ([`ReadMerge::pays_after`]). 0 decides at the
+    /// cadence alone.
+    pub early_decisions_after: u64,
 }
 
 impl Default for AutoTuneOptions {
-    /// A decision every 250,000 operations or 60 seconds, taking at most 5% of a core; a switch
-    /// for 10% or more, confirmed twice, paid back within 20 intervals, to a size ratio of at
-    /// most 16; merges for reads on; the device `strata tune` assumes by default (100 µs reads,
-    /// writes and merge reads alike, 4 KiB pages).
+    /// A decision every 250,000 operations or 60 seconds, or after 5,000 when the mix changes,
+    /// taking at most 5% of a core; a switch for 10% or more, confirmed twice, paid back within
+    /// 20 intervals, to a size ratio of at most 16; merges for reads on; the device `strata tune`
+    /// assumes by default (100 µs reads, writes and merge reads alike, 4 KiB pages).
     fn default() -> Self {
         AutoTuneOptions {
             every_operations: 250_000,
@@ -162,6 +187,7 @@ impl Default for AutoTuneOptions {
             page_bytes: 4096.0,
             measured_costs: true,
             compact_for_reads: true,
+            early_decisions_after: 5_000,
         }
     }
 }
@@ -862,6 +888,10 @@ pub struct Decision {
     /// Entries written over those intervals.
     #[serde(default)]
     pub reads_held_writes: u64,
+    /// Operations served over those intervals (0 in records from builds that did not count
+    /// them).
+    #[serde(default)]
+    pub reads_held_operations: u64,
     /// What merging the tree into one run for the stretch of reads was priced at (module
     /// documentation, "Merging for reads"); `None` when it was not priced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -885,6 +915,12 @@ pub struct ReadMerge {
     pub merge_seconds: f64,
     /// True if the engine was asked to merge.
     pub merged: bool,
+    /// When the merge was not asked for but one run gains at least `min_gain`: the operations
+    /// still to serve before the stretch's would pay for the merge (0: they have, and the stretch
+    /// waits for its confirmations). The next decision is due then (module documentation, "When a
+    /// decision is due"). `None` otherwise, and when the horizon's cap would never let it pay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pays_after: Option<u64>,
 }
 
 impl ReadMerge {
@@ -932,6 +968,7 @@ impl Decision {
             point_read_misses: None,
             reads_held: 0,
             reads_held_writes: 0,
+            reads_held_operations: 0,
             for_reads: None,
         }
     }
@@ -1038,7 +1075,12 @@ impl std::fmt::Display for Decision {
                 merge.gain() * 100.0,
                 merge.saved_seconds,
                 merge.merge_seconds,
-                if merge.merged { "merge" } else { "no merge" }
+                match (merge.merged, merge.pays_after) {
+                    (true, _) => "merge".to_string(),
+                    (false, Some(after)) =>
+                        format!("no merge yet, pays after {after} more operations"),
+                    (false, None) => "no merge".to_string(),
+                }
             )?;
         }
         match &self.costs {
@@ -1136,25 +1178,73 @@ impl AutoTuneState {
         }
     }
 
-    /// The stretch of reads this interval extends (`Decision::reads_held`, and the entries
-    /// written over it), when it wrote `writes` entries and a write buffer holds
-    /// `buffer_entries`: one interval more than the last decision's stretch while the stretch's
-    /// writes stay under one buffer; a new stretch of one interval when this one alone stays
-    /// under; none (0) when it does not.
-    pub fn reads_held(&self, writes: u64, buffer_entries: f64) -> (u32, u64) {
-        let (held, written) = match self.history.last() {
-            Some(last) => (last.reads_held, last.reads_held_writes),
-            None => (0, 0),
+    /// The stretch of reads this interval extends (`Decision::reads_held`), when it served
+    /// `interval` and a write buffer holds `buffer_entries`: one interval more than the last
+    /// decision's stretch while the stretch's writes stay under one buffer; a new stretch of one
+    /// interval when this one alone stays under; none when it does not.
+    pub fn reads_held(&self, interval: &WorkloadTotals, buffer_entries: f64) -> ReadsHeld {
+        let before = match self.history.last() {
+            Some(last) => ReadsHeld {
+                intervals: last.reads_held,
+                writes: last.reads_held_writes,
+                operations: last.reads_held_operations,
+            },
+            None => ReadsHeld::default(),
         };
         let under = |entries: u64| (entries as f64) < buffer_entries;
-        let stretch = written.saturating_add(writes);
-        if held > 0 && under(stretch) {
-            (held.saturating_add(1), stretch)
-        } else if under(writes) {
-            (1, writes)
+        let this = ReadsHeld {
+            intervals: 1,
+            writes: interval.writes,
+            operations: AutoTuneState::operations(interval),
+        };
+        let stretch = before.writes.saturating_add(this.writes);
+        if before.intervals > 0 && under(stretch) {
+            ReadsHeld {
+                intervals: before.intervals.saturating_add(1),
+                writes: stretch,
+                operations: before.operations.saturating_add(this.operations),
+            }
+        } else if under(this.writes) {
+            this
         } else {
-            (0, 0)
+            ReadsHeld::default()
         }
+    }
+
+    /// True when a decision is due before `options.every_operations` and
+    /// `options.every_seconds` (module documentation, "When a decision is due") on `interval`,
+    /// what the database served since the last decision, over a tree of `entries` entries:
+    /// - the last decision priced a merge for reads that would pay after `n` more operations
+    ///   ([`ReadMerge::pays_after`]), and `interval` served them (at least one);
+    /// - or `interval` served at least `options.early_decisions_after` and its mix is not the
+    ///   last decision's.
+    ///
+    /// Never when `options.early_decisions_after` is 0.
+    pub fn due_early(
+        &self,
+        options: &AutoTuneOptions,
+        interval: &WorkloadTotals,
+        entries: u64,
+    ) -> bool {
+        let Some(last) = self
+            .history
+            .last()
+            .filter(|_| options.early_decisions_after > 0)
+        else {
+            return false;
+        };
+        let served = AutoTuneState::operations(interval);
+        let merge_pays = last
+            .for_reads
+            .filter(|merge| !merge.merged)
+            .and_then(|merge| merge.pays_after)
+            .is_some_and(|after| served >= after.max(1));
+        let mix_changed = served >= options.early_decisions_after
+            && match (last.mix, mix_of(interval, entries)) {
+                (Some(before), Some(now)) => !before.same_mix_as(&MixRecord::from(now)),
+                _ => false,
+            };
+        merge_pays || mix_changed
     }
 
     /// How far the costs the engine measured moved over the intervals `mix_held` counts (this
@@ -1272,6 +1362,18 @@ pub fn mix_of(totals: &WorkloadTotals, entries: u64) -> Option<Workload> {
     Workload::from_totals(totals, entries)
 }
 
+/// A stretch of reads (`AutoTuneState::reads_held`): intervals in a row whose writes together
+/// fill less than one write buffer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadsHeld {
+    /// Intervals, the last included (0: no stretch).
+    pub intervals: u32,
+    /// Entries written over them.
+    pub writes: u64,
+    /// Operations served over them.
+    pub operations: u64,
+}
+
 /// What a decision asks of the engine: keep the design, or switch to this one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
@@ -1303,12 +1405,13 @@ pub fn decide(
     // includes the decisions a small tree or unmeasured writes kept unpriced.
     let mix_held = mix.map_or(0, |mix| state.mix_held(&MixRecord::from(mix)));
     let buffer_entries = facts.buffer_bits / (facts.entry_bytes * 8.0);
-    let (reads_held, reads_held_writes) = state.reads_held(interval.writes, buffer_entries);
+    let stretch = state.reads_held(interval, buffer_entries);
     let keep = |reason: String, current, candidates| Verdict {
         decision: Decision {
             mix_held,
-            reads_held,
-            reads_held_writes,
+            reads_held: stretch.intervals,
+            reads_held_writes: stretch.writes,
+            reads_held_operations: stretch.operations,
             ..Decision::kept(number, operations, mix, facts.entries, reason)
                 .with(current, candidates)
                 .measured(measured)
@@ -1429,7 +1532,7 @@ pub fn decide(
         .then(|| {
             let stretch = ReadStretch {
                 operations,
-                held: reads_held,
+                held: stretch,
                 costs: &costs,
             };
             merge_for_reads(options, facts, &problem, current, filters, &stretch)
@@ -1439,8 +1542,9 @@ pub fn decide(
         decision: Decision {
             gain,
             mix_held,
-            reads_held,
-            reads_held_writes,
+            reads_held: stretch.intervals,
+            reads_held_writes: stretch.writes,
+            reads_held_operations: stretch.operations,
             for_reads,
             saved_seconds,
             switch_seconds,
@@ -1465,8 +1569,8 @@ pub fn decide(
 struct ReadStretch<'a> {
     /// Operations in the interval just measured.
     operations: u64,
-    /// Intervals the stretch has held, this one included (`Decision::reads_held`).
-    held: u32,
+    /// The stretch, this interval included.
+    held: ReadsHeld,
     /// The costs designs were priced with.
     costs: &'a MeasuredCosts,
 }
@@ -1483,7 +1587,7 @@ fn merge_for_reads(
     filters: FilterAllocatorKind,
     stretch: &ReadStretch<'_>,
 ) -> Option<ReadMerge> {
-    if !options.compact_for_reads || facts.runs_now <= 1 || stretch.held == 0 {
+    if !options.compact_for_reads || facts.runs_now <= 1 || stretch.held.intervals == 0 {
         return None;
     }
     // The merge changes the tree the reads find, not the design the writes meet: both trees are
@@ -1543,22 +1647,51 @@ fn merge_for_reads(
     if !(as_is_ops.is_finite() && as_is_ops > 0.0 && one_run_ops.is_finite() && one_run_ops > 0.0) {
         return None;
     }
-    let horizon = options.horizon_intervals.min(f64::from(stretch.held));
+    // The horizon is the operations the stretch has served (the intervals after a change of mix
+    // are uneven), at most `horizon_intervals` of this interval's.
+    let interval_operations = stretch.operations as f64;
+    let longest = options.horizon_intervals * interval_operations;
+    let horizon = (stretch.held.operations as f64)
+        .max(interval_operations)
+        .min(longest);
     let saved_per_interval = (read_operations * (1.0 / as_is_ops - 1.0 / one_run_ops)).max(0.0);
+    let saved_per_operation = if interval_operations > 0.0 {
+        saved_per_interval / interval_operations
+    } else {
+        0.0
+    };
     let mut merge = ReadMerge {
         runs: facts.runs_now,
         as_is_ops,
         one_run_ops,
-        saved_seconds: saved_per_interval * horizon,
+        saved_seconds: saved_per_operation * horizon,
         merge_seconds: options.full_compaction_seconds(facts, stretch.costs),
         merged: false,
+        pays_after: None,
     };
     // As for a switch, a merge that pays for itself within the interval just measured does not
     // wait for the confirmations.
     let pays_at_once = saved_per_interval > merge.merge_seconds;
-    merge.merged = (stretch.held >= options.confirmations || pays_at_once)
-        && merge.gain() >= options.min_gain
+    let gains = merge.gain() >= options.min_gain;
+    merge.merged = (stretch.held.intervals >= options.confirmations || pays_at_once)
+        && gains
         && merge.saved_seconds > merge.merge_seconds;
+    // Not yet: the stretch pays for the merge once it has served the operations whose saving
+    // is the merge's time (ski rental: buy once the rent paid would have bought).
+    if !merge.merged && gains && saved_per_operation > 0.0 {
+        let needed = merge.merge_seconds / saved_per_operation;
+        if needed.is_finite() && needed <= longest {
+            let served = stretch.held.operations as f64;
+            // The first operation count whose saving exceeds the merge's time; 0 when the
+            // stretch's already does (it waits for its confirmations).
+            let remaining = needed - served;
+            merge.pays_after = Some(if remaining < 0.0 {
+                0
+            } else {
+                remaining.floor() as u64 + 1
+            });
+        }
+    }
     Some(merge)
 }
 
@@ -3267,22 +3400,147 @@ mod tests {
     #[test]
     fn a_stretch_of_reads_lasts_while_its_writes_fill_less_than_one_buffer() {
         let mut state = AutoTuneState::default();
-        let decided = |held: u32, writes: u64| Decision {
+        let decided = |held: u32, writes: u64, operations: u64| Decision {
             reads_held: held,
             reads_held_writes: writes,
+            reads_held_operations: operations,
             ..Decision::kept(1, 1, None, 1, String::new())
         };
-        assert_eq!(state.reads_held(10, 100.0), (1, 10));
-        assert_eq!(state.reads_held(100, 100.0), (0, 0));
-        state.history.push(decided(3, 60));
-        // The stretch goes on while its writes stay under a buffer ...
-        assert_eq!(state.reads_held(39, 100.0), (4, 99));
+        // An interval of `writes` entries written beside 1,000 seeks.
+        let interval = |writes: u64| WorkloadTotals {
+            seeks: 1_000,
+            writes,
+            ..WorkloadTotals::default()
+        };
+        let held = |intervals: u32, writes: u64, operations: u64| ReadsHeld {
+            intervals,
+            writes,
+            operations,
+        };
+        assert_eq!(state.reads_held(&interval(10), 100.0), held(1, 10, 1_010));
+        assert_eq!(state.reads_held(&interval(100), 100.0), held(0, 0, 0));
+        state.history.push(decided(3, 60, 5_000));
+        // The stretch goes on while its writes stay under a buffer, counting its operations ...
+        assert_eq!(state.reads_held(&interval(39), 100.0), held(4, 99, 6_039));
         // ... and a new one starts when they would not, if this interval alone stays under.
-        assert_eq!(state.reads_held(40, 100.0), (1, 40));
-        assert_eq!(state.reads_held(100, 100.0), (0, 0));
+        assert_eq!(state.reads_held(&interval(40), 100.0), held(1, 40, 1_040));
+        assert_eq!(state.reads_held(&interval(100), 100.0), held(0, 0, 0));
         // A buffer of no entries (or an unknown one) holds no stretch.
-        assert_eq!(state.reads_held(0, 0.0), (0, 0));
-        assert_eq!(state.reads_held(0, f64::NAN), (0, 0));
+        assert_eq!(state.reads_held(&interval(0), 0.0), held(0, 0, 0));
+        assert_eq!(state.reads_held(&interval(0), f64::NAN), held(0, 0, 0));
+    }
+
+    #[test]
+    fn a_merge_not_paid_yet_says_when_it_would_and_the_next_decision_is_due_then() {
+        let current = design(CompactionKind::Leveling, 10.0);
+        let options = AutoTuneOptions {
+            min_gain: 0.10,
+            ..quick()
+        };
+        let mut state = AutoTuneState::default();
+        let first = decide(
+            &options,
+            &unsettled(3),
+            &state.interval(&seeks(10_000)),
+            &current,
+            &state,
+        )
+        .expect("decides")
+        .decision;
+        let merge = first.for_reads.expect("priced");
+        assert!(!merge.merged, "{first}");
+        let per_operation = merge.saved_seconds / 10_000.0;
+        let needed = merge.merge_seconds / per_operation;
+        let after = merge.pays_after.expect("it would pay");
+        // The stretch's 10,000 seeks and `after` more save more than the merge's seconds, one
+        // fewer do not.
+        assert_eq!(after, (needed - 10_000.0).floor() as u64 + 1, "{first}");
+        assert!(first
+            .to_string()
+            .contains(&format!("pays after {after} more")));
+        state.record(first, &seeks(10_000));
+        // The next decision is due once `after` more operations were served, not before.
+        let upto = |more: u64| state.interval(&seeks(10_000 + more));
+        assert!(!state.due_early(&options, &upto(after - 1), 1_000_000));
+        assert!(state.due_early(&options, &upto(after), 1_000_000));
+        // Then the stretch has paid for the merge over its uneven intervals, and it merges.
+        let second = decide(&options, &unsettled(3), &upto(after), &current, &state)
+            .expect("decides")
+            .decision;
+        let merge = second.for_reads.expect("priced");
+        assert_eq!(second.reads_held, 2);
+        assert_eq!(second.reads_held_operations, 10_000 + after);
+        assert!(
+            (merge.saved_seconds - per_operation * (10_000 + after) as f64).abs()
+                < 1e-9 * merge.saved_seconds,
+            "{second}"
+        );
+        assert!(merge.merged && merge.pays_after.is_none(), "{second}");
+        state.record(second, &seeks(10_000 + after));
+        // A merge asked for sets no early decision.
+        let later = state.interval(&seeks(20_000 + after));
+        assert!(!state.due_early(&options, &later, 1_000_000));
+        // A gain under `min_gain` sets none either: the merge would never be asked for.
+        let demanding = AutoTuneOptions {
+            min_gain: 1e6,
+            ..options
+        };
+        let small = decide(
+            &demanding,
+            &unsettled(3),
+            &seeks(10_000),
+            &current,
+            &AutoTuneState::default(),
+        )
+        .expect("decides")
+        .decision;
+        assert_eq!(small.for_reads.expect("priced").pays_after, None, "{small}");
+    }
+
+    #[test]
+    fn a_decision_is_due_early_when_the_mix_changes_after_enough_operations() {
+        let options = AutoTuneOptions {
+            early_decisions_after: 5_000,
+            ..quick()
+        };
+        let writes = |writes: u64| WorkloadTotals {
+            writes,
+            ..WorkloadTotals::default()
+        };
+        let entries = 1_000_000;
+        let mut state = AutoTuneState::default();
+        // No decision yet: nothing to change from.
+        assert!(!state.due_early(&options, &seeks(1_000_000), entries));
+        let decided = Decision::kept(
+            1,
+            100_000,
+            mix_of(&writes(100_000), entries),
+            entries,
+            "".into(),
+        );
+        state.record(decided, &writes(100_000));
+        let then = |totals: WorkloadTotals| state.interval(&totals);
+        let seeks_after = |n: u64| WorkloadTotals {
+            writes: 100_000,
+            ..seeks(n)
+        };
+        // Seeks after writes: due at 5,000 operations, not before.
+        assert!(!state.due_early(&options, &then(seeks_after(4_999)), entries));
+        assert!(state.due_early(&options, &then(seeks_after(5_000)), entries));
+        // More writes are the same mix; a few seeks among them too (a share within the
+        // tolerance).
+        assert!(!state.due_early(&options, &then(writes(200_000)), entries));
+        let few = WorkloadTotals {
+            writes: 200_000,
+            ..seeks(5_000)
+        };
+        assert!(!state.due_early(&options, &then(few), entries));
+        // Turned off.
+        let off = AutoTuneOptions {
+            early_decisions_after: 0,
+            ..options
+        };
+        assert!(!state.due_early(&off, &then(seeks_after(1_000_000)), entries));
     }
 
     #[test]
@@ -3296,7 +3554,9 @@ mod tests {
             saved_seconds: 2.0,
             merge_seconds: 1.0,
             merged: true,
+            pays_after: None,
         });
+        decision.reads_held_operations = 7_000;
         let text = toml::to_string(&decision).expect("serializes");
         let back: Decision = toml::from_str(&text).expect("parses");
         assert_eq!(back, decision);
@@ -3311,6 +3571,7 @@ mod tests {
             .collect();
         let back: Decision = toml::from_str(&older).expect("parses");
         assert_eq!((back.reads_held, back.for_reads), (0, None));
+        assert_eq!(back.reads_held_operations, 0);
         assert!(!back.merges_for_reads());
     }
 

@@ -161,10 +161,12 @@ impl StrataEngine {
         settings.extend(access_note);
         if let Some(auto_tune) = &options.auto_tune {
             settings.push(format!(
-                "auto-tune every {} operations or {} s, at most {}% of a core (min gain {}, {} \
-                 confirmations, horizon {} intervals); merges for reads {}",
+                "auto-tune every {} operations or {} s, or after {} on a change of mix, at most \
+                 {}% of a core (min gain {}, {} confirmations, horizon {} intervals); merges for \
+                 reads {}",
                 auto_tune.every_operations,
                 auto_tune.every_seconds,
+                auto_tune.early_decisions_after,
                 auto_tune.max_processor_share * 100.0,
                 auto_tune.min_gain,
                 auto_tune.confirmations,
