@@ -71,12 +71,13 @@
 //!   alone, usually follows as soon;
 //! - the last decision priced a merge for reads that gains at least
 //!   [`AutoTuneOptions::min_gain`] but has not paid yet, and the operations it said the stretch
-//!   still needs to pay for it ([`ReadMerge::pays_after`]) were served. This is the ski-rental
-//!   rule: merge once what the unmerged runs have cost the stretch's reads reaches the merge's
-//!   price. As priced, the stretch then pays (in slower reads and the merge) at most twice what
-//!   the better of merging at its start and never merging would have cost, however long it
-//!   turns out to last. The stretch's horizon counts its operations, since the intervals after
-//!   a change of mix are uneven.
+//!   still needs to pay for it ([`ReadMerge::pays_after`]) were served. The horizon expects
+//!   the stretch to last as many operations again as it has served (the intervals after a change
+//!   of mix are uneven, so it counts operations, not decisions), each saving what this
+//!   interval's do; so while the stretch's reads save alike, the merge comes when what the
+//!   unmerged runs have cost them reaches the merge's price. That is the ski-rental rule: a
+//!   stretch then pays, in slower reads and the merge, at most twice what the better of merging
+//!   at its start and never merging would have cost, however long it turns out to last.
 //!
 //! A tree smaller than [`AutoTuneOptions::max_size_ratio`] write buffers is kept as it is: some
 //! candidates are a single level there, where the per-level formulas rank how the levels round
@@ -1677,7 +1678,7 @@ fn merge_for_reads(
         && gains
         && merge.saved_seconds > merge.merge_seconds;
     // Not yet: the stretch pays for the merge once it has served the operations whose saving
-    // is the merge's time (ski rental: buy once the rent paid would have bought).
+    // exceeds the merge's time (module documentation, "When a decision is due").
     if !merge.merged && gains && saved_per_operation > 0.0 {
         let needed = merge.merge_seconds / saved_per_operation;
         if needed.is_finite() && needed <= longest {
