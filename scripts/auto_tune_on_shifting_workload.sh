@@ -4,7 +4,8 @@
 # buffers and files, direct reads, a 5% block cache) once with each fixed design and once with
 # `--auto-tune` (starting from the default leveling, T = 10), RUNS times in rotating order. Prints
 # each configuration's median ops/s per phase, the whole run's time (the sum over phases of
-# operations over median ops/s), each phase's ratio of auto-tune to the best fixed design, and the
+# operations over median ops/s), each phase's ratio of auto-tune to the best fixed design, each
+# round's whole run for auto-tune against the fastest fixed design of that round, and the
 # design in force as each phase began, and how long auto-tune's decisions took (its info log).
 #
 #   scripts/auto_tune_on_shifting_workload.sh [RUNS] [NUM] [OPS] [EVERY] [STRATA]
@@ -57,17 +58,19 @@ out, runs, num, ops, phases = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), i
 configs = sys.argv[6:]
 def report(config, run):
     return f"{out}/{config.replace(':', '-T')}-run{run}.txt"
-median, trees, designs = {}, {}, {}
+median, trees, designs, per_run = {}, {}, {}, {}
 for config in configs:
     per_phase = {phase: [] for phase in phases}
+    per_run[config] = []
     for run in range(1, runs + 1):
         text = open(report(config, run)).read()
-        seen = set()
+        seen = {}
         for line in text.splitlines():
             fields = line.split()
             if len(fields) > 4 and fields[0] == "strata" and fields[1] in per_phase and fields[1] not in seen:
-                seen.add(fields[1])
+                seen[fields[1]] = float(fields[3])
                 per_phase[fields[1]].append(float(fields[3]))
+        per_run[config].append(seen)
         if run == 1:
             trees[config] = {m.group(1): m.group(2) for m in re.finditer(r"^tree strata before (\S+): ([^,]+, [^,]+),", text, re.M)}
             entering, designs[config] = None, []
@@ -99,6 +102,26 @@ behind = [c.replace(':', ' T=') for c in fixed if seconds(c) <= seconds('auto')]
 print(f"\nWhole run: auto-tune {seconds('auto'):.1f} s; fastest fixed design {fastest.replace(':', ' T=')} {seconds(fastest):.1f} s "
       f"({seconds(fastest) / seconds('auto'):.2f}x auto-tune's time); auto-tune is "
       + ("ahead of every fixed design" if not behind else f"behind {len(behind)} of {len(fixed)} fixed designs: {', '.join(behind)}"))
+# Each round runs every configuration once, in rotating order: the whole run per round is the sum
+# over phases of that run's operations over its ops/s.
+def round_seconds(config, run):
+    served = per_run[config][run]
+    if any(phase not in served for phase in phases):
+        return None
+    return sum((num if phase == "fillrandom" else ops) / served[phase] for phase in phases)
+ahead = 0
+print("\nPer round (each configuration's run of that round; whole run in s):")
+for run in range(runs):
+    mine = round_seconds("auto", run)
+    others = [(round_seconds(c, run), c) for c in fixed if round_seconds(c, run) is not None]
+    if mine is None or not others:
+        print(f"  round {run + 1}: a report lacks a phase")
+        continue
+    best_seconds, best = min(others)
+    ahead += mine < best_seconds
+    print(f"  round {run + 1}: auto-tune {mine:.2f}; fastest fixed design {best.replace(':', ' T=')} {best_seconds:.2f}: "
+          + ("ahead" if mine < best_seconds else f"behind by {mine - best_seconds:.2f}"))
+print(f"Auto-tune ahead of every fixed design in {ahead} of {runs} rounds")
 decided, merges = [], []
 for run in range(1, runs + 1):
     try:
