@@ -155,6 +155,46 @@ fn stress_with_ribbon_partitioned_and_pinned_elastic_filters_finds_no_violation(
     }
 }
 
+/// Auto-tune deciding every 0.2 s, early after 500 operations and whenever a worker asks, its
+/// switches and merges for reads beside the workers, reopens and (in the second run) faults.
+#[test]
+fn stress_with_auto_tune_deciding_often_finds_no_violation() {
+    for (compaction, seed, faults) in [
+        ("leveling", "21", &[][..]),
+        (
+            "tiering",
+            "22",
+            &["--fault-rate", "0.002", "--read-fault-rate", "0.001"][..],
+        ),
+    ] {
+        let mut extra = vec![
+            "--duration",
+            "2",
+            "--keys",
+            "2000",
+            "--reopen-every",
+            "0.7",
+            "--auto-tune",
+        ];
+        extra.extend_from_slice(faults);
+        let report = ok(&stress_args(compaction, "elastic", seed, &extra));
+        assert!(report.contains("no violations"), "{report}");
+        let line = report
+            .lines()
+            .find(|line| line.starts_with("auto-tune: "))
+            .unwrap_or_else(|| panic!("no auto-tune line: {report}"));
+        let numbers: Vec<u64> = line
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|word| word.parse().ok())
+            .collect();
+        let [decisions, asked, _switches, _merges] = numbers[..] else {
+            panic!("four counts expected: {line}");
+        };
+        assert!(decisions > 0 && asked > 0, "{report}");
+        assert!(decisions >= asked, "{report}");
+    }
+}
+
 #[test]
 fn stress_with_write_and_read_faults_loses_nothing_acknowledged() {
     for (compaction, filter_policy, seed) in [

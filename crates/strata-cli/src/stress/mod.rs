@@ -25,6 +25,7 @@ use parking_lot::{Mutex, RwLock};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::env::{FaultInjectionFileSystem, FaultPoint, RandomFaults};
+use strata::model::auto_tune::AutoTuneOptions;
 use strata::{Db, Error, Options, WriteBatch, WriteOptions};
 
 use crate::error::{CliError, CliResult};
@@ -112,6 +113,13 @@ pub struct StressArgs {
     /// default, so that jobs run side by side often.
     #[arg(long, default_value_t = 3)]
     pub max_background_compactions: usize,
+    /// Auto-tune on (`Options::auto_tune`, DESIGN.md §10), deciding far more often than its
+    /// defaults (every 2,000 operations or 0.2 s, early after 500, for any gain that pays, at a
+    /// size ratio of at most 4), so that its switches and merges for reads run beside the
+    /// workers, the reopens and the faults; a tenth of the maintenance operations then ask for a
+    /// decision at once (`Db::auto_tune_now`).
+    #[arg(long)]
+    pub auto_tune: bool,
     /// Crash-test child: the journal of writes (`crash.rs`).
     #[arg(long, hide = true)]
     pub journal: Option<PathBuf>,
@@ -142,6 +150,14 @@ struct Counts {
     verified_after_reopen: AtomicU64,
     /// Filter rebuilds the engine ran, summed over the database's openings.
     filter_rebuilds: AtomicU64,
+    /// Decisions taken by `Db::auto_tune_now` (a call refused in the engine's error state is
+    /// not one).
+    decisions_asked: AtomicU64,
+    /// Auto-tune's decisions in all (the last decision's number, which a reopen resumes) and the
+    /// switches and merges for reads among those the history kept at each close.
+    decisions: AtomicU64,
+    switches_seen: AtomicU64,
+    merges_seen: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -251,6 +267,7 @@ impl Stress {
             .range_filter_bits(args.range_filter_bits)
             .filter_rebuild_bytes_per_sec(args.filter_rebuild_rate)
             .pin_filter_and_index_blocks(args.pin_index_filter)
+            .auto_tune(args.auto_tune.then(often))
             .file_system(Arc::new(self.fs.clone()));
         let options = if args.partitioned {
             options
@@ -601,6 +618,11 @@ impl Stress {
                 bump(&self.counts.waits);
                 ("wait_for_compactions", db.wait_for_compactions())
             }
+            8 if self.args.auto_tune => (
+                "auto_tune_now",
+                db.auto_tune_now()
+                    .map(|_| bump(&self.counts.decisions_asked)),
+            ),
             _ => {
                 bump(&self.counts.compactions);
                 ("compact", db.compact())
@@ -650,6 +672,7 @@ impl Stress {
             self.counts
                 .filter_rebuilds
                 .fetch_add(db.stats().io.filter_rebuilds, Ordering::Relaxed);
+            self.count_decisions(&db);
         }
         self.fs.clear();
         let db = match self.options().and_then(|o| Ok(Db::open(&self.dir, o)?)) {
@@ -762,6 +785,27 @@ impl Stress {
         Ok(())
     }
 
+    /// Counts what auto-tune's history shows of the opening `db` just closed: decisions in all,
+    /// and the switches and merges for reads among the decisions since the last count (the
+    /// history keeps the last few, so a busy opening shows fewer than it made).
+    fn count_decisions(&self, db: &Db) {
+        let counted = self.counts.decisions.load(Ordering::Relaxed);
+        let history = db.auto_tune_history();
+        for decision in history.iter().filter(|d| d.number > counted) {
+            if decision.switched {
+                bump(&self.counts.switches_seen);
+            }
+            if decision.merges_for_reads() {
+                bump(&self.counts.merges_seen);
+            }
+        }
+        if let Some(last) = history.last() {
+            self.counts
+                .decisions
+                .fetch_max(last.number, Ordering::Relaxed);
+        }
+    }
+
     fn report(&self, elapsed: Duration) -> String {
         let c = &self.counts;
         let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
@@ -806,7 +850,18 @@ impl Stress {
             get(&c.read_errors),
             self.fs.injected_faults(),
             get(&c.unverifiable),
-        )
+        ) + &if self.args.auto_tune {
+            format!(
+                "\nauto-tune: {} decisions ({} asked for); among those the history kept at the \
+                 closes, {} switches and {} merges for reads asked of the engine",
+                get(&c.decisions),
+                get(&c.decisions_asked),
+                get(&c.switches_seen),
+                get(&c.merges_seen),
+            )
+        } else {
+            String::new()
+        }
     }
 }
 
@@ -925,6 +980,7 @@ pub fn run(args: &StressArgs, out: &mut dyn std::io::Write) -> CliResult<()> {
             .counts
             .filter_rebuilds
             .fetch_add(db.stats().io.filter_rebuilds, Ordering::Relaxed);
+        stress.count_decisions(&db);
     }
     writeln!(out, "{}", stress.report(elapsed))
         .map_err(|e| CliError::io("writing to stdout", e))?;
@@ -949,6 +1005,23 @@ fn tempfile_dir() -> CliResult<tempfile::TempDir> {
 pub fn journal_path(db: &Path) -> PathBuf {
     db.with_extension("journal")
 }
+/// Auto-tune for `--auto-tune`: decisions far more often than the defaults, a switch for any
+/// gain that pays at once, priced with the device settings (the measured costs of a small
+/// database under faults say little), early decisions after 500 operations.
+fn often() -> AutoTuneOptions {
+    AutoTuneOptions {
+        every_operations: 2_000,
+        every_seconds: 0.2,
+        max_processor_share: 1.0,
+        min_gain: 0.0,
+        confirmations: 1,
+        max_size_ratio: 4.0,
+        measured_costs: false,
+        early_decisions_after: 500,
+        ..AutoTuneOptions::default()
+    }
+}
+
 /// Parses `--filter-family`.
 fn parse_filter_family(text: &str) -> Result<strata::FilterFamilies, String> {
     strata::FilterFamilies::parse(text).map_err(|error| error.to_string())
