@@ -1591,25 +1591,8 @@ fn merge_for_reads(
     if !options.compact_for_reads || facts.runs_now <= 1 || stretch.held.intervals == 0 {
         return None;
     }
-    // The merge changes the tree the reads find, not the design the writes meet: both trees are
-    // priced on the interval's reads alone (a stretch writes under one buffer; priced as one
-    // level, those writes would each rewrite the whole tree).
-    let w = &problem.workload;
-    let reads = w.point_lookups + w.range_lookups;
-    let total = reads + w.updates;
-    if !(reads > 0.0 && total.is_finite()) {
-        return None;
-    }
-    let reads_only = TuningProblem {
-        workload: Workload {
-            point_lookups: w.point_lookups / reads,
-            range_lookups: w.range_lookups / reads,
-            updates: 0.0,
-            ..*w
-        },
-        ..*problem
-    };
-    let read_operations = stretch.operations as f64 * reads / total;
+    let (reads_only, read_share) = reads_alone(problem)?;
+    let read_operations = stretch.operations as f64 * read_share;
     let problem = &reads_only;
     let buffer_bits = problem.fixed_buffer_bits.unwrap_or(problem.memory_bits);
     let as_is = TuningProblem {
@@ -1677,23 +1660,64 @@ fn merge_for_reads(
     merge.merged = (stretch.held.intervals >= options.confirmations || pays_at_once)
         && gains
         && merge.saved_seconds > merge.merge_seconds;
-    // Not yet: the stretch pays for the merge once it has served the operations whose saving
-    // exceeds the merge's time (module documentation, "When a decision is due").
-    if !merge.merged && gains && saved_per_operation > 0.0 {
-        let needed = merge.merge_seconds / saved_per_operation;
-        if needed.is_finite() && needed <= longest {
-            let served = stretch.held.operations as f64;
-            // The first operation count whose saving exceeds the merge's time; 0 when the
-            // stretch's already does (it waits for its confirmations).
-            let remaining = needed - served;
-            merge.pays_after = Some(if remaining < 0.0 {
-                0
-            } else {
-                remaining.floor() as u64 + 1
-            });
-        }
+    if !merge.merged && gains {
+        merge.pays_after = pays_after(
+            merge.merge_seconds,
+            saved_per_operation,
+            stretch.held.operations,
+            longest,
+        );
     }
     Some(merge)
+}
+
+/// `problem` with its workload's reads alone, and their share of its operations; `None` without
+/// reads. The merge changes the tree the reads find, not the design the writes meet: both trees
+/// are priced on the interval's reads alone (a stretch writes under one buffer; priced as one
+/// level, those writes would each rewrite the whole tree).
+fn reads_alone(problem: &TuningProblem) -> Option<(TuningProblem, f64)> {
+    let w = &problem.workload;
+    let reads = w.point_lookups + w.range_lookups;
+    let total = reads + w.updates;
+    if !(reads > 0.0 && total.is_finite()) {
+        return None;
+    }
+    let reads_only = TuningProblem {
+        workload: Workload {
+            point_lookups: w.point_lookups / reads,
+            range_lookups: w.range_lookups / reads,
+            updates: 0.0,
+            ..*w
+        },
+        ..*problem
+    };
+    Some((reads_only, reads / total))
+}
+
+/// The operations a stretch of reads that has served `served` still has to serve before one
+/// run's saving, `saved_per_operation` seconds each, exceeds a merge of `merge_seconds`
+/// ([`ReadMerge::pays_after`]; module documentation, "When a decision is due"): the first such
+/// count, 0 when the stretch's already does (it waits for its confirmations); `None` when no
+/// saving or a horizon capped at `longest` operations would never pay.
+fn pays_after(
+    merge_seconds: f64,
+    saved_per_operation: f64,
+    served: u64,
+    longest: f64,
+) -> Option<u64> {
+    if saved_per_operation.is_nan() || saved_per_operation <= 0.0 {
+        return None;
+    }
+    let needed = merge_seconds / saved_per_operation;
+    if !(needed.is_finite() && needed <= longest) {
+        return None;
+    }
+    let remaining = needed - served as f64;
+    Some(if remaining < 0.0 {
+        0
+    } else {
+        remaining.floor() as u64 + 1
+    })
 }
 
 /// Why a decision on `workload` keeps the design without pricing it, if it does: the mix has
@@ -3496,6 +3520,20 @@ mod tests {
         .expect("decides")
         .decision;
         assert_eq!(small.for_reads.expect("priced").pays_after, None, "{small}");
+    }
+
+    #[test]
+    fn a_merge_pays_after_the_first_count_whose_saving_exceeds_it() {
+        // One second of merge at a millisecond saved per operation: 1,001 operations in all.
+        assert_eq!(pays_after(1.0, 1e-3, 0, 1e6), Some(1_001));
+        assert_eq!(pays_after(1.0, 1e-3, 600, 1e6), Some(401));
+        // Paid already: due at once, for the confirmations.
+        assert_eq!(pays_after(1.0, 1e-3, 5_000, 1e6), Some(0));
+        // Never: no saving, an unpriced one, or a horizon capped below the count.
+        assert_eq!(pays_after(1.0, 0.0, 0, 1e6), None);
+        assert_eq!(pays_after(1.0, f64::NAN, 0, 1e6), None);
+        assert_eq!(pays_after(1.0, 1e-3, 0, 999.0), None);
+        assert_eq!(pays_after(f64::INFINITY, 1e-3, 0, f64::INFINITY), None);
     }
 
     #[test]
