@@ -257,6 +257,47 @@ fn crash_test_finds_nothing_lost_after_kills_and_named_crash_points() {
     assert!(report.contains("0 violations"), "{report}");
 }
 
+/// Children with auto-tune deciding often: its decisions (manifest writes), switches and merges
+/// for reads are among what the kills and named crash points interrupt, and the decisions
+/// recorded before the crashes are still there after them.
+#[test]
+fn crash_test_with_auto_tune_finds_nothing_lost_and_keeps_the_decisions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = ok(&[
+        "crash-test",
+        "--dir",
+        dir.path().to_str().expect("utf-8 path"),
+        "--iterations",
+        "6",
+        "--compaction",
+        "leveling",
+        "--filter-policy",
+        "uniform,elastic",
+        "--keys",
+        "1000",
+        "--max-kill-ms",
+        "400",
+        "--point-wait-ms",
+        "800",
+        "--auto-tune",
+    ]);
+    assert!(
+        report.contains("6 crash iterations over 2 policy pairs with auto-tune deciding often"),
+        "{report}"
+    );
+    assert!(report.contains("0 violations"), "{report}");
+    let mut decided = 0;
+    for pair in ["leveling-uniform", "leveling-elastic"] {
+        let db = dir.path().join(pair);
+        let stats = ok(&["stats", db.to_str().expect("utf-8 path")]);
+        decided += stats.matches("auto-tune decision").count();
+    }
+    assert!(
+        decided > 0,
+        "no auto-tune decision was kept across the crashes"
+    );
+}
+
 /// A journal claiming an acknowledged write the database does not hold (as if the engine had
 /// lost it): the child's start-up check must report it, with the seed, key and values, and exit
 /// non-zero.

@@ -63,6 +63,10 @@ pub struct CrashTestArgs {
     /// How long a named crash point may take to be reached before the child is killed instead.
     #[arg(long, default_value_t = 3_000)]
     pub point_wait_ms: u64,
+    /// Children run `strata stress --auto-tune`: auto-tune's decisions (each a manifest write),
+    /// switches of merge policy and merges for reads are among what a crash interrupts.
+    #[arg(long)]
+    pub auto_tune: bool,
 }
 
 /// Named crash points: `(operation, file kind, largest skip)`.
@@ -126,6 +130,7 @@ fn child_command(args: &CrashTestArgs, pair: &Pair, db: &Path, seed: u64) -> Cli
         .args(["--sync-fraction", &args.sync_fraction.to_string()])
         .args(["--reopen-every", "0.5"])
         .args(["--write-buffer-bytes", "32768"])
+        .args(args.auto_tune.then_some("--auto-tune"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -372,11 +377,16 @@ pub fn run(args: &CrashTestArgs, out: &mut dyn std::io::Write) -> CliResult<()> 
     write(
         out,
         format!(
-            "{} crash iterations over {pairs_used} policy pairs in {:.0} s: {} SIGKILLs at \
+            "{} crash iterations over {pairs_used} policy pairs{} in {:.0} s: {} SIGKILLs at \
              random moments, {} self-kills at named crash points ({} points not reached in time, then \
              killed), {} children died before their start-up check; {} checks of a database \
              after a crash passed, 0 violations",
             total.iterations,
+            if args.auto_tune {
+                " with auto-tune deciding often"
+            } else {
+                ""
+            },
             start.elapsed().as_secs_f64(),
             total.random_kills,
             total.named_crashes,
