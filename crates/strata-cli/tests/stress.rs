@@ -230,31 +230,49 @@ fn stress_with_write_and_read_faults_loses_nothing_acknowledged() {
     }
 }
 
+/// `strata crash-test` in `dir` over `compaction` x `filter_policy` with `keys` keys, children
+/// killed within `max_kill_ms` and named points waited for 800 ms, plus `extra` flags; its
+/// report, which must end without a violation.
+fn crash_test(
+    dir: &std::path::Path,
+    iterations: &str,
+    pairs: [&str; 2],
+    keys: &str,
+    max_kill_ms: &str,
+    extra: &[&str],
+) -> String {
+    let mut args = vec![
+        "crash-test",
+        "--dir",
+        dir.to_str().expect("utf-8 path"),
+        "--iterations",
+        iterations,
+        "--compaction",
+        pairs[0],
+        "--filter-policy",
+        pairs[1],
+        "--keys",
+        keys,
+        "--max-kill-ms",
+        max_kill_ms,
+        "--point-wait-ms",
+        "800",
+    ];
+    args.extend_from_slice(extra);
+    let report = ok(&args);
+    assert!(report.contains("0 violations"), "{report}");
+    report
+}
+
 #[test]
 fn crash_test_finds_nothing_lost_after_kills_and_named_crash_points() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let report = ok(&[
-        "crash-test",
-        "--dir",
-        dir.path().to_str().expect("utf-8 path"),
-        "--iterations",
-        "8",
-        "--compaction",
-        "leveling,tiering",
-        "--filter-policy",
-        "uniform,mnemosyne-plus",
-        "--keys",
-        "300",
-        "--max-kill-ms",
-        "250",
-        "--point-wait-ms",
-        "800",
-    ]);
+    let pairs = ["leveling,tiering", "uniform,mnemosyne-plus"];
+    let report = crash_test(dir.path(), "8", pairs, "300", "250", &[]);
     assert!(
         report.contains("8 crash iterations over 4 policy pairs"),
         "{report}"
     );
-    assert!(report.contains("0 violations"), "{report}");
 }
 
 /// Children with auto-tune deciding often: its decisions (manifest writes), switches and merges
@@ -263,29 +281,12 @@ fn crash_test_finds_nothing_lost_after_kills_and_named_crash_points() {
 #[test]
 fn crash_test_with_auto_tune_finds_nothing_lost_and_keeps_the_decisions() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let report = ok(&[
-        "crash-test",
-        "--dir",
-        dir.path().to_str().expect("utf-8 path"),
-        "--iterations",
-        "6",
-        "--compaction",
-        "leveling",
-        "--filter-policy",
-        "uniform,elastic",
-        "--keys",
-        "1000",
-        "--max-kill-ms",
-        "400",
-        "--point-wait-ms",
-        "800",
-        "--auto-tune",
-    ]);
+    let pairs = ["leveling", "uniform,elastic"];
+    let report = crash_test(dir.path(), "6", pairs, "1000", "400", &["--auto-tune"]);
     assert!(
         report.contains("6 crash iterations over 2 policy pairs with auto-tune deciding often"),
         "{report}"
     );
-    assert!(report.contains("0 violations"), "{report}");
     let mut decided = 0;
     for pair in ["leveling-uniform", "leveling-elastic"] {
         let db = dir.path().join(pair);
