@@ -103,6 +103,34 @@ fn a_full_disk_fails_writes_clearly_and_a_reopen_after_freeing_space_resumes() {
     db.put(b"after", b"x").expect("writes resume");
 }
 
+/// Found by `strata stress --auto-tune --fault-rate`: after a failed WAL append (the manifest
+/// still writable) `Db::auto_tune_now` took and recorded decisions in the error state, and asked
+/// for merges for reads that could only fail. It is refused with the background error, as
+/// `Db::compact` is, and records nothing.
+#[test]
+fn an_auto_tune_decision_is_refused_in_the_error_state() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fs = FaultInjectionFileSystem::default();
+    let db = Db::open(dir.path(), options(&fs)).expect("open");
+    for i in 0..500 {
+        db.put(key(i), format!("value{i}")).expect("put");
+    }
+    let before = db.auto_tune_now().expect("decides before the fault");
+    fs.arm(FaultPoint {
+        op: FaultOp::Append,
+        file: Some(FileKind::Wal),
+        skip: 0,
+        fault: Fault::Io,
+    });
+    db.put(b"failing", b"x").expect_err("the WAL append fails");
+    for i in 0..500 {
+        db.get(key(i)).expect("reads go on");
+    }
+    assert!(matches!(db.auto_tune_now(), Err(Error::Background(_))));
+    assert_eq!(db.auto_tune_history().last(), Some(&before));
+    db.close().expect("close");
+}
+
 const CRASH_CHILD_DIR: &str = "STRATA_FAULT_CRASH_CHILD_DIR";
 
 /// The child of `a_crash_point_kills_the_process_with_sigkill`: arms a crash point on the third
@@ -241,9 +269,13 @@ fn in_the_error_state_every_call_from_several_threads_returns() {
             let db = Arc::clone(&db);
             let done = done.clone();
             std::thread::spawn(move || {
-                for round in 0..20u32 {
-                    match (t + round as usize) % 5 {
+                for round in 0..24u32 {
+                    match (t + round as usize) % 6 {
                         0 => assert!(db.compact().is_err(), "a full compaction fails"),
+                        5 => assert!(
+                            matches!(db.auto_tune_now(), Err(Error::Background(_))),
+                            "an auto-tune decision is refused"
+                        ),
                         1 => assert!(db.wait_for_compactions().is_err()),
                         2 => assert!(db.flush().is_err()),
                         3 => assert!(matches!(db.put(b"later", b"x"), Err(Error::Background(_)))),

@@ -119,6 +119,9 @@ impl DbInner {
     /// thread holds the next decision back by the decision's time alone.
     pub(crate) fn auto_tune_decide(&self, options: &AutoTuneOptions) -> Result<Decision> {
         self.check_writable()?;
+        if let Some(error) = self.background_error() {
+            return Err(error);
+        }
         options.validate()?;
         let started = Instant::now();
         let mut state = self.auto_tune.lock();

@@ -661,7 +661,9 @@ impl Db {
     /// mix served since the last decision, switches the merge policy and size ratio when the
     /// rules allow, logs the decision in the info log and records it in the manifest. Returns
     /// the decision. `strata tune --apply` calls it. A read-only database gives
-    /// [`Error::ReadOnly`].
+    /// [`Error::ReadOnly`]; in the engine's error state (after a failed write or background job)
+    /// it is refused with that error, as `Db::compact` is: a decision records itself in the
+    /// manifest, and neither a switch nor a merge for reads could run.
     pub fn auto_tune_now(&self) -> Result<crate::model::auto_tune::Decision> {
         let options = self.inner.options.auto_tune.unwrap_or_default();
         self.inner.auto_tune_once(&options)
