@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use strata::env::{Fault, FaultInjectionFileSystem, FaultOp, FaultPoint, FileKind};
+use strata::policy::{CompactionKind, CompactionSettings, FilterAllocatorKind, FilterSettings};
 use strata::{Db, Error, Options};
 
 fn options(fs: &FaultInjectionFileSystem) -> Options {
@@ -131,6 +132,66 @@ fn an_auto_tune_decision_is_refused_in_the_error_state() {
     db.close().expect("close");
 }
 
+/// Noticed beside the auto-tune fix above: a user's `Db::set_compaction_policy` and
+/// `Db::set_filter_allocator` also checked only closed and read-only, so after a failed WAL
+/// append the engine, refusing every write, still appended their switches to the manifest. Both
+/// are refused with the background error and change nothing, and a reopen runs the policies it
+/// ran before.
+#[test]
+fn a_policy_switch_is_refused_in_the_error_state() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fs = FaultInjectionFileSystem::default();
+    let db = Db::open(dir.path(), options(&fs)).expect("open");
+    for i in 0..500 {
+        db.put(key(i), format!("value{i}")).expect("put");
+    }
+    let (policy, allocator) = (db.compaction_policy_name(), db.filter_allocator_name());
+    fs.arm(FaultPoint {
+        op: FaultOp::Append,
+        file: Some(FileKind::Wal),
+        skip: 0,
+        fault: Fault::Io,
+    });
+    db.put(b"failing", b"x").expect_err("the WAL append fails");
+    let switched = db.set_compaction_policy(
+        CompactionKind::Tiering,
+        CompactionSettings::with_size_ratio(4.0),
+    );
+    assert!(
+        matches!(switched, Err(Error::Background(_))),
+        "{switched:?}"
+    );
+    let switched = db.set_filter_allocator(
+        FilterAllocatorKind::Uniform,
+        FilterSettings {
+            bits_per_key: 3.0,
+            compaction: CompactionKind::Leveling,
+            size_ratio: 10.0,
+            expected_entries: 10_000,
+            buffer_entries: 500,
+            budget_bytes: None,
+            disk_modules: None,
+        },
+    );
+    assert!(
+        matches!(switched, Err(Error::Background(_))),
+        "{switched:?}"
+    );
+    assert_eq!(db.compaction_policy_name(), policy);
+    assert_eq!(db.filter_allocator_name(), allocator);
+    db.close().expect("close");
+    drop(db);
+    fs.clear();
+    let db = Db::open(dir.path(), options(&fs)).expect("reopen");
+    assert_eq!(db.compaction_policy_name(), policy);
+    assert_eq!(db.filter_allocator_name(), allocator);
+    assert_eq!(
+        db.get(key(7)).expect("get").as_deref(),
+        Some(&b"value7"[..])
+    );
+    db.close().expect("close");
+}
+
 const CRASH_CHILD_DIR: &str = "STRATA_FAULT_CRASH_CHILD_DIR";
 
 /// The child of `a_crash_point_kills_the_process_with_sigkill`: arms a crash point on the third
@@ -247,7 +308,8 @@ fn short_reads_under_compaction_fail_the_job_and_lose_nothing() {
 /// Once the engine is in its sticky error state, compaction workers start no policy job (each
 /// would fail at once and wake the others to fail in turn), yet every entry point still returns:
 /// several threads at once call `compact` (a queued full compaction still starts, so its ticket
-/// is answered), `wait_for_compactions`, `flush`, `put` and `get`, and then `close`.
+/// is answered), `wait_for_compactions`, `flush`, `put`, `get`, `auto_tune_now` and
+/// `set_compaction_policy`, and then `close`.
 #[test]
 fn in_the_error_state_every_call_from_several_threads_returns() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -264,17 +326,27 @@ fn in_the_error_state_every_call_from_several_threads_returns() {
     });
     db.flush().expect_err("the flush's manifest sync fails");
     let (done, finished) = std::sync::mpsc::channel();
-    let threads: Vec<_> = (0..6)
+    let threads: Vec<_> = (0..7)
         .map(|t| {
             let db = Arc::clone(&db);
             let done = done.clone();
             std::thread::spawn(move || {
-                for round in 0..24u32 {
-                    match (t + round as usize) % 6 {
+                for round in 0..28u32 {
+                    match (t + round as usize) % 7 {
                         0 => assert!(db.compact().is_err(), "a full compaction fails"),
                         5 => assert!(
                             matches!(db.auto_tune_now(), Err(Error::Background(_))),
                             "an auto-tune decision is refused"
+                        ),
+                        6 => assert!(
+                            matches!(
+                                db.set_compaction_policy(
+                                    CompactionKind::Tiering,
+                                    CompactionSettings::with_size_ratio(4.0)
+                                ),
+                                Err(Error::Background(_))
+                            ),
+                            "a policy switch is refused"
                         ),
                         1 => assert!(db.wait_for_compactions().is_err()),
                         2 => assert!(db.flush().is_err()),

@@ -118,10 +118,7 @@ impl DbInner {
     /// for reads is left to [`DbInner::merge_for_reads_if_decided`], so that the background
     /// thread holds the next decision back by the decision's time alone.
     pub(crate) fn auto_tune_decide(&self, options: &AutoTuneOptions) -> Result<Decision> {
-        self.check_writable()?;
-        if let Some(error) = self.background_error() {
-            return Err(error);
-        }
+        self.check_changeable()?;
         options.validate()?;
         let started = Instant::now();
         let mut state = self.auto_tune.lock();

@@ -900,7 +900,7 @@ impl DbInner {
         kind: CompactionKind,
         settings: &CompactionSettings,
     ) -> Result<()> {
-        self.check_writable()?;
+        self.check_changeable()?;
         let policy = kind.build(settings)?;
         let state = Switch::<CompactionKind> {
             configured: self.options.compaction_policy.name(),
@@ -943,7 +943,7 @@ impl DbInner {
         kind: FilterAllocatorKind,
         settings: &FilterSettings,
     ) -> Result<()> {
-        self.check_writable()?;
+        self.check_changeable()?;
         if kind.needs_access_statistics() && self.merlin.is_none() {
             return Err(Error::InvalidArgument(format!(
                 "filter allocator {kind} needs per-file access statistics, which this database \

@@ -475,7 +475,7 @@ impl Db {
     /// in the manifest: a reopen with the same `Options` keeps it, a reopen whose options name a
     /// different policy runs that one instead (`db/policy_switch.rs`). An invalid setting is
     /// [`Error::InvalidArgument`] and changes nothing; a read-only database gives
-    /// [`Error::ReadOnly`].
+    /// [`Error::ReadOnly`], and one that refuses writes after a failure its background error.
     pub fn set_compaction_policy(
         &self,
         kind: crate::policy::CompactionKind,
@@ -492,7 +492,7 @@ impl Db {
     /// [`Db::set_compaction_policy`], with the same rule on reopen. An allocator that needs
     /// access statistics (Mnemosyne+) on a database that keeps none, or an invalid setting, is
     /// [`Error::InvalidArgument`] and changes nothing; a read-only database gives
-    /// [`Error::ReadOnly`].
+    /// [`Error::ReadOnly`], and one that refuses writes after a failure its background error.
     pub fn set_filter_allocator(
         &self,
         kind: crate::policy::FilterAllocatorKind,
@@ -823,6 +823,18 @@ impl DbInner {
             return Err(Error::ReadOnly);
         }
         Ok(())
+    }
+
+    /// `check_writable`, and the background error if there is one: for the calls that change
+    /// the database beyond a write (a policy switch, an auto-tune decision, a filter rewrite),
+    /// which a database that refuses writes refuses too, as it does `Db::compact`
+    /// (docs/decisions/sticky-errors.md).
+    pub(crate) fn check_changeable(&self) -> Result<()> {
+        self.check_writable()?;
+        match self.background_error() {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
     }
 
     /// The oldest sequence number any live snapshot reads at (or the newest, if none).

@@ -91,10 +91,7 @@ impl Db {
     ///   (DESIGN.md §4, the file is its own lower input), so the recent window restarts.
     /// * The memtables are not flushed: their contents are not in table files.
     pub fn rewrite_filters(&self, bits_for: &dyn Fn(&FileMetadata) -> f64) -> Result<()> {
-        self.inner.check_writable()?;
-        if let Some(error) = self.inner.background_error() {
-            return Err(error);
-        }
+        self.inner.check_changeable()?;
         // One rewrite at a time: a second one planned against the same tree would name files
         // the first has replaced.
         let _rewriting = self.inner.filter_rewrite_lock.lock();
