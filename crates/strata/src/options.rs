@@ -194,7 +194,9 @@ pub struct Options {
     /// hysteresis
     /// (`strata::model::auto_tune`). Every decision is logged in the info log, shown by
     /// `Stats::auto_tune`, and kept in the manifest so a restart resumes it. Default `None`
-    /// (off): it has not yet been measured to beat a fixed design on every workload.
+    /// (off): on a shifting workload it finishes ahead of every fixed design, but phases shorter
+    /// than a switch takes to pay run more than 10% behind that phase's best fixed design
+    /// (docs/BENCHMARKS.md, recipe 38).
     pub auto_tune: Option<crate::model::auto_tune::AutoTuneOptions>,
     /// The file system all I/O goes through. Default: the operating system's.
     pub file_system: Arc<dyn FileSystem>,
