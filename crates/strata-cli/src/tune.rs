@@ -77,8 +77,10 @@ pub struct TuneArgs {
     /// given), `cpu-seek-run-us` per run a range lookup seeks (the iterator's whole time over
     /// the runs it positions in; 0, the default, prices a range lookup as a lookup and a run
     /// probed per run), `cpu-block-us` per data block a point lookup searches beyond its run's
-    /// probe (0 when not given), `merge-threads` (threads merges run on beside the operations;
-    /// 0, the default, charges merges to the operations as Monkey does) and `flush-us` (a
+    /// probe (0 when not given), `merge-threads` (threads merges run on beside the operations,
+    /// their pages sharing the device with the lookups' reads; 0, the default here, charges
+    /// merges to the operations as Monkey does; `--measure-device` prices them beside the
+    /// operations on the compaction threads the foreground leaves a processor) and `flush-us` (a
     /// flush's fixed cost: creating, syncing and installing its file; 0 when not given). Default `read-us=100,write-us=100,page-bytes=4096` with no processor costs, or
     /// what `--measure-device` measures.
     #[arg(long)]
@@ -435,7 +437,7 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
                 spread.device, spread.processor, spread.flush, spread.device, spread.processor, spread.flush
             ));
             lines.push(format!(
-                "processor measured on the engine: {:.3} us per lookup, {:.3} us per run probed, {:.3} us per run sought, {:.3} us per block searched, {:.3} us per update, {:.3} us per entry merged, {:.0} us per flush, merges charged to the operations: cpu-lookup-us={:.3},cpu-run-us={:.3},cpu-seek-run-us={:.3},cpu-block-us={:.3},cpu-update-us={:.3},cpu-merge-us={:.3},flush-us={:.0}",
+                "processor measured on the engine: {:.3} us per lookup, {:.3} us per run probed, {:.3} us per run sought, {:.3} us per block searched, {:.3} us per update, {:.3} us per entry merged, {:.0} us per flush, merges on {} thread(s) beside the operations: cpu-lookup-us={:.3},cpu-run-us={:.3},cpu-seek-run-us={:.3},cpu-block-us={:.3},cpu-update-us={:.3},cpu-merge-us={:.3},flush-us={:.0},merge-threads={}",
                 cpu.seconds_per_lookup * 1e6,
                 cpu.seconds_per_run_probed * 1e6,
                 cpu.seconds_per_run_sought * 1e6,
@@ -443,13 +445,15 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
                 cpu.seconds_per_update * 1e6,
                 cpu.seconds_per_entry_merged * 1e6,
                 cpu.seconds_per_flush * 1e6,
+                cpu.merge_threads,
                 cpu.seconds_per_lookup * 1e6,
                 cpu.seconds_per_run_probed * 1e6,
                 cpu.seconds_per_run_sought * 1e6,
                 cpu.seconds_per_block_searched * 1e6,
                 cpu.seconds_per_update * 1e6,
                 cpu.seconds_per_entry_merged * 1e6,
-                cpu.seconds_per_flush * 1e6
+                cpu.seconds_per_flush * 1e6,
+                cpu.merge_threads
             ));
             Device {
                 cpu,

@@ -25,8 +25,8 @@
 //! difference per run is the cost of probing a run, the rest the cost of a lookup); a full
 //! compaction of the runs timed, less the page writes the device probe charges, per entry;
 //! flushes of a single entry timed (a flush's fixed cost: its file created, synced and
-//! installed). Merges stay charged to the operations (`merge_threads` 0, Monkey's serial
-//! model): see `measure_processor`.
+//! installed). Merges are priced beside the operations, on the threads the foreground leaves a
+//! processor: see `measure_processor`.
 
 use std::path::Path;
 use std::time::Instant;
@@ -34,7 +34,7 @@ use std::time::Instant;
 use rand::{Rng, SeedableRng};
 use strata::env::{FileSystem, RealFileSystem};
 use strata::model::ties::CostSpread;
-use strata::model::tuner::{CpuCosts, Device, Workload};
+use strata::model::tuner::{merge_threads_beside, CpuCosts, Device, Workload};
 use strata::stats::MIN_WINDOW_QUERIES;
 use strata::WorkloadMix;
 use strata::{Db, Options, WorkloadTotals};
@@ -352,11 +352,14 @@ fn processor_probe(
         seconds_per_entry_merged: ((compaction - written_pages * seconds_per_page_written)
             / entries)
             .max(0.0),
-        // Merges are charged to the operations (Monkey's serial model): on this 2-processor
-        // machine the model with merges beside the operations (one thread) predicted 1.8x the
-        // measured throughput of an update-heavy mix (docs/BENCHMARKS.md, "The tuner's
-        // recommendation against its runners-up"); `--device merge-threads=K` sets it.
-        merge_threads: 0.0,
+        // Merges beside the operations, on the engine's compaction threads that the foreground
+        // leaves a processor (`tuner::merge_threads_beside`), their page I/O on the device the
+        // lookups read from (`tuner::foreground_beside_merges`); `--device merge-threads=0`
+        // charges them to the operations as Monkey does.
+        merge_threads: merge_threads_beside(
+            Options::default().max_background_compactions,
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+        ),
         seconds_per_flush: flushes[flushes.len() / 2],
     };
     Ok(MeasuredProcessor {

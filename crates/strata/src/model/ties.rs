@@ -23,8 +23,10 @@
 //! least from them. A workload without updates keeps the model's best.
 //!
 //! The check is exact for the model: with merges charged to the operations a design's seconds
-//! are linear in each cost, and with merges on their own threads the larger of two such sums, so
-//! moving one cost by a factor `k` moves every design's seconds by a factor between 1 and `k`;
+//! are linear in each cost, and with merges on their own threads the larger of a sum and the
+//! foreground's seconds beside them (`tuner::foreground_beside_merges`, homogeneous of degree one
+//! and nondecreasing in each cost), so moving one cost by a factor `k` moves every design's
+//! seconds by a factor between 1 and `k`;
 //! a design slower than the best by more than the largest spread cannot tie and is not
 //! re-evaluated. (EcoTune's round depends on the throughput itself, so for it the check is the
 //! model's at the moved costs, as for every design.)

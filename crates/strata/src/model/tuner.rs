@@ -207,8 +207,10 @@ pub struct Device {
 /// (Strata, RocksDB) runs them beside the operations instead: with `merge_threads = k > 0`, an
 /// operation costs `max(foreground, background / k)` seconds, the foreground being its lookups'
 /// I/Os and processor time and its updates' insert, the background its merges' page reads and
-/// writes (`W * Omega`) and their processor time. Merges then cost throughput only once they
-/// cannot keep up.
+/// writes (`W * Omega`) and their processor time. The merges have their own threads but share the
+/// device, so the foreground's reads wait behind their pages ([`foreground_beside_merges`]):
+/// merges cost a workload whose lookups read from the device nearly their device time, one
+/// served from memory nothing until they cannot keep up.
 ///
 /// `strata tune --measure-device` measures them on the engine itself.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -822,9 +824,10 @@ fn price(
         / total;
     let cpu_seconds = foreground_cpu + merge_cpu;
     let seconds = if cpu.merge_threads > 0.0 {
-        let merge_io = w.updates * u / total;
-        let foreground = (theta - merge_io) * omega + foreground_cpu;
-        let background = (merge_io * omega + merge_cpu) / cpu.merge_threads;
+        let merge_device = w.updates * u / total * omega;
+        let foreground_reads = theta * omega - merge_device;
+        let foreground = foreground_beside_merges(foreground_cpu, foreground_reads, merge_device);
+        let background = (merge_device + merge_cpu) / cpu.merge_threads;
         foreground.max(background)
     } else {
         theta * omega + cpu_seconds
@@ -848,6 +851,32 @@ fn price(
         },
         writes: WritePricing::of(replayed, shape.merges),
     })
+}
+
+/// Threads merges run on beside the operations when their processor costs were measured alone
+/// (`strata tune --measure-device`): the engine's compaction threads, at most the processors one
+/// foreground thread leaves, at least one.
+pub fn merge_threads_beside(compaction_threads: usize, processors: usize) -> f64 {
+    compaction_threads.min(processors.saturating_sub(1)).max(1) as f64
+}
+
+/// An operation's foreground seconds beside merges on their own threads that keep the device
+/// busy `merges` seconds per operation: `cpu` seconds of the processor and `reads` seconds of
+/// device reads when the device is its own. The processor is not shared (the merges have their
+/// threads), the device is: a read that finds it busy with a merge's pages waits, so each read
+/// takes `1 / (1 - u)` of its time alone, `u = merges / s` the share of the time the device spends
+/// on merges (a single server's waiting, as in M/M/1). Then `s = cpu + reads / (1 - merges / s)`,
+/// the larger root of `s^2 - (cpu + reads + merges) s + cpu * merges = 0`. Without merges it is
+/// `cpu + reads`; without reads, `max(cpu, merges)` (the device cannot merge more than it has
+/// time for); in between, a workload whose lookups read from the device pays nearly all its
+/// merges' device time (Monkey's serial charge), one whose lookups are served from memory nearly
+/// none. Homogeneous of degree one and nondecreasing in each argument, so a cost moved by a
+/// factor moves the seconds by at most that factor (`model::ties` relies on it).
+pub fn foreground_beside_merges(cpu: f64, reads: f64, merges: f64) -> f64 {
+    let (cpu, reads, merges) = (cpu.max(0.0), reads.max(0.0), merges.max(0.0));
+    // (cpu + reads + merges)^2 - 4 cpu merges, written so that no term cancels another.
+    let discriminant = (cpu - merges).powi(2) + reads * (reads + 2.0 * (cpu + merges));
+    (cpu + reads + merges + discriminant.sqrt()) / 2.0
 }
 
 /// Data blocks per range lookup of `w` that `problem`'s block cache serves on `trees` (the
@@ -1867,8 +1896,9 @@ mod tests {
                 "{u} {merges}"
             );
         }
-        // Merges beside the operations: an update-only workload costs the larger of its insert
-        // and its merges over the threads; a lookup-only one is unchanged.
+        // Merges beside the operations: an update-only workload costs the larger of its insert,
+        // its merges' device time (one device, however many threads) and its merges over the
+        // threads; a lookup-only one is unchanged.
         let threads = |k: f64, workload: Workload| TuningProblem {
             device: Device {
                 cpu: CpuCosts {
@@ -1886,7 +1916,8 @@ mod tests {
             let background = p.update_io * 1e-4 + 5e-7 * merges;
             for k in [1.0, 2.0] {
                 let beside = evaluate(&threads(k, updates), policy, t, buffer).expect("ok");
-                let expected = 1.0 / f64::max(3e-6, background / k);
+                let device = p.update_io * 1e-4;
+                let expected = 1.0 / f64::max(3e-6, device).max(background / k);
                 let got = beside.predicted.throughput_ops;
                 assert!(
                     (got - expected).abs() <= 1e-9 * expected,
@@ -2745,6 +2776,108 @@ mod tests {
             block_cache_bytes: 0.0,
             point_read_miss_share: 1.0,
         }
+    }
+
+    /// An operation's foreground beside merges that share its device: the limits, the waiting
+    /// reads' fixed point, and the properties `model::ties` relies on.
+    #[test]
+    fn reads_wait_behind_merges_on_the_shared_device() {
+        assert_eq!(foreground_beside_merges(3.0, 0.0, 0.0), 3.0);
+        assert!((foreground_beside_merges(3.0, 2.0, 0.0) - 5.0).abs() < 1e-12);
+        // Without reads the device still cannot merge more than the time it has.
+        assert!((foreground_beside_merges(3.0, 0.0, 5.0) - 5.0).abs() < 1e-12);
+        assert!((foreground_beside_merges(6.0, 0.0, 5.0) - 6.0).abs() < 1e-12);
+        for (cpu, reads, merges) in [
+            (1.0, 10.0, 2.0),
+            (3.0, 0.5, 0.5),
+            (0.1, 20.0, 15.0),
+            (2.0, 2.0, 2.0),
+            (1e-7, 3e-5, 1e-6),
+        ] {
+            let s = foreground_beside_merges(cpu, reads, merges);
+            // Each read takes 1 / (1 - u) of its time alone, u the device's share on merges.
+            let waited = cpu + reads / (1.0 - merges / s);
+            assert!((s - waited).abs() <= 1e-9 * s, "{s} {waited}");
+            // Between merges wholly beside the operations and wholly charged to them.
+            assert!(s >= (cpu + reads).max(merges) && s <= cpu + reads + merges);
+            let k = 3.7;
+            let scaled = foreground_beside_merges(k * cpu, k * reads, k * merges);
+            assert!((scaled - k * s).abs() <= 1e-9 * k * s);
+            for (dc, dr, dm) in [(0.1, 0.0, 0.0), (0.0, 0.1, 0.0), (0.0, 0.0, 0.1)] {
+                let moved = foreground_beside_merges(cpu + dc * s, reads + dr * s, merges + dm * s);
+                assert!(moved >= s);
+            }
+        }
+        // Lookups that read from the device pay nearly all the merges' device time, lookups
+        // served from memory nearly none.
+        let read_bound = foreground_beside_merges(0.1, 20.0, 1.0) - 20.1;
+        assert!(read_bound > 0.99 && read_bound <= 1.0, "{read_bound}");
+        let processor_bound = foreground_beside_merges(20.0, 0.1, 1.0) - 20.1;
+        assert!(processor_bound < 0.01, "{processor_bound}");
+        assert_eq!(foreground_beside_merges(-1.0, -1.0, -1.0), 0.0);
+    }
+
+    #[test]
+    fn merges_get_the_processors_the_foreground_leaves() {
+        assert_eq!(merge_threads_beside(2, 2), 1.0);
+        assert_eq!(merge_threads_beside(2, 8), 2.0);
+        assert_eq!(merge_threads_beside(4, 3), 2.0);
+        assert_eq!(merge_threads_beside(2, 1), 1.0);
+        assert_eq!(merge_threads_beside(0, 8), 1.0);
+    }
+
+    /// Found running `strata tune` with merges beside the operations on the costs it measured
+    /// for a mix of existing-key lookups and updates (Mnemosyne's type II, direct reads): priced
+    /// as if the merges' pages took nothing from the lookups' reads, a size ratio of 31.5 with a
+    /// buffer of 0.03 MiB merging 33 times per update came first. Priced with the reads waiting
+    /// behind the merges, the best design keeps a buffer of tenths of a MiB and a small ratio.
+    #[test]
+    fn merges_beside_lookups_that_read_the_device_are_not_free() {
+        let entries = 1e6;
+        let problem = TuningProblem {
+            entries,
+            entry_bytes: 128.0,
+            memory_bits: 16.0 * entries,
+            workload: Workload {
+                point_lookups: 0.756,
+                zero_result_fraction: 0.0,
+                range_lookups: 0.0,
+                selectivity: 0.0,
+                updates: 0.244,
+                long_scans: None,
+                key_bytes: None,
+            },
+            device: Device {
+                seconds_per_read: 28.0e-6,
+                write_read_cost_ratio: 3.19 / 28.0,
+                merge_read_cost_ratio: 5.64 / 28.0,
+                page_bytes: 4096.0,
+                cpu: CpuCosts {
+                    seconds_per_lookup: 0.225e-6,
+                    seconds_per_run_probed: 0.310e-6,
+                    seconds_per_run_sought: 2.661e-6,
+                    seconds_per_block_searched: 1.250e-6,
+                    seconds_per_update: 1.970e-6,
+                    seconds_per_entry_merged: 0.649e-6,
+                    merge_threads: 1.0,
+                    seconds_per_flush: 929e-6,
+                },
+            },
+            fixed_buffer_bits: None,
+            max_point_lookup_io: None,
+            max_update_io: None,
+            level0_runs: 1.5,
+            block_cache_bytes: 0.0,
+            point_read_miss_share: 1.0,
+        };
+        let best = tune_with_replays(&problem, 0).expect("tuned").recommended;
+        let buffer_mib = best.buffer_bits / 8.0 / (1 << 20) as f64;
+        assert!(
+            best.size_ratio < 10.0 && buffer_mib > 0.1,
+            "T = {}, buffer {buffer_mib} MiB ({:?})",
+            best.size_ratio,
+            best.policy
+        );
     }
 
     /// The closed form ranks leveling at a small size ratio first; its replay finds it merging
