@@ -18,6 +18,26 @@ fn key(i: u32) -> String {
     format!("key{i:05}")
 }
 
+/// A database of 500 keys whose next WAL append fails: the engine is in its error state.
+fn failed_after_500_keys(dir: &std::path::Path, fs: &FaultInjectionFileSystem) -> Db {
+    let db = Db::open(dir, options(fs)).expect("open");
+    for i in 0..500 {
+        db.put(key(i), format!("value{i}")).expect("put");
+    }
+    fail_the_next_wal_append(&db, fs);
+    db
+}
+
+fn fail_the_next_wal_append(db: &Db, fs: &FaultInjectionFileSystem) {
+    fs.arm(FaultPoint {
+        op: FaultOp::Append,
+        file: Some(FileKind::Wal),
+        skip: 0,
+        fault: Fault::Io,
+    });
+    db.put(b"failing", b"x").expect_err("the WAL append fails");
+}
+
 /// Found by `strata stress --fault-rate`: a flush whose manifest fsync failed left its table
 /// file unreferenced in memory, and closing the database deleted it; but the edit had reached the
 /// manifest (buffered bytes are written when the writer is dropped, and a failed fsync does not
@@ -117,13 +137,7 @@ fn an_auto_tune_decision_is_refused_in_the_error_state() {
         db.put(key(i), format!("value{i}")).expect("put");
     }
     let before = db.auto_tune_now().expect("decides before the fault");
-    fs.arm(FaultPoint {
-        op: FaultOp::Append,
-        file: Some(FileKind::Wal),
-        skip: 0,
-        fault: Fault::Io,
-    });
-    db.put(b"failing", b"x").expect_err("the WAL append fails");
+    fail_the_next_wal_append(&db, &fs);
     for i in 0..500 {
         db.get(key(i)).expect("reads go on");
     }
@@ -141,18 +155,8 @@ fn an_auto_tune_decision_is_refused_in_the_error_state() {
 fn a_policy_switch_is_refused_in_the_error_state() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fs = FaultInjectionFileSystem::default();
-    let db = Db::open(dir.path(), options(&fs)).expect("open");
-    for i in 0..500 {
-        db.put(key(i), format!("value{i}")).expect("put");
-    }
+    let db = failed_after_500_keys(dir.path(), &fs);
     let (policy, allocator) = (db.compaction_policy_name(), db.filter_allocator_name());
-    fs.arm(FaultPoint {
-        op: FaultOp::Append,
-        file: Some(FileKind::Wal),
-        skip: 0,
-        fault: Fault::Io,
-    });
-    db.put(b"failing", b"x").expect_err("the WAL append fails");
     let switched = db.set_compaction_policy(
         CompactionKind::Tiering,
         CompactionSettings::with_size_ratio(4.0),

@@ -2833,19 +2833,12 @@ mod tests {
     /// behind the merges, the best design keeps a buffer of tenths of a MiB and a small ratio.
     #[test]
     fn merges_beside_lookups_that_read_the_device_are_not_free() {
-        let entries = 1e6;
         let problem = TuningProblem {
-            entries,
-            entry_bytes: 128.0,
-            memory_bits: 16.0 * entries,
             workload: Workload {
                 point_lookups: 0.756,
                 zero_result_fraction: 0.0,
-                range_lookups: 0.0,
-                selectivity: 0.0,
                 updates: 0.244,
-                long_scans: None,
-                key_bytes: None,
+                ..recorded_write_heavy().workload
             },
             device: Device {
                 seconds_per_read: 28.0e-6,
@@ -2863,12 +2856,8 @@ mod tests {
                     seconds_per_flush: 929e-6,
                 },
             },
-            fixed_buffer_bits: None,
-            max_point_lookup_io: None,
-            max_update_io: None,
-            level0_runs: 1.5,
-            block_cache_bytes: 0.0,
-            point_read_miss_share: 1.0,
+            // 1,000,000 entries of 128 bytes, 16 bits of memory per entry.
+            ..recorded_write_heavy()
         };
         let best = tune_with_replays(&problem, 0).expect("tuned").recommended;
         let buffer_mib = best.buffer_bits / 8.0 / (1 << 20) as f64;
