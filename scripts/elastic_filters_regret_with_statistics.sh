@@ -12,7 +12,8 @@
 #
 # Prints, per workload, the median over the seeds with the least and most, and each seed's value.
 # With DUMP set, each run also writes the per-file weights (`--dump-weights`) beside its JSON.
-# WORKLOADS names a subset (default "typeII typeI typeI-cache").
+# WORKLOADS names a subset (default "typeII typeI typeI-cache"). With SAMPLE_EVERY set, the
+# statistics record one lookup in that many (`--access-sample-every`; default the engine's).
 #
 # Before and after a change of the engine: run it once with STRATA a build of the commit before
 # (e.g. `git archive BASE | tar -x -C SRC` and `cargo build --release -p strata-cli` there) and
@@ -39,6 +40,7 @@ for seed in $seeds; do
       typeI-cache) flags=(--empty-fraction 1 --block-cache-bytes 8MiB) ;;
     esac
     dump=()
+    [ -n "${SAMPLE_EVERY:-}" ] && flags+=(--access-sample-every "$SAMPLE_EVERY")
     [ -n "${DUMP:-}" ] && dump=(--dump-weights "$out/$workload-$seed.csv")
     "$strata" study regret --no-settle --bits-per-key "$bpk" --filter-policies elastic \
       --access-statistics --seed "$seed" "${flags[@]}" "${dump[@]}" \

@@ -19,7 +19,9 @@
 # device and from the cache the count is a range, whose ends the lines under the summary give
 # (the table shows the lower end). Three runs of the three configurations took 45 s on the 2-core
 # machine the log was measured on; the load average is printed before and
-# after, throughput is compared as ratios between the configurations' alternated runs.
+# after, throughput is compared as ratios between the configurations' alternated runs. With
+# SAMPLE_EVERY set, Strata's statistics record one lookup in that many (`--access-sample-every`;
+# default the engine's).
 set -euo pipefail
 runs=${1:-3}
 bpk=${2:-3}
@@ -28,11 +30,13 @@ out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 . "$root/scripts/strata_binary.sh"
 strata=$(strata_binary "${3:-}" peers)
+sampling=()
+[ -n "${SAMPLE_EVERY:-}" ] && sampling=(--access-sample-every "$SAMPLE_EVERY")
 echo "$(uptime)"
 "$strata" bench --engines strata,rocksdb-ribbon --filter-policy elastic,uniform --compare \
   --runs "$runs" --num 500000 --reads 200000 --bits-per-key "$bpk" --cache-fraction 0.05 \
   --direct-reads --write-buffer-bytes 2MiB --target-file-bytes 2MiB --size-ratio 4 --paced-fill \
-  --workloads fillrandom,mnemosyne-ii:0.9 --distribution normal:0.5:0.05 \
+  --workloads fillrandom,mnemosyne-ii:0.9 --distribution normal:0.5:0.05 "${sampling[@]}" \
   --json "$out/skewed.json" | tee "$out/skewed.log"
 echo "$(uptime)"
 echo "log and JSON in $out" >&2

@@ -11,6 +11,10 @@ fn options() -> Options {
         .access_statistics(true)
 }
 
+fn options_sample_every() -> u32 {
+    Options::default().access_sample_every
+}
+
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:08}").into_bytes()
 }
@@ -137,7 +141,9 @@ fn the_default_options_keep_access_statistics() {
     let db = Db::open(dir.path(), options).expect("open");
     db.put(b"a", b"b").expect("put");
     db.flush().expect("flush");
-    for _ in 0..10 {
+    // Enough lookups that the default's sample (one in `access_sample_every`) takes some.
+    let lookups = 20 * options_sample_every();
+    for _ in 0..lookups {
         assert!(db.get(b"a").expect("get").is_some());
     }
     let version = db.version();

@@ -305,7 +305,7 @@ pub struct BenchArgs {
     )]
     pub access_statistics: Option<Vec<bool>>,
     /// Record one point lookup in this many in Merlin's statistics (Strata's
-    /// `Options::access_sample_every`; default Strata's own, 4).
+    /// `Options::access_sample_every`; default Strata's own, 16).
     #[arg(long)]
     pub access_sample_every: Option<u32>,
     /// Weight of the recent window in Merlin's estimates, in [0, 1] (Strata's

@@ -90,6 +90,10 @@ pub struct RegretArgs {
     /// those runs).
     #[arg(long, num_args = 0..=1, default_missing_value = "on", value_parser = crate::bench::parse_on_off)]
     pub access_statistics: Option<bool>,
+    /// With access statistics, record one point lookup in this many (`Options::access_sample_every`,
+    /// DESIGN.md §4); default `Options::default()`'s.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub access_sample_every: Option<u32>,
     /// Let the policy's filters be rebuilt (`Options::filter_rebuild_bytes_per_sec`, elastic
     /// filters' priced rebuild, DESIGN.md §3.5) at this many bytes per second while the lookups are
     /// replayed as a warm-up, round after round, until a round brings no rebuild (at most
@@ -136,6 +140,12 @@ impl RegretArgs {
     fn access_statistics(&self) -> bool {
         self.access_statistics
             .unwrap_or(Options::default().access_statistics)
+    }
+
+    /// One point lookup in this many is recorded: the flag, else the engine's default.
+    fn access_sample_every(&self) -> u32 {
+        self.access_sample_every
+            .unwrap_or(Options::default().access_sample_every)
     }
 }
 
@@ -197,6 +207,7 @@ struct Report<'a> {
     distribution: String,
     settled: bool,
     access_statistics: bool,
+    access_sample_every: u32,
     rebuild_rate: u64,
     block_cache_bytes: u64,
     cache_metadata: bool,
@@ -379,6 +390,7 @@ fn options(
     Ok(Options {
         filter_family: strata::FilterFamilies::Only(args.filter_family),
         access_statistics: args.access_statistics(),
+        access_sample_every: args.access_sample_every(),
         ..args.tree.measured_options(allocator, frozen)?
     })
 }
@@ -733,6 +745,7 @@ pub fn run(args: &RegretArgs, out: &mut dyn Write) -> CliResult<()> {
                 distribution: args.distribution.to_string(),
                 settled: !args.no_settle,
                 access_statistics: args.access_statistics(),
+                access_sample_every: args.access_sample_every(),
                 rebuild_rate: args.rebuild_rate,
                 block_cache_bytes: args.block_cache_bytes,
                 cache_metadata: args.cache_metadata,
@@ -869,6 +882,21 @@ mod tests {
     }
 
     #[test]
+    fn a_sampling_rate_out_of_range_is_refused() {
+        #[derive(clap::Parser)]
+        struct Alone {
+            #[command(flatten)]
+            args: RegretArgs,
+        }
+        for bad in ["0", "1000001", "x"] {
+            let parsed =
+                <Alone as clap::Parser>::try_parse_from(["regret", "--access-sample-every", bad]);
+            let error = parsed.err().expect("refused");
+            assert!(error.to_string().contains("access-sample-every"), "{error}");
+        }
+    }
+
+    #[test]
     fn every_policy_is_measured_against_the_optimum_of_its_own_tree() {
         let args = small(&[
             "--lookups",
@@ -926,12 +954,19 @@ mod tests {
             "uniform,elastic",
             "--no-settle",
             "--access-statistics",
+            "--access-sample-every",
+            "2",
             "--empty-fraction",
             "0.5",
             "--block-cache-bytes",
             "256KiB",
         ]);
         assert!(unsettled.no_settle && unsettled.access_statistics == Some(true));
+        assert_eq!(unsettled.access_sample_every(), 2);
+        assert_eq!(
+            small(&[]).access_sample_every(),
+            Options::default().access_sample_every
+        );
         assert_eq!(unsettled.block_cache_bytes, 256 << 10);
         let mut out = Vec::new();
         run(&unsettled, &mut out).expect("runs");

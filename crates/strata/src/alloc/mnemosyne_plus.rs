@@ -16,7 +16,7 @@
 //! * **Query-time skipping**: a file's filter is skipped while its current optimal bits per key
 //!   is 0, i.e. `z_i / n_i < exp(C + 0.5 * c)` with the `C` of the latest solve and the file's
 //!   *current* `z_i` (so a file whose lookups start after it was written uses its filter again as
-//!   soon as they arrive). Strata's rule: the skipped set is re-derived every 1,024 recorded
+//!   soon as they arrive). Strata's rule: the skipped set is re-derived about every 1,024
 //!   lookups (`refresh`) and at every flush and compaction; under the first-come guard a refresh
 //!   only adds files to it, and a skipped file whose lookups came back probes its filter again at
 //!   the next flush or compaction that has room for its bits under the cap (standby filters also

@@ -244,14 +244,19 @@ impl DbInner {
     }
 
     /// The lookup's end: every [`REFRESH_EVERY_LOOKUPS`] lookups the allocator re-derives its
-    /// query-time decisions (counted in Merlin's recorded lookups when statistics are kept, in
-    /// all lookups for an allocator that re-divides without them, such as elastic filters'
-    /// cache-miss weights), and Merlin's ticket is handed back.
+    /// query-time decisions (counted in Merlin's recorded lookups when statistics are kept, one
+    /// refresh per `REFRESH_EVERY_LOOKUPS / access_sample_every` of them, so that a refresh
+    /// sees as many new lookups whatever the sampling rate; in all lookups for an allocator
+    /// that re-divides without them, such as elastic filters' cache-miss weights), and Merlin's
+    /// ticket is handed back.
     fn finish_lookup(&self, view: &ReadView, context: LookupContext) {
         let allocator = view.filter_allocator.as_ref();
         let refresh = match (&self.merlin, context.ticket) {
-            (Some(_), Some(ticket)) => {
-                ticket.record && ticket.lookup_number.is_multiple_of(REFRESH_EVERY_LOOKUPS)
+            (Some(merlin), Some(ticket)) => {
+                ticket.record
+                    && ticket
+                        .recorded
+                        .is_multiple_of((REFRESH_EVERY_LOOKUPS / merlin.sample_every()).max(1))
             }
             (None, _) => {
                 allocator.refreshes_without_statistics()
@@ -294,6 +299,27 @@ mod tests {
             }
         }
     }
+
+    /// The lookups timed and the lookups Merlin records are drawn independently: at the default
+    /// rate, one timed lookup in sixteen is also recorded, as one lookup in sixteen of all is (two
+    /// samples by the same bits would time only recorded lookups, whose probes cost more).
+    #[test]
+    fn the_timed_lookups_are_not_the_recorded_ones() {
+        use crate::stats::merlin::recorded_at;
+        let every = u64::from(crate::Options::default().access_sample_every);
+        let timed_numbers: Vec<u64> = (1..=400_000u64).filter(|&n| timed(n)).collect();
+        let both = timed_numbers
+            .iter()
+            .filter(|&&n| recorded_at(n, every))
+            .count() as f64;
+        let share = both / timed_numbers.len() as f64;
+        let expected = 1.0 / every as f64;
+        assert!(
+            (share - expected).abs() < 0.2 * expected,
+            "{share} of the timed lookups recorded at one in {every}"
+        );
+    }
+
     /// A timed lookup counts its time outside its file probes once, from every thread that
     /// looks up, with statistics on and off.
     #[test]

@@ -93,6 +93,24 @@ const RECORDER_REFRESH_LOOKUPS: u64 = RECORDER_IDLE_LOOKUPS / 4;
 /// No thread holds the recording right.
 const NO_RECORDER: u64 = 0;
 
+/// Multiplier of the hash that picks the recorded lookups ([`recorded_at`]): SplitMix64's first,
+/// odd. Not the probe-timing sample's (`db/read.rs`, Fibonacci hashing's), so the lookups timed
+/// and the lookups recorded are drawn independently of each other.
+const SAMPLE_HASH: u64 = 0xBF58_476D_1CE4_E5B9;
+
+/// Whether lookup `lookup_number` is one of the one in `every` whose probes are recorded: the top
+/// bits of a multiplicative hash of the number, scaled to `0..every`, are 0 (one multiplication
+/// and one widening one; `every` 1 records every lookup). A hash and not the multiples of
+/// `every`, so that a workload with a period does not line up with the sample: lookups that
+/// alternate present and absent keys would be recorded as one kind only at an even rate, and
+/// lookups striding the key range by a fixed number of keys, recorded at the multiples of 16,
+/// may fall in part of the range only, which leaves the other files' estimates far off (the
+/// end-to-end test in `tests/merlin.rs`, with a stride of 7,919 keys, failed that way).
+pub(crate) fn recorded_at(lookup_number: u64, every: u64) -> bool {
+    let hash = lookup_number.wrapping_mul(SAMPLE_HASH);
+    (u128::from(hash) * u128::from(every)) >> 64 == 0
+}
+
 /// Reads of a [`FileAccess`] retry this many times to get an untorn snapshot (see the module doc).
 const SNAPSHOT_ATTEMPTS: usize = 8;
 
@@ -170,6 +188,9 @@ pub(crate) struct LookupTicket {
     /// [`FileAccess::record`] (and [`MemtableAccess::record`]) for every file it probes, and then
     /// [`Merlin::end_lookup`].
     pub(crate) record: bool,
+    /// When [`Self::record`]: the recorded lookups so far, this one included (the engine
+    /// refreshes its allocator's decisions every so many of them); 0 otherwise.
+    pub(crate) recorded: u64,
 }
 
 /// A consistent-enough reading of the engine-wide counters, taken once and handed to every
@@ -249,7 +270,7 @@ pub(crate) struct Merlin {
     recorder_seen_at: AtomicU64,
     /// `r` in `[0, 1]`.
     recent_weight: f64,
-    /// Only lookups whose number is a multiple of this are recorded (1 = every lookup of the
+    /// One lookup in this many is recorded, picked by [`recorded_at`] (1 = every lookup of the
     /// recording thread). DESIGN.md §4 allows sampling: estimates are rescaled by the recorded share.
     sample_every: u64,
 }
@@ -328,29 +349,33 @@ impl Merlin {
         let lookup_number = self.lookups.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
         let record = self.sampled(lookup_number)
             && current_thread_id().is_some_and(|me| self.try_hold_recorder(me, lookup_number));
-        if record {
+        let recorded = if record {
             // Only the holder of the recording right counts here, so a load and a store do
             // (a read-modify-write costs a cached lookup several percent). Two holders for a
             // moment after a takeover may lose one count: the recorded share reads a lookup lower.
-            let recorded = self.recorded.load(Ordering::Relaxed);
-            self.recorded
-                .store(recorded.wrapping_add(1), Ordering::Relaxed);
-        }
+            let recorded = self.recorded.load(Ordering::Relaxed).wrapping_add(1);
+            self.recorded.store(recorded, Ordering::Relaxed);
+            recorded
+        } else {
+            0
+        };
         LookupTicket {
             lookup_number,
             record,
+            recorded,
         }
     }
 
-    /// Whether lookup `lookup_number` falls on the sampling rate. Every lookup asks, so a rate
-    /// that is a power of two (the default, 4) is a mask: a 64-bit division costs tens of cycles
-    /// on a lookup the cache answers in about a microsecond.
+    /// Whether lookup `lookup_number` falls in the sample ([`recorded_at`]). Every lookup asks,
+    /// so it is two multiplications: a 64-bit division would cost tens of cycles on a lookup the
+    /// cache answers in about a microsecond.
     fn sampled(&self, lookup_number: u64) -> bool {
-        if self.sample_every.is_power_of_two() {
-            lookup_number & (self.sample_every - 1) == 0
-        } else {
-            lookup_number.is_multiple_of(self.sample_every)
-        }
+        recorded_at(lookup_number, self.sample_every)
+    }
+
+    /// One lookup in this many is recorded ([`Merlin::with_sampling`]).
+    pub(crate) fn sample_every(&self) -> u64 {
+        self.sample_every
     }
 
     fn try_hold_recorder(&self, me: u64, lookup_number: u64) -> bool {
@@ -1707,16 +1732,28 @@ mod tests {
     fn sampling_records_one_lookup_in_n_and_estimates_stay_on_the_full_scale() {
         let merlin = Merlin::default().with_sampling(4);
         let file = FileAccess::default();
+        let mut recorded = 0;
         for _ in 0..4000u64 {
             let ticket = merlin.begin_lookup();
-            assert_eq!(ticket.record, ticket.lookup_number % 4 == 0);
+            assert_eq!(ticket.record, recorded_at(ticket.lookup_number, 4));
             if ticket.record {
+                recorded += 1;
+                assert_eq!(
+                    ticket.recorded, recorded,
+                    "the ticket counts the recorded lookups"
+                );
                 // The file is probed by every lookup; only the sampled ones are recorded.
                 file.record(ticket.lookup_number, false);
+            } else {
+                assert_eq!(ticket.recorded, 0);
             }
             merlin.end_lookup(ticket);
         }
-        assert_eq!((merlin.lookups(), merlin.recorded()), (4000, 1000));
+        assert_eq!((merlin.lookups(), merlin.recorded()), (4000, recorded));
+        assert!(
+            (900..=1100).contains(&recorded),
+            "{recorded} of 4000 at one in 4"
+        );
         let estimate = file.estimate(&merlin.view());
         assert!(
             (estimate.q - 4000.0).abs() < 0.05 * 4000.0,
@@ -1724,26 +1761,51 @@ mod tests {
         );
     }
 
+    /// Every rate records its share of the lookups, and of every arithmetic progression of lookup
+    /// numbers a workload might fall into (every lookup, alternate ones, every 16th, every
+    /// 1,024th, a stride of 7,919): a period in the workload does not line up with the sample.
     #[test]
-    fn every_sampling_rate_records_exactly_the_multiples_of_the_rate() {
-        // Powers of two take the mask, other rates the division: both record lookup n exactly
-        // when n is a multiple of the rate (1 records every lookup).
-        for every in [1u64, 2, 3, 4, 6, 8, 1000, 1024] {
-            let merlin = Merlin::default().with_sampling(every);
-            let mut recorded = 0;
-            for _ in 0..5000u64 {
-                let ticket = merlin.begin_lookup();
-                assert_eq!(
-                    ticket.record,
-                    ticket.lookup_number % every == 0,
-                    "rate {every}, lookup {}",
-                    ticket.lookup_number
+    fn every_sampling_rate_records_its_share_of_every_arithmetic_progression() {
+        const LOOKUPS: u64 = 200_000;
+        for every in [1u64, 2, 3, 4, 6, 8, 16, 64, 1000, 1024] {
+            for (start, step) in [(1u64, 1u64), (1, 2), (2, 2), (16, 16), (5, 1024), (3, 7919)] {
+                let hits = (0..LOOKUPS)
+                    .filter(|i| recorded_at(start + i * step, every))
+                    .count() as f64;
+                let expected = LOOKUPS as f64 / every as f64;
+                // Four binomial standard deviations, and 1% besides.
+                let allowed = 4.0 * expected.sqrt() + 0.01 * expected;
+                assert!(
+                    (hits - expected).abs() <= allowed,
+                    "rate {every}, lookups {start} + {step} i: {hits} recorded, {expected} expected"
                 );
-                recorded += u64::from(ticket.record);
+            }
+        }
+        // Rate 1 records every lookup, whatever its number.
+        assert!([0, 1, u64::MAX].into_iter().all(|n| recorded_at(n, 1)));
+    }
+
+    /// Lookups that alternate present and absent keys are recorded as both: the sample is not
+    /// the even lookups, which at an even rate would all be of one kind.
+    #[test]
+    fn alternating_lookups_are_recorded_as_both_kinds() {
+        for every in [2u64, 4, 16] {
+            let merlin = Merlin::default().with_sampling(every);
+            let file = FileAccess::default();
+            for _ in 0..64_000u64 {
+                let ticket = merlin.begin_lookup();
+                if ticket.record {
+                    file.record(ticket.lookup_number, ticket.lookup_number % 2 == 0);
+                }
                 merlin.end_lookup(ticket);
             }
-            assert_eq!(recorded, 5000 / every, "rate {every}");
-            assert_eq!(merlin.recorded(), recorded);
+            // Every recorded probe, not only the window's last 64.
+            let estimate = file.naive_estimate(&merlin.view());
+            let hit_share = estimate.x / estimate.q;
+            assert!(
+                (hit_share - 0.5).abs() < 0.05,
+                "rate {every}: {hit_share} of the recorded probes found their key"
+            );
         }
     }
 
