@@ -128,7 +128,7 @@ pub struct Options {
     /// hash of the lookup's number so that a workload with a period does not line up with the
     /// sample. Default 16: recording every lookup cost 4% of the instructions of a cached absent
     /// lookup; measured round by round beside the same engine at one in 4, one in 16 served
-    /// 1.7% more cached absent lookups/s (median of eight runs), while the skewed workload's
+    /// 1.6% more cached absent lookups/s (median of six runs), while the skewed workload's
     /// unnecessary reads and elastic filters' regret stayed within their targets
     /// (docs/decisions/access-statistics-one-lookup-in-16-by-hash.md); 1 records every lookup
     /// of the recording thread. Estimates are rescaled to all lookups.

@@ -82,8 +82,8 @@ pub(crate) fn fpr_constant_of(
     }
 }
 
-/// How often (in lookups) the engine calls [`LiveDecisions::refresh`]: with access statistics,
-/// at every `REFRESH_EVERY_LOOKUPS / Options::access_sample_every`-th recorded lookup.
+/// How often (in lookups) the engine calls [`LiveDecisions::refresh`]: at the lookups whose
+/// number is a multiple of it.
 pub const REFRESH_EVERY_LOOKUPS: u64 = 1024;
 
 /// Why a file is being written.
@@ -277,8 +277,8 @@ pub trait LiveDecisions {
     /// cap.
     fn restore(&self, tree: &Version);
 
-    /// Called on the lookup path about every [`REFRESH_EVERY_LOOKUPS`] lookups, by the thread
-    /// that records them when access statistics are kept, with the tree lookups are reading: decisions that depend on live
+    /// Called on the lookup path every [`REFRESH_EVERY_LOOKUPS`] lookups, by the thread that
+    /// makes the lookup whose number is a multiple of it, with the tree lookups are reading: decisions that depend on live
     /// statistics (Mnemosyne+'s skip threshold) are derived again. Must not block; may take as
     /// long as one solve. The default does nothing.
     fn refresh(&self, _tree: &Version) {}

@@ -188,9 +188,6 @@ pub(crate) struct LookupTicket {
     /// [`FileAccess::record`] (and [`MemtableAccess::record`]) for every file it probes, and then
     /// [`Merlin::end_lookup`].
     pub(crate) record: bool,
-    /// When [`Self::record`]: the recorded lookups so far, this one included (the engine
-    /// refreshes its allocator's decisions every so many of them); 0 otherwise.
-    pub(crate) recorded: u64,
 }
 
 /// A consistent-enough reading of the engine-wide counters, taken once and handed to every
@@ -349,20 +346,17 @@ impl Merlin {
         let lookup_number = self.lookups.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
         let record = self.sampled(lookup_number)
             && current_thread_id().is_some_and(|me| self.try_hold_recorder(me, lookup_number));
-        let recorded = if record {
+        if record {
             // Only the holder of the recording right counts here, so a load and a store do
             // (a read-modify-write costs a cached lookup several percent). Two holders for a
             // moment after a takeover may lose one count: the recorded share reads a lookup lower.
-            let recorded = self.recorded.load(Ordering::Relaxed).wrapping_add(1);
-            self.recorded.store(recorded, Ordering::Relaxed);
-            recorded
-        } else {
-            0
-        };
+            let recorded = self.recorded.load(Ordering::Relaxed);
+            self.recorded
+                .store(recorded.wrapping_add(1), Ordering::Relaxed);
+        }
         LookupTicket {
             lookup_number,
             record,
-            recorded,
         }
     }
 
@@ -371,11 +365,6 @@ impl Merlin {
     /// cache answers in about a microsecond.
     fn sampled(&self, lookup_number: u64) -> bool {
         recorded_at(lookup_number, self.sample_every)
-    }
-
-    /// One lookup in this many is recorded ([`Merlin::with_sampling`]).
-    pub(crate) fn sample_every(&self) -> u64 {
-        self.sample_every
     }
 
     fn try_hold_recorder(&self, me: u64, lookup_number: u64) -> bool {
@@ -1738,14 +1727,8 @@ mod tests {
             assert_eq!(ticket.record, recorded_at(ticket.lookup_number, 4));
             if ticket.record {
                 recorded += 1;
-                assert_eq!(
-                    ticket.recorded, recorded,
-                    "the ticket counts the recorded lookups"
-                );
                 // The file is probed by every lookup; only the sampled ones are recorded.
                 file.record(ticket.lookup_number, false);
-            } else {
-                assert_eq!(ticket.recorded, 0);
             }
             merlin.end_lookup(ticket);
         }
