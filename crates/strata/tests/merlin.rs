@@ -216,3 +216,86 @@ fn the_recent_weight_decides_how_fast_estimates_follow_a_shift_from_hits_to_miss
         "an invalid weight is refused at open"
     );
 }
+
+/// An allocator that gives every file 10 bits per key and counts its refreshes, by thread.
+#[derive(Debug, Default)]
+struct CountingRefreshes {
+    by_thread: std::sync::Mutex<std::collections::HashMap<std::thread::ThreadId, u64>>,
+}
+
+impl strata::alloc::FilterAllocator for CountingRefreshes {
+    fn name(&self) -> String {
+        "counting-refreshes".to_string()
+    }
+
+    fn bits_per_key_budget(&self) -> f64 {
+        10.0
+    }
+
+    fn allocate(
+        &self,
+        _tree: &strata::version::Version,
+        job: &strata::alloc::FilterJob<'_>,
+    ) -> Vec<f64> {
+        vec![10.0; job.outputs.len()]
+    }
+
+    fn live_decisions(&self) -> Option<&dyn strata::alloc::LiveDecisions> {
+        Some(self)
+    }
+}
+
+impl strata::alloc::LiveDecisions for CountingRefreshes {
+    fn restore(&self, _tree: &strata::version::Version) {}
+
+    fn refresh(&self, _tree: &strata::version::Version) {
+        let mut by_thread = self.by_thread.lock().expect("not poisoned");
+        *by_thread.entry(std::thread::current().id()).or_default() += 1;
+    }
+}
+
+/// With statistics kept, the allocator is refreshed at every lookup whose number is a multiple of
+/// `REFRESH_EVERY_LOOKUPS`, whichever of several concurrent lookup threads makes it and whether
+/// or not that lookup is recorded (one in 16 is): exactly once per multiple, every lookup
+/// answered, every call returning.
+#[test]
+fn concurrent_lookups_refresh_the_allocator_once_per_multiple_of_the_period() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let allocator = std::sync::Arc::new(CountingRefreshes::default());
+    let db = Db::open(
+        dir.path(),
+        options().filter_allocator(std::sync::Arc::clone(&allocator) as _),
+    )
+    .expect("open");
+    for i in 0..2_000 {
+        db.put(key(i), b"v").expect("put");
+    }
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("settle");
+    const THREADS: u32 = 4;
+    const LOOKUPS: u32 = 8_192;
+    std::thread::scope(|scope| {
+        for thread in 0..THREADS {
+            let db = &db;
+            scope.spawn(move || {
+                for i in 0..LOOKUPS {
+                    let n = (i * 31 + thread * 7) % 2_000;
+                    if i % 2 == 0 {
+                        assert!(db.get(key(n)).expect("get").is_some(), "{n}");
+                    } else {
+                        let missing = format!("key{n:08}x").into_bytes();
+                        assert!(db.get(&missing).expect("get").is_none(), "{n}");
+                    }
+                }
+            });
+        }
+    });
+    let lookups = u64::from(THREADS * LOOKUPS);
+    let by_thread = allocator.by_thread.lock().expect("not poisoned").clone();
+    let refreshes: u64 = by_thread.values().sum();
+    assert_eq!(
+        refreshes,
+        lookups / strata::alloc::REFRESH_EVERY_LOOKUPS,
+        "refreshes by thread: {by_thread:?}"
+    );
+}

@@ -278,9 +278,10 @@ pub trait LiveDecisions {
     fn restore(&self, tree: &Version);
 
     /// Called on the lookup path every [`REFRESH_EVERY_LOOKUPS`] lookups, by the thread that
-    /// makes the lookup whose number is a multiple of it, with the tree lookups are reading: decisions that depend on live
-    /// statistics (Mnemosyne+'s skip threshold) are derived again. Must not block; may take as
-    /// long as one solve. The default does nothing.
+    /// makes the lookup whose number is a multiple of it (any lookup thread, so possibly by two
+    /// at once), with the tree lookups are reading: decisions that depend on live statistics
+    /// (Mnemosyne+'s skip threshold) are derived again. Must not block; may take as long as one
+    /// solve. The default does nothing.
     fn refresh(&self, _tree: &Version) {}
 
     /// True if [`LiveDecisions::refresh`] should also be called when the engine keeps no access
