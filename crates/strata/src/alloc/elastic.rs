@@ -125,7 +125,7 @@ use crate::error::{Error, Result};
 use crate::filter::modular::{MAX_MODULES, MIN_MODULE_BITS_PER_KEY};
 use crate::filter::FilterFamily;
 use crate::version::key_space::KeySpace;
-use crate::version::{FileMetadata, PolicyState, Version};
+use crate::version::{FileMetadata, PolicyState, Version, RECENT_WINDOW_PROBES};
 
 /// The owner of the allocator's state in the manifest.
 pub const OWNER: &str = "elastic-filters";
@@ -458,6 +458,11 @@ fn pass_rate(candidate: &Candidate, used: InUse) -> f64 {
     ((partitions - extra) * eps(used.modules) + extra * eps(used.modules + 1)) / partitions
 }
 
+/// The probes of a file its false-positive cost is averaged over: one window of the cache
+/// model's counts at its shortest ([`RECENT_WINDOW_PROBES`]; DESIGN.md §3.5 "Cache misses,
+/// smoothed").
+const COST_HORIZON_PROBES: f64 = RECENT_WINDOW_PROBES as f64;
+
 /// Files examined per rebuild check, the most promising first (each costs one greedy solve).
 const REBUILD_CANDIDATES: usize = 8;
 
@@ -642,6 +647,10 @@ pub struct Elastic {
     /// [`ProbeMemo::tag`] of `generation`, stored with it, so that a probe compares its file's
     /// memo with one load and no division.
     memo_tag: AtomicU64,
+    /// This allocator's number among the process's elastic allocators (its first selection's),
+    /// which owns the smoothed false-positive costs it keeps in the files' states
+    /// ([`FileState::smoothed`](crate::version::FileState)).
+    owner: u64,
 }
 
 /// Selections stored by every elastic allocator of the process: each store takes the next
@@ -745,6 +754,7 @@ impl Elastic {
             selection: ArcSwap::from_pointee(Selection::default()),
             generation: AtomicU64::new(generation),
             memo_tag: AtomicU64::new(ProbeMemo::tag(generation)),
+            owner: generation,
         }
     }
 
@@ -926,6 +936,7 @@ impl Elastic {
                 CachedFalsePositives::ProbeTimes => cache,
             },
             reference_bits: self.bits_per_key_target,
+            owner: self.owner,
         }
     }
 
@@ -1324,6 +1335,8 @@ struct Weighing {
     cache: CacheModel,
     /// Uniform filters' bits per key: the false-positive rate `c_i` is predicted at.
     reference_bits: f64,
+    /// The allocator whose smoothed costs the files keep ([`Elastic::owner`]).
+    owner: u64,
 }
 
 impl Weighing {
@@ -1334,12 +1347,15 @@ impl Weighing {
 
     /// `c_i`: what a false positive in `file` costs in device reads, at the false-positive
     /// rate uniform filters at the budget would give it (its predicted miss chance, plus the
-    /// measured price of the cached rest).
+    /// measured price of the cached rest), averaged geometrically over about the file's newest
+    /// [`COST_HORIZON_PROBES`] probes (DESIGN.md §3.5 "Cache misses, smoothed").
     fn false_positive_cost(&self, file: &FileMetadata) -> f64 {
         let pass = file
             .filter_family()
             .false_positive_rate(self.reference_bits);
-        self.cache.false_positive_cost(file, pass)
+        let measured = self.cache.false_positive_cost(file, pass);
+        file.state()
+            .smoothed(self.owner, measured, COST_HORIZON_PROBES)
     }
 }
 

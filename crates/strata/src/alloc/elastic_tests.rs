@@ -377,6 +377,47 @@ fn a_refresh_moves_bits_from_files_whose_data_stays_cached() {
 }
 
 #[test]
+fn a_refresh_follows_the_cache_over_many_probes_not_at_a_jump_of_the_window() {
+    // The files of the test above, 200,000 empty lookups in each: file 1's reads all hit the
+    // cache, file 2's all missed, and a refresh gives file 2 the budget. Then the cache turns
+    // around: file 1's reads all miss, file 2's all hit. After 66,000 probes of that, the
+    // window of counts the cache model reads moves on at once (`RECENT_WINDOW_PROBES`) and
+    // holds only the turned probes, so the measured costs alone would give file 1 the budget;
+    // averaged over the newest 65,536 probes, the last 6,000 of them moved them less than a
+    // tenth of the way, and the budget stays. Once the turn has lasted many horizons, the
+    // budget follows it (DESIGN.md §3.5 "Cache misses, smoothed").
+    let (tree, allocator) = two_halves();
+    allocator.as_dyn().restore(&tree);
+    let modules = |number: u64| whole_modules_in_use(&allocator, &tree, number);
+    let lookups = |probes: u64, turned: bool| {
+        for (_, _, file) in tree.files() {
+            let misses = if (file.number() == 1) == turned {
+                probes
+            } else {
+                0
+            };
+            counted(file, probes, 0, probes, misses);
+        }
+        allocator.as_dyn().refresh(&tree);
+    };
+    lookups(200_000, false);
+    assert_eq!((modules(1), modules(2)), (0, 3));
+    lookups(60_000, true);
+    lookups(6_000, true);
+    assert_eq!(
+        (modules(1), modules(2)),
+        (0, 3),
+        "a jump of the window is not followed at once"
+    );
+    for _ in 0..20 {
+        lookups(65_536, true);
+    }
+    assert_eq!((modules(1), modules(2)), (3, 0), "a lasting turn is");
+    let (used, budget) = in_use_and_budget(&allocator, &tree);
+    assert!(used <= budget + 1e-9, "{used} > {budget}");
+}
+
+#[test]
 fn a_refresh_keeps_bits_in_cached_files_when_cached_false_positives_are_measured_dear() {
     // The files of the test above, read alike: file 1's blocks all cached, file 2's all read
     // from the device. Timed probes now price a cached false positive at half a device read

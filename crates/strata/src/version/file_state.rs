@@ -150,11 +150,23 @@ pub struct FileState {
     /// One word the filter allocator may keep for the lookup path ([`FileState::allocator_memo`];
     /// 0 until it writes one).
     allocator_memo: AtomicU64,
+    /// The filter allocator's smoothed figure for this file and the file's probes when it last
+    /// moved ([`FileState::smoothed`]); `None` until first asked.
+    smoothed: Mutex<Option<Smoothed>>,
     /// The two marks [`FileState::recent_lookup_counts`] counts from: the older one starts its
     /// window, the newer one becomes the older once as many probes followed it as preceded it.
     recent_marks: Mutex<Option<[CountMark; 2]>>,
     /// Declared last: reports the file obsolete once everything above, the reader first, is gone.
     obsolete: ObsoleteReport,
+}
+
+/// [`FileState::smoothed`]'s figure: its owner, the average, and the file's probes when it last
+/// moved.
+#[derive(Debug, Clone, Copy)]
+struct Smoothed {
+    owner: u64,
+    value: f64,
+    probes: u64,
 }
 
 /// Reports file `number` to the obsolete list when dropped, if the file joined a version the
@@ -198,6 +210,7 @@ impl FileState {
             first_probe: OnceLock::new(),
             probe_times: Default::default(),
             allocator_memo: AtomicU64::new(0),
+            smoothed: Mutex::new(None),
             recent_marks: Mutex::new(None),
             obsolete: ObsoleteReport {
                 number,
@@ -284,6 +297,50 @@ impl FileState {
     /// Sets [`FileState::allocator_memo`].
     pub(crate) fn set_allocator_memo(&self, word: u64) {
         self.allocator_memo.store(word, Ordering::Relaxed);
+    }
+
+    /// `value` (positive and finite) averaged geometrically over this file's probes, for the
+    /// caller numbered `owner` (another owner's average is dropped: an allocator after a switch
+    /// starts its own, and two that price alike but differently do not mix): each call
+    /// moves the kept figure toward `value` by `1 - exp(-p / h)`, with `p` the probes of the
+    /// file since the call before and `h` the lesser of `horizon_probes` and half the file's
+    /// probes so far, so that the average weighs about the newest `h` probes' values however
+    /// often it is asked (a young file's the newest half of them, as its window of counts does),
+    /// and a call with no probe since the last leaves it where it was. The first call keeps
+    /// `value`; a value that is not positive and finite is returned as it is and not kept. In
+    /// memory only: a reopened database starts again from its first measurement. Elastic
+    /// filters smooth each file's false-positive cost with it (DESIGN.md §3.5 "Cache misses,
+    /// smoothed").
+    pub(crate) fn smoothed(&self, owner: u64, value: f64, horizon_probes: f64) -> f64 {
+        if !(value > 0.0 && value.is_finite()) {
+            return value;
+        }
+        let probes = self
+            .empty_probes
+            .load(Ordering::Relaxed)
+            .saturating_add(self.found_probes.load(Ordering::Relaxed));
+        // A file younger than two horizons is averaged over the newest half of its probes.
+        let horizon_probes = horizon_probes.min(probes as f64 / 2.0);
+        let mut kept = self.smoothed.lock();
+        let next = match *kept {
+            Some(before) if before.owner == owner && horizon_probes > 0.0 => {
+                let since = probes.saturating_sub(before.probes) as f64;
+                let step = 1.0 - (-since / horizon_probes).exp();
+                let log = before.value.ln() + step * (value.ln() - before.value.ln());
+                Smoothed {
+                    owner,
+                    value: log.exp(),
+                    probes,
+                }
+            }
+            _ => Smoothed {
+                owner,
+                value,
+                probes,
+            },
+        };
+        *kept = Some(next);
+        next.value
     }
 
     /// Counts a timed probe of this file that took `nanos` and read what `outcome` says.
@@ -394,5 +451,91 @@ impl FileState {
             probes.fetch_add(time.probes, Ordering::Relaxed);
             nanos.fetch_add(time.nanos, Ordering::Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+    }
+
+    /// The figure `value` moves to by `1 - exp(-p / h)` in logs from `from`.
+    fn moved(from: f64, value: f64, p: f64, h: f64) -> f64 {
+        (from.ln() + (1.0 - (-p / h).exp()) * (value.ln() - from.ln())).exp()
+    }
+
+    /// The first figure is kept as it is; a call with no probe since the last does not move it
+    /// however often it is made; probes move it toward the new value by `1 - exp(-p / h)` in
+    /// logs, so one horizon's probes cover about 63% of the way and many cover all of it, and
+    /// the probes split over two calls come to the same figure as in one.
+    #[test]
+    fn the_smoothed_figure_moves_with_the_probes_not_with_the_calls() {
+        let horizon = 1_000.0;
+        let state = FileState::new(7, None);
+        state.add_empty_probes(1_000_000);
+        assert_eq!(state.smoothed(1, 0.5, horizon), 0.5);
+        for _ in 0..100 {
+            assert!(close(state.smoothed(1, 0.001, horizon), 0.5));
+        }
+        state.add_empty_probes(1_000);
+        let once = state.smoothed(1, 0.05, horizon);
+        let expected = moved(0.5, 0.05, 1_000.0, horizon);
+        assert!(close(once, expected), "{once} against {expected}");
+        let split = FileState::new(8, None);
+        split.add_empty_probes(1_000_000);
+        split.smoothed(1, 0.5, horizon);
+        split.add_empty_probes(500);
+        split.smoothed(1, 0.05, horizon);
+        split.add_empty_probes(500);
+        assert!(close(split.smoothed(1, 0.05, horizon), once));
+        state.add_empty_probes(50_000);
+        assert!(close(state.smoothed(1, 0.05, horizon), 0.05));
+    }
+
+    /// Each owner has its own average: a figure kept for one is not moved toward, or handed to,
+    /// another, who starts again from its own value.
+    #[test]
+    fn another_owner_starts_its_own_average() {
+        let state = FileState::new(11, None);
+        state.add_empty_probes(1_000_000);
+        assert_eq!(state.smoothed(1, 0.5, 1_000.0), 0.5);
+        state.add_empty_probes(10);
+        assert_eq!(state.smoothed(2, 0.01, 1_000.0), 0.01);
+        state.add_empty_probes(10);
+        let again = state.smoothed(1, 0.5, 1_000.0);
+        assert_eq!(again, 0.5, "owner 2's figure was dropped for owner 1's own");
+    }
+
+    /// A file younger than two horizons is averaged over the newest half of its probes: its
+    /// first 1,000 probes after its first figure move the figure by `1 - exp(-2)`, not by the
+    /// long horizon's `1 - exp(-0.001)`.
+    #[test]
+    fn a_young_file_is_averaged_over_the_newest_half_of_its_probes() {
+        let state = FileState::new(10, None);
+        assert_eq!(state.smoothed(1, 1.0, 1_000_000.0), 1.0);
+        state.add_empty_probes(1_000);
+        let young = state.smoothed(1, 0.01, 1_000_000.0);
+        let expected = moved(1.0, 0.01, 1_000.0, 500.0);
+        assert!(close(young, expected), "{young} against {expected}");
+        assert!(young < 0.2, "{young}");
+    }
+
+    /// A value that is not positive and finite is handed back and not kept; a horizon of 0
+    /// keeps each new value as it comes.
+    #[test]
+    fn the_smoothed_figure_ignores_values_it_cannot_average() {
+        let state = FileState::new(9, None);
+        assert_eq!(state.smoothed(1, 0.2, 100.0), 0.2);
+        for odd in [0.0, -1.0, f64::INFINITY] {
+            state.add_empty_probes(10);
+            assert_eq!(state.smoothed(1, odd, 100.0), odd);
+        }
+        assert!(state.smoothed(1, f64::NAN, 100.0).is_nan());
+        state.add_empty_probes(10_000);
+        assert!(close(state.smoothed(1, 0.3, 0.0), 0.3));
+        assert!(close(state.smoothed(1, 0.7, 0.0), 0.7));
     }
 }
