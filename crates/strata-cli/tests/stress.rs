@@ -190,8 +190,15 @@ fn stress_with_auto_tune_deciding_often_finds_no_violation() {
         let [decisions, asked, _switches, _merges] = numbers[..] else {
             panic!("four counts expected: {line}");
         };
-        assert!(decisions > 0 && asked > 0, "{report}");
+        assert!(decisions > 0, "{report}");
         assert!(decisions >= asked, "{report}");
+        // With faults the engine refuses `Db::auto_tune_now` in its error state, where such a
+        // run spends most of its time (more writes rejected than made), and a refused call is
+        // not a decision: a run may see none succeed (3 of 24 runs did on a 2-core machine).
+        // Without faults, a tenth of the maintenance operations ask, and some must be decided.
+        if faults.is_empty() {
+            assert!(asked > 0, "{report}");
+        }
     }
 }
 
