@@ -509,6 +509,40 @@ mod tests {
         assert_eq!(again, 0.5, "owner 2's figure was dropped for owner 1's own");
     }
 
+    /// Several threads averaging at once (refreshes run on whichever lookup thread reaches the
+    /// 1,024th lookup, jobs on their workers) while probes arrive: every figure handed back lies
+    /// between the least and the greatest value fed, and once the probes stop and every thread
+    /// feeds one value, many horizons of probes later the figure is that value.
+    #[test]
+    fn threads_averaging_at_once_stay_within_the_values_fed() {
+        let state = FileState::new(12, None);
+        let horizon = 1_000.0;
+        std::thread::scope(|scope| {
+            for thread in 0..4u32 {
+                let state = &state;
+                scope.spawn(move || {
+                    for i in 0..5_000u32 {
+                        state.add_empty_probes(3);
+                        let value = if (i + thread) % 2 == 0 { 0.01 } else { 0.5 };
+                        let figure = state.smoothed(1, value, horizon);
+                        assert!(
+                            (0.01 * (1.0 - 1e-9)..=0.5 * (1.0 + 1e-9)).contains(&figure),
+                            "{figure}"
+                        );
+                    }
+                });
+            }
+        });
+        state.add_empty_probes(1_000_000);
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                let state = &state;
+                scope.spawn(move || state.smoothed(1, 0.2, horizon));
+            }
+        });
+        assert!(close(state.smoothed(1, 0.2, horizon), 0.2));
+    }
+
     /// A file younger than two horizons is averaged over the newest half of its probes: its
     /// first 1,000 probes after its first figure move the figure by `1 - exp(-2)`, not by the
     /// long horizon's `1 - exp(-0.001)`.
