@@ -80,7 +80,7 @@ pub(crate) mod wal;
 pub use check::{check, table_entries, CheckReport, Problem, Severity, TableEntry};
 pub use db::{Db, DbIterator, Key, Snapshot, TracedProbe, Value};
 pub use error::{Error, Result};
-pub use filter::{FilterFamilies, FilterFamily, FilterLayout, RIBBON_MIN_KEYS};
+pub use filter::{FilterFamilies, FilterFamily, FilterInUse, FilterLayout, RIBBON_MIN_KEYS};
 pub use options::{
     Options, WriteOptions, DEFAULT_FILTER_REBUILD_BYTES_PER_SEC, MAX_BATCH_BYTES, MAX_KEY_BYTES,
     MAX_VALUE_BYTES,

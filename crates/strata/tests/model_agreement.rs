@@ -133,3 +133,69 @@ fn leveling_seeks_and_writes_agree_with_the_counters() {
 fn tiering_seeks_and_writes_agree_with_the_counters() {
     check("tiering", Arc::new(Tiering::new(4.0).expect("policy")));
 }
+
+/// Lookups of missing keys that recur, after a phase of existing keys has filled the block cache:
+/// the lookup model given the history `Db::stream_history` read as the lookups began (the data
+/// blocks the cache held, its bytes in use) within 10% of the data blocks they read
+/// (DESIGN.md §7.6, "A phase's history"), and closer than the model that takes the cache as full
+/// of other blocks.
+#[test]
+fn recurring_missing_keys_from_the_cache_a_phase_left_agree_with_the_counters() {
+    use strata::alloc::Uniform;
+    use strata::model::tree::{LookupStream, LookupStreams};
+    const MISSING: u64 = 12_000;
+    const LOOKUPS: u64 = 120_000;
+    const CACHE_BYTES: u64 = 1 << 20;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = options(Arc::new(Leveling::new(4.0).expect("policy")), CACHE_BYTES)
+        .filter_allocator(Arc::new(Uniform::new(10.0).expect("valid")));
+    let db = Db::open(dir.path(), options).expect("open");
+    load(&db);
+    let mut draws = SplitMix64::new(5);
+    for _ in 0..KEYS {
+        assert!(db.get(key(draws.below(KEYS))).expect("reads").is_some());
+    }
+    let history = db.stream_history();
+    let cached: u64 = history.cached_data_blocks.values().sum();
+    assert!(cached > 0, "{history:?}");
+    assert!(history.cache_used_bytes <= CACHE_BYTES, "{history:?}");
+    db.reset_stats();
+    // Missing keys: key `i` with a suffix, between keys `i` and `i + 1`.
+    let missing = |i: u64| {
+        let mut k = key(i);
+        k.push(b'm');
+        k
+    };
+    for _ in 0..LOOKUPS {
+        assert!(db
+            .get(missing(draws.below(MISSING) * (KEYS / MISSING)))
+            .expect("reads")
+            .is_none());
+    }
+    let measured = db.stats().io.data_block_reads_total() as f64 / LOOKUPS as f64;
+    let streams = LookupStreams {
+        missing: LookupStream {
+            distinct_keys: Some(MISSING as f64),
+            lookups: Some(LOOKUPS as f64),
+        },
+        existing: LookupStream::NEW_KEYS,
+    };
+    let predicted = db
+        .predicted_stream_device_reads(&streams, Some(&history))
+        .zero_result
+        .data;
+    let full = db
+        .predicted_stream_device_reads(&streams, None)
+        .zero_result
+        .data;
+    eprintln!(
+        "missing keys after existing ones: predicted {predicted:.5} (a full cache {full:.5}), \
+         measured {measured:.5}; {cached} data blocks cached when they began"
+    );
+    within(predicted, measured, "data blocks per missing-key lookup");
+    assert!(
+        (predicted / measured - 1.0).abs() < (full / measured - 1.0).abs(),
+        "the history brings the model closer: {predicted} {full} {measured}"
+    );
+    db.close().expect("close");
+}

@@ -1008,6 +1008,7 @@ fn run_with(
                 live_keys: 0,
                 phase_started: Instant::now(),
                 last_sample: (0, Instant::now()),
+                stream_history: None,
                 sample_interval: 1,
             };
             let outcome = bench.run_all(&dir);
@@ -1095,6 +1096,10 @@ struct Bench<'a> {
     /// When the current phase began, and the last time-series point `(ops, time)`.
     phase_started: Instant,
     last_sample: (u64, Instant),
+    /// What the current read phase's lookups have been through, which their prediction takes
+    /// in (DESIGN.md §7.6, "A phase's history"): the block cache as the phase found it, and each
+    /// file's fewest filter bits in use since, followed at every time-series point.
+    stream_history: Option<strata::model::tree::StreamHistory>,
     /// Operations between time-series points in the current phase.
     sample_interval: u64,
     format: KeyFormat,
@@ -1175,6 +1180,9 @@ impl Bench<'_> {
                 report::write_header(self.out).map_err(report_error)?;
             }
             engine.reset_counters();
+            self.stream_history = self
+                .lookup_streams(workload)
+                .and_then(|_| engine.stream_history());
             self.phase_started = Instant::now();
             self.last_sample = (0, self.phase_started);
             let phase_ops = if workload.fills() {
@@ -1394,14 +1402,21 @@ impl Bench<'_> {
     }
 
     /// The engine's lookup prediction for `workload`'s stream as it recurs
-    /// ([`Self::lookup_streams`]), where it has one.
+    /// ([`Self::lookup_streams`]), where it has one, after taking the filters in use now into
+    /// the phase's history.
     fn recurring_lookup_prediction(
-        &self,
+        &mut self,
         engine: &dyn Engine,
         workload: Workload,
     ) -> Option<engine::PredictedBlockReads> {
         let streams = self.lookup_streams(workload)?;
-        let (missing, existing) = engine.predicted_stream_lookup_reads(&streams)?;
+        if let (Some(history), Some(bits)) =
+            (self.stream_history.as_mut(), engine.filter_bits_in_use())
+        {
+            history.note_bits_in_use(&bits);
+        }
+        let (missing, existing) =
+            engine.predicted_stream_lookup_reads(&streams, self.stream_history.as_ref())?;
         Some(if workload == Workload::Readmissing {
             missing
         } else {

@@ -1489,6 +1489,10 @@ impl ModuleSizing for Elastic {
         self.layout(file)
             .map_or(0.0, |layout| layout.bits_in_use(file))
     }
+
+    fn module_bits_per_key_of(&self, file: &FileMetadata) -> f64 {
+        self.layout(file).map_or(0.0, |layout| layout.module_bits)
+    }
 }
 
 impl FilterRebuilds for Elastic {

@@ -314,6 +314,9 @@ pub trait ModuleSizing {
 
     /// Bits per key of `file`'s filter that lookups use: those of its modules in use.
     fn bits_per_key_in_use(&self, file: &FileMetadata) -> f64;
+
+    /// Bits per key of one of `file`'s modules, or 0 for a filter in one piece.
+    fn module_bits_per_key_of(&self, file: &FileMetadata) -> f64;
 }
 
 /// Filters rebuilt with more bits on disk when that repays its cost (DESIGN.md §3.5 "Rebuild,
@@ -356,6 +359,20 @@ impl<'a> dyn FilterAllocator + 'a {
             Some(sizing) => sizing.bits_per_key_in_use(file),
             None if self.skip_filter(run_id, file) => 0.0,
             None => file.bits_per_key(),
+        }
+    }
+
+    /// The part of `file`'s filter that lookups use ([`FilterInUse`]): its bits per key as
+    /// [`Self::bits_per_key_in_use`], and its modules' size where it is in modules. What the
+    /// per-file cost model prices a probe with (`model::tree`).
+    pub fn filter_in_use(&self, run_id: u64, file: &FileMetadata) -> crate::filter::FilterInUse {
+        let bits = self.bits_per_key_in_use(run_id, file);
+        match self.module_sizing() {
+            Some(sizing) => crate::filter::FilterInUse {
+                bits_per_key: bits,
+                module_bits_per_key: sizing.module_bits_per_key_of(file),
+            },
+            None => crate::filter::FilterInUse::whole(bits),
         }
     }
 

@@ -202,6 +202,18 @@ impl S3Fifo {
     }
 }
 
+/// How a block finds the cache when a stream of requests for it begins
+/// ([`S3FifoTimes::stream_misses_from`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamStart {
+    /// In the cache, left there by what came before.
+    Cached,
+    /// Out of a cache with room for it.
+    Room,
+    /// Out of a cache full of other blocks.
+    Full,
+}
+
 /// What a block's entry into the cache costs: its misses until it is in the main queue or out
 /// again, and its requests meanwhile.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -277,6 +289,21 @@ impl S3FifoTimes {
     /// `settled_miss` (DESIGN.md §7.6, "Recurring keys"). `self` are the times over the stream
     /// ([`S3Fifo::over_stream`]).
     pub fn stream_misses(&self, rate: f64, length: f64, settled_miss: f64) -> f64 {
+        self.stream_misses_from(rate, length, settled_miss, StreamStart::Full)
+    }
+
+    /// [`S3FifoTimes::stream_misses`] of a block that finds the cache as `start` says when the
+    /// stream begins (DESIGN.md §7.6, "The cache a phase inherits"): already cached, its first
+    /// request hits; out of a cache with room, its first request misses and it stays (the
+    /// engine's cache admits blocks to its main queue while that queue is under its share);
+    /// out of a full cache, [`S3FifoTimes::stream_misses`].
+    pub fn stream_misses_from(
+        &self,
+        rate: f64,
+        length: f64,
+        settled_miss: f64,
+        start: StreamStart,
+    ) -> f64 {
         if rate.is_nan() || rate <= 0.0 || length.is_nan() || length <= 0.0 {
             return 0.0;
         }
@@ -285,7 +312,17 @@ impl S3FifoTimes {
             return settled_miss;
         }
         let first = -(-requests).exp_m1();
-        let entry = self.entry(rate);
+        let entry = match start {
+            StreamStart::Cached => Entry {
+                misses: 0.0,
+                requests: 1.0,
+            },
+            StreamStart::Room => Entry {
+                misses: 1.0,
+                requests: 1.0,
+            },
+            StreamStart::Full => self.entry(rate),
+        };
         let later = (requests - first * entry.requests).max(0.0);
         (first * entry.misses + later * settled_miss).min(requests)
     }

@@ -143,6 +143,19 @@ impl BlockCache {
     pub(crate) fn capacity_bytes(&self) -> u64 {
         self.capacity_bytes
     }
+
+    /// The `(file number, offset)` of every sorted block (data or index) the cache holds now,
+    /// in no order. Walks the whole cache, a shard at a time: for a caller that reports what the
+    /// cache holds (`Db::stream_history`), not for the read path.
+    pub(crate) fn sorted_blocks(&self) -> Vec<(u64, u64)> {
+        self.cache.as_ref().map_or_else(Vec::new, |cache| {
+            cache
+                .iter()
+                .filter(|(_, block)| matches!(block, CachedBlock::Sorted(_)))
+                .map(|(key, _)| key)
+                .collect()
+        })
+    }
 }
 
 #[cfg(test)]
@@ -180,6 +193,20 @@ mod tests {
             cache.get(1, 199 * 4096).is_some(),
             "the newest block is cached"
         );
+    }
+
+    #[test]
+    fn sorted_blocks_list_what_the_cache_holds_but_filter_modules() {
+        let cache = BlockCache::new(1 << 20);
+        cache.insert(1, 0, block(3));
+        cache.insert(1, 4096, block(3));
+        cache.insert(2, 0, block(3));
+        let modules: Arc<[Filter]> = Vec::new().into();
+        cache.insert(2, 8192, CachedBlock::FilterModules(modules));
+        let mut held = cache.sorted_blocks();
+        held.sort_unstable();
+        assert_eq!(held, vec![(1, 0), (1, 4096), (2, 0)]);
+        assert!(BlockCache::new(0).sorted_blocks().is_empty());
     }
 
     #[test]

@@ -528,7 +528,7 @@ impl Db {
         let view = self.inner.view.load_full();
         let allocator = &view.filter_allocator;
         crate::model::tree::lookup_cost(&view.version, &|run, file| {
-            allocator.bits_per_key_in_use(run, file)
+            allocator.filter_in_use(run, file)
         })
     }
 
@@ -542,7 +542,7 @@ impl Db {
         let allocator = &view.filter_allocator;
         crate::model::tree::device_reads(
             &view.version,
-            &|run, file| allocator.bits_per_key_in_use(run, file),
+            &|run, file| allocator.filter_in_use(run, file),
             &self.cache_setting(),
         )
     }
@@ -550,19 +550,58 @@ impl Db {
     /// [`Db::predicted_device_reads`] for streams whose keys recur
     /// (`strata::model::tree::stream_device_reads`): a caller that knows how many distinct keys
     /// each stream draws from, and how many lookups it makes, gets the reads of those lookups
-    /// (DESIGN.md §7.6, "Recurring keys"). `strata bench` passes each read phase's.
+    /// (DESIGN.md §7.6, "Recurring keys"). `history`: what the streams have been through
+    /// ([`Db::stream_history`] when they began, the filters followed since), or `None` for a
+    /// cache full of other blocks and filters as now. `strata bench` passes each read phase's.
     pub fn predicted_stream_device_reads(
         &self,
         streams: &crate::model::tree::LookupStreams,
+        history: Option<&crate::model::tree::StreamHistory>,
     ) -> crate::model::tree::TreeDeviceReads {
         let view = self.inner.view.load_full();
         let allocator = &view.filter_allocator;
         crate::model::tree::stream_device_reads(
             &view.version,
-            &|run, file| allocator.bits_per_key_in_use(run, file),
+            &|run, file| allocator.filter_in_use(run, file),
             &self.cache_setting(),
             streams,
+            history,
         )
+    }
+
+    /// The history of a stream of lookups that begins now, as
+    /// [`Db::predicted_stream_device_reads`] takes it (DESIGN.md §7.6, "A phase's history"): the
+    /// block cache's bytes in use and, per live file, the data blocks it holds, and each file's
+    /// filter bits in use ([`Db::filter_bits_in_use`]). A block counts as data when it lies
+    /// before the file's index and filters, which the file's open reader knows; for a file whose
+    /// reader is not open, every sorted block is counted (its index partitions with its data
+    /// blocks). Walks the whole cache: for a caller about to start a phase, such as `strata
+    /// bench`, not for a hot path.
+    pub fn stream_history(&self) -> crate::model::tree::StreamHistory {
+        use crate::table::table_cache::TableFile;
+        let cache = &self.inner.block_cache;
+        let view = self.inner.view.load_full();
+        let data_end: std::collections::HashMap<u64, Option<u64>> = view
+            .version
+            .files()
+            .map(|(_, _, file)| {
+                let end = file.table_slot().held().map(|reader| reader.data_end());
+                (file.number(), end)
+            })
+            .collect();
+        let mut data_blocks = std::collections::BTreeMap::new();
+        for (number, offset) in cache.sorted_blocks() {
+            if let Some(end) = data_end.get(&number) {
+                if end.is_none_or(|end| offset < end) {
+                    *data_blocks.entry(number).or_insert(0u64) += 1;
+                }
+            }
+        }
+        crate::model::tree::StreamHistory {
+            cache_used_bytes: cache.used_bytes(),
+            cached_data_blocks: data_blocks,
+            ..Default::default()
+        }
     }
 
     /// What a short scan — a seek, then `entries - 1` more entries — is predicted to read from

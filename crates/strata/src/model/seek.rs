@@ -158,7 +158,14 @@ pub fn seek_reads(tree: &Version, cache: &CacheSetting, scan: &ScanSetting) -> T
                     landings *= open;
                     first_block_landings *= open;
                 }
-                let blocks = file_blocks(&space, run.id(), file, &|_, _| 0.0, cache, pinned);
+                let blocks = file_blocks(
+                    &space,
+                    run.id(),
+                    file,
+                    &|_, _| crate::filter::FilterInUse::whole(0.0),
+                    cache,
+                    pinned,
+                );
                 let share = file.entries() as f64 / total;
                 files.push(SeekFile {
                     crossings: entries * blocks.data_blocks / total,
@@ -457,7 +464,14 @@ mod tests {
             for (level, run) in [(1, 1u64), (2, 2)] {
                 let meta = &tree.levels()[level].runs()[0].files()[0];
                 let low = space.share(meta.smallest_user_key());
-                let blocks = file_blocks(&space, run, meta, &|_, _| 0.0, &cache, true);
+                let blocks = file_blocks(
+                    &space,
+                    run,
+                    meta,
+                    &|_, _| crate::filter::FilterInUse::whole(0.0),
+                    &cache,
+                    true,
+                );
                 let n = meta.entries() as f64;
                 files.push(SeekFile {
                     crossings: 11.0 * blocks.data_blocks / 120_000.0,

@@ -590,7 +590,7 @@ impl TableReader {
     /// Where the data blocks end: the first byte of the filter modules or partitions, the
     /// modular filter index, the properties, the index block or partitions, or the top-level
     /// index, whichever the builder placed first.
-    fn data_end(&self) -> u64 {
+    pub(crate) fn data_end(&self) -> u64 {
         self.data_end
     }
 

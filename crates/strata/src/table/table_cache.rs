@@ -97,6 +97,12 @@ impl TableSlot {
         self.reader.read().is_some()
     }
 
+    /// The reader the slot holds now, if any, without marking it used: for a caller that
+    /// reports on the file (`Db::stream_history`), which should not keep it open.
+    pub(crate) fn held(&self) -> Option<Arc<TableReader>> {
+        self.reader.read().clone()
+    }
+
     fn mark_used(&self) {
         // Read first: a lookup writes the shared cache line only once per pass of the hand.
         if !self.recently_used.load(Ordering::Relaxed) {

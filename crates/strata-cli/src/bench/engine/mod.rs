@@ -505,12 +505,23 @@ pub trait Engine: Sync {
         None
     }
     /// Device reads per point lookup the engine's cost model predicts on its current tree for
-    /// lookup streams whose keys recur (`(missing, existing)`), where it has one (Strata's
-    /// `Db::predicted_stream_device_reads`).
+    /// lookup streams whose keys recur (`(missing, existing)`), given what the streams have been
+    /// through (`history`), where it has one (Strata's `Db::predicted_stream_device_reads`).
     fn predicted_stream_lookup_reads(
         &self,
         _streams: &strata::model::tree::LookupStreams,
+        _history: Option<&strata::model::tree::StreamHistory>,
     ) -> Option<(PredictedBlockReads, PredictedBlockReads)> {
+        None
+    }
+    /// The history of a stream of lookups that begins now, where the engine's cost model reads
+    /// one (Strata's `Db::stream_history`).
+    fn stream_history(&self) -> Option<strata::model::tree::StreamHistory> {
+        None
+    }
+    /// Bits per key of each live file's filter that lookups use now, by file number, where the
+    /// engine reports them (Strata's `Db::filter_bits_in_use`).
+    fn filter_bits_in_use(&self) -> Option<std::collections::BTreeMap<u64, f64>> {
         None
     }
     /// Table bytes written per user byte the engine's cost model predicts for the write phase

@@ -406,14 +406,23 @@ impl Engine for StrataEngine {
     fn predicted_stream_lookup_reads(
         &self,
         streams: &strata::model::tree::LookupStreams,
+        history: Option<&strata::model::tree::StreamHistory>,
     ) -> Option<(PredictedBlockReads, PredictedBlockReads)> {
-        let device = self.db.predicted_stream_device_reads(streams);
+        let device = self.db.predicted_stream_device_reads(streams, history);
         let kinds = |reads: strata::model::tree::BlockReads| PredictedBlockReads {
             data: reads.data,
             index: reads.index,
             filter: reads.filter,
         };
         Some((kinds(device.zero_result), kinds(device.existing)))
+    }
+
+    fn stream_history(&self) -> Option<strata::model::tree::StreamHistory> {
+        Some(self.db.stream_history())
+    }
+
+    fn filter_bits_in_use(&self) -> Option<std::collections::BTreeMap<u64, f64>> {
+        Some(self.db.filter_bits_in_use())
     }
 
     fn predicted_seek_reads(&self, entries: u64, bounded: bool) -> Option<PredictedBlockReads> {
