@@ -875,3 +875,105 @@ fn workload_readers_return_beside_writes_flushes_and_a_close() {
         "{mix:?} against {totals:?}"
     );
 }
+
+/// `Db::stream_history` (a walk of the whole block cache) and the lookup model from it return
+/// while several threads write, read, flush and compact, three threads ask at once, and the
+/// database closes under them; every history stays within the cache's capacity.
+#[test]
+fn stream_histories_return_beside_reads_writes_and_a_close() {
+    use strata::model::tree::{LookupStream, LookupStreams};
+    const CACHE_BYTES: u64 = 256 * 1024;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(
+        dir.path(),
+        options(leveling()).block_cache_bytes(CACHE_BYTES),
+    )
+    .expect("open");
+    let in_flight = Arc::new(InFlight::default());
+    let closing = Arc::new(AtomicBool::new(false));
+    let histories = Arc::new(AtomicUsize::new(0));
+    let most_cached = Arc::new(AtomicUsize::new(0));
+    let mut bodies: Vec<Box<dyn FnOnce() + Send>> = Vec::new();
+    for thread in 0..2 {
+        let (db, in_flight) = (db.clone(), Arc::clone(&in_flight));
+        bodies.push(Box::new(move || {
+            let label = format!("put, get and flush (thread {thread})");
+            for i in 0u64.. {
+                let key = format!("t{thread}-{:08}", i % 4_000);
+                let result = in_flight.run(&label, || {
+                    db.put(&key, [2u8; 64])?;
+                    db.get(format!("t{}-{:08}", 1 - thread, i.wrapping_mul(7) % 4_000))?;
+                    if i % 500 == 0 {
+                        db.flush()?;
+                    }
+                    Ok(())
+                });
+                match result {
+                    Ok(()) => {}
+                    Err(Error::Closed) => return,
+                    Err(other) => panic!("{label} failed: {other}"),
+                }
+            }
+        }));
+    }
+    for thread in 0..3 {
+        let (db, in_flight) = (db.clone(), Arc::clone(&in_flight));
+        let (closing, histories) = (Arc::clone(&closing), Arc::clone(&histories));
+        let most_cached = Arc::clone(&most_cached);
+        bodies.push(Box::new(move || {
+            let label = format!("stream history (thread {thread})");
+            let streams = LookupStreams {
+                missing: LookupStream {
+                    distinct_keys: Some(1_000.0),
+                    lookups: Some(10_000.0),
+                },
+                existing: LookupStream::NEW_KEYS,
+            };
+            loop {
+                let closed = closing.load(Ordering::SeqCst);
+                let mut history = in_flight.run(&label, || db.stream_history());
+                assert!(
+                    history.cache_used_bytes <= CACHE_BYTES,
+                    "{} bytes in a cache of {CACHE_BYTES}",
+                    history.cache_used_bytes
+                );
+                let blocks: u64 = history.cached_data_blocks.values().sum();
+                assert!(blocks * 1024 <= CACHE_BYTES, "{blocks} blocks cached");
+                most_cached.fetch_max(blocks as usize, Ordering::SeqCst);
+                history.note_bits_in_use(&db.filter_bits_in_use());
+                let reads = in_flight.run(&label, || {
+                    db.predicted_stream_device_reads(&streams, Some(&history))
+                });
+                assert!(reads.zero_result.data.is_finite() && reads.zero_result.data >= 0.0);
+                histories.fetch_add(1, Ordering::SeqCst);
+                if closed {
+                    return;
+                }
+            }
+        }));
+    }
+    {
+        let (db, in_flight, closing) = (db.clone(), Arc::clone(&in_flight), Arc::clone(&closing));
+        let histories = Arc::clone(&histories);
+        bodies.push(Box::new(move || {
+            let start = Instant::now();
+            while (histories.load(Ordering::SeqCst) < 100 || db.workload().point_lookups < 20_000)
+                && start.elapsed() < Duration::from_secs(20)
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            closing.store(true, Ordering::SeqCst);
+            in_flight.run("close", || db.close()).expect("close");
+        }));
+    }
+    run_with_watchdog(&in_flight, bodies);
+    assert!(
+        histories.load(Ordering::SeqCst) >= 100,
+        "the history readers ran"
+    );
+    assert!(
+        most_cached.load(Ordering::SeqCst) > 0,
+        "a history saw data blocks in the cache"
+    );
+    assert!(db.workload().point_lookups >= 20_000);
+}
