@@ -532,17 +532,53 @@ fn reads_through_cache(
         .collect();
     let s3_fifo = S3Fifo::of_block_cache(cache.capacity_bytes);
     let time = s3_fifo.settle(&groups);
-    // Over a stream of known length its data blocks enter the cache; index and filter blocks
-    // serve every stream on the tree, so the one before has left them as settled.
-    // A cache the whole tree fits in is never full of other blocks: a block entering it stays
-    // from its first request (one miss) rather than turning ghost before its second.
-    let tree_bytes: f64 = runs
-        .iter()
-        .flat_map(|(_, files)| files)
-        .map(|f| f.data_blocks * f.data_block_bytes + f.index_bytes + f.filter_bytes)
-        .sum();
-    // The blocks that enter (those not cached at the start) take the room the cache has first.
-    let entering = stream.length().map(|length| {
+    let entering = stream
+        .length()
+        .map(|length| Entering::over(runs, &demand, &s3_fifo, time, cache, length, free_bytes));
+    let mut reads = BlockReads::default();
+    for (data, metadata, cached) in &demand {
+        reads.data += data
+            .iter()
+            .map(|g| group_misses(&time, entering.as_ref().map(|e| (e, *cached)), g))
+            .sum::<f64>();
+        if let [index, filter] = metadata.as_slice() {
+            reads.index += group_misses(&time, None, index);
+            reads.filter += group_misses(&time, None, filter);
+        }
+    }
+    reads
+}
+
+/// A stream of known length as its data blocks enter the cache: the cache's times over it
+/// (`S3Fifo::over_stream`), its lookups, and the share of the entering blocks that find room.
+struct Entering {
+    times: S3FifoTimes,
+    lookups: f64,
+    room: f64,
+}
+
+impl Entering {
+    /// A stream of `length` lookups whose files' block groups and shares cached at its start are
+    /// `demand`, through `s3_fifo` settled at `time` with `free_bytes` of room. Its data blocks
+    /// enter the cache; index and filter blocks serve every stream on the tree, so the one
+    /// before has left them as settled. The blocks that enter (those not cached at the start)
+    /// take the room first. A cache the whole tree fits in is never full of other blocks: a block
+    /// entering it stays from its first request (one miss) rather than turning ghost before its
+    /// second.
+    fn over(
+        runs: &[(f64, Vec<FileBlocks>)],
+        demand: &[(Vec<BlockGroup>, Vec<BlockGroup>, f64)],
+        s3_fifo: &S3Fifo,
+        time: S3FifoTimes,
+        cache: &CacheSetting,
+        length: f64,
+        free_bytes: f64,
+    ) -> Entering {
+        let tree_bytes: f64 = runs
+            .iter()
+            .flat_map(|(_, files)| files)
+            .map(|f| f.data_blocks * f.data_block_bytes + f.index_bytes + f.filter_bytes)
+            .sum();
         let data: Vec<BlockGroup> = demand
             .iter()
             .flat_map(|(d, _, cached)| {
@@ -571,27 +607,7 @@ fn reads_through_cache(
             lookups: length,
             room,
         }
-    });
-    let mut reads = BlockReads::default();
-    for (data, metadata, cached) in &demand {
-        reads.data += data
-            .iter()
-            .map(|g| group_misses(&time, entering.as_ref().map(|e| (e, *cached)), g))
-            .sum::<f64>();
-        if let [index, filter] = metadata.as_slice() {
-            reads.index += group_misses(&time, None, index);
-            reads.filter += group_misses(&time, None, filter);
-        }
     }
-    reads
-}
-
-/// A stream of known length as its data blocks enter the cache: the cache's times over it
-/// (`S3Fifo::over_stream`), its lookups, and the share of the entering blocks that find room.
-struct Entering {
-    times: S3FifoTimes,
-    lookups: f64,
-    room: f64,
 }
 
 /// `f`'s block groups, data and then its index and filter partitions (none when pinned), each
