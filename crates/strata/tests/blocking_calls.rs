@@ -68,6 +68,31 @@ impl InFlight {
     }
 }
 
+/// A body that closes `db` once `rounds` has counted `at_least` rounds of the readers and the
+/// database `lookups` point lookups (or 20 s have passed), telling the readers through `closing`
+/// first: their last round runs after the close began.
+fn close_after(
+    db: &Db,
+    in_flight: &Arc<InFlight>,
+    closing: &Arc<AtomicBool>,
+    rounds: &Arc<AtomicUsize>,
+    at_least: usize,
+    lookups: u64,
+) -> Box<dyn FnOnce() + Send> {
+    let (db, in_flight, closing) = (db.clone(), Arc::clone(in_flight), Arc::clone(closing));
+    let rounds = Arc::clone(rounds);
+    Box::new(move || {
+        let start = Instant::now();
+        while (rounds.load(Ordering::SeqCst) < at_least || db.workload().point_lookups < lookups)
+            && start.elapsed() < Duration::from_secs(20)
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        closing.store(true, Ordering::SeqCst);
+        in_flight.run("close", || db.close()).expect("close");
+    })
+}
+
 /// Runs `threads` bodies and fails the test if they have not all finished within `DEADLINE`.
 fn run_with_watchdog(in_flight: &Arc<InFlight>, bodies: Vec<Box<dyn FnOnce() + Send>>) {
     let (done, finished) = mpsc::channel();
@@ -844,20 +869,7 @@ fn workload_readers_return_beside_writes_flushes_and_a_close() {
             }
         }));
     }
-    {
-        let (db, in_flight, closing) = (db.clone(), Arc::clone(&in_flight), Arc::clone(&closing));
-        let reads = Arc::clone(&reads);
-        bodies.push(Box::new(move || {
-            let start = Instant::now();
-            while (reads.load(Ordering::SeqCst) < 200 || db.workload().point_lookups < 2_000)
-                && start.elapsed() < Duration::from_secs(20)
-            {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            closing.store(true, Ordering::SeqCst);
-            in_flight.run("close", || db.close()).expect("close");
-        }));
-    }
+    bodies.push(close_after(&db, &in_flight, &closing, &reads, 200, 2_000));
     run_with_watchdog(&in_flight, bodies);
     // The close came after the readers, writers and flushes had overlapped a while.
     assert!(
@@ -952,20 +964,9 @@ fn stream_histories_return_beside_reads_writes_and_a_close() {
             }
         }));
     }
-    {
-        let (db, in_flight, closing) = (db.clone(), Arc::clone(&in_flight), Arc::clone(&closing));
-        let histories = Arc::clone(&histories);
-        bodies.push(Box::new(move || {
-            let start = Instant::now();
-            while (histories.load(Ordering::SeqCst) < 100 || db.workload().point_lookups < 20_000)
-                && start.elapsed() < Duration::from_secs(20)
-            {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            closing.store(true, Ordering::SeqCst);
-            in_flight.run("close", || db.close()).expect("close");
-        }));
-    }
+    bodies.push(close_after(
+        &db, &in_flight, &closing, &histories, 100, 20_000,
+    ));
     run_with_watchdog(&in_flight, bodies);
     assert!(
         histories.load(Ordering::SeqCst) >= 100,
