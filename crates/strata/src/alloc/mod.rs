@@ -362,9 +362,9 @@ impl<'a> dyn FilterAllocator + 'a {
         }
     }
 
-    /// The part of `file`'s filter that lookups use ([`FilterInUse`]): its bits per key as
-    /// [`Self::bits_per_key_in_use`], and its modules' size where it is in modules. What the
-    /// per-file cost model prices a probe with (`model::tree`).
+    /// The part of `file`'s filter that lookups use ([`crate::FilterInUse`]): its bits per key
+    /// as `bits_per_key_in_use` gives them, and its modules' size where it is in modules. What
+    /// the per-file cost model prices a probe with (`model::tree`).
     pub fn filter_in_use(&self, run_id: u64, file: &FileMetadata) -> crate::filter::FilterInUse {
         let bits = self.bits_per_key_in_use(run_id, file);
         match self.module_sizing() {
