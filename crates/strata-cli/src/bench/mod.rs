@@ -1225,10 +1225,10 @@ impl Bench<'_> {
                 &shape,
             );
             let cpu_after = cpu::CpuSample::now();
-            if let Some(recurring) = result
+            let recurring = result
                 .predicted_reads_per_lookup
-                .and(self.recurring_lookup_prediction(engine, workload))
-            {
+                .and(self.recurring_lookup_prediction(engine, workload));
+            if let Some(recurring) = recurring {
                 result.predicted_reads_per_lookup_new_keys = result.predicted_reads_per_lookup;
                 result.predicted_reads_per_lookup = Some(recurring);
             }
@@ -1247,6 +1247,13 @@ impl Bench<'_> {
             // The lookup predictions over the phase, not only at its end (the filters in force
             // can change while it runs).
             result.average_lookup_predictions(self.series.get(series_start..).unwrap_or_default());
+            // A prediction from the phase's history (the cache it found, the filter bits at every
+            // time-series point) prices the whole phase by itself: the one at its end, which
+            // takes in every point, stands. A mean with the points' own, each from the history
+            // so far, would weigh the phase's first filters most.
+            if let Some(end) = recurring.filter(|_| self.stream_history.is_some()) {
+                result.predicted_reads_per_lookup = Some(end);
+            }
             // Live table bytes over the bytes of the newest version of each key; only what is
             // in table files counts, so the figure is meaningful once the tree is settled.
             result.space_amp = (logical_bytes > 0.0 && shape.table_bytes > 0)
