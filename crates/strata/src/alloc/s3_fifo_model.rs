@@ -202,6 +202,28 @@ impl S3Fifo {
     }
 }
 
+/// The chance that a block requested at `rate` (Poisson) over a stream of `length` has a first
+/// request in it and a second within `window` after the first, before the stream ends:
+/// `integral over t in [0, L] of rate e^(-rate t) (1 - e^(-rate min(window, L - t))) dt`. With a
+/// window as long as the stream, the chance of two requests or more. A block entering the cache
+/// misses again only if its second request comes while it is a ghost, and in a stream that ends
+/// that second request may never come.
+fn second_request_within(rate: f64, length: f64, window: f64) -> f64 {
+    let x = rate * length;
+    if !(x > 0.0 && x.is_finite()) || window.is_nan() || window <= 0.0 {
+        return 0.0;
+    }
+    let tail = (-x).exp();
+    let chance = if window >= length {
+        -(-x).exp_m1() - x * tail
+    } else {
+        let w = rate * window;
+        let rest = x - w;
+        -(-w).exp_m1() * -(-rest).exp_m1() + (-rest).exp() - tail - w * tail
+    };
+    chance.clamp(0.0, 1.0)
+}
+
 /// How a block finds the cache when a stream of requests for it begins
 /// ([`S3FifoTimes::stream_misses_from`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -312,38 +334,32 @@ impl S3FifoTimes {
             return settled_miss;
         }
         let first = -(-requests).exp_m1();
+        // The block's entry, as expected misses and requests over the stream (each weighed by
+        // the chance that it happens before the stream ends).
         let entry = match start {
             StreamStart::Cached => Entry {
                 misses: 0.0,
-                requests: 1.0,
+                requests: first,
             },
             StreamStart::Room => Entry {
-                misses: 1.0,
-                requests: 1.0,
+                misses: first,
+                requests: first,
             },
-            StreamStart::Full => self.entry(rate),
-        };
-        let later = (requests - first * entry.requests).max(0.0);
-        (first * entry.misses + later * settled_miss).min(requests)
-    }
-
-    /// [`Entry`] of a block requested at `rate`.
-    fn entry(&self, rate: f64) -> Entry {
-        let chance = |time: f64| {
-            if time.is_infinite() {
-                1.0
-            } else if time > 0.0 {
-                -(-rate * time).exp_m1()
-            } else {
-                0.0
+            StreamStart::Full => {
+                // A second request while the block is in the small queue promotes it; one while
+                // it is a ghost misses and puts it in the main queue.
+                let promoted = second_request_within(rate, length, self.small);
+                let ghost = (second_request_within(rate, length, self.small + self.ghost)
+                    - promoted)
+                    .max(0.0);
+                Entry {
+                    misses: first + ghost,
+                    requests: first + promoted + ghost,
+                }
             }
         };
-        let promoted = chance(self.small);
-        let ghost_hit = (1.0 - promoted) * chance(self.ghost);
-        Entry {
-            misses: 1.0 + ghost_hit,
-            requests: 1.0 + promoted + ghost_hit,
-        }
+        let later = (requests - entry.requests).max(0.0);
+        (entry.misses + later * settled_miss).min(requests)
     }
 
     fn fill(&self, groups: &[&BlockGroup]) -> Fill {
@@ -646,13 +662,35 @@ mod tests {
             "{times:?}"
         );
         let misses = times.stream_misses(0.001, 10_000.0, 0.0);
-        let ghost_hit = -(-0.001 * times.ghost).exp_m1();
+        // Ten requests each: a first in the stream, and a second (within the ghost's 51,200
+        // lookups) but for a chance of e^-10 (1 + 10).
         let first = -(-10.0f64).exp_m1();
-        assert!(
-            (misses - first * (1.0 + ghost_hit)).abs() < 1e-9,
-            "{misses}"
-        );
+        let second = first - 10.0 * (-10.0f64).exp();
+        assert!((misses - (first + second)).abs() < 1e-9, "{misses}");
         assert!(misses > 1.99 && misses < 2.0, "{misses}");
+        // 2.5 requests each on average: the second miss only where a second request comes
+        // before the stream ends (1 - e^-2.5 (1 + 2.5)), not for every block that entered.
+        let sparse = times.stream_misses(2.5e-4, 10_000.0, 0.0);
+        let expected = -(-2.5f64).exp_m1() + (1.0 - 3.5 * (-2.5f64).exp());
+        assert!((sparse - expected).abs() < 1e-9, "{sparse} {expected}");
+        assert!(sparse < 1.65 && sparse > 1.6, "{sparse}");
+        // A ghost queue shorter than the stream: the second request must also come within it.
+        let short = S3FifoTimes {
+            small: 0.0,
+            ghost: 1_000.0,
+            main: times.main,
+        };
+        let within = short.stream_misses(2.5e-4, 10_000.0, 0.0);
+        let x: f64 = 2.5;
+        let w: f64 = 0.25;
+        let rest = x - w;
+        let second =
+            -(-w).exp_m1() * -(-rest).exp_m1() + (-rest).exp() - (-x).exp() - w * (-x).exp();
+        assert!(
+            (within - (-(-x).exp_m1() + second)).abs() < 1e-9,
+            "{within}"
+        );
+        assert!(within < sparse, "{within} {sparse}");
         // A block requested once in the stream misses once at most.
         assert!(times.stream_misses(1e-4, 10_000.0, 0.0) <= 1.0);
         assert_eq!(times.stream_misses(0.0, 10_000.0, 0.0), 0.0);

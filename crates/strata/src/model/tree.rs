@@ -1442,14 +1442,15 @@ mod tests {
             steady / measured < 0.6,
             "steady {steady} measured {measured}"
         );
-        // From a cache full of other blocks the model counts more: it takes a block requested
-        // this seldom as mostly gone between its requests, where the engine's ghost queue keeps
-        // many of them for their second (1.17x the measured misses when this was written).
+        // From a cache full of other blocks the model counts more: a block entering misses again
+        // at its second request in the model, where the engine's cache keeps about a fifth of
+        // them for it (1.09x the measured misses when this was written; 1.17x while the model
+        // counted that second miss even when the stream ended before the second request).
         let model = reads_through_cache(&runs, false, &cache, &recurring, 0.0).data;
         let measured = simulate_from(&shape, 10_000, None, 100_000, capacity, Start::Full, &cycle);
         let ratio = model / measured;
         assert!(
-            (1.0..1.25).contains(&ratio),
+            (1.0..1.15).contains(&ratio),
             "model {model} measured {measured}"
         );
     }
