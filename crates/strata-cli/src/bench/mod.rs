@@ -1098,7 +1098,7 @@ struct Bench<'a> {
     last_sample: (u64, Instant),
     /// What the current read phase's lookups have been through, which their prediction takes
     /// in (DESIGN.md §7.6, "A phase's history"): the block cache as the phase found it, and each
-    /// file's fewest filter bits in use since, followed at every time-series point.
+    /// file's filter bits in use, noted at every time-series point.
     stream_history: Option<strata::model::tree::StreamHistory>,
     /// Operations between time-series points in the current phase.
     sample_interval: u64,

@@ -236,8 +236,9 @@ pub enum StreamStart {
     Full,
 }
 
-/// What a block's entry into the cache costs: its misses until it is in the main queue or out
-/// again, and its requests meanwhile.
+/// What a block's entry into the cache costs over a stream: its expected misses until it is in
+/// the main queue or out again, and its expected requests meanwhile (each weighed by the chance
+/// that it comes before the stream ends).
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Entry {
     misses: f64,
@@ -307,7 +308,8 @@ impl S3FifoTimes {
 
     /// The misses of a block requested at `rate` over a stream of `length` that starts with it
     /// out of the cache: its first request (if any) misses, and a second if it was not requested
-    /// in the small queue and is requested as a ghost; its later requests miss at the settled share
+    /// in the small queue and is requested as a ghost before the stream ends
+    /// (`second_request_within`); its later requests miss at the settled share
     /// `settled_miss` (DESIGN.md §7.6, "Recurring keys"). `self` are the times over the stream
     /// ([`S3Fifo::over_stream`]).
     pub fn stream_misses(&self, rate: f64, length: f64, settled_miss: f64) -> f64 {
@@ -315,7 +317,7 @@ impl S3FifoTimes {
     }
 
     /// [`S3FifoTimes::stream_misses`] of a block that finds the cache as `start` says when the
-    /// stream begins (DESIGN.md §7.6, "The cache a phase inherits"): already cached, its first
+    /// stream begins (DESIGN.md §7.6, "A phase's history"): already cached, its first
     /// request hits; out of a cache with room, its first request misses and it stays (the
     /// engine's cache admits blocks to its main queue while that queue is under its share);
     /// out of a full cache, [`S3FifoTimes::stream_misses`].

@@ -571,8 +571,9 @@ impl Db {
 
     /// The history of a stream of lookups that begins now, as
     /// [`Db::predicted_stream_device_reads`] takes it (DESIGN.md §7.6, "A phase's history"): the
-    /// block cache's bytes in use and, per live file, the data blocks it holds, and each file's
-    /// filter bits in use ([`Db::filter_bits_in_use`]). A block counts as data when it lies
+    /// block cache's bytes in use and, per live file, the data blocks it holds; the caller notes
+    /// the filter bits in use as the stream goes (`StreamHistory::note_bits_in_use` with
+    /// [`Db::filter_bits_in_use`]). A block counts as data when it lies
     /// before the file's index and filters, which the file's open reader knows; for a file whose
     /// reader is not open, every sorted block is counted (its index partitions with its data
     /// blocks). Walks the whole cache: for a caller about to start a phase, such as `strata

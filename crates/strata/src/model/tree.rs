@@ -363,10 +363,11 @@ pub fn device_reads(
 ///
 /// `history`, where the caller knows it (DESIGN.md §7.6, "A phase's history"): the cache as the
 /// streams found it, where a data block it holds hits on its first request and, while it has
-/// room, a block entering it misses once and stays; and each file's fewest filter bits in use
-/// since, whose false positives are the distinct keys its blocks serve (a filter's false
-/// positives at more bits are among those at fewer), requested at the rate its bits now let
-/// through. `None`: a cache full of other blocks, none of the streams', and filters as now.
+/// room, a block entering it misses once and stays; and each file's filter bits in use at the
+/// times they were noted, which set its pass rate (their mean) and the keys it passes only part
+/// of the time (a filter's false positives at more bits are among those at fewer), each
+/// requested that share of the time. `None`: a cache full of other blocks, none of the
+/// streams', and filters as now.
 pub fn stream_device_reads(
     tree: &Version,
     filter_in_use: &dyn Fn(u64, &FileMetadata) -> FilterInUse,
