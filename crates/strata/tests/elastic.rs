@@ -150,7 +150,10 @@ fn the_budget_is_a_hard_cap_and_spent_under_tiering() {
 /// with the module size its modules in use are counted in: when the compaction executor built
 /// level-2 and deeper outputs with level 1's module size, a file counted as two 5-bit modules
 /// in use was probed through two 2.5-bit ones, half its bits: absent keys passed 1.2% of this
-/// tree's filter probes, 0.09% with every file built as counted.
+/// tree's filter probes, 0.09% with every file built as counted. The allocator re-divides the
+/// bits while the lookups run, priced partly by measured probe times, so the rate moves from run
+/// to run: 0.08-0.62% over 20 runs of this test binary (one above the 0.4% this test first
+/// allowed, in a CI run); the bound sits between that and the fault's 1.2%.
 #[test]
 fn every_level_is_built_with_the_module_size_its_bits_in_use_count() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -176,7 +179,7 @@ fn every_level_is_built_with_the_module_size_its_bits_in_use_count() {
     let false_positives = sum(&after.filter_false_positives) - sum(&before.filter_false_positives);
     let rate = false_positives as f64 / (negatives + false_positives) as f64;
     assert!(
-        rate < 0.004,
+        rate < 0.008,
         "{false_positives} of {} probes passed ({rate:.4})\n{stats}",
         negatives + false_positives
     );
