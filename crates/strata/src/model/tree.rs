@@ -626,28 +626,21 @@ fn file_demand(
             let home_keys = total * t.home / f.data_blocks;
             // The keys it holds and those it passes all the time are requested `1 / k` of the
             // lookups each; those it passes part of the time, that part of it.
-            let steady = k * t.asked * f.steady_pass_rate;
-            let part_time = f.passed_part_time.iter().map(|&(share, time)| {
-                (
-                    recurring_blocks(f.data_blocks, 0.0, 0.0, k * t.asked * share),
-                    time,
+            let placed: Vec<(f64, f64)> = std::iter::once((k * t.asked * f.steady_pass_rate, 1.0))
+                .chain(
+                    f.passed_part_time
+                        .iter()
+                        .map(|&(share, time)| (k * t.asked * share, time)),
                 )
-            });
-            std::iter::once((
-                recurring_blocks(f.data_blocks, home_keys, drawn, steady),
-                1.0,
-            ))
-            .chain(part_time)
-            .flat_map(|(groups, time)| {
-                groups
-                    .into_iter()
-                    .map(move |(blocks, keys_per_block)| BlockGroup {
-                        blocks,
-                        block_bytes: f.data_block_bytes,
-                        rate: keys_per_block * time / k,
-                    })
-            })
-            .collect()
+                .collect();
+            recurring_blocks(f.data_blocks, home_keys, drawn, &placed)
+                .into_iter()
+                .map(|(blocks, keys_per_block)| BlockGroup {
+                    blocks,
+                    block_bytes: f.data_block_bytes,
+                    rate: keys_per_block / k,
+                })
+                .collect()
         }
         None => vec![BlockGroup {
             blocks: f.data_blocks,
@@ -704,14 +697,17 @@ const MAX_BLOCK_GROUPS: usize = 16;
 const NEGLIGIBLE: f64 = 1e-12;
 
 /// How `blocks` data blocks share the distinct keys of a finite stream that they serve: `drawn`
-/// of each block's `home_keys` keys (existing keys drawn, binomial) and `false_positives` keys
-/// placed at random (Poisson). `(blocks, keys per block)` for the blocks holding at least one;
-/// their blocks times keys add up to the keys.
+/// of each block's `home_keys` keys (existing keys drawn, binomial) and, for each class of
+/// `placed` as `(keys, weight)`, that many keys placed at random (Poisson), each requested
+/// `weight` times as often as a home key (a key a filter passes part of the time: the share of
+/// the time). `(blocks, weighted keys per block)` for the blocks holding at least one key; their
+/// blocks times weighted keys add up to the weighted keys. A block holding keys of several
+/// classes is one block: it enters the cache once, whichever key brings it.
 fn recurring_blocks(
     blocks: f64,
     home_keys: f64,
     drawn: f64,
-    false_positives: f64,
+    placed: &[(f64, f64)],
 ) -> Vec<(f64, f64)> {
     let home_keys = if home_keys.is_finite() {
         home_keys.max(0.0)
@@ -719,12 +715,18 @@ fn recurring_blocks(
         0.0
     };
     let drawn = drawn.clamp(0.0, 1.0);
-    let placed = (false_positives.max(0.0) / blocks).max(0.0);
-    let mean = home_keys * drawn + placed;
-    if !mean.is_finite() || mean <= 0.0 {
+    // Keys a block, and weighted keys a block, of every class placed.
+    let classes: Vec<(f64, f64)> = placed
+        .iter()
+        .map(|&(keys, weight)| ((keys.max(0.0) / blocks).max(0.0), weight))
+        .filter(|&(per_block, weight)| per_block > 0.0 && weight > 0.0 && weight.is_finite())
+        .collect();
+    let count = home_keys * drawn + classes.iter().map(|&(p, _)| p).sum::<f64>();
+    let mean = home_keys * drawn + classes.iter().map(|&(p, w)| p * w).sum::<f64>();
+    if !mean.is_finite() || mean <= 0.0 || !count.is_finite() {
         return Vec::new();
     }
-    if mean > EVEN_KEYS_PER_BLOCK {
+    if count > EVEN_KEYS_PER_BLOCK {
         return vec![(blocks, mean)];
     }
     // Drawn keys of a block: binomial over its entries, rounded to a whole count with the same
@@ -735,23 +737,31 @@ fn recurring_blocks(
     } else {
         vec![1.0]
     };
-    let counts = convolve(&home, &poisson(placed));
-    let kinds: Vec<(f64, f64)> = counts
+    // The classes of weight 1 add to the home keys' count; the others, each as its own count.
+    let (whole, part): (Vec<_>, Vec<_>) = classes.iter().partition(|&&(_, w)| w == 1.0);
+    let whole_placed: f64 = whole.iter().map(|&&(p, _)| p).sum();
+    let counts = convolve(&home, &poisson(whole_placed));
+    // Atoms of the weighted keys' distribution: (chance, weighted keys).
+    let mut atoms: Vec<(f64, f64)> = counts
         .iter()
         .enumerate()
-        .skip(1)
         .filter(|&(_, &p)| p > NEGLIGIBLE)
         .map(|(j, &p)| (p, j as f64))
         .collect();
-    let width = kinds.len().div_ceil(MAX_BLOCK_GROUPS).max(1);
-    let groups: Vec<(f64, f64)> = kinds
-        .chunks(width)
-        .map(|chunk| {
-            let share: f64 = chunk.iter().map(|&(p, _)| p).sum();
-            let keys: f64 = chunk.iter().map(|&(p, j)| p * j).sum();
-            (share, keys / share)
-        })
-        .collect();
+    for &&(per_block, weight) in &part {
+        let extra = poisson(per_block);
+        let mut next = Vec::with_capacity(atoms.len() * extra.len());
+        for &(p, x) in &atoms {
+            for (i, &q) in extra.iter().enumerate() {
+                if p * q > NEGLIGIBLE {
+                    next.push((p * q, x + i as f64 * weight));
+                }
+            }
+        }
+        atoms = merge_atoms(next, usize::MAX, Some(ATOM_BUCKET));
+    }
+    let kinds: Vec<(f64, f64)> = atoms.into_iter().filter(|&(_, x)| x > 0.0).collect();
+    let groups = merge_atoms(kinds, MAX_BLOCK_GROUPS, None);
     // Scaled so the keys add up exactly whatever the truncation left out.
     let kept: f64 = groups.iter().map(|&(share, keys)| share * keys).sum();
     let scale = if kept > 0.0 { mean / kept } else { 0.0 };
@@ -759,6 +769,65 @@ fn recurring_blocks(
         .into_iter()
         .map(|(share, keys)| (blocks * share * scale, keys))
         .collect()
+}
+
+/// Relative width of the value buckets that keep the atoms of a distribution few while several
+/// classes of keys are placed ([`recurring_blocks`]).
+const ATOM_BUCKET: f64 = 0.01;
+
+/// `atoms` as `(chance, value)` sorted by value, atoms of equal value (or, with `bucket`, values
+/// within `bucket` of one another on a log scale) merged, then at most `most` of them: the two
+/// neighbours whose merging moves the fewest keys' worth of value (the chance-weighted squared
+/// distance Ward's criterion gives) merged, again and again. A merged atom's chance is the sum,
+/// its value the chance-weighted mean. A value of 0 (a block holding no key) is never merged
+/// with another.
+fn merge_atoms(mut atoms: Vec<(f64, f64)>, most: usize, bucket: Option<f64>) -> Vec<(f64, f64)> {
+    atoms.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let key = |x: f64| match bucket {
+        Some(width) if x > 0.0 => (x.ln() / width).round(),
+        _ => x,
+    };
+    let mut merged: Vec<(f64, f64)> = Vec::with_capacity(atoms.len());
+    for (p, x) in atoms {
+        match merged.last_mut() {
+            Some((q, y)) if *y > 0.0 && x > 0.0 && key(*y / *q) == key(x) => {
+                *q += p;
+                *y += p * x;
+            }
+            Some((q, y)) if *y == 0.0 && x == 0.0 => *q += p,
+            // Values are kept as chance times value while merging.
+            _ => merged.push((p, p * x)),
+        }
+    }
+    let mut atoms: Vec<(f64, f64)> = merged
+        .into_iter()
+        .map(|(p, px)| (p, if p > 0.0 { px / p } else { 0.0 }))
+        .collect();
+    let cost = |a: (f64, f64), b: (f64, f64)| {
+        if a.1 == 0.0 || b.1 == 0.0 {
+            f64::INFINITY
+        } else {
+            a.0 * b.0 / (a.0 + b.0) * (a.1 - b.1).powi(2)
+        }
+    };
+    while atoms.len() > most.max(1) {
+        let Some((i, _)) = atoms
+            .windows(2)
+            .map(|w| cost(w[0], w[1]))
+            .enumerate()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+        else {
+            break;
+        };
+        let (a, b) = (atoms[i], atoms[i + 1]);
+        if cost(a, b).is_infinite() {
+            break;
+        }
+        let share = a.0 + b.0;
+        atoms[i] = (share, (a.0 * a.1 + b.0 * b.1) / share);
+        atoms.remove(i + 1);
+    }
+    atoms
 }
 
 /// The Poisson distribution of mean `mean`, up to where the rest is negligible.
@@ -1026,7 +1095,7 @@ mod tests {
     fn the_blocks_of_recurring_keys_add_up_to_the_keys_and_collide_as_poisson() {
         // 1,000 blocks, 200 false-positive keys: about 181 blocks hold one or more, about
         // 16.4 of them two or more.
-        let groups = recurring_blocks(1_000.0, 0.0, 0.0, 200.0);
+        let groups = recurring_blocks(1_000.0, 0.0, 0.0, &[(200.0, 1.0)]);
         let keys: f64 = groups.iter().map(|&(b, j)| b * j).sum();
         assert!((keys - 200.0).abs() < 1e-9, "{keys}");
         let touched: f64 = groups.iter().map(|&(b, _)| b).sum();
@@ -1035,9 +1104,9 @@ mod tests {
         let single = groups.iter().find(|&&(_, j)| j == 1.0).expect("one key").0;
         assert!((single - 1_000.0 * 0.2 * (-0.2f64).exp()).abs() < 1e-6);
         // Every key of every block drawn: each block holds its 35 keys, no spread.
-        assert_eq!(recurring_blocks(400.0, 35.0, 1.0, 0.0), vec![(400.0, 35.0)]);
+        assert_eq!(recurring_blocks(400.0, 35.0, 1.0, &[]), vec![(400.0, 35.0)]);
         // A tenth of them drawn: binomial, 1 - 0.9^35 of the blocks hold one or more.
-        let tenth = recurring_blocks(400.0, 35.0, 0.1, 0.0);
+        let tenth = recurring_blocks(400.0, 35.0, 0.1, &[]);
         let touched: f64 = tenth.iter().map(|&(b, _)| b).sum();
         assert!(
             (touched - 400.0 * (1.0 - 0.9f64.powi(35))).abs() < 1e-6,
@@ -1046,11 +1115,14 @@ mod tests {
         let keys: f64 = tenth.iter().map(|&(b, j)| b * j).sum();
         assert!((keys - 400.0 * 3.5).abs() < 1e-9, "{keys}");
         // Many keys a block: the mean, one group; nothing requested: no group.
-        assert_eq!(recurring_blocks(10.0, 0.0, 0.0, 1e6), vec![(10.0, 1e5)]);
-        assert!(recurring_blocks(10.0, 0.0, 0.0, 0.0).is_empty());
-        assert!(recurring_blocks(10.0, f64::NAN, 1.0, f64::NAN).is_empty());
+        assert_eq!(
+            recurring_blocks(10.0, 0.0, 0.0, &[(1e6, 1.0)]),
+            vec![(10.0, 1e5)]
+        );
+        assert!(recurring_blocks(10.0, 0.0, 0.0, &[(0.0, 1.0)]).is_empty());
+        assert!(recurring_blocks(10.0, f64::NAN, 1.0, &[(f64::NAN, 1.0)]).is_empty());
         // At most MAX_BLOCK_GROUPS kinds of block, the keys still adding up.
-        let wide = recurring_blocks(100.0, 40.0, 0.5, 3_000.0);
+        let wide = recurring_blocks(100.0, 40.0, 0.5, &[(3_000.0, 1.0)]);
         assert!(wide.len() <= MAX_BLOCK_GROUPS, "{}", wide.len());
         let keys: f64 = wide.iter().map(|&(b, j)| b * j).sum();
         assert!((keys - (100.0 * 20.0 + 3_000.0)).abs() < 1e-6, "{keys}");
@@ -1445,13 +1517,91 @@ mod tests {
         );
         // From a cache full of other blocks the model counts more: a block entering misses again
         // at its second request in the model, where the engine's cache keeps about a fifth of
-        // them for it (1.09x the measured misses when this was written; 1.17x while the model
-        // counted that second miss even when the stream ended before the second request).
+        // them for it (1.06x the measured misses when this was written; 1.09x while a block
+        // holding keys of both classes was priced as two blocks, 1.17x while the model counted
+        // that second miss even when the stream ended before the second request).
         let model = reads_through_cache(&runs, false, &cache, &recurring, 0.0).data;
         let measured = simulate_from(&shape, 10_000, None, 100_000, capacity, Start::Full, &cycle);
         let ratio = model / measured;
         assert!(
             (1.0..1.15).contains(&ratio),
+            "model {model} measured {measured}"
+        );
+    }
+
+    #[test]
+    fn a_block_holding_keys_passed_all_and_part_of_the_time_is_one_block() {
+        // 1,000 blocks, 200 keys passed all the time and 800 a quarter of it: 1,000 keys placed
+        // at random touch about 632 blocks, not the 181 and 551 of each class placed alone.
+        let groups = recurring_blocks(1_000.0, 0.0, 0.0, &[(200.0, 1.0), (800.0, 0.25)]);
+        assert!(groups.len() <= MAX_BLOCK_GROUPS, "{}", groups.len());
+        let touched: f64 = groups.iter().map(|&(b, _)| b).sum();
+        let expected = 1_000.0 * (1.0 - (-1.0f64).exp());
+        assert!(
+            (touched - expected).abs() < 1e-3 * expected,
+            "{touched} {expected}"
+        );
+        let weighted: f64 = groups.iter().map(|&(b, w)| b * w).sum();
+        assert!((weighted - 400.0).abs() < 1e-6, "{weighted}");
+        // The blocks holding one part-time key and nothing else keep their own rate: a quarter.
+        let quarter: f64 = groups
+            .iter()
+            .filter(|&&(_, w)| (w - 0.25).abs() < 1e-9)
+            .map(|&(b, _)| b)
+            .sum();
+        let alone = 1_000.0 * 0.8 * (-1.0f64).exp();
+        assert!((quarter - alone).abs() < 1e-3 * alone, "{quarter} {alone}");
+        // Classes of weight 1 add up as one; nothing placed, nothing touched.
+        let split = recurring_blocks(1_000.0, 0.0, 0.0, &[(100.0, 1.0), (100.0, 1.0)]);
+        let whole = recurring_blocks(1_000.0, 0.0, 0.0, &[(200.0, 1.0)]);
+        assert_eq!(split, whole);
+        assert!(recurring_blocks(1_000.0, 0.0, 0.0, &[(0.0, 0.5), (5.0, 0.0)]).is_empty());
+        // Many classes stay within the groups and add up.
+        let many: Vec<(f64, f64)> = (1..=6).map(|i| (300.0, i as f64 / 7.0)).collect();
+        let groups = recurring_blocks(500.0, 0.0, 0.0, &many);
+        assert!(groups.len() <= MAX_BLOCK_GROUPS, "{}", groups.len());
+        let weighted: f64 = groups.iter().map(|&(b, w)| b * w).sum();
+        assert!((weighted - 900.0).abs() < 1e-6, "{weighted}");
+    }
+
+    #[test]
+    fn keys_passed_all_and_part_of_the_time_on_few_blocks_miss_as_the_engines_cache_does() {
+        let bytes = (data_block().size_bytes() as u64 + crate::cache::ENTRY_OVERHEAD_BYTES) as f64;
+        // A run of 400 blocks (as a level-0 file of a few MiB) whose filter passes 2% of keys
+        // for 6,000 lookups and 10% for 2,000, over and over: 200 keys passed all the time and
+        // 800 a quarter of it, about 2.5 keys a block, so most blocks hold keys of both.
+        let shape = [(400u64, 0.04)];
+        let cycle = [(0.02, 6_000u64), (0.10, 2_000)];
+        let recurring = stream(10_000.0, Some(100_000.0));
+        let mut runs = vec![run_of(14_000.0, 400.0, 0.04, bytes)];
+        runs[0].1[0].steady_pass_rate = 0.02;
+        runs[0].1[0].passed_part_time = vec![(0.08, 0.25)];
+        // A cache holding every block: each block touched misses once (the model 0.998x the
+        // measured misses when this was written; the classes placed apart would count about 503
+        // blocks touched where about 367 are).
+        let capacity = 8u64 << 20;
+        let cache = setting(capacity, true);
+        let model = reads_through_cache(&runs, false, &cache, &recurring, capacity as f64).data;
+        let measured = simulate_from(
+            &shape,
+            10_000,
+            None,
+            100_000,
+            capacity,
+            Start::Empty,
+            &cycle,
+        );
+        assert!(
+            (model / measured - 1.0).abs() < 0.05,
+            "model {model} measured {measured}"
+        );
+        // A cache of 1 MiB (about 250 blocks) full of other blocks (0.98x).
+        let capacity = 1u64 << 20;
+        let cache = setting(capacity, true);
+        let model = reads_through_cache(&runs, false, &cache, &recurring, 0.0).data;
+        let measured = simulate_from(&shape, 10_000, None, 100_000, capacity, Start::Full, &cycle);
+        assert!(
+            (model / measured - 1.0).abs() < 0.10,
             "model {model} measured {measured}"
         );
     }
