@@ -940,6 +940,7 @@ fn stream_histories_return_beside_reads_writes_and_a_close() {
                     lookups: Some(10_000.0),
                 },
                 existing: LookupStream::NEW_KEYS,
+                key_range: None,
             };
             loop {
                 let closed = closing.load(Ordering::SeqCst);

@@ -179,6 +179,7 @@ fn recurring_missing_keys_from_the_cache_a_phase_left_agree_with_the_counters() 
             lookups: Some(LOOKUPS as f64),
         },
         existing: LookupStream::NEW_KEYS,
+        key_range: None,
     };
     let predicted = db
         .predicted_stream_device_reads(&streams, Some(&history))
@@ -198,4 +199,64 @@ fn recurring_missing_keys_from_the_cache_a_phase_left_agree_with_the_counters() 
         "the history brings the model closer: {predicted} {full} {measured}"
     );
     db.close().expect("close");
+}
+
+/// Lookups confined to a tenth of the keys (a hot range, as the bench's `readhot` reads the first
+/// percent) read only the data blocks that hold them: predicted with the range
+/// (`LookupStreams::key_range`, DESIGN.md §7.6, "A range of keys") within 10% of the counters
+/// through a cache that holds the range's blocks and through one that does not, where the model
+/// of the whole key range sees 1.3 to hundreds of times the reads. The tree: every key compacted into one run,
+/// then three flushes of overwrites, so that each run's keys lie alike over its range, as the
+/// model takes them (a leveled tree whose last level took its key ranges at different times
+/// holds more keys of the level above in the ranges moved first).
+#[test]
+fn lookups_confined_to_a_hot_range_agree_with_the_counters() {
+    use strata::alloc::Uniform;
+    use strata::model::tree::{LookupStream, LookupStreams};
+    const HOT: u64 = KEYS / 10;
+    const LOOKUPS: u64 = 60_000;
+    // (cache bytes, how many times the reads the whole key range's model sees at least): 1 MiB
+    // holds the range's blocks, which then miss once each; 96 KiB holds about a third of them.
+    for (cache_bytes, whole_over) in [(1u64 << 20, 100.0), (96 << 10, 1.3)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let options = options(Arc::new(Leveling::new(4.0).expect("policy")), cache_bytes)
+            .filter_allocator(Arc::new(Uniform::new(10.0).expect("valid")));
+        let db = Db::open(dir.path(), options).expect("open");
+        load(&db);
+        db.compact().expect("compacts");
+        let overwrites = SplitMix64::new(3).shuffled(KEYS).into_iter().take(1_500);
+        put_settling(&db, overwrites.map(key), VALUE_BYTES, FLUSH_ENTRIES);
+        let runs: usize = db.version().levels().iter().map(|l| l.runs().len()).sum();
+        assert!(runs >= 2, "{runs} runs");
+        let history = db.stream_history();
+        db.reset_stats();
+        let mut draws = SplitMix64::new(11);
+        for _ in 0..LOOKUPS {
+            assert!(db.get(key(draws.below(HOT))).expect("reads").is_some());
+        }
+        let measured = db.stats().io.data_block_reads_total() as f64 / LOOKUPS as f64;
+        let streams = |key_range| LookupStreams {
+            missing: LookupStream::NEW_KEYS,
+            existing: LookupStream {
+                distinct_keys: Some(HOT as f64),
+                lookups: Some(LOOKUPS as f64),
+            },
+            key_range,
+        };
+        let predicted = db
+            .predicted_stream_device_reads(&streams(Some((key(0), key(HOT - 1)))), Some(&history))
+            .existing
+            .data;
+        let whole = db
+            .predicted_stream_device_reads(&streams(None), Some(&history))
+            .existing
+            .data;
+        eprintln!(
+            "a hot tenth of the keys on {runs} runs through {cache_bytes} bytes of cache: \
+             predicted {predicted:.5} (the whole key range {whole:.5}), measured {measured:.5}"
+        );
+        within(predicted, measured, "data blocks per lookup in a hot range");
+        assert!(whole > whole_over * measured, "{whole} {measured}");
+        db.close().expect("close");
+    }
 }

@@ -1376,12 +1376,21 @@ impl Bench<'_> {
     }
 
     /// The keys a point-read phase draws from and its lookups (DESIGN.md §7.6, "Recurring
-    /// keys"): readmissing's missing keys, alike; readrandom's `--num` keys, alike unless
-    /// `--distribution` says otherwise (then none: the model takes keys alike). The other
-    /// workloads are not priced per lookup.
+    /// keys" and "A range of keys"): readmissing's missing keys, alike; readrandom's `--num`
+    /// keys and readhot's first percent of them (a range: the keys are zero-padded decimals),
+    /// alike unless `--distribution` says otherwise (then none: the model takes keys alike). The
+    /// other workloads are not priced per lookup.
     fn lookup_streams(&self, workload: Workload) -> Option<strata::model::tree::LookupStreams> {
         use strata::model::tree::{LookupStream, LookupStreams};
         let reads = self.config.reads as f64;
+        let alike = matches!(
+            self.config.distribution,
+            None | Some(KeyDistribution::Uniform)
+        );
+        let existing = |keys: u64| LookupStream {
+            distinct_keys: Some(keys as f64),
+            lookups: Some(reads * self.config.query_threads.max(1) as f64),
+        };
         match workload {
             Workload::Readmissing => Some(LookupStreams {
                 missing: LookupStream {
@@ -1389,19 +1398,22 @@ impl Bench<'_> {
                     lookups: Some(reads),
                 },
                 existing: LookupStream::NEW_KEYS,
+                key_range: None,
             }),
-            Workload::Mix(Mix::ReadRandom)
-                if matches!(
-                    self.config.distribution,
-                    None | Some(KeyDistribution::Uniform)
-                ) =>
-            {
+            Workload::Mix(Mix::ReadRandom) if alike => Some(LookupStreams {
+                missing: LookupStream::NEW_KEYS,
+                existing: existing(self.format.num()),
+                key_range: None,
+            }),
+            Workload::Mix(Mix::ReadHot) if alike => {
+                let hot = ops::hot_keys(self.format.num()).max(1);
+                let (mut smallest, mut largest) = (Vec::new(), Vec::new());
+                self.format.present_key(0, &mut smallest);
+                self.format.present_key(hot - 1, &mut largest);
                 Some(LookupStreams {
                     missing: LookupStream::NEW_KEYS,
-                    existing: LookupStream {
-                        distinct_keys: Some(self.format.num() as f64),
-                        lookups: Some(reads * self.config.query_threads.max(1) as f64),
-                    },
+                    existing: existing(hot),
+                    key_range: Some((smallest, largest)),
                 })
             }
             _ => None,

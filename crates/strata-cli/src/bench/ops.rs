@@ -704,6 +704,11 @@ impl KindChoice {
     }
 }
 
+/// The keys `readhot` reads of `keys`: the first `(keys + 99) / 100` (db_bench's first percent).
+pub fn hot_keys(keys: u64) -> u64 {
+    keys.div_ceil(100)
+}
+
 /// Which keys the reads of the mix may target.
 #[derive(Debug, Clone, Copy)]
 enum ReadRange {
@@ -794,7 +799,7 @@ impl OpStream {
     fn read_target(&mut self) -> u64 {
         let range = match self.read_range {
             ReadRange::All => self.keys,
-            ReadRange::HotPercent => self.keys.div_ceil(100),
+            ReadRange::HotPercent => hot_keys(self.keys),
         };
         self.targets.next(&mut self.rng, range)
     }

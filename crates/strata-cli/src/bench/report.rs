@@ -311,7 +311,8 @@ pub struct SeriesPoint {
 
 /// The lookup predictions a point-read phase is held to, from the engine's model on the tree as
 /// it is: `(through the block cache, data reads without it)` for the stream of missing keys
-/// (readmissing) or of existing ones (readrandom); none for other phases.
+/// (readmissing) or of existing ones (readrandom, and readhot over the tree's whole key range: the
+/// stream's range is for the recurring form, `Bench::lookup_streams`); none for other phases.
 pub fn lookup_predictions(
     phase: Workload,
     shape: &TreeShape,
@@ -321,9 +322,10 @@ pub fn lookup_predictions(
             Some(predicted.zero_result_device),
             Some(predicted.zero_result),
         ),
-        (Workload::Mix(crate::bench::Mix::ReadRandom), Some(predicted)) => {
-            (Some(predicted.existing_device), Some(predicted.existing))
-        }
+        (
+            Workload::Mix(crate::bench::Mix::ReadRandom | crate::bench::Mix::ReadHot),
+            Some(predicted),
+        ) => (Some(predicted.existing_device), Some(predicted.existing)),
         _ => (None, None),
     }
 }
