@@ -274,6 +274,29 @@ fn second_request_within(rate: f64, length: f64, window: f64) -> f64 {
     chance.clamp(0.0, 1.0)
 }
 
+/// The misses over a stream of `length` of a block requested at `rate` whose entry into the cache
+/// (given the chance of its first request in the stream) costs `entry`, its later requests missing
+/// at `settled_miss`: 0 for no stream or no rate, the settled share for an endless one.
+fn stream_misses_after(
+    rate: f64,
+    length: f64,
+    settled_miss: f64,
+    entry: impl FnOnce(f64) -> Entry,
+) -> f64 {
+    if rate.is_nan() || rate <= 0.0 || length.is_nan() || length <= 0.0 {
+        return 0.0;
+    }
+    let requests = rate * length;
+    if requests.is_infinite() {
+        return settled_miss;
+    }
+    // The block's entry, as expected misses and requests over the stream (each weighed by the
+    // chance that it happens before the stream ends).
+    let entry = entry(-(-requests).exp_m1());
+    let later = (requests - entry.requests).max(0.0);
+    (entry.misses + later * settled_miss).min(requests)
+}
+
 /// How a block finds the cache when a stream of requests for it begins
 /// ([`S3FifoTimes::stream_misses_from`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -378,17 +401,7 @@ impl S3FifoTimes {
         settled_miss: f64,
         start: StreamStart,
     ) -> f64 {
-        if rate.is_nan() || rate <= 0.0 || length.is_nan() || length <= 0.0 {
-            return 0.0;
-        }
-        let requests = rate * length;
-        if requests.is_infinite() {
-            return settled_miss;
-        }
-        let first = -(-requests).exp_m1();
-        // The block's entry, as expected misses and requests over the stream (each weighed by
-        // the chance that it happens before the stream ends).
-        let entry = match start {
+        stream_misses_after(rate, length, settled_miss, |first| match start {
             StreamStart::Cached => Entry {
                 misses: 0.0,
                 requests: first,
@@ -409,9 +422,7 @@ impl S3FifoTimes {
                     requests: first + promoted + ghost,
                 }
             }
-        };
-        let later = (requests - entry.requests).max(0.0);
-        (entry.misses + later * settled_miss).min(requests)
+        })
     }
 
     /// [`S3FifoTimes::stream_misses_from`] of a block entering a full cache
@@ -426,33 +437,29 @@ impl S3FifoTimes {
         settled_miss: f64,
         inflow: &StreamInflow,
     ) -> f64 {
-        if rate.is_nan() || rate <= 0.0 || length.is_nan() || length <= 0.0 {
-            return 0.0;
-        }
-        let requests = rate * length;
-        if requests.is_infinite() {
-            return settled_miss;
-        }
-        let first = -(-requests).exp_m1();
-        // The first request's time by its chance `u = 1 - e^(-rate t)`, at the midpoints of
-        // equal steps over `[0, first]`.
-        let (mut promoted, mut ghost) = (0.0, 0.0);
-        for i in 0..ENTRY_POINTS {
-            let u = first * (i as f64 + 0.5) / ENTRY_POINTS as f64;
-            let t = -(-u).ln_1p() / rate;
-            let left = (length - t).max(0.0);
-            let second_within = |window: f64| -(-rate * window.min(left)).exp_m1();
-            let small = inflow.small_time_at(t);
-            let p = second_within(small);
-            promoted += p;
-            ghost += (second_within(small + self.ghost) - p).max(0.0);
-        }
-        let (promoted, ghost) = (
-            first * promoted / ENTRY_POINTS as f64,
-            first * ghost / ENTRY_POINTS as f64,
-        );
-        let later = (requests - first - promoted - ghost).max(0.0);
-        (first + ghost + later * settled_miss).min(requests)
+        stream_misses_after(rate, length, settled_miss, |first| {
+            // The first request's time by its chance `u = 1 - e^(-rate t)`, at the midpoints of
+            // equal steps over `[0, first]`.
+            let (mut promoted, mut ghost) = (0.0, 0.0);
+            for i in 0..ENTRY_POINTS {
+                let u = first * (i as f64 + 0.5) / ENTRY_POINTS as f64;
+                let t = -(-u).ln_1p() / rate;
+                let left = (length - t).max(0.0);
+                let second_within = |window: f64| -(-rate * window.min(left)).exp_m1();
+                let small = inflow.small_time_at(t);
+                let p = second_within(small);
+                promoted += p;
+                ghost += (second_within(small + self.ghost) - p).max(0.0);
+            }
+            let (promoted, ghost) = (
+                first * promoted / ENTRY_POINTS as f64,
+                first * ghost / ENTRY_POINTS as f64,
+            );
+            Entry {
+                misses: first + ghost,
+                requests: first + promoted + ghost,
+            }
+        })
     }
 
     fn fill(&self, groups: &[&BlockGroup]) -> Fill {
