@@ -96,7 +96,7 @@ pub struct TuneArgs {
     #[arg(long)]
     pub lifetime_mix: bool,
     /// Measure the device in this directory (a 64 MiB file written and synced, then 2,000 random
-    /// page reads with direct I/O; the file is removed) and the processor's costs on the engine
+    /// reads of two pages, a data block's span, with direct I/O; the file is removed) and the processor's costs on the engine
     /// itself (a scratch database of 16 runs: timed updates, empty and present lookups on one
     /// run, empty lookups and seeks on 16, a full compaction; removed) instead of assuming
     /// `--device`'s default.
@@ -411,7 +411,7 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
         (None, Some(dir)) => {
             let measured = measure_device(dir, DEFAULT_PROBE)?;
             lines.push(format!(
-                "device measured in {}: {:.1} us per random 4 KiB read (direct I/O), {:.2} us per page read in order (2 MiB direct reads), {:.2} us per page written and synced: read-us={:.1},merge-read-us={:.2},write-us={:.2}",
+                "device measured in {}: {:.1} us per random data-block read (two 4 KiB pages, direct I/O), {:.2} us per page read in order (2 MiB direct reads), {:.2} us per page written and synced: read-us={:.1},merge-read-us={:.2},write-us={:.2}",
                 dir.display(),
                 measured.seconds_per_read * 1e6,
                 measured.seconds_per_merge_read * 1e6,

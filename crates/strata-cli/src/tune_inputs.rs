@@ -130,6 +130,12 @@ pub const DEFAULT_PROBE: ProbeSize = ProbeSize {
 /// The page size the probe reads and the models assume.
 pub const PAGE_BYTES: u64 = 4096;
 
+/// Pages one random read of the probe takes: a data block of `Options::block_bytes` (4 KiB) and its
+/// checksum trailer sit anywhere in a table file, so the engine's direct read of one spans two
+/// pages (three for the few that end within a trailer's length of a page's end), and the models'
+/// `Omega` is the time of that read, as auto-tune's measured price is (DESIGN.md §7.5).
+pub const BLOCK_READ_PAGES: u64 = 2;
+
 /// What the probe measured.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MeasuredDevice {
@@ -137,7 +143,7 @@ pub struct MeasuredDevice {
     pub seconds_per_write: f64,
     /// Seconds per page read in order, 2 MiB a read, with direct I/O.
     pub seconds_per_merge_read: f64,
-    /// Mean seconds per random page read with direct I/O.
+    /// Mean seconds per random data-block read ([`BLOCK_READ_PAGES`] pages) with direct I/O.
     pub seconds_per_read: f64,
     /// The random reads timed in five rounds: the rounds' spread (`CostSpread::of_rounds`, the
     /// second slowest round's mean over the second fastest's; `CostSpread::device`).
@@ -443,10 +449,18 @@ fn read_in_order(fs: &RealFileSystem, path: &Path, pages: u64) -> CliResult<f64>
     Ok(started.elapsed().as_secs_f64() / pages as f64)
 }
 
-/// Mean seconds per random page read over `reads` reads, and the spread of the rounds they are
-/// timed in (`CostSpread::of_rounds` of the rounds' means): five rounds, one a read below five
-/// reads.
+/// Mean seconds per random data-block read over `reads` reads, and the spread of the rounds they
+/// are timed in (`CostSpread::of_rounds` of the rounds' means): five rounds, one a read below five
+/// reads. A read is of [`BLOCK_READ_PAGES`] pages at a page boundary: what the engine's direct
+/// reads fetch for one data block.
 fn read_pages(fs: &RealFileSystem, path: &Path, pages: u64, reads: usize) -> CliResult<(f64, f64)> {
+    if pages < BLOCK_READ_PAGES {
+        return Err(CliError::InvalidArgument(format!(
+            "{}: the probe's file holds {pages} page(s); a read takes {BLOCK_READ_PAGES}",
+            path.display()
+        )));
+    }
+    let span = (BLOCK_READ_PAGES * PAGE_BYTES) as usize;
     let file = open_direct(fs, path)?;
     // Fixed seed: the same probe reads the same pages.
     let mut rng = rand::rngs::StdRng::seed_from_u64(42);
@@ -464,11 +478,11 @@ fn read_pages(fs: &RealFileSystem, path: &Path, pages: u64, reads: usize) -> Cli
         };
         let round_started = Instant::now();
         for _ in 0..count {
-            let page = rng.gen_range(0..pages);
-            let bytes = file.read_at(page * PAGE_BYTES, PAGE_BYTES as usize)?;
-            if bytes.len() != PAGE_BYTES as usize {
+            let page = rng.gen_range(0..=pages - BLOCK_READ_PAGES);
+            let bytes = file.read_at(page * PAGE_BYTES, span)?;
+            if bytes.len() != span {
                 return Err(CliError::InvalidArgument(format!(
-                    "{}: the probe read {} bytes of a {PAGE_BYTES}-byte page",
+                    "{}: the probe read {} bytes of a {span}-byte read",
                     path.display(),
                     bytes.len()
                 )));
@@ -595,6 +609,22 @@ mod tests {
         let error = measure_processor(dir.path(), 128.0, 0.0, size).expect_err("exists");
         assert!(error.to_string().contains("exists"), "{error}");
         assert!(existing.join("keep").exists());
+    }
+
+    #[test]
+    fn the_device_probe_reads_a_data_blocks_two_pages_and_refuses_a_file_of_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("one-page");
+        std::fs::write(&path, vec![7u8; PAGE_BYTES as usize]).expect("write");
+        let error = read_pages(&RealFileSystem, &path, 1, 10).expect_err("one page");
+        assert!(error.to_string().contains("a read takes 2"), "{error}");
+        // Two pages: every read is the whole file, where direct I/O is there to read it.
+        let path = dir.path().join("two-pages");
+        std::fs::write(&path, vec![7u8; 2 * PAGE_BYTES as usize]).expect("write");
+        match read_pages(&RealFileSystem, &path, 2, 10) {
+            Ok((seconds, spread)) => assert!(seconds > 0.0 && spread >= 1.0),
+            Err(error) => assert!(error.to_string().contains("direct reads"), "{error}"),
+        }
     }
 
     #[test]
