@@ -27,10 +27,10 @@ pub mod workload;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use distribution::{KeyChooser, KeyDistribution};
-use engine::{Engine, EngineConfig, EngineKind};
+use engine::{Engine, EngineConfig, EngineKind, TreeShape};
 use ops::{Mix, Op, StreamSpec};
 use serde::Serialize;
 use std::str::FromStr;
@@ -128,6 +128,10 @@ impl Variant {
 
 /// Time-series points per phase when `--sample-every` is not given.
 const SERIES_POINTS_PER_PHASE: u64 = 100;
+
+/// Time-series points at least between two that run the cost model (`Bench::sample`): ten
+/// predictions in a phase of the default hundred points.
+const PREDICTIONS_EVERY_POINTS: u64 = 10;
 
 /// The flags of `strata bench`. Scripts depend on these names: add, never rename.
 #[derive(Debug, Clone, clap::Args)]
@@ -1008,6 +1012,9 @@ fn run_with(
                 live_keys: 0,
                 phase_started: Instant::now(),
                 last_sample: (0, Instant::now()),
+                paused: Duration::ZERO,
+                measuring_alone: true,
+                point_predictions: None,
                 stream_history: None,
                 sample_interval: 1,
             };
@@ -1096,6 +1103,18 @@ struct Bench<'a> {
     /// When the current phase began, and the last time-series point `(ops, time)`.
     phase_started: Instant,
     last_sample: (u64, Instant),
+    /// Time the cost model's predictions at time-series points took in the current phase (made
+    /// only while the measuring thread is the database's only client), left out of the phase's
+    /// time: the phase times the engine, not the bench's model.
+    paused: Duration,
+    /// The measuring thread is the database's only client in the current phase (no other
+    /// query thread, no background writer): the bench may stop the phase's clock for its own
+    /// work, and predicts lookups at time-series points.
+    measuring_alone: bool,
+    /// The predictions at the last time-series point that computed them, the tree and filters
+    /// they were computed on and the point's number: a point on the same tree and filters, or
+    /// fewer than [`PREDICTIONS_EVERY_POINTS`] points later, takes them again.
+    point_predictions: Option<(PointState, u64, PointPredictions)>,
     /// What the current read phase's lookups have been through, which their prediction takes
     /// in (DESIGN.md §7.6, "A phase's history"): the block cache as the phase found it, and each
     /// file's filter bits in use, noted at every time-series point.
@@ -1108,6 +1127,35 @@ struct Bench<'a> {
     progress: bool,
     results: Vec<PhaseResult>,
     counts: Vec<PhaseCounts>,
+}
+
+/// What a time-series point's lookup predictions were computed on: each level's runs, files
+/// and entries, and each live file's filter bits in use (`Engine::filter_bits_in_use`).
+#[derive(Debug, Clone, PartialEq)]
+struct PointState {
+    levels: Vec<(usize, usize, usize, Option<u64>)>,
+    bits: Option<std::collections::BTreeMap<u64, f64>>,
+}
+
+impl PointState {
+    fn of(shape: &TreeShape, bits: Option<std::collections::BTreeMap<u64, f64>>) -> PointState {
+        PointState {
+            levels: shape
+                .levels
+                .iter()
+                .map(|level| (level.level, level.runs, level.files, level.entries))
+                .collect(),
+            bits,
+        }
+    }
+}
+
+/// A time-series point's lookup predictions (`SeriesPoint`'s).
+#[derive(Debug, Clone, Copy, Default)]
+struct PointPredictions {
+    new_keys: Option<engine::PredictedBlockReads>,
+    without_cache: Option<f64>,
+    recurring: Option<engine::PredictedBlockReads>,
 }
 
 impl Bench<'_> {
@@ -1185,6 +1233,9 @@ impl Bench<'_> {
                 .and_then(|_| engine.stream_history());
             self.phase_started = Instant::now();
             self.last_sample = (0, self.phase_started);
+            self.paused = Duration::ZERO;
+            self.measuring_alone = true;
+            self.point_predictions = None;
             let phase_ops = if workload.fills() {
                 self.config.num
             } else {
@@ -1206,12 +1257,16 @@ impl Bench<'_> {
                 Workload::Seekrandom => self.seek(engine, &mut latencies)?,
                 Workload::Mix(mix) => self.stream(engine, mix, &mut latencies)?,
             };
-            let elapsed = started.elapsed();
+            // The bench's own work at time-series points is not the engine's (`Self::sample`).
+            let elapsed = started.elapsed().saturating_sub(self.paused);
             if workload.fills() {
                 self.live_keys = self.live_keys.max(self.format.num());
             }
             self.live_keys += counts.inserts;
-            let shape = engine.shape();
+            let mut shape = engine.shape();
+            if report::priced_per_lookup(workload) {
+                shape.predicted_lookup_io = engine.predicted_lookup_io();
+            }
             let logical_bytes =
                 self.live_keys as f64 * (self.config.key_size + self.config.value_size) as f64;
             let mut result = PhaseResult::new(
@@ -1274,6 +1329,15 @@ impl Bench<'_> {
             report::write_unnecessary_range(self.out, &result).map_err(report_error)?;
             report::write_prediction(self.out, &result).map_err(report_error)?;
             report::write_probe_times(self.out, &result).map_err(report_error)?;
+            if self.paused >= Duration::from_millis(1) {
+                writeln!(
+                    self.out,
+                    "  bench: {:.3} s of cost-model predictions at time-series points left out of \
+                     the phase's time",
+                    self.paused.as_secs_f64()
+                )
+                .map_err(report_error)?;
+            }
             self.out.flush().map_err(report_error)?;
             self.results.push(result);
             self.counts.push(counts);
@@ -1340,7 +1404,13 @@ impl Bench<'_> {
     }
 
     /// Records a time-series point every `--sample-every` operations of a phase (by default a
-    /// hundredth of the phase).
+    /// hundredth of the phase): its throughput, the filters' bits per key and, in a phase priced
+    /// per lookup, the cost model's prediction. The model runs over every live file and the
+    /// block cache (over 100 ms on a tree of 60 files), so it runs again only when the tree or
+    /// the filters in use have changed, at most every [`PREDICTIONS_EVERY_POINTS`] points, and
+    /// only while the measuring thread is the database's only client, the phase's clock
+    /// stopped meanwhile (`Self::paused`); with other clients the clock cannot stop, and the
+    /// points carry no prediction.
     fn sample(&mut self, engine: &dyn Engine, workload: Workload, done: u64) {
         if !done.is_multiple_of(self.sample_interval) {
             return;
@@ -1348,10 +1418,40 @@ impl Bench<'_> {
         let now = Instant::now();
         let (last_ops, last_time) = self.last_sample;
         let interval = now.duration_since(last_time).as_secs_f64();
+        let seconds = now
+            .duration_since(self.phase_started)
+            .saturating_sub(self.paused)
+            .as_secs_f64();
         let shape = engine.shape();
-        let (new_keys, predicted_data_reads_per_lookup_without_cache) =
-            report::lookup_predictions(workload, &shape);
-        let recurring = new_keys.and(self.recurring_lookup_prediction(engine, workload));
+        let priced = report::priced_per_lookup(workload);
+        let bits = (priced || self.stream_history.is_some())
+            .then(|| engine.filter_bits_in_use())
+            .flatten();
+        if let (Some(history), Some(bits)) = (self.stream_history.as_mut(), bits.as_ref()) {
+            history.note_bits_in_use(bits);
+        }
+        // With other clients running, the clock cannot stop: only the phase's end is predicted.
+        let mut predicting = Duration::ZERO;
+        let predicted = if priced && self.measuring_alone {
+            let state = PointState::of(&shape, bits);
+            let points = done / self.sample_interval;
+            match &self.point_predictions {
+                Some((seen, since, predicted))
+                    if *seen == state || points < since + PREDICTIONS_EVERY_POINTS =>
+                {
+                    *predicted
+                }
+                _ => {
+                    let started = Instant::now();
+                    let predicted = self.point_predictions_now(engine, workload);
+                    predicting = started.elapsed();
+                    self.point_predictions = Some((state, points, predicted));
+                    predicted
+                }
+            }
+        } else {
+            PointPredictions::default()
+        };
         self.series.push(SeriesPoint {
             configuration: self.variant.label(),
             engine: self.variant.engine.name(),
@@ -1360,7 +1460,7 @@ impl Bench<'_> {
             run: self.run,
             phase: workload,
             ops_done: done,
-            seconds: now.duration_since(self.phase_started).as_secs_f64(),
+            seconds,
             ops_per_sec: if interval > 0.0 {
                 (done - last_ops) as f64 / interval
             } else {
@@ -1368,11 +1468,28 @@ impl Bench<'_> {
             },
             avg_bits_per_key: shape.avg_bits_per_key,
             effective_bits_per_key: shape.effective_bits_per_key,
-            predicted_reads_per_lookup: recurring.or(new_keys),
-            predicted_reads_per_lookup_new_keys: recurring.and(new_keys),
-            predicted_data_reads_per_lookup_without_cache,
+            predicted_reads_per_lookup: predicted.recurring.or(predicted.new_keys),
+            predicted_reads_per_lookup_new_keys: predicted.recurring.and(predicted.new_keys),
+            predicted_data_reads_per_lookup_without_cache: predicted.without_cache,
         });
-        self.last_sample = (done, now);
+        self.paused += predicting;
+        self.last_sample = (done, now + predicting);
+    }
+
+    /// The engine's lookup predictions for `workload` on its tree and filters now: for every
+    /// key new (with and without the cache) and, where the phase's keys recur, for its stream.
+    fn point_predictions_now(&self, engine: &dyn Engine, workload: Workload) -> PointPredictions {
+        let shape = TreeShape {
+            predicted_lookup_io: engine.predicted_lookup_io(),
+            ..TreeShape::default()
+        };
+        let (new_keys, without_cache) = report::lookup_predictions(workload, &shape);
+        let recurring = new_keys.and_then(|_| self.predicted_recurring(engine, workload));
+        PointPredictions {
+            new_keys,
+            without_cache,
+            recurring,
+        }
     }
 
     /// The keys a point-read phase draws from and its lookups (DESIGN.md §7.6, "Recurring
@@ -1428,12 +1545,22 @@ impl Bench<'_> {
         engine: &dyn Engine,
         workload: Workload,
     ) -> Option<engine::PredictedBlockReads> {
-        let streams = self.lookup_streams(workload)?;
         if let (Some(history), Some(bits)) =
             (self.stream_history.as_mut(), engine.filter_bits_in_use())
         {
             history.note_bits_in_use(&bits);
         }
+        self.predicted_recurring(engine, workload)
+    }
+
+    /// The engine's prediction for `workload`'s recurring stream on the phase's history as
+    /// noted so far, where it has one.
+    fn predicted_recurring(
+        &self,
+        engine: &dyn Engine,
+        workload: Workload,
+    ) -> Option<engine::PredictedBlockReads> {
+        let streams = self.lookup_streams(workload)?;
         let (missing, existing) =
             engine.predicted_stream_lookup_reads(&streams, self.stream_history.as_ref())?;
         Some(if workload == Workload::Readmissing {
@@ -1570,6 +1697,7 @@ impl Bench<'_> {
             .background_writes()
             .map_err(CliError::InvalidArgument)?;
         let query_threads = self.config.query_threads.max(1);
+        self.measuring_alone = query_threads == 1 && writer_ops.is_none();
         if query_threads > 1 && mix.proportions().insert > 0.0 {
             return Err(CliError::InvalidArgument(format!(
                 "--query-threads {query_threads}: {mix} inserts new keys, which one stream \
@@ -1995,5 +2123,204 @@ mod tests {
             config(&["--access-statistics", "on,off", "--db", "/tmp/x"]).is_err(),
             "one --db cannot hold two configurations"
         );
+    }
+
+    /// An engine in memory whose cost model takes `model_delay` a call, and counts its calls;
+    /// with `filters_change` its one file's filter bits in use change at every look.
+    struct SlowModel {
+        entries: std::sync::Mutex<std::collections::BTreeMap<Vec<u8>, Vec<u8>>>,
+        model_delay: Duration,
+        model_calls: std::sync::atomic::AtomicU64,
+        filters_change: bool,
+        looks: std::sync::atomic::AtomicU64,
+    }
+
+    impl Engine for SlowModel {
+        fn name(&self) -> &'static str {
+            "slow-model"
+        }
+        fn version(&self) -> String {
+            "0".into()
+        }
+        fn settings(&self) -> Vec<String> {
+            Vec::new()
+        }
+        fn put(&self, key: &[u8], value: &[u8]) -> CliResult<()> {
+            let mut entries = self.entries.lock().expect("not poisoned");
+            entries.insert(key.to_vec(), value.to_vec());
+            Ok(())
+        }
+        fn get(&self, key: &[u8]) -> CliResult<Option<Vec<u8>>> {
+            Ok(self.entries.lock().expect("not poisoned").get(key).cloned())
+        }
+        fn delete(&self, key: &[u8]) -> CliResult<()> {
+            self.entries.lock().expect("not poisoned").remove(key);
+            Ok(())
+        }
+        fn write_batch(&self, _ops: &[engine::BatchOp]) -> CliResult<()> {
+            Err(CliError::InvalidArgument("no batches here".into()))
+        }
+        fn scan(&self, _from: &[u8], _count: u64) -> CliResult<engine::ScanOutcome> {
+            Ok(engine::ScanOutcome::default())
+        }
+        fn scan_bounded(
+            &self,
+            _from: &[u8],
+            _until: &[u8],
+            _count: u64,
+        ) -> CliResult<engine::ScanOutcome> {
+            Ok(engine::ScanOutcome::default())
+        }
+        fn flush(&self) -> CliResult<()> {
+            Ok(())
+        }
+        fn wait_for_compactions(&self) -> CliResult<()> {
+            Ok(())
+        }
+        fn compact_all(&self) -> CliResult<()> {
+            Ok(())
+        }
+        fn counters(&self) -> engine::EngineCounters {
+            engine::EngineCounters::default()
+        }
+        fn reset_counters(&self) {}
+        fn shape(&self) -> TreeShape {
+            TreeShape::default()
+        }
+        fn predicted_lookup_io(&self) -> Option<engine::PredictedLookupIo> {
+            self.model_calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            std::thread::sleep(self.model_delay);
+            let reads = engine::PredictedBlockReads {
+                data: 0.01,
+                index: 0.0,
+                filter: 0.0,
+            };
+            Some(engine::PredictedLookupIo {
+                zero_result: 0.02,
+                existing: 1.0,
+                zero_result_device: reads,
+                existing_device: reads,
+            })
+        }
+        fn filter_bits_in_use(&self) -> Option<std::collections::BTreeMap<u64, f64>> {
+            let looks = self
+                .looks
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let bits = if self.filters_change {
+                looks as f64
+            } else {
+                10.0
+            };
+            Some([(1, bits)].into())
+        }
+        fn close(self: Box<Self>) -> CliResult<()> {
+            Ok(())
+        }
+    }
+
+    /// Runs `fillrandom,readmissing` over 2,000 keys on `engine`: the bench afterwards.
+    fn bench_on<'a>(
+        config: &'a BenchConfig,
+        engine: &SlowModel,
+        out: &'a mut Vec<u8>,
+    ) -> Bench<'a> {
+        let mut bench = Bench {
+            config,
+            variant: config.variants()[0],
+            run: 1,
+            format: KeyFormat::new(config.num, config.key_size).expect("format"),
+            out,
+            progress: false,
+            results: Vec::new(),
+            counts: Vec::new(),
+            series: Vec::new(),
+            version: None,
+            live_keys: 0,
+            phase_started: Instant::now(),
+            last_sample: (0, Instant::now()),
+            paused: Duration::ZERO,
+            measuring_alone: true,
+            point_predictions: None,
+            stream_history: None,
+            sample_interval: 1,
+        };
+        bench.run_phases(engine).expect("the phases run");
+        bench
+    }
+
+    /// A phase times the engine, not the bench's model: the model runs at the first time-series
+    /// point of a lookup phase and again only when the tree or filters change, its time left out
+    /// of the phase's; a write phase does not run it.
+    #[test]
+    fn a_phase_leaves_the_cost_models_time_out() {
+        let config = config(&[
+            "--engines",
+            "strata",
+            "--workloads",
+            "fillrandom,readmissing",
+            "--num",
+            "2000",
+            "--reads",
+            "2000",
+        ])
+        .expect("flags");
+        let engine = SlowModel {
+            entries: Default::default(),
+            model_delay: Duration::from_millis(200),
+            model_calls: Default::default(),
+            filters_change: false,
+            looks: Default::default(),
+        };
+        let mut out = Vec::new();
+        let bench = bench_on(&config, &engine, &mut out);
+        let calls = engine
+            .model_calls
+            .load(std::sync::atomic::Ordering::Relaxed);
+        // One at the lookup phase's first point (the tree never changes) and one at its end;
+        // none for the fill.
+        assert_eq!(calls, 2, "model calls");
+        let missing = bench
+            .results
+            .iter()
+            .find(|result| result.phase == Workload::Readmissing)
+            .expect("a readmissing phase");
+        // 2,000 lookups of a map in memory take a few milliseconds; the model alone 200.
+        let seconds = missing.ops as f64 / missing.ops_per_sec;
+        assert!(
+            seconds < 0.100,
+            "the phase took {seconds} s: the model's 200 ms are in it"
+        );
+        let points = bench
+            .series
+            .iter()
+            .filter(|point| point.phase == Workload::Readmissing)
+            .collect::<Vec<_>>();
+        assert_eq!(points.len(), 100);
+        assert!(points
+            .iter()
+            .all(|point| point.predicted_reads_per_lookup.is_some()));
+        drop(bench);
+        let text = String::from_utf8(out).expect("text");
+        assert!(
+            text.contains("of cost-model predictions at time-series points left out"),
+            "{text}"
+        );
+        // Filters that change at every point: the model runs at most every tenth point.
+        let changing = SlowModel {
+            entries: Default::default(),
+            model_delay: Duration::from_millis(1),
+            model_calls: Default::default(),
+            filters_change: true,
+            looks: Default::default(),
+        };
+        let mut out = Vec::new();
+        let bench = bench_on(&config, &changing, &mut out);
+        let calls = changing
+            .model_calls
+            .load(std::sync::atomic::Ordering::Relaxed);
+        // Points 1, 11, ..., 91 of the lookup phase's 100, and its end.
+        assert_eq!(calls, 11, "model calls");
+        assert_eq!(bench.series.len(), 200);
     }
 }

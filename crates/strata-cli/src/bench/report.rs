@@ -309,6 +309,16 @@ pub struct SeriesPoint {
     pub predicted_data_reads_per_lookup_without_cache: Option<f64>,
 }
 
+/// Whether the bench prices `phase` per point lookup against the cost model: `readmissing`,
+/// `readrandom` and `readhot` ([`lookup_predictions`]).
+pub fn priced_per_lookup(phase: Workload) -> bool {
+    matches!(
+        phase,
+        Workload::Readmissing
+            | Workload::Mix(crate::bench::Mix::ReadRandom | crate::bench::Mix::ReadHot)
+    )
+}
+
 /// The lookup predictions a point-read phase is held to, from the engine's model on the tree as
 /// it is: `(through the block cache, data reads without it)` for the stream of missing keys
 /// (readmissing) or of existing ones (readrandom, and readhot over the tree's whole key range: the

@@ -378,7 +378,9 @@ pub struct TreeShape {
     /// Bytes of the filters lookups use (Strata), where known.
     pub filter_bytes_in_use: Option<u64>,
     /// What the cost model predicts a point lookup costs on this tree (Strata's per-file form,
-    /// `strata::model::tree`), where the engine has the model.
+    /// `strata::model::tree`), where the engine has the model and the bench asked for it
+    /// ([`Engine::predicted_lookup_io`]): [`Engine::shape`] leaves it out, as the model takes
+    /// far longer than the rest of the shape and the bench reads the shape while a phase runs.
     pub predicted_lookup_io: Option<PredictedLookupIo>,
     /// The compaction policy's state in words (Strata's EcoTune: its round), where shown.
     pub compaction_state: Option<String>,
@@ -502,6 +504,13 @@ pub trait Engine: Sync {
     /// set) the engine's cost model predicts on its current tree, where it has one (Strata's
     /// `Db::predicted_seek_reads`).
     fn predicted_seek_reads(&self, _entries: u64, _bounded: bool) -> Option<PredictedBlockReads> {
+        None
+    }
+    /// What the engine's cost model predicts a point lookup costs on its current tree, where it
+    /// has one (Strata's `Db::predicted_lookup_cost` and `Db::predicted_device_reads`). It runs
+    /// the model over every live file and the block cache: tens to hundreds of milliseconds on
+    /// a tree of tens of files, so the bench keeps it out of a phase's time.
+    fn predicted_lookup_io(&self) -> Option<PredictedLookupIo> {
         None
     }
     /// Device reads per point lookup the engine's cost model predicts on its current tree for

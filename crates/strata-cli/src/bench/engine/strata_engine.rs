@@ -385,22 +385,24 @@ impl Engine for StrataEngine {
                     cached_false_positive_cost: stats.cached_false_positive_cost(),
                 })
             },
-            predicted_lookup_io: {
-                let predicted = self.db.predicted_lookup_cost();
-                let device = self.db.predicted_device_reads();
-                let kinds = |reads: strata::model::tree::BlockReads| PredictedBlockReads {
-                    data: reads.data,
-                    index: reads.index,
-                    filter: reads.filter,
-                };
-                Some(PredictedLookupIo {
-                    zero_result: predicted.zero_result_io,
-                    existing: predicted.existing_io,
-                    zero_result_device: kinds(device.zero_result),
-                    existing_device: kinds(device.existing),
-                })
-            },
+            predicted_lookup_io: None,
         }
+    }
+
+    fn predicted_lookup_io(&self) -> Option<PredictedLookupIo> {
+        let predicted = self.db.predicted_lookup_cost();
+        let device = self.db.predicted_device_reads();
+        let kinds = |reads: strata::model::tree::BlockReads| PredictedBlockReads {
+            data: reads.data,
+            index: reads.index,
+            filter: reads.filter,
+        };
+        Some(PredictedLookupIo {
+            zero_result: predicted.zero_result_io,
+            existing: predicted.existing_io,
+            zero_result_device: kinds(device.zero_result),
+            existing_device: kinds(device.existing),
+        })
     }
 
     fn predicted_stream_lookup_reads(
