@@ -47,7 +47,7 @@ for mix in mnemosyne-i mnemosyne-ii:0 mnemosyne-ii:1; do
     --workload "${tuner_mix[$mix]}" --measure-device "$dir" --show 3 \
     --candidates-out "$dir" > "$dir/tune.txt"
   device=$(grep -oE 'read-us=[0-9.]+,merge-read-us=[0-9.]+,write-us=[0-9.]+' "$dir/tune.txt" | head -1)
-  cpu=$(grep -oE 'cpu-lookup-us=[0-9.]+,cpu-run-us=[0-9.]+(,cpu-seek-run-us=[0-9.]+,cpu-block-us=[0-9.]+)?,cpu-update-us=[0-9.]+,cpu-merge-us=[0-9.]+,flush-us=[0-9.]+(,merge-threads=[0-9.]+)?' "$dir/tune.txt" | head -1)
+  cpu=$(grep -oE 'cpu-lookup-us=[0-9.]+,cpu-run-us=[0-9.]+(,cpu-seek-run-us=[0-9.]+,cpu-block-us=[0-9.]+)?,cpu-update-us=[0-9.]+,cpu-merge-us=[0-9.]+,flush-us=[0-9.]+(,merge-threads=[0-9.]+)?(,merge-share=[0-9.]+)?' "$dir/tune.txt" | head -1)
   spread=$(grep -oE 'spread=device=[0-9.]+,processor=[0-9.]+,flush=[0-9.]+' "$dir/tune.txt" | head -1)
   spread=${spread#spread=}
   "$strata" tune --entries "$num" --entry-size 128 --memory-bits-per-key "$memory" \

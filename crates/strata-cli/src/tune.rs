@@ -80,7 +80,10 @@ pub struct TuneArgs {
     /// probe (0 when not given), `merge-threads` (threads merges run on beside the operations,
     /// their pages sharing the device with the lookups' reads; 0, the default here, charges
     /// merges to the operations as Monkey does; `--measure-device` prices them beside the
-    /// operations on the compaction threads the foreground leaves a processor) and `flush-us` (a
+    /// operations on the compaction threads the foreground leaves a processor), `merge-share` (the
+    /// share of the merges' processor time the operations' thread pays beside them, 0 to 1; 0 when
+    /// not given; `--measure-device` sets one over the processors where the compaction and flush
+    /// threads and the foreground outnumber them) and `flush-us` (a
     /// flush's fixed cost: creating, syncing and installing its file; 0 when not given). Default `read-us=100,write-us=100,page-bytes=4096` with no processor costs, or
     /// what `--measure-device` measures.
     #[arg(long)]
@@ -437,7 +440,7 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
                 spread.device, spread.processor, spread.flush, spread.device, spread.processor, spread.flush
             ));
             lines.push(format!(
-                "processor measured on the engine: {:.3} us per lookup, {:.3} us per run probed, {:.3} us per run sought, {:.3} us per block searched, {:.3} us per update, {:.3} us per entry merged, {:.0} us per flush, merges on {} thread(s) beside the operations: cpu-lookup-us={:.3},cpu-run-us={:.3},cpu-seek-run-us={:.3},cpu-block-us={:.3},cpu-update-us={:.3},cpu-merge-us={:.3},flush-us={:.0},merge-threads={}",
+                "processor measured on the engine: {:.3} us per lookup, {:.3} us per run probed, {:.3} us per run sought, {:.3} us per block searched, {:.3} us per update, {:.3} us per entry merged, {:.0} us per flush, merges on {} thread(s) beside the operations, {:.3} of their processor time paid by the operations' thread: cpu-lookup-us={:.3},cpu-run-us={:.3},cpu-seek-run-us={:.3},cpu-block-us={:.3},cpu-update-us={:.3},cpu-merge-us={:.3},flush-us={:.0},merge-threads={},merge-share={:.3}",
                 cpu.seconds_per_lookup * 1e6,
                 cpu.seconds_per_run_probed * 1e6,
                 cpu.seconds_per_run_sought * 1e6,
@@ -446,6 +449,7 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
                 cpu.seconds_per_entry_merged * 1e6,
                 cpu.seconds_per_flush * 1e6,
                 cpu.merge_threads,
+                cpu.foreground_share_of_merges,
                 cpu.seconds_per_lookup * 1e6,
                 cpu.seconds_per_run_probed * 1e6,
                 cpu.seconds_per_run_sought * 1e6,
@@ -453,7 +457,8 @@ fn problem(args: &TuneArgs) -> CliResult<Inputs> {
                 cpu.seconds_per_update * 1e6,
                 cpu.seconds_per_entry_merged * 1e6,
                 cpu.seconds_per_flush * 1e6,
-                cpu.merge_threads
+                cpu.merge_threads,
+                cpu.foreground_share_of_merges
             ));
             Device {
                 cpu,
@@ -567,6 +572,7 @@ pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
             "flush-us",
             "cpu-seek-run-us",
             "cpu-block-us",
+            "merge-share",
         ],
     )?;
     let read_us = device[0].unwrap_or(100.0);
@@ -586,6 +592,12 @@ pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
             "--device: merge-read-us, the processor costs (cpu-*-us), merge-threads and flush-us must be finite and >= 0, got {bad}"
         )));
     }
+    let merge_share = device[12].unwrap_or(0.0);
+    if merge_share > 1.0 {
+        return Err(CliError::InvalidArgument(format!(
+            "--device: merge-share is a share of the merges' processor time, from 0 to 1, got {merge_share}"
+        )));
+    }
     let cpu = CpuCosts {
         seconds_per_lookup: device[4].unwrap_or(0.0) * 1e-6,
         seconds_per_run_probed: device[5].unwrap_or(0.0) * 1e-6,
@@ -595,6 +607,7 @@ pub(crate) fn parse_device(text: &str) -> CliResult<Device> {
         seconds_per_entry_merged: device[7].unwrap_or(0.0) * 1e-6,
         merge_threads: device[8].unwrap_or(0.0),
         seconds_per_flush: device[9].unwrap_or(0.0) * 1e-6,
+        foreground_share_of_merges: merge_share,
     };
     Ok(Device {
         seconds_per_read: read_us * 1e-6,

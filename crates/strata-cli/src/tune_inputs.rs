@@ -34,7 +34,9 @@ use std::time::Instant;
 use rand::{Rng, SeedableRng};
 use strata::env::{FileSystem, RealFileSystem};
 use strata::model::ties::CostSpread;
-use strata::model::tuner::{merge_threads_beside, CpuCosts, Device, Workload};
+use strata::model::tuner::{
+    foreground_share_of_merges, merge_threads_beside, CpuCosts, Device, Workload,
+};
 use strata::stats::MIN_WINDOW_QUERIES;
 use strata::WorkloadMix;
 use strata::{Db, Options, WorkloadTotals};
@@ -367,6 +369,13 @@ fn processor_probe(
             std::thread::available_parallelism().map_or(1, |n| n.get()),
         ),
         seconds_per_flush: flushes[flushes.len() / 2],
+        // Where the compaction and flush threads and the foreground outnumber the processors,
+        // the foreground gives up its processor's part of the merges' processor time
+        // (`tuner::foreground_share_of_merges`); `--device merge-share=0` leaves it out.
+        foreground_share_of_merges: foreground_share_of_merges(
+            Options::default().max_background_compactions,
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+        ),
     };
     Ok(MeasuredProcessor {
         costs,

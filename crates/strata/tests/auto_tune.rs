@@ -135,6 +135,16 @@ fn a_decision_records_what_the_engine_measured_and_keeps_it_across_a_reopen() {
     let costs = decision.costs.expect("costs recorded");
     assert!(costs.seconds_per_update.expect("1,250 timed writes") > 0.0);
     assert!(costs.merge_seconds_per_entry.expect("a compaction") > 0.0);
+    // Where the system reports a thread's processor time, the compactions counted theirs: some
+    // of their elapsed time, never more than their thread could have spent.
+    if std::path::Path::new("/proc/thread-self/schedstat").exists() {
+        assert!(measured.compaction_processor_micros > 0, "{measured:?}");
+        assert!(
+            measured.compaction_processor_micros <= measured.compaction_micros + 1_000,
+            "{measured:?}"
+        );
+        assert!(costs.merge_processor_seconds_per_entry.expect("counted") > 0.0);
+    }
     assert!(
         decision.to_string().contains("[measured: read"),
         "{decision}"

@@ -213,6 +213,10 @@ impl DbInner {
             level0_runs_now: count(tree.levels()[0].runs().len()),
             block_cache_bytes: self.options.block_cache_bytes as f64,
             merge_threads: self.options.max_background_compactions as f64,
+            merge_share: crate::model::tuner::foreground_share_of_merges(
+                self.options.max_background_compactions,
+                std::thread::available_parallelism().map_or(1, |n| n.get()),
+            ),
             key_bytes: boundary_key_bytes(tree),
             measurements: self.measurements(),
         }
@@ -298,6 +302,7 @@ impl DbInner {
             write_stall_micros: load(&counters.write_stall_micros),
             compaction_write_bytes: load(&counters.compaction_write_bytes),
             compaction_micros: load(&counters.compaction_micros),
+            compaction_processor_micros: load(&counters.compaction_processor_micros),
             // The read probe adds its reads to the base (`probe_reads_if_unmeasured`).
             probed_reads: 0,
             probed_read_nanos: 0,

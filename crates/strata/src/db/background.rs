@@ -700,6 +700,7 @@ impl DbInner {
     fn run_job_for(&self, job: &CompactionJob, purpose: JobPurpose) -> Result<()> {
         let version = self.versions.current();
         let start = Instant::now();
+        let processor_start = crate::stats::thread_processor_nanos();
         let observer = self.observer.clone();
         let noop = crate::stats::NoopObserver;
         let target_file_bytes = match purpose {
@@ -762,6 +763,14 @@ impl DbInner {
                 }
                 add(&self.counters.compactions, 1);
                 add(&self.counters.compaction_micros, micros);
+                if let (Some(started), Some(ended)) =
+                    (processor_start, crate::stats::thread_processor_nanos())
+                {
+                    add(
+                        &self.counters.compaction_processor_micros,
+                        ended.saturating_sub(started) / 1_000,
+                    );
+                }
             }
             JobPurpose::FilterRebuild => {
                 self.filter_rebuilt(input_file_bytes(job, &version), written);

@@ -292,7 +292,12 @@ impl AutoTuneOptions {
     /// them. The stalls are not priced: they measure only the merges that fell so far behind
     /// that writers waited, not the merges a phase leaves behind for the next or the processor
     /// they take from the writers (DESIGN.md §10, "Measured costs").
-    pub fn device_with(&self, costs: &MeasuredCosts, merge_threads: f64) -> Device {
+    pub fn device_with(
+        &self,
+        costs: &MeasuredCosts,
+        merge_threads: f64,
+        merge_share: f64,
+    ) -> Device {
         let mut device = self.device();
         if let Some(seconds) = costs.seconds_per_read {
             device.seconds_per_read = seconds;
@@ -317,6 +322,13 @@ impl AutoTuneOptions {
             device.cpu.seconds_per_update = update;
             device.cpu.seconds_per_entry_merged = merge;
             device.cpu.merge_threads = merge_threads.max(1.0);
+            // The writers' part of the merges' processor time, as a share of the merges' elapsed
+            // seconds the tuner prices them at (DESIGN.md §7.5, "The writer's part of the merges'
+            // processor time").
+            if let Some(processor) = costs.merge_processor_seconds_per_entry {
+                device.cpu.foreground_share_of_merges =
+                    (merge_share.max(0.0) * processor / merge).clamp(0.0, 1.0);
+            }
         }
         device
     }
@@ -368,6 +380,9 @@ pub struct Measurements {
     pub compaction_write_bytes: u64,
     /// Compactions' elapsed microseconds.
     pub compaction_micros: u64,
+    /// The processor time their threads spent in them, microseconds: 0 where the system does not
+    /// report it (`IoStats::compaction_processor_micros`).
+    pub compaction_processor_micros: u64,
     /// Page reads the read probe timed: random pages of the tree's largest file, read the way
     /// lookups read (direct I/O when the database reads direct), outside the block cache. Taken
     /// when a decision finds fewer than [`MIN_SAMPLES`] timed probes that read the device.
@@ -446,6 +461,13 @@ pub struct MeasuredCosts {
     /// the operations use, so it is priced at the merges' whole time, not at their stalls).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub merge_seconds_per_entry: Option<f64>,
+    /// Processor seconds compactions' threads spent per entry they wrote
+    /// ([`Measurements::compaction_processor_micros`]): the part of a merge that takes a
+    /// processor, which a writer sharing its processors with the merges pays its part of
+    /// (`tuner::CpuCosts::foreground_share_of_merges`). `None` where the system does not report
+    /// a thread's processor time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge_processor_seconds_per_entry: Option<f64>,
 }
 
 impl Measurements {
@@ -482,6 +504,9 @@ impl Measurements {
             compaction_micros: self
                 .compaction_micros
                 .saturating_add(other.compaction_micros),
+            compaction_processor_micros: self
+                .compaction_processor_micros
+                .saturating_add(other.compaction_processor_micros),
             probed_reads: self.probed_reads.saturating_add(other.probed_reads),
             probed_read_nanos: self
                 .probed_read_nanos
@@ -519,6 +544,10 @@ impl Measurements {
                 earlier.compaction_write_bytes,
             )?,
             compaction_micros: sub(self.compaction_micros, earlier.compaction_micros)?,
+            compaction_processor_micros: sub(
+                self.compaction_processor_micros,
+                earlier.compaction_processor_micros,
+            )?,
             probed_reads: sub(self.probed_reads, earlier.probed_reads)?,
             probed_read_nanos: sub(self.probed_read_nanos, earlier.probed_read_nanos)?,
             block_reads: sub(self.block_reads, earlier.block_reads)?,
@@ -577,6 +606,9 @@ impl Measurements {
             merge_seconds_per_entry: entries_merged
                 .map(|entries| self.compaction_micros as f64 * 1e-6 / entries)
                 .filter(|seconds| *seconds > 0.0),
+            merge_processor_seconds_per_entry: entries_merged
+                .map(|entries| self.compaction_processor_micros as f64 * 1e-6 / entries)
+                .filter(|seconds| *seconds > 0.0),
         }
     }
 }
@@ -598,7 +630,7 @@ impl std::fmt::Display for MeasuredCosts {
         write!(
             f,
             "read {}{read_source}, lookup {}, run probed {}, block searched {}, run sought {}, \
-             write {}, stall per entry merged {}, merge per entry {}",
+             write {}, stall per entry merged {}, merge per entry {} ({} on a processor)",
             micros(self.seconds_per_read),
             micros(self.seconds_per_lookup),
             micros(self.seconds_per_run_probed),
@@ -606,7 +638,8 @@ impl std::fmt::Display for MeasuredCosts {
             micros(self.seconds_per_run_sought),
             micros(self.seconds_per_update),
             micros(self.stall_seconds_per_entry_merged),
-            micros(self.merge_seconds_per_entry)
+            micros(self.merge_seconds_per_entry),
+            micros(self.merge_processor_seconds_per_entry)
         )
     }
 }
@@ -635,6 +668,11 @@ pub struct TreeFacts {
     /// Threads the engine runs merges on (`Options::max_background_compactions`): measured
     /// merges are priced as background work spread over them (`AutoTuneOptions::device_with`).
     pub merge_threads: f64,
+    /// The part of the merges' processor time the writers pay where the merge, flush and
+    /// writing threads outnumber the processors (`tuner::foreground_share_of_merges` of the
+    /// merge threads and the machine's processors; 0 where the merges have processors of their
+    /// own).
+    pub merge_share: f64,
     /// Bytes of an average user key (`Workload::key_bytes`; `model::tree::boundary_key_bytes`
     /// estimates it from the files' boundary keys), `None` when unknown (an empty tree).
     pub key_bytes: Option<f64>,
@@ -1459,7 +1497,10 @@ pub fn decide(
         measured.and_then(|(now, _)| state.point_read_miss_share(&now, mix_held));
     let problem = TuningProblem {
         point_read_miss_share: point_read_misses.unwrap_or(1.0),
-        ..grown.problem(workload, options.device_with(&costs, facts.merge_threads))
+        ..grown.problem(
+            workload,
+            options.device_with(&costs, facts.merge_threads, facts.merge_share),
+        )
     };
     let filters = if current.uniform_filters {
         FilterAllocatorKind::Uniform
@@ -1744,6 +1785,8 @@ fn writes_unmeasured(
 /// seconds, and no design writes faster than that: every design's update costs `max(foreground,
 /// background)` with the same foreground (`AutoTuneOptions::device_with`), so no design can gain,
 /// and the tuner's replays (most of a decision's time on a large tree) would only show a tie.
+/// Not where the writers pay part of the merges' processor time (`TreeFacts::merge_share`, with
+/// that time measured): a design that merges less then writes faster, and the tuner prices it.
 fn keeping_up(
     workload: &Workload,
     costs: &MeasuredCosts,
@@ -1758,7 +1801,8 @@ fn keeping_up(
         merges_measured?,
     );
     let background = merges * merge / facts.merge_threads.max(1.0);
-    (updates_only && workload.updates > 0.0 && background <= foreground).then(|| {
+    let shared = facts.merge_share > 0.0 && costs.merge_processor_seconds_per_entry.is_some();
+    (!shared && updates_only && workload.updates > 0.0 && background <= foreground).then(|| {
         let record = CandidateRecord {
             policy: current.kind,
             size_ratio: current.settings.size_ratio,
@@ -1995,6 +2039,7 @@ mod tests {
             level0_runs_now: 0,
             block_cache_bytes: 0.0,
             merge_threads: 1.0,
+            merge_share: 0.0,
             key_bytes: None,
             measurements: Measurements::default(),
         }
@@ -2147,6 +2192,7 @@ mod tests {
             write_stall_micros: (write_nanos as f64 * stall_share / 1e3) as u64,
             compaction_write_bytes: (merged_entries * facts().entry_bytes) as u64,
             compaction_micros: merged_entries as u64,
+            compaction_processor_micros: 0,
             probed_reads: 0,
             probed_read_nanos: 0,
             block_reads: 0,
@@ -2306,6 +2352,7 @@ mod tests {
         let cheap = TreeFacts {
             measurements: Measurements {
                 compaction_micros: 800_000,
+                compaction_processor_micros: 0,
                 ..measured(2.0, 0.0, 8.0)
             },
             ..facts()
@@ -2336,6 +2383,7 @@ mod tests {
         let dear = TreeFacts {
             measurements: Measurements {
                 compaction_micros: 3 * 8_000_000,
+                compaction_processor_micros: 0,
                 ..measured(20.0, 2.0 / 3.0, 8.0)
             },
             ..facts()
@@ -2385,6 +2433,7 @@ mod tests {
             measurements: Measurements {
                 compaction_write_bytes: 0,
                 compaction_micros: 0,
+                compaction_processor_micros: 0,
                 ..measured(2.0, 0.0, 8.0)
             },
             ..facts()
@@ -2475,7 +2524,7 @@ mod tests {
         };
         let sought = seeking.costs(128.0).seconds_per_run_sought.expect("timed");
         assert!((sought - 6e-6).abs() < 1e-12, "{sought}");
-        let device = AutoTuneOptions::default().device_with(&seeking.costs(128.0), 2.0);
+        let device = AutoTuneOptions::default().device_with(&seeking.costs(128.0), 2.0, 0.0);
         assert!((device.cpu.seconds_per_run_sought - 6e-6).abs() < 1e-12);
         assert!(seeking
             .costs(128.0)
@@ -2494,7 +2543,7 @@ mod tests {
         };
         let lookup = looked_up.costs(128.0).seconds_per_lookup.expect("timed");
         assert!((lookup - 1.5e-6).abs() < 1e-12, "{lookup}");
-        let device = AutoTuneOptions::default().device_with(&looked_up.costs(128.0), 2.0);
+        let device = AutoTuneOptions::default().device_with(&looked_up.costs(128.0), 2.0, 0.0);
         assert!((device.cpu.seconds_per_lookup - 1.5e-6).abs() < 1e-12);
         assert_eq!(m.costs(128.0).seconds_per_lookup, None);
         let spans = seeking.since(&m).expect("counts only grew");
@@ -2518,7 +2567,7 @@ mod tests {
         };
         assert!((flat.costs(128.0).seconds_per_read.expect("measured") - 80e-6).abs() < 1e-12);
         // The device the tuner gets: measured where measured, the options' settings elsewhere.
-        let device = AutoTuneOptions::default().device_with(&costs, 1.0);
+        let device = AutoTuneOptions::default().device_with(&costs, 1.0, 0.0);
         assert!((device.seconds_per_read - 60e-6).abs() < 1e-12);
         assert_eq!(
             (device.write_read_cost_ratio, device.merge_read_cost_ratio),
@@ -2530,7 +2579,7 @@ mod tests {
         assert_eq!(device.cpu.merge_threads, 1.0);
         assert_eq!(
             AutoTuneOptions::default()
-                .device_with(&costs, 2.0)
+                .device_with(&costs, 2.0, 0.0)
                 .cpu
                 .merge_threads,
             2.0
@@ -2541,11 +2590,12 @@ mod tests {
                 ..costs
             },
             1.0,
+            0.0,
         );
         assert_eq!(partial.write_read_cost_ratio, 1.0);
         assert_eq!(partial.cpu.seconds_per_entry_merged, 0.0);
         assert_eq!(
-            AutoTuneOptions::default().device_with(&MeasuredCosts::default(), 1.0),
+            AutoTuneOptions::default().device_with(&MeasuredCosts::default(), 1.0, 0.0),
             AutoTuneOptions::default().device()
         );
     }
@@ -2568,7 +2618,7 @@ mod tests {
             costs.to_string().contains("418.000 us (read probe)"),
             "{costs}"
         );
-        let device = AutoTuneOptions::default().device_with(&costs, 1.0);
+        let device = AutoTuneOptions::default().device_with(&costs, 1.0, 0.0);
         assert!((device.seconds_per_read - 418e-6).abs() < 1e-12);
         // Once the lookups timed enough device reads, their price replaces the probe's.
         let timed = Measurements {
@@ -2694,6 +2744,7 @@ mod tests {
             write_entries: writes * 16,
             compaction_write_bytes: (writes as f64 * 16.0 * 8.0 * facts().entry_bytes) as u64,
             compaction_micros: writes * 16 * 8,
+            compaction_processor_micros: 0,
             ..Measurements::default()
         }
     }
@@ -2931,6 +2982,7 @@ mod tests {
             write_stall_micros: (merged as f64 * stall_micros) as u64,
             compaction_write_bytes: merged * 116,
             compaction_micros: (merged as f64 * merge_micros) as u64,
+            compaction_processor_micros: 0,
             probed_reads: PROBE_READS,
             probed_read_nanos: PROBE_READS * 141_500,
             ..Measurements::default()
@@ -2950,6 +3002,7 @@ mod tests {
             level0_runs_now: 0,
             block_cache_bytes: 0.0,
             merge_threads: 2.0,
+            merge_share: 0.0,
             key_bytes: Some(16.0),
             measurements,
         }
@@ -3038,11 +3091,67 @@ mod tests {
                 write_entries: writes,
                 compaction_write_bytes: merged * 116,
                 compaction_micros: (merged as f64 * merge_micros) as u64,
+                compaction_processor_micros: 0,
                 probed_reads: PROBE_READS,
                 probed_read_nanos: PROBE_READS * 31_600,
                 ..Measurements::default()
             }
         })
+    }
+
+    /// The fill of the test above on a machine where the writer shares its processors with the
+    /// merges (`TreeFacts::merge_share` 0.5, two processors) and the merges' processor time is
+    /// measured (0.54 us per merged entry of their 2.543 us, the shifting workload's fill on
+    /// leveling): leveling's writes pay half its merges' processor time, so designs that merge
+    /// less write faster, and the decisions rank them instead of keeping leveling untried.
+    #[test]
+    fn a_fill_whose_writer_shares_its_processors_with_the_merges_ranks_the_designs() {
+        let leveling = design(CompactionKind::Leveling, 10.0);
+        let measured = |n: u64| {
+            let writes = 28_600 * n;
+            let merged = (writes as f64 * 2.72) as u64;
+            Measurements {
+                timed_write_entries: writes / 16,
+                timed_write_nanos: (writes as f64 / 16.0 * 3_477.0) as u64,
+                write_entries: writes,
+                compaction_write_bytes: merged * 116,
+                compaction_micros: (merged as f64 * 2.543) as u64,
+                compaction_processor_micros: (merged as f64 * 0.54) as u64,
+                probed_reads: PROBE_READS,
+                probed_read_nanos: PROBE_READS * 31_600,
+                ..Measurements::default()
+            }
+        };
+        let decisions = decide_each_round(&measuring(), &leveling, 34, |n| {
+            let tree = TreeFacts {
+                entries: 14_305 + 28_610 * (n - 1),
+                filter_bits: 10.0 * (14_305 + 28_610 * (n - 1)) as f64,
+                merge_share: 0.5,
+                ..filling_tree(measured(n))
+            };
+            (tree, totals(0, 28_600 * n))
+        });
+        let ranked: Vec<&Decision> = decisions
+            .iter()
+            .filter(|d| !d.candidates.is_empty())
+            .collect();
+        assert!(ranked.len() >= 10, "{}", ranked.len());
+        // 3.477 us of its own and half of 2.72 merged entries at 0.54 us on a processor.
+        let per_write = 3.477e-6 + 0.5 * 2.72 * 0.54e-6;
+        for decision in &ranked {
+            assert!(!decision.reason.contains("keep up"), "{decision}");
+            let current = decision.current.as_ref().expect("priced");
+            assert!(
+                (current.predicted_ops * per_write - 1.0).abs() < 0.02,
+                "{decision}"
+            );
+            assert!(decision.gain > 0.0, "{decision}");
+        }
+        // The same fill on processors of the merges' own: kept, every design at one price.
+        for decision in decide_fill_counted(2.72, 2.543, 34) {
+            assert!(!decision.switched, "{decision}");
+            assert_eq!(decision.gain, 0.0, "{decision}");
+        }
     }
 
     #[test]

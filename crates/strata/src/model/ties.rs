@@ -287,6 +287,7 @@ mod tests {
                     seconds_per_entry_merged: 0.0,
                     merge_threads: 0.0,
                     seconds_per_flush: 8700e-6,
+                    foreground_share_of_merges: 0.0,
                 },
             },
             fixed_buffer_bits: None,

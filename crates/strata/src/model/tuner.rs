@@ -239,6 +239,13 @@ pub struct CpuCosts {
     /// update pays `1 / buffer entries` of it, background work like its merges: what keeps a
     /// tiny write buffer from looking free.
     pub seconds_per_flush: f64,
+    /// Share of the merges' processor time (`seconds_per_entry_merged` per entry merged) that the
+    /// thread running the operations pays, with merges beside it (`merge_threads > 0`):
+    /// [`foreground_share_of_merges`] where the merges' and the flush's threads and the
+    /// operations' outnumber the processors and all of them take turns on every processor; 0
+    /// where the background has processors of its own (DESIGN.md §7.5, "The writer's part of the
+    /// merges' processor time").
+    pub foreground_share_of_merges: f64,
 }
 
 impl CpuCosts {
@@ -826,7 +833,15 @@ fn price(
     let seconds = if cpu.merge_threads > 0.0 {
         let merge_device = w.updates * u / total * omega;
         let foreground_reads = theta * omega - merge_device;
-        let foreground = foreground_beside_merges(foreground_cpu, foreground_reads, merge_device);
+        // The merges' processor time the operations' thread gives up to them where they share
+        // its processor (`foreground_share_of_merges`).
+        let shared = cpu.foreground_share_of_merges.clamp(0.0, 1.0)
+            * w.updates
+            * cpu.seconds_per_entry_merged
+            * merges
+            / total;
+        let foreground =
+            foreground_beside_merges(foreground_cpu + shared, foreground_reads, merge_device);
         let background = (merge_device + merge_cpu) / cpu.merge_threads;
         foreground.max(background)
     } else {
@@ -858,6 +873,21 @@ fn price(
 /// foreground thread leaves, at least one.
 pub fn merge_threads_beside(compaction_threads: usize, processors: usize) -> f64 {
     compaction_threads.min(processors.saturating_sub(1)).max(1) as f64
+}
+
+/// The share of the merges' processor time that one thread running the operations pays
+/// ([`CpuCosts::foreground_share_of_merges`]) beside `compaction_threads` merge threads and a
+/// flush thread on `processors` processors: where those threads outnumber the processors the
+/// scheduler gives each of them turns on every processor, and the merges' processor time comes
+/// out of the operations' thread in proportion to its processor, `1 / processors`; where they
+/// do not, the merges run on processors of their own and take nothing (0).
+pub fn foreground_share_of_merges(compaction_threads: usize, processors: usize) -> f64 {
+    let processors = processors.max(1);
+    if compaction_threads + 2 > processors {
+        1.0 / processors as f64
+    } else {
+        0.0
+    }
 }
 
 /// An operation's foreground seconds beside merges on their own threads that keep the device
@@ -1823,6 +1853,7 @@ mod tests {
             seconds_per_entry_merged: 5e-7,
             merge_threads: 0.0,
             seconds_per_flush: 0.0,
+            foreground_share_of_merges: 0.0,
         };
         let with_cpu = |workload: Workload| TuningProblem {
             device: Device {
@@ -2015,6 +2046,7 @@ mod tests {
                     seconds_per_entry_merged: 1e-8,
                     merge_threads: 0.0,
                     seconds_per_flush: 0.0,
+                    foreground_share_of_merges: 0.0,
                 },
                 seconds_per_read: 1e-6,
                 ..problem(empty, 16.0).device
@@ -2654,6 +2686,7 @@ mod tests {
                     seconds_per_entry_merged: 3e-7,
                     merge_threads: 0.0,
                     seconds_per_flush: 2e-3,
+                    foreground_share_of_merges: 0.0,
                 },
                 ..small(workload, 5.0).device
             },
@@ -2767,6 +2800,7 @@ mod tests {
                     seconds_per_entry_merged: 0.0,
                     merge_threads: 0.0,
                     seconds_per_flush: 8700e-6,
+                    foreground_share_of_merges: 0.0,
                 },
             },
             fixed_buffer_bits: None,
@@ -2817,6 +2851,76 @@ mod tests {
         assert_eq!(foreground_beside_merges(-1.0, -1.0, -1.0), 0.0);
     }
 
+    /// Merges beside a writer that shares its processor with them: on updates alone, with merges
+    /// that keep up on their thread, every design writes at the foreground's speed unless the
+    /// writer pays its processor's part of the merges' processor time; then the design that
+    /// merges less writes faster, by that part exactly. On the 2-core machine the shifting
+    /// preset's fills took the writer's processor time plus half the background's to within 13%
+    /// for six designs, the writer's alone 0.55-0.84 of it (docs/BENCHMARKS.md, "Write time
+    /// against processor time").
+    #[test]
+    fn a_writer_that_shares_its_processor_pays_for_the_merges_on_it() {
+        assert_eq!(foreground_share_of_merges(2, 2), 0.5);
+        assert_eq!(foreground_share_of_merges(2, 4), 0.0);
+        assert_eq!(foreground_share_of_merges(2, 3), 1.0 / 3.0);
+        assert_eq!(foreground_share_of_merges(1, 1), 1.0);
+        assert_eq!(foreground_share_of_merges(4, 0), 1.0);
+        let problem = |share: f64| TuningProblem {
+            workload: Workload {
+                point_lookups: 0.0,
+                updates: 1.0,
+                ..recorded_write_heavy().workload
+            },
+            device: Device {
+                write_read_cost_ratio: 0.0,
+                merge_read_cost_ratio: 0.0,
+                cpu: CpuCosts {
+                    seconds_per_update: 2.5e-6,
+                    seconds_per_entry_merged: 0.1e-6,
+                    merge_threads: 1.0,
+                    seconds_per_flush: 0.0,
+                    foreground_share_of_merges: share,
+                    ..CpuCosts::default()
+                },
+                ..recorded_write_heavy().device
+            },
+            ..recorded_write_heavy()
+        };
+        // A 1 MiB buffer out of the 16 bits per entry.
+        let buffer = 8.0 * (1 << 20) as f64;
+        let priced = |share: f64, policy: ModelPolicy| {
+            evaluate(&problem(share), policy, 10.0, buffer)
+                .expect("priced")
+                .predicted
+        };
+        let (leveling, tiering) = (ModelPolicy::LEVELING, ModelPolicy::TIERING);
+        // Alone on its processor: both at the foreground's 2.5 us (their merges keep up).
+        for policy in [leveling, tiering] {
+            let alone = priced(0.0, policy).throughput_ops;
+            assert!((alone - 1.0 / 2.5e-6).abs() < 1.0, "{alone}");
+        }
+        // Sharing it with the merges on two processors: each pays half its merges' processor
+        // time, the design's processor time beyond the writes' own.
+        let mut merging = Vec::new();
+        for policy in [leveling, tiering] {
+            let shared = priced(0.5, policy);
+            let merges_time = shared.cpu_seconds_per_operation - 2.5e-6;
+            assert!(merges_time > 0.0 && merges_time < 2.5e-6, "{merges_time}");
+            let expected = 1.0 / (2.5e-6 + 0.5 * merges_time);
+            assert!(
+                (shared.throughput_ops - expected).abs() / expected < 1e-9,
+                "{} against {expected}",
+                shared.throughput_ops
+            );
+            merging.push((merges_time, shared.throughput_ops));
+        }
+        // Leveling merges more, so it writes slower.
+        assert!(
+            merging[0].0 > merging[1].0 && merging[0].1 < merging[1].1,
+            "{merging:?}"
+        );
+    }
+
     #[test]
     fn merges_get_the_processors_the_foreground_leaves() {
         assert_eq!(merge_threads_beside(2, 2), 1.0);
@@ -2854,6 +2958,7 @@ mod tests {
                     seconds_per_entry_merged: 0.649e-6,
                     merge_threads: 1.0,
                     seconds_per_flush: 929e-6,
+                    foreground_share_of_merges: 0.0,
                 },
             },
             // 1,000,000 entries of 128 bytes, 16 bits of memory per entry.

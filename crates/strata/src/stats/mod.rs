@@ -114,6 +114,8 @@ pub(crate) struct IoCounters {
     pub(crate) flushes: AtomicU64,
     pub(crate) compactions: AtomicU64,
     pub(crate) compaction_micros: AtomicU64,
+    /// Processor time the compactions' threads spent in them ([`thread_processor_nanos`]).
+    pub(crate) compaction_processor_micros: AtomicU64,
     /// Files rewritten to rebuild their filter (DESIGN.md §3.5 "Rebuild, priced").
     pub(crate) filter_rebuilds: AtomicU64,
     pub(crate) filter_rebuild_read_bytes: AtomicU64,
@@ -203,6 +205,7 @@ impl Default for IoCounters {
             flushes: AtomicU64::new(0),
             compactions: AtomicU64::new(0),
             compaction_micros: AtomicU64::new(0),
+            compaction_processor_micros: AtomicU64::new(0),
             filter_rebuilds: AtomicU64::new(0),
             filter_rebuild_read_bytes: AtomicU64::new(0),
             filter_rebuild_write_bytes: AtomicU64::new(0),
@@ -465,6 +468,7 @@ impl IoCounters {
             &self.flushes,
             &self.compactions,
             &self.compaction_micros,
+            &self.compaction_processor_micros,
             &self.filter_rebuilds,
             &self.filter_rebuild_read_bytes,
             &self.filter_rebuild_write_bytes,
@@ -539,6 +543,7 @@ impl IoCounters {
             flushes: load(&self.flushes),
             compactions: load(&self.compactions),
             compaction_micros: load(&self.compaction_micros),
+            compaction_processor_micros: load(&self.compaction_processor_micros),
             filter_rebuilds: load(&self.filter_rebuilds),
             filter_rebuild_read_bytes: load(&self.filter_rebuild_read_bytes),
             filter_rebuild_write_bytes: load(&self.filter_rebuild_write_bytes),
@@ -642,6 +647,9 @@ pub struct IoStats {
     pub compactions: u64,
     /// Time spent in compactions, microseconds.
     pub compaction_micros: u64,
+    /// Processor time the compactions' threads spent in them, microseconds (0 where the system
+    /// does not report a thread's processor time: Linux's `/proc/thread-self/schedstat`).
+    pub compaction_processor_micros: u64,
     /// Table files rewritten in place to give their filter more bits on disk (elastic
     /// filters' priced rebuild, DESIGN.md §3.5; `Options::filter_rebuild_bytes_per_sec`).
     pub filter_rebuilds: u64,
@@ -853,8 +861,39 @@ impl CompressionCounts {
     }
 }
 
+/// Processor time the calling thread has used, in nanoseconds, where the system reports it: on
+/// Linux the first field of `/proc/thread-self/schedstat` (time on a processor); `None`
+/// elsewhere or when it cannot be read. Compactions count theirs
+/// (`IoCounters::compaction_processor_micros`): auto-tune prices the part of it a writer pays
+/// where merges share its processors (DESIGN.md §10, "Measured costs").
+pub(crate) fn thread_processor_nanos() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
+    /// A thread's processor time, where the system reports it, grows while the thread works and
+    /// not while it sleeps.
+    #[test]
+    fn a_threads_processor_time_counts_its_work_not_its_sleep() {
+        let Some(before) = super::thread_processor_nanos() else {
+            // Not Linux, or no `/proc`: compactions then count no processor time.
+            assert!(!std::path::Path::new("/proc/thread-self/schedstat").exists());
+            return;
+        };
+        let started = std::time::Instant::now();
+        let mut x = 0u64;
+        while started.elapsed() < std::time::Duration::from_millis(50) {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        let worked = super::thread_processor_nanos().expect("still readable");
+        assert!(worked - before >= 10_000_000, "{} ns", worked - before);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let slept = super::thread_processor_nanos().expect("still readable");
+        assert!(slept - worked < 50_000_000, "{} ns asleep", slept - worked);
+    }
+
     use super::*;
 
     /// Auto-tune's counted read price takes the device reads of one block each: a read-ahead
