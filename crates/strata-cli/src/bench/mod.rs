@@ -998,26 +998,7 @@ fn run_with(
                 (None, Some(temp)) => temp.path.clone(),
                 (None, None) => unreachable!("a temporary directory exists when --db is absent"),
             };
-            let mut bench = Bench {
-                config: &config,
-                variant,
-                run,
-                format,
-                out: out.as_mut(),
-                progress,
-                results: Vec::new(),
-                counts: Vec::new(),
-                series: Vec::new(),
-                version: None,
-                live_keys: 0,
-                phase_started: Instant::now(),
-                last_sample: (0, Instant::now()),
-                paused: Duration::ZERO,
-                measuring_alone: true,
-                point_predictions: None,
-                stream_history: None,
-                sample_interval: 1,
-            };
+            let mut bench = Bench::new(&config, variant, run, format, out.as_mut(), progress);
             let outcome = bench.run_all(&dir);
             results.append(&mut bench.results);
             counts.append(&mut bench.counts);
@@ -1156,6 +1137,39 @@ struct PointPredictions {
     new_keys: Option<engine::PredictedBlockReads>,
     without_cache: Option<f64>,
     recurring: Option<engine::PredictedBlockReads>,
+}
+
+impl<'a> Bench<'a> {
+    /// A bench of `variant`'s run number `run` writing its tables to `out`, before any phase.
+    fn new(
+        config: &'a BenchConfig,
+        variant: Variant,
+        run: usize,
+        format: KeyFormat,
+        out: &'a mut dyn Write,
+        progress: bool,
+    ) -> Bench<'a> {
+        Bench {
+            config,
+            variant,
+            run,
+            format,
+            out,
+            progress,
+            results: Vec::new(),
+            counts: Vec::new(),
+            series: Vec::new(),
+            version: None,
+            live_keys: 0,
+            phase_started: Instant::now(),
+            last_sample: (0, Instant::now()),
+            paused: Duration::ZERO,
+            measuring_alone: true,
+            point_predictions: None,
+            stream_history: None,
+            sample_interval: 1,
+        }
+    }
 }
 
 impl Bench<'_> {
@@ -2135,6 +2149,23 @@ mod tests {
         looks: std::sync::atomic::AtomicU64,
     }
 
+    impl SlowModel {
+        fn new(model_delay: Duration, filters_change: bool) -> SlowModel {
+            SlowModel {
+                entries: Default::default(),
+                model_delay,
+                model_calls: Default::default(),
+                filters_change,
+                looks: Default::default(),
+            }
+        }
+
+        /// The model's calls so far.
+        fn calls(&self) -> u64 {
+            self.model_calls.load(std::sync::atomic::Ordering::Relaxed)
+        }
+    }
+
     impl Engine for SlowModel {
         fn name(&self) -> &'static str {
             "slow-model"
@@ -2225,26 +2256,14 @@ mod tests {
         engine: &SlowModel,
         out: &'a mut Vec<u8>,
     ) -> Bench<'a> {
-        let mut bench = Bench {
+        let mut bench = Bench::new(
             config,
-            variant: config.variants()[0],
-            run: 1,
-            format: KeyFormat::new(config.num, config.key_size).expect("format"),
+            config.variants()[0],
+            1,
+            KeyFormat::new(config.num, config.key_size).expect("format"),
             out,
-            progress: false,
-            results: Vec::new(),
-            counts: Vec::new(),
-            series: Vec::new(),
-            version: None,
-            live_keys: 0,
-            phase_started: Instant::now(),
-            last_sample: (0, Instant::now()),
-            paused: Duration::ZERO,
-            measuring_alone: true,
-            point_predictions: None,
-            stream_history: None,
-            sample_interval: 1,
-        };
+            false,
+        );
         bench.run_phases(engine).expect("the phases run");
         bench
     }
@@ -2265,18 +2284,10 @@ mod tests {
             "2000",
         ])
         .expect("flags");
-        let engine = SlowModel {
-            entries: Default::default(),
-            model_delay: Duration::from_millis(200),
-            model_calls: Default::default(),
-            filters_change: false,
-            looks: Default::default(),
-        };
+        let engine = SlowModel::new(Duration::from_millis(200), false);
         let mut out = Vec::new();
         let bench = bench_on(&config, &engine, &mut out);
-        let calls = engine
-            .model_calls
-            .load(std::sync::atomic::Ordering::Relaxed);
+        let calls = engine.calls();
         // One at the lookup phase's first point (the tree never changes) and one at its end;
         // none for the fill.
         assert_eq!(calls, 2, "model calls");
@@ -2307,18 +2318,10 @@ mod tests {
             "{text}"
         );
         // Filters that change at every point: the model runs at most every tenth point.
-        let changing = SlowModel {
-            entries: Default::default(),
-            model_delay: Duration::from_millis(1),
-            model_calls: Default::default(),
-            filters_change: true,
-            looks: Default::default(),
-        };
+        let changing = SlowModel::new(Duration::from_millis(1), true);
         let mut out = Vec::new();
         let bench = bench_on(&config, &changing, &mut out);
-        let calls = changing
-            .model_calls
-            .load(std::sync::atomic::Ordering::Relaxed);
+        let calls = changing.calls();
         // Points 1, 11, ..., 91 of the lookup phase's 100, and its end.
         assert_eq!(calls, 11, "model calls");
         assert_eq!(bench.series.len(), 200);

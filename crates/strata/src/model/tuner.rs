@@ -759,6 +759,25 @@ fn policy_shape(
     }
 }
 
+/// The filters' memory beside `buffer_bits` of write buffer and `policy`'s top-level key index
+/// ([`top_index_bits`]); an error where EcoTune's index does not fit.
+fn filter_bits_beside(
+    problem: &TuningProblem,
+    policy: ModelPolicy,
+    buffer_bits: f64,
+) -> Result<f64> {
+    let index_bits = top_index_bits(problem, policy, buffer_bits);
+    let filter_bits = problem.memory_bits - buffer_bits - index_bits;
+    if filter_bits < 0.0 {
+        return Err(invalid(format!(
+            "EcoTune's top-level key index ({index_bits:.0} bits) does not fit beside a \
+             {buffer_bits:.0}-bit buffer in {:.0} bits of memory",
+            problem.memory_bits
+        )));
+    }
+    Ok(filter_bits)
+}
+
 /// [`evaluate_with`] at a given `T_c / T_w` (used by EcoTune only).
 fn price(
     problem: &TuningProblem,
@@ -770,16 +789,7 @@ fn price(
     replayed: Option<ReplayedWrites>,
 ) -> Result<Design> {
     let n = problem.entries;
-    let filter_bits =
-        problem.memory_bits - buffer_bits - top_index_bits(problem, policy, buffer_bits);
-    if filter_bits < 0.0 {
-        return Err(invalid(format!(
-            "EcoTune's top-level key index ({:.0} bits) does not fit beside a {buffer_bits:.0}-bit \
-             buffer in {:.0} bits of memory",
-            top_index_bits(problem, policy, buffer_bits),
-            problem.memory_bits
-        )));
-    }
+    let filter_bits = filter_bits_beside(problem, policy, buffer_bits)?;
     let shape = policy_shape(
         problem,
         policy,
@@ -831,19 +841,13 @@ fn price(
         / total;
     let cpu_seconds = foreground_cpu + merge_cpu;
     let seconds = if cpu.merge_threads > 0.0 {
-        let merge_device = w.updates * u / total * omega;
-        let foreground_reads = theta * omega - merge_device;
-        // The merges' processor time the operations' thread gives up to them where they share
-        // its processor (`foreground_share_of_merges`).
-        let shared = cpu.foreground_share_of_merges.clamp(0.0, 1.0)
-            * w.updates
-            * cpu.seconds_per_entry_merged
-            * merges
-            / total;
-        let foreground =
-            foreground_beside_merges(foreground_cpu + shared, foreground_reads, merge_device);
-        let background = (merge_device + merge_cpu) / cpu.merge_threads;
-        foreground.max(background)
+        seconds_beside_merges(
+            cpu,
+            (foreground_cpu, merge_cpu),
+            w.updates * merges / total,
+            theta * omega,
+            w.updates * u / total * omega,
+        )
     } else {
         theta * omega + cpu_seconds
     };
@@ -866,6 +870,31 @@ fn price(
         },
         writes: WritePricing::of(replayed, shape.merges),
     })
+}
+
+/// An operation's seconds with merges beside the operations (`cpu.merge_threads > 0`), from its
+/// parts per operation of the mix: the foreground's and the merges' processor seconds, the
+/// entries its merges rewrite, its device seconds in all and the merges' share of them. The
+/// foreground pays its part of the merges' processor time where they share its processor
+/// (`CpuCosts::foreground_share_of_merges`) and waits behind their pages on the device
+/// ([`foreground_beside_merges`]); the merges take their threads' time; the slower paces.
+fn seconds_beside_merges(
+    cpu: &CpuCosts,
+    (foreground_cpu, merge_cpu): (f64, f64),
+    merged_entries: f64,
+    device_seconds: f64,
+    merge_device: f64,
+) -> f64 {
+    let shared = cpu.foreground_share_of_merges.clamp(0.0, 1.0)
+        * cpu.seconds_per_entry_merged
+        * merged_entries;
+    let foreground = foreground_beside_merges(
+        foreground_cpu + shared,
+        device_seconds - merge_device,
+        merge_device,
+    );
+    let background = (merge_device + merge_cpu) / cpu.merge_threads;
+    foreground.max(background)
 }
 
 /// Threads merges run on beside the operations when their processor costs were measured alone
