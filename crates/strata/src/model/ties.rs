@@ -191,8 +191,8 @@ fn merge_ios(problem: &TuningProblem, design: &Design) -> Result<f64> {
 /// docs). The merges are compared on one pricing: where some tied designs' writes were priced by
 /// their replays and others' by the closed form, the others are replayed too
 /// ([`evaluate_replayed`]) and kept among the ties only if still tied; the closed form priced
-/// Garnering's merges from 2% above to 24% below its replays in recipe 27's sittings, so without
-/// this a design ranked far down won on merges it was never replayed for. With [`CostSpread::NONE`], or a workload without updates, the tuning is unchanged
+/// designs' merges at 0.50-1.02 of their replays in a sitting of recipe 27, so without this a
+/// design ranked far down won on merges it was never replayed for. With [`CostSpread::NONE`], or a workload without updates, the tuning is unchanged
 /// (ties are still listed where the spread shows them). A spread below 1 or not finite is an
 /// [`Error::InvalidArgument`].
 pub fn break_ties(
@@ -538,8 +538,8 @@ mod tests {
     }
 
     /// The tie the sitting's rule broke toward Garnering c = 1 at T = 2.37, the model's rank 16,
-    /// whose writes only the closed form had priced (0.0249 merge I/Os per update against the
-    /// replayed leaders' 0.042-0.045): the closed form prices Garnering's merges below its
+    /// whose writes only the closed form had priced (0.0249 merge I/Os per update against
+    /// 0.039-0.045 for the tied designs replayed): the closed form prices Garnering's merges below its
     /// replay, and the pick ran 15% below the fastest of the three. Now every tied design is
     /// replayed before their merges are compared.
     #[test]
