@@ -192,8 +192,9 @@ fn merge_ios(problem: &TuningProblem, design: &Design) -> Result<f64> {
 /// their replays and others' by the closed form, the others are replayed too
 /// ([`evaluate_replayed`]) and kept among the ties only if still tied; the closed form priced
 /// designs' merges at 0.50-1.02 of their replays in a sitting of recipe 27, so without this a
-/// design ranked far down won on merges it was never replayed for. With [`CostSpread::NONE`], or a workload without updates, the tuning is unchanged
-/// (ties are still listed where the spread shows them). A spread below 1 or not finite is an
+/// design ranked far down won on merges it was never replayed for. With [`CostSpread::NONE`], or
+/// a workload without updates, the tuning is unchanged (ties are still listed where the spread
+/// shows them). A spread below 1 or not finite is an
 /// [`Error::InvalidArgument`].
 pub fn break_ties(
     problem: &TuningProblem,
@@ -227,31 +228,7 @@ pub fn break_ties(
             tied.push(*design);
         }
     }
-    // Merges compared on one pricing: where the tuning replayed some of the tied designs, the
-    // others are replayed too (at most `MAX_WRITE_REPLAYS`), kept only if still tied once
-    // replayed, and a design left unreplayed is not picked.
-    let replayed_any = tied
-        .iter()
-        .any(|d| matches!(d.writes, WritePricing::Replay { .. }));
-    let mut repriced: Vec<Design> = Vec::new();
-    if problem.workload.updates > 0.0 && replayed_any {
-        let mut kept = Vec::with_capacity(tied.len());
-        for design in tied {
-            if design.writes != WritePricing::ClosedForm {
-                kept.push(design);
-                continue;
-            }
-            if repriced.len() >= MAX_WRITE_REPLAYS {
-                continue;
-            }
-            let replayed = evaluate_replayed(problem, &design)?;
-            repriced.push(replayed);
-            if matches!(replayed.writes, WritePricing::Replay { .. }) && ties_best(&replayed)? {
-                kept.push(replayed);
-            }
-        }
-        tied = kept;
-    }
+    let (tied, repriced) = on_one_pricing(problem, tied, &ties_best)?;
     // The fewest merge I/Os per update; the first in the model's order among equals.
     let pick = if problem.workload.updates > 0.0 {
         let merges = tied
@@ -268,26 +245,7 @@ pub fn break_ties(
     } else {
         best
     };
-    // The model's order with the designs replayed here at their new prices.
-    let mut ordered = tuning.candidates.clone();
-    if !repriced.is_empty() {
-        for design in &mut ordered {
-            let same = |r: &&Design| {
-                r.policy == design.policy
-                    && r.filters == design.filters
-                    && r.size_ratio == design.size_ratio
-                    && r.buffer_bits == design.buffer_bits
-            };
-            if let Some(again) = repriced.iter().find(same) {
-                *design = *again;
-            }
-        }
-        ordered.sort_by(|a, b| {
-            b.predicted
-                .throughput_ops
-                .total_cmp(&a.predicted.throughput_ops)
-        });
-    }
+    let ordered = in_model_order(&tuning.candidates, &repriced);
     let model_rank = ordered.iter().position(|d| *d == pick).map_or(1, |i| i + 1);
     let mut candidates = Vec::with_capacity(ordered.len());
     candidates.push(pick);
@@ -300,6 +258,66 @@ pub fn break_ties(
         tied,
         model_rank,
     })
+}
+
+/// `tied` with its merges on one pricing: where the tuning replayed some of the tied designs, the
+/// others are replayed too (at most [`MAX_WRITE_REPLAYS`]) and kept only if `ties_best` still
+/// holds for them replayed; a design left unreplayed is dropped, so it is not picked. Returns the
+/// ties and the designs replayed here (tied or not).
+fn on_one_pricing(
+    problem: &TuningProblem,
+    tied: Vec<Design>,
+    ties_best: &dyn Fn(&Design) -> Result<bool>,
+) -> Result<(Vec<Design>, Vec<Design>)> {
+    let replayed_any = tied
+        .iter()
+        .any(|d| matches!(d.writes, WritePricing::Replay { .. }));
+    if problem.workload.updates <= 0.0 || !replayed_any {
+        return Ok((tied, Vec::new()));
+    }
+    let mut kept = Vec::with_capacity(tied.len());
+    let mut repriced = Vec::new();
+    for design in tied {
+        if design.writes != WritePricing::ClosedForm {
+            kept.push(design);
+            continue;
+        }
+        if repriced.len() >= MAX_WRITE_REPLAYS {
+            continue;
+        }
+        let replayed = evaluate_replayed(problem, &design)?;
+        repriced.push(replayed);
+        if matches!(replayed.writes, WritePricing::Replay { .. }) && ties_best(&replayed)? {
+            kept.push(replayed);
+        }
+    }
+    Ok((kept, repriced))
+}
+
+/// `candidates` (the model's order) with the designs in `repriced` at their new prices, sorted
+/// again by predicted throughput (stable: equals keep the model's order).
+fn in_model_order(candidates: &[Design], repriced: &[Design]) -> Vec<Design> {
+    let mut ordered = candidates.to_vec();
+    if repriced.is_empty() {
+        return ordered;
+    }
+    for design in &mut ordered {
+        let same = |r: &&Design| {
+            r.policy == design.policy
+                && r.filters == design.filters
+                && r.size_ratio == design.size_ratio
+                && r.buffer_bits == design.buffer_bits
+        };
+        if let Some(again) = repriced.iter().find(same) {
+            *design = *again;
+        }
+    }
+    ordered.sort_by(|a, b| {
+        b.predicted
+            .throughput_ops
+            .total_cmp(&a.predicted.throughput_ops)
+    });
+    ordered
 }
 
 #[cfg(test)]
