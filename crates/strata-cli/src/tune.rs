@@ -863,6 +863,15 @@ mod tests {
         Wrapper::try_parse_from(argv).expect("valid arguments").args
     }
 
+    /// [`args`] at a million entries: the replays of the best candidates simulate every entry,
+    /// a second here where a hundred million take a quarter of a minute in a test build.
+    fn args_at_a_million(extra: &[&str]) -> TuneArgs {
+        TuneArgs {
+            entries: Some(1e6),
+            ..args(extra)
+        }
+    }
+
     /// Without a database or `--key-size` the tuner assumes 16-byte keys; a longer key makes
     /// EcoTune's top-level index, and so its design, cost more memory.
     #[test]
@@ -997,7 +1006,7 @@ mod tests {
             let mut out = Vec::new();
             let workload = "lookups=0.9,empty=1,updates=0.1";
             run(
-                &args(&["--workload", workload, "--device", device, "--json"]),
+                &args_at_a_million(&["--workload", workload, "--device", device, "--json"]),
                 &mut out,
             )
             .expect("tune");
@@ -1081,7 +1090,7 @@ mod tests {
             ];
             argv.extend_from_slice(extra);
             let mut out = Vec::new();
-            run(&args(&argv), &mut out).expect("tune");
+            run(&args_at_a_million(&argv), &mut out).expect("tune");
             serde_json::from_slice::<serde_json::Value>(&out).expect("JSON")
         };
         let w = |v: &serde_json::Value| v["predicted"]["update_io"].as_f64().expect("number");
@@ -1106,7 +1115,7 @@ mod tests {
         }
         // The text output says which designs tie.
         run(
-            &args(&["--spread", "processor=1.6", "--show", "2"]),
+            &args_at_a_million(&["--spread", "processor=1.6", "--show", "2"]),
             &mut out,
         )
         .expect("tune");

@@ -18,7 +18,10 @@ use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 use serde::Serialize;
-use strata::model::tuner::{evaluate_with, tune, Design, TuningProblem, GARNERING_SCALING_FACTORS};
+use strata::model::tuner::{
+    evaluate_with, tune_with_replays, Design, TuningProblem, GARNERING_SCALING_FACTORS,
+    REPLAYED_CANDIDATES,
+};
 use strata::model::ModelPolicy;
 use strata::policy::FilterAllocatorKind;
 
@@ -102,6 +105,12 @@ pub struct WhatifArgs {
     /// The device, as `strata tune` takes it.
     #[arg(long, default_value = "read-us=100,write-us=100,page-bytes=4096")]
     pub device: String,
+    /// Candidates of the tuned designs (the memory sweep's last two steps, the entry-size and
+    /// lookups sweeps) whose merges per update are priced by replaying their merge policy, as
+    /// `strata tune --replayed-candidates` takes it; 0 ranks by the closed form alone, as
+    /// Monkey's figures do.
+    #[arg(long, default_value_t = REPLAYED_CANDIDATES)]
+    pub replayed_candidates: usize,
     /// Draw the two panels into this SVG file.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
@@ -232,6 +241,7 @@ fn rows(args: &WhatifArgs) -> CliResult<Vec<Row>> {
         point_read_miss_share: 1.0,
     };
     let buffer_bits = args.buffer_bytes.max(1) as f64 * 8.0;
+    let tune = |problem: &TuningProblem| tune_with_replays(problem, args.replayed_candidates);
     let mut rows = Vec::new();
     for x in xs {
         let mut problem = base;
@@ -703,10 +713,19 @@ mod tests {
 
     /// Monkey's Fig. 7 and Fig. 11 in the model: Monkey's filters never cost more than uniform
     /// ones, more memory means fewer false positives, and every optimisation step is at least as
-    /// fast as the one before.
+    /// fast as the one before. Ranked by the closed form alone, as Monkey's figures are (the
+    /// replays, which the plots below exercise, would add a minute of simulation in a test build).
     #[test]
     fn the_memory_sweep_reproduces_monkeys_orderings() {
-        let rows = rows(&args(&["--sweep", "memory", "--points", "12"])).expect("sweep");
+        let rows = rows(&args(&[
+            "--sweep",
+            "memory",
+            "--points",
+            "12",
+            "--replayed-candidates",
+            "0",
+        ]))
+        .expect("sweep");
         for policy in ["leveling", "tiering"] {
             let uniform = series(&rows, &format!("{policy}, uniform filters"));
             let monkey = series(&rows, &format!("{policy}, monkey filters"));
@@ -775,24 +794,19 @@ mod tests {
             assert!(run(&args(&argv), &mut out).is_err(), "{argv:?}");
         }
         let dir = tempfile::tempdir().expect("tempdir");
+        // A million entries (the entries sweep sets its own): the tuned designs' replays, which
+        // simulate every entry, take a second here where the default hundred million take
+        // minutes in a test build.
         for sweep in ["memory", "size-ratio", "entries", "entry-size", "lookups"] {
             let path = dir.path().join(format!("{sweep}.svg"));
+            let sweep_args = ["--sweep", sweep, "--points", "5", "--entries", "1e6"];
             let mut out = Vec::new();
-            run(
-                &args(&[
-                    "--sweep",
-                    sweep,
-                    "--points",
-                    "5",
-                    "--svg",
-                    path.to_str().expect("UTF-8"),
-                ]),
-                &mut out,
-            )
-            .expect("sweep");
+            let mut with_svg = sweep_args.to_vec();
+            with_svg.extend(["--svg", path.to_str().expect("UTF-8")]);
+            run(&args(&with_svg), &mut out).expect("sweep");
             let svg = std::fs::read_to_string(&path).expect("written");
             assert!(svg.starts_with("<svg"), "{sweep}");
-            let first = rows(&args(&["--sweep", sweep, "--points", "5"])).expect("sweep");
+            let first = rows(&args(&sweep_args)).expect("sweep");
             assert!(
                 svg.contains(first[0].series.as_str()),
                 "{sweep}: the legend names {}",
