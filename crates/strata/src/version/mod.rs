@@ -459,7 +459,17 @@ impl Version {
         edit: &VersionEdit,
         sink: Option<&Arc<ObsoleteFiles>>,
     ) -> Result<Version, String> {
-        let mut next = self.clone();
+        self.clone().applied(edit, sink)
+    }
+
+    /// [`Version::apply`] on the tree itself, which it consumes: for a caller that holds a copy
+    /// of its own (the version builder), one clone of the tree fewer.
+    pub(crate) fn applied(
+        self,
+        edit: &VersionEdit,
+        sink: Option<&Arc<ObsoleteFiles>>,
+    ) -> Result<Version, String> {
+        let mut next = self;
         // Files deleted and re-added by the same edit (a trivial move) keep their runtime state
         // (open reader, statistics, obsolete report): the removed `Arc` itself goes to the new place.
         let mut removed: Vec<Arc<FileMetadata>> = Vec::new();
