@@ -17,7 +17,9 @@
 # "leveling:10 leveling:4 tiering:4 tiering:10 lazy-leveling:4 lazy-leveling:10 garnering:10
 # leveling-dynamic:10 ecotune:10 moose:10": every merge policy auto-tune's tuner chooses among.
 # STRATA is a binary to run instead of the workspace's release build. Reports are kept in OUT
-# (environment; a temporary directory by default).
+# (environment; a temporary directory by default). AUTO_FLAGS (environment) adds `strata bench`
+# flags to auto-tune's runs, for its own settings, for example
+# AUTO_FLAGS="--auto-tune-min-gain 0.03 --auto-tune-confirmations 1".
 set -euo pipefail
 runs=${1:-3}
 num=${2:-1000000}
@@ -39,7 +41,7 @@ for run in $(seq 1 "$runs"); do
       # Auto-tune's database is kept for its info log (each decision's line and the time it
       # took), then removed.
       flags=(--auto-tune --auto-tune-every "$every" --db "$out/auto-run$run.db"
-        ${EVERY_SECONDS:+--auto-tune-every-seconds "$EVERY_SECONDS"})
+        ${EVERY_SECONDS:+--auto-tune-every-seconds "$EVERY_SECONDS"} ${AUTO_FLAGS:-})
     else
       flags=(--compaction "${config%%:*}" --size-ratio "${config##*:}")
     fi

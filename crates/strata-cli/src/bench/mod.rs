@@ -292,6 +292,20 @@ pub struct BenchArgs {
     /// `--auto-tune-every` operations or `--auto-tune-every-seconds`). Implies `--auto-tune`.
     #[arg(long, value_name = "OPS")]
     pub auto_tune_early_after: Option<u64>,
+    /// The least predicted gain, as a share of the design in force's operations per second, that
+    /// is worth a switch (`AutoTuneOptions::min_gain`; default the engine's, 0.10). Implies
+    /// `--auto-tune`.
+    #[arg(long, value_name = "SHARE")]
+    pub auto_tune_min_gain: Option<f64>,
+    /// Decisions in a row that must rank the same design first before auto-tune switches to it,
+    /// at least 1 (`AutoTuneOptions::confirmations`; default the engine's, 2). Implies
+    /// `--auto-tune`.
+    #[arg(long, value_name = "N")]
+    pub auto_tune_confirmations: Option<u32>,
+    /// The longest horizon, in intervals, over which a switch must pay for its round trip
+    /// (`AutoTuneOptions::horizon_intervals`; default the engine's, 20). Implies `--auto-tune`.
+    #[arg(long, value_name = "INTERVALS")]
+    pub auto_tune_horizon: Option<f64>,
     /// Size of an index partition of Strata's partitioned tables (`Options::metadata_block_bytes`;
     /// default Strata's own, 4 KiB).
     #[arg(long, value_parser = parse_bytes)]
@@ -660,7 +674,7 @@ impl BenchConfig {
             Some(list) => list.clone(),
             None => vec![strata::Options::default().access_statistics],
         };
-        Ok(BenchConfig {
+        let config = BenchConfig {
             workloads: args.workloads.clone(),
             distribution: args.distribution,
             engines: args.engines.clone(),
@@ -709,7 +723,10 @@ impl BenchConfig {
                 || args.auto_tune_every_seconds.is_some()
                 || args.auto_tune_max_processor_share.is_some()
                 || args.auto_tune_merge_for_reads.is_some()
-                || args.auto_tune_early_after.is_some())
+                || args.auto_tune_early_after.is_some()
+                || args.auto_tune_min_gain.is_some()
+                || args.auto_tune_confirmations.is_some()
+                || args.auto_tune_horizon.is_some())
             .then(|| {
                 let defaults = strata::model::auto_tune::AutoTuneOptions::default();
                 strata::model::auto_tune::AutoTuneOptions {
@@ -726,6 +743,11 @@ impl BenchConfig {
                     early_decisions_after: args
                         .auto_tune_early_after
                         .unwrap_or(defaults.early_decisions_after),
+                    min_gain: args.auto_tune_min_gain.unwrap_or(defaults.min_gain),
+                    confirmations: args
+                        .auto_tune_confirmations
+                        .unwrap_or(defaults.confirmations),
+                    horizon_intervals: args.auto_tune_horizon.unwrap_or(defaults.horizon_intervals),
                     ..defaults
                 }
             }),
@@ -754,7 +776,18 @@ impl BenchConfig {
             paced_fill: args.paced_fill,
             quick: args.quick,
             preset: args.preset,
-        })
+        };
+        // The auto-tune flags' values are the engine's to check: a bad one is a usage error
+        // here, before any engine runs.
+        if let Some(auto_tune) = &config.auto_tune {
+            auto_tune.validate().map_err(|error| {
+                CliError::InvalidArgument(match error {
+                    strata::Error::InvalidArgument(message) => message,
+                    other => other.to_string(),
+                })
+            })?;
+        }
+        Ok(config)
     }
 
     /// Every configuration to run: engines × filter policies × merge policies; a peer runs
@@ -2055,6 +2088,43 @@ mod tests {
         let wrapper = Wrapper::try_parse_from(argv)
             .map_err(|error| CliError::InvalidArgument(error.to_string()))?;
         BenchConfig::resolve(&wrapper.args)
+    }
+
+    /// The auto-tune flags reach the engine's options, each implying `--auto-tune`; a value the
+    /// engine refuses is a usage error.
+    #[test]
+    fn auto_tune_flags_set_the_engines_options() {
+        assert_eq!(config(&[]).expect("plain").auto_tune, None);
+        let defaults = strata::model::auto_tune::AutoTuneOptions::default();
+        assert_eq!(
+            config(&["--auto-tune"]).expect("on").auto_tune,
+            Some(defaults)
+        );
+        let set = config(&[
+            "--auto-tune-min-gain",
+            "0.03",
+            "--auto-tune-confirmations",
+            "1",
+            "--auto-tune-horizon",
+            "40",
+        ])
+        .expect("set")
+        .auto_tune
+        .expect("implied");
+        assert_eq!(
+            (set.min_gain, set.confirmations, set.horizon_intervals),
+            (0.03, 1, 40.0)
+        );
+        assert_eq!(set.every_operations, defaults.every_operations);
+        for bad in [
+            "--auto-tune-confirmations=0",
+            "--auto-tune-min-gain=-0.1",
+            "--auto-tune-horizon=NaN",
+            "--auto-tune-every-seconds=-1",
+        ] {
+            let error = config(&[bad]).expect_err("refused");
+            assert!(error.to_string().contains("auto_tune."), "{bad:?}: {error}");
+        }
     }
 
     /// The paper-ecotune preset resolves to the setup its doc names.
