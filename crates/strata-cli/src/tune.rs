@@ -863,8 +863,9 @@ mod tests {
         Wrapper::try_parse_from(argv).expect("valid arguments").args
     }
 
-    /// [`args`] at a million entries: the replays of the best candidates simulate every entry,
-    /// a second here where a hundred million take a quarter of a minute in a test build.
+    /// [`args`] at a million entries: the replays of the best candidates build a tree at every
+    /// flush and merge, a few files at a million entries, hundreds at a hundred million, where a
+    /// tune took a quarter of a minute in a test build.
     fn args_at_a_million(extra: &[&str]) -> TuneArgs {
         TuneArgs {
             entries: Some(1e6),

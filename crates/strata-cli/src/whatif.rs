@@ -794,9 +794,9 @@ mod tests {
             assert!(run(&args(&argv), &mut out).is_err(), "{argv:?}");
         }
         let dir = tempfile::tempdir().expect("tempdir");
-        // A million entries (the entries sweep sets its own): the tuned designs' replays, which
-        // simulate every entry, take a second here where the default hundred million take
-        // minutes in a test build.
+        // A million entries (the entries sweep sets its own): the tuned designs' replays build a
+        // tree at every flush and merge, a few files here where the default hundred million make
+        // hundreds and took minutes in a test build.
         for sweep in ["memory", "size-ratio", "entries", "entry-size", "lookups"] {
             let path = dir.path().join(format!("{sweep}.svg"));
             let sweep_args = ["--sweep", sweep, "--points", "5", "--entries", "1e6"];
