@@ -11,7 +11,9 @@
 #   scripts/auto_tune_on_shifting_workload.sh [RUNS] [NUM] [OPS] [EVERY] [STRATA]
 #   defaults:                                  3      1000000 200000 50000
 #
-# NUM keys are filled; every later phase runs OPS operations; auto-tune decides every EVERY
+# NUM keys are filled; every later phase runs OPS operations, or OPS is four counts, one per later
+# phase in order (e.g. 1000000,1000000,20000,1000000: phases that last alike, a scan costing what
+# a hundred point operations do; `strata bench --workloads NAME@OPS`); auto-tune decides every EVERY
 # operations, or after EVERY_SECONDS (environment; default the engine's, 60) with fewer. DESIGNS
 # (environment) lists the fixed designs as policy:T, default
 # "leveling:10 leveling:4 tiering:4 tiering:10 lazy-leveling:4 lazy-leveling:10 garnering:10
@@ -32,6 +34,14 @@ configs=("${designs[@]}" auto)
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 phases="fillrandom overwrite readhot seekrandom readmissing"
+IFS=',' read -r -a phase_ops <<< "$ops"
+if [ "${#phase_ops[@]}" -eq 1 ]; then
+  phase_ops=("$ops" "$ops" "$ops" "$ops")
+elif [ "${#phase_ops[@]}" -ne 4 ]; then
+  echo "OPS is one count or four (overwrite, readhot, seekrandom, readmissing): $ops" >&2
+  exit 2
+fi
+workloads="fillrandom,overwrite@${phase_ops[0]},readhot@${phase_ops[1]},seekrandom@${phase_ops[2]},readmissing@${phase_ops[3]}"
 n=${#configs[@]}
 for run in $(seq 1 "$runs"); do
   for offset in $(seq 0 $((n - 1))); do
@@ -46,7 +56,7 @@ for run in $(seq 1 "$runs"); do
       flags=(--compaction "${config%%:*}" --size-ratio "${config##*:}")
     fi
     echo "run $run: $config (load $(cut -d' ' -f1 /proc/loadavg))" >&2
-    "$strata" bench --engines strata --preset shifting --num "$num" --reads "$ops" "${flags[@]}" \
+    "$strata" bench --engines strata --preset shifting --num "$num" --workloads "$workloads" "${flags[@]}" \
       > "$report"
     if [ "$config" = auto ]; then
       find "$out/auto-run$run.db" -name LOG -exec grep -h "auto-tune" {} + > "$out/auto-run$run.log" || true
@@ -54,9 +64,11 @@ for run in $(seq 1 "$runs"); do
     fi
   done
 done
-python3 - "$out" "$runs" "$num" "$ops" "$phases" "${configs[@]}" <<'PY'
+python3 - "$out" "$runs" "$num" "$(IFS=,; echo "${phase_ops[*]}")" "$phases" "${configs[@]}" <<'PY'
 import re, statistics, sys
-out, runs, num, ops, phases = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5].split()
+out, runs, num, phases = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[5].split()
+# Operations of each phase: the fill's NUM, then the four later phases' counts.
+ops = dict(zip(phases, [num] + [int(count) for count in sys.argv[4].split(",")]))
 configs = sys.argv[6:]
 def report(config, run):
     return f"{out}/{config.replace(':', '-T')}-run{run}.txt"
@@ -85,8 +97,8 @@ for config in configs:
                     designs[config].append((entering, m.group(1)))
     median[config] = {phase: statistics.median(values) for phase, values in per_phase.items() if values}
 def seconds(config):
-    return sum((num if phase == "fillrandom" else ops) / median[config][phase] for phase in phases)
-print(f"Median ops/s of {runs} runs per phase ({num:,} keys filled, {ops:,} operations per later phase)\n")
+    return sum(ops[phase] / median[config][phase] for phase in phases)
+print(f"Median ops/s of {runs} runs per phase (operations: " + ", ".join(f"{phase} {ops[phase]:,}" for phase in phases) + ")\n")
 print("| configuration | " + " | ".join(phases) + " | whole run (s) |")
 print("|---|" + "---:|" * (len(phases) + 1))
 for config in configs:
@@ -110,7 +122,7 @@ def round_seconds(config, run):
     served = per_run[config][run]
     if any(phase not in served for phase in phases):
         return None
-    return sum((num if phase == "fillrandom" else ops) / served[phase] for phase in phases)
+    return sum(ops[phase] / served[phase] for phase in phases)
 ahead = 0
 print("\nPer round (each configuration's run of that round; whole run in s):")
 for run in range(runs):

@@ -508,7 +508,7 @@ mod tests {
         ]) else {
             panic!("not a bench command");
         };
-        let workloads: Vec<String> = args.workloads.iter().map(|w| w.name()).collect();
+        let workloads: Vec<String> = args.workloads.iter().map(|w| w.workload.name()).collect();
         assert_eq!(workloads, ["load", "mnemosyne-ii:1"]);
         assert_eq!(args.bits_per_key, [3.0, 4.0]);
         assert_eq!(

@@ -804,6 +804,35 @@ fn bench_runs_ecotune_queries_on_threads_beside_a_rate_limited_writer() {
     }
 }
 
+/// A phase's `@OPS` replaces `--reads` for it alone; the others run `--reads`, the fill
+/// `--num`; a count on a fill is refused before anything runs.
+#[test]
+fn bench_phases_run_their_own_operation_counts() {
+    let (_, report) = bench_with_json(&[
+        "--num",
+        "3000",
+        "--reads",
+        "500",
+        "--workloads",
+        "fillrandom,readrandom@1200,seekrandom@40,readmissing",
+    ]);
+    assert_eq!(phase_result(&report, "fillrandom")["ops"], 3000);
+    assert_eq!(phase_result(&report, "readrandom")["ops"], 1200);
+    assert_eq!(phase_result(&report, "seekrandom")["ops"], 40);
+    assert_eq!(phase_result(&report, "readmissing")["ops"], 500);
+    assert_eq!(
+        report["config"]["phase_ops"],
+        serde_json::json!([null, 1200, 40, null])
+    );
+    let refused = strata(&["bench", "--num", "100", "--workloads", "fillrandom@50"]);
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("takes no operation count"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
 #[test]
 fn bench_on_a_given_db_settles_and_leaves_the_keys_behind() {
     let dir = tempfile::tempdir().expect("temp dir");

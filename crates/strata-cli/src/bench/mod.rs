@@ -40,7 +40,7 @@ use crate::error::{CliError, CliResult};
 // The names of the policies come from the CLI's one registry; re-exported for the engines.
 pub use crate::policies::{CompactionKind, FilterAllocatorKind};
 use report::{Latencies, PhaseCounts, PhaseResult, SeriesPoint};
-use workload::{FillOrder, KeyFormat, Workload};
+use workload::{FillOrder, KeyFormat, PhaseSpec, Workload};
 
 /// Keys in a full run; `--quick` uses [`QUICK_NUM`].
 const DEFAULT_NUM: u64 = 1_000_000;
@@ -136,15 +136,16 @@ const PREDICTIONS_EVERY_POINTS: u64 = 10;
 /// The flags of `strata bench`. Scripts depend on these names: add, never rename.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
-    /// Phases to run, in order.
+    /// Phases to run, in order. A phase other than a fill may end in `@OPS`, the operations it
+    /// runs instead of `--reads` (`seekrandom@20000`): phases of one run can then last alike.
     #[arg(
         long,
         value_delimiter = ',',
         action = clap::ArgAction::Set,
-        value_parser = Workload::from_str,
+        value_parser = PhaseSpec::from_str,
         default_value = "fillrandom,readrandom,readmissing,seekrandom"
     )]
-    pub workloads: Vec<Workload>,
+    pub workloads: Vec<PhaseSpec>,
     /// Key distribution of reads, updates and seeks: uniform, zipfian[:theta],
     /// normal[:mean:stddev] (fractions of the key range), latest[:theta] [default: each
     /// workload's own: uniform for the db_bench ones, zipfian 0.99 for YCSB, latest for YCSB D].
@@ -471,6 +472,9 @@ pub fn serialize_compression<S: serde::Serializer>(
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BenchConfig {
     pub workloads: Vec<Workload>,
+    /// Each phase's own operations (`--workloads NAME@OPS`), beside `workloads`; `None` runs
+    /// `reads`.
+    pub phase_ops: Vec<Option<u64>>,
     pub distribution: Option<KeyDistribution>,
     pub engines: Vec<EngineKind>,
     pub num: u64,
@@ -538,7 +542,7 @@ impl BenchConfig {
             Some(scale) if scale.is_finite() && scale > 0.0 => Some(
                 args.workloads
                     .iter()
-                    .find_map(|w| match w {
+                    .find_map(|phase| match phase.workload {
                         Workload::Mix(mix) => mix.paper_sizes(scale),
                         _ => None,
                     })
@@ -675,7 +679,8 @@ impl BenchConfig {
             None => vec![strata::Options::default().access_statistics],
         };
         let config = BenchConfig {
-            workloads: args.workloads.clone(),
+            workloads: args.workloads.iter().map(|phase| phase.workload).collect(),
+            phase_ops: args.workloads.iter().map(|phase| phase.ops).collect(),
             distribution: args.distribution,
             engines: args.engines.clone(),
             num,
@@ -1135,6 +1140,9 @@ struct Bench<'a> {
     stream_history: Option<strata::model::tree::StreamHistory>,
     /// Operations between time-series points in the current phase.
     sample_interval: u64,
+    /// Operations of the current phase when it is not a fill: its `--workloads NAME@OPS`, else
+    /// `--reads`.
+    phase_reads: u64,
     format: KeyFormat,
     out: &'a mut dyn Write,
     /// Show a percentage while a phase runs (stdout is a terminal and carries no JSON).
@@ -1201,6 +1209,7 @@ impl<'a> Bench<'a> {
             point_predictions: None,
             stream_history: None,
             sample_interval: 1,
+            phase_reads: config.reads,
         }
     }
 }
@@ -1275,6 +1284,13 @@ impl Bench<'_> {
                 report::write_header(self.out).map_err(report_error)?;
             }
             engine.reset_counters();
+            self.phase_reads = self
+                .config
+                .phase_ops
+                .get(index)
+                .copied()
+                .flatten()
+                .unwrap_or(self.config.reads);
             self.stream_history = self
                 .lookup_streams(workload)
                 .and_then(|_| engine.stream_history());
@@ -1286,7 +1302,7 @@ impl Bench<'_> {
             let phase_ops = if workload.fills() {
                 self.config.num
             } else {
-                self.config.reads
+                self.phase_reads
             };
             self.sample_interval = self
                 .config
@@ -1546,7 +1562,7 @@ impl Bench<'_> {
     /// other workloads are not priced per lookup.
     fn lookup_streams(&self, workload: Workload) -> Option<strata::model::tree::LookupStreams> {
         use strata::model::tree::{LookupStream, LookupStreams};
-        let reads = self.config.reads as f64;
+        let reads = self.phase_reads as f64;
         let alike = matches!(
             self.config.distribution,
             None | Some(KeyDistribution::Uniform)
@@ -1700,10 +1716,10 @@ impl Bench<'_> {
     ) -> CliResult<PhaseCounts> {
         let workload = Workload::Readmissing;
         let mut rng = workload::phase_rng(self.config.seed, workload);
-        let mut progress = Progress::new(self.progress, workload, self.config.reads);
+        let mut progress = Progress::new(self.progress, workload, self.phase_reads);
         let mut key = Vec::new();
         let mut missing_hits = 0;
-        for done in 0..self.config.reads {
+        for done in 0..self.phase_reads {
             let gap = workload::random_missing_gap(&self.format, &mut rng);
             self.format.missing_key(gap, &mut key);
             let started = Instant::now();
@@ -1715,8 +1731,8 @@ impl Bench<'_> {
         }
         progress.finish(self.out);
         Ok(PhaseCounts {
-            ops: self.config.reads,
-            lookups: self.config.reads,
+            ops: self.phase_reads,
+            lookups: self.phase_reads,
             missing_hits,
             ..PhaseCounts::default()
         })
@@ -1732,7 +1748,7 @@ impl Bench<'_> {
         latencies: &mut Latencies,
     ) -> CliResult<PhaseCounts> {
         let workload = Workload::Mix(mix);
-        let mut spec = StreamSpec::new(mix, self.format.num(), self.config.reads, self.config.seed);
+        let mut spec = StreamSpec::new(mix, self.format.num(), self.phase_reads, self.config.seed);
         if let Some(distribution) = self.config.distribution {
             spec = spec.with_distribution(distribution);
         }
@@ -1838,7 +1854,7 @@ impl Bench<'_> {
         latencies: &mut Latencies,
     ) -> CliResult<PhaseCounts> {
         let mut rng = workload::phase_rng(self.config.seed, workload);
-        let mut progress = Progress::new(self.progress, workload, self.config.reads);
+        let mut progress = Progress::new(self.progress, workload, self.phase_reads);
         let (mut key, mut value) = (Vec::new(), Vec::new());
         let mut counts = PhaseCounts::default();
         for op in ops {
@@ -1901,13 +1917,13 @@ impl Bench<'_> {
     /// `seekrandom` with `--seek_nexts`), in a closed range with `--seek-bounded`.
     fn seek(&mut self, engine: &dyn Engine, latencies: &mut Latencies) -> CliResult<PhaseCounts> {
         let mut rng = workload::phase_rng(self.config.seed, Workload::Seekrandom);
-        let mut progress = Progress::new(self.progress, Workload::Seekrandom, self.config.reads);
+        let mut progress = Progress::new(self.progress, Workload::Seekrandom, self.phase_reads);
         let distribution = self.config.distribution.unwrap_or(KeyDistribution::Uniform);
         let mut chooser =
             KeyChooser::new(distribution, self.format.num()).map_err(CliError::InvalidArgument)?;
         let (mut key, mut until) = (Vec::new(), Vec::new());
         let (mut found, mut entries_read) = (0, 0);
-        for done in 0..self.config.reads {
+        for done in 0..self.phase_reads {
             let index = chooser.next(&mut rng, self.format.num());
             self.format.present_key(index, &mut key);
             let started = Instant::now();
@@ -1927,9 +1943,9 @@ impl Bench<'_> {
         }
         progress.finish(self.out);
         Ok(PhaseCounts {
-            ops: self.config.reads,
+            ops: self.phase_reads,
             found,
-            existing_lookups: self.config.reads,
+            existing_lookups: self.phase_reads,
             entries_read,
             ..PhaseCounts::default()
         })

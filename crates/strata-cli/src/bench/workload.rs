@@ -100,6 +100,47 @@ impl FromStr for Workload {
     }
 }
 
+/// One `--workloads` item: a phase, and after `@` the operations it runs instead of `--reads`
+/// (`overwrite@2000000`), so phases of one run can last alike although their operations differ
+/// in cost by orders of magnitude (a scan costs what a hundred point lookups do). A fill writes
+/// `--num` keys and takes no count.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PhaseSpec {
+    /// The phase.
+    pub workload: Workload,
+    /// Its operations, when not `--reads`.
+    pub ops: Option<u64>,
+}
+
+impl FromStr for PhaseSpec {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let Some((name, count)) = text.rsplit_once('@') else {
+            return Ok(PhaseSpec {
+                workload: text.parse()?,
+                ops: None,
+            });
+        };
+        let workload: Workload = name.parse()?;
+        if workload.fills() {
+            return Err(format!(
+                "{text:?}: {} writes --num keys and takes no operation count",
+                workload.name()
+            ));
+        }
+        let ops = super::parse_count(count)
+            .map_err(|error| format!("{text:?}: the operations after '@': {error}"))?;
+        if ops == 0 {
+            return Err(format!("{text:?}: a phase runs at least one operation"));
+        }
+        Ok(PhaseSpec {
+            workload,
+            ops: Some(ops),
+        })
+    }
+}
+
 impl Serialize for Workload {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.name())
@@ -297,6 +338,41 @@ mod tests {
         }
         format.missing_key(1234, &mut key);
         assert_eq!(key, b"000000000001234.");
+    }
+
+    #[test]
+    fn a_phase_may_name_its_own_operations_after_an_at_sign() {
+        let parse = |text: &str| text.parse::<PhaseSpec>();
+        assert_eq!(
+            parse("overwrite@2_000_000"),
+            Ok(PhaseSpec {
+                workload: Workload::Mix(Mix::Overwrite),
+                ops: Some(2_000_000)
+            })
+        );
+        assert_eq!(
+            parse("seekrandom"),
+            Ok(PhaseSpec {
+                workload: Workload::Seekrandom,
+                ops: None
+            })
+        );
+        // A mix's own argument keeps its colon; the count follows it.
+        let mnemosyne = parse("mnemosyne-ii:0.5@1000").expect("valid");
+        assert_eq!(mnemosyne.workload.name(), "mnemosyne-ii:0.5");
+        assert_eq!(mnemosyne.ops, Some(1000));
+        for (bad, says) in [
+            ("fillrandom@10", "takes no operation count"),
+            ("load@10", "takes no operation count"),
+            ("readhot@0", "at least one operation"),
+            ("readhot@many", "not a non-negative whole number"),
+            ("readhot@-3", "not a non-negative whole number"),
+            ("readsome@10", "unknown workload"),
+            ("@10", "unknown workload"),
+        ] {
+            let error = parse(bad).expect_err(bad);
+            assert!(error.contains(says), "{bad}: {error}");
+        }
     }
 
     #[test]
