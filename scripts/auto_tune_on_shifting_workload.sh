@@ -18,6 +18,8 @@
 # (environment) lists the fixed designs as policy:T, default
 # "leveling:10 leveling:4 tiering:4 tiering:10 lazy-leveling:4 lazy-leveling:10 garnering:10
 # leveling-dynamic:10 ecotune:10 moose:10": every merge policy auto-tune's tuner chooses among.
+# A design listed again with a suffix (leveling:10#2) runs again as a configuration of its own: the
+# per-phase ratio between the copies' medians is the noise floor of a per-phase comparison.
 # STRATA is a binary to run instead of the workspace's release build. Reports are kept in OUT
 # (environment; a temporary directory by default). AUTO_FLAGS (environment) adds `strata bench`
 # flags to auto-tune's runs, for its own settings, for example
@@ -46,14 +48,16 @@ n=${#configs[@]}
 for run in $(seq 1 "$runs"); do
   for offset in $(seq 0 $((n - 1))); do
     config=${configs[$(( (run - 1 + offset) % n ))]}
-    report="$out/${config/:/-T}-run$run.txt"
+    name=${config/:/-T}
+    report="$out/${name/\#/-copy}-run$run.txt"
+    design=${config%%#*}
     if [ "$config" = auto ]; then
       # Auto-tune's database is kept for its info log (each decision's line and the time it
       # took), then removed.
       flags=(--auto-tune --auto-tune-every "$every" --db "$out/auto-run$run.db"
         ${EVERY_SECONDS:+--auto-tune-every-seconds "$EVERY_SECONDS"} ${AUTO_FLAGS:-})
     else
-      flags=(--compaction "${config%%:*}" --size-ratio "${config##*:}")
+      flags=(--compaction "${design%%:*}" --size-ratio "${design##*:}")
     fi
     echo "run $run: $config (load $(cut -d' ' -f1 /proc/loadavg))" >&2
     "$strata" bench --engines strata --preset shifting --num "$num" --workloads "$workloads" "${flags[@]}" \
@@ -71,7 +75,7 @@ out, runs, num, phases = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.ar
 ops = dict(zip(phases, [num] + [int(count) for count in sys.argv[4].split(",")]))
 configs = sys.argv[6:]
 def report(config, run):
-    return f"{out}/{config.replace(':', '-T')}-run{run}.txt"
+    return f"{out}/{config.replace(':', '-T').replace('#', '-copy')}-run{run}.txt"
 median, trees, designs, per_run = {}, {}, {}, {}
 for config in configs:
     per_phase = {phase: [] for phase in phases}
@@ -136,6 +140,15 @@ for run in range(runs):
     print(f"  round {run + 1}: auto-tune {mine:.2f}; fastest fixed design {best.replace(':', ' T=')} {best_seconds:.2f}: "
           + ("ahead" if mine < best_seconds else f"behind by {mine - best_seconds:.2f}"))
 print(f"Auto-tune ahead of every fixed design in {ahead} of {runs} rounds")
+copies = {}
+for config in fixed:
+    copies.setdefault(config.split("#")[0], []).append(config)
+for design, same in copies.items():
+    if len(same) < 2:
+        continue
+    print(f"\nThe same design run as {len(same)} configurations ({design.replace(':', ' T=')}): each copy's median over the first's, per phase")
+    for other in same[1:]:
+        print(f"  {other.replace(':', ' T=')}: " + ", ".join(f"{p} {median[other][p] / median[same[0]][p]:.2f}" for p in phases))
 decided, merges = [], []
 for run in range(1, runs + 1):
     try:
