@@ -128,7 +128,7 @@ fn overlapping_bytes(tree: &Version, level: usize, smallest: &[u8], largest: &[u
     tree.levels()[level]
         .runs()
         .iter()
-        .flat_map(|run| run.overlapping_files(smallest, largest))
+        .flat_map(|run| run.overlapping(smallest, largest))
         .map(|f| f.file_bytes())
         .sum()
 }

@@ -346,11 +346,20 @@ impl Run {
 
     /// Files whose ranges intersect `[smallest, largest]`.
     pub fn overlapping_files(&self, smallest: &[u8], largest: &[u8]) -> Vec<Arc<FileMetadata>> {
-        self.files
-            .iter()
-            .filter(|f| f.overlaps(smallest, largest))
-            .cloned()
-            .collect()
+        self.overlapping(smallest, largest).to_vec()
+    }
+
+    /// The files whose ranges intersect `[smallest, largest]`, in key order: one stretch of the
+    /// run (its files are disjoint and in key order), found by two binary searches. Leveling asks
+    /// this of every file of a level as it chooses one to merge.
+    pub fn overlapping(&self, smallest: &[u8], largest: &[u8]) -> &[Arc<FileMetadata>] {
+        let first = self
+            .files
+            .partition_point(|f| f.largest_user_key() < smallest);
+        let end = self
+            .files
+            .partition_point(|f| f.smallest_user_key() <= largest);
+        self.files.get(first..end.max(first)).unwrap_or_default()
     }
 }
 
@@ -892,6 +901,52 @@ pub(crate) mod tests {
         assert!(Version::default().apply(&overlapping, Some(&sink)).is_err());
         drop(overlapping);
         assert!(sink.take().is_empty());
+    }
+
+    /// The two binary searches find what a look at every file finds, over random runs and
+    /// ranges (inverted ones, points and ones outside the run included).
+    #[test]
+    fn a_runs_overlapping_files_are_every_file_that_overlaps() {
+        let mut rng = crate::random::SplitMix64::new(11);
+        let mut number = 0;
+        for _ in 0..300 {
+            let mut points: Vec<u64> = (0..2 * (rng.next_u64() % 8))
+                .map(|_| rng.next_u64() % 100)
+                .collect();
+            points.sort_unstable();
+            points.dedup();
+            let mut builder = Version::builder();
+            for pair in points.chunks_exact(2) {
+                number += 1;
+                let (smallest, largest) = (format!("{:02}", pair[0]), format!("{:02}", pair[1]));
+                builder = builder.add_file(
+                    1,
+                    1,
+                    FileMetadata::new(number, smallest.as_bytes(), largest.as_bytes()),
+                );
+            }
+            let tree = builder.build().expect("disjoint files");
+            let Some(run) = tree.levels()[1].runs().first() else {
+                continue;
+            };
+            for _ in 0..20 {
+                let (a, b) = (rng.next_u64() % 105, rng.next_u64() % 105);
+                let (smallest, largest) = (format!("{a:02}"), format!("{b:02}"));
+                let (smallest, largest) = (smallest.as_bytes(), largest.as_bytes());
+                let every: Vec<u64> = run
+                    .files()
+                    .iter()
+                    .filter(|f| f.overlaps(smallest, largest))
+                    .map(|f| f.number())
+                    .collect();
+                let found: Vec<u64> = run
+                    .overlapping_files(smallest, largest)
+                    .iter()
+                    .map(|f| f.number())
+                    .collect();
+                assert_eq!(found, every, "[{a}, {b}] over {points:?}");
+            }
+        }
     }
 
     #[test]
