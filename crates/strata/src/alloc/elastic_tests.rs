@@ -1176,10 +1176,15 @@ fn a_saturated_file_that_lookups_reach_is_priced_for_a_rebuild() {
     // File 1 holds one module on disk, file 2 three; the budget (4 bits per key of one file)
     // gives one and three. Both are reached by the same lookups, so the optimum is two and two:
     // file 1 needs a module it does not have.
+    let made = std::time::Instant::now();
     let (allocator, tree) = rebuild_tree((1, 1, 10_000), (3, 3, 10_000));
     assert!(allocator.as_dyn().rebuilds_filters());
+    let priced = pricing(None);
+    // The files were made between `made` and ten seconds before the pricing: a stall there
+    // (a busy machine) lengthens their life so far beyond ten seconds.
+    let most_secs = priced.now.duration_since(made).as_secs_f64();
     let rebuild = allocator
-        .filter_rebuild(&tree, &pricing(None))
+        .filter_rebuild(&tree, &priced)
         .expect("a rebuild pays");
     assert_eq!(
         (rebuild.level, rebuild.run_id, rebuild.file_number),
@@ -1189,9 +1194,10 @@ fn a_saturated_file_that_lookups_reach_is_priced_for_a_rebuild() {
     // 2000 * eps(2) after, with eps(b) = exp(-ln2sq b).
     let eps = |bits: f64| FilterFamily::Bloom.false_positive_rate(bits);
     let expected = 1000.0 * (eps(1.0) + eps(3.0) - 2.0 * eps(2.0));
+    let least = 0.99 * expected * 10.0 / most_secs;
     assert!(
-        (rebuild.avoided_reads_per_sec - expected).abs() < 0.01 * expected,
-        "{} vs {expected}",
+        (least..1.01 * expected).contains(&rebuild.avoided_reads_per_sec),
+        "{} vs {expected} (at least {least})",
         rebuild.avoided_reads_per_sec
     );
     assert_eq!(rebuild.life_secs, 600.0);
