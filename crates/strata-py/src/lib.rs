@@ -931,8 +931,9 @@ reader_methods! { Db {
     /// gain pays for a round trip of rewrites and was confirmed; on a stretch of reads, the tree
     /// merged into one run when that pays (returns once the merge has run). Returns the decision
     /// as a dict (``number``, ``operations``, ``mix``, ``current``, ``candidates``, ``gain``,
-    /// ``mix_held``, ``saved_seconds``, ``switch_seconds``, ``streak``, ``switched``,
-    /// ``reason``, ``reads_held`` and, when priced, ``for_reads`` with its ``merged``);
+    /// ``mix_held``, ``mix_operations``, ``saved_seconds``, ``switch_seconds``, ``streak``,
+    /// ``switched``, ``reason``, ``reads_held`` and, when priced, ``for_reads`` with its
+    /// ``merged``);
     /// ``stats()["auto_tune"]`` lists the last decisions in words.
     fn auto_tune_now<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let text = release(py, || {

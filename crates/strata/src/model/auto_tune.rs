@@ -27,14 +27,19 @@
 //!   away);
 //! - it is predicted at least [`AutoTuneOptions::min_gain`] faster;
 //! - the time it is predicted to save over the horizon exceeds what the switch is predicted to
-//!   cost. The horizon is how long the mix is expected to last: as many intervals as it has
-//!   held so far (consecutive decisions whose mixes agree within [`MIX_TOLERANCE`]), at most
-//!   [`AutoTuneOptions::horizon_intervals`], of the last interval's operations — a mix that has
-//!   just begun is not trusted to last, one that has held for long is. The switch costs a round
-//!   trip: one rewrite of the whole tree into the new design (reached through ordinary
-//!   compactions, which rewrite every entry about once) and one out of it when the mix moves on
-//!   (leaving a tiered level merges its runs, rewriting them again), pages read and written at
-//!   the device's costs;
+//!   cost. The horizon is how long the mix is expected to last: as many operations again as it
+//!   has served so far (over consecutive decisions whose mixes agree within [`MIX_TOLERANCE`];
+//!   [`AutoTuneState::mix_operations`]), at most [`AutoTuneOptions::horizon_intervals`] of the
+//!   last interval's operations — a mix that has just begun is not trusted to last, one that
+//!   has held for long is. Operations, not decisions: intervals are uneven (a decision held back
+//!   by its share of a core covers more), and a fill's lengthen as its decisions slow down, so
+//!   as many intervals again as it has held would trust it for several times what it has
+//!   served. A growing tree is priced at the size it reaches over the horizon, at the entries it
+//!   gained per operation while the mix held ([`AutoTuneState::growth_per_operation`]). The
+//!   switch costs a round trip: one rewrite of the whole tree into the new design (reached
+//!   through ordinary compactions, which rewrite every entry about once) and one out of it when
+//!   the mix moves on (leaving a tiered level merges its runs, rewriting them again), pages read
+//!   and written at the device's costs;
 //! - the same design was ranked first by the last [`AutoTuneOptions::confirmations`]
 //!   decisions in a row.
 //!
@@ -136,7 +141,8 @@ pub struct AutoTuneOptions {
     /// switch at the first).
     pub confirmations: u32,
     /// The longest horizon over which a switch must pay for itself, in intervals of the last
-    /// interval's operations (the horizon is as many intervals as the mix has held, up to this).
+    /// interval's operations (the horizon is as many operations again as the mix has served, up to
+    /// this many of the last interval's).
     pub horizon_intervals: f64,
     /// The largest size ratio a switch may choose. The tuner's shallowest designs (one or two
     /// levels, `T` in the hundreds) are a tiered level of `T - 1` runs that every lookup and
@@ -698,12 +704,12 @@ impl TreeFacts {
         })
     }
 
-    /// The tree after `intervals` more intervals that each add `growth` entries (a fill): the
-    /// tree designs are priced for, since a design chosen while a tree fills serves the tree it
+    /// The tree after `operations` more operations that each add `growth_per_operation` entries
+    /// (a fill): the tree designs are priced for, since a design chosen while a tree fills serves the tree it
     /// fills to, and a small tree's merges per update say little of a large one's. The filters'
     /// memory grows with the entries at the same bits per entry.
-    pub fn grown(&self, growth: u64, intervals: f64) -> TreeFacts {
-        let added = growth as f64 * intervals.max(0.0);
+    pub fn grown(&self, growth_per_operation: f64, operations: f64) -> TreeFacts {
+        let added = growth_per_operation * operations.max(0.0);
         if !(added.is_finite() && added >= 1.0) || self.entries == 0 {
             return *self;
         }
@@ -868,6 +874,11 @@ pub struct Decision {
     /// Intervals the mix has held, this one included (0 when there was no mix).
     #[serde(default)]
     pub mix_held: u32,
+    /// Operations the mix has served over those intervals, this one included (0 when there was
+    /// no mix, and in records from builds that did not count them): the horizon a switch must
+    /// pay for itself over ([`AutoTuneState::mix_operations`]).
+    #[serde(default)]
+    pub mix_operations: u64,
     /// Seconds the best design is predicted to save over the horizon.
     pub saved_seconds: f64,
     /// Seconds the switch is predicted to cost.
@@ -991,6 +1002,7 @@ impl Decision {
             candidates: Vec::new(),
             gain: 0.0,
             mix_held: 0,
+            mix_operations: 0,
             saved_seconds: 0.0,
             switch_seconds: 0.0,
             priced_entries: 0,
@@ -1090,12 +1102,14 @@ impl std::fmt::Display for Decision {
         };
         write!(
             f,
-            "decision {}: {} ops, {} entries{grown}, mix held {}x; in force {current}, best {best} \
-             ({:+.1}%, saves {:.1} s against a switch of {:.1} s, ranked first {}x{ties}): {} — {}",
+            "decision {}: {} ops, {} entries{grown}, mix held {}x ({} ops); in force {current}, \
+             best {best} ({:+.1}%, saves {:.1} s against a switch of {:.1} s, ranked first \
+             {}x{ties}): {} — {}",
             self.number,
             self.operations,
             self.entries,
             self.mix_held,
+            self.mix_operations,
             self.gain * 100.0,
             self.saved_seconds,
             self.switch_seconds,
@@ -1214,6 +1228,25 @@ impl AutoTuneState {
                 last.mix_held.max(1).saturating_add(1)
             }
             _ => 1,
+        }
+    }
+
+    /// Operations `mix` has served over the intervals it has held, this interval's `operations`
+    /// included: the last decision's count and these if the last decision saw the same mix, else
+    /// these. A record from a build that did not count them is taken as that many intervals of
+    /// its own operations.
+    pub fn mix_operations(&self, mix: &MixRecord, operations: u64) -> u64 {
+        match self.history.last() {
+            Some(last) if last.mix.is_some_and(|m| m.same_mix_as(mix)) => {
+                let before = if last.mix_operations > 0 {
+                    last.mix_operations
+                } else {
+                    last.operations
+                        .saturating_mul(u64::from(last.mix_held.max(1)))
+                };
+                before.saturating_add(operations)
+            }
+            _ => operations,
         }
     }
 
@@ -1371,16 +1404,25 @@ impl AutoTuneState {
         (probes >= MIN_SAMPLES).then(|| span.device_block_probes as f64 / probes as f64)
     }
 
-    /// Entries the tree gained per interval while the mix held: since the first decision of the
-    /// mix the history still has, over the intervals between, when the tree now has `entries`
-    /// and the mix has held `mix_held` intervals (0 when it has just begun or the tree shrank).
-    pub fn growth_per_interval(&self, entries: u64, mix_held: u32) -> u64 {
+    /// Entries the tree gained per operation served while the mix held: since the first
+    /// decision of the mix the history still has, over the operations of the intervals after it
+    /// (this one's, `operations`, included), when the tree now has `entries` and the mix has
+    /// held `mix_held` intervals (0 when it has just begun or the tree shrank). Per operation,
+    /// not per interval: intervals are uneven (a decision held back by its share of a core
+    /// covers more operations than one that was not).
+    pub fn growth_per_operation(&self, entries: u64, mix_held: u32, operations: u64) -> f64 {
         let back = (mix_held.saturating_sub(1) as usize).min(self.history.len());
         if back == 0 {
-            return 0;
+            return 0.0;
         }
-        let first = &self.history[self.history.len() - back];
-        entries.saturating_sub(first.entries) / back as u64
+        let since = self.history.len() - back;
+        let served = self.history[since + 1..]
+            .iter()
+            .fold(operations, |sum, d| sum.saturating_add(d.operations));
+        if served == 0 {
+            return 0.0;
+        }
+        entries.saturating_sub(self.history[since].entries) as f64 / served as f64
     }
 
     /// The streak of the design ranked first last time, if `best` is that design.
@@ -1443,11 +1485,15 @@ pub fn decide(
     // Counted from the first decision that sees the mix, priced or not, so a fill's horizon
     // includes the decisions a small tree or unmeasured writes kept unpriced.
     let mix_held = mix.map_or(0, |mix| state.mix_held(&MixRecord::from(mix)));
+    let mix_operations = mix.map_or(0, |mix| {
+        state.mix_operations(&MixRecord::from(mix), operations)
+    });
     let buffer_entries = facts.buffer_bits / (facts.entry_bytes * 8.0);
     let stretch = state.reads_held(interval, buffer_entries);
     let keep = |reason: String, current, candidates| Verdict {
         decision: Decision {
             mix_held,
+            mix_operations,
             reads_held: stretch.intervals,
             reads_held_writes: stretch.writes,
             reads_held_operations: stretch.operations,
@@ -1488,10 +1534,21 @@ pub fn decide(
             ..verdict
         });
     }
-    let horizon_intervals = options.horizon_intervals.min(f64::from(mix_held));
+    // The mix is expected to last as many operations again as it has served, at most
+    // `horizon_intervals` of this interval's (module documentation). Counted in operations,
+    // not intervals: intervals are uneven, and a fill's grow as its decisions take longer.
+    let interval_operations = operations as f64;
+    let horizon_operations = (mix_operations as f64)
+        .max(interval_operations)
+        .min(options.horizon_intervals * interval_operations);
+    let horizon_intervals = if interval_operations > 0.0 {
+        horizon_operations / interval_operations
+    } else {
+        0.0
+    };
     let grown = facts.grown(
-        state.growth_per_interval(facts.entries, mix_held),
-        horizon_intervals,
+        state.growth_per_operation(facts.entries, mix_held, operations),
+        horizon_operations,
     );
     let point_read_misses =
         measured.and_then(|(now, _)| state.point_read_miss_share(&now, mix_held));
@@ -1584,6 +1641,7 @@ pub fn decide(
         decision: Decision {
             gain,
             mix_held,
+            mix_operations,
             reads_held: stretch.intervals,
             reads_held_writes: stretch.writes,
             reads_held_operations: stretch.operations,
@@ -2145,6 +2203,10 @@ mod tests {
         for expected in [1, 2, 3, 4] {
             let verdict = decide(&options, &facts(), &reads, &current, &state).expect("decides");
             assert_eq!(verdict.decision.mix_held, expected);
+            assert_eq!(
+                verdict.decision.mix_operations,
+                u64::from(expected) * 1_000_000
+            );
             state.record(verdict.decision, &reads);
         }
         // The horizon stops at three intervals however long the mix holds.
@@ -2155,6 +2217,7 @@ mod tests {
         let writes = totals(100_000, 900_000);
         let verdict = decide(&options, &facts(), &writes, &current, &state).expect("decides");
         assert_eq!(verdict.decision.mix_held, 1, "{}", verdict.decision);
+        assert_eq!(verdict.decision.mix_operations, 1_000_000);
         let near = MixRecord::from(mix_of(&reads, 1_000_000).expect("a mix"));
         let nudged = MixRecord {
             point_lookups: near.point_lookups - 0.05,
@@ -2169,6 +2232,19 @@ mod tests {
             .replace("mix_held = 4\n", "");
         let old: Decision = toml::from_str(&text).expect("decodes");
         assert_eq!(old.mix_held, 0);
+        // One without the operations counted: as many intervals of its own operations as it
+        // held, then this one's.
+        let text = toml::to_string(&held)
+            .expect("encodes")
+            .replace("mix_operations = 4000000\n", "");
+        let old: Decision = toml::from_str(&text).expect("decodes");
+        assert_eq!((old.mix_held, old.mix_operations), (4, 0));
+        let resumed = AutoTuneState {
+            history: vec![old],
+            ..AutoTuneState::default()
+        };
+        let mix = MixRecord::from(mix_of(&reads, 1_000_000).expect("a mix"));
+        assert_eq!(resumed.mix_operations(&mix, 500_000), 4_500_000);
     }
 
     /// What an engine measures after a fill of `facts()`'s tree at `write_micros` per put
@@ -3029,6 +3105,53 @@ mod tests {
         })
     }
 
+    /// A fill whose intervals lengthen (decisions held back by their share of a core cover more
+    /// writes as they slow down): the horizon is the writes the mix has served, not as many
+    /// intervals again of the last one's, so a growing tree is priced at no more than twice its
+    /// entries. Counted in intervals (8 of 28,600 writes, then each twice the one before), the
+    /// priced decisions here would have trusted the fill for 10-14 intervals of the last one's
+    /// where it had served 2.1-3.5, and priced the tree at 2.1-2.7 times its entries.
+    #[test]
+    fn a_fill_of_lengthening_intervals_is_priced_as_long_again_as_it_has_lasted() {
+        let interval = |n: u64| 28_600 * (1u64 << n.saturating_sub(8));
+        let written = |n: u64| (1..=n).map(interval).sum::<u64>();
+        let leveling = design(CompactionKind::Leveling, 10.0);
+        // Merges that keep up: nothing pays for a switch, so every round decides.
+        let measurements = fill_measurements(1.667, 0.027, 0.1262);
+        let decisions = decide_each_round(&measuring(), &leveling, 14, |n| {
+            // One entry in the tree per entry written.
+            let tree = TreeFacts {
+                entries: written(n),
+                filter_bits: 10.0 * written(n) as f64,
+                ..filling_tree(measurements)
+            };
+            (tree, totals(0, written(n)))
+        });
+        assert_eq!(decisions.len(), 14);
+        let mut priced = 0;
+        for (n, decision) in (1..).zip(&decisions) {
+            assert_eq!(decision.operations, interval(n), "{decision}");
+            assert_eq!(decision.mix_operations, written(n), "{decision}");
+            assert!(!decision.switched, "{decision}");
+            if decision.priced_entries == 0 {
+                continue;
+            }
+            priced += 1;
+            // As many writes again as the fill has served (under the cap of 20 intervals), one
+            // entry each.
+            let horizon = written(n).min(20 * interval(n));
+            assert!(
+                decision.priced_entries.abs_diff(written(n) + horizon) <= 1,
+                "{decision}"
+            );
+            assert!(
+                decision.priced_entries <= 2 * decision.entries,
+                "{decision}"
+            );
+        }
+        assert!(priced >= 4, "{decisions:?}");
+    }
+
     #[test]
     fn merges_that_cannot_keep_up_on_the_merge_threads_make_a_fill_switch_from_leveling() {
         // Writers barely stalled (0.027 us per merged entry), but every entry a merge wrote took
@@ -3058,7 +3181,7 @@ mod tests {
             .expect("a priced decision");
         assert!(first_priced.entries >= 280_000, "{first_priced}");
         // Priced at the tree the horizon ends with: the tree grew 28,610 entries per interval,
-        // over as many intervals as the mix has held.
+        // over as many writes again as the mix has served (intervals of one size here).
         let expected = first_priced.entries + 28_610 * u64::from(first_priced.mix_held);
         assert!(
             first_priced.priced_entries.abs_diff(expected) <= u64::from(first_priced.mix_held),
