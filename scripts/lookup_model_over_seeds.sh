@@ -33,15 +33,29 @@ IFS=',' read -r -a seed_list <<< "$seeds"
 for seed in "${seed_list[@]}"; do
   echo "seed $seed: load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   "$STRATA" bench --quick --engines strata --workloads fillrandom,readrandom,readhot,readmissing \
-    --filter-policy "$allocators" --compaction "$policies" --seed "$seed" > "$out/seed-$seed.txt"
+    --filter-policy "$allocators" --compaction "$policies" --seed "$seed" \
+    --json "$out/seed-$seed.json" > "$out/seed-$seed.txt"
 done
 python3 - "$out" "$allocators" "$policies" "${seed_list[@]}" <<'PY'
 import re, statistics, sys
 out, allocators, policies, seeds = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(","), sys.argv[4:]
 # A report's configurations open with "strata/ALLOCATOR/POLICY (run 1/1) bench: ..."; each
 # read phase's row "strata   PHASE ..." is followed by the model's line "model
-# (strata::model::tree): device reads per lookup predicted/measured: data P/M (R), ...".
-ratios, trees = {}, {}
+# (strata::model::tree): device reads per lookup predicted/measured: data P/M (R), ...". The
+# report prints R to two decimals; the JSON beside it (when there) gives both counts unrounded,
+# and the ratios are taken from it: a median of ratios printed as 1.10 can lie either side of
+# the 10% bound.
+import json, os
+ratios, trees, exact = {}, {}, {}
+for seed in seeds:
+    path = f"{out}/seed-{seed}.json"
+    if os.path.exists(path):
+        for result in json.load(open(path))["results"]:
+            predicted = (result.get("predicted_reads_per_lookup") or {}).get("data")
+            measured = (result.get("io_per_op") or {}).get("data")
+            if result["phase"].startswith("read") and predicted and measured is not None:
+                key = (result["phase"], result["filter_policy"], result["compaction"])
+                exact.setdefault(key, []).append(measured / predicted)
 for seed in seeds:
     configuration = phase = tree = None
     for line in open(f"{out}/seed-{seed}.txt"):
@@ -61,6 +75,10 @@ for seed in seeds:
                 ratios.setdefault((phase, *configuration), []).append(float(m.group(3)))
                 trees.setdefault((phase, *configuration), tree)
             phase = None
+# Unrounded ratios for every configuration the JSON covers on every seed.
+for key, values in exact.items():
+    if len(values) == len(ratios.get(key, [])):
+        ratios[key] = values
 print(f"Seeds {', '.join(seeds)}; each cell: measured/predicted data-block reads per lookup, the "
       "median over the seeds [lowest-highest], and the tree before the phase on the first seed.")
 for phase in ["readrandom", "readhot", "readmissing"]:
