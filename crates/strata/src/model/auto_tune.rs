@@ -705,9 +705,9 @@ impl TreeFacts {
     }
 
     /// The tree after `operations` more operations that each add `growth_per_operation` entries
-    /// (a fill): the tree designs are priced for, since a design chosen while a tree fills serves the tree it
-    /// fills to, and a small tree's merges per update say little of a large one's. The filters'
-    /// memory grows with the entries at the same bits per entry.
+    /// (a fill): the tree designs are priced for, since a design chosen while a tree fills serves
+    /// the tree it fills to, and a small tree's merges per update say little of a large one's.
+    /// The filters' memory grows with the entries at the same bits per entry.
     pub fn grown(&self, growth_per_operation: f64, operations: f64) -> TreeFacts {
         let added = growth_per_operation * operations.max(0.0);
         if !(added.is_finite() && added >= 1.0) || self.entries == 0 {
